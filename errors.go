@@ -1,0 +1,121 @@
+package ackgap
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors. Stores translate driver errors into these at their
+// boundary, so callers test them with errors.Is without importing a driver.
+var (
+	// ErrMissingEventID: the message carries no event id. The event id is
+	// assigned by the producer and must travel with every copy (Watermill
+	// metadata, Kafka header, SQS message attribute); ackgap never generates
+	// one, because a generated id differs per delivery and dedupes nothing.
+	ErrMissingEventID = errors.New("ackgap: message has no event id")
+
+	// ErrEventIDTooLong: the event id is longer than the configured limit
+	// (middleware.MaxEventIDBytesDefault unless configured).
+	ErrEventIDTooLong = errors.New("ackgap: event id too long")
+
+	// ErrEventIDConflict: an event id already in the inbox arrived again with
+	// a different payload. It is not a plain duplicate: a producer reused an
+	// id for another event, and silently skipping it would lose that event.
+	ErrEventIDConflict = errors.New("ackgap: event id reused with a different payload")
+
+	// ErrIdempotencyConflict: an outbox row with this idempotency key exists
+	// with a different payload. Like HTTP idempotency keys (IETF draft
+	// "The Idempotency-Key HTTP Header Field"), one key names one request.
+	ErrIdempotencyConflict = errors.New("ackgap: outbox idempotency key reused with a different payload")
+
+	// ErrTransitionRefused: a guarded transition found its row in a state the
+	// transition does not start from, or found no row.
+	ErrTransitionRefused = errors.New("ackgap: guarded transition refused")
+
+	// ErrBadPayload: the message payload does not parse.
+	ErrBadPayload = errors.New("ackgap: payload does not parse")
+
+	// ErrStoreUnavailable: the database could not be reached or the
+	// connection broke (connection refused or reset, pool closed, database
+	// busy past its timeout). Messages that fail with it are retried, never
+	// dead-lettered: the message is fine, the database is not.
+	ErrStoreUnavailable = errors.New("ackgap: store unavailable")
+
+	// ErrNoTransaction: a transaction-scoped helper was called with a
+	// context that does not come from the inbox middleware.
+	ErrNoTransaction = errors.New("ackgap: no inbox transaction in context")
+)
+
+// Reasons put in the dead-letter metadata (key [MetadataDeadLetterReason]).
+// They are stable strings: alerting and redrive tooling may match them.
+const (
+	ReasonMissingEventID      = "missing_event_id"
+	ReasonEventIDTooLong      = "event_id_too_long"
+	ReasonEventIDConflict     = "id_reuse_payload_mismatch"
+	ReasonTransitionRefused   = "transition_refused"
+	ReasonBadPayload          = "bad_payload"
+	ReasonIdempotencyConflict = "idempotency_conflict"
+	ReasonPermanent           = "permanent"
+	ReasonAttemptsExhausted   = "attempts_exhausted"
+)
+
+// MetadataDeadLetterReason is the metadata key under which the router
+// records one of the Reason constants on a dead-lettered message.
+// Watermill's own poison-queue keys (reason_poisoned, topic_poisoned,
+// handler_poisoned) are set as well.
+const MetadataDeadLetterReason = "ackgap_dead_letter_reason"
+
+// PermanentError marks a failure that retrying cannot fix: the router rolls
+// the transaction back, sends the message to the dead-letter topic with
+// Reason, and acks it. Build it with [Permanent].
+type PermanentError struct {
+	// Reason is one of the Reason constants or a handler's own short
+	// snake_case word; it is never empty.
+	Reason string
+	// Err is the underlying error; it may be nil.
+	Err error
+}
+
+// Permanent returns an error that tells the router not to retry the
+// message but to dead-letter it with reason (ReasonPermanent if empty).
+// errors.Is(err, &PermanentError{}) and [IsPermanent] match it whatever it
+// wraps; errors.Is(err, target) also matches what it wraps.
+func Permanent(reason string, err error) error {
+	if reason == "" {
+		reason = ReasonPermanent
+	}
+	return &PermanentError{Reason: reason, Err: err}
+}
+
+// Error returns "permanent failure (reason): err".
+func (e *PermanentError) Error() string {
+	if e.Err == nil {
+		return fmt.Sprintf("permanent failure (%s)", e.Reason)
+	}
+	return fmt.Sprintf("permanent failure (%s): %v", e.Reason, e.Err)
+}
+
+// Unwrap returns the wrapped error.
+func (e *PermanentError) Unwrap() error { return e.Err }
+
+// Is reports whether target is a *PermanentError, whatever its fields.
+func (e *PermanentError) Is(target error) bool {
+	_, ok := target.(*PermanentError)
+	return ok
+}
+
+// IsPermanent reports whether err is or wraps a [PermanentError].
+func IsPermanent(err error) bool {
+	var p *PermanentError
+	return errors.As(err, &p)
+}
+
+// ReasonOf returns the Reason of the first [PermanentError] in err's chain,
+// or "" if there is none.
+func ReasonOf(err error) string {
+	var p *PermanentError
+	if errors.As(err, &p) {
+		return p.Reason
+	}
+	return ""
+}
