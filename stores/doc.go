@@ -1,0 +1,26 @@
+// Package stores defines the contract between ackgap and a database: the
+// [Store] interface, typed by the store's own transaction, and the params
+// and results of its methods. It imports no database driver.
+//
+// Two stores implement it: stores/pgxstore (PostgreSQL through
+// github.com/jackc/pgx/v5, handlers get a pgx.Tx) and stores/sqlitestore
+// (SQLite through modernc.org/sqlite, handlers get a *sql.Tx; the embedded
+// default). A third-party store is a package that implements [Store] and
+// passes the conformance suite in stores/storetest:
+//
+//	func TestConformance(t *testing.T) {
+//		storetest.Run(t, func(t *testing.T) *storetest.Harness[*mydb.Tx] {
+//			return &storetest.Harness[*mydb.Tx]{Store: newStore(t), ...}
+//		})
+//	}
+//
+// Rules every implementation keeps (design.md, invariants 1, 2, 7, 8):
+//   - [Store.BeginInbox] inserts the inbox row as the transaction's first
+//     write, under a unique constraint on (consumer, event id); the insert
+//     itself is the dedupe check, never a SELECT before it.
+//   - A duplicate is a result ([BeginInboxResult.Duplicate]), not an error.
+//   - A guarded write puts its guard in the WHERE clause and reports what it
+//     changed; it never reads and then writes.
+//   - Driver errors that mean the database is unreachable are translated to
+//     ackgap.ErrStoreUnavailable in one place.
+package stores

@@ -1,0 +1,220 @@
+// Package sqlbuild holds the SQL that the SQL stores share: guarded
+// transition statements, and the loading, rendering and planning of
+// versioned migrations. It imports no driver.
+package sqlbuild
+
+import (
+	"fmt"
+	"io/fs"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+	"text/template"
+
+	"github.com/ackgap/ackgap/stores"
+)
+
+// Dialect is what differs between the SQL stores' statements.
+type Dialect struct {
+	// Placeholder returns the bind parameter for position n (1-based).
+	Placeholder func(n int) string
+}
+
+// Postgres numbers parameters $1, $2, ...
+var Postgres = Dialect{Placeholder: func(n int) string { return "$" + strconv.Itoa(n) }}
+
+// SQLite numbers parameters ?1, ?2, ...
+var SQLite = Dialect{Placeholder: func(n int) string { return "?" + strconv.Itoa(n) }}
+
+// Transition returns the guarded UPDATE for p with its arguments, and the
+// SELECT that reads the row's current state (one column) when the UPDATE
+// changed nothing. p must have passed WithDefaults and Validate.
+func Transition(d Dialect, p *stores.TransitionParams) (update string, args []any, current string, currentArgs []any) {
+	table := stores.QuoteIdentifier(p.Table)
+	if p.Schema != "" {
+		table = stores.QuoteIdentifier(p.Schema) + "." + table
+	}
+	state := stores.QuoteIdentifier(p.StateColumn)
+	key := stores.QuoteIdentifier(p.KeyColumn)
+
+	var b strings.Builder
+	args = make([]any, 0, 2+len(p.From)+len(p.Set))
+	bind := func(v any) string {
+		args = append(args, v)
+		return d.Placeholder(len(args))
+	}
+	b.WriteString("UPDATE ")
+	b.WriteString(table)
+	b.WriteString(" SET ")
+	b.WriteString(state)
+	b.WriteString(" = ")
+	b.WriteString(bind(p.To))
+	if p.VersionColumn != "" {
+		v := stores.QuoteIdentifier(p.VersionColumn)
+		b.WriteString(", " + v + " = " + v + " + 1")
+	}
+	for _, a := range p.Set {
+		b.WriteString(", " + stores.QuoteIdentifier(a.Column) + " = " + bind(a.Value))
+	}
+	b.WriteString(" WHERE " + key + " = " + bind(p.Key) + " AND " + state + " IN (")
+	for i, f := range p.From {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(bind(f))
+	}
+	b.WriteString(")")
+	current = "SELECT " + state + " FROM " + table + " WHERE " + key + " = " + d.Placeholder(1)
+	return b.String(), args, current, []any{p.Key}
+}
+
+// Migration is one numbered migration of a dialect.
+type Migration struct {
+	Version int
+	Name    string
+	UpSQL   string
+	DownSQL string
+}
+
+// LoadMigrations reads files named NNN_name.up.sql and NNN_name.down.sql
+// from dir in fsys, renders each as a text/template with names (already
+// quoted identifiers), and returns them ordered by version. Every version
+// needs both files.
+func LoadMigrations(fsys fs.FS, dir string, names any) ([]Migration, error) {
+	entries, err := fs.ReadDir(fsys, dir)
+	if err != nil {
+		return nil, err
+	}
+	byVersion := map[int]*Migration{}
+	for _, e := range entries {
+		file := e.Name()
+		var up bool
+		switch {
+		case strings.HasSuffix(file, ".up.sql"):
+			up = true
+		case strings.HasSuffix(file, ".down.sql"):
+		default:
+			continue
+		}
+		num, name, ok := strings.Cut(strings.TrimSuffix(strings.TrimSuffix(file, ".up.sql"), ".down.sql"), "_")
+		version, err := strconv.Atoi(num)
+		if !ok || err != nil || version <= 0 {
+			return nil, fmt.Errorf("migration file %q: want NNN_name.up.sql or NNN_name.down.sql", file)
+		}
+		raw, err := fs.ReadFile(fsys, path.Join(dir, file))
+		if err != nil {
+			return nil, err
+		}
+		tmpl, err := template.New(file).Option("missingkey=error").Parse(string(raw))
+		if err != nil {
+			return nil, fmt.Errorf("migration file %q: %w", file, err)
+		}
+		var out strings.Builder
+		if err := tmpl.Execute(&out, names); err != nil {
+			return nil, fmt.Errorf("migration file %q: %w", file, err)
+		}
+		m := byVersion[version]
+		if m == nil {
+			m = &Migration{Version: version, Name: name}
+			byVersion[version] = m
+		}
+		if up {
+			m.UpSQL = out.String()
+		} else {
+			m.DownSQL = out.String()
+		}
+	}
+	out := make([]Migration, 0, len(byVersion))
+	for _, m := range byVersion {
+		if m.UpSQL == "" || m.DownSQL == "" {
+			return nil, fmt.Errorf("migration %03d_%s lacks its up or down file", m.Version, m.Name)
+		}
+		out = append(out, *m)
+	}
+	slices.SortFunc(out, func(a, b Migration) int { return a.Version - b.Version })
+	return out, nil
+}
+
+// Step is one migration to run, up or down.
+type Step struct {
+	Migration
+	Down bool
+}
+
+// SQL returns the statement text of the step's direction.
+func (s Step) SQL() string {
+	if s.Down {
+		return s.DownSQL
+	}
+	return s.UpSQL
+}
+
+// Plan returns the steps that take a database at version current to what p
+// asks, in the order to run them.
+func Plan(all []Migration, current int, p *stores.MigrateParams) ([]Step, error) {
+	newest := 0
+	if len(all) > 0 {
+		newest = all[len(all)-1].Version
+	}
+	target := p.TargetVersion
+	if !p.Down && target == 0 {
+		target = newest
+	}
+	if target < 0 || target > newest {
+		return nil, fmt.Errorf("TargetVersion %d is outside 0..%d", target, newest)
+	}
+	var steps []Step
+	if !p.Down {
+		if target < current {
+			return nil, fmt.Errorf("TargetVersion %d is below the current version %d: migrate down instead", target, current)
+		}
+		for _, m := range all {
+			if m.Version > current && m.Version <= target {
+				steps = append(steps, Step{Migration: m})
+			}
+		}
+		return steps, nil
+	}
+	if target > current {
+		return nil, fmt.Errorf("TargetVersion %d is above the current version %d: migrate up instead", target, current)
+	}
+	for i := len(all) - 1; i >= 0; i-- {
+		if m := all[i]; m.Version <= current && m.Version > target {
+			steps = append(steps, Step{Migration: m, Down: true})
+		}
+	}
+	return steps, nil
+}
+
+// Names are the quoted names migrations and statements use. Tables are
+// schema-qualified when a schema is set; index names never are (both
+// PostgreSQL and SQLite put an index in its table's schema).
+type Names struct {
+	Inbox, Outbox, Migration           string
+	InboxReceivedIndex, OutboxDueIndex string
+	// MigrationLockKey is a stable text to derive an advisory lock from.
+	MigrationLockKey string
+}
+
+// TableNames returns the names for schema ("" = unqualified) and prefix
+// ("" = stores.TablePrefixDefault).
+func TableNames(schema, prefix string) Names {
+	if prefix == "" {
+		prefix = stores.TablePrefixDefault
+	}
+	q := func(name string) string {
+		if schema == "" {
+			return stores.QuoteIdentifier(name)
+		}
+		return stores.QuoteIdentifier(schema) + "." + stores.QuoteIdentifier(name)
+	}
+	return Names{
+		Inbox:              q(prefix + "inbox"),
+		Outbox:             q(prefix + "outbox"),
+		Migration:          q(prefix + "migration"),
+		InboxReceivedIndex: stores.QuoteIdentifier(prefix + "inbox_received_at_idx"),
+		OutboxDueIndex:     stores.QuoteIdentifier(prefix + "outbox_due_idx"),
+		MigrationLockKey:   q(prefix + "migration"),
+	}
+}

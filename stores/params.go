@@ -1,0 +1,133 @@
+package stores
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/ackgap/ackgap"
+)
+
+// TablePrefixDefault is the prefix of ackgap's table names when a store's
+// TablePrefix is empty: ackgap_inbox, ackgap_outbox, ackgap_migration.
+const TablePrefixDefault = "ackgap_"
+
+// QuoteIdentifier quotes name as an SQL identifier in the standard way
+// (ISO/IEC 9075, used by PostgreSQL and SQLite): wrapped in double quotes,
+// with each double quote doubled. Validate names first with
+// [ValidIdentifier].
+func QuoteIdentifier(name string) string {
+	return `"` + strings.ReplaceAll(name, `"`, `""`) + `"`
+}
+
+// ValidIdentifier returns an error naming what if name is empty, longer
+// than 63 bytes (PostgreSQL's NAMEDATALEN-1) or holds a NUL byte.
+func ValidIdentifier(what, name string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("%s is empty", what)
+	case len(name) > 63:
+		return fmt.Errorf("%s %q is longer than 63 bytes", what, name)
+	case strings.IndexByte(name, 0) >= 0:
+		return fmt.Errorf("%s holds a NUL byte", what)
+	}
+	return nil
+}
+
+// WithDefaults returns a copy of p with KeyColumn "id" and StateColumn
+// "status" where empty.
+func (p TransitionParams) WithDefaults() TransitionParams {
+	if p.KeyColumn == "" {
+		p.KeyColumn = "id"
+	}
+	if p.StateColumn == "" {
+		p.StateColumn = "status"
+	}
+	return p
+}
+
+// Validate returns every problem with p at once (errors.Join), or nil.
+// Call it on the result of WithDefaults.
+func (p TransitionParams) Validate() error {
+	var errs []error
+	if p.Schema != "" {
+		errs = append(errs, ValidIdentifier("Schema", p.Schema))
+	}
+	errs = append(errs,
+		ValidIdentifier("Table", p.Table),
+		ValidIdentifier("KeyColumn", p.KeyColumn),
+		ValidIdentifier("StateColumn", p.StateColumn))
+	if p.VersionColumn != "" {
+		errs = append(errs, ValidIdentifier("VersionColumn", p.VersionColumn))
+	}
+	if p.Key == nil {
+		errs = append(errs, errors.New("Key is nil"))
+	}
+	if len(p.From) == 0 {
+		errs = append(errs, errors.New("From is empty: a guarded transition needs the states it starts from"))
+	}
+	if p.To == "" {
+		errs = append(errs, errors.New("To is empty"))
+	}
+	for i, a := range p.Set {
+		errs = append(errs, ValidIdentifier(fmt.Sprintf("Set[%d].Column", i), a.Column))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("invalid transition: %w", err)
+	}
+	return nil
+}
+
+// OutcomeOf classifies a guarded UPDATE: applied when it changed a row;
+// otherwise already applied when the row is in state to, refused when it
+// is in another state or missing (found false).
+func OutcomeOf(applied, found bool, current, to string) TransitionOutcome {
+	switch {
+	case applied:
+		return TransitionApplied
+	case found && current == to:
+		return TransitionAlreadyApplied
+	default:
+		return TransitionRefused
+	}
+}
+
+// Err returns nil when the transition applied or was already applied, and
+// for a refused one a permanent error (reason ackgap.ReasonTransitionRefused)
+// wrapping ackgap.ErrTransitionRefused: returned from a handler, it rolls
+// the transaction back and sends the message to the dead-letter topic,
+// from where it can be redriven once the row is in a state it starts from.
+func (r *TransitionResult) Err() error {
+	if r.Outcome != TransitionRefused {
+		return nil
+	}
+	if !r.Found {
+		return ackgap.Permanent(ackgap.ReasonTransitionRefused, fmt.Errorf("%w: no such row", ackgap.ErrTransitionRefused))
+	}
+	return ackgap.Permanent(ackgap.ReasonTransitionRefused, fmt.Errorf("%w: row is in state %q", ackgap.ErrTransitionRefused, r.Previous))
+}
+
+// Validate returns every problem with p at once (errors.Join), or nil.
+func (p *OutboxInsertParams) Validate() error {
+	var errs []error
+	if p.Kind == "" {
+		errs = append(errs, errors.New("Kind is empty"))
+	}
+	switch {
+	case p.IdempotencyKey == "":
+		errs = append(errs, errors.New("IdempotencyKey is empty"))
+	case len(p.IdempotencyKey) > IdempotencyKeyMaxBytes:
+		errs = append(errs, fmt.Errorf("IdempotencyKey is %d bytes, over the limit of %d", len(p.IdempotencyKey), IdempotencyKeyMaxBytes))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("invalid outbox row: %w", err)
+	}
+	return nil
+}
+
+// IdempotencyConflict returns the error InsertOutboxTx returns when key
+// exists with another payload: permanent (reason
+// ackgap.ReasonIdempotencyConflict), wrapping ackgap.ErrIdempotencyConflict.
+func IdempotencyConflict(key string) error {
+	return ackgap.Permanent(ackgap.ReasonIdempotencyConflict, fmt.Errorf("%w: key %q", ackgap.ErrIdempotencyConflict, key))
+}

@@ -1,0 +1,267 @@
+package stores
+
+import (
+	"context"
+	"time"
+)
+
+// Store is the contract a database implements for ackgap. TTx is the
+// driver's own transaction type (pgx.Tx, *sql.Tx): handlers receive it
+// as-is, without type assertions.
+//
+// Implementations are safe for concurrent use. Every method takes ctx first
+// and honours its cancellation; errors that mean the database is
+// unreachable wrap ackgap.ErrStoreUnavailable.
+type Store[TTx any] interface {
+	InboxPruner
+	OutboxLister
+
+	// BeginInbox begins a transaction and inserts the inbox row
+	// (p.Consumer, p.EventID) in it as its first write. When the row
+	// already exists it rolls the transaction back and returns a result
+	// with Duplicate set and a zero Tx. Concurrent calls for one key block
+	// in the database until the first transaction ends; exactly one of them
+	// gets a transaction.
+	BeginInbox(ctx context.Context, p *BeginInboxParams) (*BeginInboxResult[TTx], error)
+
+	// CommitTx commits tx. An error means the outcome is unknown to the
+	// caller: the message must not be acked, and its redelivery finds the
+	// inbox row if the commit did happen.
+	CommitTx(ctx context.Context, tx TTx) error
+
+	// RollbackTx rolls tx back. Rolling back a transaction that already
+	// ended returns nil.
+	RollbackTx(ctx context.Context, tx TTx) error
+
+	// TransitionIfStateTx applies a guarded transition in tx: one UPDATE
+	// whose WHERE clause holds the guard. See [TransitionParams].
+	TransitionIfStateTx(ctx context.Context, tx TTx, p *TransitionParams) (*TransitionResult, error)
+
+	// InsertOutboxTx adds an outbox row in tx. A row with the same
+	// idempotency key and payload is a duplicate result; the same key with
+	// another payload returns ackgap.ErrIdempotencyConflict.
+	InsertOutboxTx(ctx context.Context, tx TTx, p *OutboxInsertParams) (*OutboxInsertResult, error)
+
+	// Migrate brings the store's tables to p.TargetVersion (0 with
+	// p.Down for none; the newest when zero and not Down).
+	Migrate(ctx context.Context, p *MigrateParams) (*MigrateResult, error)
+}
+
+// InboxPruner deletes old inbox rows; package retention runs it on a
+// schedule. It is the part of [Store] that needs no transaction type.
+type InboxPruner interface {
+	// PruneInbox deletes at most p.Limit inbox rows first received before
+	// p.Before and returns how many it deleted. Several callers at once are
+	// safe: rows another caller is deleting are skipped, not waited for.
+	PruneInbox(ctx context.Context, p *PruneInboxParams) (*PruneInboxResult, error)
+}
+
+// OutboxLister reads outbox rows for inspection and tests.
+type OutboxLister interface {
+	// ListOutbox returns outbox rows ordered by ID, filtered by p.
+	ListOutbox(ctx context.Context, p *OutboxListParams) (*OutboxListResult, error)
+}
+
+// BeginInboxParams are the input of [Store.BeginInbox].
+type BeginInboxParams struct {
+	// Consumer is the consumer name that scopes the inbox row (design.md
+	// invariant 6): two consumers of one topic each process an event once.
+	Consumer string
+	// EventID is the producer-assigned event id.
+	EventID string
+	// PayloadHash is a digest of the payload (SHA-256, 32 bytes, from the
+	// middleware), stored with the row so a reused event id with another
+	// payload can be told from a true duplicate. May be nil.
+	PayloadHash []byte
+	// Now is the time recorded as the row's received_at; zero means the
+	// store's clock.
+	Now time.Time
+}
+
+// BeginInboxResult is the output of [Store.BeginInbox].
+type BeginInboxResult[TTx any] struct {
+	// Tx is the open transaction holding the new inbox row; zero when
+	// Duplicate is true.
+	Tx TTx
+	// Duplicate is true when the inbox row already existed: the event was
+	// processed and committed before.
+	Duplicate bool
+	// PayloadMismatch is true for a duplicate whose stored payload hash is
+	// set and differs from BeginInboxParams.PayloadHash.
+	PayloadMismatch bool
+}
+
+// Assignment sets Column to Value in a guarded transition. Column is quoted
+// as an identifier; Value is bound as a parameter.
+type Assignment struct {
+	Column string
+	Value  any
+}
+
+// TransitionParams describe a guarded transition: set StateColumn to To on
+// the row whose KeyColumn equals Key, only if StateColumn is one of From.
+// The guard is in the UPDATE's WHERE clause, so two concurrent transitions
+// of one row cannot both apply. Identifiers are quoted; Key, From, To and
+// Set values are bound as parameters.
+type TransitionParams struct {
+	// Schema optionally qualifies Table ("" = the connection's default).
+	Schema string
+	// Table is the table name, unqualified. Required.
+	Table string
+	// KeyColumn is the primary-key column. Default "id".
+	KeyColumn string
+	// Key identifies the row. Required.
+	Key any
+	// StateColumn is the state column. Default "status".
+	StateColumn string
+	// From lists the states the transition starts from. Required, non-empty.
+	From []string
+	// To is the target state. Required.
+	To string
+	// Set lists further columns set by the same UPDATE when it applies.
+	Set []Assignment
+	// VersionColumn, when set, is an integer column incremented by one each
+	// time a transition applies (optimistic-concurrency version).
+	VersionColumn string
+}
+
+// TransitionOutcome says what a guarded transition did.
+type TransitionOutcome string
+
+const (
+	// TransitionApplied: the row was in a From state and is now in To.
+	TransitionApplied TransitionOutcome = "applied"
+	// TransitionAlreadyApplied: the row was already in To and To is not one
+	// of From; nothing was written.
+	TransitionAlreadyApplied TransitionOutcome = "already_applied"
+	// TransitionRefused: the row is in a state the transition does not
+	// start from, or there is no row; nothing was written.
+	TransitionRefused TransitionOutcome = "refused"
+)
+
+// TransitionResult is the output of [Store.TransitionIfStateTx].
+type TransitionResult struct {
+	Outcome TransitionOutcome
+	// Found is false when no row has the key (Outcome is then Refused).
+	Found bool
+	// Previous is the state the row was in before the statement ran ("" when
+	// not Found).
+	Previous string
+}
+
+// OutboxInsertParams are the input of [Store.InsertOutboxTx].
+type OutboxInsertParams struct {
+	// Kind names the effect that carries the row out ("charge",
+	// "email.receipt"). Required.
+	Kind string
+	// IdempotencyKey is unique per outbox and derived from the business
+	// event ("charge:<order id>"), so every retry of the effect carries the
+	// same key. Required, at most 255 bytes.
+	IdempotencyKey string
+	// Payload is the effect's body.
+	Payload []byte
+	// Headers travel with the row to the effect (trace context, content
+	// type). May be nil.
+	Headers map[string]string
+	// AvailableAt is the earliest time the relay may carry the row out;
+	// zero means Now.
+	AvailableAt time.Time
+	// Consumer and EventID record which message wrote the row; the
+	// middleware helpers fill them in.
+	Consumer string
+	EventID  string
+	// Now is the row's created_at; zero means the store's clock.
+	Now time.Time
+}
+
+// OutboxInsertResult is the output of [Store.InsertOutboxTx].
+type OutboxInsertResult struct {
+	// ID is the row's id (new or existing).
+	ID int64
+	// Duplicate is true when a row with this idempotency key and the same
+	// payload already existed; nothing was written.
+	Duplicate bool
+}
+
+// OutboxState is the life-cycle state of an outbox row.
+type OutboxState string
+
+// Outbox row states. A new row is pending; the relay moves it on.
+const (
+	OutboxPending OutboxState = "pending"
+	OutboxClaimed OutboxState = "claimed"
+	OutboxDone    OutboxState = "done"
+	OutboxDead    OutboxState = "dead"
+)
+
+// OutboxRow is one outbox row as stored.
+type OutboxRow struct {
+	ID             int64
+	Kind           string
+	IdempotencyKey string
+	Payload        []byte
+	Headers        map[string]string
+	Consumer       string
+	EventID        string
+	State          OutboxState
+	Attempts       int
+	LastError      string
+	CreatedAt      time.Time
+	AvailableAt    time.Time
+}
+
+// OutboxListParams filter [OutboxLister.ListOutbox]. Zero fields do not
+// filter.
+type OutboxListParams struct {
+	Kind  string
+	State OutboxState
+	// Limit caps the rows returned; 0 means 1000.
+	Limit int
+}
+
+// OutboxListResult is the output of [OutboxLister.ListOutbox].
+type OutboxListResult struct {
+	Rows []OutboxRow
+}
+
+// PruneInboxParams are the input of [InboxPruner.PruneInbox].
+type PruneInboxParams struct {
+	// Before: rows first received before this instant are deleted.
+	// Required.
+	Before time.Time
+	// Consumer limits pruning to one consumer; "" prunes all.
+	Consumer string
+	// Limit caps the rows deleted by one call; 0 means 1000.
+	Limit int
+}
+
+// PruneInboxResult is the output of [InboxPruner.PruneInbox].
+type PruneInboxResult struct {
+	Deleted int64
+}
+
+// MigrateParams are the input of [Store.Migrate].
+type MigrateParams struct {
+	// Down migrates down instead of up.
+	Down bool
+	// TargetVersion is the version to stop at; 0 means the newest going up
+	// and none (all tables dropped) going down.
+	TargetVersion int
+}
+
+// MigrateResult is the output of [Store.Migrate].
+type MigrateResult struct {
+	// Applied lists the versions applied (up) or reverted (down), in order.
+	Applied []int
+	// Version is the version after the call.
+	Version int
+}
+
+// OutboxListLimitDefault is the row cap of ListOutbox when Limit is 0.
+const OutboxListLimitDefault = 1000
+
+// PruneLimitDefault is the row cap of PruneInbox when Limit is 0.
+const PruneLimitDefault = 1000
+
+// IdempotencyKeyMaxBytes is the longest idempotency key an outbox accepts.
+const IdempotencyKeyMaxBytes = 255
