@@ -1,0 +1,83 @@
+// Package testdb gives tests a real PostgreSQL schema or SQLite file of
+// their own. PostgreSQL is found through TEST_DATABASE_URL (default
+// postgres://postgres@127.0.0.1:5432/test?sslmode=disable); each call
+// creates a schema with a random name, returns a pool whose search_path is
+// that schema, and drops the schema when the test ends.
+package testdb
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// URLDefault is the database tests use when TEST_DATABASE_URL is unset.
+const URLDefault = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+
+// URL returns TEST_DATABASE_URL or URLDefault.
+func URL() string {
+	if u := os.Getenv("TEST_DATABASE_URL"); u != "" {
+		return u
+	}
+	return URLDefault
+}
+
+// Schema creates a fresh schema and returns a pool of at most maxConns
+// connections (0 = pgxpool's default) whose search_path is that schema,
+// and the schema's name. Both are cleaned up when t ends. A database that
+// cannot be reached fails the test: the suite needs a real PostgreSQL.
+func Schema(t testing.TB, maxConns int32) (*pgxpool.Pool, string) {
+	t.Helper()
+	ctx := context.Background()
+	schema := "t_" + randomHex(8)
+	admin, err := pgx.Connect(ctx, URL())
+	if err != nil {
+		t.Fatalf("testdb: connect to %s: %v (start PostgreSQL or set TEST_DATABASE_URL)", URL(), err)
+	}
+	defer admin.Close(ctx)
+	if _, err := admin.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize()); err != nil {
+		t.Fatalf("testdb: create schema: %v", err)
+	}
+	cfg, err := pgxpool.ParseConfig(URL())
+	if err != nil {
+		t.Fatalf("testdb: %v", err)
+	}
+	cfg.ConnConfig.RuntimeParams["search_path"] = schema
+	if maxConns > 0 {
+		cfg.MaxConns = maxConns
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatalf("testdb: pool: %v", err)
+	}
+	t.Cleanup(func() {
+		pool.Close()
+		c, err := pgx.Connect(context.Background(), URL())
+		if err != nil {
+			t.Errorf("testdb: drop schema %s: %v", schema, err)
+			return
+		}
+		defer c.Close(context.Background())
+		if _, err := c.Exec(context.Background(), "DROP SCHEMA "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
+			t.Errorf("testdb: drop schema %s: %v", schema, err)
+		}
+	})
+	return pool, schema
+}
+
+// SQLitePath returns the path of a new SQLite file in t's temp dir.
+func SQLitePath(t testing.TB) string {
+	return filepath.Join(t.TempDir(), "ackgap.db")
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

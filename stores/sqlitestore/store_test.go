@@ -1,0 +1,44 @@
+package sqlitestore_test
+
+import (
+	"context"
+	"database/sql"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/ackgap/ackgap/internal/testdb"
+	"github.com/ackgap/ackgap/stores"
+	"github.com/ackgap/ackgap/stores/sqlitestore"
+	"github.com/ackgap/ackgap/stores/storetest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// setup returns a migrated store on a SQLite file of the test's own.
+func setup(t *testing.T) *sqlitestore.Store {
+	t.Helper()
+	store, err := sqlitestore.Open(context.Background(), testdb.SQLitePath(t), nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = store.Close() })
+	_, err = store.Migrate(context.Background(), &stores.MigrateParams{})
+	require.NoError(t, err)
+	return store
+}
+
+func TestConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) *storetest.Harness[*sql.Tx] {
+		store := setup(t)
+		return &storetest.Harness[*sql.Tx]{
+			Store: store,
+			Exec: func(ctx context.Context, q string) error {
+				_, err := store.DB().ExecContext(ctx, q)
+				return err
+			},
+			QueryRow: func(ctx context.Context, q string, dest ...any) error {
+				return store.DB().QueryRowContext(ctx, q).Scan(dest...)
+			},
+		}
+	})
+}

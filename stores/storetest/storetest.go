@@ -1,0 +1,332 @@
+// Package storetest is the conformance suite every ackgap store passes
+// (design.md invariant 9). A store's test runs it with a harness that
+// gives the suite a fresh, migrated store per subtest:
+//
+//	func TestConformance(t *testing.T) {
+//		storetest.Run(t, func(t *testing.T) *storetest.Harness[pgx.Tx] {
+//			pool, _ := testdb.Schema(t, 0)
+//			store, _ := pgxstore.New(pool, nil)
+//			return &storetest.Harness[pgx.Tx]{Store: store, Exec: ..., QueryRow: ...}
+//		})
+//	}
+//
+// It checks: the first inbox insert wins; a duplicate is a result, not an
+// error; a rollback frees the key; rows are scoped by consumer; 16
+// concurrent deliveries of one event apply exactly once; payload-hash
+// mismatches are reported; guarded transitions apply, report already
+// applied and refuse; outbox rows are written, deduplicated by idempotency
+// key and rolled back with their transaction; pruning deletes by age;
+// migrations go down and up again.
+package storetest
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ackgap/ackgap"
+	"github.com/ackgap/ackgap/stores"
+)
+
+// Harness is what the suite needs from a store under test.
+type Harness[TTx any] struct {
+	// Store is fresh and already migrated to the newest version.
+	Store stores.Store[TTx]
+	// Exec runs one statement outside any transaction in the store's
+	// database (the suite sends only literal SQL, no parameters).
+	Exec func(ctx context.Context, sql string) error
+	// QueryRow runs a one-row query and scans it into dest.
+	QueryRow func(ctx context.Context, sql string, dest ...any) error
+}
+
+// stateTable is created by the suite; its name needs quoting, which checks
+// that stores quote identifiers.
+const stateTable = `Order "Items"`
+
+const createStateTable = `CREATE TABLE "Order ""Items""" (id TEXT PRIMARY KEY, status TEXT NOT NULL, version INTEGER NOT NULL DEFAULT 0, note TEXT NOT NULL DEFAULT '')`
+
+// Run runs the suite; setup is called once per subtest.
+func Run[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TTx]) {
+	t.Run("FirstInsertWinsDuplicateIsResult", func(t *testing.T) {
+		h := setup(t)
+		ctx := context.Background()
+		first := begin(t, h, "c1", "e1", hashOf("p"))
+		require.False(t, first.Duplicate)
+		require.NoError(t, h.Store.CommitTx(ctx, first.Tx))
+
+		second, err := h.Store.BeginInbox(ctx, &stores.BeginInboxParams{Consumer: "c1", EventID: "e1", PayloadHash: hashOf("p")})
+		require.NoError(t, err, "a duplicate is a result, not an error")
+		require.True(t, second.Duplicate)
+		require.False(t, second.PayloadMismatch)
+	})
+
+	t.Run("RollbackFreesKey", func(t *testing.T) {
+		h := setup(t)
+		ctx := context.Background()
+		first := begin(t, h, "c1", "e1", nil)
+		require.False(t, first.Duplicate)
+		require.NoError(t, h.Store.RollbackTx(ctx, first.Tx))
+		require.NoError(t, h.Store.RollbackTx(ctx, first.Tx), "second rollback is a no-op")
+
+		again := begin(t, h, "c1", "e1", nil)
+		require.False(t, again.Duplicate, "a rolled-back inbox row must not block the retry")
+		require.NoError(t, h.Store.CommitTx(ctx, again.Tx))
+	})
+
+	t.Run("ConsumerScoping", func(t *testing.T) {
+		h := setup(t)
+		ctx := context.Background()
+		a := begin(t, h, "c1", "e1", nil)
+		require.NoError(t, h.Store.CommitTx(ctx, a.Tx))
+		b := begin(t, h, "c2", "e1", nil)
+		require.False(t, b.Duplicate, "another consumer processes the event too")
+		require.NoError(t, h.Store.CommitTx(ctx, b.Tx))
+		require.True(t, begin(t, h, "c2", "e1", nil).Duplicate)
+	})
+
+	t.Run("PayloadMismatch", func(t *testing.T) {
+		h := setup(t)
+		ctx := context.Background()
+		require.NoError(t, h.Store.CommitTx(ctx, begin(t, h, "c1", "e1", hashOf("amount=100")).Tx))
+		other := begin(t, h, "c1", "e1", hashOf("amount=250"))
+		require.True(t, other.Duplicate)
+		require.True(t, other.PayloadMismatch)
+		same := begin(t, h, "c1", "e1", hashOf("amount=100"))
+		require.True(t, same.Duplicate)
+		require.False(t, same.PayloadMismatch)
+		unhashed := begin(t, h, "c1", "e1", nil)
+		require.True(t, unhashed.Duplicate)
+		require.False(t, unhashed.PayloadMismatch, "no hash given, nothing to compare")
+	})
+
+	t.Run("ConcurrentDeliveriesApplyOnce", func(t *testing.T) {
+		h := setup(t)
+		ctx := context.Background()
+		require.NoError(t, h.Exec(ctx, createStateTable))
+		require.NoError(t, h.Exec(ctx, `INSERT INTO "Order ""Items""" (id, status) VALUES ('o1', 'open')`))
+
+		const n = 16
+		var (
+			start          = make(chan struct{})
+			wg             sync.WaitGroup
+			mu             sync.Mutex
+			applied, dupes int
+			errs           []error
+		)
+		for range n {
+			wg.Go(func() {
+				<-start
+				res, err := h.Store.BeginInbox(ctx, &stores.BeginInboxParams{Consumer: "c1", EventID: "e1"})
+				if err == nil && !res.Duplicate {
+					// Bump the version whatever the state: only the inbox
+					// stands between this change and a double apply.
+					_, err = h.Store.TransitionIfStateTx(ctx, res.Tx, &stores.TransitionParams{
+						Table: stateTable, Key: "o1", From: []string{"open"}, To: "open", VersionColumn: "version",
+					})
+					time.Sleep(20 * time.Millisecond) // hold the transaction so the others pile up on the key
+					if err == nil {
+						err = h.Store.CommitTx(ctx, res.Tx)
+					} else {
+						_ = h.Store.RollbackTx(ctx, res.Tx)
+					}
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				switch {
+				case err != nil:
+					errs = append(errs, err)
+				case res.Duplicate:
+					dupes++
+				default:
+					applied++
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+		require.Empty(t, errs)
+		require.Equal(t, 1, applied)
+		require.Equal(t, n-1, dupes)
+		var version int
+		require.NoError(t, h.QueryRow(ctx, `SELECT version FROM "Order ""Items""" WHERE id = 'o1'`, &version))
+		require.Equal(t, 1, version)
+	})
+
+	t.Run("PruneByAge", func(t *testing.T) {
+		h := setup(t)
+		ctx := context.Background()
+		now := time.Now()
+		old := now.Add(-10 * 24 * time.Hour)
+		for _, k := range []struct {
+			consumer, id string
+			at           time.Time
+		}{{"c1", "old1", old}, {"c1", "old2", old}, {"c2", "old3", old}, {"c1", "new", now}} {
+			res, err := h.Store.BeginInbox(ctx, &stores.BeginInboxParams{Consumer: k.consumer, EventID: k.id, Now: k.at})
+			require.NoError(t, err)
+			require.NoError(t, h.Store.CommitTx(ctx, res.Tx))
+		}
+		cutoff := now.Add(-24 * time.Hour)
+		res, err := h.Store.PruneInbox(ctx, &stores.PruneInboxParams{Before: cutoff, Consumer: "c2"})
+		require.NoError(t, err)
+		require.EqualValues(t, 1, res.Deleted, "consumer-scoped prune")
+		res, err = h.Store.PruneInbox(ctx, &stores.PruneInboxParams{Before: cutoff, Limit: 1})
+		require.NoError(t, err)
+		require.EqualValues(t, 1, res.Deleted, "limit caps one call")
+		res, err = h.Store.PruneInbox(ctx, &stores.PruneInboxParams{Before: cutoff})
+		require.NoError(t, err)
+		require.EqualValues(t, 1, res.Deleted)
+		for _, id := range []string{"old1", "old2"} {
+			r := begin(t, h, "c1", id, nil)
+			require.False(t, r.Duplicate, "pruned row %s is gone", id)
+			require.NoError(t, h.Store.RollbackTx(ctx, r.Tx))
+		}
+		require.True(t, begin(t, h, "c1", "new", nil).Duplicate, "a recent row survives")
+		_, err = h.Store.PruneInbox(ctx, &stores.PruneInboxParams{})
+		require.Error(t, err, "a zero Before is refused, not 'delete everything'")
+	})
+
+	t.Run("GuardedTransition", func(t *testing.T) {
+		h := setup(t)
+		ctx := context.Background()
+		require.NoError(t, h.Exec(ctx, createStateTable))
+		require.NoError(t, h.Exec(ctx, `INSERT INTO "Order ""Items""" (id, status) VALUES ('o1', 'pending'), ('o2', 'cancelled'), ('x'' OR ''1''=''1', 'pending')`))
+		tr := func(key string) *stores.TransitionResult {
+			res := begin(t, h, "c1", "e-"+key+time.Now().String(), nil)
+			out, err := h.Store.TransitionIfStateTx(ctx, res.Tx, &stores.TransitionParams{
+				Table: stateTable, Key: key, From: []string{"pending"}, To: "charging",
+				Set: []stores.Assignment{{Column: "note", Value: "by " + key}}, VersionColumn: "version",
+			})
+			require.NoError(t, err)
+			require.NoError(t, h.Store.CommitTx(ctx, res.Tx))
+			return out
+		}
+		require.Equal(t, &stores.TransitionResult{Outcome: stores.TransitionApplied, Found: true, Previous: "pending"}, tr("o1"))
+		already := tr("o1")
+		require.Equal(t, stores.TransitionAlreadyApplied, already.Outcome)
+		require.NoError(t, already.Err())
+		refused := tr("o2")
+		require.Equal(t, &stores.TransitionResult{Outcome: stores.TransitionRefused, Found: true, Previous: "cancelled"}, refused)
+		require.ErrorIs(t, refused.Err(), ackgap.ErrTransitionRefused)
+		require.True(t, ackgap.IsPermanent(refused.Err()))
+		missing := tr("nope")
+		require.Equal(t, stores.TransitionRefused, missing.Outcome)
+		require.False(t, missing.Found)
+		require.ErrorIs(t, missing.Err(), ackgap.ErrTransitionRefused)
+
+		var status, note string
+		var version int
+		require.NoError(t, h.QueryRow(ctx, `SELECT status, version, note FROM "Order ""Items""" WHERE id = 'o1'`, &status, &version, &note))
+		require.Equal(t, []any{"charging", 1, "by o1"}, []any{status, version, note})
+		require.NoError(t, h.QueryRow(ctx, `SELECT status, version FROM "Order ""Items""" WHERE id = 'o2'`, &status, &version))
+		require.Equal(t, []any{"cancelled", 0}, []any{status, version}, "a refused transition writes nothing")
+		var pending int
+		require.NoError(t, h.QueryRow(ctx, `SELECT count(*) FROM "Order ""Items""" WHERE status = 'pending'`, &pending))
+		require.Equal(t, 1, pending, "the key is bound as a value, not spliced into SQL")
+
+		res := begin(t, h, "c1", "invalid", nil)
+		defer func() { _ = h.Store.RollbackTx(ctx, res.Tx) }()
+		_, err := h.Store.TransitionIfStateTx(ctx, res.Tx, &stores.TransitionParams{Table: stateTable, Key: "o1", To: "x"})
+		require.ErrorContains(t, err, "From is empty")
+	})
+
+	t.Run("TransitionRolledBackWithInbox", func(t *testing.T) {
+		h := setup(t)
+		ctx := context.Background()
+		require.NoError(t, h.Exec(ctx, createStateTable))
+		require.NoError(t, h.Exec(ctx, `INSERT INTO "Order ""Items""" (id, status) VALUES ('o1', 'pending')`))
+		res := begin(t, h, "c1", "e1", nil)
+		out, err := h.Store.TransitionIfStateTx(ctx, res.Tx, &stores.TransitionParams{Table: stateTable, Key: "o1", From: []string{"pending"}, To: "charging"})
+		require.NoError(t, err)
+		require.Equal(t, stores.TransitionApplied, out.Outcome)
+		_, err = h.Store.InsertOutboxTx(ctx, res.Tx, &stores.OutboxInsertParams{Kind: "charge", IdempotencyKey: "charge:o1", Payload: []byte("{}")})
+		require.NoError(t, err)
+		require.NoError(t, h.Store.RollbackTx(ctx, res.Tx))
+
+		var status string
+		require.NoError(t, h.QueryRow(ctx, `SELECT status FROM "Order ""Items""" WHERE id = 'o1'`, &status))
+		require.Equal(t, "pending", status)
+		require.Empty(t, listOutbox(t, h), "outbox rows roll back with the transaction")
+		again := begin(t, h, "c1", "e1", nil)
+		require.False(t, again.Duplicate, "the inbox row rolled back too")
+		require.NoError(t, h.Store.RollbackTx(ctx, again.Tx))
+	})
+
+	t.Run("Outbox", func(t *testing.T) {
+		h := setup(t)
+		ctx := context.Background()
+		at := time.Now().Add(time.Hour).Truncate(time.Millisecond)
+		res := begin(t, h, "c1", "e1", nil)
+		first, err := h.Store.InsertOutboxTx(ctx, res.Tx, &stores.OutboxInsertParams{
+			Kind: "charge", IdempotencyKey: "charge:o1", Payload: []byte(`{"amount":100}`),
+			Headers: map[string]string{"traceparent": "00-abc-def-01"}, AvailableAt: at, Consumer: "c1", EventID: "e1",
+		})
+		require.NoError(t, err)
+		require.False(t, first.Duplicate)
+		same, err := h.Store.InsertOutboxTx(ctx, res.Tx, &stores.OutboxInsertParams{Kind: "charge", IdempotencyKey: "charge:o1", Payload: []byte(`{"amount":100}`)})
+		require.NoError(t, err)
+		require.Equal(t, &stores.OutboxInsertResult{ID: first.ID, Duplicate: true}, same)
+		_, err = h.Store.InsertOutboxTx(ctx, res.Tx, &stores.OutboxInsertParams{Kind: "charge", IdempotencyKey: "charge:o1", Payload: []byte(`{"amount":250}`)})
+		require.ErrorIs(t, err, ackgap.ErrIdempotencyConflict)
+		require.Equal(t, ackgap.ReasonIdempotencyConflict, ackgap.ReasonOf(err))
+		_, err = h.Store.InsertOutboxTx(ctx, res.Tx, &stores.OutboxInsertParams{Kind: "email.receipt", IdempotencyKey: "receipt:o1"})
+		require.NoError(t, err, "an empty payload is allowed")
+		_, err = h.Store.InsertOutboxTx(ctx, res.Tx, &stores.OutboxInsertParams{Kind: "", IdempotencyKey: ""})
+		require.ErrorContains(t, err, "Kind is empty")
+		require.ErrorContains(t, err, "IdempotencyKey is empty")
+		require.NoError(t, h.Store.CommitTx(ctx, res.Tx))
+
+		rows := listOutbox(t, h)
+		require.Len(t, rows, 2)
+		r := rows[0]
+		require.Equal(t, []any{"charge", "charge:o1", `{"amount":100}`, "c1", "e1", stores.OutboxPending, 0},
+			[]any{r.Kind, r.IdempotencyKey, string(r.Payload), r.Consumer, r.EventID, r.State, r.Attempts})
+		require.Equal(t, map[string]string{"traceparent": "00-abc-def-01"}, r.Headers)
+		require.WithinDuration(t, at, r.AvailableAt, time.Millisecond)
+		require.WithinDuration(t, time.Now(), rows[1].AvailableAt, time.Minute, "AvailableAt defaults to now")
+		charges, err := h.Store.ListOutbox(ctx, &stores.OutboxListParams{Kind: "charge"})
+		require.NoError(t, err)
+		require.Len(t, charges.Rows, 1)
+	})
+
+	t.Run("MigrateDownAndUp", func(t *testing.T) {
+		h := setup(t)
+		ctx := context.Background()
+		again, err := h.Store.Migrate(ctx, &stores.MigrateParams{})
+		require.NoError(t, err)
+		require.Empty(t, again.Applied, "migrating an up-to-date store applies nothing")
+		newest := again.Version
+		require.Positive(t, newest)
+		down, err := h.Store.Migrate(ctx, &stores.MigrateParams{Down: true})
+		require.NoError(t, err)
+		require.Equal(t, 0, down.Version)
+		require.Len(t, down.Applied, newest)
+		_, err = h.Store.BeginInbox(ctx, &stores.BeginInboxParams{Consumer: "c1", EventID: "e1"})
+		require.Error(t, err, "no inbox table after migrating down")
+		up, err := h.Store.Migrate(ctx, &stores.MigrateParams{})
+		require.NoError(t, err)
+		require.Equal(t, newest, up.Version)
+		r := begin(t, h, "c1", "e1", nil)
+		require.NoError(t, h.Store.CommitTx(ctx, r.Tx))
+		_, err = h.Store.Migrate(ctx, &stores.MigrateParams{TargetVersion: newest + 1})
+		require.Error(t, err)
+	})
+}
+
+func begin[TTx any](t *testing.T, h *Harness[TTx], consumer, eventID string, hash []byte) *stores.BeginInboxResult[TTx] {
+	t.Helper()
+	res, err := h.Store.BeginInbox(context.Background(), &stores.BeginInboxParams{Consumer: consumer, EventID: eventID, PayloadHash: hash})
+	require.NoError(t, err)
+	return res
+}
+
+func listOutbox[TTx any](t *testing.T, h *Harness[TTx]) []stores.OutboxRow {
+	t.Helper()
+	res, err := h.Store.ListOutbox(context.Background(), &stores.OutboxListParams{})
+	require.NoError(t, err)
+	return res.Rows
+}
+
+func hashOf(s string) []byte { return stores.PayloadHash([]byte(s)) }
