@@ -95,4 +95,3 @@ func (s *Store) currentVersion(ctx context.Context, tx *sql.Tx) (int, error) {
 	}
 	return v, nil
 }
-

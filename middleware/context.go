@@ -1,0 +1,100 @@
+package middleware
+
+import (
+	"context"
+
+	"github.com/ackgap/ackgap"
+	"github.com/ackgap/ackgap/stores"
+)
+
+// txKey is the context key of the typed transaction; one key type per
+// transaction type, so TxFromContext needs no type assertion by the caller.
+type txKey[TTx any] struct{}
+
+// deliveryKey is the context key of the store-agnostic view of the
+// message's transaction.
+type deliveryKey struct{}
+
+// delivery binds one message's transaction to its store, consumer and
+// event id.
+type delivery interface {
+	consumer() string
+	eventID() string
+	transition(ctx context.Context, p *stores.TransitionParams) (*stores.TransitionResult, error)
+	insertOutbox(ctx context.Context, p *stores.OutboxInsertParams) (*stores.OutboxInsertResult, error)
+}
+
+type boundTx[TTx any] struct {
+	store         stores.Store[TTx]
+	tx            TTx
+	consumerName  string
+	eventIDString string
+}
+
+func (b *boundTx[TTx]) consumer() string { return b.consumerName }
+func (b *boundTx[TTx]) eventID() string  { return b.eventIDString }
+func (b *boundTx[TTx]) transition(ctx context.Context, p *stores.TransitionParams) (*stores.TransitionResult, error) {
+	return b.store.TransitionIfStateTx(ctx, b.tx, p)
+}
+func (b *boundTx[TTx]) insertOutbox(ctx context.Context, p *stores.OutboxInsertParams) (*stores.OutboxInsertResult, error) {
+	return b.store.InsertOutboxTx(ctx, b.tx, p)
+}
+
+func withTx[TTx any](ctx context.Context, b *boundTx[TTx]) context.Context {
+	ctx = context.WithValue(ctx, txKey[TTx]{}, b.tx)
+	return context.WithValue(ctx, deliveryKey{}, delivery(b))
+}
+
+// TxFromContext returns the transaction the inbox middleware opened for
+// the message whose context is ctx (msg.Context() in a handler), typed as
+// the store's own transaction: pgx.Tx for pgxstore, *sql.Tx for
+// sqlitestore. It returns false outside the inbox middleware or for
+// another transaction type.
+func TxFromContext[TTx any](ctx context.Context) (TTx, bool) {
+	tx, ok := ctx.Value(txKey[TTx]{}).(TTx)
+	return tx, ok
+}
+
+// EventIDFromContext returns the event id of the message being handled,
+// and false outside the inbox middleware.
+func EventIDFromContext(ctx context.Context) (string, bool) {
+	d, ok := ctx.Value(deliveryKey{}).(delivery)
+	if !ok {
+		return "", false
+	}
+	return d.eventID(), true
+}
+
+// TransitionIfState applies a guarded transition in the message's
+// transaction, whatever the store: see stores.TransitionParams. It returns
+// ackgap.ErrNoTransaction outside the inbox middleware. A refused
+// transition is a result, not an error; return result.Err() to dead-letter
+// the message.
+func TransitionIfState(ctx context.Context, p *stores.TransitionParams) (*stores.TransitionResult, error) {
+	d, ok := ctx.Value(deliveryKey{}).(delivery)
+	if !ok {
+		return nil, ackgap.ErrNoTransaction
+	}
+	return d.transition(ctx, p)
+}
+
+// AddOutbox adds an outbox row in the message's transaction, whatever the
+// store, recording the consumer and event id that wrote it when p leaves
+// them empty. It returns ackgap.ErrNoTransaction outside the inbox
+// middleware, and a permanent error wrapping ackgap.ErrIdempotencyConflict
+// when the key exists with another payload. The same key with the same
+// payload is a duplicate result, not an error.
+func AddOutbox(ctx context.Context, p *stores.OutboxInsertParams) (*stores.OutboxInsertResult, error) {
+	d, ok := ctx.Value(deliveryKey{}).(delivery)
+	if !ok {
+		return nil, ackgap.ErrNoTransaction
+	}
+	row := *p
+	if row.Consumer == "" {
+		row.Consumer = d.consumer()
+	}
+	if row.EventID == "" {
+		row.EventID = d.eventID()
+	}
+	return d.insertOutbox(ctx, &row)
+}

@@ -1,0 +1,254 @@
+package middleware
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill/message"
+
+	"github.com/ackgap/ackgap"
+	"github.com/ackgap/ackgap/stores"
+)
+
+// ConsumerMaxBytes is the longest consumer name the inbox accepts.
+const ConsumerMaxBytes = 255
+
+// RollbackTimeoutDefault bounds a rollback that runs after the message's
+// context was cancelled.
+const RollbackTimeoutDefault = 5 * time.Second
+
+// PayloadMismatchPolicy says what the inbox does with a copy of an event
+// whose event id is in the inbox but whose payload hash differs.
+type PayloadMismatchPolicy int
+
+const (
+	// PayloadMismatchReject (the default) returns a permanent error with
+	// reason ackgap.ReasonEventIDConflict: the message is dead-lettered,
+	// not skipped, because a producer reused an id for another event.
+	PayloadMismatchReject PayloadMismatchPolicy = iota
+	// PayloadMismatchSkip treats the copy as a plain duplicate, for
+	// producers whose payloads legitimately differ between copies (a
+	// timestamp set on each send).
+	PayloadMismatchSkip
+)
+
+// Outcome is what the inbox did with one delivery.
+type Outcome string
+
+const (
+	// OutcomeApplied: the handler ran and its transaction committed.
+	OutcomeApplied Outcome = "applied"
+	// OutcomeDuplicate: the event was in the inbox; the handler was skipped
+	// and the message is acked.
+	OutcomeDuplicate Outcome = "duplicate"
+	// OutcomeRejected: the message cannot be processed (no event id, an
+	// over-long one, an id reused with another payload); a permanent error
+	// was returned.
+	OutcomeRejected Outcome = "rejected"
+	// OutcomeFailed: the handler failed, panicked, was cancelled, or the
+	// commit failed; everything was rolled back and an error returned.
+	OutcomeFailed Outcome = "failed"
+)
+
+// Report describes one delivery through the inbox; the Observer receives
+// it when the middleware returns (after the commit, before the ack).
+type Report struct {
+	Consumer string
+	// EventID is "" when the message had none.
+	EventID string
+	Outcome Outcome
+	// Err is the error returned to the router (nil for applied and
+	// duplicate).
+	Err error
+	// Received is when the middleware got the message; HandlerStarted when
+	// the handler was called (zero if it was not); Committed when the
+	// commit returned nil (zero unless applied).
+	Received, HandlerStarted, Committed time.Time
+}
+
+// ObserverFunc receives a [Report] per delivery. It is called on the
+// handler's goroutine and must not block.
+type ObserverFunc func(ctx context.Context, r *Report)
+
+// InboxConfig configures [Inbox].
+type InboxConfig struct {
+	// Consumer names the consumer whose inbox rows this middleware writes
+	// (design.md invariant 6). Required, at most ConsumerMaxBytes bytes.
+	Consumer string
+	// EventID extracts the event id. Default
+	// EventIDFromMetadata(MetadataEventIDKey).
+	EventID EventIDFunc
+	// MaxEventIDBytes is the longest event id accepted; a longer one is
+	// rejected with reason ackgap.ReasonEventIDTooLong. Default
+	// MaxEventIDBytesDefault (255).
+	MaxEventIDBytes int
+	// PayloadMismatch says what to do when an event id arrives again with
+	// another payload. Default PayloadMismatchReject.
+	PayloadMismatch PayloadMismatchPolicy
+	// Observer, when set, receives a Report per delivery. Default nil.
+	Observer ObserverFunc
+	// RollbackTimeout bounds a rollback on a context that may already be
+	// cancelled. Default RollbackTimeoutDefault (5 s).
+	RollbackTimeout time.Duration
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+}
+
+// WithDefaults returns a copy of c with every zero field set to its default.
+func (c InboxConfig) WithDefaults() InboxConfig {
+	if c.EventID == nil {
+		c.EventID = EventIDFromMetadata(MetadataEventIDKey)
+	}
+	if c.MaxEventIDBytes == 0 {
+		c.MaxEventIDBytes = MaxEventIDBytesDefault
+	}
+	if c.RollbackTimeout == 0 {
+		c.RollbackTimeout = RollbackTimeoutDefault
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+func (c InboxConfig) validate() error {
+	var errs []error
+	switch {
+	case c.Consumer == "":
+		errs = append(errs, errors.New("Consumer is empty: inbox rows are scoped by consumer name"))
+	case len(c.Consumer) > ConsumerMaxBytes:
+		errs = append(errs, fmt.Errorf("Consumer is %d bytes, over the limit of %d", len(c.Consumer), ConsumerMaxBytes))
+	}
+	if c.MaxEventIDBytes < 1 {
+		errs = append(errs, fmt.Errorf("MaxEventIDBytes is %d, must be at least 1", c.MaxEventIDBytes))
+	}
+	if c.RollbackTimeout < 0 {
+		errs = append(errs, fmt.Errorf("RollbackTimeout is %s, must not be negative", c.RollbackTimeout))
+	}
+	if c.PayloadMismatch != PayloadMismatchReject && c.PayloadMismatch != PayloadMismatchSkip {
+		errs = append(errs, fmt.Errorf("PayloadMismatch %d is not a PayloadMismatchPolicy", c.PayloadMismatch))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("invalid config: %w", err)
+	}
+	return nil
+}
+
+// Inbox returns the dedupe-in-transaction middleware for store. See the
+// package doc for what it does with each message. It returns an error
+// wrapping "invalid config" when cfg is nil or invalid (every problem at
+// once) or store is nil.
+func Inbox[TTx any](store stores.Store[TTx], cfg *InboxConfig) (message.HandlerMiddleware, error) {
+	if cfg == nil {
+		return nil, errors.New("invalid config: InboxConfig is nil: Consumer is required")
+	}
+	if store == nil {
+		return nil, errors.New("invalid config: store is nil")
+	}
+	c := cfg.WithDefaults()
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	in := &inbox[TTx]{store: store, cfg: c}
+	return in.middleware, nil
+}
+
+type inbox[TTx any] struct {
+	store stores.Store[TTx]
+	cfg   InboxConfig
+}
+
+func (in *inbox[TTx]) middleware(h message.HandlerFunc) message.HandlerFunc {
+	return func(msg *message.Message) ([]*message.Message, error) {
+		rep := &Report{Consumer: in.cfg.Consumer, Received: in.cfg.Now()}
+		produced, err := in.handle(msg, h, rep)
+		rep.Err = err
+		if in.cfg.Observer != nil {
+			in.cfg.Observer(msg.Context(), rep)
+		}
+		return produced, err
+	}
+}
+
+func (in *inbox[TTx]) handle(msg *message.Message, h message.HandlerFunc, rep *Report) (produced []*message.Message, err error) {
+	ctx := msg.Context()
+	id, err := in.eventID(msg)
+	rep.EventID = id
+	if err != nil {
+		rep.Outcome = OutcomeRejected
+		return nil, err
+	}
+	hash := stores.PayloadHash(msg.Payload)
+	begun, err := in.store.BeginInbox(ctx, &stores.BeginInboxParams{
+		Consumer: in.cfg.Consumer, EventID: id, PayloadHash: hash, Now: rep.Received,
+	})
+	if err != nil {
+		rep.Outcome = OutcomeFailed
+		return nil, fmt.Errorf("ackgap inbox: begin: %w", err)
+	}
+	if begun.Duplicate {
+		if begun.PayloadMismatch && in.cfg.PayloadMismatch == PayloadMismatchReject {
+			rep.Outcome = OutcomeRejected
+			return nil, ackgap.Permanent(ackgap.ReasonEventIDConflict,
+				fmt.Errorf("%w: consumer %q, event id %q", ackgap.ErrEventIDConflict, in.cfg.Consumer, id))
+		}
+		rep.Outcome = OutcomeDuplicate
+		return nil, nil
+	}
+
+	tx := begun.Tx
+	ended := false
+	defer func() {
+		if ended {
+			return
+		}
+		// Handler error, cancellation or panic: undo everything, inbox row
+		// included, so a redelivery processes the message again.
+		rbCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), in.cfg.RollbackTimeout)
+		defer cancel()
+		_ = in.store.RollbackTx(rbCtx, tx)
+		rep.Outcome = OutcomeFailed
+	}()
+
+	msg.SetContext(withTx(ctx, &boundTx[TTx]{store: in.store, tx: tx, consumerName: in.cfg.Consumer, eventIDString: id}))
+	defer msg.SetContext(ctx)
+	rep.HandlerStarted = in.cfg.Now()
+	produced, err = h(msg)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("ackgap inbox: context ended before commit: %w", err)
+	}
+	ended = true
+	if err := in.store.CommitTx(ctx, tx); err != nil {
+		rep.Outcome = OutcomeFailed
+		// The transaction is over either way; a redelivery finds the inbox
+		// row if the commit happened after all.
+		return nil, fmt.Errorf("ackgap inbox: commit: %w", err)
+	}
+	rep.Committed = in.cfg.Now()
+	rep.Outcome = OutcomeApplied
+	return produced, nil
+}
+
+func (in *inbox[TTx]) eventID(msg *message.Message) (string, error) {
+	id, err := in.cfg.EventID(msg)
+	if err != nil {
+		if ackgap.IsPermanent(err) {
+			return "", err
+		}
+		return "", ackgap.Permanent(ackgap.ReasonMissingEventID, fmt.Errorf("%w: extractor: %w", ackgap.ErrMissingEventID, err))
+	}
+	if id == "" {
+		return "", ackgap.Permanent(ackgap.ReasonMissingEventID,
+			fmt.Errorf("%w (message uuid %q, consumer %q)", ackgap.ErrMissingEventID, msg.UUID, in.cfg.Consumer))
+	}
+	if len(id) > in.cfg.MaxEventIDBytes {
+		return id, ackgap.Permanent(ackgap.ReasonEventIDTooLong,
+			fmt.Errorf("%w: %d bytes, limit %d", ackgap.ErrEventIDTooLong, len(id), in.cfg.MaxEventIDBytes))
+	}
+	return id, nil
+}
