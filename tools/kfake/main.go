@@ -1,0 +1,45 @@
+// Command kfake runs an in-memory Kafka-protocol broker (franz-go's kfake)
+// on 127.0.0.1 for tests and CI. Topics are created on first use.
+//
+// It prints "kfake listening on ADDR[,ADDR...]" once ready and shuts down on
+// SIGINT or SIGTERM. Nothing is persisted: a restart starts empty.
+//
+//	kfake -port 9092 -partitions 4 -group-min-session 1s
+package main
+
+import (
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+)
+
+func main() {
+	port := flag.Int("port", 9092, "TCP port to listen on (127.0.0.1 only)")
+	partitions := flag.Int("partitions", 4, "partitions of auto-created topics")
+	minSession := flag.Duration("group-min-session", time.Second, "minimum consumer-group session timeout")
+	flag.Parse()
+
+	c, err := kfake.NewCluster(
+		kfake.Ports(*port), // kfake binds 127.0.0.1:port
+		kfake.AllowAutoTopicCreation(),
+		kfake.DefaultNumPartitions(*partitions),
+		kfake.GroupMinSessionTimeout(*minSession),
+	)
+	if err != nil {
+		log.Fatalf("kfake: %v", err)
+	}
+	fmt.Printf("kfake listening on %s\n", strings.Join(c.ListenAddrs(), ","))
+
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	s := <-sig
+	log.Printf("kfake: %v, closing", s)
+	c.Close()
+}
