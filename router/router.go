@@ -1,0 +1,286 @@
+package router
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill"
+	"github.com/ThreeDotsLabs/watermill/message"
+	wmw "github.com/ThreeDotsLabs/watermill/message/router/middleware"
+
+	"github.com/ackgap/ackgap"
+	"github.com/ackgap/ackgap/middleware"
+	"github.com/ackgap/ackgap/stores"
+)
+
+// Defaults of [Config].
+const (
+	// HandlerTimeoutDefault bounds one attempt of a handler.
+	HandlerTimeoutDefault = 30 * time.Second
+	// HandlerTimeoutMax is the longest HandlerTimeout accepted: SQS's
+	// longest visibility timeout is 12 h, and a handler must finish well
+	// inside its lease.
+	HandlerTimeoutMax = 12 * time.Hour
+	// MaxAttemptsDefault is how many times a failing message is tried in
+	// place before it is dead-lettered.
+	MaxAttemptsDefault = 3
+	// RetryInitialIntervalDefault is the first backoff between attempts.
+	RetryInitialIntervalDefault = 100 * time.Millisecond
+	// RetryMaxIntervalDefault caps the backoff between attempts.
+	RetryMaxIntervalDefault = time.Second
+	// DeadLetterTopicDefault receives messages that cannot be processed.
+	DeadLetterTopicDefault = "ackgap.dead_letter"
+	// CloseTimeoutDefault bounds how long Close waits for in-flight
+	// handlers to finish and commit.
+	CloseTimeoutDefault = 30 * time.Second
+)
+
+// Config configures a [Router]. Fields left zero take the default named in
+// their doc.
+type Config struct {
+	// DeadLetter publishes messages that cannot be processed (no event id,
+	// a refused transition, a payload that does not parse, attempts
+	// exhausted). Required: every message needs an outcome, and silently
+	// dropping one is not an option.
+	DeadLetter message.Publisher
+	// DeadLetterTopic is where DeadLetter publishes. Default
+	// DeadLetterTopicDefault ("ackgap.dead_letter").
+	DeadLetterTopic string
+	// EventID extracts the event id. Default: metadata key "event_id"
+	// (middleware.MetadataEventIDKey).
+	EventID middleware.EventIDFunc
+	// MaxEventIDBytes is the longest event id accepted. Default
+	// middleware.MaxEventIDBytesDefault (255).
+	MaxEventIDBytes int
+	// PayloadMismatch says what to do with an event id reused with another
+	// payload. Default middleware.PayloadMismatchReject (dead-letter).
+	PayloadMismatch middleware.PayloadMismatchPolicy
+	// HandlerTimeout bounds one attempt of a handler. Default
+	// HandlerTimeoutDefault (30 s), at most HandlerTimeoutMax (12 h).
+	HandlerTimeout time.Duration
+	// MaxAttempts is the number of attempts in place, the first included.
+	// Default MaxAttemptsDefault (3).
+	MaxAttempts int
+	// RetryInitialInterval and RetryMaxInterval shape the backoff between
+	// attempts. Defaults 100 ms and 1 s.
+	RetryInitialInterval, RetryMaxInterval time.Duration
+	// CloseTimeout bounds Close. Default CloseTimeoutDefault (30 s).
+	CloseTimeout time.Duration
+	// Middlewares run outermost, around everything else: the tracing hook
+	// point. Default none.
+	Middlewares []message.HandlerMiddleware
+	// Observer receives one middleware.Report per delivery through the
+	// inbox. Default nil.
+	Observer middleware.ObserverFunc
+	// Logger receives Watermill's logs. Default watermill.NopLogger.
+	Logger watermill.LoggerAdapter
+}
+
+// WithDefaults returns a copy of c with every zero field set to its default.
+func (c Config) WithDefaults() Config {
+	if c.DeadLetterTopic == "" {
+		c.DeadLetterTopic = DeadLetterTopicDefault
+	}
+	if c.HandlerTimeout == 0 {
+		c.HandlerTimeout = HandlerTimeoutDefault
+	}
+	if c.MaxAttempts == 0 {
+		c.MaxAttempts = MaxAttemptsDefault
+	}
+	if c.RetryInitialInterval == 0 {
+		c.RetryInitialInterval = RetryInitialIntervalDefault
+	}
+	if c.RetryMaxInterval == 0 {
+		c.RetryMaxInterval = RetryMaxIntervalDefault
+	}
+	if c.CloseTimeout == 0 {
+		c.CloseTimeout = CloseTimeoutDefault
+	}
+	if c.Logger == nil {
+		c.Logger = watermill.NopLogger{}
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	var errs []error
+	if c.DeadLetter == nil {
+		errs = append(errs, errors.New("DeadLetter is nil: messages that cannot be processed need a dead-letter publisher"))
+	}
+	if c.HandlerTimeout < 0 || c.HandlerTimeout > HandlerTimeoutMax {
+		errs = append(errs, fmt.Errorf("HandlerTimeout is %s, must be in (0, %s]", c.HandlerTimeout, HandlerTimeoutMax))
+	}
+	if c.MaxAttempts < 1 {
+		errs = append(errs, fmt.Errorf("MaxAttempts is %d, must be at least 1", c.MaxAttempts))
+	}
+	if c.RetryInitialInterval < 0 || c.RetryMaxInterval < c.RetryInitialInterval {
+		errs = append(errs, fmt.Errorf("RetryInitialInterval %s and RetryMaxInterval %s: want 0 <= initial <= max", c.RetryInitialInterval, c.RetryMaxInterval))
+	}
+	if c.CloseTimeout < 0 {
+		errs = append(errs, fmt.Errorf("CloseTimeout is %s, must not be negative", c.CloseTimeout))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("invalid config: %w", err)
+	}
+	return nil
+}
+
+// HandlerFunc handles one message inside its inbox transaction. tx is the
+// store's own transaction (pgx.Tx, *sql.Tx); ctx is the message context,
+// which also carries tx for middleware.TransitionIfState and
+// middleware.AddOutbox. Return nil to commit and ack; an error rolls back
+// and nacks (retried), ackgap.Permanent rolls back and dead-letters.
+// Do no network I/O here: record external effects as outbox rows.
+type HandlerFunc[TTx any] func(ctx context.Context, tx TTx, msg *message.Message) error
+
+// JSON adapts a handler that takes the payload decoded from JSON into a
+// value of type T. A payload that does not decode is a permanent error
+// (reason ackgap.ReasonBadPayload): the message is dead-lettered with its
+// original bytes, not retried.
+func JSON[TTx, T any](fn func(ctx context.Context, tx TTx, msg *message.Message, v T) error) HandlerFunc[TTx] {
+	return func(ctx context.Context, tx TTx, msg *message.Message) error {
+		var v T
+		if err := json.Unmarshal(msg.Payload, &v); err != nil {
+			return ackgap.Permanent(ackgap.ReasonBadPayload, fmt.Errorf("%w: %w", ackgap.ErrBadPayload, err))
+		}
+		return fn(ctx, tx, msg, v)
+	}
+}
+
+// Router is a Watermill router whose handlers run behind the inbox.
+// Run and Close may be called from different goroutines.
+type Router[TTx any] struct {
+	wr    *message.Router
+	store stores.Store[TTx]
+	cfg   Config
+}
+
+// New returns a Router on store; cfg is required because DeadLetter is.
+// It returns an error wrapping "invalid config" naming every bad field.
+func New[TTx any](store stores.Store[TTx], cfg *Config) (*Router[TTx], error) {
+	if cfg == nil {
+		return nil, errors.New("invalid config: Config is nil: DeadLetter is required")
+	}
+	if store == nil {
+		return nil, errors.New("invalid config: store is nil")
+	}
+	c := cfg.WithDefaults()
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	wr, err := message.NewRouter(message.RouterConfig{CloseTimeout: c.CloseTimeout}, c.Logger)
+	if err != nil {
+		return nil, fmt.Errorf("router: %w", err)
+	}
+	return &Router[TTx]{wr: wr, store: store, cfg: c}, nil
+}
+
+// AddHandler subscribes h to topic on sub as consumer: the consumer name
+// scopes inbox rows and names the Watermill handler, so it must be unique
+// in the router. Call it before Run. It returns an error wrapping "invalid
+// config" for a bad consumer name.
+func (r *Router[TTx]) AddHandler(consumer, topic string, sub message.Subscriber, h HandlerFunc[TTx]) error {
+	if topic == "" || sub == nil || h == nil {
+		return errors.New("invalid config: AddHandler needs a topic, a subscriber and a handler")
+	}
+	chain, err := r.Middleware(consumer)
+	if err != nil {
+		return err
+	}
+	var final message.HandlerFunc = func(msg *message.Message) ([]*message.Message, error) {
+		tx, ok := middleware.TxFromContext[TTx](msg.Context())
+		if !ok {
+			return nil, ackgap.ErrNoTransaction
+		}
+		return nil, h(msg.Context(), tx, msg)
+	}
+	for i := len(chain) - 1; i >= 0; i-- {
+		final = chain[i](final)
+	}
+	r.wr.AddConsumerHandler(consumer, topic, sub, func(msg *message.Message) error {
+		_, err := final(msg)
+		return err
+	})
+	return nil
+}
+
+// Middleware returns the router's chain for consumer, outermost first, for
+// users who keep their own Watermill router:
+//
+//	chain, err := r.Middleware("billing")
+//	myRouter.AddConsumerHandler("billing", topic, sub, h).AddMiddleware(chain...)
+func (r *Router[TTx]) Middleware(consumer string) ([]message.HandlerMiddleware, error) {
+	c := r.cfg
+	inbox, err := middleware.Inbox(r.store, &middleware.InboxConfig{
+		Consumer: consumer, EventID: c.EventID, MaxEventIDBytes: c.MaxEventIDBytes,
+		PayloadMismatch: c.PayloadMismatch, Observer: c.Observer,
+	})
+	if err != nil {
+		return nil, err
+	}
+	deadLetter, err := wmw.PoisonQueueWithFilter(c.DeadLetter, c.DeadLetterTopic, DeadLetterable)
+	if err != nil {
+		return nil, fmt.Errorf("router: %w", err)
+	}
+	retry := wmw.Retry{
+		MaxRetries:          c.MaxAttempts - 1,
+		InitialInterval:     c.RetryInitialInterval,
+		MaxInterval:         c.RetryMaxInterval,
+		Multiplier:          2,
+		RandomizationFactor: 0.2,
+		ResetContextOnRetry: true,
+		ShouldRetry:         func(p wmw.RetryParams) bool { return Retryable(p.Err) },
+	}
+	chain := append([]message.HandlerMiddleware{}, c.Middlewares...)
+	return append(chain, deadLetter, stampReason, retry.Middleware, wmw.Recoverer, wmw.Timeout(c.HandlerTimeout), inbox), nil
+}
+
+// Run runs the router until ctx ends or Close is called; see
+// message.Router.Run. It returns once every handler stopped.
+func (r *Router[TTx]) Run(ctx context.Context) error { return r.wr.Run(ctx) }
+
+// Running is closed when the router is running.
+func (r *Router[TTx]) Running() chan struct{} { return r.wr.Running() }
+
+// Close stops fetching, waits up to CloseTimeout for in-flight handlers to
+// commit and ack, and closes the subscribers. It is safe to call twice.
+func (r *Router[TTx]) Close() error { return r.wr.Close() }
+
+// Retryable reports whether the router retries err in place: not a
+// permanent error, not a cancelled context.
+func Retryable(err error) bool {
+	return !ackgap.IsPermanent(err) && !errors.Is(err, context.Canceled)
+}
+
+// DeadLetterable reports whether a final error sends the message to the
+// dead-letter topic: a permanent error, or any error left after the
+// attempts, except a cancelled context (shutdown is not poison, see
+// Watermill PR #556) and ackgap.ErrStoreUnavailable (the database, not the
+// message, is broken). Those are nacked and redelivered.
+func DeadLetterable(err error) bool {
+	if ackgap.IsPermanent(err) {
+		return true
+	}
+	return !errors.Is(err, context.Canceled) && !errors.Is(err, ackgap.ErrStoreUnavailable)
+}
+
+// stampReason records why a message is about to be dead-lettered, in
+// metadata key ackgap.MetadataDeadLetterReason; it runs just inside
+// Watermill's poison-queue middleware, which publishes the message with
+// its metadata.
+func stampReason(h message.HandlerFunc) message.HandlerFunc {
+	return func(msg *message.Message) ([]*message.Message, error) {
+		produced, err := h(msg)
+		if err != nil && DeadLetterable(err) {
+			reason := ackgap.ReasonOf(err)
+			if reason == "" {
+				reason = ackgap.ReasonAttemptsExhausted
+			}
+			msg.Metadata.Set(ackgap.MetadataDeadLetterReason, reason)
+		}
+		return produced, err
+	}
+}
