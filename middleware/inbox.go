@@ -163,6 +163,17 @@ type inbox[TTx any] struct {
 func (in *inbox[TTx]) middleware(h message.HandlerFunc) message.HandlerFunc {
 	return func(msg *message.Message) ([]*message.Message, error) {
 		rep := &Report{Consumer: in.cfg.Consumer, Received: in.cfg.Now()}
+		defer func() {
+			// A panic has rolled back already (see handle); report it and let
+			// it go on to the router's recoverer.
+			if p := recover(); p != nil {
+				rep.Outcome, rep.Err = OutcomeFailed, fmt.Errorf("ackgap inbox: handler panicked: %v", p)
+				if in.cfg.Observer != nil {
+					in.cfg.Observer(msg.Context(), rep)
+				}
+				panic(p)
+			}
+		}()
 		produced, err := in.handle(msg, h, rep)
 		rep.Err = err
 		if in.cfg.Observer != nil {

@@ -150,6 +150,20 @@ func JSON[TTx, T any](fn func(ctx context.Context, tx TTx, msg *message.Message,
 	}
 }
 
+// Adapt turns h into a Watermill handler for use behind the inbox
+// middleware (middleware.Inbox) in a router of your own: it takes the
+// transaction from the message context and calls h with it. Outside the
+// inbox middleware it returns ackgap.ErrNoTransaction.
+func Adapt[TTx any](h HandlerFunc[TTx]) message.HandlerFunc {
+	return func(msg *message.Message) ([]*message.Message, error) {
+		tx, ok := middleware.TxFromContext[TTx](msg.Context())
+		if !ok {
+			return nil, ackgap.ErrNoTransaction
+		}
+		return nil, h(msg.Context(), tx, msg)
+	}
+}
+
 // Router is a Watermill router whose handlers run behind the inbox.
 // Run and Close may be called from different goroutines.
 type Router[TTx any] struct {
@@ -190,13 +204,7 @@ func (r *Router[TTx]) AddHandler(consumer, topic string, sub message.Subscriber,
 	if err != nil {
 		return err
 	}
-	var final message.HandlerFunc = func(msg *message.Message) ([]*message.Message, error) {
-		tx, ok := middleware.TxFromContext[TTx](msg.Context())
-		if !ok {
-			return nil, ackgap.ErrNoTransaction
-		}
-		return nil, h(msg.Context(), tx, msg)
-	}
+	final := Adapt(h)
 	for i := len(chain) - 1; i >= 0; i-- {
 		final = chain[i](final)
 	}
