@@ -67,7 +67,6 @@ func depositMsg(eventID string, amount int) *message.Message {
 	return msg
 }
 
-
 // TestS13CheckThenActRace: E1 delivered twice, 5 ms apart, to two handler
 // goroutines (two consumer instances). One commits; the other waits on the
 // inbox key, finds it, rolls back and is acked as a duplicate. There is no
@@ -78,7 +77,11 @@ func TestS13CheckThenActRace(t *testing.T) {
 	var outcomes []middleware.Outcome
 	chain := func() message.HandlerFunc {
 		inbox, err := middleware.Inbox[pgx.Tx](store, &middleware.InboxConfig{Consumer: "c1",
-			Observer: func(_ context.Context, r *middleware.Report) { mu.Lock(); outcomes = append(outcomes, r.Outcome); mu.Unlock() }})
+			Observer: func(_ context.Context, r *middleware.Report) {
+				mu.Lock()
+				outcomes = append(outcomes, r.Outcome)
+				mu.Unlock()
+			}})
 		require.NoError(t, err)
 		return inbox(router.Adapt(depositHandler))
 	}
