@@ -167,9 +167,10 @@ func Adapt[TTx any](h HandlerFunc[TTx]) message.HandlerFunc {
 // Router is a Watermill router whose handlers run behind the inbox.
 // Run and Close may be called from different goroutines.
 type Router[TTx any] struct {
-	wr    *message.Router
-	store stores.Store[TTx]
-	cfg   Config
+	wr       *message.Router
+	store    stores.Store[TTx]
+	cfg      Config
+	handlers map[string]bool // consumer/topic pairs added
 }
 
 // New returns a Router on store; cfg is required because DeadLetter is.
@@ -189,16 +190,22 @@ func New[TTx any](store stores.Store[TTx], cfg *Config) (*Router[TTx], error) {
 	if err != nil {
 		return nil, fmt.Errorf("router: %w", err)
 	}
-	return &Router[TTx]{wr: wr, store: store, cfg: c}, nil
+	return &Router[TTx]{wr: wr, store: store, cfg: c, handlers: map[string]bool{}}, nil
 }
 
-// AddHandler subscribes h to topic on sub as consumer: the consumer name
-// scopes inbox rows and names the Watermill handler, so it must be unique
-// in the router. Call it before Run. It returns an error wrapping "invalid
-// config" for a bad consumer name.
+// AddHandler subscribes h to topic on sub as consumer. The consumer name
+// scopes inbox rows: one consumer may subscribe several topics (or
+// partitions of one stream), and all of them share its inbox. The
+// Watermill handler is named "<consumer>/<topic>". Call it before Run. It
+// returns an error wrapping "invalid config" for a bad consumer name or a
+// consumer/topic pair added twice.
 func (r *Router[TTx]) AddHandler(consumer, topic string, sub message.Subscriber, h HandlerFunc[TTx]) error {
 	if topic == "" || sub == nil || h == nil {
 		return errors.New("invalid config: AddHandler needs a topic, a subscriber and a handler")
+	}
+	name := consumer + "/" + topic
+	if r.handlers[name] {
+		return fmt.Errorf("invalid config: consumer %q already subscribes topic %q", consumer, topic)
 	}
 	chain, err := r.Middleware(consumer)
 	if err != nil {
@@ -208,7 +215,8 @@ func (r *Router[TTx]) AddHandler(consumer, topic string, sub message.Subscriber,
 	for i := len(chain) - 1; i >= 0; i-- {
 		final = chain[i](final)
 	}
-	r.wr.AddConsumerHandler(consumer, topic, sub, func(msg *message.Message) error {
+	r.handlers[name] = true
+	r.wr.AddConsumerHandler(name, topic, sub, func(msg *message.Message) error {
 		_, err := final(msg)
 		return err
 	})

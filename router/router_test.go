@@ -255,6 +255,9 @@ func TestConfigValidation(t *testing.T) {
 	require.NoError(t, err)
 	require.ErrorContains(t, r.AddHandler("", "t", pubsub, charge), "Consumer is empty")
 	require.ErrorContains(t, r.AddHandler("c", "", pubsub, charge), "needs a topic")
+	require.NoError(t, r.AddHandler("c", "t1", pubsub, charge))
+	require.NoError(t, r.AddHandler("c", "t2", pubsub, charge), "one consumer, several topics")
+	require.ErrorContains(t, r.AddHandler("c", "t1", pubsub, charge), `consumer "c" already subscribes topic "t1"`)
 }
 
 // TestWatermillDeduplicatorDropsFailedMessage shows why ackgap does not

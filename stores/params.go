@@ -92,6 +92,15 @@ func OutcomeOf(applied, found bool, current, to string) TransitionOutcome {
 	}
 }
 
+// AppliedFrom returns the Previous state of an applied transition: the
+// only From state, or "" when From has several.
+func AppliedFrom(from []string) string {
+	if len(from) == 1 {
+		return from[0]
+	}
+	return ""
+}
+
 // Err returns nil when the transition applied or was already applied, and
 // for a refused one a permanent error (reason ackgap.ReasonTransitionRefused)
 // wrapping ackgap.ErrTransitionRefused: returned from a handler, it rolls

@@ -144,8 +144,10 @@ type TransitionResult struct {
 	Outcome TransitionOutcome
 	// Found is false when no row has the key (Outcome is then Refused).
 	Found bool
-	// Previous is the state the row was in before the statement ran ("" when
-	// not Found).
+	// Previous is the state the row was in: for a transition that did not
+	// apply, the state the guard found ("" when not Found); for one that
+	// applied, From when From has one state, else "" (the UPDATE does not
+	// return the old value).
 	Previous string
 }
 

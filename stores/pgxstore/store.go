@@ -164,7 +164,7 @@ func (s *Store) TransitionIfStateTx(ctx context.Context, tx pgx.Tx, p *stores.Tr
 		return nil, interpretError("transition", err)
 	}
 	if tag.RowsAffected() > 0 {
-		return &stores.TransitionResult{Outcome: stores.TransitionApplied, Found: true, Previous: tp.From[0]}, nil
+		return &stores.TransitionResult{Outcome: stores.TransitionApplied, Found: true, Previous: stores.AppliedFrom(tp.From)}, nil
 	}
 	var state string
 	err = tx.QueryRow(ctx, current, currentArgs...).Scan(&state)

@@ -240,7 +240,7 @@ func (s *Store) TransitionIfStateTx(ctx context.Context, tx *sql.Tx, p *stores.T
 		return nil, interpretError("transition", err)
 	}
 	if n, err := res.RowsAffected(); err == nil && n > 0 {
-		return &stores.TransitionResult{Outcome: stores.TransitionApplied, Found: true, Previous: tp.From[0]}, nil
+		return &stores.TransitionResult{Outcome: stores.TransitionApplied, Found: true, Previous: stores.AppliedFrom(tp.From)}, nil
 	}
 	var state string
 	err = tx.QueryRowContext(ctx, current, currentArgs...).Scan(&state)
