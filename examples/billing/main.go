@@ -1,0 +1,233 @@
+// Command billing is the order-payment consumer demo of ackgap: an
+// order.placed event moves an order pending -> charging and records a
+// charge and a receipt e-mail in the outbox, in one transaction with the
+// inbox row, while the demo injects the three kinds of duplicate delivery
+// (sequential, a crash between commit and ack, two copies at once) and
+// checks that each order moved once and got exactly two outbox rows.
+//
+//	go run ./examples/billing                      # SQLite in a temp dir
+//	go run ./examples/billing -dsn 'postgres://postgres@127.0.0.1:5432/test?sslmode=disable'
+//
+// See README.md for what it shows and the flags.
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/ackgap/ackgap/stores/pgxstore"
+	"github.com/ackgap/ackgap/stores/sqlitestore"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := realMain(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// realMain parses args, runs the demo, prints the summary to stdout and
+// returns the exit code: 0 when every check passed, 1 when the demo failed
+// or a check did not pass, 2 for bad flags.
+func realMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("billing", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o Options
+	fs.IntVar(&o.Events, "n", EventsDefault, "number of orders and order.placed events")
+	fs.Float64Var(&o.DupSeq, "dup-seq", DupSeqDefault, "fraction of events published again after the first pass")
+	fs.Float64Var(&o.DupCrash, "dup-crash", DupCrashDefault, "fraction of events whose first delivery commits, then fails before the ack")
+	fs.Float64Var(&o.DupConcurrent, "dup-concurrent", DupConcurrentDefault, "fraction of events published twice at once, to two partitions")
+	fs.IntVar(&o.Partitions, "partitions", PartitionsDefault, "partition topics, one router instance each")
+	fs.DurationVar(&o.Timeout, "timeout", TimeoutDefault, "how long to wait for the consumer")
+	fs.Uint64Var(&o.Seed, "seed", SeedDefault, "seed choosing the duplicated events")
+	dsn := fs.String("dsn", "", "PostgreSQL URL (postgres://...); empty: SQLite in a temp dir")
+	keep := fs.Bool("keep", false, "keep the PostgreSQL schema (or the SQLite file) at exit")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "billing: unexpected arguments %q\n", fs.Args())
+		return 2
+	}
+	if o.Events <= 0 || o.Partitions <= 0 || o.Timeout <= 0 || o.Seed == 0 {
+		// Zero would silently mean "default" in Options; as a flag it is a mistake.
+		fmt.Fprintln(stderr, "billing: -n, -partitions, -timeout and -seed must be positive")
+		return 2
+	}
+
+	sum, err := runDemo(ctx, *dsn, *keep, o)
+	if sum != nil {
+		sum.Print(stdout)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "billing: %v\n", err)
+		return 1
+	}
+	if err := sum.Check(); err != nil {
+		fmt.Fprintf(stderr, "billing: FAILED:\n%v\n", err)
+		return 1
+	}
+	fmt.Fprintln(stdout, "OK: every order moved once with two outbox rows; every duplicate was skipped")
+	return 0
+}
+
+// runDemo opens the store dsn names (SQLite in a temp dir when empty),
+// runs the demo on it and closes it.
+func runDemo(ctx context.Context, dsn string, keep bool, o Options) (*Summary, error) {
+	if dsn == "" {
+		b, err := openSQLite(ctx, keep)
+		if err != nil {
+			return nil, err
+		}
+		return runAndClose(ctx, b, o)
+	}
+	// Room for every instance's transaction, a concurrent copy, and the
+	// demo's own queries.
+	b, err := openPostgres(ctx, dsn, int32(o.WithDefaults().Partitions+2), keep)
+	if err != nil {
+		return nil, err
+	}
+	return runAndClose(ctx, b, o)
+}
+
+func runAndClose[TTx any](ctx context.Context, b *backend[TTx], o Options) (s *Summary, err error) {
+	defer func() {
+		if cerr := b.close(); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("close %s: %w", b.name, cerr))
+		}
+	}()
+	return run(ctx, b, o)
+}
+
+// openSQLite opens a new SQLite database in a temp dir; close removes the
+// dir unless keep.
+func openSQLite(ctx context.Context, keep bool) (*backend[*sql.Tx], error) {
+	dir, err := os.MkdirTemp("", "ackgap-billing-")
+	if err != nil {
+		return nil, err
+	}
+	path := filepath.Join(dir, "billing.db")
+	store, err := sqlitestore.Open(ctx, path, nil)
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, fmt.Errorf("open sqlite: %w", err)
+	}
+	db := store.DB()
+	location := path + ", removed at exit"
+	if keep {
+		location = path + ", kept"
+	}
+	return &backend[*sql.Tx]{
+		name: "sqlite", location: location, store: store,
+		db: appDB{
+			exec: func(ctx context.Context, query string, args ...any) error {
+				_, err := db.ExecContext(ctx, query, args...)
+				return err
+			},
+			queryInt: func(ctx context.Context, query string) (n int64, err error) {
+				err = db.QueryRowContext(ctx, query).Scan(&n)
+				return n, err
+			},
+			placeholder: func(n int) string { return "?" + strconv.Itoa(n) },
+		},
+		close: func() error {
+			err := store.Close()
+			if !keep {
+				err = errors.Join(err, os.RemoveAll(dir))
+			}
+			return err
+		},
+	}, nil
+}
+
+// openPostgres creates a fresh schema in the database dsn names and returns
+// a store whose tables, and the orders table, live in it (the pool's
+// search_path); close drops the schema unless keep. It touches nothing
+// outside that schema.
+func openPostgres(ctx context.Context, dsn string, maxConns int32, keep bool) (*backend[pgx.Tx], error) {
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("dsn: %w", err)
+	}
+	schema := "billing_" + randomHex(6)
+	ident := pgx.Identifier{schema}.Sanitize()
+	if err := adminExec(ctx, cfg, "CREATE SCHEMA "+ident); err != nil {
+		return nil, fmt.Errorf("create schema: %w", err)
+	}
+	drop := func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		return adminExec(ctx, cfg, "DROP SCHEMA "+ident+" CASCADE")
+	}
+	cfg.ConnConfig.RuntimeParams["search_path"] = schema
+	cfg.MaxConns = max(cfg.MaxConns, maxConns)
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("pool: %w", err), drop())
+	}
+	store, err := pgxstore.New(pool, &pgxstore.Config{Schema: schema})
+	if err != nil {
+		pool.Close()
+		return nil, errors.Join(err, drop())
+	}
+	where := fmt.Sprintf("schema %s in %s:%d/%s", schema, cfg.ConnConfig.Host, cfg.ConnConfig.Port, cfg.ConnConfig.Database)
+	if keep {
+		where += ", kept"
+	} else {
+		where += ", dropped at exit"
+	}
+	return &backend[pgx.Tx]{
+		name: "postgres", location: where, store: store,
+		db: appDB{
+			exec: func(ctx context.Context, query string, args ...any) error {
+				_, err := pool.Exec(ctx, query, args...)
+				return err
+			},
+			queryInt: func(ctx context.Context, query string) (n int64, err error) {
+				err = pool.QueryRow(ctx, query).Scan(&n)
+				return n, err
+			},
+			placeholder: func(n int) string { return "$" + strconv.Itoa(n) },
+		},
+		close: func() error {
+			pool.Close()
+			if keep {
+				return nil
+			}
+			return drop()
+		},
+	}, nil
+}
+
+// adminExec runs one statement on a connection of its own, outside the
+// demo's pool (whose search_path is the schema being created or dropped).
+func adminExec(ctx context.Context, cfg *pgxpool.Config, stmt string) error {
+	conn, err := pgx.ConnectConfig(ctx, cfg.ConnConfig.Copy())
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	_, err = conn.Exec(ctx, stmt)
+	return err
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

@@ -1,0 +1,276 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill"
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/ThreeDotsLabs/watermill/pubsub/gochannel"
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/ackgap/ackgap"
+	"github.com/ackgap/ackgap/internal/testdb"
+	"github.com/ackgap/ackgap/middleware"
+	"github.com/ackgap/ackgap/router"
+	"github.com/ackgap/ackgap/stores"
+)
+
+// GoChannel, the router instances and the pools must all be closed when a
+// run returns.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// testOptions is a small run with every kind of duplicate.
+var testOptions = Options{
+	Events: 200, DupSeq: 0.1, DupCrash: 0.05, DupConcurrent: 0.05, Partitions: 4, Timeout: time.Minute,
+}
+
+// requireSummary asserts the numbers of a correct run of o.
+func requireSummary(t *testing.T, s *Summary, o Options) {
+	t.Helper()
+	o = o.WithDefaults()
+	seq, crash, conc := o.dupCounts()
+	require.NoError(t, s.Check())
+	require.Equal(t, o.Events, s.Events)
+	require.Equal(t, o.Partitions, s.Partitions)
+	require.Equal(t, seq, s.InjectedSequential)
+	require.Equal(t, crash, s.InjectedCrash)
+	require.Equal(t, crash, s.CrashesDone)
+	require.Equal(t, conc, s.InjectedConcurrent)
+	require.Equal(t, o.Events+seq+conc, s.Published)
+	require.EqualValues(t, s.Published+crash, s.Deliveries, "every message once, plus one redelivery per crash")
+
+	require.Equal(t, o.Events, s.Applied, "each event applied exactly once")
+	require.Zero(t, s.AppliedTwice)
+	require.GreaterOrEqual(t, s.Duplicates, seq+crash)
+	require.GreaterOrEqual(t, s.Duplicates, seq+crash+conc)
+	require.Zero(t, s.Rejected)
+	require.Zero(t, s.DeadLettered)
+	require.Zero(t, s.UnknownEvents)
+
+	require.EqualValues(t, o.Events, s.OrdersMoved, "status charging, version 1")
+	require.Zero(t, s.OrdersMovedTwice)
+	require.Zero(t, s.OrdersNotMoved)
+	require.Equal(t, 2*o.Events, s.OutboxRows)
+	require.Zero(t, s.OutboxBadOrders)
+	require.Zero(t, s.OutboxStray)
+	require.Positive(t, s.Elapsed)
+	require.Positive(t, s.MessagesPerSecond())
+}
+
+func TestDemoSQLite(t *testing.T) {
+	t.Parallel()
+	b, err := openSQLite(context.Background(), false)
+	require.NoError(t, err)
+	s, err := runAndClose(context.Background(), b, testOptions)
+	require.NoError(t, err)
+	require.Equal(t, "sqlite", s.Store)
+	requireSummary(t, s, testOptions)
+}
+
+func TestDemoPostgres(t *testing.T) {
+	t.Parallel()
+	b, err := openPostgres(context.Background(), testdb.URL(), 8, false)
+	require.NoError(t, err)
+	schema := pgSchemaOf(t, b)
+	s, err := runAndClose(context.Background(), b, testOptions)
+	require.NoError(t, err)
+	require.Equal(t, "postgres", s.Store)
+	requireSummary(t, s, testOptions)
+	require.Equal(t, s.InjectedConcurrent, s.ConcurrentRaced,
+		"PostgreSQL: the second copy waits on the inbox key of the first, uncommitted one")
+	require.False(t, pgSchemaExists(t, schema), "the demo's schema is dropped at exit")
+}
+
+// A run without duplicates, on one partition: nothing is skipped.
+func TestDemoNoDuplicates(t *testing.T) {
+	t.Parallel()
+	o := Options{Events: 50, Partitions: 1, Timeout: time.Minute}
+	b, err := openSQLite(context.Background(), false)
+	require.NoError(t, err)
+	s, err := runAndClose(context.Background(), b, o)
+	require.NoError(t, err)
+	requireSummary(t, s, o)
+	require.Zero(t, s.Duplicates)
+	require.EqualValues(t, 50, s.Deliveries)
+}
+
+func TestRealMain(t *testing.T) {
+	t.Parallel()
+	var out, errOut bytes.Buffer
+	code := realMain(context.Background(), []string{"-n", "100", "-partitions", "2"}, &out, &errOut)
+	require.Equal(t, 0, code, "stderr: %s", errOut.String())
+	require.Contains(t, out.String(), "OK: every order moved once")
+	require.Contains(t, out.String(), "messages/s")
+
+	out.Reset()
+	errOut.Reset()
+	require.Equal(t, 2, realMain(context.Background(), []string{"-n", "0"}, &out, &errOut))
+	require.Equal(t, 1, realMain(context.Background(), []string{"-partitions", "1"}, &out, &errOut),
+		"concurrent duplicates need two partitions")
+	require.Contains(t, errOut.String(), "needs partitions >= 2")
+}
+
+func TestOptionsValidate(t *testing.T) {
+	t.Parallel()
+	err := Options{Events: 10, DupSeq: 0.6, DupCrash: 0.6, DupConcurrent: -1, Partitions: 1, Timeout: time.Second}.WithDefaults().validate()
+	require.ErrorContains(t, err, "invalid options")
+	require.ErrorContains(t, err, "dup-concurrent is -1")
+	require.ErrorContains(t, err, "their sum must be at most 1")
+	require.NoError(t, Options{}.WithDefaults().validate(), "the defaults without duplicates")
+	require.NoError(t, Options{DupSeq: DupSeqDefault, DupCrash: DupCrashDefault, DupConcurrent: DupConcurrentDefault}.WithDefaults().validate())
+}
+
+// Check names each broken guarantee.
+func TestSummaryCheck(t *testing.T) {
+	t.Parallel()
+	s := &Summary{Events: 10, Published: 10, Deliveries: 10, Applied: 10, OrdersMoved: 10, OutboxRows: 20}
+	require.NoError(t, s.Check())
+	s.OrdersMoved, s.OrdersMovedTwice, s.OutboxRows, s.InjectedSequential = 9, 1, 21, 1
+	err := s.Check()
+	require.ErrorContains(t, err, "1 orders moved more than once")
+	require.ErrorContains(t, err, "9 of 10 orders moved exactly once")
+	require.ErrorContains(t, err, "21 outbox rows, want 2 x 10 events = 20")
+	require.ErrorContains(t, err, "the inbox skipped 0 duplicates, 1 were injected")
+}
+
+// The handler's other outcomes, on both stores: a refused transition and a
+// bad payload are dead-lettered and leave nothing behind; an order moved by
+// another event writes nothing more; a refused event redriven once its
+// order exists is applied.
+func TestHandlerEdgesSQLite(t *testing.T) {
+	t.Parallel()
+	b, err := openSQLite(context.Background(), false)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, b.close()) })
+	handlerEdges(t, b)
+}
+
+func TestHandlerEdgesPostgres(t *testing.T) {
+	t.Parallel()
+	b, err := openPostgres(context.Background(), testdb.URL(), 4, false)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, b.close()) })
+	handlerEdges(t, b)
+}
+
+func handlerEdges[TTx any](t *testing.T, b *backend[TTx]) {
+	ctx := context.Background()
+	_, err := b.store.Migrate(ctx, &stores.MigrateParams{})
+	require.NoError(t, err)
+	charged := event{body: OrderPlaced{OrderID: "ord-charged", AmountCents: 100, Email: "a@example.com"}}
+	require.NoError(t, createOrders(ctx, b.db, []event{charged}))
+	require.NoError(t, b.db.exec(ctx, `UPDATE orders SET status = 'charging', version = 1 WHERE id = 'ord-charged'`))
+
+	pubsub := gochannel.NewGoChannel(gochannel.Config{BlockPublishUntilSubscriberAck: true}, nil)
+	dlCtx, cancelDL := context.WithCancel(ctx)
+	dlMsgs, err := pubsub.Subscribe(dlCtx, router.DeadLetterTopicDefault)
+	require.NoError(t, err)
+	var mu sync.Mutex
+	var deadReasons []string
+	var outcomes []middleware.Outcome
+	dlDone := make(chan struct{})
+	go func() {
+		defer close(dlDone)
+		for msg := range dlMsgs {
+			mu.Lock()
+			deadReasons = append(deadReasons, msg.Metadata.Get(ackgap.MetadataDeadLetterReason))
+			mu.Unlock()
+			msg.Ack()
+		}
+	}()
+	r, err := router.New(b.store, &router.Config{
+		DeadLetter: pubsub,
+		Observer: func(_ context.Context, rep *middleware.Report) {
+			mu.Lock()
+			defer mu.Unlock()
+			outcomes = append(outcomes, rep.Outcome)
+		},
+	})
+	require.NoError(t, err)
+	require.NoError(t, r.AddHandler(Consumer, "orders.placed", instanceSubscriber{pubsub}, handler[TTx]()))
+	runErr := make(chan error, 1)
+	go func() { runErr <- r.Run(ctx) }()
+	<-r.Running()
+
+	// Publish blocks until the ack, which comes after the dead letter was
+	// received and the outcome observed.
+	send := func(eventID, payload string) {
+		msg := message.NewMessage(watermill.NewUUID(), []byte(payload))
+		msg.Metadata.Set(middleware.MetadataEventIDKey, eventID)
+		require.NoError(t, pubsub.Publish("orders.placed", msg))
+	}
+	missing := `{"order_id":"ord-missing","amount_cents":250,"email":"b@example.com"}`
+	send(EventID("ord-missing"), missing)
+	send("order.placed:ord-charged:again", `{"order_id":"ord-charged","amount_cents":100,"email":"a@example.com"}`)
+	send("order.placed:bad-json", `{"order_id": 5}`)
+	send("order.placed:no-email", `{"order_id":"ord-charged","amount_cents":100}`)
+
+	mu.Lock()
+	require.Equal(t, []string{ackgap.ReasonTransitionRefused, ackgap.ReasonBadPayload, ackgap.ReasonBadPayload}, deadReasons)
+	mu.Unlock()
+	outbox, err := b.store.ListOutbox(ctx, &stores.OutboxListParams{})
+	require.NoError(t, err)
+	require.Empty(t, outbox.Rows, "neither a refused nor an already-applied transition writes outbox rows")
+	twice, err := b.db.queryInt(ctx, `SELECT count(*) FROM orders WHERE version > 1`)
+	require.NoError(t, err)
+	require.Zero(t, twice)
+
+	// Redrive: the refused event's inbox row was rolled back with it, so
+	// once its order exists the same event id applies.
+	require.NoError(t, insertPendingOrder(ctx, b.db, "ord-missing"))
+	send(EventID("ord-missing"), missing)
+	outbox, err = b.store.ListOutbox(ctx, &stores.OutboxListParams{})
+	require.NoError(t, err)
+	require.Len(t, outbox.Rows, 2)
+	require.Equal(t, ChargeKey("ord-missing"), outbox.Rows[0].IdempotencyKey)
+	require.Equal(t, ReceiptKey("ord-missing"), outbox.Rows[1].IdempotencyKey)
+
+	require.NoError(t, r.Close())
+	require.NoError(t, <-runErr)
+	cancelDL()
+	<-dlDone
+	require.NoError(t, pubsub.Close())
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, []middleware.Outcome{
+		middleware.OutcomeFailed, // refused: rolled back, dead-lettered
+		middleware.OutcomeApplied,
+		middleware.OutcomeFailed, // bad JSON
+		middleware.OutcomeFailed, // no email
+		middleware.OutcomeApplied,
+	}, outcomes)
+}
+
+// insertPendingOrder inserts one pending order.
+func insertPendingOrder(ctx context.Context, db appDB, orderID string) error {
+	return db.exec(ctx, `INSERT INTO orders (id, status, amount_cents, email) VALUES (`+
+		db.placeholder(1)+`, 'pending', 250, 'b@example.com')`, orderID)
+}
+
+// pgSchemaOf returns the schema openPostgres created, from the location
+// "schema billing_xxx in host:port/db, ...".
+func pgSchemaOf(t *testing.T, b *backend[pgx.Tx]) string {
+	t.Helper()
+	f := strings.Fields(b.location)
+	require.GreaterOrEqual(t, len(f), 2)
+	require.True(t, strings.HasPrefix(f[1], "billing_"), b.location)
+	return f[1]
+}
+
+func pgSchemaExists(t *testing.T, schema string) bool {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), testdb.URL())
+	require.NoError(t, err)
+	defer conn.Close(context.Background())
+	var exists bool
+	require.NoError(t, conn.QueryRow(context.Background(),
+		`SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)`, schema).Scan(&exists))
+	return exists
+}
