@@ -230,12 +230,9 @@ func TestS03CancellationIsNotPoison(t *testing.T) {
 }
 
 type routerBundle struct {
+	*observed
 	pubsub *gochannel.GoChannel // events, in order: Publish returns once the handler acked or nacked
 	dead   *gochannel.GoChannel // the dead-letter topic
-	dlq    <-chan *message.Message
-	mu     sync.Mutex
-	seen   []middleware.Outcome
-	ch     chan struct{}
 }
 
 func runRouter(t *testing.T, store *pgxstore.Store, cfg router.Config) *routerBundle {
@@ -244,19 +241,14 @@ func runRouter(t *testing.T, store *pgxstore.Store, cfg router.Config) *routerBu
 
 func runRouterWith(t *testing.T, store *pgxstore.Store, cfg router.Config, h router.HandlerFunc[pgx.Tx]) *routerBundle {
 	t.Helper()
-	b := &routerBundle{ch: make(chan struct{}, 100)}
+	b := &routerBundle{observed: newObserved()}
 	b.pubsub = gochannel.NewGoChannel(gochannel.Config{BlockPublishUntilSubscriberAck: true}, watermill.NopLogger{})
 	b.dead = gochannel.NewGoChannel(gochannel.Config{Persistent: true}, watermill.NopLogger{})
 	dlq, err := b.dead.Subscribe(context.Background(), router.DeadLetterTopicDefault)
 	require.NoError(t, err)
 	b.dlq = dlq
 	cfg.DeadLetter = b.dead
-	cfg.Observer = func(_ context.Context, r *middleware.Report) {
-		b.mu.Lock()
-		b.seen = append(b.seen, r.Outcome)
-		b.mu.Unlock()
-		b.ch <- struct{}{}
-	}
+	cfg.Observer = b.observe
 	cfg.RetryInitialInterval, cfg.RetryMaxInterval = time.Millisecond, 5*time.Millisecond
 	r, err := router.New[pgx.Tx](store, &cfg)
 	require.NoError(t, err)
@@ -276,33 +268,4 @@ func runRouterWith(t *testing.T, store *pgxstore.Store, cfg router.Config, h rou
 func (b *routerBundle) pub(t *testing.T, msg *message.Message) {
 	t.Helper()
 	require.NoError(t, b.pubsub.Publish("events", msg))
-}
-
-func (b *routerBundle) wait(t *testing.T, n int) []middleware.Outcome {
-	t.Helper()
-	for {
-		b.mu.Lock()
-		got := append([]middleware.Outcome(nil), b.seen...)
-		b.mu.Unlock()
-		if len(got) >= n {
-			return got
-		}
-		select {
-		case <-b.ch:
-		case <-time.After(10 * time.Second):
-			t.Fatalf("waited for %d deliveries, saw %v", n, got)
-		}
-	}
-}
-
-func (b *routerBundle) deadLetter(t *testing.T) *message.Message {
-	t.Helper()
-	select {
-	case m := <-b.dlq:
-		m.Ack()
-		return m
-	case <-time.After(10 * time.Second):
-		t.Fatal("nothing reached the dead-letter topic")
-		return nil
-	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"sync"
 	"testing"
 	"time"
 
@@ -30,19 +29,9 @@ type order struct {
 }
 
 type bundle struct {
+	*observed
 	store  *sqlitestore.Store
 	pubsub *gochannel.GoChannel
-	dlq    <-chan *message.Message
-	mu     sync.Mutex
-	seen   []middleware.Outcome
-	seenCh chan struct{}
-}
-
-func (b *bundle) observe(_ context.Context, r *middleware.Report) {
-	b.mu.Lock()
-	b.seen = append(b.seen, r.Outcome)
-	b.mu.Unlock()
-	b.seenCh <- struct{}{}
 }
 
 // setup returns a running router on GoChannel + SQLite whose handler
@@ -60,7 +49,7 @@ func setup(t *testing.T, cfg router.Config, h router.HandlerFunc[*sql.Tx]) *bund
 INSERT INTO orders VALUES ('o1', 'pending'), ('o2', 'cancelled')`)
 	require.NoError(t, err)
 
-	b := &bundle{store: store, seenCh: make(chan struct{}, 100)}
+	b := &bundle{observed: newObserved(), store: store}
 	b.pubsub = gochannel.NewGoChannel(gochannel.Config{Persistent: true}, watermill.NopLogger{})
 	dlq, err := b.pubsub.Subscribe(ctx, router.DeadLetterTopicDefault)
 	require.NoError(t, err)
@@ -106,35 +95,6 @@ func (b *bundle) publish(t *testing.T, eventID, payload string) {
 	require.NoError(t, b.pubsub.Publish("orders", msg))
 }
 
-func (b *bundle) waitOutcomes(t *testing.T, n int) []middleware.Outcome {
-	t.Helper()
-	for {
-		b.mu.Lock()
-		got := append([]middleware.Outcome(nil), b.seen...)
-		b.mu.Unlock()
-		if len(got) >= n {
-			return got
-		}
-		select {
-		case <-b.seenCh:
-		case <-time.After(10 * time.Second):
-			t.Fatalf("waited for %d deliveries, saw %v", n, got)
-		}
-	}
-}
-
-func (b *bundle) deadLetter(t *testing.T) *message.Message {
-	t.Helper()
-	select {
-	case m := <-b.dlq:
-		m.Ack()
-		return m
-	case <-time.After(10 * time.Second):
-		t.Fatal("nothing reached the dead-letter topic")
-		return nil
-	}
-}
-
 func (b *bundle) status(t *testing.T, id string) string {
 	t.Helper()
 	var s string
@@ -146,7 +106,7 @@ func TestDuplicateIsAckedAndSkipped(t *testing.T) {
 	b := setup(t, router.Config{}, nil)
 	b.publish(t, "e1", `{"order_id":"o1"}`)
 	b.publish(t, "e1", `{"order_id":"o1"}`)
-	require.Equal(t, []middleware.Outcome{middleware.OutcomeApplied, middleware.OutcomeDuplicate}, b.waitOutcomes(t, 2))
+	require.Equal(t, []middleware.Outcome{middleware.OutcomeApplied, middleware.OutcomeDuplicate}, b.wait(t, 2))
 	require.Equal(t, "charging", b.status(t, "o1"))
 }
 
@@ -157,10 +117,10 @@ func TestBadPayloadIsDeadLetteredWithOriginalBytes(t *testing.T) {
 	require.Equal(t, `{not json`, string(dl.Payload))
 	require.Equal(t, ackgap.ReasonBadPayload, dl.Metadata.Get(ackgap.MetadataDeadLetterReason))
 	require.Equal(t, "e1", dl.Metadata.Get(middleware.MetadataEventIDKey), "the event id travels to the dead-letter topic for redrive")
-	require.Equal(t, []middleware.Outcome{middleware.OutcomeFailed}, b.waitOutcomes(t, 1), "one attempt only: permanent errors are not retried")
+	require.Equal(t, []middleware.Outcome{middleware.OutcomeFailed}, b.wait(t, 1), "one attempt only: permanent errors are not retried")
 	// The partition moves on: the next message is processed.
 	b.publish(t, "e2", `{"order_id":"o1"}`)
-	b.waitOutcomes(t, 2)
+	b.wait(t, 2)
 	require.Equal(t, "charging", b.status(t, "o1"))
 }
 
@@ -182,7 +142,7 @@ func TestRefusedTransitionIsDeadLettered(t *testing.T) {
 	_, err := b.store.DB().Exec(`UPDATE orders SET status = 'pending' WHERE id = 'o2'`)
 	require.NoError(t, err)
 	require.NoError(t, b.pubsub.Publish("orders", dl))
-	b.waitOutcomes(t, 2)
+	b.wait(t, 2)
 	require.Equal(t, "charging", b.status(t, "o2"))
 }
 
@@ -199,7 +159,7 @@ func TestTransientErrorRetriedThenApplied(t *testing.T) {
 		return nil
 	})
 	b.publish(t, "e1", `{"order_id":"o1"}`)
-	require.Equal(t, []middleware.Outcome{middleware.OutcomeFailed, middleware.OutcomeFailed, middleware.OutcomeApplied}, b.waitOutcomes(t, 3))
+	require.Equal(t, []middleware.Outcome{middleware.OutcomeFailed, middleware.OutcomeFailed, middleware.OutcomeApplied}, b.wait(t, 3))
 	require.Equal(t, "charging", b.status(t, "o1"))
 }
 
@@ -210,7 +170,7 @@ func TestAttemptsExhaustedIsDeadLettered(t *testing.T) {
 	b.publish(t, "e1", `{"order_id":"o1"}`)
 	dl := b.deadLetter(t)
 	require.Equal(t, ackgap.ReasonAttemptsExhausted, dl.Metadata.Get(ackgap.MetadataDeadLetterReason))
-	require.Equal(t, []middleware.Outcome{middleware.OutcomeFailed, middleware.OutcomeFailed}, b.waitOutcomes(t, 2))
+	require.Equal(t, []middleware.Outcome{middleware.OutcomeFailed, middleware.OutcomeFailed}, b.wait(t, 2))
 }
 
 func TestPanicIsRetriedNotFatal(t *testing.T) {
@@ -223,7 +183,7 @@ func TestPanicIsRetriedNotFatal(t *testing.T) {
 		return charge(ctx, tx, msg)
 	})
 	b.publish(t, "e1", `{"order_id":"o1"}`)
-	require.Equal(t, []middleware.Outcome{middleware.OutcomeFailed, middleware.OutcomeApplied}, b.waitOutcomes(t, 2))
+	require.Equal(t, []middleware.Outcome{middleware.OutcomeFailed, middleware.OutcomeApplied}, b.wait(t, 2))
 	require.Equal(t, "charging", b.status(t, "o1"))
 }
 
