@@ -251,6 +251,18 @@ type MigrateParams struct {
 	TargetVersion int
 }
 
+// Migration is one numbered migration of a store's tables, rendered with
+// the store's names (schema, table prefix): the SQL Migrate runs, for users
+// who apply migrations with their own tool (goose, atlas, a DBA).
+type Migration struct {
+	// Version numbers migrations from 1, in the order they apply.
+	Version int
+	// Name is a short snake_case description ("inbox_outbox").
+	Name string
+	// UpSQL applies the migration; DownSQL reverts it (and drops its data).
+	UpSQL, DownSQL string
+}
+
 // MigrateResult is the output of [Store.Migrate].
 type MigrateResult struct {
 	// Applied lists the versions applied (up) or reverted (down), in order.

@@ -13,7 +13,7 @@ import (
 // Migrations returns ackgap's PostgreSQL migrations rendered for cfg (nil =
 // defaults), oldest first, for users who apply SQL with their own tool
 // (goose, atlas, a DBA). Migrate applies exactly these.
-func Migrations(cfg *Config) ([]sqlbuild.Migration, error) {
+func Migrations(cfg *Config) ([]stores.Migration, error) {
 	if cfg == nil {
 		cfg = &Config{}
 	}

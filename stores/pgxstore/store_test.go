@@ -2,6 +2,7 @@ package pgxstore_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -15,18 +16,6 @@ import (
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-// setup returns a migrated store in a schema of the test's own, with its
-// tables in the pool's search_path.
-func setup(t *testing.T) *pgxstore.Store {
-	t.Helper()
-	pool, _ := testdb.Schema(t, 0)
-	store, err := pgxstore.New(pool, nil)
-	require.NoError(t, err)
-	_, err = store.Migrate(context.Background(), &stores.MigrateParams{})
-	require.NoError(t, err)
-	return store
-}
 
 func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) *storetest.Harness[pgx.Tx] {
@@ -46,4 +35,26 @@ func TestConformance(t *testing.T) {
 			},
 		}
 	})
+}
+
+// TestSchemaAndPrefix: with Config.Schema and TablePrefix set, Migrate
+// creates the schema and the prefixed, quoted tables in it, and the store
+// uses them whatever the connection's search_path.
+func TestSchemaAndPrefix(t *testing.T) {
+	ctx := context.Background()
+	pool, testSchema := testdb.Schema(t, 0)
+	schema := testSchema + `_Other "Q"`
+	t.Cleanup(func() { _, _ = pool.Exec(context.Background(), `DROP SCHEMA `+pgx.Identifier{schema}.Sanitize()+` CASCADE`) })
+	store, err := pgxstore.New(pool, &pgxstore.Config{Schema: schema, TablePrefix: "My-"})
+	require.NoError(t, err)
+	_, err = store.Migrate(ctx, &stores.MigrateParams{})
+	require.NoError(t, err)
+	res, err := store.BeginInbox(ctx, &stores.BeginInboxParams{Consumer: "c1", EventID: "e1"})
+	require.NoError(t, err)
+	require.NoError(t, store.CommitTx(ctx, res.Tx))
+	var n int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM `+pgx.Identifier{schema, "My-inbox"}.Sanitize()).Scan(&n))
+	require.Equal(t, 1, n)
+	_, err = pgxstore.New(pool, &pgxstore.Config{TablePrefix: strings.Repeat("p", 60)})
+	require.ErrorContains(t, err, "longer than 63 bytes")
 }

@@ -12,7 +12,7 @@ import (
 // Migrations returns ackgap's SQLite migrations rendered for cfg (nil =
 // defaults), oldest first, for users who apply SQL with their own tool.
 // Migrate applies exactly these.
-func Migrations(cfg *Config) ([]sqlbuild.Migration, error) {
+func Migrations(cfg *Config) ([]stores.Migration, error) {
 	if cfg == nil {
 		cfg = &Config{}
 	}

@@ -69,13 +69,8 @@ func Transition(d Dialect, p *stores.TransitionParams) (update string, args []an
 	return b.String(), args, current, []any{p.Key}
 }
 
-// Migration is one numbered migration of a dialect.
-type Migration struct {
-	Version int
-	Name    string
-	UpSQL   string
-	DownSQL string
-}
+// Migration is stores.Migration, so the stores can return it.
+type Migration = stores.Migration
 
 // LoadMigrations reads files named NNN_name.up.sql and NNN_name.down.sql
 // from dir in fsys, renders each as a text/template with names (already

@@ -1,0 +1,31 @@
+package pgxstore_test
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/ackgap/ackgap/stores/pgxstore"
+)
+
+// Migrations gives the SQL that Migrate runs, rendered with your schema
+// and prefix, for goose, atlas or a DBA.
+func ExampleMigrations() {
+	migrations, err := pgxstore.Migrations(&pgxstore.Config{Schema: "billing", TablePrefix: "ag_"})
+	if err != nil {
+		panic(err)
+	}
+	for _, m := range migrations {
+		fmt.Printf("%03d_%s\n", m.Version, m.Name)
+		for _, line := range strings.Split(m.UpSQL, "\n") {
+			if strings.HasPrefix(line, "CREATE") {
+				fmt.Println(line)
+			}
+		}
+	}
+	// Output:
+	// 001_inbox_outbox
+	// CREATE TABLE "billing"."ag_inbox" (
+	// CREATE INDEX "ag_inbox_received_at_idx" ON "billing"."ag_inbox" (received_at);
+	// CREATE TABLE "billing"."ag_outbox" (
+	// CREATE INDEX "ag_outbox_due_idx" ON "billing"."ag_outbox" (available_at) WHERE state IN ('pending', 'claimed');
+}
