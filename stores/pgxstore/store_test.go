@@ -44,7 +44,9 @@ func TestSchemaAndPrefix(t *testing.T) {
 	ctx := context.Background()
 	pool, testSchema := testdb.Schema(t, 0)
 	schema := testSchema + `_Other "Q"`
-	t.Cleanup(func() { _, _ = pool.Exec(context.Background(), `DROP SCHEMA `+pgx.Identifier{schema}.Sanitize()+` CASCADE`) })
+	t.Cleanup(func() {
+		_, _ = pool.Exec(context.Background(), `DROP SCHEMA `+pgx.Identifier{schema}.Sanitize()+` CASCADE`)
+	})
 	store, err := pgxstore.New(pool, &pgxstore.Config{Schema: schema, TablePrefix: "My-"})
 	require.NoError(t, err)
 	_, err = store.Migrate(ctx, &stores.MigrateParams{})
