@@ -211,26 +211,51 @@ func (r *Router[TTx]) AddHandler(consumer, topic string, sub message.Subscriber,
 	if err != nil {
 		return err
 	}
-	final := Adapt(h)
-	for i := len(chain) - 1; i >= 0; i-- {
-		final = chain[i](final)
-	}
 	r.handlers[name] = true
-	r.wr.AddConsumerHandler(name, topic, sub, func(msg *message.Message) error {
-		_, err := final(msg)
-		return err
-	})
+	r.wr.AddConsumerHandler(name, topic, sub, ConsumerHandler(h)).AddMiddleware(chain...)
 	return nil
 }
 
-// Middleware returns the router's chain for consumer, outermost first, for
-// users who keep their own Watermill router:
-//
-//	chain, err := r.Middleware("billing")
-//	myRouter.AddConsumerHandler("billing", topic, sub, h).AddMiddleware(chain...)
+// Middleware returns the router's chain for consumer, outermost first:
+// the same as [Middlewares] with the router's store and config.
 func (r *Router[TTx]) Middleware(consumer string) ([]message.HandlerMiddleware, error) {
-	c := r.cfg
-	inbox, err := middleware.Inbox(r.store, &middleware.InboxConfig{
+	return buildChain(r.store, consumer, r.cfg)
+}
+
+// Middlewares returns the whole safe chain for consumer, outermost first
+// (see the package doc), for users who keep their own Watermill router:
+//
+//	chain, err := router.Middlewares[pgx.Tx](store, "billing", &router.Config{DeadLetter: pub})
+//	wr.AddConsumerHandler("billing", "orders.placed", sub, router.ConsumerHandler(h)).AddMiddleware(chain...)
+//
+// It returns an error wrapping "invalid config" naming every bad field.
+func Middlewares[TTx any](store stores.Store[TTx], consumer string, cfg *Config) ([]message.HandlerMiddleware, error) {
+	if cfg == nil {
+		return nil, errors.New("invalid config: Config is nil: DeadLetter is required")
+	}
+	if store == nil {
+		return nil, errors.New("invalid config: store is nil")
+	}
+	c := cfg.WithDefaults()
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	return buildChain(store, consumer, c)
+}
+
+// ConsumerHandler adapts h to Watermill's NoPublishHandlerFunc, for
+// AddConsumerHandler on a router of your own behind [Middlewares] or
+// middleware.Inbox.
+func ConsumerHandler[TTx any](h HandlerFunc[TTx]) message.NoPublishHandlerFunc {
+	adapted := Adapt(h)
+	return func(msg *message.Message) error {
+		_, err := adapted(msg)
+		return err
+	}
+}
+
+func buildChain[TTx any](store stores.Store[TTx], consumer string, c Config) ([]message.HandlerMiddleware, error) {
+	inbox, err := middleware.Inbox(store, &middleware.InboxConfig{
 		Consumer: consumer, EventID: c.EventID, MaxEventIDBytes: c.MaxEventIDBytes,
 		PayloadMismatch: c.PayloadMismatch, Observer: c.Observer,
 	})

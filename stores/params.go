@@ -101,6 +101,12 @@ func AppliedFrom(from []string) string {
 	return ""
 }
 
+// Applied reports whether this call changed the row. Side effects that
+// must happen once per state change (counters, outbox rows keyed by
+// something other than the row) belong behind it: an already-applied
+// transition was made by another event, which already did them.
+func (r *TransitionResult) Applied() bool { return r.Outcome == TransitionApplied }
+
 // Err returns nil when the transition applied or was already applied, and
 // for a refused one a permanent error (reason ackgap.ReasonTransitionRefused)
 // wrapping ackgap.ErrTransitionRefused: returned from a handler, it rolls

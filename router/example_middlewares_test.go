@@ -1,0 +1,97 @@
+package router_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/ThreeDotsLabs/watermill"
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/ThreeDotsLabs/watermill/pubsub/gochannel"
+
+	"github.com/ackgap/ackgap/middleware"
+	"github.com/ackgap/ackgap/router"
+	"github.com/ackgap/ackgap/stores"
+	"github.com/ackgap/ackgap/stores/sqlitestore"
+)
+
+// An existing Watermill router gets the whole safe chain (dead letter,
+// retry, recoverer, timeout, inbox) on one of its handlers. The handler
+// does its side effects only when its transition applied: an order already
+// charging was moved by another event, which already did them.
+func ExampleMiddlewares() {
+	ctx := context.Background()
+	dir, _ := os.MkdirTemp("", "ackgap-example")
+	defer os.RemoveAll(dir)
+	store, err := sqlitestore.Open(ctx, filepath.Join(dir, "app.db"), nil)
+	if err != nil {
+		panic(err)
+	}
+	defer store.Close()
+	if _, err := store.Migrate(ctx, &stores.MigrateParams{}); err != nil {
+		panic(err)
+	}
+	if _, err := store.DB().Exec(`CREATE TABLE orders (id TEXT PRIMARY KEY, status TEXT NOT NULL);
+CREATE TABLE customers (id TEXT PRIMARY KEY, orders INTEGER NOT NULL);
+INSERT INTO orders VALUES ('o1', 'pending'); INSERT INTO customers VALUES ('c1', 0)`); err != nil {
+		panic(err)
+	}
+	pubsub := gochannel.NewGoChannel(gochannel.Config{Persistent: true}, watermill.NopLogger{})
+	defer pubsub.Close()
+	done := make(chan middleware.Outcome, 3)
+
+	// Your router, your handler; ackgap's chain on it.
+	wr, err := message.NewRouter(message.RouterConfig{}, watermill.NopLogger{})
+	if err != nil {
+		panic(err)
+	}
+	chain, err := router.Middlewares[*sql.Tx](store, "billing", &router.Config{
+		DeadLetter: pubsub, // dead-letter topic "ackgap.dead_letter"
+		Observer:   func(_ context.Context, r *middleware.Report) { done <- r.Outcome },
+	})
+	if err != nil {
+		panic(err)
+	}
+	charge := func(ctx context.Context, tx *sql.Tx, msg *message.Message) error {
+		orderID := string(msg.Payload)
+		res, err := middleware.TransitionIfState(ctx, &stores.TransitionParams{
+			Table: "orders", Key: orderID, From: []string{"pending"}, To: "charging"})
+		if err != nil {
+			return err // rolled back, retried, then nacked
+		}
+		if err := res.Err(); err != nil {
+			return err // refused: permanent, dead-lettered
+		}
+		if !res.Applied() {
+			return nil // another event moved it and did the rest
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE customers SET orders = orders + 1 WHERE id = 'c1'`); err != nil {
+			return err
+		}
+		_, err = middleware.AddOutbox(ctx, &stores.OutboxInsertParams{
+			Kind: "charge", IdempotencyKey: "charge:" + orderID, Payload: msg.Payload})
+		return err // nil: the inbox commits, then Watermill acks
+	}
+	wr.AddConsumerHandler("billing", "orders.placed", pubsub, router.ConsumerHandler(charge)).
+		AddMiddleware(chain...)
+	go func() { _ = wr.Run(ctx) }()
+	<-wr.Running()
+
+	for _, eventID := range []string{"evt-1", "evt-1", "evt-9"} { // a copy, then another event for o1
+		msg := message.NewMessage(watermill.NewUUID(), []byte("o1"))
+		msg.Metadata.Set(middleware.MetadataEventIDKey, eventID)
+		_ = pubsub.Publish("orders.placed", msg)
+		fmt.Println(eventID, <-done)
+	}
+	_ = wr.Close()
+	var orders int
+	_ = store.DB().QueryRow(`SELECT orders FROM customers WHERE id = 'c1'`).Scan(&orders)
+	fmt.Println("customer orders:", orders)
+	// Output:
+	// evt-1 applied
+	// evt-1 duplicate
+	// evt-9 applied
+	// customer orders: 1
+}
