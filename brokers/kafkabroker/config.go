@@ -1,0 +1,281 @@
+package kafkabroker
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/ThreeDotsLabs/watermill-kafka/v3/pkg/kafka"
+
+	"github.com/ackgap/ackgap/router"
+)
+
+// VersionDefault is the Kafka protocol version ackgap's clients speak by
+// default: 2.8, Sarama's own default ("full protocol coverage for that
+// version"). Brokers from 2.8 through 4.x accept it, and so does kfake
+// (franz-go's in-memory broker, tools/kfake; versions 1.0 to 4.0 were
+// verified with Sarama 1.61.1). Versions >= 2.4 need Sarama >= 1.46.2:
+// older Sarama fails consumer groups against kfake with "invalid byteslice
+// length" (notes/local-brokers.md); go.mod pins 1.61.1. Do not modify.
+var VersionDefault = sarama.V2_8_0_0
+
+// VersionMin is the oldest Version accepted: Kafka 4.0 removed the request
+// versions older than Kafka 2.1 (KIP-896), so an older setting breaks on
+// current brokers. Do not modify.
+var VersionMin = sarama.V2_1_0_0
+
+// Defaults and limits of [SubscriberConfig].
+const (
+	// HandlerTimeoutDefault is the default SubscriberConfig.HandlerTimeout.
+	// It covers package router's defaults: 30 s per attempt × 3 attempts
+	// plus backoff is about 91 s (see [MaxHoldTime]).
+	HandlerTimeoutDefault = 2 * time.Minute
+	// HandlerTimeoutMax is the longest HandlerTimeout accepted, ackgap's
+	// counterpart of the Java consumer's max.poll.interval.ms (default
+	// 300000 ms, 5 min). A partition's next message waits behind the one in
+	// the handler, and a rebalance waits for every member's in-flight
+	// message, stalling the whole group for up to HandlerTimeout. Work that
+	// takes longer belongs in the outbox: record it, ack, and let the relay
+	// do it.
+	HandlerTimeoutMax = 5 * time.Minute
+	// CommitMargin is the time a member needs after its handler returns to
+	// ack, commit the offset and send JoinGroup: RebalanceTimeout must be at
+	// least HandlerTimeout + CommitMargin, and defaults to that.
+	CommitMargin = 5 * time.Second
+	// SessionTimeoutDefault is the default SessionTimeout, Sarama's default.
+	SessionTimeoutDefault = 10 * time.Second
+	// SessionTimeoutMin and SessionTimeoutMax bound SessionTimeout. The
+	// broker enforces its own range, group.min.session.timeout.ms (Kafka
+	// default 6 s; tools/kfake lowers it to 1 s) to
+	// group.max.session.timeout.ms (Kafka default 30 min); a value outside
+	// it fails JoinGroup with INVALID_SESSION_TIMEOUT.
+	SessionTimeoutMin = time.Second
+	SessionTimeoutMax = 30 * time.Minute
+	// FetchMaxWaitDefault is the default FetchMaxWait when offsets are
+	// committed after each ack. The synchronous commit waits behind the
+	// fetch long-poll on the broker connection: 200 messages took 27.6 s
+	// with Sarama's 500 ms and 0.64 s with 10 ms (notes/local-brokers.md).
+	// Through the router and a SQLite inbox on kfake, 4 partitions, 200
+	// events (TestRoundTrip): 1 ms ~1,300 msgs/s, 10 ms ~210 msgs/s, 50 ms
+	// ~45 msgs/s; CommitInterval 100 ms ~13,000 msgs/s. A lower wait costs
+	// an idle consumer one fetch round trip per wait.
+	FetchMaxWaitDefault = 10 * time.Millisecond
+	// FetchMaxWaitIntervalDefault is the default FetchMaxWait with
+	// CommitInterval set: commits no longer wait behind each fetch, so
+	// Sarama's default long-poll (500 ms) saves idle round trips.
+	FetchMaxWaitIntervalDefault = 500 * time.Millisecond
+	// CloseTimeoutDefault is the default CloseTimeout: below package
+	// router's CloseTimeoutDefault (30 s), so the router's Close sees the
+	// subscriber finish.
+	CloseTimeoutDefault = 20 * time.Second
+)
+
+// SubscriberConfig configures [NewSubscriber]. Fields left zero take the
+// default named in their doc. Settings that are not fields are listed at
+// [SubscriberConfig.SaramaConfig].
+type SubscriberConfig struct {
+	// Brokers are the bootstrap addresses, "host:port". Required.
+	Brokers []string
+	// ConsumerGroup is the Kafka consumer group. Required: without a group
+	// watermill-kafka reads every partition from the start and commits
+	// nothing, so every restart replays the whole topic.
+	ConsumerGroup string
+	// HandlerTimeout is the longest the handler chain may hold one message
+	// before it is acked or nacked, every in-place attempt included: with
+	// package router that is Config.HandlerTimeout × MaxAttempts plus the
+	// backoff, which [MaxHoldTime] computes. It sets the default
+	// RebalanceTimeout. Default HandlerTimeoutDefault (2 min), at most
+	// HandlerTimeoutMax (5 min).
+	HandlerTimeout time.Duration
+	// RebalanceTimeout is Sarama's Consumer.Group.Rebalance.Timeout, sent
+	// to the broker as JoinGroup's rebalance timeout (Kafka
+	// rebalance.timeout.ms): once a rebalance starts, each member has this
+	// long to finish its in-flight messages and rejoin, or it is removed
+	// from the group and its commits fail. watermill-kafka finishes the
+	// in-flight message of a revoked partition before it releases it; if
+	// the session ended first, that message's offset is not committed, it
+	// is redelivered to the partition's next owner, and the inbox skips it
+	// as a duplicate. Default HandlerTimeout + CommitMargin; less than that
+	// is a config error.
+	RebalanceTimeout time.Duration
+	// SessionTimeout is Sarama's Consumer.Group.Session.Timeout (Kafka
+	// session.timeout.ms): a member that sends no heartbeat for this long is
+	// removed from the group, and a restarted process waits this long for
+	// the old member's partitions unless the old one left cleanly (Close
+	// leaves the group). Sarama heartbeats from its own goroutine, so a slow
+	// handler does not expire the session; the heartbeat interval is
+	// SessionTimeout/3 (Kafka's advice: at most a third). Default
+	// SessionTimeoutDefault (10 s), within [SessionTimeoutMin,
+	// SessionTimeoutMax] and the broker's range.
+	SessionTimeout time.Duration
+	// CommitInterval chooses how acked offsets reach Kafka. Zero (the
+	// default): each ack marks the offset and commits it synchronously
+	// before the partition's next message is handed out, so a crash
+	// redelivers at most the messages in flight. Positive: Sarama
+	// auto-commit every CommitInterval; an ack only marks the offset, and a
+	// crash (not a Close, which commits what is marked) replays up to
+	// CommitInterval's worth of acked messages per partition. The inbox
+	// skips them as duplicates either way; the interval trades that replay
+	// for one commit per interval instead of one per message. Must not be
+	// negative.
+	CommitInterval time.Duration
+	// FetchMaxWait is Sarama's Consumer.MaxWaitTime (Kafka fetch.max.wait.ms):
+	// how long a fetch waits on the broker for new data. Default
+	// FetchMaxWaitDefault (10 ms) with per-ack commits,
+	// FetchMaxWaitIntervalDefault (500 ms) with CommitInterval; at least
+	// 1 ms (Sarama's minimum).
+	FetchMaxWait time.Duration
+	// CloseTimeout bounds how long Close (or the end of Subscribe's ctx)
+	// waits for messages already handed to the handler to be acked and
+	// their offsets committed. After it, their contexts are cancelled: the
+	// inbox rolls their transactions back, the router nacks them (never
+	// dead-letters them), and they are redelivered after a restart.
+	// Default CloseTimeoutDefault (20 s); keep it below the router's
+	// CloseTimeout. Must not be negative.
+	CloseTimeout time.Duration
+	// Version is the Kafka protocol version Sarama speaks. Default
+	// VersionDefault (2.8); at least VersionMin (2.1).
+	Version sarama.KafkaVersion
+	// ConfigureSarama, when set, is called on the Sarama config after
+	// ackgap's settings, for TLS, SASL or a client id. NewSubscriber then
+	// re-checks the settings ackgap relies on (auto-commit as CommitInterval
+	// says, RebalanceTimeout against HandlerTimeout, Offsets.Initial oldest
+	// or newest); changing them is a config error. Default nil.
+	ConfigureSarama func(c *sarama.Config)
+}
+
+// WithDefaults returns a copy of c with every zero field set to its
+// default.
+func (c SubscriberConfig) WithDefaults() SubscriberConfig {
+	if c.HandlerTimeout == 0 {
+		c.HandlerTimeout = HandlerTimeoutDefault
+	}
+	if c.RebalanceTimeout == 0 {
+		c.RebalanceTimeout = c.HandlerTimeout + CommitMargin
+	}
+	if c.SessionTimeout == 0 {
+		c.SessionTimeout = SessionTimeoutDefault
+	}
+	if c.FetchMaxWait == 0 {
+		c.FetchMaxWait = FetchMaxWaitDefault
+		if c.CommitInterval > 0 {
+			c.FetchMaxWait = FetchMaxWaitIntervalDefault
+		}
+	}
+	if c.CloseTimeout == 0 {
+		c.CloseTimeout = CloseTimeoutDefault
+	}
+	if c.Version == (sarama.KafkaVersion{}) {
+		c.Version = VersionDefault
+	}
+	return c
+}
+
+func (c SubscriberConfig) validate() error {
+	var errs []error
+	errs = append(errs, validateBrokers(c.Brokers))
+	if c.ConsumerGroup == "" {
+		errs = append(errs, errors.New("ConsumerGroup is empty: without a consumer group no offset is committed and every restart replays the topic"))
+	}
+	if c.HandlerTimeout <= 0 || c.HandlerTimeout > HandlerTimeoutMax {
+		errs = append(errs, fmt.Errorf("HandlerTimeout is %s, must be in (0, %s] (HandlerTimeoutMax, like Kafka's max.poll.interval.ms default): move longer work to the outbox", c.HandlerTimeout, HandlerTimeoutMax))
+	}
+	if c.RebalanceTimeout < c.HandlerTimeout+CommitMargin {
+		errs = append(errs, fmt.Errorf("RebalanceTimeout is %s, must be at least HandlerTimeout (%s) + CommitMargin (%s): a rebalance waits for the in-flight message, and a member that takes longer is removed from the group", c.RebalanceTimeout, c.HandlerTimeout, CommitMargin))
+	}
+	if c.SessionTimeout < SessionTimeoutMin || c.SessionTimeout > SessionTimeoutMax {
+		errs = append(errs, fmt.Errorf("SessionTimeout is %s, must be in [%s, %s] (and within the broker's group.min/max.session.timeout.ms)", c.SessionTimeout, SessionTimeoutMin, SessionTimeoutMax))
+	}
+	if c.CommitInterval < 0 {
+		errs = append(errs, fmt.Errorf("CommitInterval is %s, must not be negative (0 commits after each ack)", c.CommitInterval))
+	}
+	if c.FetchMaxWait < time.Millisecond {
+		errs = append(errs, fmt.Errorf("FetchMaxWait is %s, must be at least 1ms", c.FetchMaxWait))
+	}
+	if c.CloseTimeout < 0 {
+		errs = append(errs, fmt.Errorf("CloseTimeout is %s, must not be negative", c.CloseTimeout))
+	}
+	errs = append(errs, validateVersion(c.Version))
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("invalid config: %w", err)
+	}
+	return nil
+}
+
+// SaramaConfig returns the Sarama consumer config NewSubscriber uses for c
+// (after WithDefaults and ConfigureSarama). Besides the fields of c, it
+// sets Consumer.Offsets.Initial to OffsetOldest (a new group starts at the
+// beginning of the retained log; Sarama's default, newest, skips what was
+// published before the group first joined), Consumer.Return.Errors (commit
+// and fetch errors reach the logger) and ClientID.
+//
+// With OffsetOldest, a group whose committed offsets expired (broker
+// offsets.retention.minutes, 7 days by default, counted from when the group
+// became empty) also restarts at the oldest retained record: keep inbox
+// rows at least as long as the topic's retention (design.md invariant 8).
+func (c SubscriberConfig) SaramaConfig() *sarama.Config {
+	c = c.WithDefaults()
+	sc := kafka.DefaultSaramaSubscriberConfig()
+	sc.ClientID = ClientID
+	sc.Version = c.Version
+	sc.Consumer.Return.Errors = true
+	sc.Consumer.Offsets.Initial = sarama.OffsetOldest
+	sc.Consumer.Offsets.AutoCommit.Enable = c.CommitInterval > 0
+	if c.CommitInterval > 0 {
+		sc.Consumer.Offsets.AutoCommit.Interval = c.CommitInterval
+	}
+	sc.Consumer.MaxWaitTime = c.FetchMaxWait
+	sc.Consumer.Group.Session.Timeout = c.SessionTimeout
+	sc.Consumer.Group.Heartbeat.Interval = c.SessionTimeout / 3
+	sc.Consumer.Group.Rebalance.Timeout = c.RebalanceTimeout
+	if c.ConfigureSarama != nil {
+		c.ConfigureSarama(sc)
+	}
+	return sc
+}
+
+// checkSarama re-checks what ackgap relies on in sc, built by SaramaConfig
+// for c (ConfigureSarama may have changed it).
+func (c SubscriberConfig) checkSarama(sc *sarama.Config) error {
+	var errs []error
+	if sc.Consumer.Offsets.AutoCommit.Enable != (c.CommitInterval > 0) {
+		errs = append(errs, fmt.Errorf("ConfigureSarama set Consumer.Offsets.AutoCommit.Enable to %t: set CommitInterval instead (0 commits after each ack)", sc.Consumer.Offsets.AutoCommit.Enable))
+	}
+	if sc.Consumer.Group.Rebalance.Timeout < c.HandlerTimeout+CommitMargin {
+		errs = append(errs, fmt.Errorf("ConfigureSarama set Consumer.Group.Rebalance.Timeout to %s, below HandlerTimeout (%s) + CommitMargin (%s)", sc.Consumer.Group.Rebalance.Timeout, c.HandlerTimeout, CommitMargin))
+	}
+	if i := sc.Consumer.Offsets.Initial; i != sarama.OffsetOldest && i != sarama.OffsetNewest {
+		errs = append(errs, fmt.Errorf("ConfigureSarama set Consumer.Offsets.Initial to %d: want sarama.OffsetOldest or sarama.OffsetNewest", i))
+	}
+	if !sc.Version.IsAtLeast(VersionMin) {
+		errs = append(errs, fmt.Errorf("ConfigureSarama set Version to %s, below %s", sc.Version, VersionMin))
+	}
+	if err := sc.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("sarama: %w", err))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("invalid config: %w", err)
+	}
+	return nil
+}
+
+// MaxHoldTime returns the longest package router holds one message with
+// cfg (nil means its defaults): HandlerTimeout for each of MaxAttempts
+// attempts plus the longest backoff between them (the router's exponential
+// backoff, factor 2, capped at RetryMaxInterval, with 20% jitter). Use it
+// as SubscriberConfig.HandlerTimeout.
+func MaxHoldTime(cfg *router.Config) time.Duration {
+	var c router.Config
+	if cfg != nil {
+		c = *cfg
+	}
+	c = c.WithDefaults()
+	total := time.Duration(c.MaxAttempts) * c.HandlerTimeout
+	interval := c.RetryInitialInterval
+	for i := 1; i < c.MaxAttempts; i++ {
+		total += interval + interval/5
+		interval = min(2*interval, c.RetryMaxInterval)
+	}
+	return total
+}

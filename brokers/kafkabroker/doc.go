@@ -1,0 +1,72 @@
+// Package kafkabroker connects ackgap to Kafka through watermill-kafka v3
+// and Sarama, with settings that keep a consumer correct under redelivery.
+//
+//	pub, err := kafkabroker.NewPublisher(&kafkabroker.PublisherConfig{Brokers: brokers}, logger)
+//	sub, err := kafkabroker.NewSubscriber(&kafkabroker.SubscriberConfig{
+//		Brokers:        brokers,
+//		ConsumerGroup:  "billing",
+//		HandlerTimeout: kafkabroker.MaxHoldTime(&routerCfg),
+//	}, logger)
+//	routerCfg.DeadLetter, routerCfg.DeadLetterTopic = pub, "orders.dlq"
+//	r, err := router.New(store, &routerCfg)
+//	err = r.AddHandler("billing", "orders", sub, handle)
+//	go r.Run(ctx)
+//	...
+//	r.Close() // in-flight messages finish, commit, ack and commit their offsets
+//
+// A producer stamps each event's id once and keeps it on every copy:
+//
+//	msg, err := kafkabroker.NewEvent(orderPlacedID, payload)
+//	msg.Metadata.Set(kafkabroker.MetadataPartitionKey, orderID) // one order, one partition
+//	err = pub.Publish("orders", msg)
+//
+// # Publisher
+//
+// [NewPublisher] waits for all in-sync replicas and uses Sarama's
+// idempotent producer, so an acknowledged record survives a leader crash
+// and a retried request writes nothing twice. Its [Marshaler] carries every
+// metadata key as a Kafka header (the event id, W3C traceparent, the
+// dead-letter reason) and keys each record by metadata "partition_key", or
+// the event id without one. It refuses a message that has no event id.
+//
+// # Subscriber
+//
+// [NewSubscriber] requires a consumer group and starts a new group at the
+// oldest offset. With the default per-ack commits, an offset is marked only
+// after the router acked its message, that is after the inbox transaction
+// committed, and is committed to Kafka synchronously before the partition's
+// next message is handed out; a crash then redelivers at most the messages
+// in flight, and the inbox skips them as duplicates. CommitInterval trades
+// that for periodic commits with a replay window of one interval.
+//
+// The ack gap on Kafka is ack -> offset commit returned: a process that
+// dies in it, or a partition revoked by a rebalance before the commit,
+// redelivers the message to the partition's next owner. Headers arrive as
+// metadata; partition, offset, record key and timestamp are in the
+// message context ([PartitionFromContext], [OffsetFromContext]).
+//
+// [Subscriber] also fixes shutdown. watermill-kafka cancels every
+// in-flight message's context as soon as its Close starts, and Watermill's
+// router calls that Close first thing; a handler in the middle of its
+// transaction would roll back and be redelivered. Subscriber stops handing
+// out messages, waits up to CloseTimeout until each in-flight message was
+// nacked or acked with its offset committed, and only then closes the
+// consumer; a handler still running after CloseTimeout is cancelled,
+// rolled back and nacked (never dead-lettered), and redelivered later.
+//
+// # Time limits
+//
+// Sarama heartbeats from its own goroutine, so a slow handler does not
+// expire the group session (unlike the Java client's poll loop). What a
+// slow handler meets is the rebalance: each member must finish its
+// in-flight messages and rejoin within the rebalance timeout, so
+// SubscriberConfig.HandlerTimeout (the router's hold time, see
+// [MaxHoldTime]) must stay below RebalanceTimeout by [CommitMargin], and at
+// most [HandlerTimeoutMax] (5 min, the Java max.poll.interval.ms default).
+//
+// # Local broker
+//
+// The tests run against kfake, franz-go's Kafka-protocol broker, started by
+// tools/brokers.sh start at KAFKA_BROKERS (default 127.0.0.1:9092); they
+// fail, never skip, when it is not running.
+package kafkabroker

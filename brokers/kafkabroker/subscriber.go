@@ -1,0 +1,244 @@
+package kafkabroker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill"
+	"github.com/ThreeDotsLabs/watermill-kafka/v3/pkg/kafka"
+	"github.com/ThreeDotsLabs/watermill/message"
+)
+
+var (
+	_ message.Subscriber         = (*Subscriber)(nil)
+	_ message.Publisher          = (*kafka.Publisher)(nil)
+	_ kafka.MarshalerUnmarshaler = Marshaler{}
+)
+
+// ErrSubscriberClosed is returned by [Subscriber.Subscribe] after Close.
+var ErrSubscriberClosed = errors.New("kafkabroker: subscriber closed")
+
+// Subscriber is a watermill-kafka consumer-group subscriber that shuts
+// down without cutting in-flight messages short. It is safe for concurrent
+// use; Close may be called more than once.
+//
+// watermill-kafka on its own cancels every in-flight message's context the
+// moment its Close is called (and Watermill's router calls it as soon as
+// its own Close starts), so a handler in the middle of its transaction
+// rolls back and its message is redelivered after the restart. Subscriber
+// instead stops handing out messages, waits up to CloseTimeout until every
+// message already handed out is nacked, or acked with its offset committed,
+// and only then closes the consumer. The same happens when the ctx given
+// to Subscribe ends (the router cancels it on Close as well).
+type Subscriber struct {
+	inner  *kafka.Subscriber
+	cfg    SubscriberConfig
+	logger watermill.LoggerAdapter
+	track  *tracker
+
+	mu     sync.Mutex
+	closed bool
+	subs   []*subscription
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// NewSubscriber returns a consumer-group Subscriber with the settings of
+// cfg (see [SubscriberConfig] and [SubscriberConfig.SaramaConfig]).
+// Headers arrive as metadata ([Marshaler]). It connects to Kafka only when
+// Subscribe is called. logger may be nil (no logs). It returns an error
+// wrapping "invalid config" naming every bad field at once.
+func NewSubscriber(cfg *SubscriberConfig, logger watermill.LoggerAdapter) (*Subscriber, error) {
+	if cfg == nil {
+		return nil, errors.New("invalid config: SubscriberConfig is nil: Brokers and ConsumerGroup are required")
+	}
+	c := cfg.WithDefaults()
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	sc := c.SaramaConfig()
+	if err := c.checkSarama(sc); err != nil {
+		return nil, err
+	}
+	if logger == nil {
+		logger = watermill.NopLogger{}
+	}
+	t := newTracker(sc.Consumer.Offsets.AutoCommit.Enable)
+	inner, err := kafka.NewSubscriber(kafka.SubscriberConfig{
+		Brokers:               c.Brokers,
+		Unmarshaler:           Marshaler{},
+		OverwriteSaramaConfig: sc,
+		ConsumerGroup:         c.ConsumerGroup,
+		Tracer:                tracer{t: t},
+	}, logger)
+	if err != nil {
+		return nil, fmt.Errorf("kafkabroker: subscriber: %w", err)
+	}
+	return &Subscriber{inner: inner, cfg: c, logger: logger, track: t}, nil
+}
+
+// Subscribe joins the consumer group for topic and returns its messages.
+// The channel is closed once the subscription stopped: after Close, or
+// after ctx ended and in-flight messages were settled (see [Subscriber]).
+// Each partition hands out its next message only after the previous one
+// was acked (and its offset committed) or, after a nack, redelivers the
+// same message. It returns [ErrSubscriberClosed] after Close.
+func (s *Subscriber) Subscribe(ctx context.Context, topic string) (<-chan *message.Message, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, ErrSubscriberClosed
+	}
+	// The consumer lives until the drain is over, not until ctx ends: the
+	// in-flight messages' contexts derive from it.
+	innerCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	in, err := s.inner.Subscribe(innerCtx, topic)
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("kafkabroker: subscribe to %q: %w", topic, err)
+	}
+	sub := &subscription{
+		topic:       topic,
+		timeout:     s.cfg.CloseTimeout,
+		logger:      s.logger.With(watermill.LogFields{"topic": topic, "consumer_group": s.cfg.ConsumerGroup}),
+		track:       s.track,
+		stopCh:      make(chan struct{}),
+		hardStop:    make(chan struct{}),
+		cancelInner: cancel,
+		done:        make(chan struct{}),
+	}
+	s.subs = append(s.subs, sub)
+	out := make(chan *message.Message)
+	go sub.forward(in, out)
+	go func() {
+		select {
+		case <-ctx.Done():
+			sub.stop()
+		case <-sub.done:
+		}
+	}()
+	return out, nil
+}
+
+// Close stops every subscription: no new message is handed out, messages
+// in flight get up to CloseTimeout to be acked and committed (or nacked),
+// then the consumer leaves the group and the channels close. It returns
+// once everything stopped; later calls return the first call's result.
+func (s *Subscriber) Close() error {
+	s.closeOnce.Do(func() {
+		s.mu.Lock()
+		s.closed = true
+		subs := slices.Clone(s.subs)
+		s.mu.Unlock()
+		var wg sync.WaitGroup
+		for _, sub := range subs {
+			wg.Go(sub.stop)
+		}
+		wg.Wait()
+		if err := s.inner.Close(); err != nil {
+			s.closeErr = fmt.Errorf("kafkabroker: close: %w", err)
+		}
+		for _, sub := range subs {
+			<-sub.done
+		}
+	})
+	return s.closeErr
+}
+
+// subscription is one Subscribe call: it forwards watermill-kafka's
+// messages and tracks the ones handed out until they are settled.
+type subscription struct {
+	topic   string
+	timeout time.Duration
+	logger  watermill.LoggerAdapter
+	track   *tracker
+
+	mu       sync.Mutex     // orders inflight.Add against stop
+	stopCh   chan struct{}  // closed when stopping starts: hand out nothing more
+	inflight sync.WaitGroup // messages handed out and not yet settled
+	hardStop chan struct{}  // closed when waiting is over
+
+	cancelInner context.CancelFunc
+	stopOnce    sync.Once
+	done        chan struct{} // closed after the output channel
+}
+
+func (sub *subscription) forward(in <-chan *message.Message, out chan<- *message.Message) {
+	defer close(sub.done)
+	defer close(out)
+	for msg := range in {
+		d := sub.register(msg)
+		if d == nil {
+			// Stopping: the message stays unacked; watermill-kafka drops
+			// it when the consumer is cancelled, uncommitted.
+			continue
+		}
+		select {
+		case out <- msg:
+			go sub.watch(msg, d)
+		case <-sub.stopCh:
+			sub.track.forget(d)
+			sub.inflight.Done()
+		}
+	}
+}
+
+func (sub *subscription) register(msg *message.Message) *delivery {
+	sub.mu.Lock()
+	defer sub.mu.Unlock()
+	select {
+	case <-sub.stopCh:
+		return nil
+	default:
+	}
+	sub.inflight.Add(1)
+	return sub.track.add(sub.topic, msg)
+}
+
+// watch settles d: nacked, or acked and its offset committed (or its
+// partition's claim ended, so nothing more will be committed for it).
+func (sub *subscription) watch(msg *message.Message, d *delivery) {
+	defer sub.inflight.Done()
+	defer sub.track.forget(d)
+	select {
+	case <-msg.Acked():
+		select {
+		case <-d.committed:
+		case <-d.claimDone:
+		case <-sub.hardStop:
+		}
+	case <-msg.Nacked():
+	case <-sub.hardStop:
+	}
+}
+
+// stop drains the subscription and cancels its consumer; concurrent and
+// later calls wait for the first.
+func (sub *subscription) stop() {
+	sub.stopOnce.Do(func() {
+		sub.mu.Lock()
+		close(sub.stopCh)
+		sub.mu.Unlock()
+		drained := make(chan struct{})
+		go func() {
+			sub.inflight.Wait()
+			close(drained)
+		}()
+		timer := time.NewTimer(sub.timeout)
+		select {
+		case <-drained:
+		case <-timer.C:
+			sub.logger.Info("In-flight messages not settled within CloseTimeout; cancelling them (they will be redelivered)",
+				watermill.LogFields{"close_timeout": sub.timeout.String()})
+		}
+		timer.Stop()
+		close(sub.hardStop)
+		sub.cancelInner()
+		<-drained
+	})
+}
