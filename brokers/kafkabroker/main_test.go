@@ -22,6 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/ackgap/ackgap/brokers/brokertest"
 	"github.com/ackgap/ackgap/brokers/kafkabroker"
 	"github.com/ackgap/ackgap/internal/testdb"
 	"github.com/ackgap/ackgap/middleware"
@@ -32,6 +33,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	brokertest.RunChildIfRequested(newSuiteBroker)
 	goleak.VerifyTestMain(m,
 		// Sarama registers go-metrics meters; go-metrics ticks every meter
 		// from one package-level goroutine that it starts with the first

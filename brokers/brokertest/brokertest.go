@@ -1,0 +1,453 @@
+// Package brokertest is the redelivery suite every ackgap broker adapter
+// runs (design.md invariant 9), each with an honest [Features] sheet.
+//
+// It checks what the inbox relies on a broker for: an acked message is not
+// delivered again to the group; a nacked one is; messages keep their event
+// id and metadata end to end; and a message whose transaction committed in
+// a subscriber process killed with SIGKILL before the ack is redelivered to
+// the next process and turned into a no-op by the inbox. The crash test
+// runs real child processes: the adapter's test binary re-executed, so its
+// TestMain must call [RunChildIfRequested] first:
+//
+//	func TestMain(m *testing.M) {
+//		brokertest.RunChildIfRequested(newBroker)
+//		goleak.VerifyTestMain(m)
+//	}
+//
+//	func TestRedelivery(t *testing.T) {
+//		brokertest.Run(t, &brokertest.Harness{Features: ..., New: newBroker})
+//	}
+package brokertest
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill"
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ackgap/ackgap/middleware"
+	"github.com/ackgap/ackgap/router"
+	"github.com/ackgap/ackgap/stores"
+	"github.com/ackgap/ackgap/stores/sqlitestore"
+)
+
+// Broker makes publishers and subscribers of one broker. Topic names are
+// the suite's (unique per test); an adapter that needs a queue or topic
+// created does so in Publisher or Subscriber.
+type Broker interface {
+	// Publisher returns a publisher; the suite closes it.
+	Publisher() (message.Publisher, error)
+	// Subscriber returns a subscriber in consumer group group (ignored by
+	// brokers whose queue is the group, like SQS); the suite closes it.
+	Subscriber(group string) (message.Subscriber, error)
+}
+
+// NewBrokerFunc builds the adapter's Broker from the environment (broker
+// addresses, endpoints); it runs in the test and in child processes.
+type NewBrokerFunc func() (Broker, error)
+
+// Features is what a broker can do, stated honestly; the suite skips, with
+// the reason, the checks a broker cannot pass by design.
+type Features struct {
+	// NackRedelivers: a nacked message is delivered again to the group.
+	NackRedelivers bool
+	// SurvivesSubscriberCrash: messages a killed subscriber process did not
+	// ack are delivered to the next subscriber of the group. False for
+	// in-process brokers, whose messages die with the process.
+	SurvivesSubscriberCrash bool
+	// RedeliveryWait bounds how long the suite waits for a redelivery
+	// (after a nack or a crash): e.g. the SQS visibility timeout or the
+	// Kafka session timeout, plus slack. Default 30 s.
+	RedeliveryWait time.Duration
+}
+
+// Harness is an adapter's entry to the suite.
+type Harness struct {
+	Features Features
+	New      NewBrokerFunc
+}
+
+// Run runs the suite.
+func Run(t *testing.T, h *Harness) {
+	if h.Features.RedeliveryWait == 0 {
+		h.Features.RedeliveryWait = 30 * time.Second
+	}
+	t.Run("MetadataEndToEnd", func(t *testing.T) { metadataEndToEnd(t, h) })
+	t.Run("AckedIsNotRedelivered", func(t *testing.T) { ackedIsNotRedelivered(t, h) })
+	t.Run("NackRedelivers", func(t *testing.T) {
+		if !h.Features.NackRedelivers {
+			t.Skip("Features.NackRedelivers is false for this broker")
+		}
+		nackRedelivers(t, h)
+	})
+	t.Run("SubscriberKilledInAckGap", func(t *testing.T) {
+		if !h.Features.SurvivesSubscriberCrash {
+			t.Skip("Features.SurvivesSubscriberCrash is false: messages die with an in-process broker")
+		}
+		killedInAckGap(t, h)
+	})
+}
+
+func unique(prefix string) string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return prefix + "-" + hex.EncodeToString(b)
+}
+
+func newMessage(eventID, payload string) *message.Message {
+	msg := message.NewMessage(watermill.NewUUID(), []byte(payload))
+	msg.Metadata.Set(middleware.MetadataEventIDKey, eventID)
+	return msg
+}
+
+func open(t *testing.T, h *Harness) (Broker, message.Publisher) {
+	t.Helper()
+	b, err := h.New()
+	require.NoError(t, err)
+	pub, err := b.Publisher()
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = pub.Close() })
+	return b, pub
+}
+
+// publish publishes msgs one by one on a goroutine of its own, since a
+// broker's Publish may wait for the subscriber's ack (GoChannel does); the
+// test fails at cleanup if a Publish failed.
+func publish(t *testing.T, pub message.Publisher, topic string, msgs ...*message.Message) {
+	t.Helper()
+	errs := make(chan error, 1)
+	go func() {
+		defer close(errs)
+		for _, m := range msgs {
+			if err := pub.Publish(topic, m); err != nil {
+				errs <- err
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() { require.NoError(t, <-errs, "publish") })
+}
+
+func subscribe(t *testing.T, b Broker, group, topic string) (<-chan *message.Message, func()) {
+	t.Helper()
+	sub, err := b.Subscriber(group)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	msgs, err := sub.Subscribe(ctx, topic)
+	require.NoError(t, err)
+	var closed bool
+	stop := func() {
+		if closed {
+			return
+		}
+		closed = true
+		cancel()
+		require.NoError(t, sub.Close())
+	}
+	t.Cleanup(stop)
+	return msgs, stop
+}
+
+func receive(t *testing.T, msgs <-chan *message.Message, wait time.Duration) *message.Message {
+	t.Helper()
+	select {
+	case m, ok := <-msgs:
+		require.True(t, ok, "subscription closed")
+		return m
+	case <-time.After(wait):
+		t.Fatalf("no message within %s", wait)
+		return nil
+	}
+}
+
+func metadataEndToEnd(t *testing.T, h *Harness) {
+	b, pub := open(t, h)
+	topic := unique("bt-meta")
+	msgs, _ := subscribe(t, b, unique("g"), topic)
+	msg := newMessage("E1", `{"order_id":"o1"}`)
+	msg.Metadata.Set("traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")
+	msg.Metadata.Set("tenant", "acme")
+	publish(t, pub, topic, msg)
+	got := receive(t, msgs, h.Features.RedeliveryWait)
+	got.Ack()
+	require.Equal(t, `{"order_id":"o1"}`, string(got.Payload))
+	for _, k := range []string{middleware.MetadataEventIDKey, "traceparent", "tenant"} {
+		require.Equal(t, msg.Metadata.Get(k), got.Metadata.Get(k), "metadata %q", k)
+	}
+}
+
+// ackedIsNotRedelivered acks N messages, then reads the group again with a
+// new subscriber until a marker published afterwards arrives: none of the
+// acked messages may come before it.
+func ackedIsNotRedelivered(t *testing.T, h *Harness) {
+	b, pub := open(t, h)
+	topic, group := unique("bt-ack"), unique("g")
+	const n = 10
+	msgs, stop := subscribe(t, b, group, topic)
+	var batch []*message.Message
+	for i := range n {
+		batch = append(batch, newMessage(fmt.Sprintf("A%d", i), "x"))
+	}
+	publish(t, pub, topic, batch...)
+	seen := map[string]bool{}
+	for len(seen) < n {
+		m := receive(t, msgs, h.Features.RedeliveryWait)
+		seen[m.Metadata.Get(middleware.MetadataEventIDKey)] = true
+		require.True(t, m.Ack())
+	}
+	stop()
+
+	msgs, _ = subscribe(t, b, group, topic)
+	publish(t, pub, topic, newMessage("marker", "m"))
+	for {
+		m := receive(t, msgs, h.Features.RedeliveryWait)
+		m.Ack()
+		id := m.Metadata.Get(middleware.MetadataEventIDKey)
+		if id == "marker" {
+			return
+		}
+		t.Fatalf("acked message %s was delivered again", id)
+	}
+}
+
+func nackRedelivers(t *testing.T, h *Harness) {
+	b, pub := open(t, h)
+	topic := unique("bt-nack")
+	msgs, _ := subscribe(t, b, unique("g"), topic)
+	publish(t, pub, topic, newMessage("N1", "payload-n1"))
+	first := receive(t, msgs, h.Features.RedeliveryWait)
+	require.True(t, first.Nack())
+	again := receive(t, msgs, h.Features.RedeliveryWait)
+	again.Ack()
+	require.Equal(t, "N1", again.Metadata.Get(middleware.MetadataEventIDKey))
+	require.Equal(t, "payload-n1", string(again.Payload))
+}
+
+// Child process protocol: env variables set by the parent, lines printed
+// by the child on stdout.
+const (
+	envChild    = "ACKGAP_BROKERTEST_CHILD"
+	envDB       = "ACKGAP_BROKERTEST_DB"
+	envTopic    = "ACKGAP_BROKERTEST_TOPIC"
+	envGroup    = "ACKGAP_BROKERTEST_GROUP"
+	envHangOn   = "ACKGAP_BROKERTEST_HANG_ON"
+	lineReady   = "READY"
+	lineHanging = "HANGING"
+	lineOutcome = "OUTCOME"
+)
+
+// RunChildIfRequested turns the process into a suite child when the
+// parent asked for one (env ACKGAP_BROKERTEST_CHILD=1) and exits; it
+// returns at once otherwise. Call it first in TestMain.
+func RunChildIfRequested(newBroker NewBrokerFunc) {
+	if os.Getenv(envChild) != "1" {
+		return
+	}
+	if err := runChild(newBroker); err != nil {
+		fmt.Fprintln(os.Stderr, "brokertest child:", err)
+		os.Exit(2)
+	}
+	os.Exit(0)
+}
+
+// runChild consumes the topic with the ackgap router on the SQLite file
+// the parent made. Each applied event inserts a row into "applied" (no
+// unique key: a second apply would show as a second row). On the event
+// named by envHangOn the handler's transaction commits, then the child
+// prints HANGING and blocks before the ack until it is killed.
+func runChild(newBroker NewBrokerFunc) error {
+	ctx := context.Background()
+	store, err := sqlitestore.Open(ctx, os.Getenv(envDB), nil)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	b, err := newBroker()
+	if err != nil {
+		return err
+	}
+	sub, err := b.Subscriber(os.Getenv(envGroup))
+	if err != nil {
+		return err
+	}
+	var mu sync.Mutex // handlers of several partitions report at once
+	say := func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(os.Stdout, format+"\n", args...)
+	}
+	hangOn := os.Getenv(envHangOn)
+	hang := func(h message.HandlerFunc) message.HandlerFunc {
+		return func(msg *message.Message) ([]*message.Message, error) {
+			produced, err := h(msg)
+			if err == nil && hangOn != "" && msg.Metadata.Get(middleware.MetadataEventIDKey) == hangOn {
+				say(lineHanging + " " + hangOn) // committed; the ack never comes
+				select {}
+			}
+			return produced, err
+		}
+	}
+	r, err := router.New[*sql.Tx](store, &router.Config{
+		DeadLetter:  discard{},
+		Middlewares: []message.HandlerMiddleware{hang},
+		Observer: func(_ context.Context, rep *middleware.Report) {
+			say("%s %s %s", lineOutcome, rep.EventID, rep.Outcome)
+		},
+	})
+	if err != nil {
+		return err
+	}
+	err = r.AddHandler("brokertest", os.Getenv(envTopic), sub, func(ctx context.Context, tx *sql.Tx, msg *message.Message) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO applied (event_id) VALUES (?)`, msg.Metadata.Get(middleware.MetadataEventIDKey))
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	go func() {
+		<-r.Running()
+		say(lineReady)
+	}()
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
+	go func() {
+		<-stop
+		_ = r.Close()
+	}()
+	return r.Run(ctx)
+}
+
+// discard is the child's dead-letter publisher: the suite publishes no
+// poison, so anything reaching it is a failure the parent sees as a
+// missing outcome.
+type discard struct{}
+
+func (discard) Publish(string, ...*message.Message) error { return nil }
+func (discard) Close() error                              { return nil }
+
+// child is a running child process and its stdout lines.
+type child struct {
+	cmd   *exec.Cmd
+	lines chan string
+}
+
+func startChild(t *testing.T, env ...string) *child {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), append([]string{envChild + "=1"}, env...)...)
+	cmd.Stderr = os.Stderr
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	c := &child{cmd: cmd, lines: make(chan string, 1000)}
+	go func() {
+		defer close(c.lines)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			c.lines <- sc.Text()
+		}
+		_, _ = io.Copy(io.Discard, stdout)
+	}()
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	})
+	return c
+}
+
+// waitFor reads the child's lines until one starts with prefix, returning
+// the outcomes seen on the way.
+func (c *child) waitFor(t *testing.T, prefix string, wait time.Duration, outcomes map[string][]string) {
+	t.Helper()
+	deadline := time.After(wait)
+	for {
+		select {
+		case line, ok := <-c.lines:
+			if !ok {
+				t.Fatalf("child exited before %q", prefix)
+			}
+			if f := strings.Fields(line); len(f) == 3 && f[0] == lineOutcome {
+				outcomes[f[1]] = append(outcomes[f[1]], f[2])
+			}
+			if strings.HasPrefix(line, prefix) {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("child did not print %q within %s; outcomes so far %v", prefix, wait, outcomes)
+		}
+	}
+}
+
+func killedInAckGap(t *testing.T, h *Harness) {
+	ctx := context.Background()
+	dbPath := t.TempDir() + "/brokertest.db"
+	store, err := sqlitestore.Open(ctx, dbPath, nil)
+	require.NoError(t, err)
+	defer store.Close()
+	_, err = store.Migrate(ctx, &stores.MigrateParams{})
+	require.NoError(t, err)
+	_, err = store.DB().Exec(`CREATE TABLE applied (event_id TEXT NOT NULL)`)
+	require.NoError(t, err)
+
+	_, pub := open(t, h)
+	topic, group := unique("bt-crash"), unique("g")
+	env := []string{envDB + "=" + dbPath, envTopic + "=" + topic, envGroup + "=" + group}
+	events := []string{"K1", "K2", "K3"}
+	for _, id := range events {
+		require.NoError(t, pub.Publish(topic, newMessage(id, "payload-"+id)), "a broker that survives a crash does not wait for acks")
+	}
+
+	first := startChild(t, append(env, envHangOn+"=K2")...)
+	firstOutcomes := map[string][]string{}
+	first.waitFor(t, lineHanging, h.Features.RedeliveryWait, firstOutcomes)
+	require.Equal(t, []string{"applied"}, firstOutcomes["K2"], "K2 committed in the first process")
+	require.NoError(t, first.cmd.Process.Signal(syscall.SIGKILL))
+	_ = first.cmd.Wait()
+
+	second := startChild(t, env...)
+	secondOutcomes := map[string][]string{}
+	deadline := time.Now().Add(h.Features.RedeliveryWait)
+	for len(firstOutcomes["K1"])+len(secondOutcomes["K1"]) == 0 || len(firstOutcomes["K3"])+len(secondOutcomes["K3"]) == 0 || len(secondOutcomes["K2"]) == 0 {
+		require.True(t, time.Now().Before(deadline), "waiting for K1..K3 after the restart; first %v, second %v", firstOutcomes, secondOutcomes)
+		select {
+		case line, ok := <-second.lines:
+			require.True(t, ok, "second child exited")
+			if f := strings.Fields(line); len(f) == 3 && f[0] == lineOutcome {
+				secondOutcomes[f[1]] = append(secondOutcomes[f[1]], f[2])
+			}
+		case <-time.After(time.Until(deadline)):
+		}
+	}
+	require.Equal(t, []string{"duplicate"}, secondOutcomes["K2"], "the redelivery of the committed, unacked K2 is a no-op")
+	require.NoError(t, second.cmd.Process.Signal(syscall.SIGTERM))
+	require.NoError(t, second.cmd.Wait())
+
+	rows, err := store.DB().Query(`SELECT event_id, count(*) FROM applied GROUP BY event_id ORDER BY event_id`)
+	require.NoError(t, err)
+	defer rows.Close()
+	applied := map[string]int{}
+	for rows.Next() {
+		var id string
+		var n int
+		require.NoError(t, rows.Scan(&id, &n))
+		applied[id] = n
+	}
+	require.Equal(t, map[string]int{"K1": 1, "K2": 1, "K3": 1}, applied, "each event applied exactly once across the crash")
+}
