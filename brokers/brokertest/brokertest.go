@@ -70,6 +70,10 @@ type Features struct {
 	// ack are delivered to the next subscriber of the group. False for
 	// in-process brokers, whose messages die with the process.
 	SurvivesSubscriberCrash bool
+	// ConsumerGroups: subscribers of one group share the topic's messages
+	// (Kafka partitions), and a member joining mid-stream triggers a
+	// rebalance.
+	ConsumerGroups bool
 	// RedeliveryWait bounds how long the suite waits for a redelivery
 	// (after a nack or a crash): e.g. the SQS visibility timeout or the
 	// Kafka session timeout, plus slack. Default 30 s.
@@ -94,6 +98,12 @@ func Run(t *testing.T, h *Harness) {
 			t.Skip("Features.NackRedelivers is false for this broker")
 		}
 		nackRedelivers(t, h)
+	})
+	t.Run("RebalanceMidStream", func(t *testing.T) {
+		if !h.Features.ConsumerGroups {
+			t.Skip("Features.ConsumerGroups is false for this broker")
+		}
+		rebalanceMidStream(t, h)
 	})
 	t.Run("SubscriberKilledInAckGap", func(t *testing.T) {
 		if !h.Features.SurvivesSubscriberCrash {
@@ -246,6 +256,7 @@ const (
 	envTopic    = "ACKGAP_BROKERTEST_TOPIC"
 	envGroup    = "ACKGAP_BROKERTEST_GROUP"
 	envHangOn   = "ACKGAP_BROKERTEST_HANG_ON"
+	envDelay    = "ACKGAP_BROKERTEST_DELAY"
 	lineReady   = "READY"
 	lineHanging = "HANGING"
 	lineOutcome = "OUTCOME"
@@ -312,7 +323,9 @@ func runChild(newBroker NewBrokerFunc) error {
 	if err != nil {
 		return err
 	}
+	delay, _ := time.ParseDuration(os.Getenv(envDelay))
 	err = r.AddHandler("brokertest", os.Getenv(envTopic), sub, func(ctx context.Context, tx *sql.Tx, msg *message.Message) error {
+		time.Sleep(delay) // work inside the transaction, so a rebalance finds messages in flight
 		_, err := tx.ExecContext(ctx, `INSERT INTO applied (event_id) VALUES (?)`, msg.Metadata.Get(middleware.MetadataEventIDKey))
 		return err
 	})
@@ -354,12 +367,15 @@ func startChild(t *testing.T, env ...string) *child {
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
-	c := &child{cmd: cmd, lines: make(chan string, 1000)}
+	c := &child{cmd: cmd, lines: make(chan string, 10000)}
 	go func() {
 		defer close(c.lines)
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
-			c.lines <- sc.Text()
+			select {
+			case c.lines <- sc.Text():
+			default: // nobody reads this child's lines any more
+			}
 		}
 		_, _ = io.Copy(io.Discard, stdout)
 	}()
@@ -395,16 +411,91 @@ func (c *child) waitFor(t *testing.T, prefix string, wait time.Duration, outcome
 	}
 }
 
-func killedInAckGap(t *testing.T, h *Harness) {
+// crashDB makes the SQLite file the children share: ackgap's tables and
+// "applied", one row per application of an event.
+func crashDB(t *testing.T) (*sqlitestore.Store, string) {
+	t.Helper()
 	ctx := context.Background()
 	dbPath := t.TempDir() + "/brokertest.db"
 	store, err := sqlitestore.Open(ctx, dbPath, nil)
 	require.NoError(t, err)
-	defer store.Close()
+	t.Cleanup(func() { _ = store.Close() })
 	_, err = store.Migrate(ctx, &stores.MigrateParams{})
 	require.NoError(t, err)
 	_, err = store.DB().Exec(`CREATE TABLE applied (event_id TEXT NOT NULL)`)
 	require.NoError(t, err)
+	return store, dbPath
+}
+
+// appliedCounts returns how many times each event was applied.
+func appliedCounts(t *testing.T, store *sqlitestore.Store) map[string]int {
+	t.Helper()
+	rows, err := store.DB().Query(`SELECT event_id, count(*) FROM applied GROUP BY event_id`)
+	require.NoError(t, err)
+	defer rows.Close()
+	applied := map[string]int{}
+	for rows.Next() {
+		var id string
+		var n int
+		require.NoError(t, rows.Scan(&id, &n))
+		applied[id] = n
+	}
+	require.NoError(t, rows.Err())
+	return applied
+}
+
+// rebalanceMidStream runs 2,000 events through one consumer process, starts
+// a second member of the group part-way (a rebalance moves partitions
+// while messages are in flight), and checks every event was applied
+// exactly once across both processes.
+func rebalanceMidStream(t *testing.T, h *Harness) {
+	store, dbPath := crashDB(t)
+	_, pub := open(t, h)
+	topic, group := unique("bt-rebalance"), unique("g")
+	env := []string{envDB + "=" + dbPath, envTopic + "=" + topic, envGroup + "=" + group, envDelay + "=4ms"}
+	const n = 2000
+	batch := make([]*message.Message, 0, n)
+	for i := range n {
+		batch = append(batch, newMessage(fmt.Sprintf("R%04d", i), "r"))
+	}
+	require.NoError(t, pub.Publish(topic, batch...))
+
+	outcomes := map[string][]string{}
+	a := startChild(t, env...)
+	a.waitFor(t, lineOutcome, h.Features.RedeliveryWait, outcomes)
+	for len(outcomes) < n/4 { // let A get a quarter through, then B joins
+		a.waitFor(t, lineOutcome, h.Features.RedeliveryWait, outcomes)
+	}
+	b := startChild(t, env...)
+	deadline := time.Now().Add(4 * h.Features.RedeliveryWait)
+	for {
+		if counts := appliedCounts(t, store); len(counts) == n {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "not all %d events applied in time", n)
+		time.Sleep(100 * time.Millisecond)
+	}
+	for _, c := range []*child{a, b} {
+		require.NoError(t, c.cmd.Process.Signal(syscall.SIGTERM))
+		require.NoError(t, c.cmd.Wait())
+	}
+	byB := 0
+	for line := range b.lines {
+		if strings.HasSuffix(line, " applied") {
+			byB++
+		}
+	}
+	require.Positive(t, byB, "the second member never got a partition: no rebalance happened")
+	t.Logf("rebalance: the second member applied %d of %d events", byB, n)
+	counts := appliedCounts(t, store)
+	require.Len(t, counts, n)
+	for id, k := range counts {
+		require.Equal(t, 1, k, "event %s applied %d times", id, k)
+	}
+}
+
+func killedInAckGap(t *testing.T, h *Harness) {
+	store, dbPath := crashDB(t)
 
 	_, pub := open(t, h)
 	topic, group := unique("bt-crash"), unique("g")
@@ -439,15 +530,6 @@ func killedInAckGap(t *testing.T, h *Harness) {
 	require.NoError(t, second.cmd.Process.Signal(syscall.SIGTERM))
 	require.NoError(t, second.cmd.Wait())
 
-	rows, err := store.DB().Query(`SELECT event_id, count(*) FROM applied GROUP BY event_id ORDER BY event_id`)
-	require.NoError(t, err)
-	defer rows.Close()
-	applied := map[string]int{}
-	for rows.Next() {
-		var id string
-		var n int
-		require.NoError(t, rows.Scan(&id, &n))
-		applied[id] = n
-	}
+	applied := appliedCounts(t, store)
 	require.Equal(t, map[string]int{"K1": 1, "K2": 1, "K3": 1}, applied, "each event applied exactly once across the crash")
 }

@@ -39,7 +39,7 @@ func (b suiteBroker) Subscriber(group string) (message.Subscriber, error) {
 func TestRedeliverySuite(t *testing.T) {
 	kafkaBrokers(t) // fails with instructions when no broker runs
 	brokertest.Run(t, &brokertest.Harness{
-		Features: brokertest.Features{NackRedelivers: true, SurvivesSubscriberCrash: true, RedeliveryWait: 30 * time.Second},
+		Features: brokertest.Features{NackRedelivers: true, SurvivesSubscriberCrash: true, ConsumerGroups: true, RedeliveryWait: 30 * time.Second},
 		New:      newSuiteBroker,
 	})
 }
