@@ -39,6 +39,12 @@ func TestMain(m *testing.M) {
 		// from one package-level goroutine that it starts with the first
 		// meter and never stops (rcrowley/go-metrics meter.go, arbiter).
 		goleak.IgnoreTopFunction("github.com/rcrowley/go-metrics.(*meterArbiter).tick"),
+		// Watermill's Pub/Sub test suite (TestWatermillPubSubSuite) fans
+		// subscribers into one channel with a helper whose goroutines block
+		// once the test stops reading (watermill internal/subscriber
+		// multiplier.go); they belong to the suite, not to kafkabroker.
+		goleak.IgnoreAnyFunction("github.com/ThreeDotsLabs/watermill/internal/subscriber.(*multiplier).Subscribe.func2"),
+		goleak.IgnoreAnyFunction("github.com/ThreeDotsLabs/watermill/internal/subscriber.(*multiplier).Subscribe.func3"),
 	)
 }
 

@@ -1,0 +1,57 @@
+package kafkabroker_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/ThreeDotsLabs/watermill/pubsub/tests"
+
+	"github.com/ackgap/ackgap/brokers/kafkabroker"
+	"github.com/ackgap/ackgap/middleware"
+)
+
+// stampingPublisher gives Watermill's test messages an event id (their
+// UUID): kafkabroker's publisher refuses a message without one.
+type stampingPublisher struct{ message.Publisher }
+
+func (p stampingPublisher) Publish(topic string, msgs ...*message.Message) error {
+	for _, m := range msgs {
+		if m.Metadata.Get(middleware.MetadataEventIDKey) == "" {
+			m.Metadata.Set(middleware.MetadataEventIDKey, m.UUID)
+		}
+	}
+	return p.Publisher.Publish(topic, msgs...)
+}
+
+// TestWatermillPubSubSuite runs Watermill's own Pub/Sub suite against
+// kafkabroker's publisher and subscriber, with the features watermill-kafka
+// claims for synchronous commits (ForceShort: per-ack commits are slow by
+// design, see FetchMaxWaitDefault).
+func TestWatermillPubSubSuite(t *testing.T) {
+	kafkaBrokers(t)
+	withGroup := func(t *testing.T, group string) (message.Publisher, message.Subscriber) {
+		pub, err := kafkabroker.NewPublisher(&kafkabroker.PublisherConfig{Brokers: kafkaBrokers(t)}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The suite's TestMessageCtx expects an unacked message's context to
+		// end soon after Close; kafkabroker first waits CloseTimeout for it
+		// to be acked (graceful shutdown), so the suite gets a short one.
+		sub, err := kafkabroker.NewSubscriber(&kafkabroker.SubscriberConfig{Brokers: kafkaBrokers(t), ConsumerGroup: group,
+			CloseTimeout: time.Second, SessionTimeout: 2 * time.Second}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return stampingPublisher{pub}, sub
+	}
+	tests.TestPubSub(t, tests.Features{
+		ConsumerGroups:      true,
+		ExactlyOnceDelivery: false,
+		GuaranteedOrder:     false,
+		Persistent:          true,
+		ForceShort:          true,
+	}, func(t *testing.T) (message.Publisher, message.Subscriber) {
+		return withGroup(t, "watermill-suite-"+randomHex(6))
+	}, withGroup)
+}
