@@ -209,8 +209,9 @@ func countOrders(ctx context.Context, db appDB) (orderCounts, error) {
 
 // outboxCounts is what the outbox says after the run.
 type outboxCounts struct {
-	// rows is the number of outbox rows.
-	rows int
+	// rows is the number of outbox rows; done and dead count them by
+	// final state.
+	rows, done, dead int
 	// badOrders counts orders without exactly one charge and one receipt
 	// row, written by their own event for consumer "billing"; stray counts
 	// rows that belong to no order of the run.
@@ -231,6 +232,12 @@ func countOutbox(ctx context.Context, lister stores.OutboxLister, evs []event) (
 	}
 	c := outboxCounts{rows: len(res.Rows)}
 	for _, row := range res.Rows {
+		switch row.State {
+		case stores.OutboxDone:
+			c.done++
+		case stores.OutboxDead:
+			c.dead++
+		}
 		kind, orderID, _ := strings.Cut(row.IdempotencyKey, ":")
 		po := seen[orderID]
 		switch {

@@ -4,6 +4,10 @@
 // inbox row, while the demo injects the three kinds of duplicate delivery
 // (sequential, a crash between commit and ack, two copies at once) and
 // checks that each order moved once and got exactly two outbox rows.
+// Outbox relays carry the rows out against a payment provider and a
+// mailer on loopback (HTTP, Idempotency-Key), while the demo loses some of
+// the provider's replies; it checks that each order was charged exactly
+// once and got one receipt.
 //
 //	go run ./examples/billing                      # SQLite in a temp dir
 //	go run ./examples/billing -dsn 'postgres://postgres@127.0.0.1:5432/test?sslmode=disable'
@@ -54,7 +58,10 @@ func realMain(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.Float64Var(&o.DupConcurrent, "dup-concurrent", DupConcurrentDefault, "fraction of events published twice at once, to two partitions")
 	fs.IntVar(&o.Partitions, "partitions", PartitionsDefault, "partition topics, one router instance each")
 	fs.DurationVar(&o.Timeout, "timeout", TimeoutDefault, "how long to wait for the consumer")
-	fs.Uint64Var(&o.Seed, "seed", SeedDefault, "seed choosing the duplicated events")
+	fs.Uint64Var(&o.Seed, "seed", SeedDefault, "seed choosing the duplicated events and the lost replies")
+	fs.IntVar(&o.Relays, "relays", RelaysDefault, "outbox relays carrying out the charges and receipts")
+	fs.Float64Var(&o.LostReplies, "lost-replies", LostRepliesDefault, "fraction of orders whose first charge reply is lost after the provider charged")
+	fs.BoolVar(&o.RelaysDuring, "relays-during", false, "run the relays while the consumer runs (default: start them once it finished)")
 	dsn := fs.String("dsn", "", "PostgreSQL URL (postgres://...); empty: SQLite in a temp dir")
 	keep := fs.Bool("keep", false, "keep the PostgreSQL schema (or the SQLite file) at exit")
 	if err := fs.Parse(args); err != nil {
@@ -64,9 +71,9 @@ func realMain(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "billing: unexpected arguments %q\n", fs.Args())
 		return 2
 	}
-	if o.Events <= 0 || o.Partitions <= 0 || o.Timeout <= 0 || o.Seed == 0 {
+	if o.Events <= 0 || o.Partitions <= 0 || o.Timeout <= 0 || o.Seed == 0 || o.Relays <= 0 {
 		// Zero would silently mean "default" in Options; as a flag it is a mistake.
-		fmt.Fprintln(stderr, "billing: -n, -partitions, -timeout and -seed must be positive")
+		fmt.Fprintln(stderr, "billing: -n, -partitions, -timeout, -seed and -relays must be positive")
 		return 2
 	}
 
@@ -82,7 +89,7 @@ func realMain(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "billing: FAILED:\n%v\n", err)
 		return 1
 	}
-	fmt.Fprintln(stdout, "OK: every order moved once with two outbox rows; every duplicate was skipped")
+	fmt.Fprintln(stdout, "OK: every order moved once with two outbox rows; every duplicate was skipped; every order was charged once and got one receipt")
 	return 0
 }
 
@@ -96,9 +103,12 @@ func runDemo(ctx context.Context, dsn string, keep bool, o Options) (*Summary, e
 		}
 		return runAndClose(ctx, b, o)
 	}
-	// Room for every instance's transaction, a concurrent copy, and the
-	// demo's own queries.
-	b, err := openPostgres(ctx, dsn, int32(o.WithDefaults().Partitions+2), keep)
+	// Room for every instance's transaction, a concurrent copy, the
+	// demo's own queries, and two short statements per relay (a claim and a
+	// record; effects hold none, and each relay listens on a connection
+	// outside the pool).
+	od := o.WithDefaults()
+	b, err := openPostgres(ctx, dsn, int32(od.Partitions+2+2*od.Relays), keep)
 	if err != nil {
 		return nil, err
 	}
@@ -133,7 +143,7 @@ func openSQLite(ctx context.Context, keep bool) (*backend[*sql.Tx], error) {
 		location = path + ", kept"
 	}
 	return &backend[*sql.Tx]{
-		name: "sqlite", location: location, store: store,
+		name: "sqlite", location: location, store: store, outbox: store,
 		db: appDB{
 			exec: func(ctx context.Context, query string, args ...any) error {
 				_, err := db.ExecContext(ctx, query, args...)
@@ -192,7 +202,7 @@ func openPostgres(ctx context.Context, dsn string, maxConns int32, keep bool) (*
 		where += ", dropped at exit"
 	}
 	return &backend[pgx.Tx]{
-		name: "postgres", location: where, store: store,
+		name: "postgres", location: where, store: store, outbox: store,
 		db: appDB{
 			exec: func(ctx context.Context, query string, args ...any) error {
 				_, err := pool.Exec(ctx, query, args...)

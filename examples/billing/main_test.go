@@ -3,6 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
+	"math"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -29,6 +32,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // testOptions is a small run with every kind of duplicate.
 var testOptions = Options{
 	Events: 200, DupSeq: 0.1, DupCrash: 0.05, DupConcurrent: 0.05, Partitions: 4, Timeout: time.Minute,
+	Relays: 2, LostReplies: 0.05,
 }
 
 // requireSummary asserts the numbers of a correct run of o.
@@ -62,6 +66,24 @@ func requireSummary(t *testing.T, s *Summary, o Options) {
 	require.Zero(t, s.OutboxStray)
 	require.Positive(t, s.Elapsed)
 	require.Positive(t, s.MessagesPerSecond())
+	require.Positive(t, s.Drained)
+	require.Positive(t, s.RowsPerSecond())
+
+	// The relays: every row done, each order charged exactly once and
+	// mailed once, each lost reply retried and answered from the
+	// provider's stored result.
+	lost := int(math.Round(float64(o.Events) * o.LostReplies))
+	require.Equal(t, o.Relays, s.Relays)
+	require.Equal(t, 2*o.Events, s.OutboxDone)
+	require.Zero(t, s.OutboxDead)
+	require.Equal(t, lost, s.LostReplies)
+	require.Equal(t, o.Events, s.ChargesMade, "charges made = orders")
+	require.Equal(t, o.Events+lost, s.ChargesAttempted, "one call per order, plus one retry per lost reply")
+	require.Equal(t, lost, s.ChargeReplays, "each retry got the original charge")
+	require.Zero(t, s.ChargeConflicts)
+	require.Equal(t, lost, s.Republished)
+	require.Equal(t, o.Events, s.ReceiptsSent)
+	require.Equal(t, o.Events, s.ReceiptCalls)
 }
 
 func TestDemoSQLite(t *testing.T) {
@@ -72,6 +94,7 @@ func TestDemoSQLite(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "sqlite", s.Store)
 	requireSummary(t, s, testOptions)
+	require.False(t, s.RelaysWoken, "SQLite relays poll")
 }
 
 func TestDemoPostgres(t *testing.T) {
@@ -83,15 +106,44 @@ func TestDemoPostgres(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "postgres", s.Store)
 	requireSummary(t, s, testOptions)
+	require.True(t, s.RelaysWoken, "PostgreSQL relays are woken by NOTIFY")
 	require.Equal(t, s.InjectedConcurrent, s.ConcurrentRaced,
 		"PostgreSQL: the second copy waits on the inbox key of the first, uncommitted one")
 	require.False(t, pgSchemaExists(t, schema), "the demo's schema is dropped at exit")
 }
 
+// The relays run while the routers consume, as in production: the
+// consumer keeps committing while effects are in flight, and the result is
+// the same. Not parallel with the other tests: its load would slow the
+// routers of TestDemoPostgres, which checks that every concurrent pair
+// overlapped in flight.
+func TestDemoRelaysDuring(t *testing.T) {
+	o := testOptions
+	o.RelaysDuring = true
+	t.Run("sqlite", func(t *testing.T) {
+		t.Parallel()
+		b, err := openSQLite(context.Background(), false)
+		require.NoError(t, err)
+		s, err := runAndClose(context.Background(), b, o)
+		require.NoError(t, err)
+		requireSummary(t, s, o)
+		require.True(t, s.RelaysDuring)
+	})
+	t.Run("postgres", func(t *testing.T) {
+		t.Parallel()
+		b, err := openPostgres(context.Background(), testdb.URL(), 12, false)
+		require.NoError(t, err)
+		s, err := runAndClose(context.Background(), b, o)
+		require.NoError(t, err)
+		requireSummary(t, s, o)
+		require.True(t, s.RelaysWoken)
+	})
+}
+
 // A run without duplicates, on one partition: nothing is skipped.
 func TestDemoNoDuplicates(t *testing.T) {
 	t.Parallel()
-	o := Options{Events: 50, Partitions: 1, Timeout: time.Minute}
+	o := Options{Events: 50, Partitions: 1, Timeout: time.Minute, Relays: 1}
 	b, err := openSQLite(context.Background(), false)
 	require.NoError(t, err)
 	s, err := runAndClose(context.Background(), b, o)
@@ -99,6 +151,7 @@ func TestDemoNoDuplicates(t *testing.T) {
 	requireSummary(t, s, o)
 	require.Zero(t, s.Duplicates)
 	require.EqualValues(t, 50, s.Deliveries)
+	require.Equal(t, 50, s.ChargesAttempted, "no lost replies: one call per order")
 }
 
 func TestRealMain(t *testing.T) {
@@ -107,11 +160,16 @@ func TestRealMain(t *testing.T) {
 	code := realMain(context.Background(), []string{"-n", "100", "-partitions", "2"}, &out, &errOut)
 	require.Equal(t, 0, code, "stderr: %s", errOut.String())
 	require.Contains(t, out.String(), "OK: every order moved once")
+	require.Contains(t, out.String(), "every order was charged once")
 	require.Contains(t, out.String(), "messages/s")
+	require.Regexp(t, `charges made\s+100 `, out.String())
+	require.Regexp(t, `charges attempted\s+105 HTTP calls \(5 replies lost`, out.String())
+	require.Regexp(t, `receipts sent\s+100 `, out.String())
 
 	out.Reset()
 	errOut.Reset()
 	require.Equal(t, 2, realMain(context.Background(), []string{"-n", "0"}, &out, &errOut))
+	require.Equal(t, 2, realMain(context.Background(), []string{"-relays", "0"}, &out, &errOut))
 	require.Equal(t, 1, realMain(context.Background(), []string{"-partitions", "1"}, &out, &errOut),
 		"concurrent duplicates need two partitions")
 	require.Contains(t, errOut.String(), "needs partitions >= 2")
@@ -119,9 +177,12 @@ func TestRealMain(t *testing.T) {
 
 func TestOptionsValidate(t *testing.T) {
 	t.Parallel()
-	err := Options{Events: 10, DupSeq: 0.6, DupCrash: 0.6, DupConcurrent: -1, Partitions: 1, Timeout: time.Second}.WithDefaults().validate()
+	err := Options{Events: 10, DupSeq: 0.6, DupCrash: 0.6, DupConcurrent: -1, Partitions: 1, Timeout: time.Second,
+		Relays: RelaysMax + 1, LostReplies: 2}.WithDefaults().validate()
 	require.ErrorContains(t, err, "invalid options")
 	require.ErrorContains(t, err, "dup-concurrent is -1")
+	require.ErrorContains(t, err, "lost-replies is 2")
+	require.ErrorContains(t, err, "relays is 17")
 	require.ErrorContains(t, err, "their sum must be at most 1")
 	require.NoError(t, Options{}.WithDefaults().validate(), "the defaults without duplicates")
 	require.NoError(t, Options{DupSeq: DupSeqDefault, DupCrash: DupCrashDefault, DupConcurrent: DupConcurrentDefault}.WithDefaults().validate())
@@ -130,10 +191,18 @@ func TestOptionsValidate(t *testing.T) {
 // Check names each broken guarantee.
 func TestSummaryCheck(t *testing.T) {
 	t.Parallel()
-	s := &Summary{Events: 10, Published: 10, Deliveries: 10, Applied: 10, OrdersMoved: 10, OutboxRows: 20}
+	s := &Summary{Events: 10, Published: 10, Deliveries: 10, Applied: 10, OrdersMoved: 10, OutboxRows: 20,
+		OutboxDone: 20, ChargesMade: 10, ChargesAttempted: 11, LostReplies: 1, PlannedLostReplies: 1, ChargeReplays: 1, ReceiptsSent: 10}
 	require.NoError(t, s.Check())
+	charged := *s
+	charged.ChargesMade, charged.ReceiptsSent, charged.OutboxDone, charged.OutboxDead, charged.ChargeReplays = 11, 9, 19, 1, 0
+	err := charged.Check()
+	require.ErrorContains(t, err, "11 charges made, want one per order: 10")
+	require.ErrorContains(t, err, "9 receipts sent, want one per order: 10")
+	require.ErrorContains(t, err, "19 outbox rows done and 1 dead")
+	require.ErrorContains(t, err, "1 charge replies lost (1 planned), 0 answered from the provider's stored result")
 	s.OrdersMoved, s.OrdersMovedTwice, s.OutboxRows, s.InjectedSequential = 9, 1, 21, 1
-	err := s.Check()
+	err = s.Check()
 	require.ErrorContains(t, err, "1 orders moved more than once")
 	require.ErrorContains(t, err, "9 of 10 orders moved exactly once")
 	require.ErrorContains(t, err, "21 outbox rows, want 2 x 10 events = 20")
@@ -273,4 +342,51 @@ func pgSchemaExists(t *testing.T, schema string) bool {
 	require.NoError(t, conn.QueryRow(context.Background(),
 		`SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)`, schema).Scan(&exists))
 	return exists
+}
+
+// The payment provider keeps its promise per Idempotency-Key: the same key
+// and body get the original charge back and charge nothing; the same key
+// with another body gets 422; no key gets 400. The mailer sends one
+// receipt per key.
+func TestServices(t *testing.T) {
+	t.Parallel()
+	svc, err := startServices()
+	require.NoError(t, err)
+	defer func() { require.NoError(t, svc.close()) }()
+	post := func(url, key, body string) (int, string, string) {
+		req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+		require.NoError(t, err)
+		if key != "" {
+			req.Header.Set("Idempotency-Key", key)
+		}
+		resp, err := svc.client.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		var b strings.Builder
+		_, err = io.Copy(&b, resp.Body)
+		require.NoError(t, err)
+		return resp.StatusCode, b.String(), resp.Header.Get("Idempotent-Replayed")
+	}
+	body := `{"order_id":"o1","amount_cents":250}`
+	status, first, replayed := post(svc.chargesURL, "charge:o1", body)
+	require.Equal(t, http.StatusCreated, status)
+	require.Empty(t, replayed)
+	require.Contains(t, first, `"id":"ch_000001"`)
+	status, again, replayed := post(svc.chargesURL, "charge:o1", body)
+	require.Equal(t, http.StatusCreated, status)
+	require.Equal(t, first, again, "the original result")
+	require.Equal(t, "true", replayed)
+	status, _, _ = post(svc.chargesURL, "charge:o1", `{"order_id":"o1","amount_cents":999}`)
+	require.Equal(t, http.StatusUnprocessableEntity, status, "a reused key with another body")
+	status, _, _ = post(svc.chargesURL, "", body)
+	require.Equal(t, http.StatusBadRequest, status)
+	require.Equal(t, providerCounts{calls: 4, charged: 1, replays: 1, conflicts: 1}, svc.provider.counts(), "never charged twice")
+
+	receipt := `{"order_id":"o1","email":"a@example.com","amount_cents":250}`
+	status, _, _ = post(svc.receiptsURL, "receipt:o1", receipt)
+	require.Equal(t, http.StatusAccepted, status)
+	status, _, _ = post(svc.receiptsURL, "receipt:o1", receipt)
+	require.Equal(t, http.StatusOK, status, "already sent")
+	calls, sent := svc.mailer.counts()
+	require.Equal(t, []int{2, 1}, []int{calls, sent})
 }

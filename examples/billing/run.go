@@ -47,6 +47,13 @@ const (
 	TimeoutDefault = 2 * time.Minute
 	// SeedDefault picks which events are duplicated (-seed).
 	SeedDefault = 1
+	// RelaysDefault is the number of outbox relay instances (-relays).
+	RelaysDefault = 2
+	// RelaysMax caps Relays.
+	RelaysMax = 16
+	// LostRepliesDefault is the fraction of orders whose first charge
+	// reply is lost after the provider charged (-lost-replies).
+	LostRepliesDefault = 0.05
 )
 
 // settleWait is how long run still waits for outcomes once every publish
@@ -78,8 +85,25 @@ type Options struct {
 	// Timeout bounds the wait for every event to be applied and every
 	// duplicate to be seen. Zero means TimeoutDefault (2 min).
 	Timeout time.Duration
-	// Seed picks the duplicated events. Zero means SeedDefault (1).
+	// Seed picks the duplicated events and the lost replies. Zero means
+	// SeedDefault (1).
 	Seed uint64
+	// Relays is the number of outbox relays that carry out the charges
+	// and receipts, while the routers consume and after. Zero means
+	// RelaysDefault (2).
+	Relays int
+	// LostReplies is the fraction of orders whose first charge call
+	// succeeds at the provider but whose reply the relay never gets (a
+	// timeout after the charge): the relay retries with the same
+	// idempotency key, and the provider answers with the original charge.
+	// Zero means none.
+	LostReplies float64
+	// RelaysDuring starts the relays with the routers, so they carry out
+	// rows while the consumer writes them, as in production. By default
+	// they start once the consumer finished: the consumer's numbers
+	// (throughput, concurrent copies that overlapped) then stay comparable
+	// with runs without relays, and the relays' throughput shows alone.
+	RelaysDuring bool
 	// Logger receives Watermill's logs. Nil means none.
 	Logger watermill.LoggerAdapter
 }
@@ -99,6 +123,9 @@ func (o Options) WithDefaults() Options {
 	if o.Seed == 0 {
 		o.Seed = SeedDefault
 	}
+	if o.Relays == 0 {
+		o.Relays = RelaysDefault
+	}
 	if o.Logger == nil {
 		o.Logger = watermill.NopLogger{}
 	}
@@ -113,7 +140,7 @@ func (o Options) validate() error {
 	for _, f := range []struct {
 		name string
 		v    float64
-	}{{"dup-seq", o.DupSeq}, {"dup-crash", o.DupCrash}, {"dup-concurrent", o.DupConcurrent}} {
+	}{{"dup-seq", o.DupSeq}, {"dup-crash", o.DupCrash}, {"dup-concurrent", o.DupConcurrent}, {"lost-replies", o.LostReplies}} {
 		if math.IsNaN(f.v) || f.v < 0 || f.v > 1 {
 			errs = append(errs, fmt.Errorf("%s is %g, must be in [0, 1]", f.name, f.v))
 		}
@@ -130,6 +157,9 @@ func (o Options) validate() error {
 	}
 	if o.Timeout <= 0 {
 		errs = append(errs, fmt.Errorf("timeout is %s, must be positive", o.Timeout))
+	}
+	if o.Relays < 1 || o.Relays > RelaysMax {
+		errs = append(errs, fmt.Errorf("relays is %d, must be in [1, %d]", o.Relays, RelaysMax))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("invalid options: %w", err)
@@ -176,6 +206,9 @@ type plan struct {
 	// published is the number of messages the producer publishes.
 	published           int
 	nSeq, nCrash, nConc int
+	// lostReplies holds the charge idempotency keys whose first reply is
+	// lost (Options.LostReplies).
+	lostReplies map[string]bool
 }
 
 // partitionOf hashes an order id onto a partition, like Kafka's default
@@ -235,6 +268,13 @@ func newPlan(o Options) (*plan, error) {
 		}
 	}
 	p.published = o.Events + p.nConc + p.nSeq
+	p.lostReplies = map[string]bool{}
+	if !math.IsNaN(o.LostReplies) && o.LostReplies > 0 {
+		nLost := int(math.Round(float64(o.Events) * min(o.LostReplies, 1)))
+		for _, i := range rand.New(rand.NewPCG(o.Seed, 0x6c6f7374)).Perm(o.Events)[:nLost] {
+			p.lostReplies[ChargeKey(p.events[i].body.OrderID)] = true
+		}
+	}
 	return p, nil
 }
 
@@ -475,19 +515,24 @@ type backend[TTx any] struct {
 	// name is "sqlite" or "postgres"; location the file or schema.
 	name, location string
 	store          stores.Store[TTx]
-	db             appDB
+	// outbox is the same store, as the relays use it.
+	outbox stores.OutboxStore
+	db     appDB
 	// close releases the database and, unless kept, deletes the demo's
 	// data.
 	close func() error
 }
 
-// run runs the demo on b: migrate, create and seed the orders, start one
-// router instance per partition on a GoChannel, publish the events with
-// their injected duplicates, wait until every event was applied and every
-// duplicate seen (at most o.Timeout), close everything, and read the
-// results back from the database. The returned error means the demo could
-// not run; whether it ran correctly is Summary.Check.
-func run[TTx any](ctx context.Context, b *backend[TTx], o Options) (*Summary, error) {
+// run runs the demo on b: migrate, create and seed the orders, start the
+// payment provider and the mailer on loopback (and the outbox relays, with
+// o.RelaysDuring), start one router instance per partition on a
+// GoChannel, publish the events with their injected duplicates, wait until
+// every event was applied and every duplicate seen, close the routers,
+// start the relays (unless running already) and wait until they drained
+// the outbox (all within o.Timeout), close everything, and read the
+// results back from the database and the services. The returned error
+// means the demo could not run; whether it ran correctly is Summary.Check.
+func run[TTx any](ctx context.Context, b *backend[TTx], o Options) (s *Summary, err error) {
 	o = o.WithDefaults()
 	if err := o.validate(); err != nil {
 		return nil, err
@@ -501,6 +546,30 @@ func run[TTx any](ctx context.Context, b *backend[TTx], o Options) (*Summary, er
 	}
 	if err := createOrders(ctx, b.db, p.events); err != nil {
 		return nil, err
+	}
+
+	// The outside world, and the relays that reach it: they carry out the
+	// outbox rows while the routers write them, and after.
+	svc, err := startServices()
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if cerr := svc.close(); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("close services: %w", cerr))
+		}
+	}()
+	lost := &lostReplies{keys: p.lostReplies}
+	var rl *relays
+	defer func() {
+		if rl != nil {
+			_ = rl.stop()
+		}
+	}()
+	if o.RelaysDuring {
+		if rl, err = startRelays(ctx, b.outbox, o.Relays, svc, lost); err != nil {
+			return nil, err
+		}
 	}
 
 	t := newTally(p)
@@ -629,6 +698,19 @@ func run[TTx any](ctx context.Context, b *backend[TTx], o Options) (*Summary, er
 	if err := shutdown(); err != nil {
 		return nil, fmt.Errorf("shutdown: %w", err)
 	}
+	consumed := time.Now()
+	if !o.RelaysDuring {
+		if rl, err = startRelays(ctx, b.outbox, o.Relays, svc, lost); err != nil {
+			return nil, err
+		}
+	}
+	if err := rl.waitDrained(ctx, b.outbox, 2*len(p.events), deadline.C); err != nil {
+		return nil, err
+	}
+	drained := time.Since(consumed)
+	if err := rl.stop(); err != nil {
+		return nil, fmt.Errorf("relays: %w", err)
+	}
 
 	orders, err := countOrders(ctx, b.db)
 	if err != nil {
@@ -639,8 +721,10 @@ func run[TTx any](ctx context.Context, b *backend[TTx], o Options) (*Summary, er
 		return nil, err
 	}
 	dead, reasons := dl.snapshot()
+	charges := svc.provider.counts()
+	receiptCalls, receiptsSent := svc.mailer.counts()
 	t.mu.Lock()
-	s := &Summary{
+	s = &Summary{
 		Store: b.name, Location: b.location,
 		Events: o.Events, Partitions: o.Partitions, Published: p.published,
 		Deliveries:         f.deliveries.Load(),
@@ -652,6 +736,14 @@ func run[TTx any](ctx context.Context, b *backend[TTx], o Options) (*Summary, er
 		OrdersMoved: orders.moved, OrdersMovedTwice: orders.movedTwice, OrdersNotMoved: orders.notMoved,
 		OutboxRows: outbox.rows, OutboxBadOrders: outbox.badOrders, OutboxStray: outbox.stray,
 		Elapsed: elapsed,
+
+		Relays: o.Relays, RelaysWoken: rl.woken, RelaysDuring: o.RelaysDuring,
+		OutboxDone: outbox.done, OutboxDead: outbox.dead, Drained: drained,
+		Republished: rl.tally.republished, DeadErrors: rl.tally.deadErrs,
+		LostReplies: int(lost.lost.Load()), PlannedLostReplies: len(p.lostReplies),
+		ChargesAttempted: charges.calls, ChargesMade: charges.charged,
+		ChargeReplays: charges.replays, ChargeConflicts: charges.conflicts,
+		ReceiptCalls: receiptCalls, ReceiptsSent: receiptsSent,
 	}
 	t.mu.Unlock()
 	s.ConcurrentRaced = t.raced(p)

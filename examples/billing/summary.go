@@ -59,6 +59,37 @@ type Summary struct {
 
 	// Elapsed runs from the first publish to the last expected delivery.
 	Elapsed time.Duration
+
+	// Relays is the number of outbox relays.
+	Relays int
+	// RelaysWoken is true when the store woke the relays after each commit
+	// (PostgreSQL LISTEN/NOTIFY), false when they polled (SQLite).
+	RelaysWoken bool
+	// RelaysDuring is true when the relays ran while the consumer did
+	// (Options.RelaysDuring).
+	RelaysDuring bool
+	// OutboxDone and OutboxDead count the outbox rows by final state, read
+	// back from the database.
+	OutboxDone, OutboxDead int
+	// Drained is the time from the routers' close (the relays' start,
+	// unless RelaysDuring) to the last outbox row carried out.
+	Drained time.Duration
+	// Republished counts rows done at an attempt after the first (a lost
+	// reply, a failed call, a failed record).
+	Republished int
+	// DeadErrors holds the first dead rows' errors.
+	DeadErrors []string
+	// LostReplies is how many charge replies the demo dropped after the
+	// provider charged; PlannedLostReplies how many -lost-replies selected.
+	LostReplies, PlannedLostReplies int
+	// ChargesAttempted counts the HTTP calls to the payment provider;
+	// ChargesMade the distinct idempotency keys it charged; ChargeReplays
+	// the calls it answered with the original charge; ChargeConflicts the
+	// calls it refused (422) because a key came with another body.
+	ChargesAttempted, ChargesMade, ChargeReplays, ChargeConflicts int
+	// ReceiptCalls counts the HTTP calls to the mailer; ReceiptsSent the
+	// receipts it sent (one per key).
+	ReceiptCalls, ReceiptsSent int
 }
 
 // Injected returns the number of duplicate deliveries injected.
@@ -74,9 +105,19 @@ func (s *Summary) MessagesPerSecond() float64 {
 	return float64(s.Deliveries) / s.Elapsed.Seconds()
 }
 
+// RowsPerSecond returns the outbox rows carried out per second of Drained.
+func (s *Summary) RowsPerSecond() float64 {
+	if s.Drained <= 0 {
+		return 0
+	}
+	return float64(s.OutboxDone+s.OutboxDead) / s.Drained.Seconds()
+}
+
 // Check returns every way the run broke the guarantees, or nil: each order
 // moved exactly once, two outbox rows per order, each event applied once,
-// each injected duplicate skipped, nothing dead-lettered.
+// each injected duplicate skipped, nothing dead-lettered; every outbox row
+// done, each order charged exactly once (charges made = orders, whatever
+// the attempts) and sent exactly one receipt.
 func (s *Summary) Check() error {
 	var errs []error
 	fail := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
@@ -110,6 +151,24 @@ func (s *Summary) Check() error {
 	if s.UnknownEvents > 0 {
 		fail("%d deliveries of events never published", s.UnknownEvents)
 	}
+	if s.OutboxDone != 2*s.Events || s.OutboxDead > 0 {
+		fail("%d outbox rows done and %d dead, want all %d done %v", s.OutboxDone, s.OutboxDead, 2*s.Events, s.DeadErrors)
+	}
+	if s.ChargesMade != s.Events {
+		fail("%d charges made, want one per order: %d", s.ChargesMade, s.Events)
+	}
+	if s.ChargeConflicts > 0 {
+		fail("the provider refused %d charges whose idempotency key came with another body", s.ChargeConflicts)
+	}
+	if s.LostReplies != s.PlannedLostReplies || s.ChargeReplays < s.LostReplies {
+		fail("%d charge replies lost (%d planned), %d answered from the provider's stored result", s.LostReplies, s.PlannedLostReplies, s.ChargeReplays)
+	}
+	if s.ChargesAttempted < s.ChargesMade+s.LostReplies {
+		fail("%d charge calls, want at least %d charges + %d retries after a lost reply", s.ChargesAttempted, s.ChargesMade, s.LostReplies)
+	}
+	if s.ReceiptsSent != s.Events {
+		fail("%d receipts sent, want one per order: %d", s.ReceiptsSent, s.Events)
+	}
 	return errors.Join(errs...)
 }
 
@@ -132,6 +191,24 @@ func (s *Summary) Print(w io.Writer) {
 	row("outbox rows", "%d (%d orders without exactly charge + email.receipt)", s.OutboxRows, s.OutboxBadOrders)
 	row("elapsed", "%s", s.Elapsed.Round(time.Millisecond))
 	row("throughput", "%.0f messages/s", s.MessagesPerSecond())
+	wake := fmt.Sprintf("polling every %s", RelayPollInterval)
+	if s.RelaysWoken {
+		wake = fmt.Sprintf("woken by LISTEN/NOTIFY, polling every %s as a fallback", RelayPollInterval)
+	}
+	when := "started once the consumer finished"
+	if s.RelaysDuring {
+		when = "ran with the consumer"
+	}
+	row("relays", "%d (%s; concurrency %d each, %s)", s.Relays, when, RelayConcurrency, wake)
+	drained := fmt.Sprintf("drained in %s (%.0f rows/s)", s.Drained.Round(time.Millisecond), s.RowsPerSecond())
+	if s.RelaysDuring {
+		drained = fmt.Sprintf("drained %s after the consumer finished", s.Drained.Round(time.Millisecond))
+	}
+	row("outbox carried out", "done %d, dead %d, carried out again %d; %s", s.OutboxDone, s.OutboxDead, s.Republished, drained)
+	row("charges attempted", "%d HTTP calls (%d replies lost after the charge, retried with the same key)", s.ChargesAttempted, s.LostReplies)
+	row("charges made", "%d (distinct idempotency keys charged; %d calls answered with the original charge, %d refused)",
+		s.ChargesMade, s.ChargeReplays, s.ChargeConflicts)
+	row("receipts sent", "%d (%d HTTP calls)", s.ReceiptsSent, s.ReceiptCalls)
 	_ = tw.Flush()
 }
 

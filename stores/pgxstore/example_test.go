@@ -28,4 +28,9 @@ func ExampleMigrations() {
 	// CREATE INDEX "ag_inbox_received_at_idx" ON "billing"."ag_inbox" (received_at);
 	// CREATE TABLE "billing"."ag_outbox" (
 	// CREATE INDEX "ag_outbox_due_idx" ON "billing"."ag_outbox" (available_at) WHERE state IN ('pending', 'claimed');
+	// 002_outbox_relay
+	// CREATE INDEX "ag_outbox_done_at_idx" ON "billing"."ag_outbox" (done_at) WHERE state = 'done';
+	// CREATE INDEX "ag_outbox_dead_idx" ON "billing"."ag_outbox" (id) WHERE state = 'dead';
+	// CREATE FUNCTION "billing"."ag_outbox_notify"() RETURNS trigger LANGUAGE plpgsql AS $$
+	// CREATE TRIGGER ackgap_outbox_notify AFTER INSERT ON "billing"."ag_outbox"
 }

@@ -190,6 +190,15 @@ type Names struct {
 	InboxReceivedIndex, OutboxDueIndex string
 	// MigrationLockKey is a stable text to derive an advisory lock from.
 	MigrationLockKey string
+	// OutboxDoneIndex and OutboxDeadIndex index done and dead outbox rows
+	// (migration 002); unqualified, like the other index names.
+	OutboxDoneIndex, OutboxDeadIndex string
+	// OutboxNotifyFunc is the PostgreSQL trigger function that notifies
+	// relays of new outbox rows, schema-qualified when a schema is set.
+	OutboxNotifyFunc string
+	// SchemaDot is the quoted schema followed by a dot, or "" without a
+	// schema: it qualifies index names in DROP INDEX.
+	SchemaDot string
 }
 
 // TableNames returns the names for schema ("" = unqualified) and prefix
@@ -197,6 +206,10 @@ type Names struct {
 func TableNames(schema, prefix string) Names {
 	if prefix == "" {
 		prefix = stores.TablePrefixDefault
+	}
+	schemaDot := ""
+	if schema != "" {
+		schemaDot = stores.QuoteIdentifier(schema) + "."
 	}
 	q := func(name string) string {
 		if schema == "" {
@@ -211,5 +224,9 @@ func TableNames(schema, prefix string) Names {
 		InboxReceivedIndex: stores.QuoteIdentifier(prefix + "inbox_received_at_idx"),
 		OutboxDueIndex:     stores.QuoteIdentifier(prefix + "outbox_due_idx"),
 		MigrationLockKey:   q(prefix + "migration"),
+		OutboxDoneIndex:    stores.QuoteIdentifier(prefix + "outbox_done_at_idx"),
+		OutboxDeadIndex:    stores.QuoteIdentifier(prefix + "outbox_dead_idx"),
+		OutboxNotifyFunc:   q(prefix + "outbox_notify"),
+		SchemaDot:          schemaDot,
 	}
 }

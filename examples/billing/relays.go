@@ -1,0 +1,168 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ackgap/ackgap/outbox"
+	"github.com/ackgap/ackgap/stores"
+)
+
+// Settings of the demo's relays.
+const (
+	// RelayConcurrency is how many effects each relay runs at once.
+	RelayConcurrency = 8
+	// RelayPollInterval is how often an idle relay looks for due rows; on
+	// PostgreSQL a NOTIFY wakes it sooner.
+	RelayPollInterval = 50 * time.Millisecond
+	// RelayLease is how long a claim holds a row.
+	RelayLease = 30 * time.Second
+	// RelayRetryInitial and RelayRetryMax shape the relays' backoff: short,
+	// so that a lost reply is retried within the demo's run.
+	RelayRetryInitial = 20 * time.Millisecond
+	RelayRetryMax     = time.Second
+)
+
+// errReplyLost is what the charge effect returns, after the provider
+// charged, for the orders selected by -lost-replies.
+var errReplyLost = errors.New("simulated: the provider's reply was lost (a timeout after it charged)")
+
+// lostReplies drops the reply to the first charge call of selected orders:
+// the provider charged, but the relay does not know it and retries. The
+// retry carries the same idempotency key, so the provider answers with the
+// original charge instead of charging again.
+type lostReplies struct {
+	keys map[string]bool
+	lost atomic.Int64
+}
+
+func (l *lostReplies) wrap(charge outbox.Effect) outbox.Effect {
+	return func(ctx context.Context, row stores.OutboxRow) error {
+		if err := charge(ctx, row); err != nil {
+			return err
+		}
+		if row.Attempts == 1 && l.keys[row.IdempotencyKey] {
+			l.lost.Add(1)
+			return errReplyLost
+		}
+		return nil
+	}
+}
+
+// relayTally counts the relays' reports (outbox.Config.Observer).
+type relayTally struct {
+	mu sync.Mutex
+	// outcomes counts reports by outcome; republished counts rows done at
+	// an attempt after the first.
+	outcomes    map[outbox.Outcome]int
+	republished int
+	// deadErrs keeps the first dead rows' errors, for the failure message.
+	deadErrs []string
+}
+
+func (t *relayTally) observe(_ context.Context, r *outbox.Report) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.outcomes[r.Outcome]++
+	switch r.Outcome {
+	case outbox.OutcomeDone:
+		if r.Row.Attempts > 1 {
+			t.republished++
+		}
+	case outbox.OutcomeDead:
+		if len(t.deadErrs) < 3 {
+			t.deadErrs = append(t.deadErrs, fmt.Sprintf("%s: %v", r.Row.IdempotencyKey, r.Err))
+		}
+	}
+}
+
+// finished returns the rows that reached a final state (done or dead).
+func (t *relayTally) finished() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.outcomes[outbox.OutcomeDone] + t.outcomes[outbox.OutcomeDead]
+}
+
+// relays are the demo's relay instances, all on one store: like one relay
+// per service instance.
+type relays struct {
+	list   []*outbox.Relay
+	tally  *relayTally
+	woken  bool
+	cancel context.CancelFunc
+	errs   chan error
+	once   sync.Once
+	err    error
+}
+
+// startRelays starts n relays on store whose effects call svc: "charge"
+// rows POST to the payment provider, "email.receipt" rows to the mailer,
+// both with the row's idempotency key. They run until stop.
+func startRelays(ctx context.Context, store stores.OutboxStore, n int, svc *services, lost *lostReplies) (*relays, error) {
+	_, woken := store.(stores.OutboxListener)
+	rs := &relays{tally: &relayTally{outcomes: map[outbox.Outcome]int{}}, woken: woken, errs: make(chan error, n)}
+	effects := map[string]outbox.Effect{
+		KindCharge:  lost.wrap(outbox.HTTP(svc.client, svc.chargesURL)),
+		KindReceipt: outbox.HTTP(svc.client, svc.receiptsURL),
+	}
+	for range n {
+		r, err := outbox.New(store, &outbox.Config{
+			Effects: effects, Concurrency: RelayConcurrency, Lease: RelayLease, PollInterval: RelayPollInterval,
+			RetryInitialInterval: RelayRetryInitial, RetryMaxInterval: RelayRetryMax, Observer: rs.tally.observe,
+		})
+		if err != nil {
+			return nil, err
+		}
+		rs.list = append(rs.list, r)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	rs.cancel = cancel
+	for _, r := range rs.list {
+		go func() { rs.errs <- r.Run(runCtx) }()
+	}
+	return rs, nil
+}
+
+// waitDrained waits until want rows reached a final state, then checks
+// the store's backlog is empty. It gives up when timeout fires or ctx
+// ends.
+func (rs *relays) waitDrained(ctx context.Context, store stores.OutboxStore, want int, timeout <-chan time.Time) error {
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	for rs.tally.finished() < want {
+		select {
+		case <-tick.C:
+		case <-timeout:
+			rs.tally.mu.Lock()
+			defer rs.tally.mu.Unlock()
+			return fmt.Errorf("timed out waiting for the outbox to drain: relay outcomes %v", rs.tally.outcomes)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	st, err := store.OutboxStats(ctx, &stores.OutboxStatsParams{})
+	if err != nil {
+		return fmt.Errorf("outbox stats: %w", err)
+	}
+	if st.Backlog() != 0 {
+		return fmt.Errorf("the relays finished %d rows, but the outbox still holds %d pending and %d claimed", want, st.Pending, st.Claimed)
+	}
+	return nil
+}
+
+// stop stops the relays and waits for them; it is safe to call twice.
+func (rs *relays) stop() error {
+	rs.once.Do(func() {
+		rs.cancel()
+		var errs []error
+		for range rs.list {
+			errs = append(errs, <-rs.errs)
+		}
+		rs.err = errors.Join(errs...)
+	})
+	return rs.err
+}

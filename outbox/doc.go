@@ -1,0 +1,83 @@
+// Package outbox carries out the external effects that handlers record as
+// outbox rows (middleware.AddOutbox): each exactly once as far as the
+// other side can tell, because every call carries the row's idempotency
+// key, derived from the business event (design.md invariant 7).
+//
+//	relay, err := outbox.New(store, &outbox.Config{Effects: map[string]outbox.Effect{
+//		"charge":        outbox.HTTP(client, "https://payments.example/charges"),
+//		"order.charged": outbox.Publish(publisher, "orders.charged"),
+//	}})
+//	if err != nil { ... }
+//	go relay.Run(ctx) // until ctx ends; run it on every instance
+//
+// For each row, a [Relay]:
+//
+//  1. claims it, with others, in one short statement (PostgreSQL: FOR
+//     UPDATE SKIP LOCKED; SQLite: BEGIN IMMEDIATE), setting a lease
+//     (Config.Lease) and a new claim token, and counting the attempt;
+//  2. calls the effect registered for its kind, outside any transaction,
+//     with the row (idempotency key, payload, headers) and a timeout
+//     (Config.EffectTimeout, shorter than the lease);
+//  3. records the outcome in another short statement, guarded by the
+//     claim token: done; retry later (exponential backoff from
+//     Config.RetryInitialInterval, doubling, capped at
+//     Config.RetryMaxInterval, ±20% jitter; at least what a [RetryAfter]
+//     error asks); or dead (an ackgap.Permanent error, or
+//     Config.MaxAttempts attempts) with the last error kept.
+//
+// No database connection is held while an effect runs: a slow provider
+// does not starve the consumers of connections.
+//
+// # Crashes and duplicates
+//
+// A relay that dies between the call and the record leaves its row
+// claimed; once the lease lapses another relay (or the restarted one)
+// claims it and calls the effect again with the same idempotency key, so
+// the other side must dedupe on it: payment APIs do (Idempotency-Key, see
+// [HTTP]); a Watermill consumer behind ackgap's inbox does (the [Publish]
+// effect sets the event id to the key). When recording fails after the
+// other side confirmed, the same happens one lease later: the lease is the
+// backoff, there is no tight loop. A relay whose lease lapsed and whose
+// row was claimed again records nothing (OutcomeClaimLost). A row claimed
+// more than MaxAttempts times without an outcome (a poison row that
+// crashes the relay) is marked dead without calling its effect.
+//
+// # Several relays
+//
+// Run a relay on every instance: claims never overlap, and a relay that
+// stops or dies only delays its rows by a lease. On PostgreSQL a relay
+// LISTENs for the NOTIFY that migration 002's trigger sends at the commit
+// of a transaction that added outbox rows, and claims at once; polling
+// (Config.PollInterval) is the fallback. SQLite is polled.
+//
+// The wake-up is a statement-level AFTER INSERT trigger rather than a
+// pg_notify in the insert: it covers rows inserted by any code or tool,
+// PostgreSQL folds the notifications of one transaction into one, it is
+// delivered only at commit, and it can be switched off without a code
+// change. It has a cost: NOTIFY takes a database-wide lock at commit, so
+// transactions that add outbox rows commit one at a time (in the billing
+// demo, 4 concurrent consumers on a 2-CPU machine lost about 20% of their
+// throughput). Where a poll interval of latency is fine, switch it off
+// with ALTER TABLE ackgap_outbox DISABLE TRIGGER ackgap_outbox_notify; the
+// relays then poll. Measured commit-to-effect latency with an idle relay:
+// about 1 ms woken by NOTIFY, about half the poll interval polling.
+//
+// # Order
+//
+// The relay guarantees no order between rows. Claims take the oldest due
+// rows first (available_at, then id), so a backlog drains roughly in
+// commit order, but effects run concurrently (Config.Concurrency), several
+// relays interleave, and a row that fails is retried later while younger
+// rows go ahead: one failing row never blocks the others. An effect whose
+// order matters must carry what orders it (a version, a sequence) so the
+// receiver can apply it with a guarded transition and skip stale ones.
+//
+// # Operations
+//
+// [Relay.Stats] (backlog, dead rows, age of the oldest row not carried
+// out), [Relay.List] (pending or dead rows with their last error),
+// [Relay.Redrive] (dead rows back to pending, attempts reset) and
+// [Relay.PruneDone] (delete rows done longer than Config.DoneRetention
+// ago; Run does it every Config.PruneInterval). The store methods behind
+// them are in stores.OutboxStore.
+package outbox

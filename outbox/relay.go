@@ -1,0 +1,630 @@
+package outbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/ThreeDotsLabs/watermill"
+
+	"github.com/ackgap/ackgap"
+	"github.com/ackgap/ackgap/stores"
+)
+
+// Defaults and limits of [Config].
+const (
+	// ConcurrencyDefault is how many effects one relay runs at once.
+	ConcurrencyDefault = 10
+	// ConcurrencyMax is the largest Concurrency: a claim takes at most this
+	// many rows (stores.OutboxClaimLimitMax).
+	ConcurrencyMax = stores.OutboxClaimLimitMax
+	// LeaseDefault is how long a claim holds a row.
+	LeaseDefault = time.Minute
+	// PollIntervalDefault is the time between two claims when nothing woke
+	// the relay.
+	PollIntervalDefault = time.Second
+	// MaxAttemptsDefault is how many times a row's effect is tried before
+	// the row is dead. With the default backoff (1 s doubling to 10 min)
+	// the 20th attempt comes about 2 hours after the first.
+	MaxAttemptsDefault = 20
+	// RetryInitialIntervalDefault is the backoff after the first failure.
+	RetryInitialIntervalDefault = time.Second
+	// RetryMaxIntervalDefault caps the backoff.
+	RetryMaxIntervalDefault = 10 * time.Minute
+	// RetryJitter spreads each backoff uniformly over ±20% of it, so rows
+	// that failed together (an outage) do not come back together.
+	RetryJitter = 0.2
+	// RetryAfterMax caps the delay a [RetryAfter] error (an HTTP
+	// Retry-After header) asks for.
+	RetryAfterMax = 24 * time.Hour
+	// StopTimeoutDefault bounds how long Run waits, once its context
+	// ended, for effects in flight to finish and be recorded.
+	StopTimeoutDefault = 10 * time.Second
+	// RecordTimeoutDefault bounds the statement that records an outcome.
+	RecordTimeoutDefault = 5 * time.Second
+	// DoneRetentionDefault is how long done rows are kept before Run prunes
+	// them: while a done row exists, its idempotency key dedupes a second
+	// insert of the same effect (stores.Store.InsertOutboxTx).
+	DoneRetentionDefault = 7 * 24 * time.Hour
+	// PruneIntervalDefault is the time between two prunes of done rows.
+	PruneIntervalDefault = time.Hour
+	// LastErrorMaxBytes caps the error text kept on a row.
+	LastErrorMaxBytes = 2048
+)
+
+// Config configures a [Relay]. Fields left zero take the default named in
+// their doc; negative values are configuration errors.
+type Config struct {
+	// Effects maps an outbox row kind (stores.OutboxInsertParams.Kind) to
+	// the effect that carries it out. The relay claims only rows of these
+	// kinds: rows of other kinds wait for a relay that has them. Required,
+	// at least one; kinds non-empty, effects non-nil.
+	Effects map[string]Effect
+	// Concurrency is how many effects run at once. The relay claims only
+	// as many rows as it has free slots, so a claimed row's lease starts
+	// when its effect does. Default ConcurrencyDefault (10), at most
+	// ConcurrencyMax (1000).
+	Concurrency int
+	// Lease is how long a claim holds a row: a relay that dies mid-effect
+	// loses its rows to the next claimer after Lease, and the effect is
+	// repeated with the same idempotency key. Longer means slower recovery
+	// after a crash; shorter than an effect call means a second relay may
+	// call it while the first still is. Default LeaseDefault (1 min).
+	Lease time.Duration
+	// EffectTimeout bounds one effect call (its ctx); it must be shorter
+	// than Lease. Default: half of Lease (30 s with the default Lease).
+	EffectTimeout time.Duration
+	// PollInterval is the time between two claims when nothing woke the
+	// relay. Stores with notifications (pgxstore: LISTEN/NOTIFY) wake it at
+	// once after a commit, and polling is the fallback; SQLite is only
+	// polled. Default PollIntervalDefault (1 s).
+	PollInterval time.Duration
+	// MaxAttempts is how many times a row's effect is tried, the first
+	// included; a row that fails that often is dead (redrivable). Default
+	// MaxAttemptsDefault (20).
+	MaxAttempts int
+	// RetryInitialInterval is the backoff after the first failure; it
+	// doubles with each attempt up to RetryMaxInterval, ±RetryJitter.
+	// Defaults 1 s and 10 min.
+	RetryInitialInterval, RetryMaxInterval time.Duration
+	// StopTimeout bounds how long Run waits, once its context ended, for
+	// effects in flight; after it their contexts are cancelled, and rows
+	// whose effect then fails are left claimed: their lease lapses and
+	// another relay carries them out again. Default StopTimeoutDefault
+	// (10 s); 0 is replaced by the default, so use a tiny value to cancel
+	// at once.
+	StopTimeout time.Duration
+	// RecordTimeout bounds the statement that records an outcome. It runs
+	// even after Run's context ended, so a finished effect is recorded.
+	// Default RecordTimeoutDefault (5 s).
+	RecordTimeout time.Duration
+	// DoneRetention is how long done rows are kept: Run deletes rows done
+	// longer ago every PruneInterval. Default DoneRetentionDefault (7
+	// days).
+	DoneRetention time.Duration
+	// PruneInterval is the time between two prunes of done rows by Run.
+	// Default PruneIntervalDefault (1 h).
+	PruneInterval time.Duration
+	// Observer receives a [Report] per row carried out (or not), from the
+	// goroutine that carried it out, once its outcome was recorded. It is
+	// called concurrently and must not block. Default nil.
+	Observer func(ctx context.Context, r *Report)
+	// Logger receives errors (claims, recording) and dead rows. Default
+	// watermill.NopLogger.
+	Logger watermill.LoggerAdapter
+	// Now is the clock of reports and of Run's pruning cutoff; claims,
+	// leases and delays use the store's clock. Default time.Now.
+	Now func() time.Time
+}
+
+// WithDefaults returns a copy of c with every zero field set to its
+// default. Effects is copied, not shared.
+func (c Config) WithDefaults() Config {
+	c.Effects = maps.Clone(c.Effects)
+	if c.Concurrency == 0 {
+		c.Concurrency = ConcurrencyDefault
+	}
+	if c.Lease == 0 {
+		c.Lease = LeaseDefault
+	}
+	if c.EffectTimeout == 0 {
+		c.EffectTimeout = c.Lease / 2
+	}
+	if c.PollInterval == 0 {
+		c.PollInterval = PollIntervalDefault
+	}
+	if c.MaxAttempts == 0 {
+		c.MaxAttempts = MaxAttemptsDefault
+	}
+	if c.RetryInitialInterval == 0 {
+		c.RetryInitialInterval = RetryInitialIntervalDefault
+	}
+	if c.RetryMaxInterval == 0 {
+		c.RetryMaxInterval = RetryMaxIntervalDefault
+	}
+	if c.StopTimeout == 0 {
+		c.StopTimeout = StopTimeoutDefault
+	}
+	if c.RecordTimeout == 0 {
+		c.RecordTimeout = RecordTimeoutDefault
+	}
+	if c.DoneRetention == 0 {
+		c.DoneRetention = DoneRetentionDefault
+	}
+	if c.PruneInterval == 0 {
+		c.PruneInterval = PruneIntervalDefault
+	}
+	if c.Logger == nil {
+		c.Logger = watermill.NopLogger{}
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	var errs []error
+	if len(c.Effects) == 0 {
+		errs = append(errs, errors.New("Effects is empty: the relay needs an effect per outbox row kind"))
+	}
+	for _, kind := range slices.Sorted(maps.Keys(c.Effects)) {
+		if kind == "" {
+			errs = append(errs, errors.New(`Effects has the empty kind ""`))
+		}
+		if c.Effects[kind] == nil {
+			errs = append(errs, fmt.Errorf("Effects[%q] is nil", kind))
+		}
+	}
+	if c.Concurrency < 1 || c.Concurrency > ConcurrencyMax {
+		errs = append(errs, fmt.Errorf("Concurrency is %d, must be in [1, %d]", c.Concurrency, ConcurrencyMax))
+	}
+	if c.Lease < time.Millisecond {
+		errs = append(errs, fmt.Errorf("Lease is %s, must be at least 1ms", c.Lease))
+	}
+	if c.EffectTimeout <= 0 || c.EffectTimeout >= c.Lease {
+		errs = append(errs, fmt.Errorf("EffectTimeout is %s, must be positive and shorter than Lease (%s): "+
+			"an effect still running when its lease lapses may be called again by another relay", c.EffectTimeout, c.Lease))
+	}
+	if c.PollInterval <= 0 {
+		errs = append(errs, fmt.Errorf("PollInterval is %s, must be positive", c.PollInterval))
+	}
+	if c.MaxAttempts < 1 {
+		errs = append(errs, fmt.Errorf("MaxAttempts is %d, must be at least 1", c.MaxAttempts))
+	}
+	if c.RetryInitialInterval <= 0 || c.RetryMaxInterval < c.RetryInitialInterval {
+		errs = append(errs, fmt.Errorf("RetryInitialInterval %s and RetryMaxInterval %s: want 0 < initial <= max",
+			c.RetryInitialInterval, c.RetryMaxInterval))
+	}
+	if c.StopTimeout < 0 {
+		errs = append(errs, fmt.Errorf("StopTimeout is %s, must not be negative", c.StopTimeout))
+	}
+	if c.RecordTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("RecordTimeout is %s, must be positive", c.RecordTimeout))
+	}
+	if c.DoneRetention <= 0 {
+		errs = append(errs, fmt.Errorf("DoneRetention is %s, must be positive", c.DoneRetention))
+	}
+	if c.PruneInterval <= 0 {
+		errs = append(errs, fmt.Errorf("PruneInterval is %s, must be positive", c.PruneInterval))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("invalid config: %w", err)
+	}
+	return nil
+}
+
+// Outcome is what the relay recorded for one row.
+type Outcome string
+
+const (
+	// OutcomeDone: the effect returned nil and the row is done.
+	OutcomeDone Outcome = "done"
+	// OutcomeRetry: the effect failed and the row is pending again, due
+	// after Report.Delay.
+	OutcomeRetry Outcome = "retry"
+	// OutcomeDead: the effect failed permanently, or for the
+	// Config.MaxAttempts-th time, and the row is dead.
+	OutcomeDead Outcome = "dead"
+	// OutcomeClaimLost: the row was no longer claimed by this relay when
+	// its outcome was to be recorded (its lease lapsed and another relay
+	// claimed it, or an operator moved it); nothing was written.
+	OutcomeClaimLost Outcome = "claim_lost"
+	// OutcomeUnrecorded: the outcome could not be recorded (a database
+	// error, in Report.RecordErr) or is unknown (the relay stopped
+	// mid-effect). The row stays claimed until its lease lapses, then it is
+	// carried out again with the same idempotency key.
+	OutcomeUnrecorded Outcome = "unrecorded"
+)
+
+// Report describes one row carried out by a relay.
+type Report struct {
+	// Row is the row as claimed: Attempts counts this attempt (1 for the
+	// first).
+	Row stores.OutboxRow
+	// Claim is the claim the relay held.
+	Claim stores.OutboxClaim
+	// Outcome is what was recorded.
+	Outcome Outcome
+	// Err is the effect's error; nil when it succeeded (also for
+	// OutcomeClaimLost and OutcomeUnrecorded, whose effect may have
+	// succeeded).
+	Err error
+	// RecordErr is why the outcome was not recorded (OutcomeUnrecorded).
+	RecordErr error
+	// Delay is the backoff before the next attempt (OutcomeRetry).
+	Delay time.Duration
+	// Claimed is when the row was claimed; Started and Finished bracket
+	// the effect call (zero when it was not called); Recorded is when the
+	// outcome was recorded (zero if it was not).
+	Claimed, Started, Finished, Recorded time.Time
+}
+
+// Relay carries out outbox rows: it claims due rows under a lease in a
+// short statement, calls each row's effect outside any transaction with
+// the row's idempotency key, and records the outcome in another short
+// statement, guarded by the claim (design.md invariant 7). Any number of
+// relays, in one process or many, may run on one store: a row is claimed
+// by one at a time. A Relay is safe for concurrent use; Run runs once at a
+// time.
+type Relay struct {
+	store    stores.OutboxStore
+	listener stores.OutboxListener
+	cfg      Config
+	kinds    []string
+	running  atomic.Bool
+}
+
+// New returns a Relay on store; cfg is required because Effects is. When
+// store also implements stores.OutboxListener (pgxstore does), Run is
+// woken right after commits that added rows; wrap the store with
+// [PollOnly] to poll only. It does not touch the database. It returns an
+// error wrapping "invalid config" that names every bad field.
+func New(store stores.OutboxStore, cfg *Config) (*Relay, error) {
+	if cfg == nil {
+		return nil, errors.New("invalid config: Config is nil: Effects is required")
+	}
+	if store == nil {
+		return nil, errors.New("invalid config: store is nil")
+	}
+	c := cfg.WithDefaults()
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	r := &Relay{store: store, cfg: c, kinds: slices.Sorted(maps.Keys(c.Effects))}
+	if l, ok := store.(stores.OutboxListener); ok {
+		r.listener = l
+	}
+	return r, nil
+}
+
+// PollOnly returns store without its stores.OutboxListener, if it has one:
+// a relay on it polls every Config.PollInterval and is never woken.
+func PollOnly(store stores.OutboxStore) stores.OutboxStore {
+	return pollOnly{store}
+}
+
+type pollOnly struct{ stores.OutboxStore }
+
+// Run carries out due rows until ctx ends, then returns nil. It claims as
+// many due rows as it has free slots (Config.Concurrency) and calls their
+// effects concurrently. While claims come back full (a backlog), it claims
+// again as soon as half its slots are free, so one claim statement serves
+// several rows; otherwise it claims when woken by the store
+// (stores.OutboxListener), when a retried row comes due, or every
+// Config.PollInterval. It also deletes
+// rows done more than Config.DoneRetention ago, every
+// Config.PruneInterval. Claim and recording errors are logged, not
+// returned: a database that is briefly unreachable does not stop the
+// relay.
+//
+// When ctx ends, Run stops claiming and waits up to Config.StopTimeout for
+// the effects in flight to return and their outcomes to be recorded; then
+// it cancels their contexts and waits for them to return. A row whose
+// effect was cut short stays claimed, and its lease lapses. Run returns
+// only once every goroutine it started has ended. It returns
+// ErrAlreadyRunning if the relay is running already.
+func (r *Relay) Run(ctx context.Context) error {
+	if !r.running.CompareAndSwap(false, true) {
+		return ErrAlreadyRunning
+	}
+	defer r.running.Store(false)
+
+	wake := make(chan struct{}, 1)
+	bgCtx, stopBG := context.WithCancel(ctx)
+	var bg sync.WaitGroup
+	defer func() {
+		stopBG()
+		bg.Wait()
+	}()
+	if r.listener != nil {
+		bg.Go(func() { r.listen(bgCtx, wake) })
+	}
+	bg.Go(func() { r.prune(bgCtx) })
+
+	// Effects run on a context that outlives ctx by up to StopTimeout.
+	workCtx, hardStop := context.WithCancel(context.WithoutCancel(ctx))
+	defer hardStop()
+	var workers sync.WaitGroup
+	finished := make(chan time.Time, r.cfg.Concurrency) // a retry's due time, or zero
+	inflight := 0
+	defer r.drain(&workers, hardStop)
+
+	poll := time.NewTimer(0)
+	defer poll.Stop()
+	nextPoll := time.Now()
+	more := true // claim at once
+	for {
+		// Claim for at least half the slots at a time: a claim per freed
+		// slot would cost a statement (and a commit) per row.
+		if more && r.cfg.Concurrency-inflight >= max(1, r.cfg.Concurrency/2) {
+			want := r.cfg.Concurrency - inflight
+			rows, err := r.claim(ctx, want)
+			if err != nil && ctx.Err() == nil {
+				r.cfg.Logger.Error("outbox relay: claim failed", err, nil)
+			}
+			claimed := r.cfg.Now()
+			for _, row := range rows {
+				inflight++
+				workers.Go(func() {
+					rep := r.carryOut(workCtx, row, claimed)
+					var due time.Time
+					if rep.Outcome == OutcomeRetry {
+						due = time.Now().Add(rep.Delay)
+					}
+					finished <- due
+				})
+			}
+			// A full claim means more rows may be due: claim again as soon as
+			// a slot is free. Otherwise wait for a wake-up or the poll.
+			more = err == nil && len(rows) == want
+			nextPoll = time.Now().Add(r.cfg.PollInterval)
+			poll.Reset(r.cfg.PollInterval)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case due := <-finished:
+			inflight--
+			if !due.IsZero() && due.Before(nextPoll) {
+				nextPoll = due
+				poll.Reset(max(time.Until(due), 0))
+			}
+		case <-wake:
+			more = true
+		case <-poll.C:
+			more = true
+		}
+	}
+}
+
+// RunOnce claims up to Config.Concurrency due rows, carries them out
+// concurrently and returns how many it claimed, whatever their outcomes
+// (see Config.Observer for those). Effects run on ctx: if it ends
+// mid-effect, that row's outcome is not recorded and its lease lapses. It
+// suits tests and jobs run by a scheduler; Run is the long-running form.
+// RunOnce may run alongside Run.
+func (r *Relay) RunOnce(ctx context.Context) (int, error) {
+	rows, err := r.claim(ctx, r.cfg.Concurrency)
+	if err != nil {
+		return 0, err
+	}
+	claimed := r.cfg.Now()
+	var wg sync.WaitGroup
+	for _, row := range rows {
+		wg.Go(func() { r.carryOut(ctx, row, claimed) })
+	}
+	wg.Wait()
+	return len(rows), nil
+}
+
+func (r *Relay) claim(ctx context.Context, n int) ([]stores.ClaimedOutboxRow, error) {
+	res, err := r.store.ClaimOutbox(ctx, &stores.OutboxClaimParams{Limit: n, Lease: r.cfg.Lease, Kinds: r.kinds})
+	if err != nil {
+		return nil, fmt.Errorf("outbox relay: claim: %w", err)
+	}
+	return res.Rows, nil
+}
+
+// drain waits for the workers, up to StopTimeout; then it cancels their
+// contexts and waits for them to return.
+func (r *Relay) drain(workers *sync.WaitGroup, hardStop context.CancelFunc) {
+	done := make(chan struct{})
+	go func() {
+		workers.Wait()
+		close(done)
+	}()
+	t := time.NewTimer(r.cfg.StopTimeout)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		hardStop()
+		<-done
+	}
+}
+
+// listen runs the store's listener, restarting it after a failure, and
+// turns its notifications into wake-ups (coalesced: one pending wake-up
+// is enough).
+func (r *Relay) listen(ctx context.Context, wake chan<- struct{}) {
+	notify := func() {
+		select {
+		case wake <- struct{}{}:
+		default:
+		}
+	}
+	for {
+		err := r.listener.ListenOutbox(ctx, &stores.OutboxListenParams{Notify: notify})
+		if ctx.Err() != nil {
+			return
+		}
+		r.cfg.Logger.Error("outbox relay: listening for new rows failed; polling until it is back", err, nil)
+		t := time.NewTimer(r.cfg.PollInterval)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// prune deletes old done rows now and every PruneInterval until ctx ends.
+func (r *Relay) prune(ctx context.Context) {
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if _, err := r.PruneDone(ctx); err != nil && ctx.Err() == nil {
+			r.cfg.Logger.Error("outbox relay: pruning done rows failed", err, nil)
+		}
+		t.Reset(r.cfg.PruneInterval)
+	}
+}
+
+// carryOut calls row's effect and records the outcome. ctx is the work
+// context: when it is cancelled (the relay's hard stop) mid-effect, the
+// outcome is left unrecorded.
+func (r *Relay) carryOut(ctx context.Context, row stores.ClaimedOutboxRow, claimed time.Time) *Report {
+	rep := &Report{Row: row.OutboxRow, Claim: row.Claim, Claimed: claimed}
+	defer func() {
+		r.log(rep)
+		if r.cfg.Observer != nil {
+			r.cfg.Observer(ctx, rep)
+		}
+	}()
+	if row.Attempts > r.cfg.MaxAttempts {
+		// Earlier attempts ended without an outcome: do not call an effect
+		// that may be what crashes the relay.
+		rep.Err = fmt.Errorf("%w: claimed %d times, the limit is %d, and no earlier attempt recorded an outcome (relays crashed, stopped or could not record)",
+			ErrAttemptsExhausted, row.Attempts, r.cfg.MaxAttempts)
+		r.record(ctx, rep, OutcomeDead)
+		return rep
+	}
+	effectCtx, cancel := context.WithTimeout(ctx, r.cfg.EffectTimeout)
+	rep.Started = r.cfg.Now()
+	rep.Err = call(effectCtx, r.cfg.Effects[row.Kind], row.OutboxRow)
+	rep.Finished = r.cfg.Now()
+	cancel()
+	switch err := rep.Err; {
+	case err != nil && ctx.Err() != nil:
+		rep.Outcome, rep.RecordErr = OutcomeUnrecorded, fmt.Errorf("relay stopped mid-effect, the lease will lapse: %w", ctx.Err())
+	case err == nil:
+		r.record(ctx, rep, OutcomeDone)
+	case ackgap.IsPermanent(err):
+		r.record(ctx, rep, OutcomeDead)
+	case row.Attempts >= r.cfg.MaxAttempts:
+		rep.Err = fmt.Errorf("%w (%d of %d): %w", ErrAttemptsExhausted, row.Attempts, r.cfg.MaxAttempts, err)
+		r.record(ctx, rep, OutcomeDead)
+	default:
+		rep.Delay = r.backoff(row.Attempts, err)
+		r.record(ctx, rep, OutcomeRetry)
+	}
+	return rep
+}
+
+// call runs effect, turning a panic into an error.
+func call(ctx context.Context, effect Effect, row stores.OutboxRow) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("outbox effect for kind %q panicked: %v", row.Kind, p)
+		}
+	}()
+	return effect(ctx, row)
+}
+
+// record writes the outcome, guarded by the claim, on a context detached
+// from the relay's stop and bounded by RecordTimeout.
+func (r *Relay) record(ctx context.Context, rep *Report, outcome Outcome) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.RecordTimeout)
+	defer cancel()
+	c := rep.Claim
+	var res *stores.OutboxSettleResult
+	var err error
+	switch outcome {
+	case OutcomeDone:
+		res, err = r.store.MarkOutboxDoneIfClaimed(rctx, &stores.OutboxMarkDoneParams{ID: c.ID, ClaimToken: c.Token})
+	case OutcomeRetry:
+		res, err = r.store.RetryOutboxIfClaimed(rctx, &stores.OutboxRetryParams{
+			ID: c.ID, ClaimToken: c.Token, Delay: rep.Delay, LastError: lastError(rep.Err),
+		})
+	case OutcomeDead:
+		res, err = r.store.MarkOutboxDeadIfClaimed(rctx, &stores.OutboxMarkDeadParams{ID: c.ID, ClaimToken: c.Token, LastError: lastError(rep.Err)})
+	}
+	switch {
+	case err != nil:
+		rep.Outcome, rep.RecordErr = OutcomeUnrecorded, err
+	case !res.Changed:
+		rep.Outcome = OutcomeClaimLost
+	default:
+		rep.Outcome, rep.Recorded = outcome, r.cfg.Now()
+	}
+}
+
+// backoff returns the delay before attempt+1: RetryInitialInterval
+// doubled per attempt, capped at RetryMaxInterval, ±RetryJitter; at least
+// what a RetryAfter error asked for (capped at RetryAfterMax).
+func (r *Relay) backoff(attempt int, err error) time.Duration {
+	d := r.cfg.RetryInitialInterval
+	for i := 1; i < attempt && d < r.cfg.RetryMaxInterval; i++ {
+		d *= 2
+	}
+	d = min(d, r.cfg.RetryMaxInterval)
+	d = time.Duration(float64(d) * (1 + RetryJitter*(2*rand.Float64()-1)))
+	d = min(d, r.cfg.RetryMaxInterval)
+	if after, ok := retryAfterOf(err); ok {
+		d = max(d, min(after, RetryAfterMax))
+	}
+	return d
+}
+
+// lastError is err's text as kept on a row: at most LastErrorMaxBytes of
+// valid UTF-8 without NUL bytes (PostgreSQL text refuses both).
+func lastError(err error) string {
+	if err == nil {
+		return ""
+	}
+	s := err.Error()
+	if len(s) > LastErrorMaxBytes {
+		s = s[:LastErrorMaxBytes]
+		for len(s) > 0 && !utf8.ValidString(s) {
+			s = s[:len(s)-1]
+		}
+	}
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "")
+}
+
+func (r *Relay) log(rep *Report) {
+	fields := watermill.LogFields{
+		"outbox_id": rep.Row.ID, "kind": rep.Row.Kind, "idempotency_key": rep.Row.IdempotencyKey,
+		"attempt": rep.Row.Attempts, "outcome": string(rep.Outcome),
+	}
+	switch rep.Outcome {
+	case OutcomeUnrecorded:
+		r.cfg.Logger.Error("outbox relay: outcome not recorded; the row is carried out again when its lease lapses",
+			errors.Join(rep.RecordErr, rep.Err), fields)
+	case OutcomeDead:
+		r.cfg.Logger.Error("outbox relay: row is dead", rep.Err, fields)
+	case OutcomeRetry:
+		fields["delay"] = rep.Delay
+		fields["error"] = rep.Err
+		r.cfg.Logger.Info("outbox relay: effect failed, will retry", fields)
+	case OutcomeClaimLost:
+		r.cfg.Logger.Info("outbox relay: claim lost before recording (lease lapsed?)", fields)
+	default:
+		r.cfg.Logger.Trace("outbox relay: done", fields)
+	}
+}

@@ -1,0 +1,120 @@
+package outbox_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/ThreeDotsLabs/watermill/pubsub/gochannel"
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ackgap/ackgap/middleware"
+	"github.com/ackgap/ackgap/outbox"
+	"github.com/ackgap/ackgap/router"
+	"github.com/ackgap/ackgap/stores"
+)
+
+// failDoneOnce is a store whose "mark done" of one row fails once, after
+// the effect went through: the connection broke, the database restarted.
+type failDoneOnce struct {
+	stores.OutboxStore
+	id     int64
+	failed atomic.Bool
+}
+
+var errInjected = errors.New("injected: connection reset while marking the row done")
+
+func (f *failDoneOnce) MarkOutboxDoneIfClaimed(ctx context.Context, p *stores.OutboxMarkDoneParams) (*stores.OutboxSettleResult, error) {
+	if p.ID == f.id && f.failed.CompareAndSwap(false, true) {
+		return nil, errInjected
+	}
+	return f.OutboxStore.MarkOutboxDoneIfClaimed(ctx, p)
+}
+
+// TestS16MarkDoneFailsOnce is case S16 (b): rows O1..O3 with keys K1..K3
+// are published to a broker whose consumer runs behind ackgap's inbox.
+// After the broker confirmed O2, recording "done" fails once. O2 is
+// published again one lease later (not in a tight loop) with the same
+// event id K2, the consumer skips the copy as a duplicate, and O2 ends
+// done.
+func TestS16MarkDoneFailsOnce(t *testing.T) {
+	bothStores(t,
+		func(t *testing.T, b *backend[*sqlTx]) { s16(t, b) },
+		func(t *testing.T, b *backend[pgx.Tx]) { s16(t, b) })
+}
+
+func s16[TTx any](t *testing.T, b *backend[TTx]) {
+	const lease = time.Second
+	// Publish returns once the consumer acked: the broker's confirmation.
+	pubsub := gochannel.NewGoChannel(gochannel.Config{BlockPublishUntilSubscriberAck: true}, nil)
+	var mu sync.Mutex
+	outcomes := map[middleware.Outcome]int{}
+	deliveries := map[string]int{}
+	consumer, err := router.New(b.store, &router.Config{
+		DeadLetter: pubsub, CloseTimeout: 5 * time.Second,
+		Observer: func(_ context.Context, r *middleware.Report) {
+			mu.Lock()
+			defer mu.Unlock()
+			outcomes[r.Outcome]++
+			deliveries[r.EventID]++
+		},
+	})
+	require.NoError(t, err)
+	require.NoError(t, consumer.AddHandler("downstream", "orders.events", pubsub,
+		func(context.Context, TTx, *message.Message) error { return nil }))
+	runErr := make(chan error, 1)
+	go func() { runErr <- consumer.Run(context.Background()) }()
+	<-consumer.Running()
+
+	ids := insert(t, b.store,
+		stores.OutboxInsertParams{Kind: "order.event", IdempotencyKey: "K1", Payload: []byte(`{"order":"O1"}`)},
+		stores.OutboxInsertParams{Kind: "order.event", IdempotencyKey: "K2", Payload: []byte(`{"order":"O2"}`)},
+		stores.OutboxInsertParams{Kind: "order.event", IdempotencyKey: "K3", Payload: []byte(`{"order":"O3"}`)})
+	o2 := ids[1]
+	reps := newReports()
+	relay, err := outbox.New(&failDoneOnce{OutboxStore: b.store, id: o2}, &outbox.Config{
+		Effects: map[string]outbox.Effect{"order.event": outbox.Publish(pubsub, "orders.events")},
+		Lease:   lease, PollInterval: 10 * time.Millisecond, Observer: reps.observe,
+	})
+	require.NoError(t, err)
+	stop := running(t, relay)
+	require.Eventually(t, func() bool { return len(reps.outcomes(o2)) == 2 }, 20*time.Second, 5*time.Millisecond)
+	time.Sleep(5 * 10 * time.Millisecond) // a few more polls: nothing more may be published
+	stop()
+	require.NoError(t, consumer.Close())
+	require.NoError(t, <-runErr)
+
+	for _, id := range []int64{ids[0], ids[2]} {
+		require.Equal(t, []outbox.Outcome{outbox.OutcomeDone}, reps.outcomes(id))
+	}
+	r2 := reps.of(o2)
+	require.Equal(t, []outbox.Outcome{outbox.OutcomeUnrecorded, outbox.OutcomeDone}, []outbox.Outcome{r2[0].Outcome, r2[1].Outcome})
+	require.NoError(t, r2[0].Err, "the broker confirmed O2")
+	require.ErrorIs(t, r2[0].RecordErr, errInjected)
+	require.Equal(t, []int{1, 2}, []int{r2[0].Row.Attempts, r2[1].Row.Attempts})
+	require.GreaterOrEqual(t, r2[1].Started.Sub(r2[0].Started), lease-50*time.Millisecond,
+		"republished once the lease lapsed: the lease is the backoff, no tight loop")
+
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, map[string]int{"K1": 1, "K2": 2, "K3": 1}, deliveries, "O2 republished with the same event id K2")
+	require.Equal(t, 3, outcomes[middleware.OutcomeApplied])
+	require.Equal(t, 1, outcomes[middleware.OutcomeDuplicate], "duplicates_skipped=1 downstream")
+	published, republished := 0, 0
+	for _, r := range reps.list {
+		if r.Outcome == outbox.OutcomeDone {
+			published++
+			if r.Row.Attempts > 1 {
+				republished++
+			}
+		}
+	}
+	require.Equal(t, []int{3, 1}, []int{published, republished}, "outbox_published=3, outbox_republished=1")
+	row := rowOf(t, b.store, o2)
+	require.Equal(t, []any{stores.OutboxDone, 2}, []any{row.State, row.Attempts}, "O2 ends done")
+}

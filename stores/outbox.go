@@ -1,0 +1,297 @@
+package stores
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// OutboxStore is what an outbox relay (package outbox) needs from a store,
+// beside [Store]: claim due rows under a lease, record each row's outcome
+// behind a guard, and the operations around them (redrive, prune, stats).
+// It is a separate interface so that [Store], which third parties
+// implement, stays as it is; pgxstore and sqlitestore implement both, and
+// storetest.RunOutbox is its conformance suite.
+//
+// The life of a row: pending -> claimed (ClaimOutbox) -> done
+// (MarkOutboxDoneIfClaimed), back to pending (RetryOutboxIfClaimed), or
+// dead (MarkOutboxDeadIfClaimed); dead -> pending (RedriveOutboxIfDead);
+// done rows are deleted after a retention (PruneOutboxIfDone). A claimed
+// row whose lease lapsed is due again: a relay that crashed mid-effect
+// loses it to the next claimer, which repeats the effect with the same
+// idempotency key (design.md invariant 7).
+//
+// Every method is one short statement (or one short transaction) and
+// holds nothing open between calls: a relay calls its effects between
+// ClaimOutbox and the Mark/Retry call, outside any transaction.
+// Implementations are safe for concurrent use, by many relays in one or
+// many processes.
+type OutboxStore interface {
+	OutboxLister
+
+	// ClaimOutbox claims at most p.Limit due rows, oldest due first
+	// (available_at, then id): rows whose state is pending, or claimed with
+	// a lapsed lease, and whose available_at is not after now. Each claimed
+	// row gets state claimed, attempts + 1, a new claim token, and
+	// claimed_until = available_at = now + p.Lease (so one index range on
+	// available_at finds pending and lapsed rows alike). Two concurrent
+	// claimers never get the same row (PostgreSQL: FOR UPDATE SKIP LOCKED;
+	// SQLite: one writer, BEGIN IMMEDIATE). The result's rows carry the
+	// values after the claim, ordered by id.
+	ClaimOutbox(ctx context.Context, p *OutboxClaimParams) (*OutboxClaimResult, error)
+
+	// MarkOutboxDoneIfClaimed sets the row done (done_at = now) if it is
+	// still claimed under p.ClaimToken. Otherwise (its lease lapsed and
+	// another claimer took it, or an operator moved it) it writes nothing
+	// and reports Changed false.
+	MarkOutboxDoneIfClaimed(ctx context.Context, p *OutboxMarkDoneParams) (*OutboxSettleResult, error)
+
+	// RetryOutboxIfClaimed sets the row back to pending, due at now +
+	// p.Delay, with last_error = p.LastError, if it is still claimed under
+	// p.ClaimToken; otherwise it writes nothing and reports Changed false.
+	// Attempts is not changed: ClaimOutbox counts attempts.
+	RetryOutboxIfClaimed(ctx context.Context, p *OutboxRetryParams) (*OutboxSettleResult, error)
+
+	// MarkOutboxDeadIfClaimed sets the row dead with last_error =
+	// p.LastError if it is still claimed under p.ClaimToken; otherwise it
+	// writes nothing and reports Changed false. Dead rows are never claimed;
+	// RedriveOutboxIfDead brings them back.
+	MarkOutboxDeadIfClaimed(ctx context.Context, p *OutboxMarkDeadParams) (*OutboxSettleResult, error)
+
+	// RedriveOutboxIfDead sets dead rows (those of p.IDs, or every dead row
+	// of p.Kind) back to pending, due now, with attempts reset to 0, at
+	// most p.Limit of them. last_error is kept. Rows that are not dead are
+	// left alone.
+	RedriveOutboxIfDead(ctx context.Context, p *OutboxRedriveParams) (*OutboxRedriveResult, error)
+
+	// PruneOutboxIfDone deletes at most p.Limit done rows whose done_at is
+	// before p.Before. Rows in any other state are never deleted. Several
+	// callers at once are safe.
+	PruneOutboxIfDone(ctx context.Context, p *OutboxPruneParams) (*OutboxPruneResult, error)
+
+	// OutboxStats counts rows by state (done rows are not counted) and
+	// finds the oldest row not yet carried out, for metrics and alerts.
+	OutboxStats(ctx context.Context, p *OutboxStatsParams) (*OutboxStatsResult, error)
+}
+
+// OutboxListener is implemented by stores that can tell a relay at once
+// that a transaction added outbox rows (pgxstore: LISTEN/NOTIFY). Stores
+// without it are polled.
+type OutboxListener interface {
+	// ListenOutbox listens until ctx ends (then it returns nil) or the
+	// listening connection fails (then it returns the error; call it
+	// again). It calls p.Notify once listening has begun, so that rows
+	// committed before are not missed, and then after each commit that
+	// inserted outbox rows. A notification is only a hint to claim now: a
+	// relay must still poll, since a notification can be lost while no one
+	// is listening.
+	ListenOutbox(ctx context.Context, p *OutboxListenParams) error
+}
+
+// Defaults and limits of the outbox relay methods.
+const (
+	// OutboxClaimLimitDefault is the row cap of ClaimOutbox when Limit is 0.
+	OutboxClaimLimitDefault = 10
+	// OutboxClaimLimitMax is the largest Limit ClaimOutbox accepts.
+	OutboxClaimLimitMax = 1000
+	// OutboxRedriveLimitDefault is the row cap of RedriveOutboxIfDead when
+	// Limit is 0.
+	OutboxRedriveLimitDefault = 1000
+	// OutboxPruneLimitDefault is the row cap of PruneOutboxIfDone when
+	// Limit is 0.
+	OutboxPruneLimitDefault = 1000
+)
+
+// OutboxClaimParams are the input of [OutboxStore.ClaimOutbox].
+type OutboxClaimParams struct {
+	// Limit caps the rows claimed; 0 means OutboxClaimLimitDefault (10), at
+	// most OutboxClaimLimitMax (1000).
+	Limit int
+	// Lease is how long the claim holds the row: until now + Lease no other
+	// claimer takes it. It must cover the effect call and recording its
+	// outcome. Required, positive; stored with microsecond precision.
+	Lease time.Duration
+	// Kinds, when not empty, limits the claim to rows of these kinds (the
+	// kinds a relay has effects for). Empty claims every kind.
+	Kinds []string
+	// Now is the claim time; zero means the store's clock (PostgreSQL's
+	// now(), so that relays on hosts with skewed clocks agree on leases).
+	Now time.Time
+}
+
+// Validate returns every problem with p at once (errors.Join), or nil.
+func (p *OutboxClaimParams) Validate() error {
+	var errs []error
+	if p.Limit < 0 || p.Limit > OutboxClaimLimitMax {
+		errs = append(errs, fmt.Errorf("Limit is %d, must be in [0, %d]", p.Limit, OutboxClaimLimitMax))
+	}
+	if p.Lease < time.Microsecond {
+		errs = append(errs, fmt.Errorf("Lease is %s, must be at least 1µs", p.Lease))
+	}
+	for i, k := range p.Kinds {
+		if k == "" {
+			errs = append(errs, fmt.Errorf("Kinds[%d] is empty", i))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("invalid outbox claim: %w", err)
+	}
+	return nil
+}
+
+// LimitOrDefault returns Limit, or OutboxClaimLimitDefault when it is 0.
+func (p *OutboxClaimParams) LimitOrDefault() int {
+	if p.Limit == 0 {
+		return OutboxClaimLimitDefault
+	}
+	return p.Limit
+}
+
+// OutboxClaim identifies one claim of one row: the guard of the Mark and
+// Retry methods.
+type OutboxClaim struct {
+	// ID is the row's id.
+	ID int64
+	// Token is new for every claim (random, 32 hex digits): a claimer whose
+	// lease lapsed and whose row was claimed again holds a stale token, and
+	// its Mark or Retry call changes nothing.
+	Token string
+	// Until is when the lease ends (claimed_until).
+	Until time.Time
+}
+
+// ClaimedOutboxRow is a row as [OutboxStore.ClaimOutbox] left it, with
+// its claim.
+type ClaimedOutboxRow struct {
+	// OutboxRow holds the row's values after the claim: State claimed,
+	// Attempts counting this claim, AvailableAt equal to Claim.Until.
+	OutboxRow
+	// Claim is the guard to pass to the Mark and Retry methods.
+	Claim OutboxClaim
+}
+
+// OutboxClaimResult is the output of [OutboxStore.ClaimOutbox].
+type OutboxClaimResult struct {
+	// Rows are the claimed rows, ordered by id; empty when none was due.
+	Rows []ClaimedOutboxRow
+}
+
+// OutboxMarkDoneParams are the input of [OutboxStore.MarkOutboxDoneIfClaimed].
+type OutboxMarkDoneParams struct {
+	// ID is the claimed row's id (OutboxClaim.ID). Required.
+	ID int64
+	// ClaimToken is the claim's token (OutboxClaim.Token). Required.
+	ClaimToken string
+	// Now is recorded as done_at; zero means the store's clock.
+	Now time.Time
+}
+
+// OutboxRetryParams are the input of [OutboxStore.RetryOutboxIfClaimed].
+type OutboxRetryParams struct {
+	// ID is the claimed row's id (OutboxClaim.ID). Required.
+	ID int64
+	// ClaimToken is the claim's token (OutboxClaim.Token). Required.
+	ClaimToken string
+	// Delay is how long after now the row is due again; 0 means at once.
+	// Relative to the store's clock, like the lease, so relays with
+	// skewed clocks agree. Stored with microsecond precision.
+	Delay time.Duration
+	// LastError describes the failure; it is kept on the row.
+	LastError string
+	// Now is the time Delay counts from; zero means the store's clock.
+	Now time.Time
+}
+
+// OutboxMarkDeadParams are the input of [OutboxStore.MarkOutboxDeadIfClaimed].
+type OutboxMarkDeadParams struct {
+	// ID is the claimed row's id (OutboxClaim.ID). Required.
+	ID int64
+	// ClaimToken is the claim's token (OutboxClaim.Token). Required.
+	ClaimToken string
+	// LastError says why the row is dead; it is kept on the row.
+	LastError string
+}
+
+// OutboxSettleResult is the output of the Mark and Retry methods.
+type OutboxSettleResult struct {
+	// Changed is true when the row was still claimed under the token and
+	// now has the new state; false when the guard found it otherwise and
+	// nothing was written (the claim was lost).
+	Changed bool
+}
+
+// OutboxRedriveParams are the input of [OutboxStore.RedriveOutboxIfDead].
+// Zero fields do not filter.
+type OutboxRedriveParams struct {
+	// IDs limits the redrive to these rows; empty means every dead row (of
+	// Kind).
+	IDs []int64
+	// Kind limits the redrive to one kind.
+	Kind string
+	// Limit caps the rows redriven by one call; 0 means
+	// OutboxRedriveLimitDefault (1000).
+	Limit int
+	// Now is the rows' new available_at; zero means the store's clock.
+	Now time.Time
+}
+
+// OutboxRedriveResult is the output of [OutboxStore.RedriveOutboxIfDead].
+type OutboxRedriveResult struct {
+	// Redriven is the number of rows moved from dead to pending.
+	Redriven int64
+}
+
+// OutboxPruneParams are the input of [OutboxStore.PruneOutboxIfDone].
+type OutboxPruneParams struct {
+	// Before: done rows whose done_at is before this instant are deleted.
+	// Required.
+	Before time.Time
+	// Limit caps the rows deleted by one call; 0 means
+	// OutboxPruneLimitDefault (1000).
+	Limit int
+}
+
+// OutboxPruneResult is the output of [OutboxStore.PruneOutboxIfDone].
+type OutboxPruneResult struct {
+	// Deleted is the number of rows deleted.
+	Deleted int64
+}
+
+// OutboxStatsParams are the input of [OutboxStore.OutboxStats].
+type OutboxStatsParams struct {
+	// Kind limits the counts to one kind; "" counts every kind.
+	Kind string
+}
+
+// OutboxStatsResult is the output of [OutboxStore.OutboxStats].
+type OutboxStatsResult struct {
+	// Pending counts pending rows (due now or later); Claimed rows being
+	// carried out (or whose claimer died, until the lease lapses); Dead
+	// rows waiting for a redrive.
+	Pending, Claimed, Dead int64
+	// OldestPendingCreatedAt is the created_at of the oldest row that is
+	// pending or claimed; zero when there is none. Its age is the longest
+	// any effect has been waiting since its transaction committed.
+	OldestPendingCreatedAt time.Time
+}
+
+// Backlog returns the rows not yet carried out: Pending + Claimed.
+func (r *OutboxStatsResult) Backlog() int64 { return r.Pending + r.Claimed }
+
+// OldestPendingAge returns how long the oldest pending or claimed row has
+// waited at now, or 0 when there is none.
+func (r *OutboxStatsResult) OldestPendingAge(now time.Time) time.Duration {
+	if r.OldestPendingCreatedAt.IsZero() {
+		return 0
+	}
+	return max(now.Sub(r.OldestPendingCreatedAt), 0)
+}
+
+// OutboxListenParams are the input of [OutboxListener.ListenOutbox].
+type OutboxListenParams struct {
+	// Notify is called from the listening goroutine once listening has
+	// begun and after each commit that added outbox rows. It must not
+	// block. Required.
+	Notify func()
+}

@@ -1,0 +1,262 @@
+package pgxstore
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/ackgap/ackgap/stores"
+)
+
+var (
+	_ stores.OutboxStore    = (*Store)(nil)
+	_ stores.OutboxListener = (*Store)(nil)
+)
+
+// nowSQL is the time a statement runs at: $1 when set, else the
+// database's clock, so that relays on hosts with skewed clocks agree.
+const nowSQL = `COALESCE($1::timestamptz, now())`
+
+// ClaimOutbox implements [stores.OutboxStore.ClaimOutbox] in one
+// statement (its own short transaction): a SELECT ... FOR UPDATE SKIP
+// LOCKED of the due rows, oldest due first, and an UPDATE of those rows.
+// A row another claimer has locked is skipped, and one it claimed and
+// committed meanwhile fails the re-checked WHERE clause (its available_at
+// moved to its lease's end), so two claimers never get one row.
+func (s *Store) ClaimOutbox(ctx context.Context, p *stores.OutboxClaimParams) (*stores.OutboxClaimResult, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	token, err := newClaimToken()
+	if err != nil {
+		return nil, err
+	}
+	var kinds []string
+	if len(p.Kinds) > 0 {
+		kinds = p.Kinds
+	}
+	o := s.names.Outbox
+	q := `WITH due AS (
+    SELECT id FROM ` + o + `
+    WHERE state IN ('pending', 'claimed') AND available_at <= ` + nowSQL + `
+      AND ($2::text[] IS NULL OR kind = ANY($2::text[]))
+    ORDER BY available_at, id
+    LIMIT $3
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE ` + o + ` AS o SET state = 'claimed', attempts = o.attempts + 1, claim_token = $4,
+    claimed_until = ` + nowSQL + ` + $5::bigint * interval '1 microsecond',
+    available_at = ` + nowSQL + ` + $5::bigint * interval '1 microsecond'
+FROM due WHERE o.id = due.id
+RETURNING o.id, o.kind, o.idempotency_key, o.payload, o.headers, o.consumer, o.event_id, o.state,
+    o.attempts, o.last_error, o.created_at, o.available_at, o.claimed_until`
+	rows, err := s.pool.Query(ctx, q, nullTime(p.Now), kinds, p.LimitOrDefault(), token, p.Lease.Microseconds())
+	if err != nil {
+		return nil, interpretError("claim outbox", err)
+	}
+	defer rows.Close()
+	res := &stores.OutboxClaimResult{}
+	for rows.Next() {
+		var c stores.ClaimedOutboxRow
+		if err := scanRow(rows, &c.OutboxRow, &c.Claim.Until); err != nil {
+			return nil, interpretError("claim outbox", err)
+		}
+		c.Claim.ID, c.Claim.Token = c.ID, token
+		res.Rows = append(res.Rows, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, interpretError("claim outbox", err)
+	}
+	slices.SortFunc(res.Rows, func(a, b stores.ClaimedOutboxRow) int { return cmp.Compare(a.ID, b.ID) })
+	return res, nil
+}
+
+// MarkOutboxDoneIfClaimed implements
+// [stores.OutboxStore.MarkOutboxDoneIfClaimed]: one UPDATE whose WHERE
+// clause holds the guard (state claimed, the claim's token).
+func (s *Store) MarkOutboxDoneIfClaimed(ctx context.Context, p *stores.OutboxMarkDoneParams) (*stores.OutboxSettleResult, error) {
+	return s.settle(ctx, "mark outbox row done", p.ClaimToken, `UPDATE `+s.names.Outbox+`
+SET state = 'done', done_at = `+nowSQL+`, claimed_until = NULL, claim_token = NULL
+WHERE id = $2 AND state = 'claimed' AND claim_token = $3`, nullTime(p.Now), p.ID, p.ClaimToken)
+}
+
+// RetryOutboxIfClaimed implements [stores.OutboxStore.RetryOutboxIfClaimed].
+func (s *Store) RetryOutboxIfClaimed(ctx context.Context, p *stores.OutboxRetryParams) (*stores.OutboxSettleResult, error) {
+	if p.Delay < 0 {
+		return nil, fmt.Errorf("retry outbox row: Delay is %s, must not be negative", p.Delay)
+	}
+	return s.settle(ctx, "retry outbox row", p.ClaimToken, `UPDATE `+s.names.Outbox+`
+SET state = 'pending', available_at = `+nowSQL+` + $4::bigint * interval '1 microsecond', last_error = $5,
+    claimed_until = NULL, claim_token = NULL
+WHERE id = $2 AND state = 'claimed' AND claim_token = $3`, nullTime(p.Now), p.ID, p.ClaimToken, p.Delay.Microseconds(), p.LastError)
+}
+
+// MarkOutboxDeadIfClaimed implements
+// [stores.OutboxStore.MarkOutboxDeadIfClaimed].
+func (s *Store) MarkOutboxDeadIfClaimed(ctx context.Context, p *stores.OutboxMarkDeadParams) (*stores.OutboxSettleResult, error) {
+	return s.settle(ctx, "mark outbox row dead", p.ClaimToken, `UPDATE `+s.names.Outbox+`
+SET state = 'dead', last_error = $3, claimed_until = NULL, claim_token = NULL
+WHERE id = $1 AND state = 'claimed' AND claim_token = $2`, p.ID, p.ClaimToken, p.LastError)
+}
+
+// settle runs one guarded UPDATE of a claimed row and reports whether it
+// changed the row.
+func (s *Store) settle(ctx context.Context, op, token, q string, args ...any) (*stores.OutboxSettleResult, error) {
+	if token == "" {
+		return nil, fmt.Errorf("%s: ClaimToken is empty", op)
+	}
+	tag, err := s.pool.Exec(ctx, q, args...)
+	if err != nil {
+		return nil, interpretError(op, err)
+	}
+	return &stores.OutboxSettleResult{Changed: tag.RowsAffected() == 1}, nil
+}
+
+// RedriveOutboxIfDead implements [stores.OutboxStore.RedriveOutboxIfDead].
+func (s *Store) RedriveOutboxIfDead(ctx context.Context, p *stores.OutboxRedriveParams) (*stores.OutboxRedriveResult, error) {
+	limit := p.Limit
+	if limit <= 0 {
+		limit = stores.OutboxRedriveLimitDefault
+	}
+	var ids []int64
+	if len(p.IDs) > 0 {
+		ids = p.IDs
+	}
+	o := s.names.Outbox
+	tag, err := s.pool.Exec(ctx, `UPDATE `+o+`
+SET state = 'pending', attempts = 0, available_at = `+nowSQL+`, claimed_until = NULL, claim_token = NULL
+WHERE state = 'dead' AND id IN (
+    SELECT id FROM `+o+` WHERE state = 'dead' AND ($2::bigint[] IS NULL OR id = ANY($2::bigint[]))
+      AND ($3 = '' OR kind = $3)
+    ORDER BY id LIMIT $4 FOR UPDATE SKIP LOCKED)`, nullTime(p.Now), ids, p.Kind, limit)
+	if err != nil {
+		return nil, interpretError("redrive outbox", err)
+	}
+	return &stores.OutboxRedriveResult{Redriven: tag.RowsAffected()}, nil
+}
+
+// PruneOutboxIfDone implements [stores.OutboxStore.PruneOutboxIfDone]; rows
+// locked by another pruner are skipped (FOR UPDATE SKIP LOCKED).
+func (s *Store) PruneOutboxIfDone(ctx context.Context, p *stores.OutboxPruneParams) (*stores.OutboxPruneResult, error) {
+	if p.Before.IsZero() {
+		return nil, errors.New("prune outbox: Before is zero")
+	}
+	limit := p.Limit
+	if limit <= 0 {
+		limit = stores.OutboxPruneLimitDefault
+	}
+	o := s.names.Outbox
+	tag, err := s.pool.Exec(ctx, `DELETE FROM `+o+` WHERE state = 'done' AND id IN (
+    SELECT id FROM `+o+` WHERE state = 'done' AND done_at < $1 ORDER BY done_at LIMIT $2 FOR UPDATE SKIP LOCKED)`,
+		p.Before, limit)
+	if err != nil {
+		return nil, interpretError("prune outbox", err)
+	}
+	return &stores.OutboxPruneResult{Deleted: tag.RowsAffected()}, nil
+}
+
+// OutboxStats implements [stores.OutboxStore.OutboxStats] with one query
+// that reads only the partial indexes of pending, claimed and dead rows.
+func (s *Store) OutboxStats(ctx context.Context, p *stores.OutboxStatsParams) (*stores.OutboxStatsResult, error) {
+	o := s.names.Outbox
+	var oldest *time.Time
+	res := &stores.OutboxStatsResult{}
+	err := s.pool.QueryRow(ctx, `SELECT
+    count(*) FILTER (WHERE state = 'pending'),
+    count(*) FILTER (WHERE state = 'claimed'),
+    min(created_at),
+    (SELECT count(*) FROM `+o+` WHERE state = 'dead' AND ($1 = '' OR kind = $1))
+FROM `+o+` WHERE state IN ('pending', 'claimed') AND ($1 = '' OR kind = $1)`, p.Kind).
+		Scan(&res.Pending, &res.Claimed, &oldest, &res.Dead)
+	if err != nil {
+		return nil, interpretError("outbox stats", err)
+	}
+	if oldest != nil {
+		res.OldestPendingCreatedAt = *oldest
+	}
+	return res, nil
+}
+
+// ListenOutbox implements [stores.OutboxListener.ListenOutbox] with
+// PostgreSQL's LISTEN on a connection of its own, opened with the pool's
+// connection config (the pool's BeforeConnect and AfterConnect hooks do not
+// run) and closed on return: it never holds one of the pool's connections.
+// The channel is the one migration 002's trigger notifies:
+// "ackgap_outbox_" followed by the MD5 of "<schema>.<table>" of the outbox
+// table this store uses. With the trigger disabled (ALTER TABLE ...
+// DISABLE TRIGGER ackgap_outbox_notify, to spare commits NOTIFY's
+// database-wide lock) nothing is notified and relays poll.
+func (s *Store) ListenOutbox(ctx context.Context, p *stores.OutboxListenParams) error {
+	if p == nil || p.Notify == nil {
+		return errors.New("listen outbox: Notify is nil")
+	}
+	conn, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig.Copy())
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return interpretError("listen outbox: connect", err)
+	}
+	defer func() {
+		closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		defer cancel()
+		_ = conn.Close(closeCtx)
+	}()
+	var channel string
+	if err := conn.QueryRow(ctx, `SELECT 'ackgap_outbox_' || md5(n.nspname || '.' || c.relname)
+FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = $1::text::regclass`, s.names.Outbox).Scan(&channel); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return interpretError("listen outbox: find channel", err)
+	}
+	if _, err := conn.Exec(ctx, `LISTEN `+pgx.Identifier{channel}.Sanitize()); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return interpretError("listen outbox", err)
+	}
+	p.Notify()
+	for {
+		if _, err := conn.WaitForNotification(ctx); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return interpretError("listen outbox: wait", err)
+		}
+		p.Notify()
+	}
+}
+
+// scanRow scans the columns of outboxColumns, then extra.
+func scanRow(rows pgx.Rows, r *stores.OutboxRow, extra ...any) error {
+	var headers []byte
+	var state string
+	dest := append([]any{&r.ID, &r.Kind, &r.IdempotencyKey, &r.Payload, &headers, &r.Consumer, &r.EventID,
+		&state, &r.Attempts, &r.LastError, &r.CreatedAt, &r.AvailableAt}, extra...)
+	if err := rows.Scan(dest...); err != nil {
+		return err
+	}
+	r.State = stores.OutboxState(state)
+	if err := json.Unmarshal(headers, &r.Headers); err != nil {
+		return fmt.Errorf("outbox row %d: headers: %w", r.ID, err)
+	}
+	return nil
+}
+
+// newClaimToken returns 16 random bytes as 32 hex digits.
+func newClaimToken() (string, error) {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("claim token: %w", err)
+	}
+	return hex.EncodeToString(b), nil
+}

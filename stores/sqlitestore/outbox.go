@@ -1,0 +1,278 @@
+package sqlitestore
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/ackgap/ackgap/stores"
+)
+
+var _ stores.OutboxStore = (*Store)(nil)
+
+// The SQLite store has no [stores.OutboxListener]: SQLite has no
+// notifications across connections or processes, so relays poll.
+
+// ClaimOutbox implements [stores.OutboxStore.ClaimOutbox]: one UPDATE ...
+// WHERE id IN (the due rows, oldest due first) RETURNING, in a
+// transaction begun with BEGIN IMMEDIATE (the DSN's _txlock=immediate),
+// which takes SQLite's single write lock up front: claimers take turns,
+// and the second sees the first one's claims.
+func (s *Store) ClaimOutbox(ctx context.Context, p *stores.OutboxClaimParams) (*stores.OutboxClaimResult, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	token, err := newClaimToken()
+	if err != nil {
+		return nil, err
+	}
+	var kinds any // NULL: every kind
+	if len(p.Kinds) > 0 {
+		b, err := json.Marshal(p.Kinds)
+		if err != nil {
+			return nil, fmt.Errorf("claim outbox: kinds: %w", err)
+		}
+		kinds = string(b)
+	}
+	now := micros(p.Now)
+	until := now + p.Lease.Microseconds()
+	o := s.names.Outbox
+	res := &stores.OutboxClaimResult{}
+	err = s.writeTx(ctx, "claim outbox", func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, `UPDATE `+o+`
+SET state = 'claimed', attempts = attempts + 1, claim_token = ?4, claimed_until = ?5, available_at = ?5
+WHERE id IN (
+    SELECT id FROM `+o+`
+    WHERE state IN ('pending', 'claimed') AND available_at <= ?1
+      AND (?2 IS NULL OR kind IN (SELECT value FROM json_each(?2)))
+    ORDER BY available_at, id
+    LIMIT ?3)
+RETURNING id, kind, idempotency_key, payload, headers, consumer, event_id, state, attempts, last_error,
+    created_at, available_at, claimed_until`, now, kinds, p.LimitOrDefault(), token, until)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var c stores.ClaimedOutboxRow
+			var claimedUntil int64
+			if err := scanRow(rows, &c.OutboxRow, &claimedUntil); err != nil {
+				return err
+			}
+			c.Claim = stores.OutboxClaim{ID: c.ID, Token: token, Until: time.UnixMicro(claimedUntil)}
+			res.Rows = append(res.Rows, c)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(res.Rows, func(a, b stores.ClaimedOutboxRow) int { return cmp.Compare(a.ID, b.ID) })
+	return res, nil
+}
+
+// MarkOutboxDoneIfClaimed implements
+// [stores.OutboxStore.MarkOutboxDoneIfClaimed]: one UPDATE whose WHERE
+// clause holds the guard (state claimed, the claim's token).
+func (s *Store) MarkOutboxDoneIfClaimed(ctx context.Context, p *stores.OutboxMarkDoneParams) (*stores.OutboxSettleResult, error) {
+	return s.settle(ctx, "mark outbox row done", p.ClaimToken, `UPDATE `+s.names.Outbox+`
+SET state = 'done', done_at = ?1, claimed_until = NULL, claim_token = NULL
+WHERE id = ?2 AND state = 'claimed' AND claim_token = ?3`, micros(p.Now), p.ID, p.ClaimToken)
+}
+
+// RetryOutboxIfClaimed implements [stores.OutboxStore.RetryOutboxIfClaimed].
+func (s *Store) RetryOutboxIfClaimed(ctx context.Context, p *stores.OutboxRetryParams) (*stores.OutboxSettleResult, error) {
+	if p.Delay < 0 {
+		return nil, fmt.Errorf("retry outbox row: Delay is %s, must not be negative", p.Delay)
+	}
+	return s.settle(ctx, "retry outbox row", p.ClaimToken, `UPDATE `+s.names.Outbox+`
+SET state = 'pending', available_at = ?1, last_error = ?4, claimed_until = NULL, claim_token = NULL
+WHERE id = ?2 AND state = 'claimed' AND claim_token = ?3`, micros(p.Now)+p.Delay.Microseconds(), p.ID, p.ClaimToken, p.LastError)
+}
+
+// MarkOutboxDeadIfClaimed implements
+// [stores.OutboxStore.MarkOutboxDeadIfClaimed].
+func (s *Store) MarkOutboxDeadIfClaimed(ctx context.Context, p *stores.OutboxMarkDeadParams) (*stores.OutboxSettleResult, error) {
+	return s.settle(ctx, "mark outbox row dead", p.ClaimToken, `UPDATE `+s.names.Outbox+`
+SET state = 'dead', last_error = ?3, claimed_until = NULL, claim_token = NULL
+WHERE id = ?1 AND state = 'claimed' AND claim_token = ?2`, p.ID, p.ClaimToken, p.LastError)
+}
+
+// settle runs one guarded UPDATE of a claimed row and reports whether it
+// changed the row.
+func (s *Store) settle(ctx context.Context, op, token, q string, args ...any) (*stores.OutboxSettleResult, error) {
+	if token == "" {
+		return nil, fmt.Errorf("%s: ClaimToken is empty", op)
+	}
+	var n int64
+	err := s.writeTx(ctx, op, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, q, args...)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &stores.OutboxSettleResult{Changed: n == 1}, nil
+}
+
+// RedriveOutboxIfDead implements [stores.OutboxStore.RedriveOutboxIfDead].
+func (s *Store) RedriveOutboxIfDead(ctx context.Context, p *stores.OutboxRedriveParams) (*stores.OutboxRedriveResult, error) {
+	limit := p.Limit
+	if limit <= 0 {
+		limit = stores.OutboxRedriveLimitDefault
+	}
+	var ids any // NULL: every dead row
+	if len(p.IDs) > 0 {
+		b, err := json.Marshal(p.IDs)
+		if err != nil {
+			return nil, fmt.Errorf("redrive outbox: ids: %w", err)
+		}
+		ids = string(b)
+	}
+	o := s.names.Outbox
+	var n int64
+	err := s.writeTx(ctx, "redrive outbox", func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE `+o+`
+SET state = 'pending', attempts = 0, available_at = ?1, claimed_until = NULL, claim_token = NULL
+WHERE state = 'dead' AND id IN (
+    SELECT id FROM `+o+` WHERE state = 'dead' AND (?2 IS NULL OR id IN (SELECT value FROM json_each(?2)))
+      AND (?3 = '' OR kind = ?3)
+    ORDER BY id LIMIT ?4)`, micros(p.Now), ids, p.Kind, limit)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &stores.OutboxRedriveResult{Redriven: n}, nil
+}
+
+// PruneOutboxIfDone implements [stores.OutboxStore.PruneOutboxIfDone].
+// SQLite runs one writer at a time, so concurrent pruners take turns.
+func (s *Store) PruneOutboxIfDone(ctx context.Context, p *stores.OutboxPruneParams) (*stores.OutboxPruneResult, error) {
+	if p.Before.IsZero() {
+		return nil, errors.New("prune outbox: Before is zero")
+	}
+	limit := p.Limit
+	if limit <= 0 {
+		limit = stores.OutboxPruneLimitDefault
+	}
+	o := s.names.Outbox
+	var n int64
+	err := s.writeTx(ctx, "prune outbox", func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM `+o+` WHERE state = 'done' AND id IN (
+    SELECT id FROM `+o+` WHERE state = 'done' AND done_at < ?1 ORDER BY done_at LIMIT ?2)`, p.Before.UnixMicro(), limit)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &stores.OutboxPruneResult{Deleted: n}, nil
+}
+
+// OutboxStats implements [stores.OutboxStore.OutboxStats] with one query
+// that reads only the partial indexes of pending, claimed and dead rows.
+func (s *Store) OutboxStats(ctx context.Context, p *stores.OutboxStatsParams) (*stores.OutboxStatsResult, error) {
+	o := s.names.Outbox
+	var oldest sql.NullInt64
+	res := &stores.OutboxStatsResult{}
+	err := s.db.QueryRowContext(ctx, `SELECT
+    count(*) FILTER (WHERE state = 'pending'),
+    count(*) FILTER (WHERE state = 'claimed'),
+    min(created_at),
+    (SELECT count(*) FROM `+o+` WHERE state = 'dead' AND (?1 = '' OR kind = ?1))
+FROM `+o+` WHERE state IN ('pending', 'claimed') AND (?1 = '' OR kind = ?1)`, p.Kind).
+		Scan(&res.Pending, &res.Claimed, &oldest, &res.Dead)
+	if err != nil {
+		return nil, interpretError("outbox stats", err)
+	}
+	if oldest.Valid {
+		res.OldestPendingCreatedAt = time.UnixMicro(oldest.Int64)
+	}
+	return res, nil
+}
+
+// writeTurns holds, per *sql.DB that the outbox methods write through, a
+// one-slot semaphore. It is never pruned: one small entry per database
+// ever used.
+var writeTurns sync.Map // *sql.DB -> chan struct{}
+
+// writeTx runs fn in a write transaction (BEGIN IMMEDIATE with the DSN's
+// _txlock=immediate, so the write lock is taken, or waited for up to the
+// busy timeout, before the first statement) and commits it.
+//
+// The outbox writes of one process to one database first take turns on a
+// semaphore (waiting at most until ctx ends): SQLite's busy handler does not queue waiters but sleeps and
+// retries (1 ms, 2 ms, 5 ms, ... up to 100 ms per sleep), so a dozen relay
+// workers fighting for the write lock starve one another, and a write can
+// miss the busy timeout. Writers in other processes, and inbox
+// transactions, still meet at SQLite's lock.
+func (s *Store) writeTx(ctx context.Context, op string, fn func(tx *sql.Tx) error) error {
+	turn, _ := writeTurns.LoadOrStore(s.db, make(chan struct{}, 1))
+	select {
+	case turn.(chan struct{}) <- struct{}{}:
+	case <-ctx.Done():
+		return interpretError(op, ctx.Err())
+	}
+	defer func() { <-turn.(chan struct{}) }()
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return interpretError(op, err)
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return interpretError(op, err)
+	}
+	return interpretError(op, tx.Commit())
+}
+
+// rowScanner is *sql.Rows or *sql.Row.
+type rowScanner interface{ Scan(dest ...any) error }
+
+// scanRow scans the columns id, kind, idempotency_key, payload, headers,
+// consumer, event_id, state, attempts, last_error, created_at,
+// available_at, then extra.
+func scanRow(rows rowScanner, r *stores.OutboxRow, extra ...any) error {
+	var headers, state string
+	var created, available int64
+	dest := append([]any{&r.ID, &r.Kind, &r.IdempotencyKey, &r.Payload, &headers, &r.Consumer, &r.EventID,
+		&state, &r.Attempts, &r.LastError, &created, &available}, extra...)
+	if err := rows.Scan(dest...); err != nil {
+		return err
+	}
+	r.State = stores.OutboxState(state)
+	r.CreatedAt = time.UnixMicro(created)
+	r.AvailableAt = time.UnixMicro(available)
+	if err := json.Unmarshal([]byte(headers), &r.Headers); err != nil {
+		return fmt.Errorf("outbox row %d: headers: %w", r.ID, err)
+	}
+	return nil
+}
+
+// newClaimToken returns 16 random bytes as 32 hex digits.
+func newClaimToken() (string, error) {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("claim token: %w", err)
+	}
+	return hex.EncodeToString(b), nil
+}
