@@ -15,21 +15,7 @@ import (
 	"github.com/ackgap/ackgap/stores/storetest"
 )
 
-func TestOutboxConformance(t *testing.T) {
-	storetest.RunOutbox(t, func(t *testing.T) *storetest.Harness[pgx.Tx] {
-		store, pool := migrated(t, nil)
-		return &storetest.Harness[pgx.Tx]{
-			Store: store,
-			Exec: func(ctx context.Context, sql string) error {
-				_, err := pool.Exec(ctx, sql)
-				return err
-			},
-			QueryRow: func(ctx context.Context, sql string, dest ...any) error {
-				return pool.QueryRow(ctx, sql).Scan(dest...)
-			},
-		}
-	})
-}
+func TestOutboxConformance(t *testing.T) { storetest.RunOutbox(t, harness) }
 
 // TestListenOutbox: the listener is told once it listens, then after a
 // commit that added outbox rows, not for a rolled-back one, and not for

@@ -17,25 +17,22 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-func TestConformance(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) *storetest.Harness[pgx.Tx] {
-		pool, _ := testdb.Schema(t, 32)
-		store, err := pgxstore.New(pool, nil)
-		require.NoError(t, err)
-		_, err = store.Migrate(context.Background(), &stores.MigrateParams{})
-		require.NoError(t, err)
-		return &storetest.Harness[pgx.Tx]{
-			Store: store,
-			Exec: func(ctx context.Context, sql string) error {
-				_, err := pool.Exec(ctx, sql)
-				return err
-			},
-			QueryRow: func(ctx context.Context, sql string, dest ...any) error {
-				return pool.QueryRow(ctx, sql).Scan(dest...)
-			},
-		}
-	})
+// harness is the conformance suites' view of a fresh, migrated store.
+func harness(t *testing.T) *storetest.Harness[pgx.Tx] {
+	store, pool := migrated(t, nil)
+	return &storetest.Harness[pgx.Tx]{
+		Store: store,
+		Exec: func(ctx context.Context, sql string) error {
+			_, err := pool.Exec(ctx, sql)
+			return err
+		},
+		QueryRow: func(ctx context.Context, sql string, dest ...any) error {
+			return pool.QueryRow(ctx, sql).Scan(dest...)
+		},
+	}
 }
+
+func TestConformance(t *testing.T) { storetest.Run(t, harness) }
 
 // TestSchemaAndPrefix: with Config.Schema and TablePrefix set, Migrate
 // creates the schema and the prefixed, quoted tables in it, and the store

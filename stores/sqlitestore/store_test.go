@@ -27,18 +27,19 @@ func setup(t *testing.T) *sqlitestore.Store {
 	return store
 }
 
-func TestConformance(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) *storetest.Harness[*sql.Tx] {
-		store := setup(t)
-		return &storetest.Harness[*sql.Tx]{
-			Store: store,
-			Exec: func(ctx context.Context, q string) error {
-				_, err := store.DB().ExecContext(ctx, q)
-				return err
-			},
-			QueryRow: func(ctx context.Context, q string, dest ...any) error {
-				return store.DB().QueryRowContext(ctx, q).Scan(dest...)
-			},
-		}
-	})
+// harness is the conformance suites' view of a fresh, migrated store.
+func harness(t *testing.T) *storetest.Harness[*sql.Tx] {
+	store := setup(t)
+	return &storetest.Harness[*sql.Tx]{
+		Store: store,
+		Exec: func(ctx context.Context, q string) error {
+			_, err := store.DB().ExecContext(ctx, q)
+			return err
+		},
+		QueryRow: func(ctx context.Context, q string, dest ...any) error {
+			return store.DB().QueryRowContext(ctx, q).Scan(dest...)
+		},
+	}
 }
+
+func TestConformance(t *testing.T) { storetest.Run(t, harness) }
