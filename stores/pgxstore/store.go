@@ -106,28 +106,39 @@ func TxFromContext(ctx context.Context) (pgx.Tx, bool) {
 	return middleware.TxFromContext[pgx.Tx](ctx)
 }
 
-// BeginInbox implements [stores.Store.BeginInbox]: BEGIN, then INSERT ...
-// ON CONFLICT DO NOTHING into the inbox.
+// BeginInbox implements [stores.Store.BeginInbox] in one round trip: a
+// pgx batch of BEGIN, INSERT ... ON CONFLICT DO NOTHING into the inbox, and
+// a SELECT of the row's payload hash. The SELECT is a statement of its own,
+// so under READ COMMITTED it sees a row a concurrent delivery committed
+// while the INSERT waited on it.
 func (s *Store) BeginInbox(ctx context.Context, p *stores.BeginInboxParams) (*stores.BeginInboxResult[pgx.Tx], error) {
-	tx, err := s.pool.Begin(ctx)
-	if err != nil {
-		return nil, interpretError("begin", err)
-	}
-	tag, err := tx.Exec(ctx, s.q.inboxInsert, p.Consumer, p.EventID, p.PayloadHash, nullTime(p.Now))
-	if err != nil {
+	var b pgx.Batch
+	b.BeginTx(pgx.TxOptions{})
+	var inserted int64
+	var stored []byte
+	b.Queue(s.q.inboxInsert, p.Consumer, p.EventID, p.PayloadHash, nullTime(p.Now)).Exec(func(tag pgconn.CommandTag) error {
+		inserted = tag.RowsAffected()
+		return nil
+	})
+	b.Queue(s.q.inboxHash, p.Consumer, p.EventID).QueryRow(func(row pgx.Row) error {
+		err := row.Scan(&stored)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		return err
+	})
+	br := s.pool.SendBatch(ctx, &b)
+	tx := br.Tx()
+	if err := br.Close(); err != nil {
 		_ = tx.Rollback(context.WithoutCancel(ctx))
-		return nil, interpretError("insert inbox row", err)
+		return nil, interpretError("begin and insert inbox row", err)
 	}
-	if tag.RowsAffected() == 1 {
+	if inserted == 1 {
 		return &stores.BeginInboxResult[pgx.Tx]{Tx: tx}, nil
 	}
-	// A duplicate: the row was committed by an earlier delivery. A new
-	// statement sees it (READ COMMITTED takes a snapshot per statement).
-	var stored []byte
-	err = tx.QueryRow(ctx, s.q.inboxHash, p.Consumer, p.EventID).Scan(&stored)
-	_ = tx.Rollback(context.WithoutCancel(ctx))
-	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		return nil, interpretError("read inbox row", err)
+	// A duplicate: the row was committed by an earlier delivery.
+	if err := tx.Rollback(context.WithoutCancel(ctx)); err != nil {
+		return nil, interpretError("rollback duplicate", err)
 	}
 	return &stores.BeginInboxResult[pgx.Tx]{
 		Duplicate:       true,
