@@ -61,6 +61,7 @@ func realMain(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.Uint64Var(&o.Seed, "seed", SeedDefault, "seed choosing the duplicated events and the lost replies")
 	fs.IntVar(&o.Relays, "relays", RelaysDefault, "outbox relays carrying out the charges and receipts")
 	fs.Float64Var(&o.LostReplies, "lost-replies", LostRepliesDefault, "fraction of orders whose first charge reply is lost after the provider charged")
+	fs.IntVar(&o.RelayCrash, "relay-crash", RelayCrashDefault, "rows a relay calls out for before it is killed mid-effect, leaving them unrecorded (0: no relay crash)")
 	fs.BoolVar(&o.RelaysDuring, "relays-during", false, "run the relays while the consumer runs (default: start them once it finished)")
 	dsn := fs.String("dsn", "", "PostgreSQL URL (postgres://...); empty: SQLite in a temp dir")
 	keep := fs.Bool("keep", false, "keep the PostgreSQL schema (or the SQLite file) at exit")

@@ -32,7 +32,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // testOptions is a small run with every kind of duplicate.
 var testOptions = Options{
 	Events: 200, DupSeq: 0.1, DupCrash: 0.05, DupConcurrent: 0.05, Partitions: 4, Timeout: time.Minute,
-	Relays: 2, LostReplies: 0.05,
+	Relays: 2, LostReplies: 0.05, RelayCrash: 6,
 }
 
 // requireSummary asserts the numbers of a correct run of o.
@@ -77,13 +77,20 @@ func requireSummary(t *testing.T, s *Summary, o Options) {
 	require.Equal(t, 2*o.Events, s.OutboxDone)
 	require.Zero(t, s.OutboxDead)
 	require.Equal(t, lost, s.LostReplies)
+	crashed := 0
+	if !o.RelaysDuring {
+		crashed = o.RelayCrash
+	}
+	require.Equal(t, crashed, s.RelayCrashCut, "the killed relay left its calls unrecorded")
 	require.Equal(t, o.Events, s.ChargesMade, "charges made = orders")
-	require.Equal(t, o.Events+lost, s.ChargesAttempted, "one call per order, plus one retry per lost reply")
-	require.Equal(t, lost, s.ChargeReplays, "each retry got the original charge")
+	require.Equal(t, o.Events+lost+s.RelayCrashCharges, s.ChargesAttempted,
+		"one call per order, plus one retry per lost reply and per charge the killed relay made")
+	require.Equal(t, lost+s.RelayCrashCharges, s.ChargeReplays, "each repeated call got the original charge")
 	require.Zero(t, s.ChargeConflicts)
-	require.Equal(t, lost, s.Republished)
+	require.GreaterOrEqual(t, s.Republished, max(lost, crashed))
+	require.LessOrEqual(t, s.Republished, lost+crashed)
 	require.Equal(t, o.Events, s.ReceiptsSent)
-	require.Equal(t, o.Events, s.ReceiptCalls)
+	require.Equal(t, o.Events+crashed-s.RelayCrashCharges, s.ReceiptCalls)
 }
 
 func TestDemoSQLite(t *testing.T) {
@@ -163,7 +170,8 @@ func TestRealMain(t *testing.T) {
 	require.Contains(t, out.String(), "every order was charged once")
 	require.Contains(t, out.String(), "messages/s")
 	require.Regexp(t, `charges made\s+100 `, out.String())
-	require.Regexp(t, `charges attempted\s+105 HTTP calls \(5 replies lost`, out.String())
+	require.Regexp(t, `relay crash\s+1 relay killed mid-effect after calling out for 8 rows`, out.String())
+	require.Regexp(t, `charges attempted\s+1\d\d HTTP calls \(5 replies lost`, out.String())
 	require.Regexp(t, `receipts sent\s+100 `, out.String())
 
 	out.Reset()
@@ -183,6 +191,7 @@ func TestOptionsValidate(t *testing.T) {
 	require.ErrorContains(t, err, "dup-concurrent is -1")
 	require.ErrorContains(t, err, "lost-replies is 2")
 	require.ErrorContains(t, err, "relays is 17")
+	require.ErrorContains(t, Options{RelayCrash: -1}.WithDefaults().validate(), "relay-crash is -1")
 	require.ErrorContains(t, err, "their sum must be at most 1")
 	require.NoError(t, Options{}.WithDefaults().validate(), "the defaults without duplicates")
 	require.NoError(t, Options{DupSeq: DupSeqDefault, DupCrash: DupCrashDefault, DupConcurrent: DupConcurrentDefault}.WithDefaults().validate())

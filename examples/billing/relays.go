@@ -38,6 +38,7 @@ var errReplyLost = errors.New("simulated: the provider's reply was lost (a timeo
 type lostReplies struct {
 	keys map[string]bool
 	lost atomic.Int64
+	done sync.Map // keys whose reply was lost already: once per key
 }
 
 func (l *lostReplies) wrap(charge outbox.Effect) outbox.Effect {
@@ -45,9 +46,11 @@ func (l *lostReplies) wrap(charge outbox.Effect) outbox.Effect {
 		if err := charge(ctx, row); err != nil {
 			return err
 		}
-		if row.Attempts == 1 && l.keys[row.IdempotencyKey] {
-			l.lost.Add(1)
-			return errReplyLost
+		if l.keys[row.IdempotencyKey] {
+			if _, again := l.done.LoadOrStore(row.IdempotencyKey, true); !again {
+				l.lost.Add(1)
+				return errReplyLost
+			}
 		}
 		return nil
 	}
@@ -165,4 +168,73 @@ func (rs *relays) stop() error {
 		rs.err = errors.Join(errs...)
 	})
 	return rs.err
+}
+
+// Settings of the relay that the demo kills (Options.RelayCrash).
+const (
+	// CrashRelayLease is the killed relay's lease: its rows become due
+	// again this long after it claimed them.
+	CrashRelayLease = time.Second
+	// crashRelayWait bounds the wait for the doomed relay to claim rows.
+	crashRelayWait = 10 * time.Second
+)
+
+// crashRelay runs a relay that dies mid-effect, the way a relay process
+// killed with SIGKILL does: it claims up to n rows (with a short lease),
+// calls the provider for its charges — which charges — and then hangs
+// instead of recording anything. Once n effects hang (or no more rows
+// come) it is stopped with no time to finish: its effects are cut short,
+// no outcome is recorded, and its rows stay claimed until the lease
+// lapses. The relays started after it must carry them out again with the
+// same idempotency keys. It returns how many rows it left claimed, and
+// how many of those were charges.
+func crashRelay(ctx context.Context, store stores.OutboxStore, n int, svc *services) (cut, charges int, err error) {
+	var hung atomic.Int64
+	hang := func(call outbox.Effect) outbox.Effect {
+		return func(ectx context.Context, row stores.OutboxRow) error {
+			if err := call(ectx, row); err != nil {
+				return err
+			}
+			hung.Add(1)
+			<-ectx.Done() // the process dies here: the outcome is never recorded
+			return ectx.Err()
+		}
+	}
+	var cutRows, cutCharges atomic.Int64
+	r, err := outbox.New(store, &outbox.Config{
+		Effects: map[string]outbox.Effect{
+			KindCharge:  hang(outbox.HTTP(svc.client, svc.chargesURL)),
+			KindReceipt: hang(outbox.HTTP(svc.client, svc.receiptsURL)),
+		},
+		Concurrency: n, Lease: CrashRelayLease, PollInterval: RelayPollInterval, StopTimeout: time.Millisecond,
+		Observer: func(_ context.Context, rep *outbox.Report) {
+			if rep.Outcome == outbox.OutcomeUnrecorded {
+				cutRows.Add(1)
+				if rep.Row.Kind == KindCharge {
+					cutCharges.Add(1)
+				}
+			}
+		},
+	})
+	if err != nil {
+		return 0, 0, err
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- r.Run(runCtx) }()
+	deadline := time.After(crashRelayWait)
+	for hung.Load() < int64(n) {
+		select {
+		case <-deadline:
+			cancel()
+			<-done
+			return 0, 0, fmt.Errorf("the relay to be killed hung on %d of %d rows within %s", hung.Load(), n, crashRelayWait)
+		case <-time.After(time.Millisecond):
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		return 0, 0, fmt.Errorf("killed relay: %w", err)
+	}
+	return int(cutRows.Load()), int(cutCharges.Load()), nil
 }

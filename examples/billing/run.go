@@ -51,6 +51,9 @@ const (
 	RelaysDefault = 2
 	// RelaysMax caps Relays.
 	RelaysMax = 16
+	// RelayCrashDefault is how many rows a relay claims and calls out for
+	// before the demo kills it mid-effect (-relay-crash).
+	RelayCrashDefault = 8
 	// LostRepliesDefault is the fraction of orders whose first charge
 	// reply is lost after the provider charged (-lost-replies).
 	LostRepliesDefault = 0.05
@@ -98,6 +101,12 @@ type Options struct {
 	// idempotency key, and the provider answers with the original charge.
 	// Zero means none.
 	LostReplies float64
+	// RelayCrash is how many rows a relay started before the others claims
+	// and calls the effects for, and then dies without recording any
+	// outcome (as under SIGKILL): the other relays carry those rows out
+	// again after its lease (CrashRelayLease), with the same idempotency
+	// keys. Zero means no relay crash; ignored with RelaysDuring.
+	RelayCrash int
 	// RelaysDuring starts the relays with the routers, so they carry out
 	// rows while the consumer writes them, as in production. By default
 	// they start once the consumer finished: the consumer's numbers
@@ -157,6 +166,9 @@ func (o Options) validate() error {
 	}
 	if o.Timeout <= 0 {
 		errs = append(errs, fmt.Errorf("timeout is %s, must be positive", o.Timeout))
+	}
+	if o.RelayCrash < 0 || o.RelayCrash > RelaysMax*RelayConcurrency {
+		errs = append(errs, fmt.Errorf("relay-crash is %d, must be in [0, %d]", o.RelayCrash, RelaysMax*RelayConcurrency))
 	}
 	if o.Relays < 1 || o.Relays > RelaysMax {
 		errs = append(errs, fmt.Errorf("relays is %d, must be in [1, %d]", o.Relays, RelaysMax))
@@ -699,7 +711,14 @@ func run[TTx any](ctx context.Context, b *backend[TTx], o Options) (s *Summary, 
 		return nil, fmt.Errorf("shutdown: %w", err)
 	}
 	consumed := time.Now()
+	relayCrashCut, relayCrashCharges, plannedRelayCrash := 0, 0, 0
 	if !o.RelaysDuring {
+		if o.RelayCrash > 0 {
+			plannedRelayCrash = min(o.RelayCrash, 2*len(p.events))
+			if relayCrashCut, relayCrashCharges, err = crashRelay(ctx, b.outbox, plannedRelayCrash, svc); err != nil {
+				return nil, err
+			}
+		}
 		if rl, err = startRelays(ctx, b.outbox, o.Relays, svc, lost); err != nil {
 			return nil, err
 		}
@@ -740,7 +759,7 @@ func run[TTx any](ctx context.Context, b *backend[TTx], o Options) (s *Summary, 
 		Relays: o.Relays, RelaysWoken: rl.woken, RelaysDuring: o.RelaysDuring,
 		OutboxDone: outbox.done, OutboxDead: outbox.dead, Drained: drained,
 		Republished: rl.tally.republished, DeadErrors: rl.tally.deadErrs,
-		LostReplies: int(lost.lost.Load()), PlannedLostReplies: len(p.lostReplies),
+		LostReplies: int(lost.lost.Load()), PlannedLostReplies: len(p.lostReplies), RelayCrashCut: relayCrashCut, RelayCrashCharges: relayCrashCharges, PlannedRelayCrash: plannedRelayCrash,
 		ChargesAttempted: charges.calls, ChargesMade: charges.charged,
 		ChargeReplays: charges.replays, ChargeConflicts: charges.conflicts,
 		ReceiptCalls: receiptCalls, ReceiptsSent: receiptsSent,

@@ -82,6 +82,12 @@ type Summary struct {
 	// LostReplies is how many charge replies the demo dropped after the
 	// provider charged; PlannedLostReplies how many -lost-replies selected.
 	LostReplies, PlannedLostReplies int
+	// RelayCrashCut is how many effects the killed relay had called and
+	// left unrecorded; PlannedRelayCrash how many Options.RelayCrash asked
+	// for (capped at the outbox rows; 0 with RelaysDuring).
+	RelayCrashCut, PlannedRelayCrash int
+	// RelayCrashCharges is how many of RelayCrashCut were charges.
+	RelayCrashCharges int
 	// ChargesAttempted counts the HTTP calls to the payment provider;
 	// ChargesMade the distinct idempotency keys it charged; ChargeReplays
 	// the calls it answered with the original charge; ChargeConflicts the
@@ -154,6 +160,9 @@ func (s *Summary) Check() error {
 	if s.OutboxDone != 2*s.Events || s.OutboxDead > 0 {
 		fail("%d outbox rows done and %d dead, want all %d done %v", s.OutboxDone, s.OutboxDead, 2*s.Events, s.DeadErrors)
 	}
+	if s.RelayCrashCut != s.PlannedRelayCrash {
+		fail("the killed relay left %d effects unrecorded, %d planned", s.RelayCrashCut, s.PlannedRelayCrash)
+	}
 	if s.ChargesMade != s.Events {
 		fail("%d charges made, want one per order: %d", s.ChargesMade, s.Events)
 	}
@@ -205,6 +214,10 @@ func (s *Summary) Print(w io.Writer) {
 		drained = fmt.Sprintf("drained %s after the consumer finished", s.Drained.Round(time.Millisecond))
 	}
 	row("outbox carried out", "done %d, dead %d, carried out again %d; %s", s.OutboxDone, s.OutboxDead, s.Republished, drained)
+	if s.PlannedRelayCrash > 0 {
+		row("relay crash", "1 relay killed mid-effect after calling out for %d rows (%d charges); carried out again after its %s lease",
+			s.RelayCrashCut, s.RelayCrashCharges, CrashRelayLease)
+	}
 	row("charges attempted", "%d HTTP calls (%d replies lost after the charge, retried with the same key)", s.ChargesAttempted, s.LostReplies)
 	row("charges made", "%d (distinct idempotency keys charged; %d calls answered with the original charge, %d refused)",
 		s.ChargesMade, s.ChargeReplays, s.ChargeConflicts)
