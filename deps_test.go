@@ -9,9 +9,10 @@ import (
 // TestCoreImportsNoAdapter keeps the core lean (conventions.md, rule 1):
 // the router, the middleware, the store contract and this package must not
 // pull in a database driver or a broker SDK, so users of one store or
-// broker do not compile the others.
+// broker do not compile the others. Package telemetry is held to the same
+// rule, and takes the OpenTelemetry API only, never the SDK (rule 22).
 func TestCoreImportsNoAdapter(t *testing.T) {
-	core := []string{".", "./router", "./middleware", "./stores", "./retention", "./consumertest"}
+	core := []string{".", "./router", "./middleware", "./stores", "./retention", "./consumertest", "./telemetry"}
 	forbidden := []string{
 		"github.com/jackc/", "modernc.org/sqlite", "github.com/mattn/go-sqlite3",
 		"github.com/IBM/sarama", "github.com/twmb/franz-go", "github.com/ThreeDotsLabs/watermill-kafka",

@@ -15,14 +15,22 @@
 // ignored. Publish returns once every subscriber acked or nacked (Config
 // BlockPublishUntilSubscriberAck), which keeps one topic's messages in
 // order, like one Kafka partition.
+//
+// Each message handed out carries an ackgap.Delivery in its context with
+// Confirmation ackgap.ConfirmationAtAck: GoChannel has no broker behind
+// the ack, so the ack is the confirmation (package telemetry records the
+// broker_confirmed event at the ack, and an ack gap of commit -> ack).
 package gochannelbroker
 
 import (
 	"context"
+	"sync"
 
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/ThreeDotsLabs/watermill/pubsub/gochannel"
+
+	"github.com/ackgap/ackgap"
 )
 
 // Config configures [New]. The zero value is ready to use.
@@ -39,7 +47,10 @@ type Config struct {
 
 // Broker is one in-process GoChannel. It is safe for concurrent use.
 type Broker struct {
-	pubsub *gochannel.GoChannel
+	pubsub    *gochannel.GoChannel
+	buffer    int64
+	closing   chan struct{} // closed by Close
+	closeOnce sync.Once
 }
 
 // New returns a Broker; cfg nil means all defaults.
@@ -54,25 +65,28 @@ func New(cfg *Config) *Broker {
 	return &Broker{pubsub: gochannel.NewGoChannel(gochannel.Config{
 		OutputChannelBuffer:            cfg.OutputChannelBuffer,
 		BlockPublishUntilSubscriberAck: !cfg.Unordered,
-	}, logger)}
+	}, logger), buffer: cfg.OutputChannelBuffer, closing: make(chan struct{})}
 }
 
 // Publisher returns a publisher on the broker. Its Close does nothing: the
 // broker is shared; close it with [Broker.Close]. It never fails.
-func (b *Broker) Publisher() (message.Publisher, error) { return shared{b.pubsub}, nil }
+func (b *Broker) Publisher() (message.Publisher, error) { return shared{b}, nil }
 
 // Subscriber returns a subscriber on the broker; group is ignored (GoChannel
 // has no consumer groups). Its Close does nothing, so one router closing
 // its subscriber does not close the broker under the others. It never
 // fails.
-func (b *Broker) Subscriber(group string) (message.Subscriber, error) { return shared{b.pubsub}, nil }
+func (b *Broker) Subscriber(group string) (message.Subscriber, error) { return shared{b}, nil }
 
 // Close closes the broker and every subscription on it; it is safe to call
 // twice.
-func (b *Broker) Close() error { return b.pubsub.Close() }
+func (b *Broker) Close() error {
+	b.closeOnce.Do(func() { close(b.closing) })
+	return b.pubsub.Close()
+}
 
 // shared exposes the GoChannel without letting a user close it.
-type shared struct{ pubsub *gochannel.GoChannel }
+type shared struct{ b *Broker }
 
 var (
 	_ message.Publisher  = shared{}
@@ -80,11 +94,32 @@ var (
 )
 
 func (s shared) Publish(topic string, msgs ...*message.Message) error {
-	return s.pubsub.Publish(topic, msgs...)
+	return s.b.pubsub.Publish(topic, msgs...)
 }
 
+// Subscribe forwards GoChannel's subscription, putting an ackgap.Delivery
+// (ConfirmationAtAck) in each message's context. The channel closes when
+// ctx ends or the broker closes, like GoChannel's own.
 func (s shared) Subscribe(ctx context.Context, topic string) (<-chan *message.Message, error) {
-	return s.pubsub.Subscribe(ctx, topic)
+	in, err := s.b.pubsub.Subscribe(ctx, topic)
+	if err != nil {
+		return nil, err
+	}
+	out := make(chan *message.Message, s.b.buffer)
+	go func() {
+		defer close(out)
+		for msg := range in {
+			msg.SetContext(ackgap.WithDelivery(msg.Context(), &ackgap.Delivery{Confirmation: ackgap.ConfirmationAtAck}))
+			select {
+			case out <- msg:
+			case <-ctx.Done():
+				// Not handed out: GoChannel stops waiting for its ack when
+				// the subscription's ctx ends, and closes in.
+			case <-s.b.closing:
+			}
+		}
+	}()
+	return out, nil
 }
 
 func (shared) Close() error { return nil }

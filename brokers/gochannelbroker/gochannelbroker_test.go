@@ -1,10 +1,14 @@
 package gochannelbroker_test
 
 import (
+	"context"
 	"testing"
 
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/ackgap/ackgap"
 	"github.com/ackgap/ackgap/brokers/brokertest"
 	"github.com/ackgap/ackgap/brokers/gochannelbroker"
 )
@@ -25,4 +29,30 @@ func TestRedelivery(t *testing.T) {
 		Features: brokertest.Features{NackRedelivers: true, SurvivesSubscriberCrash: false},
 		New:      newBroker,
 	})
+}
+
+// TestConfirmationAtAck: each message carries an ackgap.Delivery saying
+// the ack is the confirmation (nothing behind GoChannel can fail after
+// it), so nobody settles it; the subscription closes with its ctx.
+func TestConfirmationAtAck(t *testing.T) {
+	b := gochannelbroker.New(&gochannelbroker.Config{OutputChannelBuffer: 1})
+	defer b.Close()
+	pub, err := b.Publisher()
+	require.NoError(t, err)
+	sub, err := b.Subscriber("billing")
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	msgs, err := sub.Subscribe(ctx, "orders")
+	require.NoError(t, err)
+	go func() { _ = pub.Publish("orders", message.NewMessage("m1", []byte("{}"))) }()
+	msg := <-msgs
+	d, ok := ackgap.DeliveryFromContext(msg.Context())
+	require.True(t, ok)
+	require.Equal(t, ackgap.ConfirmationAtAck, d.Confirmation)
+	require.False(t, d.HasOffset)
+	require.False(t, d.OnSettled(func(ackgap.Settlement) {}), "nobody settles it")
+	msg.Ack()
+	cancel()
+	for range msgs {
+	}
 }

@@ -112,8 +112,10 @@ type SubscriberConfig struct {
 	// CommitInterval chooses how acked offsets reach Kafka. Zero (the
 	// default): each ack marks the offset and commits it synchronously
 	// before the partition's next message is handed out, so a crash
-	// redelivers at most the messages in flight. Positive: Sarama
-	// auto-commit every CommitInterval; an ack only marks the offset, and a
+	// redelivers at most the messages in flight. Positive: the subscriber
+	// commits what is marked every CommitInterval (itself rather than
+	// Sarama's ticker, so each commit is observed; see
+	// [SubscriberConfig.SaramaConfig]); an ack only marks the offset, and a
 	// crash (not a Close, which commits what is marked) replays up to
 	// CommitInterval's worth of acked messages per partition. The inbox
 	// skips them as duplicates either way; the interval trades that replay
@@ -209,6 +211,12 @@ func (c SubscriberConfig) validate() error {
 // beginning of the retained log; Sarama's default, newest, skips what was
 // published before the group first joined), Consumer.Return.Errors (commit
 // and fetch errors reach the logger) and ClientID.
+//
+// With CommitInterval set, NewSubscriber keeps Sarama's auto-commit on
+// (for the commit when a session ends) but makes the periodic commits
+// itself, every CommitInterval, so that it sees each commit return and can
+// report it (ackgap.Delivery); it sets AutoCommit.Interval to a day on the
+// config it uses, overriding a value ConfigureSarama set.
 //
 // With OffsetOldest, a group whose committed offsets expired (broker
 // offsets.retention.minutes, 7 days by default, counted from when the group

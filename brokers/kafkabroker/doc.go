@@ -54,6 +54,20 @@
 // consumer; a handler still running after CloseTimeout is cancelled,
 // rolled back and nacked (never dead-lettered), and redelivered later.
 //
+// # Observability
+//
+// Each message handed out carries an ackgap.Delivery in its context
+// (ackgap.DeliveryFromContext): the consumer group, partition and offset,
+// and Confirmation ackgap.ConfirmationReported. The subscriber settles it
+// once: with the nack time, or with the ack time and the time the offset
+// commit carrying the message returned (per-ack commits: the synchronous
+// commit after the ack; CommitInterval: the first periodic commit after
+// it), or with an error wrapping ackgap.ErrAckNotConfirmed when the claim
+// ended or CloseTimeout ran out first. Package telemetry turns that into
+// the span's broker_confirmed event and the ack gap. Sarama reports a
+// failed commit on the group's error channel, not to the committer, so a
+// commit that returned with an error still counts as returned.
+//
 // # Time limits
 //
 // Sarama heartbeats from its own goroutine, so a slow handler does not

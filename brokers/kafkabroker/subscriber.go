@@ -11,6 +11,8 @@ import (
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill-kafka/v3/pkg/kafka"
 	"github.com/ThreeDotsLabs/watermill/message"
+
+	"github.com/ackgap/ackgap"
 )
 
 var (
@@ -68,7 +70,13 @@ func NewSubscriber(cfg *SubscriberConfig, logger watermill.LoggerAdapter) (*Subs
 	if logger == nil {
 		logger = watermill.NopLogger{}
 	}
-	t := newTracker(sc.Consumer.Offsets.AutoCommit.Enable)
+	t := newTracker(sc.Consumer.Offsets.AutoCommit.Enable, c.CommitInterval, c.ConsumerGroup)
+	if sc.Consumer.Offsets.AutoCommit.Enable {
+		// The tracker's committer makes the periodic commits, so that each
+		// commit's return is seen (ackgap.Delivery); Sarama keeps
+		// auto-commit on for the commit at the end of each session.
+		sc.Consumer.Offsets.AutoCommit.Interval = saramaTickerIdle
+	}
 	inner, err := kafka.NewSubscriber(kafka.SubscriberConfig{
 		Brokers:               c.Brokers,
 		Unmarshaler:           Marshaler{},
@@ -201,19 +209,32 @@ func (sub *subscription) register(msg *message.Message) *delivery {
 }
 
 // watch settles d: nacked, or acked and its offset committed (or its
-// partition's claim ended, so nothing more will be committed for it).
+// partition's claim ended, so nothing more will be committed for it). It
+// reports the outcome to d.ack (ackgap's confirmation hook); with interval
+// commits the session's committer reports the commit instead.
 func (sub *subscription) watch(msg *message.Message, d *delivery) {
 	defer sub.inflight.Done()
 	defer sub.track.forget(d)
 	select {
 	case <-msg.Acked():
+		ackedAt := time.Now()
 		select {
 		case <-d.committed:
+			sub.track.settleCommitted(d)
 		case <-d.claimDone:
+			select {
+			case <-d.committed: // marked just before the claim ended
+				sub.track.settleCommitted(d)
+			default:
+				d.ack.Settle(ackgap.Settlement{Acked: true, At: ackedAt, Err: errClaimEnded})
+			}
 		case <-sub.hardStop:
+			d.ack.Settle(ackgap.Settlement{Acked: true, At: ackedAt, Err: errStopped})
 		}
 	case <-msg.Nacked():
+		d.ack.Settle(ackgap.Settlement{At: time.Now()})
 	case <-sub.hardStop:
+		d.ack.Settle(ackgap.Settlement{At: time.Now(), Err: errGivenUp})
 	}
 }
 

@@ -1,11 +1,16 @@
 package kafkabroker
 
 import (
+	"errors"
+	"fmt"
 	"sync"
+	"time"
 
 	"github.com/IBM/sarama"
 	"github.com/ThreeDotsLabs/watermill-kafka/v3/pkg/kafka"
 	"github.com/ThreeDotsLabs/watermill/message"
+
+	"github.com/ackgap/ackgap"
 )
 
 // The tracker links a message handed to the router with watermill-kafka's
@@ -14,6 +19,14 @@ import (
 // both through a wrapped ConsumerGroupSession, installed with
 // watermill-kafka's SaramaTracer hook, so Close can wait for the commit
 // instead of racing it.
+//
+// The tracker also fills ackgap's confirmation hook (ackgap.Delivery in the
+// message context): it settles each message handed out with the time of
+// its ack and the time the offset commit carrying it returned. With
+// interval commits the periodic commit is ackgap's own (a committer per
+// group session, started in Setup and flushed in Cleanup) rather than
+// Sarama's ticker, which cannot be observed: Sarama commits from its own
+// goroutine and reports nothing back.
 
 type partitionKey struct {
 	topic     string
@@ -34,21 +47,51 @@ type delivery struct {
 	// claimDone is closed when the partition's claim ended: an ack after
 	// that commits nothing.
 	claimDone <-chan struct{}
+	// ack is the delivery as observers see it (ackgap.DeliveryFromContext);
+	// it is settled exactly once.
+	ack *ackgap.Delivery
+	// ackedAt is when MarkMessage saw the ack; confirmedAt, with per-ack
+	// commits, when the commit returned. Both are written before committed
+	// is closed.
+	ackedAt, confirmedAt time.Time
+}
+
+// Why a delivery was settled without a confirmed commit.
+var (
+	errClaimEnded = fmt.Errorf("%w: kafkabroker: the partition's claim ended (rebalance or close) before the offset was marked", ackgap.ErrAckNotConfirmed)
+	errStopped    = fmt.Errorf("%w: kafkabroker: the subscriber stopped (CloseTimeout) before the offset commit returned", ackgap.ErrAckNotConfirmed)
+	errGivenUp    = errors.New("kafkabroker: the subscriber stopped (CloseTimeout) before the message was acked or nacked")
+	errNoSession  = fmt.Errorf("%w: kafkabroker: no committer for the group session (a bug)", ackgap.ErrAckNotConfirmed)
+)
+
+// settleCommitted settles d after its offset was marked (committed is
+// closed): with per-ack commits the commit has returned; with interval
+// commits the session's committer settles it after the next commit.
+func (t *tracker) settleCommitted(d *delivery) {
+	if !t.autoCommit {
+		d.ack.Settle(ackgap.Settlement{Acked: true, At: d.ackedAt, Confirmed: d.confirmedAt})
+	}
 }
 
 type tracker struct {
 	autoCommit bool
+	interval   time.Duration // between periodic commits, with autoCommit
+	group      string
 
 	mu         sync.Mutex
 	deliveries map[offsetKey]*delivery
 	claims     map[partitionKey]chan struct{}
+	committers map[sarama.ConsumerGroupSession]*committer
 }
 
-func newTracker(autoCommit bool) *tracker {
+func newTracker(autoCommit bool, interval time.Duration, group string) *tracker {
 	return &tracker{
 		autoCommit: autoCommit,
+		interval:   interval,
+		group:      group,
 		deliveries: make(map[offsetKey]*delivery),
 		claims:     make(map[partitionKey]chan struct{}),
+		committers: make(map[sarama.ConsumerGroupSession]*committer),
 	}
 }
 
@@ -58,7 +101,11 @@ var closedCh = func() chan struct{} { c := make(chan struct{}); close(c); return
 func (t *tracker) add(topic string, msg *message.Message) *delivery {
 	partition, ok1 := kafka.MessagePartitionFromCtx(msg.Context())
 	offset, ok2 := kafka.MessagePartitionOffsetFromCtx(msg.Context())
-	d := &delivery{committed: make(chan struct{})}
+	d := &delivery{committed: make(chan struct{}), ack: &ackgap.Delivery{
+		ConsumerGroup: t.group, Partition: partition, Offset: offset, HasOffset: ok1 && ok2,
+		Confirmation: ackgap.ConfirmationReported,
+	}}
+	msg.SetContext(ackgap.WithDelivery(msg.Context(), d.ack))
 	if !ok1 || !ok2 {
 		// Not from a consumer-group claim: nothing to wait for.
 		d.claimDone = closedCh
@@ -138,14 +185,32 @@ type groupHandler struct {
 
 var _ sarama.ConsumerGroupHandler = groupHandler{}
 
-func (h groupHandler) Setup(s sarama.ConsumerGroupSession) error   { return h.inner.Setup(s) }
-func (h groupHandler) Cleanup(s sarama.ConsumerGroupSession) error { return h.inner.Cleanup(s) }
+// Setup starts the session's committer with interval commits. Sarama
+// calls it before any ConsumeClaim of the session.
+func (h groupHandler) Setup(s sarama.ConsumerGroupSession) error {
+	if err := h.inner.Setup(s); err != nil {
+		return err
+	}
+	if h.t.autoCommit {
+		h.t.startCommitter(s)
+	}
+	return nil
+}
+
+// Cleanup commits what the session marked and settles it. Sarama calls it
+// after every ConsumeClaim of the session returned and before it closes
+// the session's offset manager.
+func (h groupHandler) Cleanup(s sarama.ConsumerGroupSession) error {
+	err := h.inner.Cleanup(s)
+	h.t.stopCommitter(s)
+	return err
+}
 
 func (h groupHandler) ConsumeClaim(s sarama.ConsumerGroupSession, claim sarama.ConsumerGroupClaim) error {
 	k := partitionKey{claim.Topic(), claim.Partition()}
 	done := h.t.claimStarted(k)
 	defer h.t.claimEnded(k, done)
-	return h.inner.ConsumeClaim(&session{ConsumerGroupSession: s, t: h.t}, claim)
+	return h.inner.ConsumeClaim(&session{ConsumerGroupSession: s, t: h.t, c: h.t.committerOf(s)}, claim)
 }
 
 // session is one claim's view of the group session; watermill-kafka calls
@@ -153,6 +218,7 @@ func (h groupHandler) ConsumeClaim(s sarama.ConsumerGroupSession, claim sarama.C
 type session struct {
 	sarama.ConsumerGroupSession
 	t       *tracker
+	c       *committer // with interval commits
 	pending []*delivery
 }
 
@@ -164,8 +230,15 @@ func (s *session) MarkMessage(m *sarama.ConsumerMessage, metadata string) {
 	if d == nil {
 		return
 	}
+	d.ackedAt = time.Now()
 	if s.t.autoCommit {
-		// Sarama commits it within CommitInterval, or when the session ends.
+		// The session's committer commits it within CommitInterval, or
+		// when the session ends, and then settles it.
+		if s.c != nil {
+			s.c.add(d)
+		} else {
+			d.ack.Settle(ackgap.Settlement{Acked: true, At: d.ackedAt, Err: errNoSession})
+		}
 		close(d.committed)
 		return
 	}
@@ -177,8 +250,96 @@ func (s *session) MarkMessage(m *sarama.ConsumerMessage, metadata string) {
 // logs it), not here: such a message is redelivered and the inbox skips it.
 func (s *session) Commit() {
 	s.ConsumerGroupSession.Commit()
+	at := time.Now()
 	for _, d := range s.pending {
+		d.confirmedAt = at
 		close(d.committed)
 	}
 	s.pending = s.pending[:0]
+}
+
+// committer makes the periodic commits of one group session with interval
+// commits, so that the time each offset reached Kafka is known: every
+// interval it commits what was marked (sarama.ConsumerGroupSession.Commit,
+// which returns once the broker answered) and settles those deliveries.
+// NewSubscriber moves Sarama's own auto-commit ticker out of the way
+// (saramaTickerIdle); Sarama still commits what is marked when the
+// session closes, after Cleanup's last commit.
+type committer struct {
+	sess     sarama.ConsumerGroupSession
+	interval time.Duration
+
+	mu      sync.Mutex
+	pending []*delivery
+
+	stop chan struct{}
+	done chan struct{}
+}
+
+// saramaTickerIdle is the Sarama AutoCommit.Interval NewSubscriber sets
+// with interval commits: the committer does the periodic commits.
+const saramaTickerIdle = 24 * time.Hour
+
+func (t *tracker) startCommitter(s sarama.ConsumerGroupSession) {
+	c := &committer{sess: s, interval: t.interval, stop: make(chan struct{}), done: make(chan struct{})}
+	t.mu.Lock()
+	t.committers[s] = c
+	t.mu.Unlock()
+	go c.run()
+}
+
+func (t *tracker) committerOf(s sarama.ConsumerGroupSession) *committer {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.committers[s]
+}
+
+func (t *tracker) stopCommitter(s sarama.ConsumerGroupSession) {
+	t.mu.Lock()
+	c := t.committers[s]
+	delete(t.committers, s)
+	t.mu.Unlock()
+	if c != nil {
+		close(c.stop)
+		<-c.done
+	}
+}
+
+func (c *committer) add(d *delivery) {
+	c.mu.Lock()
+	c.pending = append(c.pending, d)
+	c.mu.Unlock()
+}
+
+func (c *committer) run() {
+	defer close(c.done)
+	ticker := time.NewTicker(c.interval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ticker.C:
+			c.flush()
+		case <-c.stop:
+			c.flush()
+			return
+		}
+	}
+}
+
+// flush commits the marked offsets and settles the deliveries marked
+// before it started. Sarama reports a failed commit on the group's error
+// channel, not here (see session.Commit).
+func (c *committer) flush() {
+	c.mu.Lock()
+	batch := c.pending
+	c.pending = nil
+	c.mu.Unlock()
+	if len(batch) == 0 {
+		return
+	}
+	c.sess.Commit()
+	at := time.Now()
+	for _, d := range batch {
+		d.ack.Settle(ackgap.Settlement{Acked: true, At: d.ackedAt, Confirmed: at})
+	}
 }

@@ -1,0 +1,219 @@
+package ackgap
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+)
+
+// ErrAckNotConfirmed: the message was acked, but its broker adapter could
+// not get the broker to confirm it (a Kafka partition revoked before the
+// offset commit, a subscriber stopped, an SQS DeleteMessage that failed or
+// came after the receipt handle expired). The broker will deliver the
+// message again; the inbox will skip it as a duplicate. Adapters wrap it
+// with the reason.
+var ErrAckNotConfirmed = errors.New("ackgap: broker did not confirm the ack")
+
+// ConfirmationMode says whether a broker adapter can tell when the broker
+// confirmed an ack.
+type ConfirmationMode int
+
+const (
+	// ConfirmationUnobserved (the zero value): the adapter cannot see the
+	// broker confirm an ack, and nobody calls Settle. Observers fall back to
+	// the ack itself and say so (package telemetry sets
+	// ackgap.broker_confirmation to "unobserved").
+	ConfirmationUnobserved ConfirmationMode = iota
+	// ConfirmationReported: the adapter calls [Delivery.Settle] exactly once
+	// for the delivery, with the ack or nack time and, for an ack, when the
+	// broker confirmed it (or why it did not).
+	ConfirmationReported
+	// ConfirmationAtAck: the ack is the broker's confirmation, as in an
+	// in-process broker (GoChannel): there is no further step that can
+	// fail. Nobody calls Settle; observers take the ack time as the
+	// confirmation time.
+	ConfirmationAtAck
+)
+
+// String returns "unobserved", "reported" or "at_ack".
+func (m ConfirmationMode) String() string {
+	switch m {
+	case ConfirmationReported:
+		return "reported"
+	case ConfirmationAtAck:
+		return "at_ack"
+	default:
+		return "unobserved"
+	}
+}
+
+// Settlement is how one delivery ended, as its broker adapter saw it.
+type Settlement struct {
+	// Acked is true when the message was acked, false when it was nacked or
+	// given up (Err then says why it was given up).
+	Acked bool
+	// At is when the adapter saw the ack or nack (or gave up).
+	At time.Time
+	// Confirmed is when the broker confirmed the ack: Kafka, the offset
+	// commit carrying the message returned (with interval commits, the
+	// first periodic commit after the ack); SQS, DeleteMessage returned.
+	// Zero for a nack and when Err is set.
+	Confirmed time.Time
+	// LeaseDeadline, when not zero, replaces Delivery.LeaseDeadline: the
+	// lease as last extended (SQS visibility heartbeat).
+	LeaseDeadline time.Time
+	// Err is set when an acked message was not confirmed (it wraps
+	// [ErrAckNotConfirmed]) or a message was given up without an ack or
+	// nack (a subscriber stopped).
+	Err error
+}
+
+// Delivery is what a broker adapter knows about one delivery of a message,
+// carried in the message context ([WithDelivery], [DeliveryFromContext]).
+// The adapter fills the exported fields before it hands the message out and
+// does not change them afterwards; they are read by observers on the
+// handler's goroutine. Settle and OnSettled are safe for concurrent use.
+// A Delivery must not be copied after first use.
+//
+// It is the hook between broker adapters and observers (package
+// telemetry): an adapter says what it knows about one delivery (partition,
+// offset, lease) and reports how the delivery ended (ack or nack, and when
+// the broker confirmed the ack), without the observer importing the
+// adapter or the adapter importing the observer.
+//
+// The adapter puts a [Delivery] in the message context before it hands
+// the message out:
+//
+//	d := &ackgap.Delivery{Partition: p, Offset: o, HasOffset: true, Confirmation: ackgap.ConfirmationReported}
+//	msg.SetContext(ackgap.WithDelivery(msg.Context(), d))
+//
+// and, with ConfirmationReported, calls [Delivery.Settle] exactly once when
+// the message is settled: nacked, acked and confirmed by the broker (Kafka:
+// the offset commit carrying the message returned; SQS: DeleteMessage
+// returned), acked but not confirmed (an error wrapping
+// [ErrAckNotConfirmed]), or given up. An observer registers with
+// [Delivery.OnSettled].
+//
+// What each adapter fills:
+//
+//   - Kafka (brokers/kafkabroker): ConsumerGroup, Partition, Offset,
+//     HasOffset; Confirmed is the return of the offset commit carrying the
+//     message (per-ack or periodic).
+//   - SQS: MessageID (the SQS MessageId), ReceiveCount
+//     (ApproximateReceiveCount), LeaseDeadline (receive time plus the
+//     visibility timeout); Settle with Confirmed when DeleteMessage (or its
+//     batch entry) returned successfully, Settlement.LeaseDeadline as last
+//     extended by the heartbeat, and an error wrapping ErrAckNotConfirmed
+//     when the delete failed or the receipt handle had expired.
+//   - GoChannel (brokers/gochannelbroker): Confirmation ConfirmationAtAck
+//     and nothing else: the ack is final.
+type Delivery struct {
+	// ConsumerGroup is the broker's consumer group (Kafka group id), ""
+	// when the broker has none (SQS, where the queue is the group;
+	// GoChannel).
+	ConsumerGroup string
+	// MessageID is the broker's id of this copy (SQS MessageId); "" means
+	// observers use the Watermill message UUID. It is never the dedupe
+	// key (design.md invariant 5).
+	MessageID string
+	// Partition and Offset locate a Kafka record; HasOffset is false for
+	// brokers without them.
+	Partition int32
+	Offset    int64
+	HasOffset bool
+	// ReceiveCount is the broker's count of deliveries of this message,
+	// this one included (SQS ApproximateReceiveCount); 0 when the broker
+	// does not count (Kafka, GoChannel).
+	ReceiveCount int
+	// LeaseDeadline is when the broker gives the message to another
+	// consumer unless it was acked by then (SQS: receive time plus the
+	// visibility timeout). Zero when the broker has no lease (Kafka: a
+	// partition stays with its member until a rebalance; GoChannel).
+	LeaseDeadline time.Time
+	// Confirmation says whether the adapter reports settlement through
+	// Settle. Default ConfirmationUnobserved.
+	Confirmation ConfirmationMode
+
+	mu      sync.Mutex
+	settled bool
+	result  Settlement
+	fn      func(Settlement)   // the first registration, the common case
+	more    []func(Settlement) // later registrations
+}
+
+// Settle records how the delivery ended and calls every function
+// registered with OnSettled, in order, on the caller's goroutine (they
+// must not block). The first call wins; later calls return false and do
+// nothing. Adapters with Confirmation == ConfirmationReported call it
+// exactly once per message they handed out, nack and give-up included.
+func (d *Delivery) Settle(s Settlement) bool {
+	d.mu.Lock()
+	if d.settled {
+		d.mu.Unlock()
+		return false
+	}
+	d.settled, d.result = true, s
+	fn, more := d.fn, d.more
+	d.fn, d.more = nil, nil
+	d.mu.Unlock()
+	if fn != nil {
+		fn(s)
+	}
+	for _, f := range more {
+		f(s)
+	}
+	return true
+}
+
+// OnSettled registers fn to be called once with the delivery's
+// [Settlement]: at once, on the caller's goroutine, if it is already
+// settled, otherwise on the goroutine that calls Settle. It returns false,
+// and never calls fn, when d.Confirmation is not ConfirmationReported:
+// nobody will settle d.
+func (d *Delivery) OnSettled(fn func(Settlement)) bool {
+	if d.Confirmation != ConfirmationReported {
+		return false
+	}
+	d.mu.Lock()
+	if d.settled {
+		s := d.result
+		d.mu.Unlock()
+		fn(s)
+		return true
+	}
+	if d.fn == nil {
+		d.fn = fn
+	} else {
+		d.more = append(d.more, fn)
+	}
+	d.mu.Unlock()
+	return true
+}
+
+type deliveryKey struct{}
+
+// WithDelivery returns a copy of ctx carrying d; broker adapters call it
+// on each message's context before handing the message out.
+func WithDelivery(ctx context.Context, d *Delivery) context.Context {
+	return context.WithValue(ctx, deliveryKey{}, d)
+}
+
+// DeliveryFromContext returns the [Delivery] a broker adapter put in ctx
+// (a message context, or one derived from it), and false when there is
+// none: the adapter does not fill the hook.
+func DeliveryFromContext(ctx context.Context) (*Delivery, bool) {
+	d, ok := ctx.Value(deliveryKey{}).(*Delivery)
+	return d, ok && d != nil
+}
+
+// LeaseDeadlineFromContext returns the lease deadline of the message whose
+// context is ctx (Delivery.LeaseDeadline), and false when its adapter
+// reports none.
+func LeaseDeadlineFromContext(ctx context.Context) (time.Time, bool) {
+	d, ok := DeliveryFromContext(ctx)
+	if !ok || d.LeaseDeadline.IsZero() {
+		return time.Time{}, false
+	}
+	return d.LeaseDeadline, true
+}
