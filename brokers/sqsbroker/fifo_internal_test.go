@@ -1,0 +1,84 @@
+package sqsbroker
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/stretchr/testify/require"
+)
+
+// TestFIFOReleaseAfterNack: real SQS may return several messages of one
+// FIFO group in a batch (fauxqs returns one per group, so the batch is
+// assembled here from a real receive, with the group attribute SQS would
+// add). When the first is nacked, the two after it are not handed out but
+// released at once (visibility 0), and the nacked one is hidden for
+// NackDelay: none overtakes it.
+func TestFIFOReleaseAfterNack(t *testing.T) {
+	t.Parallel()
+	ep := os.Getenv("SQS_ENDPOINT")
+	if ep == "" {
+		ep = "http://127.0.0.1:4566"
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	t.Cleanup(tr.CloseIdleConnections)
+	opt := func(o *sqs.Options) {
+		o.BaseEndpoint, o.Region, o.HTTPClient = aws.String(ep), "us-east-1", &http.Client{Transport: tr}
+		o.Credentials = aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
+			return aws.Credentials{AccessKeyID: "test", SecretAccessKey: "test"}, nil
+		})
+	}
+	ctx := context.Background()
+	c := sqs.New(sqs.Options{}, opt)
+	name := "fifo-release-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	q, err := c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name), Attributes: map[string]string{"VisibilityTimeout": "30"}})
+	require.NoError(t, err, "start the local SQS server with: tools/brokers.sh install && tools/brokers.sh start")
+	t.Cleanup(func() { _, _ = c.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: q.QueueUrl}) })
+	for _, id := range []string{"E0", "E1", "E2"} {
+		_, err := c.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: q.QueueUrl, MessageBody: aws.String(id),
+			MessageAttributes: map[string]types.MessageAttributeValue{"event_id": stringAttribute(id)}})
+		require.NoError(t, err)
+	}
+
+	var reports []AckReport
+	s, err := NewSubscriber(ctx, &SubscriberConfig{
+		OptFns: []func(*sqs.Options){opt}, Queue: name, HandlerTimeout: time.Second, DisableHeartbeat: true,
+		AckObserver: func(_ context.Context, r *AckReport) { reports = append(reports, *r) },
+	}, watermill.NopLogger{})
+	require.NoError(t, err)
+	sub := s.newSubscription(ctx)
+	out, err := c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: q.QueueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 2,
+		MessageAttributeNames: []string{"All"}})
+	require.NoError(t, err)
+	require.Len(t, out.Messages, 3)
+	for i := range out.Messages {
+		out.Messages[i].Attributes = map[string]string{"MessageGroupId": "order-1"}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sub.process(out.Messages, sub.leases.add(out.Messages, time.Now()))
+	}()
+	first := <-sub.out
+	require.Equal(t, "E0", string(first.Payload))
+	first.Nack()
+	<-done
+
+	require.Len(t, reports, 3)
+	require.Equal(t, []AckOutcome{AckNacked, AckReleased, AckReleased}, []AckOutcome{reports[0].Outcome, reports[1].Outcome, reports[2].Outcome})
+	require.Equal(t, []string{"E0", "E1", "E2"}, []string{reports[0].EventID, reports[1].EventID, reports[2].EventID})
+	attrs, err := c.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: q.QueueUrl, AttributeNames: []types.QueueAttributeName{
+		types.QueueAttributeNameApproximateNumberOfMessages, types.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
+	}})
+	require.NoError(t, err)
+	require.Equal(t, "2", attrs.Attributes["ApproximateNumberOfMessages"], "E1 and E2 released")
+	require.Equal(t, "1", attrs.Attributes["ApproximateNumberOfMessagesNotVisible"], "E0 hidden for NackDelay")
+	require.NoError(t, s.Close())
+}

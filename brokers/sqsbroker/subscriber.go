@@ -1,0 +1,590 @@
+package sqsbroker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill"
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/ackgap/ackgap"
+	"github.com/ackgap/ackgap/middleware"
+)
+
+// abandonGrace is how long a worker still waits for the ack or nack of a
+// message whose context it cancelled at the end of CloseTimeout.
+const abandonGrace = time.Second
+
+// deleteAttempts is how many times an ack's DeleteMessage is tried when it
+// fails for a reason other than a lost lease.
+const deleteAttempts = 3
+
+// AckOutcome says how the subscriber finished with one received message.
+type AckOutcome string
+
+const (
+	// AckDeleted: acked, and DeleteMessage returned success. When the
+	// delete came after the lease deadline ([AckReport.LeaseExpired]) SQS
+	// may have delivered the message again meanwhile, and a delete with the
+	// old receipt handle succeeds without removing the message (SQS
+	// DeleteMessage API reference): the copy is a duplicate the inbox
+	// absorbs.
+	AckDeleted AckOutcome = "deleted"
+	// AckStale: acked, and DeleteMessage refused the receipt handle
+	// (ReceiptHandleIsInvalid): the lease was lost and another delivery
+	// holds the message. Not an error: the inbox absorbs that delivery.
+	AckStale AckOutcome = "stale"
+	// AckFailed: acked, but DeleteMessage failed (Err says why); the
+	// message is delivered again when its lease lapses, and the inbox
+	// absorbs it.
+	AckFailed AckOutcome = "delete_failed"
+	// AckNacked: nacked (or the message did not unmarshal: Err); its
+	// visibility was set to NackDelay.
+	AckNacked AckOutcome = "nacked"
+	// AckReleased: received but never handed out, because the
+	// subscription was closing (or, on a FIFO queue, because an earlier
+	// message of its group in the batch was nacked); its visibility was
+	// set to 0.
+	AckReleased AckOutcome = "released"
+	// AckAbandoned: still in the handler when CloseTimeout ran out; its
+	// context was cancelled and its heartbeat stopped; SQS delivers it
+	// again when its lease lapses.
+	AckAbandoned AckOutcome = "abandoned"
+)
+
+// AckReport is the timeline of one received message, given to
+// SubscriberConfig.AckObserver: received -> handed out -> acked or nacked
+// -> broker confirmed, with the lease as the subscriber last set it.
+type AckReport struct {
+	// Queue is the queue name.
+	Queue string
+	// MessageID is the SQS MessageId; EventID the event_id attribute
+	// ("" if none).
+	MessageID, EventID string
+	// ReceiveCount is ApproximateReceiveCount (0 if SQS did not send it).
+	ReceiveCount int
+	// BatchSize is how many messages the ReceiveMessage response that
+	// returned this one held.
+	BatchSize int
+	// Received is when ReceiveMessage returned the message; HandedOut when
+	// the router took it (zero if never); Settled when it was acked or
+	// nacked (zero if never); Confirmed when SQS confirmed the delete or
+	// visibility change (zero if it did not).
+	Received, HandedOut, Settled, Confirmed time.Time
+	// LeaseDeadline is when SQS makes the message visible again as of the
+	// last extension (or the receive): the receive time plus the visibility
+	// timeout, then each extension's request time plus the visibility
+	// timeout.
+	LeaseDeadline time.Time
+	// Extensions counts the heartbeat's successful extensions.
+	Extensions int
+	// LeaseLost is true when SQS refused an extension: the message was
+	// visible again by then.
+	LeaseLost bool
+	// Outcome says what the subscriber did; Err is set for AckFailed and
+	// for a message that did not unmarshal or whose nack failed.
+	Outcome AckOutcome
+	Err     error
+}
+
+// LeaseHeadroom is LeaseDeadline minus Confirmed: how much lease was left
+// when SQS confirmed the delete. Negative means the message was visible
+// again before the delete: a duplicate delivery may be under way. It is 0
+// when nothing was confirmed.
+func (r *AckReport) LeaseHeadroom() time.Duration {
+	if r.Confirmed.IsZero() {
+		return 0
+	}
+	return r.LeaseDeadline.Sub(r.Confirmed)
+}
+
+// LeaseExpired reports whether the lease ran out before the subscriber
+// was done with the message: the heartbeat lost it, or the delete or
+// visibility change was confirmed after LeaseDeadline.
+func (r *AckReport) LeaseExpired() bool {
+	return r.LeaseLost || (!r.Confirmed.IsZero() && r.Confirmed.After(r.LeaseDeadline))
+}
+
+// AckObserverFunc receives an [AckReport]; ctx is the message's context
+// (background for a message never handed out).
+type AckObserverFunc func(ctx context.Context, r *AckReport)
+
+// Subscriber reads one SQS queue for a Watermill router: it implements
+// message.Subscriber. See the package doc for its life cycle. It is safe
+// for concurrent use; Close is idempotent.
+type Subscriber struct {
+	cfg    SubscriberConfig
+	client *sqs.Client
+	queue  QueueInfo
+	logger watermill.LoggerAdapter
+
+	mu      sync.Mutex
+	closed  bool
+	closing chan struct{}
+	subs    sync.WaitGroup
+}
+
+var _ message.Subscriber = (*Subscriber)(nil)
+
+// NewSubscriber returns a Subscriber for cfg.Queue. It resolves the
+// queue's URL and reads its attributes (GetQueueAttributes) with ctx, and
+// fails when the queue does not exist (it never creates one: its
+// visibility timeout and redrive policy are decisions for whoever owns
+// the queue) or its VisibilityTimeout is shorter than
+// cfg.VisibilityFactor × cfg.HandlerTimeout. Configuration errors wrap
+// "invalid config" and name every bad field at once. logger nil means
+// watermill.NopLogger. NewSubscriber starts no goroutine.
+func NewSubscriber(ctx context.Context, cfg *SubscriberConfig, logger watermill.LoggerAdapter) (*Subscriber, error) {
+	if cfg == nil {
+		return nil, errors.New("invalid config: SubscriberConfig is nil: Queue is required")
+	}
+	c := cfg.WithDefaults()
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	if logger == nil {
+		logger = watermill.NopLogger{}
+	}
+	client := sqs.NewFromConfig(c.AWSConfig, withBufferedBodies(c.OptFns)...)
+	q, err := describeQueue(ctx, client, c.Queue, c.RequestTimeout)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.validateQueue(q); err != nil {
+		return nil, err
+	}
+	if c.HeartbeatInterval == 0 {
+		c.HeartbeatInterval = q.VisibilityTimeout / HeartbeatDivisor
+	}
+	logger = logger.With(watermill.LogFields{"queue": q.Name})
+	if q.MaxReceiveCount == 0 {
+		logger.Info("Queue has no redrive policy: a message that keeps failing is delivered again until the queue's retention ends", nil)
+	}
+	return &Subscriber{cfg: c, client: client, queue: q, logger: logger, closing: make(chan struct{})}, nil
+}
+
+// describeQueue resolves queue (a name or URL) and reads its attributes.
+func describeQueue(ctx context.Context, client *sqs.Client, queue string, timeout time.Duration) (QueueInfo, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	url := queue
+	if !isQueueURL(queue) {
+		out, err := client.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(queue)})
+		if err != nil {
+			return QueueInfo{}, fmt.Errorf("sqsbroker: queue %q: %w", queue, err)
+		}
+		url = aws.ToString(out.QueueUrl)
+	}
+	out, err := client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+		QueueUrl: aws.String(url), AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameAll},
+	})
+	if err != nil {
+		return QueueInfo{}, fmt.Errorf("sqsbroker: queue %q: GetQueueAttributes: %w", queue, err)
+	}
+	q, err := parseQueueInfo(url, out.Attributes)
+	if err != nil {
+		return QueueInfo{}, fmt.Errorf("sqsbroker: %w", err)
+	}
+	return q, nil
+}
+
+// Queue returns what NewSubscriber read about the queue.
+func (s *Subscriber) Queue() QueueInfo { return s.queue }
+
+// Config returns the effective configuration: defaults filled in, and
+// HeartbeatInterval set from the queue.
+func (s *Subscriber) Config() SubscriberConfig { return s.cfg }
+
+// Subscribe starts cfg.Workers receive loops on the queue and returns the
+// channel they hand messages out on, one message per worker at a time.
+// topic must name the subscriber's queue (its name, its URL, or
+// SubscriberConfig.Queue). When ctx ends or Close is called, the workers
+// stop receiving, release messages not handed out, wait up to
+// CloseTimeout for the ones handed out, and then the channel is closed.
+// Messages' contexts are not cancelled by ctx, only after CloseTimeout.
+func (s *Subscriber) Subscribe(ctx context.Context, topic string) (<-chan *message.Message, error) {
+	if topic != s.cfg.Queue && topic != s.queue.Name && topic != s.queue.URL {
+		return nil, fmt.Errorf("sqsbroker: Subscribe(%q): this subscriber reads queue %s only (NewSubscriber checked its lease against that queue)", topic, s.queue.Name)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, errors.New("sqsbroker: subscriber closed")
+	}
+	s.subs.Add(1)
+	sub := s.newSubscription(ctx)
+	sub.start()
+	return sub.out, nil
+}
+
+// Close stops every subscription as described at Subscribe and returns
+// once their channels are closed: after at most CloseTimeout, plus about a
+// second (abandonGrace), plus the deletes and visibility changes of the
+// messages settled meanwhile (each SQS call bounded by RequestTimeout). It
+// is safe to call more than once and always returns nil.
+func (s *Subscriber) Close() error {
+	s.mu.Lock()
+	if !s.closed {
+		s.closed = true
+		close(s.closing)
+	}
+	s.mu.Unlock()
+	s.subs.Wait()
+	return nil
+}
+
+// subscription is one Subscribe call.
+type subscription struct {
+	s      *Subscriber
+	logger watermill.LoggerAdapter
+	out    chan *message.Message
+	leases *leases
+
+	ctx          context.Context // Subscribe's
+	msgCtx       context.Context // parent of message contexts: not cancelled by ctx
+	pollCtx      context.Context // cancelled on stop
+	cancelPoll   context.CancelFunc
+	stop         chan struct{} // closed when ctx ends or Close is called
+	drainExpired chan struct{} // closed CloseTimeout after stop
+	workersDone  chan struct{}
+}
+
+func (s *Subscriber) newSubscription(ctx context.Context) *subscription {
+	pollCtx, cancelPoll := context.WithCancel(ctx)
+	sub := &subscription{
+		s: s, logger: s.logger.With(watermill.LogFields{"subscription": watermill.NewShortUUID()}),
+		out: make(chan *message.Message),
+		ctx: ctx, msgCtx: context.WithoutCancel(ctx), pollCtx: pollCtx, cancelPoll: cancelPoll,
+		stop: make(chan struct{}), drainExpired: make(chan struct{}), workersDone: make(chan struct{}),
+	}
+	sub.leases = newLeases(s.client, s.queue.URL, s.queue.VisibilityTimeout, s.cfg.HeartbeatInterval, s.cfg.RequestTimeout, sub.logger)
+	return sub
+}
+
+func (sub *subscription) start() {
+	s := sub.s
+	leaseCtx, cancelLeases := context.WithCancel(sub.msgCtx)
+	heartbeatDone := make(chan struct{})
+	if s.cfg.DisableHeartbeat {
+		close(heartbeatDone)
+	} else {
+		go func() {
+			defer close(heartbeatDone)
+			sub.leases.run(leaseCtx)
+		}()
+	}
+
+	// Stop on ctx or Close; start the drain clock.
+	go func() {
+		select {
+		case <-sub.ctx.Done():
+		case <-s.closing:
+		}
+		close(sub.stop)
+		sub.cancelPoll()
+		t := time.AfterFunc(s.cfg.CloseTimeout, func() { close(sub.drainExpired) })
+		<-sub.workersDone
+		t.Stop()
+	}()
+
+	var workers sync.WaitGroup
+	for range s.cfg.Workers {
+		workers.Add(1)
+		go func() {
+			defer workers.Done()
+			sub.work()
+		}()
+	}
+	go func() {
+		defer s.subs.Done()
+		workers.Wait()
+		close(sub.workersDone)
+		cancelLeases()
+		<-heartbeatDone
+		sub.cancelPoll()
+		close(sub.out)
+		sub.logger.Debug("Subscription closed", nil)
+	}()
+	sub.logger.Info("Subscribed to queue", watermill.LogFields{
+		"workers": s.cfg.Workers, "visibility_timeout": s.queue.VisibilityTimeout,
+		"heartbeat": !s.cfg.DisableHeartbeat, "heartbeat_interval": s.cfg.HeartbeatInterval,
+	})
+}
+
+func (sub *subscription) stopping() bool {
+	select {
+	case <-sub.stop:
+		return true
+	default:
+		return false
+	}
+}
+
+// work is one receive loop.
+func (sub *subscription) work() {
+	s := sub.s
+	input := &sqs.ReceiveMessageInput{
+		QueueUrl:            aws.String(s.queue.URL),
+		MaxNumberOfMessages: int32(s.cfg.MaxNumberOfMessages),
+		WaitTimeSeconds:     int32(s.cfg.WaitTimeSeconds),
+		// Ask for exactly the visibility the lease accounting assumes.
+		VisibilityTimeout:           seconds(s.queue.VisibilityTimeout),
+		MessageAttributeNames:       []string{"All"},
+		MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
+	}
+	for !sub.stopping() {
+		out, err := s.client.ReceiveMessage(sub.pollCtx, input)
+		received := time.Now()
+		if err != nil {
+			if sub.pollCtx.Err() != nil {
+				return
+			}
+			sub.logger.Error("ReceiveMessage failed", err, nil)
+			select {
+			case <-sub.stop:
+				return
+			case <-time.After(s.cfg.ReconnectRetrySleep):
+			}
+			continue
+		}
+		if len(out.Messages) > 0 {
+			sub.process(out.Messages, sub.leases.add(out.Messages, received))
+		}
+	}
+}
+
+// process hands out the messages of one batch in order.
+func (sub *subscription) process(msgs []types.Message, leases []*lease) {
+	// On a FIFO queue a nacked message must not be overtaken by the later
+	// messages of its group: they are released, and SQS delivers the group
+	// again from the nacked one once its NackDelay passed.
+	nackedGroups := map[string]bool{}
+	for i := range msgs {
+		if sub.stopping() {
+			sub.release(msgs[i:], leases[i:], len(msgs))
+			return
+		}
+		group := msgs[i].Attributes[string(types.MessageSystemAttributeNameMessageGroupId)]
+		if group != "" && nackedGroups[group] {
+			sub.release(msgs[i:i+1], leases[i:i+1], len(msgs))
+			continue
+		}
+		if nacked := sub.handle(&msgs[i], leases[i], len(msgs)); nacked && group != "" {
+			nackedGroups[group] = true
+		}
+	}
+}
+
+func (sub *subscription) report(m *types.Message, l *lease, batch int) *AckReport {
+	n, _ := strconv.Atoi(m.Attributes[string(types.MessageSystemAttributeNameApproximateReceiveCount)])
+	eventID := ""
+	if a, ok := m.MessageAttributes[middleware.MetadataEventIDKey]; ok {
+		eventID = aws.ToString(a.StringValue)
+	}
+	return &AckReport{
+		Queue: sub.s.queue.Name, MessageID: aws.ToString(m.MessageId), EventID: eventID,
+		ReceiveCount: n, BatchSize: batch, Received: l.received,
+	}
+}
+
+func (sub *subscription) observe(ctx context.Context, rep *AckReport, st leaseState) {
+	rep.LeaseDeadline, rep.Extensions, rep.LeaseLost = st.deadline, st.extensions, st.lost
+	if obs := sub.s.cfg.AckObserver; obs != nil {
+		obs(ctx, rep)
+	}
+}
+
+// handle hands one message out and settles it; it reports whether the
+// message was nacked.
+func (sub *subscription) handle(m *types.Message, l *lease, batch int) (nacked bool) {
+	s := sub.s
+	rep := sub.report(m, l, batch)
+	msg, err := s.cfg.Unmarshaler.Unmarshal(m)
+	if err != nil {
+		sub.logger.Error("Cannot unmarshal message; it returns after NackDelay until the queue's redrive policy moves it", err,
+			watermill.LogFields{"sqs_message_id": rep.MessageID})
+		rep.Settled = time.Now()
+		st := sub.leases.settle(l)
+		rep.Err = err
+		sub.nack(l, rep)
+		sub.observe(context.Background(), rep, st)
+		return true
+	}
+	ctx, cancel := context.WithCancel(sub.msgCtx)
+	defer cancel()
+	delivery := &ackgap.Delivery{
+		MessageID: rep.MessageID, ReceiveCount: rep.ReceiveCount,
+		LeaseDeadline: sub.leases.deadline(l), Confirmation: ackgap.ConfirmationReported,
+	}
+	msg.SetContext(ackgap.WithDelivery(ctx, delivery))
+
+	select {
+	case <-sub.stop:
+		sub.release([]types.Message{*m}, []*lease{l}, batch)
+		return false
+	default:
+	}
+	select {
+	case sub.out <- msg:
+	case <-sub.stop:
+		sub.release([]types.Message{*m}, []*lease{l}, batch)
+		return false
+	}
+	rep.HandedOut = time.Now()
+
+	acked, settled := waitSettled(msg, sub.drainExpired)
+	if !settled {
+		// CloseTimeout ran out: cancel the handler (the inbox rolls back and
+		// the router nacks) and give it a moment.
+		cancel()
+		acked, settled = waitSettled(msg, time.After(abandonGrace))
+	}
+	rep.Settled = time.Now()
+	st := sub.leases.settle(l)
+	switch {
+	case !settled:
+		rep.Settled = time.Time{}
+		rep.Outcome = AckAbandoned
+		sub.logger.Info("Message still in the handler after CloseTimeout: abandoned, it returns when its lease lapses",
+			watermill.LogFields{"sqs_message_id": rep.MessageID, "lease_deadline": st.deadline})
+	case acked:
+		sub.delete(l, rep, st)
+	default:
+		sub.nack(l, rep)
+	}
+	sub.observe(msg.Context(), rep, st)
+	delivery.Settle(settlement(rep, st))
+	return settled && !acked
+}
+
+// settlement is what the ackgap.Delivery hook reports for rep: a nack, a
+// confirmed ack, or an ack that SQS did not confirm in time.
+func settlement(rep *AckReport, st leaseState) ackgap.Settlement {
+	s := ackgap.Settlement{Acked: rep.Outcome != AckNacked && rep.Outcome != AckAbandoned, At: rep.Settled, LeaseDeadline: st.deadline}
+	switch {
+	case rep.Outcome == AckAbandoned:
+		s.At = time.Now()
+		s.Err = errors.New("sqsbroker: still in the handler after CloseTimeout; abandoned to the lease")
+	case !s.Acked:
+	case rep.Outcome == AckDeleted && !rep.LeaseExpired():
+		s.Confirmed = rep.Confirmed
+	case rep.Outcome == AckDeleted:
+		s.Err = fmt.Errorf("%w: DeleteMessage returned %s after the lease deadline %s; SQS may deliver the message again",
+			ackgap.ErrAckNotConfirmed, rep.Confirmed.Sub(st.deadline).Round(time.Millisecond), st.deadline.Format(time.RFC3339Nano))
+	case rep.Outcome == AckStale:
+		s.Err = fmt.Errorf("%w: DeleteMessage refused the receipt handle: the lease was lost", ackgap.ErrAckNotConfirmed)
+	default:
+		s.Err = fmt.Errorf("%w: DeleteMessage: %w", ackgap.ErrAckNotConfirmed, rep.Err)
+	}
+	return s
+}
+
+// waitSettled waits for msg's ack or nack, or for giveUp.
+func waitSettled[T any](msg *message.Message, giveUp <-chan T) (acked, settled bool) {
+	select {
+	case <-msg.Acked():
+		return true, true
+	case <-msg.Nacked():
+		return false, true
+	case <-giveUp:
+		// An ack or nack may have raced with giveUp.
+		select {
+		case <-msg.Acked():
+			return true, true
+		case <-msg.Nacked():
+			return false, true
+		default:
+			return false, false
+		}
+	}
+}
+
+// requestCtx bounds one SQS call; it is detached from Subscribe's ctx so
+// that an ack during shutdown still deletes (design.md invariant 4 holds
+// either way: the commit happened before the ack).
+func (sub *subscription) requestCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(sub.msgCtx, sub.s.cfg.RequestTimeout)
+}
+
+// delete deletes an acked message.
+func (sub *subscription) delete(l *lease, rep *AckReport, st leaseState) {
+	var err error
+	for attempt := range deleteAttempts {
+		if attempt > 0 {
+			time.Sleep(time.Duration(attempt) * 100 * time.Millisecond)
+		}
+		ctx, cancel := sub.requestCtx()
+		_, err = sub.s.client.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(sub.s.queue.URL), ReceiptHandle: aws.String(l.receipt)})
+		cancel()
+		if err == nil || lostLease(err) {
+			break
+		}
+	}
+	fields := watermill.LogFields{"sqs_message_id": rep.MessageID, "event_id": rep.EventID, "lease_deadline": st.deadline}
+	switch {
+	case err == nil:
+		rep.Confirmed = time.Now()
+		rep.Outcome = AckDeleted
+		if rep.Confirmed.After(st.deadline) || st.lost {
+			sub.logger.Info("Deleted after the lease ran out: SQS may deliver the message again, and the inbox will skip it", fields)
+		}
+	case lostLease(err):
+		rep.Outcome = AckStale
+		sub.logger.Info("Delete refused the receipt handle: the lease was lost and another delivery holds the message; the inbox skips it", fields)
+	default:
+		rep.Outcome, rep.Err = AckFailed, err
+		sub.logger.Error("DeleteMessage failed; the message returns when its lease lapses and the inbox skips it", err, fields)
+	}
+}
+
+// nack makes a nacked message visible again after NackDelay.
+func (sub *subscription) nack(l *lease, rep *AckReport) {
+	rep.Outcome = AckNacked
+	ctx, cancel := sub.requestCtx()
+	defer cancel()
+	_, err := sub.s.client.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{
+		QueueUrl: aws.String(sub.s.queue.URL), ReceiptHandle: aws.String(l.receipt), VisibilityTimeout: seconds(sub.s.cfg.NackDelay),
+	})
+	switch {
+	case err == nil:
+		rep.Confirmed = time.Now()
+	case lostLease(err):
+		// Already visible again: nothing to shorten.
+	default:
+		if rep.Err == nil {
+			rep.Err = err
+		}
+		sub.logger.Error("ChangeMessageVisibility for a nack failed; the message returns when its lease lapses", err,
+			watermill.LogFields{"sqs_message_id": rep.MessageID})
+	}
+}
+
+// release makes messages that were never handed out visible at once.
+func (sub *subscription) release(msgs []types.Message, leases []*lease, batch int) {
+	states := make([]leaseState, len(leases))
+	for i, l := range leases {
+		states[i] = sub.leases.settle(l)
+	}
+	for start := 0; start < len(leases); start += maxBatchEntries {
+		end := min(start+maxBatchEntries, len(leases))
+		zero := make([]time.Duration, end-start)
+		ctx, cancel := sub.requestCtx()
+		results := sub.leases.changeVisibility(ctx, leases[start:end], zero)
+		cancel()
+		for i := start; i < end; i++ {
+			rep := sub.report(&msgs[i], leases[i], batch)
+			rep.Outcome = AckReleased
+			if results[i-start] == changeOK {
+				rep.Confirmed = time.Now()
+			}
+			sub.observe(context.Background(), rep, states[i])
+		}
+	}
+}
