@@ -1,6 +1,9 @@
 package kafkabroker_test
 
 import (
+	"context"
+	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -38,12 +41,7 @@ func TestWatermillPubSubSuite(t *testing.T) {
 		// The suite's TestMessageCtx expects an unacked message's context to
 		// end soon after Close; kafkabroker first waits CloseTimeout for it
 		// to be acked (graceful shutdown), so the suite gets a short one.
-		sub, err := kafkabroker.NewSubscriber(&kafkabroker.SubscriberConfig{Brokers: kafkaBrokers(t), ConsumerGroup: group,
-			CloseTimeout: time.Second, SessionTimeout: 2 * time.Second}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return stampingPublisher{pub}, sub
+		return stampingPublisher{pub}, &groupPerTopic{t: t, group: group}
 	}
 	tests.TestPubSub(t, tests.Features{
 		ConsumerGroups:      true,
@@ -54,4 +52,41 @@ func TestWatermillPubSubSuite(t *testing.T) {
 	}, func(t *testing.T) (message.Publisher, message.Subscriber) {
 		return withGroup(t, "watermill-suite-"+randomHex(6))
 	}, withGroup)
+}
+
+// groupPerTopic subscribes each topic with a kafkabroker subscriber of
+// its own, in consumer group "<group>.<topic>": subscribers of one topic
+// still share a group, but subscribing a second topic does not make the
+// first topic's member rebalance (the suite's TestTopic subscribes two
+// topics from one subscriber and waits only 15 s).
+type groupPerTopic struct {
+	t     *testing.T
+	group string
+	mu    sync.Mutex
+	subs  []*kafkabroker.Subscriber
+}
+
+func (g *groupPerTopic) Subscribe(ctx context.Context, topic string) (<-chan *message.Message, error) {
+	// The suite's TestMessageCtx expects an unacked message's context to
+	// end soon after Close; kafkabroker first waits CloseTimeout for it
+	// to be acked (graceful shutdown), so the suite gets a short one.
+	sub, err := kafkabroker.NewSubscriber(&kafkabroker.SubscriberConfig{Brokers: kafkaBrokers(g.t), ConsumerGroup: g.group + "." + topic,
+		CloseTimeout: time.Second, SessionTimeout: 2 * time.Second}, nil)
+	if err != nil {
+		return nil, err
+	}
+	g.mu.Lock()
+	g.subs = append(g.subs, sub)
+	g.mu.Unlock()
+	return sub.Subscribe(ctx, topic)
+}
+
+func (g *groupPerTopic) Close() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var errs []error
+	for _, s := range g.subs {
+		errs = append(errs, s.Close())
+	}
+	return errors.Join(errs...)
 }
