@@ -260,26 +260,36 @@ func TestReportedSettlement(t *testing.T) {
 	mw, err := b.tel.Middleware("queue-a", telemetry.SystemAWSSQS)
 	require.NoError(t, err)
 	obs := b.tel.Observer(nil)
-	received := time.Now()
-	committed := received.Add(10 * time.Millisecond)
+	// The report's times are taken inside the handler, after the
+	// middleware started the span, as the inbox takes them.
+	var committed time.Time
 	h := mw(func(msg *message.Message) ([]*message.Message, error) {
+		received := time.Now()
+		committed = received.Add(10 * time.Millisecond)
 		obs(msg.Context(), &middleware.Report{Consumer: "c1", EventID: "E1", Outcome: middleware.OutcomeApplied,
 			Received: received, HandlerStarted: received.Add(time.Millisecond), Committed: committed})
 		return nil, nil
 	})
-	run := func(lease, confirmed time.Time, err error) sdktrace.ReadOnlySpan {
+	// run delivers one message whose lease ends lease after the commit and
+	// whose ack is confirmed confirmed after it (never when negative).
+	run := func(lease, confirmed time.Duration, err error) sdktrace.ReadOnlySpan {
 		b.spans.Reset()
-		d := &ackgap.Delivery{MessageID: "sqs-1", ReceiveCount: 2, LeaseDeadline: lease, Confirmation: ackgap.ConfirmationReported}
+		d := &ackgap.Delivery{MessageID: "sqs-1", ReceiveCount: 2, Confirmation: ackgap.ConfirmationReported}
 		msg := newEvent("E1")
 		msg.SetContext(ackgap.WithDelivery(context.Background(), d))
 		_, herr := h(msg)
 		require.NoError(t, herr)
 		require.Empty(t, b.spans.Ended(), "the span waits for the settlement")
-		d.Settle(ackgap.Settlement{Acked: true, At: committed.Add(time.Millisecond), Confirmed: confirmed, Err: err})
+		var confirmedAt time.Time
+		if confirmed >= 0 {
+			confirmedAt = committed.Add(confirmed)
+		}
+		d.Settle(ackgap.Settlement{Acked: true, At: committed.Add(time.Millisecond), Confirmed: confirmedAt,
+			LeaseDeadline: committed.Add(lease), Err: err})
 		return b.ended(t, 1)[0]
 	}
 
-	span := run(committed.Add(30*time.Second), committed.Add(20*time.Millisecond), nil)
+	span := run(30*time.Second, 20*time.Millisecond, nil)
 	a := attrs(span)
 	require.Equal(t, "process queue-a", span.Name())
 	require.Equal(t, "aws_sqs", a["messaging.system"].AsString())
@@ -291,24 +301,34 @@ func TestReportedSettlement(t *testing.T) {
 	require.False(t, a[telemetry.AttrLeaseExpired].AsBool())
 	require.Equal(t, committed.Add(20*time.Millisecond), span.EndTime(), "the span ends at the confirmation")
 
-	span = run(committed.Add(5*time.Millisecond), committed.Add(20*time.Millisecond), nil)
+	span = run(5*time.Millisecond, 20*time.Millisecond, nil)
 	a = attrs(span)
 	require.InDelta(t, -0.015, a[telemetry.AttrLeaseHeadroom].AsFloat64(), 1e-9)
 	require.True(t, a[telemetry.AttrLeaseExpired].AsBool(), "confirmed after the lease: a duplicate is coming")
 
-	span = run(committed.Add(30*time.Second), time.Time{}, fmt.Errorf("%w: receipt handle expired", ackgap.ErrAckNotConfirmed))
+	// Not confirmed (an SQS delete after the lease ended): no ack gap, but
+	// the headroom up to the failure, negative here.
+	span = run(-time.Second, -1, fmt.Errorf("%w: receipt handle expired", ackgap.ErrAckNotConfirmed))
 	a = attrs(span)
 	require.Equal(t, telemetry.ConfirmationFailed, a[telemetry.AttrBrokerConfirmation].AsString())
 	require.Equal(t, "ack_not_confirmed", a["error.type"].AsString())
 	require.Equal(t, codes.Error, span.Status().Code)
+	require.NotContains(t, a, telemetry.AttrAckGap)
+	require.Negative(t, a[telemetry.AttrLeaseHeadroom].AsFloat64())
+	require.True(t, a[telemetry.AttrLeaseExpired].AsBool())
 	requireTimeline(t, span, telemetry.EventReceived, telemetry.EventHandlerStart, telemetry.EventCommit,
 		telemetry.EventAck, telemetry.EventConfirmationFailed)
 
 	ms := b.metrics(t)
-	heads := histogram(t, ms, telemetry.MetricLeaseHeadroom)
-	require.Len(t, heads, 1)
-	require.Equal(t, uint64(2), heads[0].Count)
-	require.InDelta(t, 29.980-0.015, heads[0].Sum, 1e-9)
+	counts := map[string]uint64{}
+	for _, dp := range histogram(t, ms, telemetry.MetricLeaseHeadroom) {
+		v, _ := dp.Attributes.Value(telemetry.AttrBrokerConfirmation)
+		counts[v.AsString()] += dp.Count
+		if v.AsString() == telemetry.ConfirmationConfirmed {
+			require.InDelta(t, 29.980-0.015, dp.Sum, 1e-9)
+		}
+	}
+	require.Equal(t, map[string]uint64{telemetry.ConfirmationConfirmed: 2, telemetry.ConfirmationFailed: 1}, counts)
 	require.Equal(t, uint64(2), histogram(t, ms, telemetry.MetricAckGap)[0].Count)
 	require.Equal(t, int64(1), counter(t, ms, telemetry.MetricAcksUnconfirmed, "", ""))
 	noHighCardinality(t, ms)

@@ -324,7 +324,7 @@ func (p *process) finish(s ackgap.Settlement, mode ackgap.ConfirmationMode) {
 	switch {
 	case s.Acked:
 		span.AddEvent(EventAck, trace.WithTimestamp(s.At))
-		var confirmed, gapEnd time.Time
+		var confirmed, gapEnd, failedAt time.Time
 		switch {
 		case s.Err != nil:
 			confirmation = ConfirmationFailed
@@ -332,7 +332,7 @@ func (p *process) finish(s ackgap.Settlement, mode ackgap.ConfirmationMode) {
 			if now.Before(s.At) {
 				now = s.At
 			}
-			end = now
+			end, failedAt = now, now
 			span.AddEvent(EventConfirmationFailed, trace.WithTimestamp(now), trace.WithAttributes(
 				semconv.ErrorTypeKey.String(errorType(s.Err)), semconv.ExceptionMessage(s.Err.Error())))
 			if p.finalOutcome != OutcomeDeadLettered {
@@ -350,7 +350,7 @@ func (p *process) finish(s ackgap.Settlement, mode ackgap.ConfirmationMode) {
 			span.AddEvent(EventBrokerConfirmed, trace.WithTimestamp(confirmed))
 			end, gapEnd = confirmed, confirmed
 		}
-		p.measure(s, confirmation, gapEnd)
+		p.measure(s, confirmation, gapEnd, failedAt)
 	case s.Err != nil:
 		span.AddEvent(EventAbandoned, trace.WithTimestamp(s.At), trace.WithAttributes(
 			semconv.ExceptionMessage(s.Err.Error())))
@@ -366,18 +366,25 @@ func (p *process) finish(s ackgap.Settlement, mode ackgap.ConfirmationMode) {
 
 // measure records the ack gap and lease headroom of an acked message;
 // gapEnd is the confirmation (or the ack when unobserved), zero when the
-// broker did not confirm.
-func (p *process) measure(s ackgap.Settlement, confirmation string, gapEnd time.Time) {
+// broker did not confirm. failedAt is when an adapter reported that the
+// ack was not confirmed (an SQS delete after the lease ended): no ack gap
+// then, but the lease headroom up to that moment, negative when the lease
+// had lapsed, which is what announces the duplicate.
+func (p *process) measure(s ackgap.Settlement, confirmation string, gapEnd, failedAt time.Time) {
 	t := p.c.t
 	k := attrKey{kind: kindConsumer, system: p.c.system, destination: p.destination, group: p.group, consumer: p.consumer}
 	if gapEnd.IsZero() {
 		if p.metrics {
 			t.unconfirmed.Add(p.ctx, 1, t.attrs.get(k))
 		}
-		return
+		if failedAt.IsZero() {
+			return
+		}
 	}
 	k.kind, k.confirmation = kindAck, confirmation
-	if !p.committed.IsZero() {
+	if gapEnd.IsZero() {
+		gapEnd = failedAt
+	} else if !p.committed.IsZero() {
 		gap := gapEnd.Sub(p.committed).Seconds()
 		p.span.SetAttributes(AttrAckGap.Float64(gap))
 		if p.metrics {
