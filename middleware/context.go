@@ -22,10 +22,12 @@ type delivery interface {
 	eventID() string
 	transition(ctx context.Context, p *stores.TransitionParams) (*stores.TransitionResult, error)
 	insertOutbox(ctx context.Context, p *stores.OutboxInsertParams) (*stores.OutboxInsertResult, error)
+	queueOutbox(ctx context.Context, p *stores.OutboxInsertParams) error
 }
 
 type boundTx[TTx any] struct {
 	store         stores.Store[TTx]
+	queuer        stores.OutboxQueuer[TTx] // store, when it queues outbox rows; else nil
 	tx            TTx
 	consumerName  string
 	eventIDString string
@@ -38,6 +40,13 @@ func (b *boundTx[TTx]) transition(ctx context.Context, p *stores.TransitionParam
 }
 func (b *boundTx[TTx]) insertOutbox(ctx context.Context, p *stores.OutboxInsertParams) (*stores.OutboxInsertResult, error) {
 	return b.store.InsertOutboxTx(ctx, b.tx, p)
+}
+func (b *boundTx[TTx]) queueOutbox(ctx context.Context, p *stores.OutboxInsertParams) error {
+	if b.queuer != nil {
+		return b.queuer.QueueOutboxTx(ctx, b.tx, p)
+	}
+	_, err := b.store.InsertOutboxTx(ctx, b.tx, p)
+	return err
 }
 
 func withTx[TTx any](ctx context.Context, b *boundTx[TTx]) context.Context {
@@ -97,4 +106,30 @@ func AddOutbox(ctx context.Context, p *stores.OutboxInsertParams) (*stores.Outbo
 		row.EventID = d.eventID()
 	}
 	return d.insertOutbox(ctx, &row)
+}
+
+// QueueOutbox adds an outbox row to the message's transaction like
+// [AddOutbox], for handlers that do not read the row's id or duplicate
+// flag: on a store that implements stores.OutboxQueuer (pgxstore) the
+// insert is held back and sent with the transaction's next statement or
+// its commit, in the same round trip, instead of costing one of its own;
+// on other stores it is inserted at once. It validates p at once and
+// returns ackgap.ErrNoTransaction outside the inbox middleware. A key that
+// exists with another payload is still a permanent error wrapping
+// ackgap.ErrIdempotencyConflict, but it may come from the handler's next
+// statement or from the commit, which then fails and rolls everything back:
+// the message is dead-lettered either way.
+func QueueOutbox(ctx context.Context, p *stores.OutboxInsertParams) error {
+	d, ok := ctx.Value(deliveryKey{}).(delivery)
+	if !ok {
+		return ackgap.ErrNoTransaction
+	}
+	row := *p
+	if row.Consumer == "" {
+		row.Consumer = d.consumer()
+	}
+	if row.EventID == "" {
+		row.EventID = d.eventID()
+	}
+	return d.queueOutbox(ctx, &row)
 }

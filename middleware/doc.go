@@ -14,7 +14,9 @@
 // transaction and inserts the inbox row (consumer, event id) first. A
 // duplicate rolls back, skips the handler and returns nil, so the message
 // is acked. Otherwise the handler runs with the transaction in the message
-// context ([TxFromContext], [TransitionIfState], [AddOutbox]); a nil
+// context ([TxFromContext], [TransitionIfState], [AddOutbox],
+// [QueueOutbox]: AddOutbox when the handler reads the row's id, QueueOutbox,
+// cheaper on PostgreSQL, when it does not); a nil
 // return commits, and the commit's error is returned, so Watermill acks
 // only after the commit (design.md invariant 4). A handler error, a panic,
 // a cancelled context or a failed commit rolls back everything, inbox row

@@ -152,12 +152,14 @@ func Inbox[TTx any](store stores.Store[TTx], cfg *InboxConfig) (message.HandlerM
 		return nil, err
 	}
 	in := &inbox[TTx]{store: store, cfg: c}
+	in.queuer, _ = store.(stores.OutboxQueuer[TTx])
 	return in.middleware, nil
 }
 
 type inbox[TTx any] struct {
-	store stores.Store[TTx]
-	cfg   InboxConfig
+	store  stores.Store[TTx]
+	queuer stores.OutboxQueuer[TTx] // store, when it queues outbox rows
+	cfg    InboxConfig
 }
 
 func (in *inbox[TTx]) middleware(h message.HandlerFunc) message.HandlerFunc {
@@ -223,7 +225,7 @@ func (in *inbox[TTx]) handle(msg *message.Message, h message.HandlerFunc, rep *R
 		rep.Outcome = OutcomeFailed
 	}()
 
-	msg.SetContext(withTx(ctx, &boundTx[TTx]{store: in.store, tx: tx, consumerName: in.cfg.Consumer, eventIDString: id}))
+	msg.SetContext(withTx(ctx, &boundTx[TTx]{store: in.store, queuer: in.queuer, tx: tx, consumerName: in.cfg.Consumer, eventIDString: id}))
 	defer msg.SetContext(ctx)
 	rep.HandlerStarted = in.cfg.Now()
 	produced, err = h(msg)

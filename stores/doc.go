@@ -14,6 +14,12 @@
 //		})
 //	}
 //
+// A store may also implement [OutboxQueuer] (pgxstore does): outbox rows
+// the handler does not read back are then held and sent with the commit,
+// in the same round trip; middleware.QueueOutbox uses it when it is there
+// and inserts at once otherwise. storetest.RunOutboxQueuer checks it, and
+// storetest.RunBenchmarks runs one benchmark workload on every store.
+//
 // Rules every implementation keeps (design.md, invariants 1, 2, 7, 8):
 //   - [Store.BeginInbox] inserts the inbox row as the transaction's first
 //     write, under a unique constraint on (consumer, event id); the insert

@@ -47,6 +47,26 @@ type Store[TTx any] interface {
 	Migrate(ctx context.Context, p *MigrateParams) (*MigrateResult, error)
 }
 
+// OutboxQueuer is implemented by stores that can hold an outbox insert
+// back and send it together with a later statement of the same
+// transaction, at the latest with the commit, saving the round trip the
+// insert costs on its own (pgxstore). It is optional: middleware.QueueOutbox
+// falls back to [Store.InsertOutboxTx] for stores without it, and [Store]
+// stays as it is for third parties.
+type OutboxQueuer[TTx any] interface {
+	// QueueOutboxTx adds an outbox row to tx like [Store.InsertOutboxTx],
+	// except that the row may be written later: with the next statement
+	// sent through tx, or with the commit. It validates p at once. The
+	// caller learns neither the row's id nor whether it was a duplicate (a
+	// row with the same idempotency key and payload is still a duplicate,
+	// and nothing is written). The same key with another payload fails the
+	// statement that carries the insert, or CommitTx, with
+	// ackgap.ErrIdempotencyConflict (permanent): after a failed statement
+	// the transaction can only be rolled back, and a failed CommitTx has
+	// rolled it back, inbox row included. A rollback discards queued rows.
+	QueueOutboxTx(ctx context.Context, tx TTx, p *OutboxInsertParams) error
+}
+
 // InboxPruner deletes old inbox rows; package retention runs it on a
 // schedule. It is the part of [Store] that needs no transaction type.
 type InboxPruner interface {

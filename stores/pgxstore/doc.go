@@ -11,6 +11,16 @@
 // lock, so many instances can start at once; [Migrations] returns the same
 // SQL, rendered with your names, for goose, atlas or a DBA.
 //
+// Round trips are the cost on PostgreSQL, so the store saves them:
+// BeginInbox sends BEGIN and the inbox insert in one round trip, and the
+// transaction it returns holds outbox rows added with QueueOutboxTx
+// (middleware.QueueOutbox) and sends them with its next statement or with
+// COMMIT, pipelined. A message whose handler applies one guarded transition
+// and queues its outbox rows takes three round trips: BEGIN + inbox
+// insert; the UPDATE; the rows + COMMIT (five with InsertOutboxTx). A
+// queued row whose idempotency key exists with another payload fails the
+// commit with ackgap.ErrIdempotencyConflict and rolls everything back.
+//
 // The inbox insert is INSERT ... ON CONFLICT DO NOTHING under the primary
 // key (consumer, event_id): a concurrent second copy waits for the first
 // transaction and then finds the row, or takes over the key if the first

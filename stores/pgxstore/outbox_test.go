@@ -122,7 +122,7 @@ func TestOutboxMigrationsInSchema(t *testing.T) {
 
 // migrated returns a store on a fresh schema, migrated to the newest
 // version, and its pool.
-func migrated(t *testing.T, cfg *pgxstore.Config) (*pgxstore.Store, *pgxpool.Pool) {
+func migrated(t testing.TB, cfg *pgxstore.Config) (*pgxstore.Store, *pgxpool.Pool) {
 	t.Helper()
 	pool, _ := testdb.Schema(t, 32)
 	store, err := pgxstore.New(pool, cfg)

@@ -64,10 +64,13 @@ type Store struct {
 	q     queries
 }
 
-var _ stores.Store[pgx.Tx] = (*Store)(nil)
+var (
+	_ stores.Store[pgx.Tx]        = (*Store)(nil)
+	_ stores.OutboxQueuer[pgx.Tx] = (*Store)(nil)
+)
 
 type queries struct {
-	inboxInsert, inboxHash, outboxInsert, outboxExisting, prune string
+	inboxInsert, inboxHash, outboxInsert, outboxExisting, outboxQueued, prune string
 }
 
 // New returns a Store on pool; cfg nil means all defaults. It does not
@@ -94,6 +97,17 @@ VALUES ($1, $2, $3, COALESCE($4::timestamptz, now())) ON CONFLICT DO NOTHING`,
 VALUES ($1, $2, $3, $4, $5, $6, $7, COALESCE($8::timestamptz, now()), COALESCE($9::timestamptz, $8::timestamptz, now()))
 ON CONFLICT (idempotency_key) DO NOTHING RETURNING id`,
 		outboxExisting: `SELECT id, payload_hash FROM ` + n.Outbox + ` WHERE idempotency_key = $1`,
+		// outboxQueued inserts a queued row and checks its key in one
+		// statement, so that it can run pipelined ahead of COMMIT: a row
+		// with the same key and payload is left alone (the WHERE is false;
+		// the row is only locked), one with another payload makes the
+		// WHERE divide by zero, which aborts the transaction before the
+		// COMMIT runs. ON CONFLICT DO UPDATE sees the newest committed
+		// version of a conflicting row, as the separate SELECT of
+		// InsertOutboxTx does.
+		outboxQueued: `INSERT INTO ` + n.Outbox + ` AS o (kind, idempotency_key, payload, payload_hash, headers, consumer, event_id, created_at, available_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, COALESCE($8::timestamptz, now()), COALESCE($9::timestamptz, $8::timestamptz, now()))
+ON CONFLICT (idempotency_key) DO UPDATE SET kind = o.kind WHERE 1 / (o.payload_hash = excluded.payload_hash)::int = 0`,
 		prune: `DELETE FROM ` + n.Inbox + ` WHERE (consumer, event_id) IN (
 SELECT consumer, event_id FROM ` + n.Inbox + ` WHERE received_at < $1 AND ($2 = '' OR consumer = $2)
 ORDER BY received_at LIMIT $3 FOR UPDATE SKIP LOCKED)`,
@@ -107,19 +121,42 @@ func TxFromContext(ctx context.Context) (pgx.Tx, bool) {
 }
 
 // BeginInbox implements [stores.Store.BeginInbox] in one round trip: a
-// pgx batch of BEGIN, INSERT ... ON CONFLICT DO NOTHING into the inbox, and
-// a SELECT of the row's payload hash. The SELECT is a statement of its own,
-// so under READ COMMITTED it sees a row a concurrent delivery committed
-// while the INSERT waited on it.
+// pgx batch of BEGIN and INSERT ... ON CONFLICT DO NOTHING into the inbox.
+// A duplicate takes a second round trip: a SELECT of the stored payload
+// hash and ROLLBACK, pipelined. The SELECT is a statement of its own, so
+// under READ COMMITTED it sees a row a concurrent delivery committed while
+// the INSERT waited on it.
+//
+// The transaction it returns queues the rows of [Store.QueueOutboxTx] and
+// sends them ahead of its next statement or with its COMMIT, in the same
+// round trip.
 func (s *Store) BeginInbox(ctx context.Context, p *stores.BeginInboxParams) (*stores.BeginInboxResult[pgx.Tx], error) {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, interpretError("begin: acquire connection", err)
+	}
 	var b pgx.Batch
 	b.BeginTx(pgx.TxOptions{})
 	var inserted int64
-	var stored []byte
 	b.Queue(s.q.inboxInsert, p.Consumer, p.EventID, p.PayloadHash, nullTime(p.Now)).Exec(func(tag pgconn.CommandTag) error {
 		inserted = tag.RowsAffected()
 		return nil
 	})
+	br := conn.SendBatch(ctx, &b)
+	tx := br.Tx()
+	if err := br.Close(); err != nil {
+		_ = tx.Rollback(context.WithoutCancel(ctx)) // ErrTxClosed when BEGIN failed
+		conn.Release()
+		return nil, interpretError("begin and insert inbox row", err)
+	}
+	if inserted == 1 {
+		return &stores.BeginInboxResult[pgx.Tx]{Tx: &inboxTx{tx: tx, conn: conn, store: s}}, nil
+	}
+	// A duplicate: the row was committed by an earlier delivery. Read its
+	// hash and roll back in one round trip.
+	defer conn.Release()
+	var stored []byte
+	b = pgx.Batch{}
 	b.Queue(s.q.inboxHash, p.Consumer, p.EventID).QueryRow(func(row pgx.Row) error {
 		err := row.Scan(&stored)
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -127,18 +164,12 @@ func (s *Store) BeginInbox(ctx context.Context, p *stores.BeginInboxParams) (*st
 		}
 		return err
 	})
-	br := s.pool.SendBatch(ctx, &b)
-	tx := br.Tx()
-	if err := br.Close(); err != nil {
-		_ = tx.Rollback(context.WithoutCancel(ctx))
-		return nil, interpretError("begin and insert inbox row", err)
-	}
-	if inserted == 1 {
-		return &stores.BeginInboxResult[pgx.Tx]{Tx: tx}, nil
-	}
-	// A duplicate: the row was committed by an earlier delivery.
-	if err := tx.Rollback(context.WithoutCancel(ctx)); err != nil {
-		return nil, interpretError("rollback duplicate", err)
+	b.Queue("rollback")
+	if err := tx.SendBatch(ctx, &b).Close(); err != nil {
+		if conn.Conn().PgConn().TxStatus() != 'I' && !conn.Conn().IsClosed() {
+			_ = tx.Rollback(context.WithoutCancel(ctx))
+		}
+		return nil, interpretError("read duplicate inbox row and roll back", err)
 	}
 	return &stores.BeginInboxResult[pgx.Tx]{
 		Duplicate:       true,
@@ -188,21 +219,12 @@ func (s *Store) TransitionIfStateTx(ctx context.Context, tx pgx.Tx, p *stores.Tr
 
 // InsertOutboxTx implements [stores.Store.InsertOutboxTx].
 func (s *Store) InsertOutboxTx(ctx context.Context, tx pgx.Tx, p *stores.OutboxInsertParams) (*stores.OutboxInsertResult, error) {
-	if err := p.Validate(); err != nil {
-		return nil, err
-	}
-	headers, err := encodeHeaders(p.Headers)
+	args, hash, err := outboxArgs(p)
 	if err != nil {
 		return nil, err
 	}
-	hash := stores.PayloadHash(p.Payload)
-	payload := p.Payload
-	if payload == nil {
-		payload = []byte{}
-	}
 	var id int64
-	err = tx.QueryRow(ctx, s.q.outboxInsert, p.Kind, p.IdempotencyKey, payload, hash, headers,
-		p.Consumer, p.EventID, nullTime(p.Now), nullTime(p.AvailableAt)).Scan(&id)
+	err = tx.QueryRow(ctx, s.q.outboxInsert, args...).Scan(&id)
 	if err == nil {
 		return &stores.OutboxInsertResult{ID: id}, nil
 	}
@@ -217,6 +239,46 @@ func (s *Store) InsertOutboxTx(ctx context.Context, tx pgx.Tx, p *stores.OutboxI
 		return nil, stores.IdempotencyConflict(p.IdempotencyKey)
 	}
 	return &stores.OutboxInsertResult{ID: id, Duplicate: true}, nil
+}
+
+// QueueOutboxTx implements [stores.OutboxQueuer.QueueOutboxTx]. On a
+// transaction from BeginInbox it validates p and holds the row back: it is
+// sent, pipelined, ahead of the transaction's next statement or with its
+// COMMIT, in the same round trip. On any other pgx.Tx it inserts the row
+// at once, like InsertOutboxTx. A queued row whose key exists with
+// another payload fails that statement (the transaction is then aborted:
+// roll it back), or the commit (which rolls it back), with
+// stores.IdempotencyConflict.
+func (s *Store) QueueOutboxTx(ctx context.Context, tx pgx.Tx, p *stores.OutboxInsertParams) error {
+	t, ok := tx.(*inboxTx)
+	if !ok || t.store != s || t.ended {
+		_, err := s.InsertOutboxTx(ctx, tx, p)
+		return err
+	}
+	args, _, err := outboxArgs(p)
+	if err != nil {
+		return err
+	}
+	t.queued = append(t.queued, queuedRow{key: p.IdempotencyKey, args: args})
+	return nil
+}
+
+// outboxArgs validates p and returns the arguments of the outbox inserts
+// (outboxInsert, outboxQueued) and the payload's hash.
+func outboxArgs(p *stores.OutboxInsertParams) (args []any, hash []byte, err error) {
+	if err := p.Validate(); err != nil {
+		return nil, nil, err
+	}
+	headers, err := encodeHeaders(p.Headers)
+	if err != nil {
+		return nil, nil, err
+	}
+	hash = stores.PayloadHash(p.Payload)
+	payload := p.Payload
+	if payload == nil {
+		payload = []byte{}
+	}
+	return []any{p.Kind, p.IdempotencyKey, payload, hash, headers, p.Consumer, p.EventID, nullTime(p.Now), nullTime(p.AvailableAt)}, hash, nil
 }
 
 // ListOutbox implements [stores.OutboxLister.ListOutbox].

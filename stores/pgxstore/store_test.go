@@ -18,7 +18,9 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // harness is the conformance suites' view of a fresh, migrated store.
-func harness(t *testing.T) *storetest.Harness[pgx.Tx] {
+func harness(t *testing.T) *storetest.Harness[pgx.Tx] { return harnessTB(t) }
+
+func harnessTB(t testing.TB) *storetest.Harness[pgx.Tx] {
 	store, pool := migrated(t, nil)
 	return &storetest.Harness[pgx.Tx]{
 		Store: store,

@@ -14,6 +14,10 @@
 // no schemas here: tables are named with Config.TablePrefix only. Times are
 // stored as Unix microseconds.
 //
+// The store's statements (inbox, outbox, guarded transitions) are prepared
+// once per connection and kept, so SQLite does not parse them again for
+// every message; Close closes them.
+//
 // Busy-past-timeout, I/O and closed-database errors are returned wrapping
 // ackgap.ErrStoreUnavailable.
 package sqlitestore

@@ -80,6 +80,7 @@ type Store struct {
 	ownsDB bool
 	names  sqlbuild.Names
 	q      queries
+	stmts  *stmtCache
 }
 
 var _ stores.Store[*sql.Tx] = (*Store)(nil)
@@ -151,7 +152,7 @@ func New(db *sql.DB, cfg *Config) (*Store, error) {
 
 func newStore(db *sql.DB, c Config) *Store {
 	n := sqlbuild.TableNames("", c.TablePrefix)
-	return &Store{db: db, names: n, q: queries{
+	s := &Store{db: db, names: n, q: queries{
 		inboxInsert: `INSERT INTO ` + n.Inbox + ` (consumer, event_id, payload_hash, received_at)
 VALUES (?1, ?2, ?3, ?4) ON CONFLICT DO NOTHING`,
 		inboxHash: `SELECT payload_hash FROM ` + n.Inbox + ` WHERE consumer = ?1 AND event_id = ?2`,
@@ -165,17 +166,21 @@ ORDER BY received_at LIMIT ?3)`,
 attempts, last_error, created_at, available_at FROM ` + n.Outbox + `
 WHERE (?1 = '' OR kind = ?1) AND (?2 = '' OR state = ?2) ORDER BY id LIMIT ?3`,
 	}}
+	s.stmts = newStmtCache(db, s.q.inboxInsert, s.q.inboxHash, s.q.outboxInsert, s.q.outboxExisting)
+	return s
 }
 
 // DB returns the underlying database, for the application's own tables.
 func (s *Store) DB() *sql.DB { return s.db }
 
-// Close closes the database if Open opened it; it is safe to call twice.
+// Close closes the store's prepared statements, and the database if Open
+// opened it; it is safe to call twice.
 func (s *Store) Close() error {
+	err := s.stmts.close()
 	if !s.ownsDB {
-		return nil
+		return err
 	}
-	return s.db.Close()
+	return errors.Join(err, s.db.Close())
 }
 
 // TxFromContext returns the *sql.Tx that the inbox middleware opened for
@@ -185,13 +190,16 @@ func TxFromContext(ctx context.Context) (*sql.Tx, bool) {
 }
 
 // BeginInbox implements [stores.Store.BeginInbox]: BEGIN IMMEDIATE, then
-// INSERT ... ON CONFLICT DO NOTHING into the inbox.
+// INSERT ... ON CONFLICT DO NOTHING into the inbox. The store's statements
+// are prepared once per connection and kept (the first time here, before
+// the transaction begins).
 func (s *Store) BeginInbox(ctx context.Context, p *stores.BeginInboxParams) (*stores.BeginInboxResult[*sql.Tx], error) {
+	s.stmts.prepare(ctx)
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, interpretError("begin", err)
 	}
-	res, err := tx.ExecContext(ctx, s.q.inboxInsert, p.Consumer, p.EventID, p.PayloadHash, micros(p.Now))
+	res, err := s.txExec(ctx, tx, s.q.inboxInsert, p.Consumer, p.EventID, p.PayloadHash, micros(p.Now))
 	if err != nil {
 		_ = tx.Rollback()
 		return nil, interpretError("insert inbox row", err)
@@ -200,7 +208,7 @@ func (s *Store) BeginInbox(ctx context.Context, p *stores.BeginInboxParams) (*st
 		return &stores.BeginInboxResult[*sql.Tx]{Tx: tx}, nil
 	}
 	var stored []byte
-	err = tx.QueryRowContext(ctx, s.q.inboxHash, p.Consumer, p.EventID).Scan(&stored)
+	err = s.txQueryRow(ctx, tx, s.q.inboxHash, p.Consumer, p.EventID).Scan(&stored)
 	_ = tx.Rollback()
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return nil, interpretError("read inbox row", err)
@@ -235,7 +243,7 @@ func (s *Store) TransitionIfStateTx(ctx context.Context, tx *sql.Tx, p *stores.T
 		return nil, err
 	}
 	update, args, current, currentArgs := sqlbuild.Transition(sqlbuild.SQLite, &tp)
-	res, err := tx.ExecContext(ctx, update, args...)
+	res, err := s.txExec(ctx, tx, update, args...)
 	if err != nil {
 		return nil, interpretError("transition", err)
 	}
@@ -243,7 +251,7 @@ func (s *Store) TransitionIfStateTx(ctx context.Context, tx *sql.Tx, p *stores.T
 		return &stores.TransitionResult{Outcome: stores.TransitionApplied, Found: true, Previous: stores.AppliedFrom(tp.From)}, nil
 	}
 	var state string
-	err = tx.QueryRowContext(ctx, current, currentArgs...).Scan(&state)
+	err = s.txQueryRow(ctx, tx, current, currentArgs...).Scan(&state)
 	found := err == nil
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return nil, interpretError("read state", err)
@@ -278,7 +286,7 @@ func (s *Store) InsertOutboxTx(ctx context.Context, tx *sql.Tx, p *stores.Outbox
 		available = now
 	}
 	var id int64
-	err := tx.QueryRowContext(ctx, s.q.outboxInsert, p.Kind, p.IdempotencyKey, payload, hash, headers,
+	err := s.txQueryRow(ctx, tx, s.q.outboxInsert, p.Kind, p.IdempotencyKey, payload, hash, headers,
 		p.Consumer, p.EventID, now.UnixMicro(), available.UnixMicro()).Scan(&id)
 	if err == nil {
 		return &stores.OutboxInsertResult{ID: id}, nil
@@ -287,7 +295,7 @@ func (s *Store) InsertOutboxTx(ctx context.Context, tx *sql.Tx, p *stores.Outbox
 		return nil, interpretError("insert outbox row", err)
 	}
 	var stored []byte
-	if err := tx.QueryRowContext(ctx, s.q.outboxExisting, p.IdempotencyKey).Scan(&id, &stored); err != nil {
+	if err := s.txQueryRow(ctx, tx, s.q.outboxExisting, p.IdempotencyKey).Scan(&id, &stored); err != nil {
 		return nil, interpretError("read outbox row", err)
 	}
 	if !bytes.Equal(stored, hash) {

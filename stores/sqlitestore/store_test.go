@@ -17,7 +17,7 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // setup returns a migrated store on a SQLite file of the test's own.
-func setup(t *testing.T) *sqlitestore.Store {
+func setup(t testing.TB) *sqlitestore.Store {
 	t.Helper()
 	store, err := sqlitestore.Open(context.Background(), testdb.SQLitePath(t), nil)
 	require.NoError(t, err)
@@ -28,7 +28,9 @@ func setup(t *testing.T) *sqlitestore.Store {
 }
 
 // harness is the conformance suites' view of a fresh, migrated store.
-func harness(t *testing.T) *storetest.Harness[*sql.Tx] {
+func harness(t *testing.T) *storetest.Harness[*sql.Tx] { return harnessTB(t) }
+
+func harnessTB(t testing.TB) *storetest.Harness[*sql.Tx] {
 	store := setup(t)
 	return &storetest.Harness[*sql.Tx]{
 		Store: store,

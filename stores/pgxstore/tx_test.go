@@ -1,0 +1,174 @@
+package pgxstore_test
+
+import (
+	"context"
+	"strconv"
+	"sync/atomic"
+	"testing"
+
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ackgap/ackgap"
+	"github.com/ackgap/ackgap/middleware"
+	"github.com/ackgap/ackgap/stores"
+	"github.com/ackgap/ackgap/stores/pgxstore"
+	"github.com/ackgap/ackgap/stores/storetest"
+)
+
+func TestOutboxQueuerConformance(t *testing.T) { storetest.RunOutboxQueuer(t, harness) }
+
+// TestQueuedRowVisibleToNextStatement: a queued row is sent ahead of the
+// transaction's next statement, which sees it; InsertOutboxTx of the same
+// row after it is then a duplicate.
+func TestQueuedRowVisibleToNextStatement(t *testing.T) {
+	ctx := context.Background()
+	store, _ := migrated(t, nil)
+	res, err := store.BeginInbox(ctx, &stores.BeginInboxParams{Consumer: "c1", EventID: "e1"})
+	require.NoError(t, err)
+	row := &stores.OutboxInsertParams{Kind: "charge", IdempotencyKey: "charge:o1", Payload: []byte(`{}`)}
+	require.NoError(t, store.QueueOutboxTx(ctx, res.Tx, row))
+	var n int
+	require.NoError(t, res.Tx.QueryRow(ctx, `SELECT count(*) FROM ackgap_outbox`).Scan(&n))
+	require.Equal(t, 1, n)
+	again, err := store.InsertOutboxTx(ctx, res.Tx, row)
+	require.NoError(t, err)
+	require.True(t, again.Duplicate)
+	require.NoError(t, store.CommitTx(ctx, res.Tx))
+	require.ErrorIs(t, res.Tx.Commit(ctx), pgx.ErrTxClosed)
+}
+
+// TestQueuedConflictAtNextStatement: a queued row whose key exists with
+// another payload fails the next statement with the conflict; the
+// transaction rolls back and gives its connection back.
+func TestQueuedConflictAtNextStatement(t *testing.T) {
+	ctx := context.Background()
+	store, pool := migrated(t, nil)
+	first, err := store.BeginInbox(ctx, &stores.BeginInboxParams{Consumer: "c1", EventID: "e1"})
+	require.NoError(t, err)
+	_, err = store.InsertOutboxTx(ctx, first.Tx, &stores.OutboxInsertParams{Kind: "charge", IdempotencyKey: "charge:o1", Payload: []byte(`{"amount":1}`)})
+	require.NoError(t, err)
+	require.NoError(t, store.CommitTx(ctx, first.Tx))
+
+	res, err := store.BeginInbox(ctx, &stores.BeginInboxParams{Consumer: "c1", EventID: "e2"})
+	require.NoError(t, err)
+	require.NoError(t, store.QueueOutboxTx(ctx, res.Tx, &stores.OutboxInsertParams{Kind: "charge", IdempotencyKey: "charge:o1", Payload: []byte(`{"amount":2}`)}))
+	_, err = res.Tx.Exec(ctx, `SELECT 1`)
+	require.ErrorIs(t, err, ackgap.ErrIdempotencyConflict)
+	require.True(t, ackgap.IsPermanent(err))
+	require.NoError(t, store.RollbackTx(ctx, res.Tx))
+	require.Zero(t, pool.Stat().AcquiredConns(), "the connection went back to the pool")
+
+	again, err := store.BeginInbox(ctx, &stores.BeginInboxParams{Consumer: "c1", EventID: "e2"})
+	require.NoError(t, err)
+	require.False(t, again.Duplicate, "the inbox row rolled back")
+	require.NoError(t, store.RollbackTx(ctx, again.Tx))
+}
+
+// TestQueueOnOtherTxInsertsAtOnce: on a transaction BeginInbox did not
+// return, QueueOutboxTx inserts at once.
+func TestQueueOnOtherTxInsertsAtOnce(t *testing.T) {
+	ctx := context.Background()
+	store, pool := migrated(t, nil)
+	tx, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	require.NoError(t, store.QueueOutboxTx(ctx, tx, &stores.OutboxInsertParams{Kind: "charge", IdempotencyKey: "charge:o1"}))
+	var n int
+	require.NoError(t, tx.Conn().QueryRow(ctx, `SELECT count(*) FROM ackgap_outbox`).Scan(&n))
+	require.Equal(t, 1, n)
+}
+
+// TestRoundTrips counts what one message costs on PostgreSQL through the
+// inbox middleware, once every statement is prepared on the connection:
+// applied, a billing handler (guarded transition, two outbox rows) takes
+// three round trips with QueueOutbox (BEGIN + inbox insert; UPDATE; both
+// rows + COMMIT) and five with AddOutbox; a duplicate takes two (BEGIN +
+// inbox insert; hash read + ROLLBACK). No round trip hides in the
+// middleware.
+func TestRoundTrips(t *testing.T) {
+	ctx := context.Background()
+	_, base := migrated(t, nil)
+	var sent atomic.Int64
+	cfg := base.Config().Copy()
+	cfg.MaxConns = 1
+	cfg.ConnConfig.Tracer = roundTripCounter{&sent}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	_, err = pool.Exec(ctx, `CREATE TABLE orders (id text PRIMARY KEY, status text NOT NULL, version int NOT NULL DEFAULT 0)`)
+	require.NoError(t, err)
+	store, err := pgxstore.New(pool, nil) // migrated already, through base
+	require.NoError(t, err)
+
+	for _, queue := range []bool{true, false} {
+		inbox, err := middleware.Inbox[pgx.Tx](store, &middleware.InboxConfig{Consumer: "billing"})
+		require.NoError(t, err)
+		h := inbox(func(msg *message.Message) ([]*message.Message, error) {
+			ctx := msg.Context()
+			order := msg.Metadata.Get("order")
+			res, err := middleware.TransitionIfState(ctx, &stores.TransitionParams{Table: "orders", Key: order, From: []string{"pending"}, To: "charging", VersionColumn: "version"})
+			if err != nil {
+				return nil, err
+			}
+			if err := res.Err(); err != nil {
+				return nil, err
+			}
+			for _, kind := range []string{"charge", "receipt"} {
+				p := &stores.OutboxInsertParams{Kind: kind, IdempotencyKey: kind + ":" + order, Payload: msg.Payload}
+				if queue {
+					err = middleware.QueueOutbox(ctx, p)
+				} else {
+					_, err = middleware.AddOutbox(ctx, p)
+				}
+				if err != nil {
+					return nil, err
+				}
+			}
+			return nil, nil
+		})
+		deliver := func(order string) int64 {
+			msg := message.NewMessage(order, []byte(`{"order":"`+order+`"}`))
+			msg.Metadata.Set(middleware.MetadataEventIDKey, "order.placed:"+order)
+			msg.Metadata.Set("order", order)
+			before := sent.Load()
+			_, err := h(msg)
+			require.NoError(t, err)
+			return sent.Load() - before
+		}
+		prefix := "q"
+		if !queue {
+			prefix = "a"
+		}
+		for i := range 3 {
+			_, err := pool.Exec(ctx, `INSERT INTO orders (id, status) VALUES ($1, 'pending')`, prefix+strconv.Itoa(i))
+			require.NoError(t, err)
+		}
+		deliver(prefix + "0") // prepares every statement on the one connection
+		want := int64(3)
+		if !queue {
+			want = 5
+		}
+		require.Equal(t, want, deliver(prefix+"1"), "round trips of an applied message, queue=%v", queue)
+		require.Equal(t, int64(2), deliver(prefix+"1"), "round trips of a duplicate, queue=%v", queue)
+	}
+}
+
+// roundTripCounter counts the queries and batches a connection sends,
+// each one round trip once its statements are prepared (preparing one
+// takes a round trip of its own, the first time only).
+type roundTripCounter struct{ n *atomic.Int64 }
+
+func (c roundTripCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	c.n.Add(1)
+	return ctx
+}
+func (roundTripCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+func (c roundTripCounter) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	c.n.Add(1)
+	return ctx
+}
+func (roundTripCounter) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+func (roundTripCounter) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}

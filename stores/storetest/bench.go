@@ -1,0 +1,182 @@
+package storetest
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/ackgap/ackgap/stores"
+)
+
+// benchRows is the number of state rows the benchmarks spread their
+// transitions over (one per goroutine in the parallel ones).
+const benchRows = 256
+
+// RunBenchmarks is the store benchmark every store runs on the same
+// workload, so their numbers compare (conventions.md, rule 19):
+//
+//	func BenchmarkStore(b *testing.B) { storetest.RunBenchmarks(b, benchHarness) }
+//
+// setup is called once per sub-benchmark and returns a fresh, migrated
+// store. The sub-benchmarks, one message each per iteration:
+//
+//   - Inbox: BeginInbox and CommitTx (an empty handler);
+//   - Duplicate: BeginInbox of an event already in the inbox;
+//   - Billing: BeginInbox, a guarded transition (applied), two outbox rows
+//     with InsertOutboxTx, CommitTx: the billing example's transaction;
+//   - BillingQueued: the same with the outbox rows queued with
+//     stores.OutboxQueuer.QueueOutboxTx (skipped for stores without it);
+//   - BillingParallel: BillingQueued (or Billing) from 8 goroutines per
+//     CPU, each on its own state row.
+func RunBenchmarks[TTx any](b *testing.B, setup func(b *testing.B) *Harness[TTx]) {
+	b.Run("Inbox", func(b *testing.B) {
+		h := setup(b)
+		ctx := context.Background()
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			i++
+			res := benchBegin(b, h, "e"+strconv.Itoa(i))
+			if err := h.Store.CommitTx(ctx, res.Tx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+
+	b.Run("Duplicate", func(b *testing.B) {
+		h := setup(b)
+		ctx := context.Background()
+		if err := h.Store.CommitTx(ctx, benchBegin(b, h, "e1").Tx); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			res, err := h.Store.BeginInbox(ctx, &stores.BeginInboxParams{Consumer: "bench", EventID: "e1", PayloadHash: benchHash})
+			if err != nil || !res.Duplicate {
+				b.Fatalf("want a duplicate, got %+v, %v", res, err)
+			}
+		}
+	})
+
+	billing := func(b *testing.B, queue bool) {
+		h := setup(b)
+		seedBenchRows(b, h)
+		q, ok := h.Store.(stores.OutboxQueuer[TTx])
+		if queue && !ok {
+			b.Skipf("%T does not implement stores.OutboxQueuer", h.Store)
+		}
+		if !queue {
+			q = nil
+		}
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			i++
+			if err := benchBilling(h, q, i, i%benchRows); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.Run("Billing", func(b *testing.B) { billing(b, false) })
+	b.Run("BillingQueued", func(b *testing.B) { billing(b, true) })
+
+	b.Run("BillingParallel", func(b *testing.B) {
+		h := setup(b)
+		seedBenchRows(b, h)
+		q, _ := h.Store.(stores.OutboxQueuer[TTx])
+		var next, goroutines atomic.Int64
+		b.ReportAllocs()
+		b.SetParallelism(8)
+		b.RunParallel(func(pb *testing.PB) {
+			row := int(goroutines.Add(1)-1) % benchRows
+			for pb.Next() {
+				if err := benchBilling(h, q, int(next.Add(1)), row); err != nil {
+					b.Error(err) // not Fatal: this is not the benchmark's goroutine
+					return
+				}
+			}
+		})
+	})
+}
+
+var benchHash = stores.PayloadHash([]byte(`{"order_id":"o1"}`))
+
+func benchBegin[TTx any](b *testing.B, h *Harness[TTx], eventID string) *stores.BeginInboxResult[TTx] {
+	res, err := h.Store.BeginInbox(context.Background(), &stores.BeginInboxParams{Consumer: "bench", EventID: eventID, PayloadHash: benchHash})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if res.Duplicate {
+		b.Fatalf("event %s: unexpected duplicate", eventID)
+	}
+	return res
+}
+
+// seedBenchRows creates the state table with benchRows rows r0, r1, ...
+// in state "a".
+func seedBenchRows[TTx any](b *testing.B, h *Harness[TTx]) {
+	ctx := context.Background()
+	if err := h.Exec(ctx, createStateTable); err != nil {
+		b.Fatal(err)
+	}
+	values := make([]string, benchRows)
+	for i := range values {
+		values[i] = fmt.Sprintf("('r%d', 'a')", i)
+	}
+	if err := h.Exec(ctx, `INSERT INTO "Order ""Items""" (id, status) VALUES `+strings.Join(values, ", ")); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// benchBilling runs message i: inbox row, a transition of state row that
+// always applies (from a or b to the other), two outbox rows (queued when
+// q is not nil), commit.
+func benchBilling[TTx any](h *Harness[TTx], q stores.OutboxQueuer[TTx], i, row int) error {
+	ctx := context.Background()
+	n := strconv.Itoa(i)
+	res, err := h.Store.BeginInbox(ctx, &stores.BeginInboxParams{Consumer: "bench", EventID: "e" + n, PayloadHash: benchHash})
+	if err != nil {
+		return err
+	}
+	if res.Duplicate {
+		return fmt.Errorf("event e%s: unexpected duplicate", n)
+	}
+	err = func() error {
+		to := "a"
+		if i%2 == 1 {
+			to = "b"
+		}
+		out, err := h.Store.TransitionIfStateTx(ctx, res.Tx, &stores.TransitionParams{
+			Table: stateTable, Key: "r" + strconv.Itoa(row), From: []string{"a", "b"}, To: to, VersionColumn: "version",
+		})
+		if err != nil {
+			return err
+		}
+		if !out.Applied() {
+			return fmt.Errorf("transition not applied: %+v", out)
+		}
+		headers := map[string]string{"content-type": "application/json"}
+		for _, p := range []stores.OutboxInsertParams{
+			{Kind: "charge", IdempotencyKey: "charge:" + n, Payload: []byte(`{"order_id":"` + n + `","amount_cents":100}`), Headers: headers, Consumer: "bench", EventID: "e" + n},
+			{Kind: "email.receipt", IdempotencyKey: "receipt:" + n, Payload: []byte(`{"order_id":"` + n + `","email":"a@example.com"}`), Headers: headers, Consumer: "bench", EventID: "e" + n},
+		} {
+			if q != nil {
+				err = q.QueueOutboxTx(ctx, res.Tx, &p)
+			} else {
+				_, err = h.Store.InsertOutboxTx(ctx, res.Tx, &p)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}()
+	if err != nil {
+		_ = h.Store.RollbackTx(ctx, res.Tx)
+		return err
+	}
+	return h.Store.CommitTx(ctx, res.Tx)
+}
