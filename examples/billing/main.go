@@ -9,8 +9,15 @@
 // the provider's replies; it checks that each order was charged exactly
 // once and got one receipt.
 //
-//	go run ./examples/billing                      # SQLite in a temp dir
+//	go run ./examples/billing                      # GoChannel, SQLite in a temp dir
 //	go run ./examples/billing -dsn 'postgres://postgres@127.0.0.1:5432/test?sslmode=disable'
+//	go run ./examples/billing -broker kafka -kafka-brokers 127.0.0.1:9092
+//	go run ./examples/billing -broker sqs -sqs-endpoint http://127.0.0.1:4566
+//
+// On Kafka and SQS it also crashes one router instance in the ack gap
+// (-crash-restart) and replaces it, and with -external-producer the events
+// come from kcat or Node's @aws-sdk/client-sqs instead of ackgap's
+// publishers.
 //
 // See README.md for what it shows and the flags.
 package main
@@ -28,12 +35,14 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/ackgap/ackgap/brokers/sqsbroker"
 	"github.com/ackgap/ackgap/stores/pgxstore"
 	"github.com/ackgap/ackgap/stores/sqlitestore"
 )
@@ -52,11 +61,16 @@ func realMain(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs := flag.NewFlagSet("billing", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var o Options
+	fs.StringVar(&o.Broker, "broker", BrokerGoChannel, "broker: gochannel (in-process), kafka or sqs")
+	kafkaBrokers := fs.String("kafka-brokers", KafkaBrokersDefault, "Kafka bootstrap addresses, comma-separated (-broker kafka)")
+	fs.StringVar(&o.SQSEndpoint, "sqs-endpoint", SQSEndpointDefault, "SQS endpoint URL (-broker sqs)")
+	fs.BoolVar(&o.CrashRestart, "crash-restart", false, "crash one router instance between commit and ack, and start a replacement (kafka and sqs; default true there)")
+	fs.BoolVar(&o.ExternalProducer, "external-producer", false, "publish the events with kcat (kafka) or Node's @aws-sdk/client-sqs (sqs) instead of ackgap's publisher; -dup-concurrent then defaults to 0")
 	fs.IntVar(&o.Events, "n", EventsDefault, "number of orders and order.placed events")
 	fs.Float64Var(&o.DupSeq, "dup-seq", DupSeqDefault, "fraction of events published again after the first pass")
 	fs.Float64Var(&o.DupCrash, "dup-crash", DupCrashDefault, "fraction of events whose first delivery commits, then fails before the ack")
 	fs.Float64Var(&o.DupConcurrent, "dup-concurrent", DupConcurrentDefault, "fraction of events published twice at once, to two partitions")
-	fs.IntVar(&o.Partitions, "partitions", PartitionsDefault, "partition topics, one router instance each")
+	fs.IntVar(&o.Partitions, "partitions", PartitionsDefault, "partitions (GoChannel topics, Kafka partitions), one router instance each; on SQS, router instances")
 	fs.DurationVar(&o.Timeout, "timeout", TimeoutDefault, "how long to wait for the consumer")
 	fs.Uint64Var(&o.Seed, "seed", SeedDefault, "seed choosing the duplicated events and the lost replies")
 	fs.IntVar(&o.Relays, "relays", RelaysDefault, "outbox relays carrying out the charges and receipts")
@@ -71,6 +85,17 @@ func realMain(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "billing: unexpected arguments %q\n", fs.Args())
 		return 2
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if !set["crash-restart"] {
+		o.CrashRestart = o.Broker == BrokerKafka || o.Broker == BrokerSQS
+	}
+	if o.ExternalProducer && !set["dup-concurrent"] {
+		o.DupConcurrent = 0
+	}
+	for _, b := range strings.Split(*kafkaBrokers, ",") {
+		o.KafkaBrokers = append(o.KafkaBrokers, strings.TrimSpace(b))
 	}
 	if o.Events <= 0 || o.Partitions <= 0 || o.Timeout <= 0 || o.Seed == 0 || o.Relays <= 0 {
 		// Zero would silently mean "default" in Options; as a flag it is a mistake.
@@ -104,12 +129,20 @@ func runDemo(ctx context.Context, dsn string, keep bool, o Options) (*Summary, e
 		}
 		return runAndClose(ctx, b, o)
 	}
-	// Room for every instance's transaction, a concurrent copy, the
-	// demo's own queries, and two short statements per relay (a claim and a
-	// record; effects hold none, and each relay listens on a connection
-	// outside the pool).
+	// Room for every instance's transactions (one per partition on
+	// GoChannel and Kafka, one per worker on SQS; with CrashRestart, a
+	// replacement instance's too), a concurrent copy, the demo's own queries, and two short
+	// statements per relay (a claim and a record; effects hold none, and
+	// each relay listens on a connection outside the pool).
 	od := o.WithDefaults()
-	b, err := openPostgres(ctx, dsn, int32(od.Partitions+2+2*od.Relays), keep)
+	instances, perInstance := od.Partitions, 1
+	if od.CrashRestart {
+		instances++
+	}
+	if od.Broker == BrokerSQS {
+		perInstance = sqsbroker.WorkersDefault
+	}
+	b, err := openPostgres(ctx, dsn, int32(instances*perInstance+2+2*od.Relays), keep)
 	if err != nil {
 		return nil, err
 	}

@@ -5,7 +5,10 @@ import (
 	"context"
 	"io"
 	"math"
+	"net"
 	"net/http"
+	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -25,9 +28,16 @@ import (
 	"github.com/ackgap/ackgap/stores"
 )
 
-// GoChannel, the router instances and the pools must all be closed when a
-// run returns.
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// GoChannel, the Kafka and SQS clients, the router instances and the
+// pools must all be closed when a run returns.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m,
+		// Sarama registers go-metrics meters; go-metrics ticks every meter
+		// from one package-level goroutine that it starts with the first
+		// meter and never stops (rcrowley/go-metrics meter.go, arbiter).
+		goleak.IgnoreTopFunction("github.com/rcrowley/go-metrics.(*meterArbiter).tick"),
+	)
+}
 
 // testOptions is a small run with every kind of duplicate.
 var testOptions = Options{
@@ -48,12 +58,31 @@ func requireSummary(t *testing.T, s *Summary, o Options) {
 	require.Equal(t, crash, s.CrashesDone)
 	require.Equal(t, conc, s.InjectedConcurrent)
 	require.Equal(t, o.Events+seq+conc, s.Published)
-	require.EqualValues(t, s.Published+crash, s.Deliveries, "every message once, plus one redelivery per crash")
+	require.Equal(t, o.Broker, s.Broker)
+	instanceCrashes := 0
+	if o.CrashRestart {
+		instanceCrashes = 1
+		require.Equal(t, 1, s.InstanceCrashes, "one router instance crashed in the ack gap")
+		require.GreaterOrEqual(t, s.CrashRedelivered, 1, "the crashed instance's committed message came back and was skipped")
+		require.NotEmpty(t, s.CrashEventID)
+		require.Equal(t, o.Partitions+1, s.Instances, "a replacement instance started")
+	} else {
+		require.Zero(t, s.InstanceCrashes)
+		require.Equal(t, o.Partitions, s.Instances)
+	}
+	if o.Broker == BrokerGoChannel {
+		require.EqualValues(t, s.Published+crash, s.Deliveries, "every message once, plus one redelivery per crash")
+	} else {
+		// A Kafka rebalance redelivers the messages in flight when it
+		// starts (their offsets are not committed once the session ended).
+		require.GreaterOrEqual(t, s.Deliveries, int64(s.Published+crash+instanceCrashes),
+			"every message once, plus one redelivery per crash and per instance crash")
+	}
 
 	require.Equal(t, o.Events, s.Applied, "each event applied exactly once")
 	require.Zero(t, s.AppliedTwice)
 	require.GreaterOrEqual(t, s.Duplicates, seq+crash)
-	require.GreaterOrEqual(t, s.Duplicates, seq+crash+conc)
+	require.GreaterOrEqual(t, s.Duplicates, seq+crash+conc+instanceCrashes)
 	require.Zero(t, s.Rejected)
 	require.Zero(t, s.DeadLettered)
 	require.Zero(t, s.UnknownEvents)
@@ -147,6 +176,126 @@ func TestDemoRelaysDuring(t *testing.T) {
 	})
 }
 
+// kafkaBrokers returns KAFKA_BROKERS (default KafkaBrokersDefault) and
+// fails the test, never skips it, when the first one does not accept TCP.
+func kafkaBrokers(t *testing.T) []string {
+	t.Helper()
+	env := os.Getenv("KAFKA_BROKERS")
+	if env == "" {
+		env = KafkaBrokersDefault
+	}
+	brokers := strings.Split(env, ",")
+	c, err := net.DialTimeout("tcp", brokers[0], 2*time.Second)
+	if err != nil {
+		t.Fatalf("Kafka broker %s (KAFKA_BROKERS, default %s) is unreachable: %v\n"+
+			"\tstart the local broker (kfake) with: tools/brokers.sh install && tools/brokers.sh start", brokers[0], KafkaBrokersDefault, err)
+	}
+	_ = c.Close()
+	return brokers
+}
+
+// sqsEndpoint returns SQS_ENDPOINT (default SQSEndpointDefault) and fails
+// the test, never skips it, when nothing listens there.
+func sqsEndpoint(t *testing.T) string {
+	t.Helper()
+	ep := os.Getenv("SQS_ENDPOINT")
+	if ep == "" {
+		ep = SQSEndpointDefault
+	}
+	u, err := url.Parse(ep)
+	require.NoError(t, err, "SQS_ENDPOINT")
+	c, err := net.DialTimeout("tcp", u.Host, 2*time.Second)
+	if err != nil {
+		t.Fatalf("SQS endpoint %s (SQS_ENDPOINT, default %s) is unreachable: %v\n"+
+			"\tstart the local SQS server (fauxqs) with: tools/brokers.sh install && tools/brokers.sh start", ep, SQSEndpointDefault, err)
+	}
+	_ = c.Close()
+	return ep
+}
+
+// onBroker returns testOptions on a real broker, with an instance crash in
+// the ack gap.
+func onBroker(t *testing.T, broker string) Options {
+	o := testOptions
+	o.Broker, o.CrashRestart = broker, true
+	switch broker {
+	case BrokerKafka:
+		o.KafkaBrokers = kafkaBrokers(t)
+	case BrokerSQS:
+		o.SQSEndpoint = sqsEndpoint(t)
+	}
+	return o
+}
+
+// The demo on the real servers, on both stores: the same guarantees, with
+// an instance crashing between commit and ack and a replacement starting.
+// Not parallel with the top-level tests (its four runs are parallel among
+// themselves): its load would slow the routers of TestDemoPostgres, which
+// checks that every concurrent pair overlapped in flight.
+func TestDemoBrokers(t *testing.T) {
+	for _, broker := range []string{BrokerKafka, BrokerSQS} {
+		t.Run(broker, func(t *testing.T) {
+			t.Parallel()
+			o := onBroker(t, broker)
+			t.Run("sqlite", func(t *testing.T) {
+				t.Parallel()
+				b, err := openSQLite(context.Background(), false)
+				require.NoError(t, err)
+				s, err := runAndClose(context.Background(), b, o)
+				require.NoError(t, err)
+				requireSummary(t, s, o)
+				t.Logf("%s/sqlite: %.0f messages/s; the crashed instance's message came back after %s",
+					broker, s.MessagesPerSecond(), s.CrashRedeliveredAfter.Round(time.Millisecond))
+			})
+			t.Run("postgres", func(t *testing.T) {
+				t.Parallel()
+				b, err := openPostgres(context.Background(), testdb.URL(), 26, false)
+				require.NoError(t, err)
+				s, err := runAndClose(context.Background(), b, o)
+				require.NoError(t, err)
+				requireSummary(t, s, o)
+				require.True(t, s.RelaysWoken)
+				t.Logf("%s/postgres: %.0f messages/s; the crashed instance's message came back after %s",
+					broker, s.MessagesPerSecond(), s.CrashRedeliveredAfter.Round(time.Millisecond))
+			})
+		})
+	}
+}
+
+// Producers nobody here wrote: kcat (librdkafka) with an event_id header,
+// and Node's @aws-sdk/client-sqs (tools/fauxqs/produce.mjs) with an
+// event_id message attribute, publish every event, then one of them again.
+// The billing consumer applies each event once and skips the copy. Not
+// parallel with the top-level tests, like TestDemoBrokers.
+func TestInteropExternalProducers(t *testing.T) {
+	for _, tc := range []struct{ broker, client string }{
+		{BrokerKafka, "kcat (librdkafka)"},
+		{BrokerSQS, "Node @aws-sdk/client-sqs"},
+	} {
+		t.Run(tc.broker, func(t *testing.T) {
+			t.Parallel()
+			o := Options{Events: 20, DupSeq: 0.05, Partitions: 2, Timeout: time.Minute, Relays: 1, ExternalProducer: true}
+			switch tc.broker {
+			case BrokerKafka:
+				o.Broker, o.KafkaBrokers = BrokerKafka, kafkaBrokers(t)
+			case BrokerSQS:
+				o.Broker, o.SQSEndpoint = BrokerSQS, sqsEndpoint(t)
+			}
+			b, err := openSQLite(context.Background(), false)
+			require.NoError(t, err)
+			s, err := runAndClose(context.Background(), b, o)
+			require.NoError(t, err)
+			requireSummary(t, s, o)
+			require.Contains(t, s.Producer, tc.client)
+			require.Equal(t, 21, s.Published, "20 events and one copy")
+			require.EqualValues(t, 20, s.OrdersMoved, "orders moved = events")
+			require.Equal(t, 1, s.InjectedSequential)
+			require.Equal(t, 1, s.Duplicates, "the copy was skipped")
+			require.EqualValues(t, 21, s.Deliveries)
+		})
+	}
+}
+
 // A run without duplicates, on one partition: nothing is skipped.
 func TestDemoNoDuplicates(t *testing.T) {
 	t.Parallel()
@@ -181,6 +330,9 @@ func TestRealMain(t *testing.T) {
 	require.Equal(t, 1, realMain(context.Background(), []string{"-partitions", "1"}, &out, &errOut),
 		"concurrent duplicates need two partitions")
 	require.Contains(t, errOut.String(), "needs partitions >= 2")
+	require.Equal(t, 1, realMain(context.Background(), []string{"-crash-restart"}, &out, &errOut),
+		"GoChannel cannot crash an instance and keep its messages")
+	require.Contains(t, errOut.String(), "crash-restart needs a broker that keeps")
 }
 
 func TestOptionsValidate(t *testing.T) {
@@ -193,6 +345,12 @@ func TestOptionsValidate(t *testing.T) {
 	require.ErrorContains(t, err, "relays is 17")
 	require.ErrorContains(t, Options{RelayCrash: -1}.WithDefaults().validate(), "relay-crash is -1")
 	require.ErrorContains(t, err, "their sum must be at most 1")
+	require.ErrorContains(t, Options{Broker: "nats"}.WithDefaults().validate(), `broker is "nats"`)
+	require.ErrorContains(t, Options{CrashRestart: true}.WithDefaults().validate(), "crash-restart needs a broker that keeps")
+	require.ErrorContains(t, Options{ExternalProducer: true}.WithDefaults().validate(), "external-producer needs kafka")
+	require.ErrorContains(t, Options{Broker: BrokerSQS, ExternalProducer: true, DupConcurrent: 0.1}.WithDefaults().validate(),
+		"dup-concurrent is not offered with external-producer")
+	require.NoError(t, Options{Broker: BrokerKafka, CrashRestart: true, ExternalProducer: true, DupSeq: 0.1}.WithDefaults().validate())
 	require.NoError(t, Options{}.WithDefaults().validate(), "the defaults without duplicates")
 	require.NoError(t, Options{DupSeq: DupSeqDefault, DupCrash: DupCrashDefault, DupConcurrent: DupConcurrentDefault}.WithDefaults().validate())
 }
@@ -210,6 +368,16 @@ func TestSummaryCheck(t *testing.T) {
 	require.ErrorContains(t, err, "9 receipts sent, want one per order: 10")
 	require.ErrorContains(t, err, "19 outbox rows done and 1 dead")
 	require.ErrorContains(t, err, "1 charge replies lost (1 planned), 0 answered from the provider's stored result")
+	crash := *s
+	crash.CrashRestart = true
+	require.ErrorContains(t, crash.Check(), "0 router instances crashed in the ack gap, 1 planned")
+	crash.InstanceCrashes, crash.CrashEventID = 1, "E7"
+	err = crash.Check()
+	require.ErrorContains(t, err, "the delivery of E7 that the crashed instance committed was not redelivered")
+	require.ErrorContains(t, err, "the inbox skipped 0 duplicates, 1 were injected")
+	require.ErrorContains(t, err, "10 deliveries, want at least 10 published + 0 redelivered after a crash + 1 after an instance crash")
+	crash.CrashRedelivered, crash.Duplicates, crash.Deliveries = 1, 1, 11
+	require.NoError(t, crash.Check())
 	s.OrdersMoved, s.OrdersMovedTwice, s.OutboxRows, s.InjectedSequential = 9, 1, 21, 1
 	err = s.Check()
 	require.ErrorContains(t, err, "1 orders moved more than once")
@@ -325,6 +493,13 @@ func handlerEdges[TTx any](t *testing.T, b *backend[TTx]) {
 		middleware.OutcomeApplied,
 	}, outcomes)
 }
+
+// instanceSubscriber shares one GoChannel between the test's router and
+// the test: Watermill's router closes its handlers' subscribers on Close,
+// and this Close leaves the GoChannel open.
+type instanceSubscriber struct{ message.Subscriber }
+
+func (instanceSubscriber) Close() error { return nil }
 
 // insertPendingOrder inserts one pending order.
 func insertPendingOrder(ctx context.Context, db appDB, orderID string) error {

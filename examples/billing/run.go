@@ -6,20 +6,17 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
-	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
-	"github.com/ThreeDotsLabs/watermill/pubsub/gochannel"
 
-	"github.com/ackgap/ackgap"
 	"github.com/ackgap/ackgap/middleware"
 	"github.com/ackgap/ackgap/router"
 	"github.com/ackgap/ackgap/stores"
@@ -38,8 +35,8 @@ const (
 	// DupConcurrentDefault is the fraction of events published twice at
 	// once, to two partitions (-dup-concurrent).
 	DupConcurrentDefault = 0.05
-	// PartitionsDefault is the number of partition topics and router
-	// instances (-partitions).
+	// PartitionsDefault is the number of partitions and router instances
+	// (-partitions).
 	PartitionsDefault = 4
 	// PartitionsMax caps Partitions.
 	PartitionsMax = 256
@@ -60,14 +57,23 @@ const (
 )
 
 // settleWait is how long run still waits for outcomes once every publish
-// returned (GoChannel's Publish returns after the ack, and the inbox
-// reports before the ack, so nothing should be left by then).
+// returned on a broker whose Publish returns after the ack (GoChannel; the
+// inbox reports before the ack, so nothing should be left by then).
 const settleWait = 2 * time.Second
 
 // Options configure one run of the demo. The duplicate fractions choose
 // disjoint sets of events, so each event gets at most one kind of
 // duplicate and their sum is at most 1.
 type Options struct {
+	// Broker is BrokerGoChannel (in-process, the default when empty),
+	// BrokerKafka or BrokerSQS.
+	Broker string
+	// KafkaBrokers are the Kafka bootstrap addresses for BrokerKafka.
+	// Empty means KafkaBrokersDefault (127.0.0.1:9092).
+	KafkaBrokers []string
+	// SQSEndpoint is the SQS endpoint URL for BrokerSQS. Empty means
+	// SQSEndpointDefault (http://127.0.0.1:4566).
+	SQSEndpoint string
 	// Events is the number of orders, and of order.placed events. Zero
 	// means EventsDefault (1000).
 	Events int
@@ -76,14 +82,39 @@ type Options struct {
 	DupSeq float64
 	// DupCrash is the fraction of events whose first delivery commits and
 	// then fails before the ack, as if the process died in the ack gap:
-	// GoChannel redelivers it. Zero means none.
+	// the broker delivers it again (GoChannel at once, Kafka from the same
+	// offset, SQS after sqsbroker's nack delay). Zero means none.
 	DupCrash float64
 	// DupConcurrent is the fraction of events published twice at the same
-	// instant to two partition topics, so two router instances race on
-	// one event. Zero means none; needs Partitions >= 2.
+	// instant, to two partitions (GoChannel topics, Kafka partitions) or
+	// to the one SQS queue, so two router instances race on one event.
+	// Zero means none; needs Partitions >= 2.
 	DupConcurrent float64
-	// Partitions is the number of partition topics orders.placed.<p>, each
-	// consumed by its own router instance. Zero means PartitionsDefault (4).
+	// CrashRestart crashes one router instance in the ack gap (Kafka and
+	// SQS only): once a quarter of the events were applied, the first
+	// instance to commit an event that has no other duplicate stops right
+	// there, before its ack. The demo closes that instance's router; its
+	// subscriber gives the message up after SubscriberCloseTimeout without
+	// acking it (Kafka: the offset is not committed; SQS: it is not
+	// deleted and its lease is no longer extended), and a replacement
+	// instance starts. The broker delivers the message again (Kafka: to
+	// the partition's next owner in the group; SQS: to any instance once
+	// its visibility timeout lapses) and the inbox must skip it. This is
+	// an in-process crash; a real SIGKILL of a consumer process is tested
+	// by brokers/brokertest. The -crash-restart flag defaults to true on
+	// Kafka and SQS.
+	CrashRestart bool
+	// ExternalProducer has the events published by a client nobody here
+	// wrote instead of ackgap's publisher: kcat (librdkafka) on Kafka,
+	// Node's @aws-sdk/client-sqs (tools/fauxqs/produce.mjs) on SQS. They
+	// set the event id as the Kafka header or SQS message attribute
+	// event_id. The sequential copies are published by it too; concurrent
+	// copies are not offered (DupConcurrent must be 0).
+	ExternalProducer bool
+	// Partitions is the number of partitions (GoChannel topics
+	// orders.placed.<p>, or the Kafka topic's partitions) and of router
+	// instances; on SQS, the number of router instances on the queue.
+	// Zero means PartitionsDefault (4).
 	Partitions int
 	// Timeout bounds the wait for every event to be applied and every
 	// duplicate to be seen. Zero means TimeoutDefault (2 min).
@@ -120,6 +151,15 @@ type Options struct {
 // WithDefaults returns a copy of o with zero sizes set to their defaults;
 // the fractions stay as they are (zero means no duplicates of that kind).
 func (o Options) WithDefaults() Options {
+	if o.Broker == "" {
+		o.Broker = BrokerGoChannel
+	}
+	if len(o.KafkaBrokers) == 0 {
+		o.KafkaBrokers = []string{KafkaBrokersDefault}
+	}
+	if o.SQSEndpoint == "" {
+		o.SQSEndpoint = SQSEndpointDefault
+	}
 	if o.Events == 0 {
 		o.Events = EventsDefault
 	}
@@ -143,6 +183,22 @@ func (o Options) WithDefaults() Options {
 
 func (o Options) validate() error {
 	var errs []error
+	switch o.Broker {
+	case BrokerGoChannel, BrokerKafka, BrokerSQS:
+	default:
+		errs = append(errs, fmt.Errorf("broker is %q, must be %s, %s or %s", o.Broker, BrokerGoChannel, BrokerKafka, BrokerSQS))
+	}
+	if o.Broker == BrokerGoChannel && o.CrashRestart {
+		errs = append(errs, errors.New("crash-restart needs a broker that keeps what an instance did not ack (kafka or sqs): GoChannel's messages die with the instance"))
+	}
+	if o.Broker == BrokerGoChannel && o.ExternalProducer {
+		errs = append(errs, errors.New("external-producer needs kafka (kcat) or sqs (Node's @aws-sdk/client-sqs): GoChannel lives inside this process"))
+	}
+	for i, b := range o.KafkaBrokers {
+		if strings.TrimSpace(b) == "" {
+			errs = append(errs, fmt.Errorf("kafka-brokers[%d] is empty", i))
+		}
+	}
 	if o.Events < 1 {
 		errs = append(errs, fmt.Errorf("events (-n) is %d, must be at least 1", o.Events))
 	}
@@ -163,6 +219,9 @@ func (o Options) validate() error {
 	}
 	if conc > 0 && o.Partitions < 2 {
 		errs = append(errs, fmt.Errorf("dup-concurrent publishes to two partitions: it needs partitions >= 2, have %d", o.Partitions))
+	}
+	if conc > 0 && o.ExternalProducer {
+		errs = append(errs, errors.New("dup-concurrent is not offered with external-producer: set it to 0"))
 	}
 	if o.Timeout <= 0 {
 		errs = append(errs, fmt.Errorf("timeout is %s, must be positive", o.Timeout))
@@ -224,14 +283,14 @@ type plan struct {
 }
 
 // partitionOf hashes an order id onto a partition, like Kafka's default
-// partitioner hashes the message key.
+// partitioner hashes the message key. It picks the GoChannel topic; on
+// Kafka it only spreads the producer's work over goroutines (Kafka's
+// partitioner, murmur2 over the key, places the record).
 func partitionOf(orderID string, partitions int) int {
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(orderID))
 	return int(h.Sum32() % uint32(partitions))
 }
-
-func topic(partition int) string { return TopicPrefix + strconv.Itoa(partition) }
 
 func newPlan(o Options) (*plan, error) {
 	p := &plan{
@@ -290,31 +349,64 @@ func newPlan(o Options) (*plan, error) {
 	return p, nil
 }
 
-// publishAll is the producer. GoChannel is configured to block Publish
-// until the subscriber acked, so each partition has one message in flight,
-// like a Kafka partition consumed in order; P partitions process P
-// messages at a time.
+// publishAll is the producer, in three phases:
 //
-//  1. First pass: every event except the concurrent ones, once, to its
-//     partition; P publishers, one per partition.
+//  1. First pass: every event except the concurrent ones, once; one
+//     publisher goroutine per partition.
 //  2. Concurrent pairs: both copies of an event released at the same
-//     instant to two partitions, so two router instances race on it.
-//  3. Sequential duplicates: the selected events again, to their
-//     partitions, after everything before was acked.
-func publishAll(pub message.Publisher, p *plan) error {
-	if err := publishPartitions(pub, p, p.first); err != nil {
+//     instant, the second to another partition (br.publish's other), so
+//     two router instances race on it; one pair at a time.
+//  3. Sequential duplicates: the selected events again.
+//
+// Each phase starts once the inbox has seen what the one before sent: the
+// first pass applied, each pair's two copies. On GoChannel Publish returns
+// after the ack, so these waits return at once; on Kafka and SQS Publish
+// returns when the broker stored the message, and the waits keep the
+// phases apart as they are on GoChannel. With Options.ExternalProducer
+// phases 1 and 3 are published by the external client (phase 2 is empty).
+func publishAll(ctx context.Context, br demoBroker, p *plan, t *tally, external bool) error {
+	if external {
+		ext, ok := br.(externalProducer)
+		if !ok {
+			return fmt.Errorf("broker %s has no external producer", br.name())
+		}
+		publish := func(byPartition [][]int) error {
+			var evs []*event
+			for _, idx := range byPartition {
+				for _, i := range idx {
+					evs = append(evs, &p.events[i])
+				}
+			}
+			return ext.produceExternal(ctx, evs)
+		}
+		if err := publish(p.first); err != nil {
+			return fmt.Errorf("first pass: %w", err)
+		}
+		if err := t.waitUntil(ctx, func() bool { return t.appliedEvents >= len(p.events) }); err != nil {
+			return err
+		}
+		if err := publish(p.sequential); err != nil {
+			return fmt.Errorf("sequential duplicates: %w", err)
+		}
+		return nil
+	}
+
+	if err := publishPartitions(ctx, br, p, p.first); err != nil {
 		return fmt.Errorf("first pass: %w", err)
+	}
+	firstPass := len(p.events) - len(p.concurrent)
+	if err := t.waitUntil(ctx, func() bool { return t.appliedEvents >= firstPass }); err != nil {
+		return err
 	}
 	for _, i := range p.concurrent {
 		ev := &p.events[i]
-		other := (ev.partition + 1) % len(p.first)
 		release := make(chan struct{})
 		var wg sync.WaitGroup
 		errs := make([]error, 2)
-		for k, part := range []int{ev.partition, other} {
+		for k := range 2 {
 			wg.Go(func() {
 				<-release
-				errs[k] = publish(pub, topic(part), ev)
+				errs[k] = br.publish(ev, k == 1)
 			})
 		}
 		close(release)
@@ -322,39 +414,41 @@ func publishAll(pub message.Publisher, p *plan) error {
 		if err := errors.Join(errs...); err != nil {
 			return fmt.Errorf("concurrent duplicates: %w", err)
 		}
+		if err := t.waitUntil(ctx, func() bool { e := t.events[ev.id]; return e.applied+e.dups >= 2 }); err != nil {
+			return err
+		}
 	}
-	if err := publishPartitions(pub, p, p.sequential); err != nil {
+	if err := publishPartitions(ctx, br, p, p.sequential); err != nil {
 		return fmt.Errorf("sequential duplicates: %w", err)
 	}
 	return nil
 }
 
 // publishPartitions publishes byPartition[k] to partition k, one publisher
-// per partition, and returns when all were acked.
-func publishPartitions(pub message.Publisher, p *plan, byPartition [][]int) error {
+// per partition, and returns when all were published (on GoChannel:
+// acked).
+func publishPartitions(ctx context.Context, br demoBroker, p *plan, byPartition [][]int) error {
+	per := br.publishersPerPartition()
 	var wg sync.WaitGroup
-	errs := make([]error, len(byPartition))
+	errs := make([]error, len(byPartition)*per)
 	for part, idx := range byPartition {
-		wg.Go(func() {
-			for _, i := range idx {
-				if err := publish(pub, topic(part), &p.events[i]); err != nil {
-					errs[part] = err
-					return
+		for k := range per {
+			wg.Go(func() {
+				for j := k; j < len(idx); j += per {
+					if err := ctx.Err(); err != nil {
+						errs[part*per+k] = err
+						return
+					}
+					if err := br.publish(&p.events[idx[j]], false); err != nil {
+						errs[part*per+k] = err
+						return
+					}
 				}
-			}
-		})
+			})
+		}
 	}
 	wg.Wait()
 	return errors.Join(errs...)
-}
-
-// publish sends one copy of ev. Every copy gets a new message UUID (as a
-// broker gives every copy a new message id); the event id in metadata is
-// what the inbox dedupes on.
-func publish(pub message.Publisher, topic string, ev *event) error {
-	msg := message.NewMessage(watermill.NewUUID(), ev.payload)
-	msg.Metadata.Set(middleware.MetadataEventIDKey, ev.id)
-	return pub.Publish(topic, msg)
 }
 
 // tally counts inbox outcomes (router.Config.Observer), per event.
@@ -365,10 +459,16 @@ type tally struct {
 	// remaining counts events not yet applied with every expected
 	// duplicate seen.
 	remaining int
+	// appliedEvents counts events applied at least once.
+	appliedEvents int
 	// twice counts events applied more than once: the inbox failed.
 	twice int
 	// unknown counts reports for event ids the producer never sent.
 	unknown int
+	// crashID is the event whose delivery the crashed instance committed
+	// and never acked (Options.CrashRestart), crashAt when.
+	crashID string
+	crashAt time.Time
 }
 
 type eventTally struct {
@@ -404,6 +504,7 @@ func (t *tally) observe(_ context.Context, r *middleware.Report) {
 		e.applied++
 		if e.applied == 1 {
 			e.committed = r.Committed
+			t.appliedEvents++
 		} else {
 			t.twice++
 		}
@@ -423,6 +524,35 @@ func (t *tally) complete() bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.remaining == 0
+}
+
+// broken returns an error once the inbox applied an event twice or saw an
+// event never published: the run cannot end well, so it ends at once.
+func (t *tally) broken() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.twice > 0 || t.unknown > 0 {
+		return fmt.Errorf("the inbox applied %d events more than once and saw %d deliveries of unknown events: inbox outcomes %v", t.twice, t.unknown, t.outcomes)
+	}
+	return nil
+}
+
+// waitUntil polls cond, under the tally's lock, until it holds or ctx
+// ends.
+func (t *tally) waitUntil(ctx context.Context, cond func() bool) error {
+	for {
+		t.mu.Lock()
+		ok := cond()
+		t.mu.Unlock()
+		if ok {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Microsecond):
+		}
+	}
 }
 
 // progress describes how far the consumer got, for the timeout error.
@@ -455,6 +585,42 @@ func (t *tally) raced(p *plan) int {
 	return n
 }
 
+// takeForCrash decides whether the delivery of id that just committed is
+// the one a crashing instance never acks (Options.CrashRestart): the first
+// delivery, once after applied events, of an event with no other duplicate
+// planned, which was applied by this very delivery. If so it expects one
+// more duplicate of id: the broker's redelivery.
+func (t *tally) takeForCrash(id string, after int) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e := t.events[id]
+	if t.crashID != "" || t.appliedEvents < after || e == nil || e.expectedDups != 0 || e.applied != 1 || e.dups != 0 {
+		return false
+	}
+	t.crashID, t.crashAt = id, time.Now()
+	e.expectedDups++
+	if e.done {
+		e.done = false
+		t.remaining++
+	}
+	return true
+}
+
+// crashed returns the crashed instance's event, how many duplicates of it
+// reached the inbox, and how long after the crash the first one did.
+func (t *tally) crashed() (id string, dups int, after time.Duration) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.crashID == "" {
+		return "", 0, 0
+	}
+	e := t.events[t.crashID]
+	if !e.firstDup.IsZero() {
+		after = e.firstDup.Sub(t.crashAt)
+	}
+	return t.crashID, e.dups, after
+}
+
 // errSimulatedCrash is what the fault middleware returns after a commit,
 // in place of the ack.
 var errSimulatedCrash = errors.New("simulated crash after commit, before ack")
@@ -463,7 +629,7 @@ var errSimulatedCrash = errors.New("simulated crash after commit, before ack")
 // counts broker deliveries, and on the first delivery of a selected event
 // turns the chain's nil (committed) into an error. The router's retry and
 // dead-letter steps sit inside it, so the error reaches Watermill, which
-// nacks, and GoChannel delivers the message again: the redelivery a crash
+// nacks, and the broker delivers the message again: the redelivery a crash
 // between commit and ack causes.
 type faults struct {
 	deliveries atomic.Int64
@@ -489,37 +655,135 @@ func (f *faults) middleware(h message.HandlerFunc) message.HandlerFunc {
 	}
 }
 
-// deadLetters counts what reaches the dead-letter topic.
-type deadLetters struct {
-	mu      sync.Mutex
-	reasons map[string]int
+// errInstanceCrashed is what the crashed instance's hung handler finally
+// returns, to a router and a subscriber that have already let go of the
+// message: nothing acks it.
+var errInstanceCrashed = errors.New("router instance crashed after the commit, before the ack")
+
+// instanceCrash is Options.CrashRestart. Its middleware, outermost in
+// every instance, lets one delivery commit and then never return to the
+// router while the instance is alive: the ack never comes, as when the
+// process dies in the ack gap. run then closes that instance (its
+// subscriber gives the message up after SubscriberCloseTimeout, unacked)
+// and starts a replacement.
+type instanceCrash struct {
+	t *tally
+	// after is how many events must be applied before the crash.
+	after int
+	// crashed receives the instance that crashed, once.
+	crashed chan *instance
 }
 
-func (d *deadLetters) add(reason string) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.reasons[reason]++
-}
-
-func (d *deadLetters) snapshot() (int, map[string]int) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	n := 0
-	for _, c := range d.reasons {
-		n += c
+func (c *instanceCrash) middleware(inst *instance) message.HandlerMiddleware {
+	return func(h message.HandlerFunc) message.HandlerFunc {
+		return func(msg *message.Message) ([]*message.Message, error) {
+			produced, err := h(msg)
+			if err != nil || !c.t.takeForCrash(msg.Metadata.Get(middleware.MetadataEventIDKey), c.after) {
+				return produced, err
+			}
+			// Committed. The instance dies here: no ack, no nack.
+			c.crashed <- inst
+			<-inst.sub.gone // its subscriber let go of the message, unacked
+			return nil, errInstanceCrashed
+		}
 	}
-	return n, maps.Clone(d.reasons)
 }
 
-// instanceSubscriber is how a router instance sees the shared broker.
-// Watermill's router closes its handlers' subscribers on Close; the
-// GoChannel is shared by every instance (like one Kafka cluster), so an
-// instance must only unsubscribe (Watermill cancels the subscription's
-// context), and run closes the broker once, after every instance stopped.
-type instanceSubscriber struct{ message.Subscriber }
+// instance is one router instance: a router.Router with one handler for
+// consumer "billing", on a subscriber of its own.
+type instance struct {
+	n    int
+	r    interface{ Close() error }
+	sub  *watchedSubscriber
+	done chan error // Run's result
 
-// Close leaves the shared broker open.
-func (instanceSubscriber) Close() error { return nil }
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// close closes the router (which closes its subscriber) and waits for Run.
+func (in *instance) close() error {
+	in.closeOnce.Do(func() {
+		err := in.r.Close()
+		if rerr := <-in.done; rerr != nil {
+			err = errors.Join(err, rerr)
+		}
+		if err != nil {
+			in.closeErr = fmt.Errorf("router instance %d: %w", in.n, err)
+		}
+	})
+	return in.closeErr
+}
+
+// fleet starts and closes the router instances.
+type fleet[TTx any] struct {
+	store  stores.Store[TTx]
+	br     demoBroker
+	cfg    router.Config
+	f      *faults
+	crash  *instanceCrash
+	runCtx context.Context
+
+	mu  sync.Mutex
+	all []*instance
+}
+
+// start starts router instance n on a subscriber of its own and waits
+// until it runs.
+func (fl *fleet[TTx]) start(ctx context.Context, n int) (*instance, error) {
+	sub, topic, err := fl.br.subscriber(ctx, n)
+	if err != nil {
+		return nil, fmt.Errorf("router instance %d: subscriber: %w", n, err)
+	}
+	inst := &instance{n: n, sub: newWatchedSubscriber(sub), done: make(chan error, 1)}
+	cfg := fl.cfg
+	cfg.Middlewares = []message.HandlerMiddleware{fl.f.middleware}
+	if fl.crash != nil {
+		cfg.Middlewares = append(cfg.Middlewares, fl.crash.middleware(inst))
+	}
+	r, err := router.New(fl.store, &cfg)
+	if err == nil {
+		err = r.AddHandler(Consumer, topic, inst.sub, handler[TTx]())
+	}
+	if err != nil {
+		return nil, errors.Join(err, inst.sub.Close())
+	}
+	inst.r = r
+	fl.mu.Lock()
+	fl.all = append(fl.all, inst)
+	fl.mu.Unlock()
+	go func() { inst.done <- r.Run(fl.runCtx) }()
+	select {
+	case <-r.Running():
+		return inst, nil
+	case err := <-inst.done:
+		inst.done <- err // close reads it
+		return nil, fmt.Errorf("router instance %d stopped at start: %w", n, err)
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// closeAll closes every instance at once (on Kafka one after the other
+// would rebalance the group at each) and waits for them.
+func (fl *fleet[TTx]) closeAll() error {
+	fl.mu.Lock()
+	all := slices.Clone(fl.all)
+	fl.mu.Unlock()
+	errs := make([]error, len(all))
+	var wg sync.WaitGroup
+	for i, inst := range all {
+		wg.Go(func() { errs[i] = inst.close() })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func (fl *fleet[TTx]) count() int {
+	fl.mu.Lock()
+	defer fl.mu.Unlock()
+	return len(fl.all)
+}
 
 // backend is a store and the database it lives in, opened by openSQLite or
 // openPostgres.
@@ -535,11 +799,22 @@ type backend[TTx any] struct {
 	close func() error
 }
 
+// crashRun is what the crash of a router instance did
+// (Options.CrashRestart).
+type crashRun struct {
+	crashed, replacement int
+	// gaveUp is how long closing the crashed instance took: its
+	// subscriber's CloseTimeout, and the rest of its shutdown.
+	gaveUp time.Duration
+	err    error
+}
+
 // run runs the demo on b: migrate, create and seed the orders, start the
 // payment provider and the mailer on loopback (and the outbox relays, with
-// o.RelaysDuring), start one router instance per partition on a
-// GoChannel, publish the events with their injected duplicates, wait until
-// every event was applied and every duplicate seen, close the routers,
+// o.RelaysDuring), open the broker o names and start one router instance
+// per partition on it, publish the events with their injected duplicates,
+// wait until every event was applied and every duplicate seen (crashing and
+// replacing an instance on the way with o.CrashRestart), close the routers,
 // start the relays (unless running already) and wait until they drained
 // the outbox (all within o.Timeout), close everything, and read the
 // results back from the database and the services. The returned error
@@ -588,92 +863,72 @@ func run[TTx any](ctx context.Context, b *backend[TTx], o Options) (s *Summary, 
 	f := &faults{crashIDs: p.crash}
 	dl := &deadLetters{reasons: map[string]int{}}
 
-	// The broker: one GoChannel for every instance and the dead letters.
-	// BlockPublishUntilSubscriberAck gives each topic one message in flight.
-	pubsub := gochannel.NewGoChannel(gochannel.Config{BlockPublishUntilSubscriberAck: true}, o.Logger)
-	dlCtx, cancelDL := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancelDL()
-	dlMsgs, err := pubsub.Subscribe(dlCtx, router.DeadLetterTopicDefault)
-	if err != nil {
-		_ = pubsub.Close()
-		return nil, fmt.Errorf("subscribe to dead letters: %w", err)
-	}
-	dlDone := make(chan struct{})
-	go func() {
-		defer close(dlDone)
-		for msg := range dlMsgs {
-			dl.add(msg.Metadata.Get(ackgap.MetadataDeadLetterReason))
-			msg.Ack()
-		}
-	}()
-
-	// One router instance per partition, all consumer "billing".
-	cfg := &router.Config{
-		DeadLetter:   pubsub,
-		Middlewares:  []message.HandlerMiddleware{f.middleware},
+	// Every instance's router configuration; the broker may set the
+	// handler timeout its lease needs.
+	cfg := router.Config{
 		Observer:     t.observe,
 		CloseTimeout: 10 * time.Second,
 		Logger:       o.Logger,
 	}
-	var instances []*router.Router[TTx]
-	runErrs := make(chan error, o.Partitions)
+	br, err := openBroker(ctx, o, &cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if cerr := br.close(); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("close broker %s: %w", br.name(), cerr))
+		}
+	}()
+	dlPub, dlTopic := br.deadLetter()
+	cfg.DeadLetter, cfg.DeadLetterTopic = countingPublisher{next: dlPub, dl: dl}, dlTopic
+
+	var crash *instanceCrash
+	if o.CrashRestart {
+		crash = &instanceCrash{t: t, after: max(1, o.Events/4), crashed: make(chan *instance, 1)}
+	}
+	fl := &fleet[TTx]{store: b.store, br: br, cfg: cfg, f: f, crash: crash,
+		runCtx: context.WithoutCancel(ctx)} // stopped by Close, not by ctx
+
+	pubCtx, cancelPub := context.WithCancel(ctx)
+	defer cancelPub()
 	pubFinished := make(chan struct{})
 	var pubErr error
 	publishing := false
+	var crashDone chan struct{}
+	var cr crashRun
 	var shutdownOnce sync.Once
 	var shutdownErr error
 	shutdown := func() error {
 		shutdownOnce.Do(func() {
-			var errs []error
-			for _, r := range instances {
-				if err := r.Close(); err != nil {
-					errs = append(errs, fmt.Errorf("close router: %w", err))
-				}
+			cancelPub()
+			if crashDone != nil {
+				<-crashDone
 			}
-			for range instances {
-				if err := <-runErrs; err != nil {
-					errs = append(errs, fmt.Errorf("router: %w", err))
-				}
-			}
-			cancelDL()
-			<-dlDone
-			errs = append(errs, pubsub.Close())
+			err := fl.closeAll()
 			if publishing {
-				<-pubFinished // Publish returns once the broker is closed.
+				<-pubFinished // on GoChannel, a Publish waiting for an ack returns once its subscriber is gone
 			}
-			shutdownErr = errors.Join(errs...)
+			shutdownErr = err
 		})
 		return shutdownErr
 	}
 	defer func() { _ = shutdown() }()
 
-	runCtx := context.WithoutCancel(ctx) // stopped by Close, not by ctx
-	h := handler[TTx]()
-	for part := range o.Partitions {
-		r, err := router.New(b.store, cfg)
-		if err != nil {
+	// One router instance per partition, all consumer "billing".
+	for n := range o.Partitions {
+		if _, err := fl.start(ctx, n); err != nil {
 			return nil, err
 		}
-		if err := r.AddHandler(Consumer, topic(part), instanceSubscriber{pubsub}, h); err != nil {
-			return nil, err
-		}
-		instances = append(instances, r)
-		go func() { runErrs <- r.Run(runCtx) }()
-		select {
-		case <-r.Running():
-		case err := <-runErrs:
-			runErrs <- err // shutdown reads one result per instance
-			return nil, fmt.Errorf("router instance %d stopped at start: %w", part, err)
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
+	}
+	if err := br.ready(ctx, o.Partitions); err != nil {
+		return nil, err
 	}
 
 	start := time.Now()
 	publishing = true
 	go func() {
 		defer close(pubFinished)
-		pubErr = publishAll(pubsub, p)
+		pubErr = publishAll(pubCtx, br, p, t, o.ExternalProducer)
 	}()
 	deadline := time.NewTimer(o.Timeout)
 	defer deadline.Stop()
@@ -681,6 +936,10 @@ func run[TTx any](ctx context.Context, b *backend[TTx], o Options) (s *Summary, 
 	defer tick.Stop()
 	waitPub := pubFinished
 	var settled <-chan time.Time
+	var crashed <-chan *instance
+	if crash != nil {
+		crashed = crash.crashed
+	}
 	for waitPub != nil || !t.complete() {
 		select {
 		case <-waitPub:
@@ -688,12 +947,33 @@ func run[TTx any](ctx context.Context, b *backend[TTx], o Options) (s *Summary, 
 				return nil, fmt.Errorf("publish: %w", pubErr)
 			}
 			waitPub = nil
-			// Publish returned, so every message was acked: what has not
-			// been seen by now will not come. Allow a moment, then stop.
-			settle := time.NewTimer(settleWait)
-			defer settle.Stop()
-			settled = settle.C
+			if br.waitsForAck() {
+				// Publish returned, so every message was acked: what has
+				// not been seen by now will not come. Allow a moment, then
+				// stop.
+				settle := time.NewTimer(settleWait)
+				defer settle.Stop()
+				settled = settle.C
+			}
+		case inst := <-crashed:
+			// An instance committed a message and "died" before its ack:
+			// close it (its subscriber gives the message up, unacked) and
+			// start a replacement, as a supervisor restarts a process.
+			crashed = nil
+			crashDone = make(chan struct{})
+			cr.crashed, cr.replacement = inst.n, fl.count()
+			go func() {
+				defer close(crashDone)
+				began := time.Now()
+				cerr := inst.close()
+				cr.gaveUp = time.Since(began)
+				_, serr := fl.start(ctx, cr.replacement)
+				cr.err = errors.Join(cerr, serr)
+			}()
 		case <-tick.C:
+			if err := t.broken(); err != nil {
+				return nil, err
+			}
 		case <-settled:
 			dead, _ := dl.snapshot()
 			return nil, fmt.Errorf("every message was acked, but the inbox did not see what it should (a duplicate that was applied means the inbox did not dedupe it): %s, %d dead-lettered",
@@ -709,6 +989,9 @@ func run[TTx any](ctx context.Context, b *backend[TTx], o Options) (s *Summary, 
 	elapsed := time.Since(start)
 	if err := shutdown(); err != nil {
 		return nil, fmt.Errorf("shutdown: %w", err)
+	}
+	if cr.err != nil {
+		return nil, fmt.Errorf("crash and restart of a router instance: %w", cr.err)
 	}
 	consumed := time.Now()
 	relayCrashCut, relayCrashCharges, plannedRelayCrash := 0, 0, 0
@@ -742,10 +1025,13 @@ func run[TTx any](ctx context.Context, b *backend[TTx], o Options) (s *Summary, 
 	dead, reasons := dl.snapshot()
 	charges := svc.provider.counts()
 	receiptCalls, receiptsSent := svc.mailer.counts()
+	topoLabel, topo := br.topology(o.Partitions)
+	producer := br.producer()
 	t.mu.Lock()
 	s = &Summary{
 		Store: b.name, Location: b.location,
-		Events: o.Events, Partitions: o.Partitions, Published: p.published,
+		Broker: br.name(), BrokerLocation: br.location(), TopologyLabel: topoLabel, Topology: topo, Producer: producer,
+		Events: o.Events, Partitions: o.Partitions, Instances: fl.count(), Published: p.published,
 		Deliveries:         f.deliveries.Load(),
 		InjectedSequential: p.nSeq, InjectedCrash: p.nCrash, CrashesDone: int(f.crashes.Load()), InjectedConcurrent: p.nConc,
 		Applied: t.outcomes[middleware.OutcomeApplied], Duplicates: t.outcomes[middleware.OutcomeDuplicate],
@@ -766,5 +1052,15 @@ func run[TTx any](ctx context.Context, b *backend[TTx], o Options) (s *Summary, 
 	}
 	t.mu.Unlock()
 	s.ConcurrentRaced = t.raced(p)
+	if o.CrashRestart {
+		s.CrashRestart = true
+		id, dups, after := t.crashed()
+		if id != "" {
+			s.InstanceCrashes = 1
+			s.CrashEventID, s.CrashRedelivered, s.CrashRedeliveredAfter = id, dups, after
+			s.CrashedInstance, s.ReplacementInstance, s.CrashGaveUp = cr.crashed, cr.replacement, cr.gaveUp
+			s.CrashEffect = br.crashEffect()
+		}
+	}
 	return s, nil
 }

@@ -17,9 +17,17 @@ import (
 type Summary struct {
 	// Store is "sqlite" or "postgres"; Location the file or schema.
 	Store, Location string
+	// Broker is the broker's name (BrokerGoChannel, ...); BrokerLocation
+	// its topics or queues; TopologyLabel and Topology the row naming the
+	// partitions or instances; Producer who published the events ("" for
+	// the demo's own on GoChannel).
+	Broker, BrokerLocation, TopologyLabel, Topology, Producer string
 	// Events is the number of orders and of distinct events; Partitions the
-	// number of partition topics and router instances.
+	// number of partitions (or of router instances, on SQS).
 	Events, Partitions int
+	// Instances is the number of router instances started, a replacement
+	// included.
+	Instances int
 	// Published is the number of messages the producer sent: every event
 	// once, plus the sequential and the concurrent copies.
 	Published int
@@ -36,6 +44,24 @@ type Summary struct {
 	// ConcurrentRaced counts the concurrent pairs whose second copy reached
 	// the inbox before the first had committed.
 	ConcurrentRaced int
+
+	// CrashRestart is true when a router instance was to crash in the ack
+	// gap (Options.CrashRestart); InstanceCrashes is how many did (0 or 1).
+	CrashRestart    bool
+	InstanceCrashes int
+	// CrashEventID is the event whose delivery the crashed instance
+	// committed and never acked; CrashRedelivered how many duplicates of
+	// it the inbox skipped (the broker's redelivery), the first
+	// CrashRedeliveredAfter the crash.
+	CrashEventID          string
+	CrashRedelivered      int
+	CrashRedeliveredAfter time.Duration
+	// CrashedInstance and ReplacementInstance number the instances;
+	// CrashGaveUp is how long closing the crashed one took.
+	CrashedInstance, ReplacementInstance int
+	CrashGaveUp                          time.Duration
+	// CrashEffect says what the broker did with the unacked message.
+	CrashEffect string
 
 	// Applied, Duplicates, Failed and Rejected count the inbox outcomes
 	// (middleware.Outcome*), one per pass through the inbox, retries
@@ -98,9 +124,11 @@ type Summary struct {
 	ReceiptCalls, ReceiptsSent int
 }
 
-// Injected returns the number of duplicate deliveries injected.
+// Injected returns the number of duplicate deliveries injected: one per
+// sequential, crash-before-ack and concurrent event, and one per instance
+// crash.
 func (s *Summary) Injected() int {
-	return s.InjectedSequential + s.InjectedCrash + s.InjectedConcurrent
+	return s.InjectedSequential + s.InjectedCrash + s.InjectedConcurrent + s.InstanceCrashes
 }
 
 // MessagesPerSecond returns the deliveries processed per second of Elapsed.
@@ -148,8 +176,15 @@ func (s *Summary) Check() error {
 	if s.CrashesDone != s.InjectedCrash {
 		fail("%d crashes after commit were simulated, %d planned", s.CrashesDone, s.InjectedCrash)
 	}
-	if s.Deliveries < int64(s.Published+s.InjectedCrash) {
-		fail("%d deliveries, want at least %d published + %d redelivered after a crash", s.Deliveries, s.Published, s.InjectedCrash)
+	if s.CrashRestart && s.InstanceCrashes != 1 {
+		fail("%d router instances crashed in the ack gap, 1 planned", s.InstanceCrashes)
+	}
+	if s.InstanceCrashes > 0 && s.CrashRedelivered < 1 {
+		fail("the delivery of %s that the crashed instance committed was not redelivered and skipped as a duplicate", s.CrashEventID)
+	}
+	if s.Deliveries < int64(s.Published+s.InjectedCrash+s.InstanceCrashes) {
+		fail("%d deliveries, want at least %d published + %d redelivered after a crash + %d after an instance crash",
+			s.Deliveries, s.Published, s.InjectedCrash, s.InstanceCrashes)
 	}
 	if s.DeadLettered > 0 {
 		fail("%d messages dead-lettered %v", s.DeadLettered, s.DeadLetterReasons)
@@ -186,18 +221,53 @@ func (s *Summary) Print(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	row := func(k, format string, args ...any) { fmt.Fprintf(tw, "%s\t%s\n", k, fmt.Sprintf(format, args...)) }
 	row("store", "%s (%s)", s.Store, s.Location)
-	row("partitions", "%d (one router instance each, consumer %q)", s.Partitions, Consumer)
+	if s.Broker != "" {
+		row("broker", "%s (%s)", s.Broker, s.BrokerLocation)
+	}
+	if s.Topology != "" {
+		row(s.TopologyLabel, "%s", s.Topology)
+	} else {
+		row("partitions", "%d (one router instance each, consumer %q)", s.Partitions, Consumer)
+	}
+	if s.Producer != "" {
+		row("producer", "%s", s.Producer)
+	}
 	row("events", "%d", s.Events)
 	row("published", "%d (each event once + %d sequential + %d concurrent copies)", s.Published, s.InjectedSequential, s.InjectedConcurrent)
-	row("deliveries", "%d (published + %d redelivered after a crash before the ack)", s.Deliveries, s.CrashesDone)
-	row("duplicates injected", "%d: sequential %d, crash-before-ack %d, concurrent %d (%d overlapped in flight)",
+	deliveries := fmt.Sprintf("%d (published + %d redelivered after a crash before the ack", s.Deliveries, s.CrashesDone)
+	if s.CrashRestart {
+		deliveries += fmt.Sprintf(" + %d after an instance crash", s.InstanceCrashes)
+	}
+	if more := s.Deliveries - int64(s.Published+s.CrashesDone+s.InstanceCrashes); more != 0 {
+		deliveries += fmt.Sprintf(" + %d more from the broker", more)
+	}
+	row("deliveries", "%s)", deliveries)
+	injected := fmt.Sprintf("%d: sequential %d, crash-before-ack %d, concurrent %d (%d overlapped in flight)",
 		s.Injected(), s.InjectedSequential, s.InjectedCrash, s.InjectedConcurrent, s.ConcurrentRaced)
+	if s.CrashRestart {
+		injected += fmt.Sprintf(", instance crash %d", s.InstanceCrashes)
+	}
+	row("duplicates injected", "%s", injected)
 	row("duplicates skipped", "%d", s.Duplicates)
 	row("inbox outcomes", "applied %d, duplicate %d, failed %d, rejected %d", s.Applied, s.Duplicates, s.Failed, s.Rejected)
 	row("dead-lettered", "%d%s", s.DeadLettered, reasons(s.DeadLetterReasons))
 	row("orders moved", "%d of %d (status charging, version 1); moved twice %d; not moved %d",
 		s.OrdersMoved, s.Events, s.OrdersMovedTwice, s.OrdersNotMoved)
 	row("outbox rows", "%d (%d orders without exactly charge + email.receipt)", s.OutboxRows, s.OutboxBadOrders)
+	if s.CrashRestart {
+		if s.InstanceCrashes == 0 {
+			row("instance crash", "planned, but no instance crashed")
+		} else {
+			row("instance crash", "in-process (not SIGKILL): instance %d committed %s and stopped before its ack; closed, and replaced by instance %d",
+				s.CrashedInstance, s.CrashEventID, s.ReplacementInstance)
+			copies := ""
+			if s.CrashRedelivered > 1 {
+				copies = fmt.Sprintf(" (%d copies)", s.CrashRedelivered)
+			}
+			row("after the crash", "its subscriber gave the message up unacked after %s: %s, %s after the crash; the inbox skipped it as a duplicate%s",
+				s.CrashGaveUp.Round(time.Millisecond), s.CrashEffect, s.CrashRedeliveredAfter.Round(time.Millisecond), copies)
+		}
+	}
 	row("elapsed", "%s", s.Elapsed.Round(time.Millisecond))
 	row("throughput", "%.0f messages/s", s.MessagesPerSecond())
 	wake := fmt.Sprintf("polling every %s", RelayPollInterval)
