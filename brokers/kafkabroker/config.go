@@ -92,11 +92,14 @@ type SubscriberConfig struct {
 	// to the broker as JoinGroup's rebalance timeout (Kafka
 	// rebalance.timeout.ms): once a rebalance starts, each member has this
 	// long to finish its in-flight messages and rejoin, or it is removed
-	// from the group and its commits fail. watermill-kafka finishes the
-	// in-flight message of a revoked partition before it releases it; if
-	// the session ended first, that message's offset is not committed, it
-	// is redelivered to the partition's next owner, and the inbox skips it
-	// as a duplicate. Default HandlerTimeout + CommitMargin; less than that
+	// from the group and its commits fail. watermill-kafka lets the
+	// in-flight message of a revoked partition finish before it releases
+	// the partition, but an ack that arrives after the group session ended
+	// is not committed (watermill-kafka v3.1.4 subscriber.go, "session ctx
+	// cancelled before ack"): the message is redelivered to the
+	// partition's next owner, and the inbox skips it as a duplicate. So a
+	// rebalance in the middle of a stream costs a few duplicates, never a
+	// double apply. Default HandlerTimeout + CommitMargin; less than that
 	// is a config error.
 	RebalanceTimeout time.Duration
 	// SessionTimeout is Sarama's Consumer.Group.Session.Timeout (Kafka
