@@ -73,7 +73,7 @@ func ReceiptKey(orderID string) string { return "receipt:" + orderID }
 func EventID(orderID string) string { return EventIDPrefix + orderID }
 
 // chargeOrder is the demo's handler, written once for every store: it uses
-// only middleware.TransitionIfState and middleware.AddOutbox, which run in
+// only middleware.TransitionIfState and middleware.QueueOutbox, which run in
 // the message's inbox transaction whatever its type. It moves the order
 // pending -> charging (guarded, version bumped) and records the charge and
 // the receipt e-mail in the outbox. No network call happens here: the
@@ -114,15 +114,16 @@ func chargeOrder[TTx any](ctx context.Context, _ TTx, _ *message.Message, ev Ord
 		return err
 	}
 	headers := map[string]string{"content-type": "application/json"}
-	if _, err := middleware.AddOutbox(ctx, &stores.OutboxInsertParams{
+	// QueueOutbox: the handler reads nothing back, so on PostgreSQL both
+	// rows go out with the COMMIT, in its round trip.
+	if err := middleware.QueueOutbox(ctx, &stores.OutboxInsertParams{
 		Kind: KindCharge, IdempotencyKey: ChargeKey(ev.OrderID), Payload: charge, Headers: headers,
 	}); err != nil {
 		return err
 	}
-	_, err = middleware.AddOutbox(ctx, &stores.OutboxInsertParams{
+	return middleware.QueueOutbox(ctx, &stores.OutboxInsertParams{
 		Kind: KindReceipt, IdempotencyKey: ReceiptKey(ev.OrderID), Payload: receipt, Headers: headers,
 	})
-	return err
 }
 
 // handler returns chargeOrder as a router handler for transaction type TTx.
