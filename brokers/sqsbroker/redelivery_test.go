@@ -49,10 +49,27 @@ func newSuiteBroker() (brokertest.Broker, error) {
 	return suiteBroker{client: sqs.New(sqs.Options{}, suiteOptFns()...)}, nil
 }
 
+// suiteQueues are the queue URLs the suite created in this process,
+// deleted when the suite ends.
+var suiteQueues sync.Map
+
 func (b suiteBroker) ensureQueue(ctx context.Context, name string) error {
-	_, err := b.client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name),
+	out, err := b.client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name),
 		Attributes: map[string]string{"VisibilityTimeout": "6"}})
+	if err == nil {
+		suiteQueues.Store(aws.ToString(out.QueueUrl), true)
+	}
 	return err
+}
+
+// deleteSuiteQueues deletes the queues the suite created.
+func deleteSuiteQueues() {
+	c := sqs.New(sqs.Options{}, suiteOptFns()...)
+	suiteQueues.Range(func(url, _ any) bool {
+		_, _ = c.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: aws.String(url.(string))})
+		suiteQueues.Delete(url)
+		return true
+	})
 }
 
 func (b suiteBroker) Publisher() (message.Publisher, error) {
@@ -118,8 +135,9 @@ func (s *lazySubscriber) Close() error {
 }
 
 func TestRedeliverySuite(t *testing.T) {
-	endpoint(t) // fails with instructions when no SQS server runs
-	t.Cleanup(suiteTransport.CloseIdleConnections)
+	endpoint(t)                                    // fails with instructions when no SQS server runs
+	t.Cleanup(suiteTransport.CloseIdleConnections) // runs last
+	t.Cleanup(deleteSuiteQueues)
 	brokertest.Run(t, &brokertest.Harness{
 		Features: brokertest.Features{
 			NackRedelivers: true, SurvivesSubscriberCrash: true,
