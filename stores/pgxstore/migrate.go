@@ -33,81 +33,61 @@ func (s *Store) Migrate(ctx context.Context, p *stores.MigrateParams) (*stores.M
 	if err != nil {
 		return nil, err
 	}
-	res := &stores.MigrateResult{}
-	for {
-		done, err := s.migrateStep(ctx, all, p, res)
+	return sqlbuild.Migrate(ctx, all, p, func(ctx context.Context) (sqlbuild.MigrationTx, error) {
+		tx, err := s.pool.Begin(ctx)
 		if err != nil {
-			return res, err
+			return nil, interpretError("migrate", err)
 		}
-		if done {
-			return res, nil
-		}
-	}
+		return &migrationTx{s: s, tx: tx}, nil
+	})
 }
 
-// migrateStep runs the next step of the plan under the lock, re-reading the
-// version each time so a concurrent migrator's work is not repeated.
-func (s *Store) migrateStep(ctx context.Context, all []sqlbuild.Migration, p *stores.MigrateParams, res *stores.MigrateResult) (done bool, err error) {
-	tx, err := s.pool.Begin(ctx)
-	if err != nil {
-		return false, interpretError("migrate", err)
-	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext($1))`, s.names.MigrationLockKey); err != nil {
-		return false, interpretError("migrate: lock", err)
-	}
-	current, err := s.currentVersion(ctx, tx)
-	if err != nil {
-		return false, err
-	}
-	res.Version = current
-	steps, err := sqlbuild.Plan(all, current, p)
-	if err != nil {
-		return false, fmt.Errorf("migrate: %w", err)
-	}
-	if len(steps) == 0 {
-		return true, nil
-	}
-	step := steps[0]
-	if _, err := tx.Exec(ctx, step.SQL()); err != nil {
-		return false, interpretError(fmt.Sprintf("migrate: version %d", step.Version), err)
-	}
-	if step.Down {
-		_, err = tx.Exec(ctx, `DELETE FROM `+s.names.Migration+` WHERE version = $1`, step.Version)
-	} else {
-		_, err = tx.Exec(ctx, `INSERT INTO `+s.names.Migration+` (version, name) VALUES ($1, $2)`, step.Version, step.Name)
-	}
-	if err != nil {
-		return false, interpretError("migrate: record version", err)
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return false, interpretError("migrate: commit", err)
-	}
-	res.Applied = append(res.Applied, step.Version)
-	res.Version = step.Version
-	if step.Down {
-		res.Version = step.Version - 1
-	}
-	return len(steps) == 1, nil
+// migrationTx is one migration step's transaction on PostgreSQL.
+type migrationTx struct {
+	s  *Store
+	tx pgx.Tx
 }
 
-func (s *Store) currentVersion(ctx context.Context, tx pgx.Tx) (int, error) {
-	// Schema and version table are ackgap's own bookkeeping, created
-	// idempotently; the migrations proper create everything else.
-	if schema := s.cfg.Schema; schema != "" {
-		if _, err := tx.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS `+stores.QuoteIdentifier(schema)); err != nil {
+// Version takes the transaction-scoped advisory lock, creates the schema
+// and the version table if missing (ackgap's own bookkeeping; the
+// migrations proper create everything else) and reads the version.
+func (m *migrationTx) Version(ctx context.Context) (int, error) {
+	if _, err := m.tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext($1))`, m.s.names.MigrationLockKey); err != nil {
+		return 0, interpretError("migrate: lock", err)
+	}
+	if schema := m.s.cfg.Schema; schema != "" {
+		if _, err := m.tx.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS `+stores.QuoteIdentifier(schema)); err != nil {
 			return 0, interpretError("migrate: create schema", err)
 		}
 	}
-	if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+s.names.Migration+` (
+	if _, err := m.tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+m.s.names.Migration+` (
     version    integer     PRIMARY KEY,
     name       text        NOT NULL,
     applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
 		return 0, interpretError("migrate: version table", err)
 	}
 	var v int
-	if err := tx.QueryRow(ctx, `SELECT COALESCE(max(version), 0) FROM `+s.names.Migration).Scan(&v); err != nil {
+	if err := m.tx.QueryRow(ctx, `SELECT COALESCE(max(version), 0) FROM `+m.s.names.Migration).Scan(&v); err != nil {
 		return 0, interpretError("migrate: read version", err)
 	}
 	return v, nil
 }
+
+func (m *migrationTx) Apply(ctx context.Context, step sqlbuild.Step) error {
+	if _, err := m.tx.Exec(ctx, step.SQL()); err != nil {
+		return interpretError(fmt.Sprintf("migrate: version %d", step.Version), err)
+	}
+	var err error
+	if step.Down {
+		_, err = m.tx.Exec(ctx, `DELETE FROM `+m.s.names.Migration+` WHERE version = $1`, step.Version)
+	} else {
+		_, err = m.tx.Exec(ctx, `INSERT INTO `+m.s.names.Migration+` (version, name) VALUES ($1, $2)`, step.Version, step.Name)
+	}
+	return interpretError("migrate: record version", err)
+}
+
+func (m *migrationTx) Commit(ctx context.Context) error {
+	return interpretError("migrate: commit", m.tx.Commit(ctx))
+}
+
+func (m *migrationTx) Rollback(ctx context.Context) { _ = m.tx.Rollback(ctx) }

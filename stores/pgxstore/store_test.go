@@ -59,3 +59,33 @@ func TestSchemaAndPrefix(t *testing.T) {
 	_, err = pgxstore.New(pool, &pgxstore.Config{TablePrefix: strings.Repeat("p", 60)})
 	require.ErrorContains(t, err, "longer than 63 bytes")
 }
+
+// TestConcurrentMigrate: instances starting together migrate one schema at
+// once; the advisory lock makes each step run once and none fails.
+func TestConcurrentMigrate(t *testing.T) {
+	pool, _ := testdb.Schema(t, 8)
+	store, err := pgxstore.New(pool, nil)
+	require.NoError(t, err)
+	errs := make(chan error, 4)
+	applied := make(chan int, 4)
+	for range 4 {
+		go func() {
+			res, err := store.Migrate(context.Background(), &stores.MigrateParams{})
+			if err == nil {
+				applied <- len(res.Applied)
+			}
+			errs <- err
+		}()
+	}
+	total := 0
+	for range 4 {
+		require.NoError(t, <-errs)
+	}
+	close(applied)
+	for n := range applied {
+		total += n
+	}
+	all, err := pgxstore.Migrations(nil)
+	require.NoError(t, err)
+	require.Equal(t, len(all), total, "each migration applied exactly once across the instances")
+}

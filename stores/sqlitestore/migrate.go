@@ -32,66 +32,51 @@ func (s *Store) Migrate(ctx context.Context, p *stores.MigrateParams) (*stores.M
 	if err != nil {
 		return nil, err
 	}
-	res := &stores.MigrateResult{}
-	for {
-		done, err := s.migrateStep(ctx, all, p, res)
-		if err != nil || done {
-			return res, err
+	return sqlbuild.Migrate(ctx, all, p, func(ctx context.Context) (sqlbuild.MigrationTx, error) {
+		tx, err := s.db.BeginTx(ctx, nil)
+		if err != nil {
+			return nil, interpretError("migrate", err)
 		}
-	}
+		return &migrationTx{s: s, tx: tx}, nil
+	})
 }
 
-func (s *Store) migrateStep(ctx context.Context, all []sqlbuild.Migration, p *stores.MigrateParams, res *stores.MigrateResult) (done bool, err error) {
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return false, interpretError("migrate", err)
-	}
-	defer func() { _ = tx.Rollback() }()
-	current, err := s.currentVersion(ctx, tx)
-	if err != nil {
-		return false, err
-	}
-	res.Version = current
-	steps, err := sqlbuild.Plan(all, current, p)
-	if err != nil {
-		return false, fmt.Errorf("migrate: %w", err)
-	}
-	if len(steps) == 0 {
-		return true, nil
-	}
-	step := steps[0]
-	if _, err := tx.ExecContext(ctx, step.SQL()); err != nil {
-		return false, interpretError(fmt.Sprintf("migrate: version %d", step.Version), err)
-	}
-	if step.Down {
-		_, err = tx.ExecContext(ctx, `DELETE FROM `+s.names.Migration+` WHERE version = ?1`, step.Version)
-	} else {
-		_, err = tx.ExecContext(ctx, `INSERT INTO `+s.names.Migration+` (version, name, applied_at) VALUES (?1, ?2, unixepoch('subsec') * 1000000)`, step.Version, step.Name)
-	}
-	if err != nil {
-		return false, interpretError("migrate: record version", err)
-	}
-	if err := tx.Commit(); err != nil {
-		return false, interpretError("migrate: commit", err)
-	}
-	res.Applied = append(res.Applied, step.Version)
-	res.Version = step.Version
-	if step.Down {
-		res.Version = step.Version - 1
-	}
-	return len(steps) == 1, nil
+// migrationTx is one migration step's BEGIN IMMEDIATE transaction, which
+// holds SQLite's write lock: that is the migration lock.
+type migrationTx struct {
+	s  *Store
+	tx *sql.Tx
 }
 
-func (s *Store) currentVersion(ctx context.Context, tx *sql.Tx) (int, error) {
-	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS `+s.names.Migration+` (
+func (m *migrationTx) Version(ctx context.Context) (int, error) {
+	if _, err := m.tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS `+m.s.names.Migration+` (
     version    INTEGER PRIMARY KEY,
     name       TEXT    NOT NULL,
     applied_at INTEGER NOT NULL)`); err != nil {
 		return 0, interpretError("migrate: version table", err)
 	}
 	var v int
-	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(max(version), 0) FROM `+s.names.Migration).Scan(&v); err != nil {
+	if err := m.tx.QueryRowContext(ctx, `SELECT COALESCE(max(version), 0) FROM `+m.s.names.Migration).Scan(&v); err != nil {
 		return 0, interpretError("migrate: read version", err)
 	}
 	return v, nil
 }
+
+func (m *migrationTx) Apply(ctx context.Context, step sqlbuild.Step) error {
+	if _, err := m.tx.ExecContext(ctx, step.SQL()); err != nil {
+		return interpretError(fmt.Sprintf("migrate: version %d", step.Version), err)
+	}
+	var err error
+	if step.Down {
+		_, err = m.tx.ExecContext(ctx, `DELETE FROM `+m.s.names.Migration+` WHERE version = ?1`, step.Version)
+	} else {
+		_, err = m.tx.ExecContext(ctx, `INSERT INTO `+m.s.names.Migration+` (version, name, applied_at) VALUES (?1, ?2, unixepoch('subsec') * 1000000)`, step.Version, step.Name)
+	}
+	return interpretError("migrate: record version", err)
+}
+
+func (m *migrationTx) Commit(context.Context) error {
+	return interpretError("migrate: commit", m.tx.Commit())
+}
+
+func (m *migrationTx) Rollback(context.Context) { _ = m.tx.Rollback() }

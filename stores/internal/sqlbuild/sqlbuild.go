@@ -4,6 +4,7 @@
 package sqlbuild
 
 import (
+	"context"
 	"fmt"
 	"io/fs"
 	"path"
@@ -229,4 +230,66 @@ func TableNames(schema, prefix string) Names {
 		OutboxNotifyFunc:   q(prefix + "outbox_notify"),
 		SchemaDot:          schemaDot,
 	}
+}
+
+// MigrationTx is one migration step's transaction in a store's dialect;
+// the store translates its driver's errors.
+type MigrationTx interface {
+	// Version takes the store's migration lock if it needs one, creates the
+	// version table (and schema) if missing, and returns the current
+	// version.
+	Version(ctx context.Context) (int, error)
+	// Apply runs step's SQL and adds (up) or removes (down) its row in the
+	// version table.
+	Apply(ctx context.Context, step Step) error
+	Commit(ctx context.Context) error
+	// Rollback ends the transaction if it is still open.
+	Rollback(ctx context.Context)
+}
+
+// Migrate runs the steps that take the database to what p asks, one step
+// per transaction from begin, re-reading the version in each, so a
+// concurrent migrator's work (serialised by the store's lock) is never
+// repeated.
+func Migrate(ctx context.Context, all []Migration, p *stores.MigrateParams, begin func(context.Context) (MigrationTx, error)) (*stores.MigrateResult, error) {
+	res := &stores.MigrateResult{}
+	for {
+		done, err := migrateStep(ctx, all, p, begin, res)
+		if err != nil || done {
+			return res, err
+		}
+	}
+}
+
+func migrateStep(ctx context.Context, all []Migration, p *stores.MigrateParams, begin func(context.Context) (MigrationTx, error), res *stores.MigrateResult) (done bool, err error) {
+	tx, err := begin(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	current, err := tx.Version(ctx)
+	if err != nil {
+		return false, err
+	}
+	res.Version = current
+	steps, err := Plan(all, current, p)
+	if err != nil {
+		return false, fmt.Errorf("migrate: %w", err)
+	}
+	if len(steps) == 0 {
+		return true, nil
+	}
+	step := steps[0]
+	if err := tx.Apply(ctx, step); err != nil {
+		return false, err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return false, err
+	}
+	res.Applied = append(res.Applied, step.Version)
+	res.Version = step.Version
+	if step.Down {
+		res.Version = step.Version - 1
+	}
+	return len(steps) == 1, nil
 }
