@@ -112,6 +112,16 @@ func (s *Store) settle(ctx context.Context, op, token, q string, args ...any) (*
 	if token == "" {
 		return nil, fmt.Errorf("%s: ClaimToken is empty", op)
 	}
+	n, err := s.execWrite(ctx, op, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	return &stores.OutboxSettleResult{Changed: n == 1}, nil
+}
+
+// execWrite runs one writing statement in its own write transaction
+// (writeTx) and returns the rows it affected.
+func (s *Store) execWrite(ctx context.Context, op, q string, args ...any) (int64, error) {
 	var n int64
 	err := s.writeTx(ctx, op, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, q, args...)
@@ -121,10 +131,7 @@ func (s *Store) settle(ctx context.Context, op, token, q string, args ...any) (*
 		n, err = res.RowsAffected()
 		return err
 	})
-	if err != nil {
-		return nil, err
-	}
-	return &stores.OutboxSettleResult{Changed: n == 1}, nil
+	return n, err
 }
 
 // RedriveOutboxIfDead implements [stores.OutboxStore.RedriveOutboxIfDead].
@@ -142,20 +149,12 @@ func (s *Store) RedriveOutboxIfDead(ctx context.Context, p *stores.OutboxRedrive
 		ids = string(b)
 	}
 	o := s.names.Outbox
-	var n int64
-	err := s.writeTx(ctx, "redrive outbox", func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE `+o+`
+	n, err := s.execWrite(ctx, "redrive outbox", `UPDATE `+o+`
 SET state = 'pending', attempts = 0, available_at = ?1, claimed_until = NULL, claim_token = NULL
 WHERE state = 'dead' AND id IN (
     SELECT id FROM `+o+` WHERE state = 'dead' AND (?2 IS NULL OR id IN (SELECT value FROM json_each(?2)))
       AND (?3 = '' OR kind = ?3)
     ORDER BY id LIMIT ?4)`, micros(p.Now), ids, p.Kind, limit)
-		if err != nil {
-			return err
-		}
-		n, err = res.RowsAffected()
-		return err
-	})
 	if err != nil {
 		return nil, err
 	}
@@ -173,16 +172,8 @@ func (s *Store) PruneOutboxIfDone(ctx context.Context, p *stores.OutboxPrunePara
 		limit = stores.OutboxPruneLimitDefault
 	}
 	o := s.names.Outbox
-	var n int64
-	err := s.writeTx(ctx, "prune outbox", func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `DELETE FROM `+o+` WHERE state = 'done' AND id IN (
+	n, err := s.execWrite(ctx, "prune outbox", `DELETE FROM `+o+` WHERE state = 'done' AND id IN (
     SELECT id FROM `+o+` WHERE state = 'done' AND done_at < ?1 ORDER BY done_at LIMIT ?2)`, p.Before.UnixMicro(), limit)
-		if err != nil {
-			return err
-		}
-		n, err = res.RowsAffected()
-		return err
-	})
 	if err != nil {
 		return nil, err
 	}
