@@ -67,10 +67,11 @@ func effects(ev *orderPlaced) (chargeKey string, charge []byte, receiptKey strin
 }
 
 // chargeOrder is examples/billing's handler (chargeOrder in
-// examples/billing/billing.go), line for line, except that it records its
-// two outbox rows with middleware.QueueOutbox (it never reads their ids)
-// when queue is true, and with middleware.AddOutbox, as the example does,
-// when false.
+// examples/billing/billing.go), line for line, with a switch: it records
+// its two outbox rows with middleware.QueueOutbox, as the example does,
+// when queue is true, and with middleware.AddOutbox (one round trip each)
+// when false. It is a copy because the example is a main package; the
+// workloads here also need the AddOutbox variant.
 func chargeOrder[TTx any](queue bool) router.HandlerFunc[TTx] {
 	add := func(ctx context.Context, p *stores.OutboxInsertParams) error {
 		if queue {
