@@ -41,6 +41,12 @@ var (
 	// dead-lettered: the message is fine, the database is not.
 	ErrStoreUnavailable = errors.New("ackgap: store unavailable")
 
+	// ErrDuplicate: the statement ran in a transaction whose inbox insert
+	// found the event already applied (stores.InboxDeferrer). The
+	// transaction was rolled back; the inbox middleware acks the message as
+	// a duplicate whatever the handler returns. Handlers just return it.
+	ErrDuplicate = errors.New("ackgap: event already applied (duplicate delivery); transaction rolled back")
+
 	// ErrNoTransaction: a transaction-scoped helper was called with a
 	// context that does not come from the inbox middleware.
 	ErrNoTransaction = errors.New("ackgap: no inbox transaction in context")

@@ -62,6 +62,10 @@ type Report struct {
 	// Err is the error returned to the router (nil for applied and
 	// duplicate).
 	Err error
+	// FirstTraceParent is, for a duplicate, the W3C traceparent of the
+	// delivery that applied the event, when that delivery was traced and
+	// the store keeps it (stores.BeginInboxResult.TraceParent); "" otherwise.
+	FirstTraceParent string
 	// Received is when the middleware got the message; HandlerStarted when
 	// the handler was called (zero if it was not); Committed when the
 	// commit returned nil (zero unless applied).
@@ -153,13 +157,15 @@ func Inbox[TTx any](store stores.Store[TTx], cfg *InboxConfig) (message.HandlerM
 	}
 	in := &inbox[TTx]{store: store, cfg: c}
 	in.queuer, _ = store.(stores.OutboxQueuer[TTx])
+	in.deferrer, _ = store.(stores.InboxDeferrer[TTx])
 	return in.middleware, nil
 }
 
 type inbox[TTx any] struct {
-	store  stores.Store[TTx]
-	queuer stores.OutboxQueuer[TTx] // store, when it queues outbox rows
-	cfg    InboxConfig
+	store    stores.Store[TTx]
+	queuer   stores.OutboxQueuer[TTx]  // store, when it queues outbox rows
+	deferrer stores.InboxDeferrer[TTx] // store, when it defers the inbox insert
+	cfg      InboxConfig
 }
 
 func (in *inbox[TTx]) middleware(h message.HandlerFunc) message.HandlerFunc {
@@ -193,25 +199,30 @@ func (in *inbox[TTx]) handle(msg *message.Message, h message.HandlerFunc, rep *R
 		rep.Outcome = OutcomeRejected
 		return nil, err
 	}
-	hash := stores.PayloadHash(msg.Payload)
-	begun, err := in.store.BeginInbox(ctx, &stores.BeginInboxParams{
-		Consumer: in.cfg.Consumer, EventID: id, PayloadHash: hash, Now: rep.Received,
-	})
+	params := &stores.BeginInboxParams{
+		Consumer: in.cfg.Consumer, EventID: id, PayloadHash: stores.PayloadHash(msg.Payload), Now: rep.Received,
+		TraceParent: ackgap.TraceParentFromContext(ctx),
+	}
+	var tx TTx
+	if in.deferrer != nil {
+		// The insert goes with the handler's first statement; its verdict
+		// is read after the handler returned.
+		tx, err = in.deferrer.BeginInboxDeferred(ctx, params)
+	} else {
+		var begun *stores.BeginInboxResult[TTx]
+		begun, err = in.store.BeginInbox(ctx, params)
+		if err == nil && begun.Duplicate {
+			return nil, in.duplicate(begun, rep)
+		}
+		if err == nil {
+			tx = begun.Tx
+		}
+	}
 	if err != nil {
 		rep.Outcome = OutcomeFailed
 		return nil, fmt.Errorf("ackgap inbox: begin: %w", err)
 	}
-	if begun.Duplicate {
-		if begun.PayloadMismatch && in.cfg.PayloadMismatch == PayloadMismatchReject {
-			rep.Outcome = OutcomeRejected
-			return nil, ackgap.Permanent(ackgap.ReasonEventIDConflict,
-				fmt.Errorf("%w: consumer %q, event id %q", ackgap.ErrEventIDConflict, in.cfg.Consumer, id))
-		}
-		rep.Outcome = OutcomeDuplicate
-		return nil, nil
-	}
 
-	tx := begun.Tx
 	ended := false
 	defer func() {
 		if ended {
@@ -229,6 +240,18 @@ func (in *inbox[TTx]) handle(msg *message.Message, h message.HandlerFunc, rep *R
 	defer msg.SetContext(ctx)
 	rep.HandlerStarted = in.cfg.Now()
 	produced, err = h(msg)
+	if in.deferrer != nil {
+		// Whatever the handler returned: a duplicate is acked, not retried
+		// (its statements failed with ackgap.ErrDuplicate and were undone).
+		verdict, verr := in.deferrer.InboxVerdictTx(ctx, tx)
+		switch {
+		case verr != nil && err == nil:
+			return nil, fmt.Errorf("ackgap inbox: begin: %w", verr)
+		case verr == nil && verdict.Duplicate:
+			ended = true
+			return nil, in.duplicate(verdict, rep)
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -245,6 +268,20 @@ func (in *inbox[TTx]) handle(msg *message.Message, h message.HandlerFunc, rep *R
 	rep.Committed = in.cfg.Now()
 	rep.Outcome = OutcomeApplied
 	return produced, nil
+}
+
+// duplicate sets rep for a delivery whose inbox row was there and returns
+// nil (acked as a duplicate) or, for an id reused with another payload
+// under PayloadMismatchReject, a permanent error (dead-lettered).
+func (in *inbox[TTx]) duplicate(begun *stores.BeginInboxResult[TTx], rep *Report) error {
+	rep.FirstTraceParent = begun.TraceParent
+	if begun.PayloadMismatch && in.cfg.PayloadMismatch == PayloadMismatchReject {
+		rep.Outcome = OutcomeRejected
+		return ackgap.Permanent(ackgap.ReasonEventIDConflict,
+			fmt.Errorf("%w: consumer %q, event id %q", ackgap.ErrEventIDConflict, in.cfg.Consumer, rep.EventID))
+	}
+	rep.Outcome = OutcomeDuplicate
+	return nil
 }
 
 func (in *inbox[TTx]) eventID(msg *message.Message) (string, error) {

@@ -67,6 +67,33 @@ type OutboxQueuer[TTx any] interface {
 	QueueOutboxTx(ctx context.Context, tx TTx, p *OutboxInsertParams) error
 }
 
+// InboxDeferrer is implemented by stores that can send the inbox insert
+// together with the handler's first statement instead of ahead of it,
+// saving the round trip BEGIN and the insert cost on their own (pgxstore:
+// BEGIN, the inbox insert and the first Exec of the transaction go in one
+// pipelined round trip). It is optional: the inbox middleware uses
+// [Store.BeginInbox] for stores without it.
+//
+// The dedupe check is still the insert under the unique constraint
+// (design.md invariant 2); what changes is that the handler runs before its
+// outcome is known. For a duplicate, the first statement that carried the
+// insert fails with ackgap.ErrDuplicate and the transaction has been rolled
+// back (the statement's own work undone); every later statement fails too.
+type InboxDeferrer[TTx any] interface {
+	// BeginInboxDeferred returns a transaction whose BEGIN and inbox insert
+	// (p.Consumer, p.EventID) are sent with the first statement that goes
+	// through it, or by InboxVerdictTx. It may take a connection from a
+	// pool; it sends nothing. Release it with CommitTx or RollbackTx, after
+	// InboxVerdictTx said it is not a duplicate.
+	BeginInboxDeferred(ctx context.Context, p *BeginInboxParams) (TTx, error)
+	// InboxVerdictTx returns whether tx's inbox insert found the row
+	// already there: it sends the pending BEGIN and insert first if no
+	// statement carried them yet. For a duplicate the result's Tx is zero
+	// and tx is over (rolled back, its connection released); otherwise
+	// Tx is tx. An error means the outcome is unknown: roll tx back.
+	InboxVerdictTx(ctx context.Context, tx TTx) (*BeginInboxResult[TTx], error)
+}
+
 // InboxPruner deletes old inbox rows; package retention runs it on a
 // schedule. It is the part of [Store] that needs no transaction type.
 type InboxPruner interface {
@@ -96,6 +123,12 @@ type BeginInboxParams struct {
 	// Now is the time recorded as the row's received_at; zero means the
 	// store's clock.
 	Now time.Time
+	// TraceParent is the W3C traceparent of this delivery's span
+	// (https://www.w3.org/TR/trace-context/, 55 bytes), stored with the row
+	// so that a later copy's span can link to the delivery that applied
+	// the event; "" when the delivery is not traced. Stores without a place
+	// for it ignore it.
+	TraceParent string
 }
 
 // BeginInboxResult is the output of [Store.BeginInbox].
@@ -109,6 +142,10 @@ type BeginInboxResult[TTx any] struct {
 	// PayloadMismatch is true for a duplicate whose stored payload hash is
 	// set and differs from BeginInboxParams.PayloadHash.
 	PayloadMismatch bool
+	// TraceParent is, for a duplicate, the traceparent stored by the
+	// delivery that applied the event ("" when it was not traced or the
+	// store does not keep it).
+	TraceParent string
 }
 
 // Assignment sets Column to Value in a guarded transition. Column is quoted

@@ -11,15 +11,21 @@
 // lock, so many instances can start at once; [Migrations] returns the same
 // SQL, rendered with your names, for goose, atlas or a DBA.
 //
-// Round trips are the cost on PostgreSQL, so the store saves them:
-// BeginInbox sends BEGIN and the inbox insert in one round trip, and the
-// transaction it returns holds outbox rows added with QueueOutboxTx
-// (middleware.QueueOutbox) and sends them with its next statement or with
-// COMMIT, pipelined. A message whose handler applies one guarded transition
-// and queues its outbox rows takes three round trips: BEGIN + inbox
-// insert; the UPDATE; the rows + COMMIT (five with InsertOutboxTx). A
-// queued row whose idempotency key exists with another payload fails the
-// commit with ackgap.ErrIdempotencyConflict and rolls everything back.
+// Round trips are the cost on PostgreSQL, so the store saves them. The
+// inbox middleware uses BeginInboxDeferred: the transaction's BEGIN and
+// inbox insert are held back and sent with its first statement (an Exec
+// with arguments, such as a guarded transition's UPDATE, rides behind
+// them in the same round trip). Outbox rows added with QueueOutboxTx
+// (middleware.QueueOutbox) are held back too and sent with the next
+// statement or with COMMIT, pipelined, followed by a pg_notify that wakes
+// the outbox relays (after the COMMIT, in a transaction of its own: see
+// migration 003). A message whose handler applies one guarded transition
+// and queues its outbox rows takes two round trips: BEGIN + inbox insert +
+// UPDATE; the rows + COMMIT + notify (four with InsertOutboxTx). A
+// duplicate takes two as well: its UPDATE is rolled back with the
+// transaction and fails with ackgap.ErrDuplicate. A queued row whose
+// idempotency key exists with another payload fails the commit with
+// ackgap.ErrIdempotencyConflict and rolls everything back.
 //
 // The inbox insert is INSERT ... ON CONFLICT DO NOTHING under the primary
 // key (consumer, event_id): a concurrent second copy waits for the first

@@ -189,11 +189,11 @@ FROM `+o+` WHERE state IN ('pending', 'claimed') AND ($1 = '' OR kind = $1)`, p.
 // PostgreSQL's LISTEN on a connection of its own, opened with the pool's
 // connection config (the pool's BeforeConnect and AfterConnect hooks do not
 // run) and closed on return: it never holds one of the pool's connections.
-// The channel is the one migration 002's trigger notifies:
-// "ackgap_outbox_" followed by the MD5 of "<schema>.<table>" of the outbox
-// table this store uses. With the trigger disabled (ALTER TABLE ...
-// DISABLE TRIGGER ackgap_outbox_notify, to spare commits NOTIFY's
-// database-wide lock) nothing is notified and relays poll.
+// The channel is "ackgap_outbox_" followed by the MD5 of
+// "<schema>.<table>" of the outbox table this store uses. It is notified
+// after every commit of a transaction from BeginInbox or
+// BeginInboxDeferred that wrote outbox rows, and by [Store.NotifyOutbox];
+// rows written in other transactions are found at the relay's next poll.
 func (s *Store) ListenOutbox(ctx context.Context, p *stores.OutboxListenParams) error {
 	if p == nil || p.Notify == nil {
 		return errors.New("listen outbox: Notify is nil")
@@ -210,13 +210,12 @@ func (s *Store) ListenOutbox(ctx context.Context, p *stores.OutboxListenParams) 
 		defer cancel()
 		_ = conn.Close(closeCtx)
 	}()
-	var channel string
-	if err := conn.QueryRow(ctx, `SELECT 'ackgap_outbox_' || md5(n.nspname || '.' || c.relname)
-FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = $1::text::regclass`, s.names.Outbox).Scan(&channel); err != nil {
+	channel, err := s.outboxChannel(ctx, conn)
+	if err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}
-		return interpretError("listen outbox: find channel", err)
+		return err
 	}
 	if _, err := conn.Exec(ctx, `LISTEN `+pgx.Identifier{channel}.Sanitize()); err != nil {
 		if ctx.Err() != nil {
@@ -234,6 +233,43 @@ FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = $1::
 		}
 		p.Notify()
 	}
+}
+
+// NotifyOutbox wakes the relays listening on this store's outbox now. Call
+// it after committing outbox rows written in a transaction of your own
+// (InsertOutboxTx or QueueOutboxTx on a pgx.Tx that BeginInbox did not
+// return): without it they are found at the relays' next poll. It returns
+// an error wrapping ackgap.ErrStoreUnavailable when the database cannot be
+// reached.
+func (s *Store) NotifyOutbox(ctx context.Context) error {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return interpretError("notify outbox: acquire connection", err)
+	}
+	defer conn.Release()
+	channel, err := s.outboxChannel(ctx, conn.Conn())
+	if err != nil {
+		return err
+	}
+	_, err = conn.Exec(ctx, "select pg_notify($1, '')", channel)
+	return interpretError("notify outbox", err)
+}
+
+// outboxChannel returns the NOTIFY channel of the outbox table, asking
+// conn the first time (the table's schema may come from the search_path):
+// "ackgap_outbox_" followed by the MD5 of "<schema>.<table>", at most 46
+// bytes, under PostgreSQL's 63-byte identifier limit.
+func (s *Store) outboxChannel(ctx context.Context, conn *pgx.Conn) (string, error) {
+	if ch := s.channel.Load(); ch != nil {
+		return *ch, nil
+	}
+	var channel string
+	if err := conn.QueryRow(ctx, `SELECT 'ackgap_outbox_' || md5(n.nspname || '.' || c.relname)
+FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = $1::text::regclass`, s.names.Outbox).Scan(&channel); err != nil {
+		return "", interpretError("outbox channel", err)
+	}
+	s.channel.Store(&channel)
+	return channel, nil
 }
 
 // scanRow scans the columns of outboxColumns, then extra.

@@ -87,7 +87,7 @@ func TestOutboxMigrationsInSchema(t *testing.T) {
 	require.NoError(t, err)
 	up, err := store.Migrate(ctx, &stores.MigrateParams{})
 	require.NoError(t, err)
-	require.Equal(t, []int{1, 2}, up.Applied)
+	require.Equal(t, []int{1, 2, 3}, up.Applied)
 
 	notified := make(chan struct{}, 4)
 	lctx, cancel := context.WithCancel(ctx)
@@ -104,18 +104,40 @@ func TestOutboxMigrationsInSchema(t *testing.T) {
 	select {
 	case <-notified:
 	case <-time.After(10 * time.Second):
-		t.Fatal("no notification from the schema-qualified trigger")
+		t.Fatal("no notification after the commit of an outbox row")
+	}
+	// A queued row through a deferred transaction wakes relays too.
+	tx, err := store.BeginInboxDeferred(ctx, &stores.BeginInboxParams{Consumer: "c1", EventID: "e2"})
+	require.NoError(t, err)
+	require.NoError(t, store.QueueOutboxTx(ctx, tx, &stores.OutboxInsertParams{Kind: "charge", IdempotencyKey: "k2"}))
+	require.NoError(t, store.CommitTx(ctx, tx))
+	select {
+	case <-notified:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no notification after the commit of a queued outbox row")
+	}
+	// Rows written in a transaction of the caller's own: NotifyOutbox.
+	own, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	_, err = store.InsertOutboxTx(ctx, own, &stores.OutboxInsertParams{Kind: "charge", IdempotencyKey: "k3"})
+	require.NoError(t, err)
+	require.NoError(t, own.Commit(ctx))
+	require.NoError(t, store.NotifyOutbox(ctx))
+	select {
+	case <-notified:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no notification from NotifyOutbox")
 	}
 	cancel()
 	require.NoError(t, <-done)
 
 	claimed, err := store.ClaimOutbox(ctx, &stores.OutboxClaimParams{Lease: time.Minute})
 	require.NoError(t, err)
-	require.Len(t, claimed.Rows, 1)
+	require.Len(t, claimed.Rows, 3)
 
 	down, err := store.Migrate(ctx, &stores.MigrateParams{Down: true, TargetVersion: 1})
 	require.NoError(t, err)
-	require.Equal(t, []int{2}, down.Applied)
+	require.Equal(t, []int{3, 2}, down.Applied)
 	_, err = store.Migrate(ctx, &stores.MigrateParams{})
 	require.NoError(t, err)
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -62,11 +63,15 @@ type Store struct {
 	cfg   Config
 	names sqlbuild.Names
 	q     queries
+	// channel is the NOTIFY channel of the outbox table, resolved once
+	// (see outboxChannel).
+	channel atomic.Pointer[string]
 }
 
 var (
 	_ stores.Store[pgx.Tx]        = (*Store)(nil)
-	_ stores.OutboxQueuer[pgx.Tx] = (*Store)(nil)
+	_ stores.OutboxQueuer[pgx.Tx]  = (*Store)(nil)
+	_ stores.InboxDeferrer[pgx.Tx] = (*Store)(nil)
 )
 
 type queries struct {
@@ -90,9 +95,9 @@ func New(pool *pgxpool.Pool, cfg *Config) (*Store, error) {
 	}
 	n := sqlbuild.TableNames(c.Schema, c.TablePrefix)
 	return &Store{pool: pool, cfg: c, names: n, q: queries{
-		inboxInsert: `INSERT INTO ` + n.Inbox + ` (consumer, event_id, payload_hash, received_at)
-VALUES ($1, $2, $3, COALESCE($4::timestamptz, now())) ON CONFLICT DO NOTHING`,
-		inboxHash: `SELECT payload_hash FROM ` + n.Inbox + ` WHERE consumer = $1 AND event_id = $2`,
+		inboxInsert: `INSERT INTO ` + n.Inbox + ` (consumer, event_id, payload_hash, received_at, trace_parent)
+VALUES ($1, $2, $3, COALESCE($4::timestamptz, now()), $5) ON CONFLICT DO NOTHING`,
+		inboxHash: `SELECT payload_hash, trace_parent FROM ` + n.Inbox + ` WHERE consumer = $1 AND event_id = $2`,
 		outboxInsert: `INSERT INTO ` + n.Outbox + ` (kind, idempotency_key, payload, payload_hash, headers, consumer, event_id, created_at, available_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7, COALESCE($8::timestamptz, now()), COALESCE($9::timestamptz, $8::timestamptz, now()))
 ON CONFLICT (idempotency_key) DO NOTHING RETURNING id`,
@@ -122,59 +127,63 @@ func TxFromContext(ctx context.Context) (pgx.Tx, bool) {
 
 // BeginInbox implements [stores.Store.BeginInbox] in one round trip: a
 // pgx batch of BEGIN and INSERT ... ON CONFLICT DO NOTHING into the inbox.
-// A duplicate takes a second round trip: a SELECT of the stored payload
-// hash and ROLLBACK, pipelined. The SELECT is a statement of its own, so
-// under READ COMMITTED it sees a row a concurrent delivery committed while
-// the INSERT waited on it.
+// A duplicate takes a second round trip: ROLLBACK and a SELECT of the
+// stored payload hash and trace context, pipelined. The SELECT is a
+// statement of its own, so under READ COMMITTED it sees a row a concurrent
+// delivery committed while the INSERT waited on it.
 //
 // The transaction it returns queues the rows of [Store.QueueOutboxTx] and
 // sends them ahead of its next statement or with its COMMIT, in the same
-// round trip.
+// round trip. [Store.BeginInboxDeferred] saves the first round trip too.
 func (s *Store) BeginInbox(ctx context.Context, p *stores.BeginInboxParams) (*stores.BeginInboxResult[pgx.Tx], error) {
+	tx, err := s.BeginInboxDeferred(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return s.InboxVerdictTx(ctx, tx)
+}
+
+// BeginInboxDeferred implements [stores.InboxDeferrer.BeginInboxDeferred]:
+// it takes a connection from the pool and sends nothing. The transaction's
+// BEGIN and inbox insert go in one round trip with its first Exec that has
+// arguments (a guarded transition's UPDATE), behind them; any other
+// statement is sent right after them. Queued outbox rows behave as with
+// [Store.BeginInbox]. It returns an error wrapping
+// ackgap.ErrStoreUnavailable when no connection can be had.
+func (s *Store) BeginInboxDeferred(ctx context.Context, p *stores.BeginInboxParams) (pgx.Tx, error) {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return nil, interpretError("begin: acquire connection", err)
 	}
-	var b pgx.Batch
-	b.BeginTx(pgx.TxOptions{})
-	var inserted int64
-	b.Queue(s.q.inboxInsert, p.Consumer, p.EventID, p.PayloadHash, nullTime(p.Now)).Exec(func(tag pgconn.CommandTag) error {
-		inserted = tag.RowsAffected()
-		return nil
-	})
-	br := conn.SendBatch(ctx, &b)
-	tx := br.Tx()
-	if err := br.Close(); err != nil {
-		_ = tx.Rollback(context.WithoutCancel(ctx)) // ErrTxClosed when BEGIN failed
-		conn.Release()
-		return nil, interpretError("begin and insert inbox row", err)
+	pending := *p
+	return &inboxTx{conn: conn, pgConn: conn.Conn(), store: s, pending: &pending}, nil
+}
+
+// InboxVerdictTx implements [stores.InboxDeferrer.InboxVerdictTx]. tx must
+// come from BeginInbox or BeginInboxDeferred of this store; anything else
+// returns an error.
+func (s *Store) InboxVerdictTx(ctx context.Context, tx pgx.Tx) (*stores.BeginInboxResult[pgx.Tx], error) {
+	t, ok := tx.(*inboxTx)
+	if !ok || t.store != s {
+		return nil, fmt.Errorf("pgxstore: inbox verdict: %T is not a transaction of this store's BeginInboxDeferred", tx)
 	}
-	if inserted == 1 {
-		return &stores.BeginInboxResult[pgx.Tx]{Tx: &inboxTx{tx: tx, conn: conn, store: s}}, nil
-	}
-	// A duplicate: the row was committed by an earlier delivery. Read its
-	// hash and roll back in one round trip.
-	defer conn.Release()
-	var stored []byte
-	b = pgx.Batch{}
-	b.Queue(s.q.inboxHash, p.Consumer, p.EventID).QueryRow(func(row pgx.Row) error {
-		err := row.Scan(&stored)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil
+	if t.verdict == nil && t.err == nil && t.pending != nil {
+		// Send BEGIN and the insert alone: queued rows wait for the next
+		// statement or the commit, which report their errors.
+		queued := t.queued
+		t.queued = nil
+		_ = t.flush(ctx) // sets t.verdict, or t.err
+		if !t.ended {
+			t.queued = queued
 		}
-		return err
-	})
-	b.Queue("rollback")
-	if err := tx.SendBatch(ctx, &b).Close(); err != nil {
-		if conn.Conn().PgConn().TxStatus() != 'I' && !conn.Conn().IsClosed() {
-			_ = tx.Rollback(context.WithoutCancel(ctx))
-		}
-		return nil, interpretError("read duplicate inbox row and roll back", err)
 	}
-	return &stores.BeginInboxResult[pgx.Tx]{
-		Duplicate:       true,
-		PayloadMismatch: stored != nil && p.PayloadHash != nil && !bytes.Equal(stored, p.PayloadHash),
-	}, nil
+	switch {
+	case t.err != nil:
+		return nil, t.err
+	case t.verdict == nil:
+		return nil, fmt.Errorf("pgxstore: inbox verdict: %w", pgx.ErrTxClosed)
+	}
+	return t.verdict, nil
 }
 
 // CommitTx implements [stores.Store.CommitTx].
@@ -226,6 +235,9 @@ func (s *Store) InsertOutboxTx(ctx context.Context, tx pgx.Tx, p *stores.OutboxI
 	var id int64
 	err = tx.QueryRow(ctx, s.q.outboxInsert, args...).Scan(&id)
 	if err == nil {
+		if t, ok := tx.(*inboxTx); ok && t.store == s {
+			t.notify = true
+		}
 		return &stores.OutboxInsertResult{ID: id}, nil
 	}
 	if !errors.Is(err, pgx.ErrNoRows) {
@@ -260,6 +272,7 @@ func (s *Store) QueueOutboxTx(ctx context.Context, tx pgx.Tx, p *stores.OutboxIn
 		return err
 	}
 	t.queued = append(t.queued, queuedRow{key: p.IdempotencyKey, args: args})
+	t.notify = true
 	return nil
 }
 
@@ -327,6 +340,13 @@ func (s *Store) PruneInbox(ctx context.Context, p *stores.PruneInboxParams) (*st
 		return nil, interpretError("prune inbox", err)
 	}
 	return &stores.PruneInboxResult{Deleted: tag.RowsAffected()}, nil
+}
+
+func nullString(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }
 
 func nullTime(t time.Time) *time.Time {

@@ -153,9 +153,9 @@ func New(db *sql.DB, cfg *Config) (*Store, error) {
 func newStore(db *sql.DB, c Config) *Store {
 	n := sqlbuild.TableNames("", c.TablePrefix)
 	s := &Store{db: db, names: n, q: queries{
-		inboxInsert: `INSERT INTO ` + n.Inbox + ` (consumer, event_id, payload_hash, received_at)
-VALUES (?1, ?2, ?3, ?4) ON CONFLICT DO NOTHING`,
-		inboxHash: `SELECT payload_hash FROM ` + n.Inbox + ` WHERE consumer = ?1 AND event_id = ?2`,
+		inboxInsert: `INSERT INTO ` + n.Inbox + ` (consumer, event_id, payload_hash, received_at, trace_parent)
+VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT DO NOTHING`,
+		inboxHash: `SELECT payload_hash, trace_parent FROM ` + n.Inbox + ` WHERE consumer = ?1 AND event_id = ?2`,
 		outboxInsert: `INSERT INTO ` + n.Outbox + ` (kind, idempotency_key, payload, payload_hash, headers, consumer, event_id, created_at, available_at)
 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT (idempotency_key) DO NOTHING RETURNING id`,
 		outboxExisting: `SELECT id, payload_hash FROM ` + n.Outbox + ` WHERE idempotency_key = ?1`,
@@ -199,7 +199,11 @@ func (s *Store) BeginInbox(ctx context.Context, p *stores.BeginInboxParams) (*st
 	if err != nil {
 		return nil, interpretError("begin", err)
 	}
-	res, err := s.txExec(ctx, tx, s.q.inboxInsert, p.Consumer, p.EventID, p.PayloadHash, micros(p.Now))
+	var traceParent any
+	if p.TraceParent != "" {
+		traceParent = p.TraceParent
+	}
+	res, err := s.txExec(ctx, tx, s.q.inboxInsert, p.Consumer, p.EventID, p.PayloadHash, micros(p.Now), traceParent)
 	if err != nil {
 		_ = tx.Rollback()
 		return nil, interpretError("insert inbox row", err)
@@ -208,7 +212,8 @@ func (s *Store) BeginInbox(ctx context.Context, p *stores.BeginInboxParams) (*st
 		return &stores.BeginInboxResult[*sql.Tx]{Tx: tx}, nil
 	}
 	var stored []byte
-	err = s.txQueryRow(ctx, tx, s.q.inboxHash, p.Consumer, p.EventID).Scan(&stored)
+	var storedTrace sql.NullString
+	err = s.txQueryRow(ctx, tx, s.q.inboxHash, p.Consumer, p.EventID).Scan(&stored, &storedTrace)
 	_ = tx.Rollback()
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return nil, interpretError("read inbox row", err)
@@ -216,6 +221,7 @@ func (s *Store) BeginInbox(ctx context.Context, p *stores.BeginInboxParams) (*st
 	return &stores.BeginInboxResult[*sql.Tx]{
 		Duplicate:       true,
 		PayloadMismatch: stored != nil && p.PayloadHash != nil && !bytes.Equal(stored, p.PayloadHash),
+		TraceParent:     storedTrace.String,
 	}, nil
 }
 

@@ -76,6 +76,22 @@ func Run[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TTx]) {
 		require.NoError(t, h.Store.CommitTx(ctx, again.Tx))
 	})
 
+	t.Run("DuplicateReturnsFirstTraceParent", func(t *testing.T) {
+		h := setup(t)
+		ctx := context.Background()
+		const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+		first, err := h.Store.BeginInbox(ctx, &stores.BeginInboxParams{Consumer: "c1", EventID: "e1", TraceParent: tp})
+		require.NoError(t, err)
+		require.NoError(t, h.Store.CommitTx(ctx, first.Tx))
+		second, err := h.Store.BeginInbox(ctx, &stores.BeginInboxParams{Consumer: "c1", EventID: "e1",
+			TraceParent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"})
+		require.NoError(t, err)
+		require.True(t, second.Duplicate)
+		require.Equal(t, tp, second.TraceParent, "the trace context of the delivery that applied the event")
+		require.NoError(t, h.Store.CommitTx(ctx, begin(t, h, "c1", "untraced", nil).Tx))
+		require.Empty(t, begin(t, h, "c1", "untraced", nil).TraceParent)
+	})
+
 	t.Run("ConsumerScoping", func(t *testing.T) {
 		h := setup(t)
 		ctx := context.Background()

@@ -1,0 +1,155 @@
+package storetest
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ackgap/ackgap"
+	"github.com/ackgap/ackgap/stores"
+)
+
+// RunInboxDeferrer checks a store's [stores.InboxDeferrer]: the inbox
+// insert sent with the transaction's first statement decides as the plain
+// BeginInbox does (first insert wins, a duplicate changes nothing, a
+// rollback frees the key, concurrent deliveries apply once), and a
+// duplicate's statement fails with ackgap.ErrDuplicate, its work undone.
+// setup must return a store that implements stores.InboxDeferrer[TTx].
+func RunInboxDeferrer[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TTx]) {
+	deferrer := func(t *testing.T, h *Harness[TTx]) stores.InboxDeferrer[TTx] {
+		d, ok := h.Store.(stores.InboxDeferrer[TTx])
+		require.True(t, ok, "%T does not implement stores.InboxDeferrer", h.Store)
+		require.NoError(t, h.Exec(context.Background(), createStateTable))
+		require.NoError(t, h.Exec(context.Background(), `INSERT INTO "Order ""Items""" (id, status) VALUES ('o1', 'pending')`))
+		return d
+	}
+	bump := &stores.TransitionParams{Table: stateTable, Key: "o1", From: []string{"pending", "charging"}, To: "charging", VersionColumn: "version"}
+	version := func(t *testing.T, h *Harness[TTx]) int {
+		var v int
+		require.NoError(t, h.QueryRow(context.Background(), `SELECT version FROM "Order ""Items""" WHERE id = 'o1'`, &v))
+		return v
+	}
+
+	t.Run("AppliedThenDuplicateUndone", func(t *testing.T) {
+		h := setup(t)
+		d := deferrer(t, h)
+		ctx := context.Background()
+		const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+		hash := hashOf("p")
+		tx, err := d.BeginInboxDeferred(ctx, &stores.BeginInboxParams{Consumer: "c1", EventID: "e1", PayloadHash: hash, TraceParent: tp})
+		require.NoError(t, err)
+		out, err := h.Store.TransitionIfStateTx(ctx, tx, bump)
+		require.NoError(t, err)
+		require.Equal(t, stores.TransitionApplied, out.Outcome)
+		verdict, err := d.InboxVerdictTx(ctx, tx)
+		require.NoError(t, err)
+		require.False(t, verdict.Duplicate)
+		require.NoError(t, h.Store.CommitTx(ctx, tx))
+		require.Equal(t, 1, version(t, h))
+
+		again, err := d.BeginInboxDeferred(ctx, &stores.BeginInboxParams{Consumer: "c1", EventID: "e1", PayloadHash: hashOf("other")})
+		require.NoError(t, err)
+		_, err = h.Store.TransitionIfStateTx(ctx, again, bump) // would apply (charging -> charging) but for the inbox
+		require.ErrorIs(t, err, ackgap.ErrDuplicate)
+		_, err = h.Store.TransitionIfStateTx(ctx, again, bump)
+		require.ErrorIs(t, err, ackgap.ErrDuplicate, "every later statement fails too")
+		verdict, err = d.InboxVerdictTx(ctx, again)
+		require.NoError(t, err)
+		require.True(t, verdict.Duplicate)
+		require.True(t, verdict.PayloadMismatch)
+		require.Equal(t, tp, verdict.TraceParent)
+		require.NoError(t, h.Store.RollbackTx(ctx, again), "the duplicate's transaction is over: rollback is a no-op")
+		require.Equal(t, 1, version(t, h), "the duplicate's statement was rolled back")
+	})
+
+	t.Run("VerdictWithoutStatements", func(t *testing.T) {
+		h := setup(t)
+		d := deferrer(t, h)
+		ctx := context.Background()
+		tx, err := d.BeginInboxDeferred(ctx, &stores.BeginInboxParams{Consumer: "c1", EventID: "e1"})
+		require.NoError(t, err)
+		verdict, err := d.InboxVerdictTx(ctx, tx)
+		require.NoError(t, err)
+		require.False(t, verdict.Duplicate)
+		_, err = h.Store.InsertOutboxTx(ctx, tx, &stores.OutboxInsertParams{Kind: "charge", IdempotencyKey: "charge:o1"})
+		require.NoError(t, err)
+		require.NoError(t, h.Store.CommitTx(ctx, tx))
+		require.Len(t, listOutbox(t, h), 1)
+		require.True(t, begin(t, h, "c1", "e1", nil).Duplicate, "the inbox row committed")
+	})
+
+	t.Run("RollbackWhilePendingFreesKey", func(t *testing.T) {
+		h := setup(t)
+		d := deferrer(t, h)
+		ctx := context.Background()
+		pending, err := d.BeginInboxDeferred(ctx, &stores.BeginInboxParams{Consumer: "c1", EventID: "e1"})
+		require.NoError(t, err)
+		require.NoError(t, h.Store.RollbackTx(ctx, pending))
+		sent, err := d.BeginInboxDeferred(ctx, &stores.BeginInboxParams{Consumer: "c1", EventID: "e1"})
+		require.NoError(t, err)
+		_, err = h.Store.TransitionIfStateTx(ctx, sent, bump)
+		require.NoError(t, err)
+		require.NoError(t, h.Store.RollbackTx(ctx, sent))
+		require.Equal(t, 0, version(t, h))
+		again := begin(t, h, "c1", "e1", nil)
+		require.False(t, again.Duplicate, "both rollbacks freed the key")
+		require.NoError(t, h.Store.RollbackTx(ctx, again.Tx))
+	})
+
+	t.Run("ConcurrentDeliveriesApplyOnce", func(t *testing.T) {
+		h := setup(t)
+		d := deferrer(t, h)
+		ctx := context.Background()
+		const n = 16
+		var (
+			start          = make(chan struct{})
+			wg             sync.WaitGroup
+			mu             sync.Mutex
+			applied, dupes int
+			errs           []error
+		)
+		for range n {
+			wg.Go(func() {
+				<-start
+				tx, err := d.BeginInboxDeferred(ctx, &stores.BeginInboxParams{Consumer: "c1", EventID: "e1"})
+				var verdict *stores.BeginInboxResult[TTx]
+				if err == nil {
+					_, err = h.Store.TransitionIfStateTx(ctx, tx, bump)
+					time.Sleep(20 * time.Millisecond) // hold the transaction so the others pile up on the key
+					var verr error
+					verdict, verr = d.InboxVerdictTx(ctx, tx)
+					switch {
+					case verr != nil:
+						err = verr
+					case verdict.Duplicate:
+						err = nil
+					case err == nil:
+						err = h.Store.CommitTx(ctx, tx)
+					}
+					if err != nil {
+						_ = h.Store.RollbackTx(ctx, tx)
+					}
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				switch {
+				case err != nil:
+					errs = append(errs, err)
+				case verdict.Duplicate:
+					dupes++
+				default:
+					applied++
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+		require.Empty(t, errs)
+		require.Equal(t, 1, applied)
+		require.Equal(t, n-1, dupes)
+		require.Equal(t, 1, version(t, h))
+	})
+}
