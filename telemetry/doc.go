@@ -52,6 +52,13 @@
 // [Telemetry.Inject] writes it on the producer side. The link is added
 // after the span started, so samplers do not see it.
 //
+// A recorded span's own traceparent goes into the message context
+// (ackgap.WithTraceParent) and the inbox keeps it with the inbox row
+// (migration 003). A later copy of the event, skipped as a duplicate, gets
+// a second link, with AttrLinkKind = LinkFirstDelivery, to the span of the
+// delivery that applied it: the redelivery after an expired lease or a
+// crash in the ack gap leads to the work it repeats.
+//
 // # Ack and broker confirmation
 //
 // The router acks after the middleware returned, and the broker confirms

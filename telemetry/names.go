@@ -130,7 +130,16 @@ const (
 	// AttrDeadLetterReason: why the message was dead-lettered
 	// (ackgap.MetadataDeadLetterReason).
 	AttrDeadLetterReason = attribute.Key("ackgap.dead_letter_reason")
+	// AttrLinkKind, on a span link, says what the linked span is:
+	// LinkFirstDelivery for the span of the delivery that applied the
+	// event, on a duplicate's span (from the traceparent the inbox row
+	// keeps). The producer's link has no kind.
+	AttrLinkKind = attribute.Key("ackgap.link.kind")
 )
+
+// LinkFirstDelivery is the [AttrLinkKind] of a duplicate's link to the
+// span of the delivery that applied the event.
+const LinkFirstDelivery = "first_delivery"
 
 // Values of [AttrOutcome]: middleware.Outcome's values, plus
 // OutcomeDeadLettered (the router sent the message to the dead-letter

@@ -2,6 +2,7 @@ package telemetry
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
@@ -123,6 +124,10 @@ func (c *consumer) middleware(h message.HandlerFunc) message.HandlerFunc {
 			p.begin(msg)
 		}
 		p.ctx = ctx
+		if recording {
+			// Kept with the inbox row, so a later copy links to this span.
+			ctx = ackgap.WithTraceParent(ctx, traceParent(span.SpanContext()))
+		}
 		msg.SetContext(context.WithValue(ctx, processKey{}, p))
 		defer func() {
 			if r := recover(); r != nil {
@@ -205,6 +210,24 @@ func (p *process) observe(r *middleware.Report) {
 		p.span.AddEvent(EventAttemptFailed, trace.WithAttributes(attempt,
 			semconv.ErrorTypeKey.String(errorType(r.Err)), semconv.ExceptionMessage(r.Err.Error())))
 	}
+	if r.FirstTraceParent != "" {
+		first := trace.SpanContextFromContext(propagation.TraceContext{}.Extract(context.Background(),
+			propagation.MapCarrier{traceParentHeader: r.FirstTraceParent}))
+		if first.IsValid() {
+			p.span.AddLink(trace.Link{SpanContext: first, Attributes: []attribute.KeyValue{AttrLinkKind.String(LinkFirstDelivery)}})
+		}
+	}
+}
+
+// traceParentHeader is the W3C Trace Context header
+// (https://www.w3.org/TR/trace-context/#traceparent-header).
+const traceParentHeader = "traceparent"
+
+// traceParent formats sc as a W3C traceparent header value: version 00,
+// trace id, span id, flags, in lower-case hex.
+func traceParent(sc trace.SpanContext) string {
+	tid, sid := sc.TraceID(), sc.SpanID()
+	return "00-" + hex.EncodeToString(tid[:]) + "-" + hex.EncodeToString(sid[:]) + "-" + sc.TraceFlags().String()
 }
 
 // returned records what the handler chain returned and waits for the

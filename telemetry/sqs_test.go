@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/ackgap/ackgap/brokers/sqsbroker"
 	"github.com/ackgap/ackgap/middleware"
@@ -51,7 +52,8 @@ func sqsOptFns(t testing.TB) []func(*sqs.Options) {
 // deleted after its lease ended: its span says lease_expired, its lease
 // headroom is negative, and the lease headroom metric records it. The
 // second worker received the message again meanwhile: its span is a
-// duplicate without a commit. Both link to the producer's span.
+// duplicate without a commit, linked to the first delivery's span (the
+// traceparent kept in the inbox row). Both link to the producer's span.
 func TestSQSLeaseExpired(t *testing.T) {
 	opt := sqsOptFns(t)
 	ctx := context.Background()
@@ -102,9 +104,14 @@ func TestSQSLeaseExpired(t *testing.T) {
 	require.NotContains(t, names, telemetry.EventCommit)
 	for _, s := range spans {
 		require.Equal(t, "aws_sqs", attrs(s)["messaging.system"].AsString())
-		require.Len(t, s.Links(), 1)
 		require.Equal(t, producer.SpanID(), s.Links()[0].SpanContext.SpanID())
 	}
+	require.Len(t, first.Links(), 1)
+	require.Len(t, second.Links(), 2)
+	link := second.Links()[1]
+	require.Equal(t, first.SpanContext().TraceID(), link.SpanContext.TraceID(), "the duplicate links to the first delivery's trace")
+	require.Equal(t, first.SpanContext().SpanID(), link.SpanContext.SpanID())
+	require.Equal(t, []attribute.KeyValue{telemetry.AttrLinkKind.String(telemetry.LinkFirstDelivery)}, link.Attributes)
 	minimum := 0.0
 	for _, dp := range histogram(t, b.metrics(t), telemetry.MetricLeaseHeadroom) {
 		if m, ok := dp.Min.Value(); ok {
