@@ -23,11 +23,13 @@ type delivery interface {
 	transition(ctx context.Context, p *stores.TransitionParams) (*stores.TransitionResult, error)
 	insertOutbox(ctx context.Context, p *stores.OutboxInsertParams) (*stores.OutboxInsertResult, error)
 	queueOutbox(ctx context.Context, p *stores.OutboxInsertParams) error
+	queueTransition(ctx context.Context, p *stores.QueueTransitionParams) error
 }
 
 type boundTx[TTx any] struct {
 	store         stores.Store[TTx]
-	queuer        stores.OutboxQueuer[TTx] // store, when it queues outbox rows; else nil
+	queuer        stores.OutboxQueuer[TTx]     // store, when it queues outbox rows; else nil
+	tqueuer       stores.TransitionQueuer[TTx] // store, when it queues transitions; else nil
 	tx            TTx
 	consumerName  string
 	eventIDString string
@@ -47,6 +49,25 @@ func (b *boundTx[TTx]) queueOutbox(ctx context.Context, p *stores.OutboxInsertPa
 	}
 	_, err := b.store.InsertOutboxTx(ctx, b.tx, p)
 	return err
+}
+
+func (b *boundTx[TTx]) queueTransition(ctx context.Context, p *stores.QueueTransitionParams) error {
+	if b.tqueuer != nil {
+		return b.tqueuer.QueueTransitionTx(ctx, b.tx, p)
+	}
+	res, err := b.store.TransitionIfStateTx(ctx, b.tx, &p.Transition)
+	if err != nil {
+		return err
+	}
+	if err := res.Err(); err != nil || !res.Applied() {
+		return err
+	}
+	for i := range p.Outbox {
+		if err := b.queueOutbox(ctx, &p.Outbox[i]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func withTx[TTx any](ctx context.Context, b *boundTx[TTx]) context.Context {
@@ -132,4 +153,38 @@ func QueueOutbox(ctx context.Context, p *stores.OutboxInsertParams) error {
 		row.EventID = d.eventID()
 	}
 	return d.queueOutbox(ctx, &row)
+}
+
+// QueueTransition applies the guarded transition p in the message's
+// transaction and, only if it applies, adds the outbox rows then (filled
+// in with the consumer and event id like AddOutbox): the common shape of a
+// handler that moves one row and records the effects of the move. The
+// handler does not learn the outcome; use TransitionIfState when it must.
+// A transition already applied writes nothing and the message is acked; a
+// refused one is a permanent error wrapping ackgap.ErrTransitionRefused
+// (dead-lettered, everything rolled back); a row whose key exists with
+// another payload, a permanent ackgap.ErrIdempotencyConflict.
+//
+// On a store that implements stores.TransitionQueuer (pgxstore) all of it
+// is one statement held back and sent with the transaction's next
+// statement or its commit, so those errors may come from there; with
+// pgxstore a handler that does nothing else costs one round trip. On other
+// stores it runs at once. It returns ackgap.ErrNoTransaction outside the
+// inbox middleware, and invalid params at once.
+func QueueTransition(ctx context.Context, p *stores.TransitionParams, then ...*stores.OutboxInsertParams) error {
+	d, ok := ctx.Value(deliveryKey{}).(delivery)
+	if !ok {
+		return ackgap.ErrNoTransaction
+	}
+	q := &stores.QueueTransitionParams{Transition: *p, Outbox: make([]stores.OutboxInsertParams, len(then))}
+	for i, row := range then {
+		q.Outbox[i] = *row
+		if row.Consumer == "" {
+			q.Outbox[i].Consumer = d.consumer()
+		}
+		if row.EventID == "" {
+			q.Outbox[i].EventID = d.eventID()
+		}
+	}
+	return d.queueTransition(ctx, q)
 }

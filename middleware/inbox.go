@@ -158,13 +158,15 @@ func Inbox[TTx any](store stores.Store[TTx], cfg *InboxConfig) (message.HandlerM
 	in := &inbox[TTx]{store: store, cfg: c}
 	in.queuer, _ = store.(stores.OutboxQueuer[TTx])
 	in.deferrer, _ = store.(stores.InboxDeferrer[TTx])
+	in.tqueuer, _ = store.(stores.TransitionQueuer[TTx])
 	return in.middleware, nil
 }
 
 type inbox[TTx any] struct {
 	store    stores.Store[TTx]
-	queuer   stores.OutboxQueuer[TTx]  // store, when it queues outbox rows
-	deferrer stores.InboxDeferrer[TTx] // store, when it defers the inbox insert
+	queuer   stores.OutboxQueuer[TTx]     // store, when it queues outbox rows
+	deferrer stores.InboxDeferrer[TTx]    // store, when it defers the inbox insert
+	tqueuer  stores.TransitionQueuer[TTx] // store, when it queues transitions
 	cfg      InboxConfig
 }
 
@@ -236,30 +238,32 @@ func (in *inbox[TTx]) handle(msg *message.Message, h message.HandlerFunc, rep *R
 		rep.Outcome = OutcomeFailed
 	}()
 
-	msg.SetContext(withTx(ctx, &boundTx[TTx]{store: in.store, queuer: in.queuer, tx: tx, consumerName: in.cfg.Consumer, eventIDString: id}))
+	msg.SetContext(withTx(ctx, &boundTx[TTx]{store: in.store, queuer: in.queuer, tqueuer: in.tqueuer, tx: tx, consumerName: in.cfg.Consumer, eventIDString: id}))
 	defer msg.SetContext(ctx)
 	rep.HandlerStarted = in.cfg.Now()
 	produced, err = h(msg)
-	if in.deferrer != nil {
-		// Whatever the handler returned: a duplicate is acked, not retried
+	if err == nil && ctx.Err() != nil {
+		err = fmt.Errorf("ackgap inbox: context ended before commit: %w", ctx.Err())
+	}
+	if err != nil {
+		// Whatever the handler returned, a duplicate is acked, not retried
 		// (its statements failed with ackgap.ErrDuplicate and were undone).
-		verdict, verr := in.deferrer.InboxVerdictTx(ctx, tx)
-		switch {
-		case verr != nil && err == nil:
-			return nil, fmt.Errorf("ackgap inbox: begin: %w", verr)
-		case verr == nil && verdict.Duplicate:
+		if verdict := in.verdict(ctx, tx); verdict != nil {
 			ended = true
 			return nil, in.duplicate(verdict, rep)
 		}
-	}
-	if err != nil {
 		return nil, err
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("ackgap inbox: context ended before commit: %w", err)
-	}
 	ended = true
+	// With a deferred inbox insert the commit may carry it (pgxstore: with
+	// a queued transition); a duplicate then fails it with
+	// ackgap.ErrDuplicate, having written nothing.
 	if err := in.store.CommitTx(ctx, tx); err != nil {
+		if errors.Is(err, ackgap.ErrDuplicate) {
+			if verdict := in.verdict(ctx, tx); verdict != nil {
+				return nil, in.duplicate(verdict, rep)
+			}
+		}
 		rep.Outcome = OutcomeFailed
 		// The transaction is over either way; a redelivery finds the inbox
 		// row if the commit happened after all.
@@ -268,6 +272,20 @@ func (in *inbox[TTx]) handle(msg *message.Message, h message.HandlerFunc, rep *R
 	rep.Committed = in.cfg.Now()
 	rep.Outcome = OutcomeApplied
 	return produced, nil
+}
+
+// verdict returns the inbox insert's verdict when the store defers it and
+// it found a duplicate, else nil (no deferral, not a duplicate, or
+// unknown).
+func (in *inbox[TTx]) verdict(ctx context.Context, tx TTx) *stores.BeginInboxResult[TTx] {
+	if in.deferrer == nil {
+		return nil
+	}
+	v, err := in.deferrer.InboxVerdictTx(ctx, tx)
+	if err != nil || !v.Duplicate {
+		return nil
+	}
+	return v
 }
 
 // duplicate sets rep for a delivery whose inbox row was there and returns

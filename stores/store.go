@@ -94,6 +94,38 @@ type InboxDeferrer[TTx any] interface {
 	InboxVerdictTx(ctx context.Context, tx TTx) (*BeginInboxResult[TTx], error)
 }
 
+// TransitionQueuer is implemented by stores that can hold back a guarded
+// transition together with the outbox rows that must be written only if it
+// applies, and send them as one statement with the transaction's next
+// statement or its commit (pgxstore: a message whose handler does nothing
+// else costs one round trip: BEGIN, the inbox insert, the transition and
+// its rows, COMMIT). It is optional: middleware.QueueTransition applies the
+// transition at once on stores without it.
+type TransitionQueuer[TTx any] interface {
+	// QueueTransitionTx validates p and adds it to tx. When the statement
+	// that carries it runs: if the transition applies, the rows are
+	// inserted (deduplicated by idempotency key like QueueOutboxTx); if it
+	// was already applied, nothing is written; if it is refused, that
+	// statement (or CommitTx, which then rolls back) fails with the error
+	// of TransitionResult.Err (permanent, ackgap.ErrTransitionRefused); a
+	// row whose key exists with another payload fails it with
+	// ackgap.ErrIdempotencyConflict (permanent). The caller learns nothing
+	// else: handlers that read the outcome use TransitionIfStateTx.
+	QueueTransitionTx(ctx context.Context, tx TTx, p *QueueTransitionParams) error
+}
+
+// QueueTransitionParams are the input of
+// [TransitionQueuer.QueueTransitionTx].
+type QueueTransitionParams struct {
+	// Transition is the guarded transition; see [TransitionParams].
+	Transition TransitionParams
+	// Outbox rows are written only when the transition applies. Each is
+	// validated like an InsertOutboxTx row; two rows with one idempotency
+	// key and one payload are written once, with another payload they are
+	// an ackgap.ErrIdempotencyConflict at once.
+	Outbox []OutboxInsertParams
+}
+
 // InboxPruner deletes old inbox rows; package retention runs it on a
 // schedule. It is the part of [Store] that needs no transaction type.
 type InboxPruner interface {

@@ -69,7 +69,7 @@ type Store struct {
 }
 
 var (
-	_ stores.Store[pgx.Tx]        = (*Store)(nil)
+	_ stores.Store[pgx.Tx]         = (*Store)(nil)
 	_ stores.OutboxQueuer[pgx.Tx]  = (*Store)(nil)
 	_ stores.InboxDeferrer[pgx.Tx] = (*Store)(nil)
 )
@@ -167,15 +167,8 @@ func (s *Store) InboxVerdictTx(ctx context.Context, tx pgx.Tx) (*stores.BeginInb
 	if !ok || t.store != s {
 		return nil, fmt.Errorf("pgxstore: inbox verdict: %T is not a transaction of this store's BeginInboxDeferred", tx)
 	}
-	if t.verdict == nil && t.err == nil && t.pending != nil {
-		// Send BEGIN and the insert alone: queued rows wait for the next
-		// statement or the commit, which report their errors.
-		queued := t.queued
-		t.queued = nil
-		_ = t.flush(ctx) // sets t.verdict, or t.err
-		if !t.ended {
-			t.queued = queued
-		}
+	if t.verdict == nil && t.err == nil {
+		t.resolveInbox(ctx)
 	}
 	switch {
 	case t.err != nil:

@@ -53,16 +53,22 @@ type inboxTx struct {
 
 var _ pgx.Tx = (*inboxTx)(nil)
 
-// queuedRow is one outbox row held back by QueueOutboxTx, with the
-// arguments of queries.outboxQueued.
+// queuedRow is a statement held back: an outbox row of QueueOutboxTx, with
+// the arguments of queries.outboxQueued, or a transition of
+// QueueTransitionTx.
 type queuedRow struct {
-	key  string
-	args []any
+	key        string
+	args       []any
+	transition *queuedTransition
 }
 
 // end marks the transaction over and gives the connection back; pgx
-// destroys it rather than reuse it if it is not idle.
+// destroys it rather than reuse it if it is not idle. Only the first call
+// does anything.
 func (t *inboxTx) end() {
+	if t.ended {
+		return
+	}
 	t.ended = true
 	t.queued = nil
 	t.pending = nil
@@ -91,27 +97,55 @@ func (t *inboxTx) closedErr() error {
 }
 
 // send sends, in one round trip, what the transaction holds back (the
-// pending BEGIN and inbox insert, then the queued outbox rows) followed by
-// stmt when it is not empty, and returns stmt's command tag. For a
-// duplicate it rolls back (stmt's work with it), reads the stored row in
-// the same second round trip, ends the transaction and returns
-// ackgap.ErrDuplicate.
-func (t *inboxTx) send(ctx context.Context, stmt string, args ...any) (pgconn.CommandTag, error) {
+// pending BEGIN and inbox insert, then the queued statements) followed by
+// stmt when it is not empty and, with commit, by COMMIT and the relays'
+// notification; it returns stmt's command tag. When the first queued
+// statement is a transition and the inbox insert is pending, the insert is
+// folded into it (see Store.transitionSQL). For a duplicate it rolls back
+// (stmt's work with it; with commit, only a folded transition may be
+// queued, which wrote nothing, and the COMMIT ends the transaction),
+// reads the stored row, ends the transaction and returns
+// ackgap.ErrDuplicate. With commit the transaction always ends.
+func (t *inboxTx) send(ctx context.Context, commit bool, stmt string, args ...any) (pgconn.CommandTag, error) {
 	if t.ended {
 		return pgconn.CommandTag{}, t.closedErr()
 	}
 	p := t.pending
-	if p == nil && len(t.queued) == 0 && stmt == "" {
+	if p == nil && len(t.queued) == 0 && stmt == "" && !commit {
 		return pgconn.CommandTag{}, nil
 	}
+	fold := p != nil && len(t.queued) > 0 && t.queued[0].transition != nil
 	var b pgx.Batch
 	if p != nil {
 		b.BeginTx(pgx.TxOptions{})
-		b.Queue(t.store.q.inboxInsert, p.Consumer, p.EventID, p.PayloadHash, nullTime(p.Now), nullString(p.TraceParent))
+		if !fold {
+			b.Queue(t.store.q.inboxInsert, p.Consumer, p.EventID, p.PayloadHash, nullTime(p.Now), nullString(p.TraceParent))
+		}
 	}
-	t.queue(&b)
+	for i, r := range t.queued {
+		switch {
+		case r.transition == nil:
+			b.Queue(t.store.q.outboxQueued, r.args...)
+		default:
+			var inbox *stores.BeginInboxParams
+			if i == 0 && fold {
+				inbox = p
+			}
+			sql, args := t.store.transitionSQL(r.transition, inbox)
+			b.Queue(sql, args...)
+		}
+	}
 	if stmt != "" {
 		b.Queue(stmt, args...)
+	}
+	if commit {
+		b.Queue("commit")
+		if t.notify {
+			// Resolved once per store; a failure only costs the wake-up.
+			if channel, err := t.store.outboxChannel(ctx, t.pgConn); err == nil {
+				b.Queue("select pg_notify($1, '')", channel)
+			}
+		}
 	}
 	var br pgx.BatchResults
 	if p != nil {
@@ -124,9 +158,10 @@ func (t *inboxTx) send(ctx context.Context, stmt string, args ...any) (pgconn.Co
 	duplicate := false
 	if p != nil {
 		_, err := br.Exec() // BEGIN
-		var tag pgconn.CommandTag
-		if err == nil {
+		if err == nil && !fold {
+			var tag pgconn.CommandTag
 			tag, err = br.Exec()
+			duplicate = tag.RowsAffected() == 0
 		}
 		if err != nil {
 			_ = br.Close()
@@ -134,35 +169,65 @@ func (t *inboxTx) send(ctx context.Context, stmt string, args ...any) (pgconn.Co
 			t.abandon(ctx)
 			return pgconn.CommandTag{}, t.err
 		}
-		duplicate = tag.RowsAffected() == 0
 	}
-	err := t.readQueued(br)
-	var tag pgconn.CommandTag
+	inserted, err := t.readQueued(br, fold)
+	if fold {
+		if err != nil && !refusedOrConflict(err) {
+			// The inbox insert's outcome is unknown.
+			_ = br.Close()
+			t.err = err
+			t.abandon(ctx)
+			return pgconn.CommandTag{}, err
+		}
+		duplicate = err == nil && !inserted
+	}
+	var tag, commitTag pgconn.CommandTag
 	if err == nil && stmt != "" {
 		tag, err = br.Exec()
 	}
-	if cerr := br.Close(); err == nil && cerr != nil {
+	if err == nil && commit {
+		commitTag, err = br.Exec()
+	}
+	// After a COMMIT that returned, the notification only wakes relays
+	// early (they poll too): its failure is not the commit's.
+	if cerr := br.Close(); err == nil && cerr != nil && !commit {
 		err = interpretError("send queued statements", cerr)
 	}
 	t.queued = nil
 	if duplicate {
-		return pgconn.CommandTag{}, t.duplicate(ctx, p)
+		return pgconn.CommandTag{}, t.duplicate(ctx, p, !commit)
 	}
 	if p != nil {
 		t.verdict = &stores.BeginInboxResult[pgx.Tx]{Tx: t}
 	}
-	return tag, err
+	if !commit {
+		return tag, err
+	}
+	if err != nil {
+		// A queued statement failed and the COMMIT was skipped, or the
+		// commit itself failed.
+		t.abandon(ctx)
+		return pgconn.CommandTag{}, err
+	}
+	t.end()
+	if commitTag.String() == "ROLLBACK" {
+		return pgconn.CommandTag{}, pgx.ErrTxCommitRollback // the transaction had failed before
+	}
+	return pgconn.CommandTag{}, nil
 }
 
-// duplicate handles an inbox insert that found its row: it rolls back and
-// reads the stored row's payload hash and trace context in one round
-// trip, then ends the transaction. It returns ackgap.ErrDuplicate, or the
+// duplicate handles an inbox insert that found its row: it rolls back
+// (unless the transaction ended already) and reads the stored row's
+// payload hash and trace context in one round trip, then ends the
+// transaction. It returns ackgap.ErrDuplicate, or the
 // error that left the outcome unknown.
-func (t *inboxTx) duplicate(ctx context.Context, p *stores.BeginInboxParams) error {
+func (t *inboxTx) duplicate(ctx context.Context, p *stores.BeginInboxParams, rollback bool) error {
 	var stored []byte
 	var traceParent *string
 	var b pgx.Batch
-	b.Queue("rollback")
+	if rollback {
+		b.Queue("rollback")
+	}
 	// After the ROLLBACK, in a statement of its own: under READ COMMITTED it
 	// sees a row a concurrent delivery committed while the insert waited.
 	b.Queue(t.store.q.inboxHash, p.Consumer, p.EventID).QueryRow(func(row pgx.Row) error {
@@ -188,90 +253,83 @@ func (t *inboxTx) duplicate(ctx context.Context, p *stores.BeginInboxParams) err
 	return ackgap.ErrDuplicate
 }
 
-// queue appends the queued rows' inserts to b.
-func (t *inboxTx) queue(b *pgx.Batch) {
-	for _, r := range t.queued {
-		b.Queue(t.store.q.outboxQueued, r.args...)
-	}
-}
-
-// readQueued reads the results of the queued rows' inserts from br and
-// returns the first error, a conflicting key as stores.IdempotencyConflict.
-func (t *inboxTx) readQueued(br pgx.BatchResults) error {
-	for _, r := range t.queued {
+// readQueued reads the results of the queued statements from br and
+// returns the first error: a conflicting key as
+// stores.IdempotencyConflict, a refused transition as the permanent error
+// of TransitionResult.Err. inserted is what a folded inbox insert did
+// (true without one).
+func (t *inboxTx) readQueued(br pgx.BatchResults, fold bool) (inserted bool, err error) {
+	inserted = true
+	for i, r := range t.queued {
+		if r.transition != nil {
+			var ins bool
+			var refused *int32
+			if err := br.QueryRow().Scan(&ins, &refused); err != nil {
+				return false, r.transition.mapError(err)
+			}
+			if i == 0 && fold {
+				inserted = ins
+			}
+			continue
+		}
 		if _, err := br.Exec(); err != nil {
 			var pgErr *pgconn.PgError
 			if errors.As(err, &pgErr) && pgErr.Code == pgDivisionByZero {
-				return stores.IdempotencyConflict(r.key)
+				return false, stores.IdempotencyConflict(r.key)
 			}
-			return interpretError("insert queued outbox row", err)
+			return false, interpretError("insert queued outbox row", err)
 		}
 	}
-	return nil
+	return inserted, nil
 }
 
 // flush sends what the transaction holds back now, in one round trip,
 // ahead of another statement. After an error the transaction is aborted:
 // everything that follows fails until the rollback.
 func (t *inboxTx) flush(ctx context.Context) error {
-	_, err := t.send(ctx, "")
+	_, err := t.send(ctx, false, "")
 	return err
 }
 
-// Commit commits the transaction; queued rows are sent in the same round
-// trip, ahead of the COMMIT, and when the transaction wrote outbox rows a
-// pg_notify follows the COMMIT in a transaction of its own. A pending
-// BEGIN and inbox insert are sent first, in a round trip of their own: a
-// duplicate is rolled back and returns ackgap.ErrDuplicate. When a queued
-// row's key exists with another payload, the COMMIT does not run: the
-// transaction is rolled back and Commit returns stores.IdempotencyConflict
-// (permanent, wrapping ackgap.ErrIdempotencyConflict).
+// resolveInbox sends a pending BEGIN and inbox insert alone, so that the
+// verdict is known; queued statements wait for the next statement or the
+// commit, which report their errors.
+func (t *inboxTx) resolveInbox(ctx context.Context) {
+	if t.pending == nil {
+		return
+	}
+	queued := t.queued
+	t.queued = nil
+	_ = t.flush(ctx) // sets t.verdict, or t.err
+	if !t.ended {
+		t.queued = queued
+	}
+}
+
+// Commit commits the transaction; queued statements are sent in the same
+// round trip, ahead of the COMMIT, and when the transaction wrote outbox
+// rows a pg_notify follows the COMMIT in a transaction of its own. A
+// pending BEGIN and inbox insert go in that round trip too when the only
+// queued statement is a transition (the insert is folded into it);
+// otherwise they are sent first, in a round trip of their own. A duplicate
+// writes nothing and Commit returns ackgap.ErrDuplicate. When a queued
+// statement fails (an idempotency key that exists with another payload:
+// stores.IdempotencyConflict; a refused transition: ackgap's permanent
+// ErrTransitionRefused), the COMMIT does not run, the transaction is
+// rolled back and Commit returns that error.
 func (t *inboxTx) Commit(ctx context.Context) error {
-	if t.pending != nil {
-		if err := t.flush(ctx); err != nil {
-			return err
-		}
+	if !(len(t.queued) == 1 && t.queued[0].transition != nil) {
+		t.resolveInbox(ctx)
 	}
 	if t.ended {
 		return t.closedErr()
 	}
-	defer t.end()
-	var channel string
-	if t.notify {
-		// Resolved once per store; a failure only costs the wake-up.
-		channel, _ = t.store.outboxChannel(ctx, t.conn.Conn())
-	}
-	if len(t.queued) == 0 && channel == "" {
+	if t.pending == nil && len(t.queued) == 0 && !t.notify {
+		defer t.end()
 		return t.tx.Commit(ctx)
 	}
-	var b pgx.Batch
-	t.queue(&b)
-	b.Queue("commit")
-	if channel != "" {
-		b.Queue("select pg_notify($1, '')", channel)
-	}
-	br := t.tx.SendBatch(ctx, &b)
-	err := t.readQueued(br)
-	var tag pgconn.CommandTag
-	if err == nil {
-		tag, err = br.Exec()
-	}
-	if err != nil {
-		_ = br.Close()
-		// A queued insert failed and the COMMIT was skipped, or the commit
-		// itself failed.
-		if t.conn.Conn().PgConn().TxStatus() != 'I' && !t.conn.Conn().IsClosed() {
-			_ = t.tx.Rollback(context.WithoutCancel(ctx))
-		}
-		return err
-	}
-	// The commit is done; the notification that follows it only wakes
-	// relays early (they poll too), so its failure is not the commit's.
-	_ = br.Close()
-	if tag.String() == "ROLLBACK" {
-		return pgx.ErrTxCommitRollback // the transaction had failed before
-	}
-	return nil
+	_, err := t.send(ctx, true, "")
+	return err
 }
 
 // Rollback rolls the transaction back and discards queued rows. After the
@@ -347,7 +405,7 @@ func (t *inboxTx) Prepare(ctx context.Context, name, sql string) (*pgconn.Statem
 // ackgap.ErrDuplicate.
 func (t *inboxTx) Exec(ctx context.Context, sql string, arguments ...any) (pgconn.CommandTag, error) {
 	if (t.pending != nil || len(t.queued) > 0) && pipelinable(arguments) {
-		return t.send(ctx, sql, arguments...)
+		return t.send(ctx, false, sql, arguments...)
 	}
 	if err := t.flush(ctx); err != nil {
 		return pgconn.CommandTag{}, err

@@ -84,10 +84,13 @@ func TestQueueOnOtherTxInsertsAtOnce(t *testing.T) {
 // TestRoundTrips counts what one message costs on PostgreSQL through the
 // inbox middleware, once every statement is prepared on the connection:
 // applied, a billing handler (guarded transition, two outbox rows) takes
-// two round trips with QueueOutbox (BEGIN + inbox insert + UPDATE; both
+// one round trip with QueueTransition (BEGIN + one statement for the
+// inbox insert, the UPDATE and the rows + COMMIT + pg_notify), two with
+// TransitionIfState and QueueOutbox (BEGIN + inbox insert + UPDATE; both
 // rows + COMMIT + pg_notify) and four with AddOutbox (each row alone); a
-// duplicate takes two (BEGIN + inbox insert + UPDATE; ROLLBACK + hash
-// read). No round trip hides in the middleware.
+// duplicate takes two (the first round trip; the hash read, after a
+// ROLLBACK where there was no COMMIT). No round trip hides in the
+// middleware.
 func TestRoundTrips(t *testing.T) {
 	ctx := context.Background()
 	_, base := migrated(t, nil)
@@ -103,13 +106,19 @@ func TestRoundTrips(t *testing.T) {
 	store, err := pgxstore.New(pool, nil) // migrated already, through base
 	require.NoError(t, err)
 
-	for _, queue := range []bool{true, false} {
+	for _, mode := range []string{"transition", "queue", "add"} {
 		inbox, err := middleware.Inbox[pgx.Tx](store, &middleware.InboxConfig{Consumer: "billing"})
 		require.NoError(t, err)
 		h := inbox(func(msg *message.Message) ([]*message.Message, error) {
 			ctx := msg.Context()
 			order := msg.Metadata.Get("order")
-			res, err := middleware.TransitionIfState(ctx, &stores.TransitionParams{Table: "orders", Key: order, From: []string{"pending"}, To: "charging", VersionColumn: "version"})
+			p := &stores.TransitionParams{Table: "orders", Key: order, From: []string{"pending"}, To: "charging", VersionColumn: "version"}
+			if mode == "transition" {
+				return nil, middleware.QueueTransition(ctx, p,
+					&stores.OutboxInsertParams{Kind: "charge", IdempotencyKey: "charge:" + order, Payload: msg.Payload},
+					&stores.OutboxInsertParams{Kind: "receipt", IdempotencyKey: "receipt:" + order, Payload: msg.Payload})
+			}
+			res, err := middleware.TransitionIfState(ctx, p)
 			if err != nil {
 				return nil, err
 			}
@@ -117,11 +126,11 @@ func TestRoundTrips(t *testing.T) {
 				return nil, err
 			}
 			for _, kind := range []string{"charge", "receipt"} {
-				p := &stores.OutboxInsertParams{Kind: kind, IdempotencyKey: kind + ":" + order, Payload: msg.Payload}
-				if queue {
-					err = middleware.QueueOutbox(ctx, p)
+				row := &stores.OutboxInsertParams{Kind: kind, IdempotencyKey: kind + ":" + order, Payload: msg.Payload}
+				if mode == "queue" {
+					err = middleware.QueueOutbox(ctx, row)
 				} else {
-					_, err = middleware.AddOutbox(ctx, p)
+					_, err = middleware.AddOutbox(ctx, row)
 				}
 				if err != nil {
 					return nil, err
@@ -138,21 +147,15 @@ func TestRoundTrips(t *testing.T) {
 			require.NoError(t, err)
 			return sent.Load() - before
 		}
-		prefix := "q"
-		if !queue {
-			prefix = "a"
-		}
+		prefix := mode[:1]
 		for i := range 3 {
 			_, err := pool.Exec(ctx, `INSERT INTO orders (id, status) VALUES ($1, 'pending')`, prefix+strconv.Itoa(i))
 			require.NoError(t, err)
 		}
 		deliver(prefix + "0") // prepares every statement on the one connection
-		want := int64(2)
-		if !queue {
-			want = 4
-		}
-		require.Equal(t, want, deliver(prefix+"1"), "round trips of an applied message, queue=%v", queue)
-		require.Equal(t, int64(2), deliver(prefix+"1"), "round trips of a duplicate, queue=%v", queue)
+		want := map[string]int64{"transition": 1, "queue": 2, "add": 4}[mode]
+		require.Equal(t, want, deliver(prefix+"1"), "round trips of an applied message, %s", mode)
+		require.Equal(t, int64(2), deliver(prefix+"1"), "round trips of a duplicate, %s", mode)
 	}
 }
 
@@ -183,7 +186,10 @@ func TestDeferredStatementsOtherThanExec(t *testing.T) {
 	_, err := pool.Exec(ctx, `CREATE TABLE notes (id int PRIMARY KEY)`)
 	require.NoError(t, err)
 	for i, use := range []func(tx pgx.Tx) error{
-		func(tx pgx.Tx) error { _, err := tx.Exec(ctx, `INSERT INTO notes VALUES (1); INSERT INTO notes VALUES (2)`); return err },
+		func(tx pgx.Tx) error {
+			_, err := tx.Exec(ctx, `INSERT INTO notes VALUES (1); INSERT INTO notes VALUES (2)`)
+			return err
+		},
 		func(tx pgx.Tx) error {
 			rows, err := tx.Query(ctx, `INSERT INTO notes VALUES (1), (2) RETURNING id`)
 			if err != nil {
@@ -203,4 +209,39 @@ func TestDeferredStatementsOtherThanExec(t *testing.T) {
 		require.Zero(t, n, "statement %d ran inside the transaction and rolled back with it", i)
 		require.Zero(t, pool.Stat().AcquiredConns())
 	}
+}
+
+// TestQueueTransitionOnOtherTxRunsAtOnce: on a transaction BeginInbox did
+// not return, QueueTransitionTx runs its statement at once: applied with
+// its rows, then refused (permanent) from a state it does not start from.
+func TestQueueTransitionOnOtherTxRunsAtOnce(t *testing.T) {
+	ctx := context.Background()
+	store, pool := migrated(t, nil)
+	_, err := pool.Exec(ctx, `CREATE TABLE orders (id text PRIMARY KEY, status text NOT NULL); INSERT INTO orders VALUES ('o1', 'pending')`)
+	require.NoError(t, err)
+	p := &stores.QueueTransitionParams{
+		Transition: stores.TransitionParams{Table: "orders", Key: "o1", From: []string{"pending"}, To: "charging"},
+		Outbox:     []stores.OutboxInsertParams{{Kind: "charge", IdempotencyKey: "charge:o1"}, {Kind: "charge", IdempotencyKey: "charge:o1"}},
+	}
+	tx, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	require.NoError(t, store.QueueTransitionTx(ctx, tx, p))
+	var status string
+	require.NoError(t, tx.QueryRow(ctx, `SELECT status FROM orders`).Scan(&status))
+	require.Equal(t, "charging", status, "ran at once")
+	require.NoError(t, tx.Commit(ctx))
+	rows, err := store.ListOutbox(ctx, &stores.OutboxListParams{})
+	require.NoError(t, err)
+	require.Len(t, rows.Rows, 1, "one row per idempotency key")
+
+	p.Transition.To = "shipped"
+	tx, err = pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	err = store.QueueTransitionTx(ctx, tx, p)
+	require.ErrorIs(t, err, ackgap.ErrTransitionRefused)
+	require.True(t, ackgap.IsPermanent(err))
+
+	p.Outbox[1].Payload = []byte("other")
+	require.ErrorIs(t, store.QueueTransitionTx(ctx, tx, p), ackgap.ErrIdempotencyConflict, "one key, two payloads: at once")
 }

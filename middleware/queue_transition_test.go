@@ -1,0 +1,181 @@
+package middleware_test
+
+import (
+	"context"
+	"database/sql"
+	"sync"
+	"testing"
+
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ackgap/ackgap"
+	"github.com/ackgap/ackgap/internal/testdb"
+	"github.com/ackgap/ackgap/middleware"
+	"github.com/ackgap/ackgap/stores"
+	"github.com/ackgap/ackgap/stores/pgxstore"
+	"github.com/ackgap/ackgap/stores/sqlitestore"
+)
+
+// qtStore is a migrated store with an orders table, for the
+// QueueTransition tests: pgxstore queues the transition, sqlitestore runs
+// it at once.
+type qtStore struct {
+	name   string
+	inbox  func(t *testing.T) message.HandlerMiddleware
+	exec   func(t *testing.T, sql string)
+	query  func(t *testing.T, sql string, dest ...any)
+	outbox stores.OutboxLister
+}
+
+const qtOrders = `CREATE TABLE orders (id TEXT PRIMARY KEY, status TEXT NOT NULL, version INTEGER NOT NULL DEFAULT 0)`
+
+func qtStores(t *testing.T) []qtStore {
+	ctx := context.Background()
+	pool, _ := testdb.Schema(t, 32)
+	pg, err := pgxstore.New(pool, nil)
+	require.NoError(t, err)
+	_, err = pg.Migrate(ctx, &stores.MigrateParams{})
+	require.NoError(t, err)
+	lite, err := sqlitestore.Open(ctx, testdb.SQLitePath(t), nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = lite.Close() })
+	_, err = lite.Migrate(ctx, &stores.MigrateParams{})
+	require.NoError(t, err)
+	out := []qtStore{
+		{name: "postgres", outbox: pg,
+			inbox: func(t *testing.T) message.HandlerMiddleware {
+				m, err := middleware.Inbox[pgx.Tx](pg, &middleware.InboxConfig{Consumer: "billing"})
+				require.NoError(t, err)
+				return m
+			},
+			exec: func(t *testing.T, sql string) { _, err := pool.Exec(ctx, sql); require.NoError(t, err) },
+			query: func(t *testing.T, sql string, dest ...any) {
+				require.NoError(t, pool.QueryRow(ctx, sql).Scan(dest...))
+			}},
+		{name: "sqlite", outbox: lite,
+			inbox: func(t *testing.T) message.HandlerMiddleware {
+				m, err := middleware.Inbox[*sql.Tx](lite, &middleware.InboxConfig{Consumer: "billing"})
+				require.NoError(t, err)
+				return m
+			},
+			exec: func(t *testing.T, sql string) { _, err := lite.DB().ExecContext(ctx, sql); require.NoError(t, err) },
+			query: func(t *testing.T, sql string, dest ...any) {
+				require.NoError(t, lite.DB().QueryRowContext(ctx, sql).Scan(dest...))
+			}},
+	}
+	for _, s := range out {
+		s.exec(t, qtOrders)
+	}
+	return out
+}
+
+// moveOrder is a handler that moves its order pending -> charging with
+// QueueTransition and records a charge and a receipt behind it.
+func moveOrder(from ...string) message.HandlerFunc {
+	if len(from) == 0 {
+		from = []string{"pending"}
+	}
+	return func(msg *message.Message) ([]*message.Message, error) {
+		order := msg.Metadata.Get("order")
+		return nil, middleware.QueueTransition(msg.Context(),
+			&stores.TransitionParams{Table: "orders", Key: order, From: from, To: "charging", VersionColumn: "version"},
+			&stores.OutboxInsertParams{Kind: "charge", IdempotencyKey: "charge:" + order, Payload: msg.Payload},
+			&stores.OutboxInsertParams{Kind: "email.receipt", IdempotencyKey: "receipt:" + order, Payload: msg.Payload})
+	}
+}
+
+func orderEvent(id, order, payload string) *message.Message {
+	msg := event(id, payload)
+	msg.Metadata.Set("order", order)
+	return msg
+}
+
+// TestQueueTransition: applied writes the rows; already applied writes
+// nothing and is acked; refused is a permanent error and commits nothing
+// (not even the inbox row, so a redrive applies); a duplicate is acked
+// and writes nothing; a row whose key exists with another payload fails
+// permanently and commits nothing. On both stores.
+func TestQueueTransition(t *testing.T) {
+	for _, s := range qtStores(t) {
+		t.Run(s.name, func(t *testing.T) {
+			inbox := s.inbox(t)
+			s.exec(t, `INSERT INTO orders (id, status) VALUES ('o1', 'pending'), ('o2', 'charging'), ('o3', 'shipped'), ('o4', 'pending')`)
+			h := inbox(moveOrder())
+			count := func(where string) (n int) {
+				s.query(t, `SELECT count(*) FROM ackgap_outbox WHERE `+where, &n)
+				return n
+			}
+			version := func(order string) (v int) {
+				s.query(t, `SELECT version FROM orders WHERE id = '`+order+`'`, &v)
+				return v
+			}
+
+			_, err := h(orderEvent("e1", "o1", `{"n":1}`))
+			require.NoError(t, err)
+			require.Equal(t, 1, version("o1"))
+			require.Equal(t, 2, count(`idempotency_key IN ('charge:o1', 'receipt:o1')`))
+
+			_, err = h(orderEvent("e1", "o1", `{"n":1}`))
+			require.NoError(t, err, "a duplicate is acked")
+			require.Equal(t, 1, version("o1"))
+
+			_, err = h(orderEvent("e2", "o2", `{"n":2}`))
+			require.NoError(t, err, "already applied by another event: acked")
+			require.Zero(t, version("o2"))
+			require.Zero(t, count(`idempotency_key LIKE '%:o2'`), "no rows for a transition that did not apply")
+
+			_, err = h(orderEvent("e3", "o3", `{"n":3}`))
+			require.ErrorIs(t, err, ackgap.ErrTransitionRefused)
+			require.Equal(t, ackgap.ReasonTransitionRefused, ackgap.ReasonOf(err))
+			s.exec(t, `UPDATE orders SET status = 'pending' WHERE id = 'o3'`)
+			_, err = h(orderEvent("e3", "o3", `{"n":3}`))
+			require.NoError(t, err, "the refused message left no inbox row: its redrive applies")
+			require.Equal(t, 1, version("o3"))
+
+			s.exec(t, `INSERT INTO ackgap_outbox (kind, idempotency_key, payload, payload_hash, headers, consumer, event_id, created_at, available_at)
+SELECT kind, 'charge:o4', payload, payload_hash, headers, consumer, event_id, created_at, available_at FROM ackgap_outbox WHERE idempotency_key = 'charge:o1'`)
+			_, err = h(orderEvent("e4", "o4", `{"n":4}`))
+			require.ErrorIs(t, err, ackgap.ErrIdempotencyConflict)
+			require.True(t, ackgap.IsPermanent(err))
+			require.Zero(t, version("o4"), "the transition rolled back with the conflict")
+			require.Zero(t, count(`idempotency_key = 'receipt:o4'`))
+		})
+	}
+}
+
+// TestQueueTransitionConcurrentDuplicates: 16 concurrent copies of one
+// event whose transition would apply each time (From includes To, so only
+// the inbox stands between them and a double apply): exactly one applies.
+func TestQueueTransitionConcurrentDuplicates(t *testing.T) {
+	for _, s := range qtStores(t) {
+		t.Run(s.name, func(t *testing.T) {
+			inbox := s.inbox(t)
+			s.exec(t, `INSERT INTO orders (id, status) VALUES ('o1', 'pending')`)
+			h := inbox(moveOrder("pending", "charging"))
+			var wg sync.WaitGroup
+			start := make(chan struct{})
+			errs := make(chan error, 16)
+			for range 16 {
+				wg.Go(func() {
+					<-start
+					_, err := h(orderEvent("e1", "o1", `{}`))
+					errs <- err
+				})
+			}
+			close(start)
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				require.NoError(t, err)
+			}
+			var v int
+			s.query(t, `SELECT version FROM orders WHERE id = 'o1'`, &v)
+			require.Equal(t, 1, v)
+			res, err := s.outbox.ListOutbox(context.Background(), &stores.OutboxListParams{})
+			require.NoError(t, err)
+			require.Len(t, res.Rows, 2)
+		})
+	}
+}

@@ -1,0 +1,189 @@
+package pgxstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/ackgap/ackgap"
+	"github.com/ackgap/ackgap/stores"
+)
+
+// pgCardinalityViolation is the SQLSTATE a queued transition raises when
+// it is refused (see queuedTransition.sql).
+const pgCardinalityViolation = "21000"
+
+var _ stores.TransitionQueuer[pgx.Tx] = (*Store)(nil)
+
+// queuedTransition is a guarded transition held back by
+// QueueTransitionTx, with the arguments of its outbox rows.
+type queuedTransition struct {
+	tp   stores.TransitionParams // with defaults, validated
+	rows [][]any                 // outboxArgs of each row
+	keys []string                // the rows' idempotency keys
+}
+
+// QueueTransitionTx implements [stores.TransitionQueuer.QueueTransitionTx]
+// with one statement: the UPDATE of the transition and the INSERT of its
+// rows as data-modifying CTEs (the INSERT selects its rows only when the
+// UPDATE returned one), and a check that fails the statement when the
+// transition was refused. On a transaction from BeginInbox or
+// BeginInboxDeferred the statement is held back like a queued outbox row;
+// when it is the first thing the transaction sends, the inbox insert joins
+// it as a third CTE, which the UPDATE requires (so a duplicate writes
+// nothing even in a batch that ends with COMMIT), and a message whose
+// handler does nothing else takes one round trip: BEGIN, the statement,
+// COMMIT, pg_notify. On any other pgx.Tx it runs at once.
+//
+// Errors: invalid params at once; a refused transition, from the statement
+// that carries it or from CommitTx, as a permanent error wrapping
+// ackgap.ErrTransitionRefused (reason ackgap.ReasonTransitionRefused; the
+// transaction is then aborted, or rolled back by CommitTx); a row whose
+// idempotency key exists with another payload as
+// stores.IdempotencyConflict.
+func (s *Store) QueueTransitionTx(ctx context.Context, tx pgx.Tx, p *stores.QueueTransitionParams) error {
+	q, err := newQueuedTransition(p)
+	if err != nil {
+		return err
+	}
+	if t, ok := tx.(*inboxTx); ok && t.store == s && !t.ended {
+		t.queued = append(t.queued, queuedRow{transition: q})
+		if len(q.rows) > 0 {
+			t.notify = true
+		}
+		return nil
+	}
+	sql, args := s.transitionSQL(q, nil)
+	var inserted bool
+	var refused *int32
+	return q.mapError(tx.QueryRow(ctx, sql, args...).Scan(&inserted, &refused))
+}
+
+// newQueuedTransition validates p and builds its queued form. Rows with
+// one idempotency key are written once; with different payloads they
+// conflict at once.
+func newQueuedTransition(p *stores.QueueTransitionParams) (*queuedTransition, error) {
+	q := &queuedTransition{tp: p.Transition.WithDefaults()}
+	if err := q.tp.Validate(); err != nil {
+		return nil, err
+	}
+	hashes := map[string][]byte{}
+	for i := range p.Outbox {
+		args, hash, err := outboxArgs(&p.Outbox[i])
+		if err != nil {
+			return nil, err
+		}
+		key := p.Outbox[i].IdempotencyKey
+		if h, ok := hashes[key]; ok {
+			if string(h) != string(hash) {
+				return nil, stores.IdempotencyConflict(key)
+			}
+			continue
+		}
+		hashes[key] = hash
+		q.rows = append(q.rows, args)
+		q.keys = append(q.keys, key)
+	}
+	return q, nil
+}
+
+// mapError translates the statement's error: a refusal (the check's
+// subquery returned two rows) and an idempotency conflict (division by
+// zero in the rows' ON CONFLICT) become ackgap's permanent errors.
+func (q *queuedTransition) mapError(err error) error {
+	if err == nil {
+		return nil
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch pgErr.Code {
+		case pgCardinalityViolation:
+			return ackgap.Permanent(ackgap.ReasonTransitionRefused, fmt.Errorf("%w: %s %s=%v is not in %s %v or has no row (queued transition to %q)",
+				ackgap.ErrTransitionRefused, q.tp.Table, q.tp.KeyColumn, q.tp.Key, q.tp.StateColumn, q.tp.From, q.tp.To))
+		case pgDivisionByZero:
+			return stores.IdempotencyConflict(strings.Join(q.keys, ", "))
+		}
+	}
+	return interpretError("queued transition", err)
+}
+
+// refused reports whether err is one of mapError's permanent outcomes,
+// which the statement raises only after its inbox insert inserted.
+func refusedOrConflict(err error) bool {
+	return errors.Is(err, ackgap.ErrTransitionRefused) || errors.Is(err, ackgap.ErrIdempotencyConflict)
+}
+
+// transitionSQL renders q as one statement returning one row: whether the
+// inbox insert inserted (true without one) and the refusal check, which
+// raises cardinality_violation (a scalar subquery of two rows) when the
+// row is not in a From state and, for a To outside From, not already in
+// To. Every data-modifying CTE sees the snapshot the statement started
+// with, so the check reads the state from before the UPDATE. With inbox
+// non-nil the inbox insert is the first CTE and the UPDATE runs only when
+// it inserted.
+func (s *Store) transitionSQL(q *queuedTransition, inbox *stores.BeginInboxParams) (string, []any) {
+	tp := &q.tp
+	var b strings.Builder
+	args := make([]any, 0, 5+3+len(tp.From)+len(tp.Set)+9*len(q.rows))
+	bind := func(v any) string {
+		args = append(args, v)
+		return "$" + strconv.Itoa(len(args))
+	}
+	if inbox != nil {
+		b.WriteString("WITH i AS (INSERT INTO " + s.names.Inbox + " (consumer, event_id, payload_hash, received_at, trace_parent) VALUES (")
+		b.WriteString(bind(inbox.Consumer) + "::text, " + bind(inbox.EventID) + "::text, " + bind(inbox.PayloadHash) + "::bytea, COALESCE(" +
+			bind(nullTime(inbox.Now)) + "::timestamptz, now()), " + bind(nullString(inbox.TraceParent)) + "::text) ON CONFLICT DO NOTHING RETURNING 1)")
+	} else {
+		b.WriteString("WITH i AS (SELECT 1)")
+	}
+	table := stores.QuoteIdentifier(tp.Table)
+	if tp.Schema != "" {
+		table = stores.QuoteIdentifier(tp.Schema) + "." + table
+	}
+	state, key := stores.QuoteIdentifier(tp.StateColumn), stores.QuoteIdentifier(tp.KeyColumn)
+	to := bind(tp.To)
+	b.WriteString(", t AS (UPDATE " + table + " SET " + state + " = " + to)
+	if tp.VersionColumn != "" {
+		v := stores.QuoteIdentifier(tp.VersionColumn)
+		b.WriteString(", " + v + " = " + v + " + 1")
+	}
+	for _, a := range tp.Set {
+		b.WriteString(", " + stores.QuoteIdentifier(a.Column) + " = " + bind(a.Value))
+	}
+	keyArg := bind(tp.Key)
+	b.WriteString(" WHERE " + key + " = " + keyArg + " AND " + state + " IN (")
+	for i, f := range tp.From {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(bind(f))
+	}
+	b.WriteString(") AND EXISTS (SELECT 1 FROM i) RETURNING 1)")
+	if len(q.rows) > 0 {
+		b.WriteString(", o AS (INSERT INTO " + s.names.Outbox + ` AS o (kind, idempotency_key, payload, payload_hash, headers, consumer, event_id, created_at, available_at)
+SELECT v.kind, v.idempotency_key, v.payload, v.payload_hash, v.headers, v.consumer, v.event_id, COALESCE(v.created_at, now()), COALESCE(v.available_at, v.created_at, now())
+FROM (VALUES `)
+		for i, r := range q.rows {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString("(" + bind(r[0]) + "::text, " + bind(r[1]) + "::text, " + bind(r[2]) + "::bytea, " + bind(r[3]) + "::bytea, " +
+				bind(r[4]) + "::jsonb, " + bind(r[5]) + "::text, " + bind(r[6]) + "::text, " + bind(r[7]) + "::timestamptz, " + bind(r[8]) + "::timestamptz)")
+		}
+		b.WriteString(`) AS v (kind, idempotency_key, payload, payload_hash, headers, consumer, event_id, created_at, available_at)
+WHERE EXISTS (SELECT 1 FROM t)
+ON CONFLICT (idempotency_key) DO UPDATE SET kind = o.kind WHERE 1 / (o.payload_hash = excluded.payload_hash)::int = 0)`)
+	}
+	b.WriteString("\nSELECT EXISTS (SELECT 1 FROM i), (SELECT 1 FROM (VALUES (1), (2)) AS refused (n) WHERE EXISTS (SELECT 1 FROM i) AND NOT EXISTS (SELECT 1 FROM t)")
+	if !slices.Contains(tp.From, tp.To) {
+		b.WriteString(" AND NOT EXISTS (SELECT 1 FROM " + table + " WHERE " + key + " = " + keyArg + " AND " + state + " = " + to + ")")
+	}
+	b.WriteString(")")
+	return b.String(), args
+}
