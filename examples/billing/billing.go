@@ -73,37 +73,20 @@ func ReceiptKey(orderID string) string { return "receipt:" + orderID }
 func EventID(orderID string) string { return EventIDPrefix + orderID }
 
 // chargeOrder is the demo's handler, written once for every store: it uses
-// only middleware.TransitionIfState and middleware.QueueOutbox, which run in
-// the message's inbox transaction whatever its type. It moves the order
-// pending -> charging (guarded, version bumped) and records the charge and
-// the receipt e-mail in the outbox. No network call happens here: the
-// effects leave through the outbox relay (design.md invariant 7).
+// only middleware.QueueTransition, which runs in the message's inbox
+// transaction whatever its type. It moves the order pending -> charging
+// (guarded, version bumped) and, only if that move applied, records the
+// charge and the receipt e-mail in the outbox. An order another event
+// already moved gets nothing more; an order in any other state (or none)
+// is refused: the message is dead-lettered (reason transition_refused) and
+// the transaction, inbox row included, rolls back, so a redrive once the
+// order is pending applies it. The handler reads nothing back, so on
+// PostgreSQL the whole message is one round trip. No network call happens
+// here: the effects leave through the outbox relay (design.md invariant 7).
 func chargeOrder[TTx any](ctx context.Context, _ TTx, _ *message.Message, ev OrderPlaced) error {
 	if ev.OrderID == "" || ev.AmountCents <= 0 || ev.Email == "" {
 		return ackgap.Permanent(ackgap.ReasonBadPayload,
 			fmt.Errorf("%w: order.placed needs order_id, a positive amount_cents and email", ackgap.ErrBadPayload))
-	}
-	res, err := middleware.TransitionIfState(ctx, &stores.TransitionParams{
-		Table:         "orders",
-		Key:           ev.OrderID,
-		From:          []string{StatusPending},
-		To:            StatusCharging,
-		VersionColumn: "version",
-	})
-	if err != nil {
-		return err
-	}
-	switch res.Outcome {
-	case stores.TransitionApplied:
-	case stores.TransitionAlreadyApplied:
-		// Another event (another id) already moved the order: the effects
-		// were recorded then. Write nothing more.
-		return nil
-	default:
-		// Refused: not pending, or no such order. Dead-letter (permanent,
-		// reason transition_refused); the transaction, inbox row included,
-		// rolls back, so a redrive once the order is pending applies it.
-		return res.Err()
 	}
 	charge, err := json.Marshal(chargePayload{OrderID: ev.OrderID, AmountCents: ev.AmountCents})
 	if err != nil {
@@ -114,16 +97,10 @@ func chargeOrder[TTx any](ctx context.Context, _ TTx, _ *message.Message, ev Ord
 		return err
 	}
 	headers := map[string]string{"content-type": "application/json"}
-	// QueueOutbox: the handler reads nothing back, so on PostgreSQL both
-	// rows go out with the COMMIT, in its round trip.
-	if err := middleware.QueueOutbox(ctx, &stores.OutboxInsertParams{
-		Kind: KindCharge, IdempotencyKey: ChargeKey(ev.OrderID), Payload: charge, Headers: headers,
-	}); err != nil {
-		return err
-	}
-	return middleware.QueueOutbox(ctx, &stores.OutboxInsertParams{
-		Kind: KindReceipt, IdempotencyKey: ReceiptKey(ev.OrderID), Payload: receipt, Headers: headers,
-	})
+	return middleware.QueueTransition(ctx,
+		&stores.TransitionParams{Table: "orders", Key: ev.OrderID, From: []string{StatusPending}, To: StatusCharging, VersionColumn: "version"},
+		&stores.OutboxInsertParams{Kind: KindCharge, IdempotencyKey: ChargeKey(ev.OrderID), Payload: charge, Headers: headers},
+		&stores.OutboxInsertParams{Kind: KindReceipt, IdempotencyKey: ReceiptKey(ev.OrderID), Payload: receipt, Headers: headers})
 }
 
 // handler returns chargeOrder as a router handler for transaction type TTx.

@@ -14,6 +14,7 @@ import (
 	"github.com/ackgap/ackgap/brokers/gochannelbroker"
 	"github.com/ackgap/ackgap/middleware"
 	"github.com/ackgap/ackgap/router"
+	"github.com/ackgap/ackgap/telemetry"
 )
 
 // Broker names, the values of -broker (Options.Broker).
@@ -43,6 +44,13 @@ type demoBroker interface {
 	topology(instances int) (label, text string)
 	// producer describes who publishes the events, for the summary.
 	producer() string
+	// system is the broker's messaging.system for package telemetry
+	// (telemetry.SystemGoChannel, SystemKafka or SystemAWSSQS).
+	system() string
+	// noLease says why the broker has no lease, for the summary; "" when
+	// it has one (SQS: a message not acked by its visibility deadline goes
+	// to another consumer), and then telemetry measures lease headroom.
+	noLease() string
 
 	// publish sends one copy of ev. other is true for the second copy of
 	// a concurrent pair: a broker with partitions sends it to a partition
@@ -131,6 +139,12 @@ func (g *goChannelBroker) topology(instances int) (string, string) {
 }
 
 func (g *goChannelBroker) producer() string { return "" }
+
+func (g *goChannelBroker) system() string { return telemetry.SystemGoChannel }
+
+func (g *goChannelBroker) noLease() string {
+	return "the ack is final, and GoChannel never hands a message to another subscriber"
+}
 
 func (g *goChannelBroker) publish(ev *event, other bool) error {
 	part := ev.partition

@@ -18,6 +18,7 @@ import (
 	"github.com/ackgap/ackgap/brokers/kafkabroker"
 	"github.com/ackgap/ackgap/middleware"
 	"github.com/ackgap/ackgap/router"
+	"github.com/ackgap/ackgap/telemetry"
 )
 
 // Settings of the demo's Kafka consumers.
@@ -138,6 +139,12 @@ func (k *kafkaBroker) producer() string {
 		return k.externalName() + ": one process per copy, header event_id, key = order id, murmur2 partitioner"
 	}
 	return "kafkabroker publisher: event id stamped once (kafkabroker.NewEvent), partition_key = order id"
+}
+
+func (k *kafkaBroker) system() string { return telemetry.SystemKafka }
+
+func (k *kafkaBroker) noLease() string {
+	return "a partition stays with its member until a rebalance"
 }
 
 func (k *kafkaBroker) publish(ev *event, other bool) error {

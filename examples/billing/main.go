@@ -77,6 +77,8 @@ func realMain(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.Float64Var(&o.LostReplies, "lost-replies", LostRepliesDefault, "fraction of orders whose first charge reply is lost after the provider charged")
 	fs.IntVar(&o.RelayCrash, "relay-crash", RelayCrashDefault, "rows a relay calls out for before it is killed mid-effect, leaving them unrecorded (0: no relay crash)")
 	fs.BoolVar(&o.RelaysDuring, "relays-during", false, "run the relays while the consumer runs (default: start them once it finished)")
+	fs.StringVar(&o.Otel, "otel", OtelNone, "export the routers' spans and metrics: none, stdout (JSON, before the summary) or otlp (OTLP/HTTP, OTEL_EXPORTER_OTLP_* variables); the summary prints the ack gap and lease headroom either way")
+	plot := fs.String("plot", "", "write histograms of the ack gap and lease headroom to this SVG file")
 	dsn := fs.String("dsn", "", "PostgreSQL URL (postgres://...); empty: SQLite in a temp dir")
 	keep := fs.Bool("keep", false, "keep the PostgreSQL schema (or the SQLite file) at exit")
 	if err := fs.Parse(args); err != nil {
@@ -103,9 +105,17 @@ func realMain(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return 2
 	}
 
+	o.OtelOut = stdout
 	sum, err := runDemo(ctx, *dsn, *keep, o)
 	if sum != nil {
 		sum.Print(stdout)
+		if *plot != "" {
+			if perr := writePlot(*plot, sum); perr != nil {
+				err = errors.Join(err, perr)
+			} else {
+				fmt.Fprintf(stdout, "plot written to %s\n", *plot)
+			}
+		}
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "billing: %v\n", err)

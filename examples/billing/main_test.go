@@ -7,8 +7,13 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -120,6 +125,56 @@ func requireSummary(t *testing.T, s *Summary, o Options) {
 	require.LessOrEqual(t, s.Republished, lost+crashed)
 	require.Equal(t, o.Events, s.ReceiptsSent)
 	require.Equal(t, o.Events+crashed-s.RelayCrashCharges, s.ReceiptCalls)
+	requireTimings(t, s, o)
+}
+
+// requireTimings asserts the ack gaps and lease headrooms of a correct run
+// of o, which the demo read from package telemetry's spans: one span per
+// delivery; an ack gap for each applied delivery acked and confirmed (all
+// but the crashed ones, and on Kafka those whose offset commit a rebalance
+// skipped); on SQS a lease headroom for each acked delivery, applied or
+// duplicate; the metrics counted the same.
+func requireTimings(t *testing.T, s *Summary, o Options) {
+	t.Helper()
+	tm := s.Timings
+	require.Equal(t, s.Broker, tm.Broker)
+	require.Zero(t, tm.Open, "every consumer span ended")
+	require.EqualValues(t, s.Deliveries, tm.Spans, "one span per delivery")
+	acked := int(s.Deliveries) - s.CrashesDone - s.InstanceCrashes
+	require.Equal(t, acked, tm.Acked, "every delivery acked but the crashed ones")
+	require.Equal(t, tm.Acked, tm.Confirmed+tm.Unconfirmed, "every ack's confirmation observed")
+	appliedAcked := s.Applied - s.CrashesDone - s.InstanceCrashes
+	if o.Broker == BrokerKafka {
+		// An offset commit skipped after a rebalance: no ack gap.
+		require.GreaterOrEqual(t, tm.AckGap.Count(), appliedAcked-tm.Unconfirmed)
+		require.LessOrEqual(t, tm.AckGap.Count(), appliedAcked)
+	} else {
+		require.Zero(t, tm.Unconfirmed)
+		require.Equal(t, appliedAcked, tm.AckGap.Count(), "an ack gap per applied delivery acked")
+	}
+	requireSane(t, tm.AckGap)
+	require.GreaterOrEqual(t, tm.AckGap.Min(), 0.0, "the broker confirms after the commit")
+	if o.Broker == BrokerSQS {
+		require.Empty(t, tm.NoLease)
+		require.Equal(t, tm.Acked, tm.LeaseHeadroom.Count(), "a lease headroom per acked delivery, applied or duplicate")
+		requireSane(t, tm.LeaseHeadroom)
+	} else {
+		require.NotEmpty(t, tm.NoLease)
+		require.Zero(t, tm.LeaseHeadroom.Count())
+	}
+	require.EqualValues(t, tm.AckGap.Count(), tm.MetricAckGaps, "histogram ackgap.ack_gap")
+	require.EqualValues(t, tm.LeaseHeadroom.Count(), tm.MetricLeaseHeadrooms, "histogram ackgap.lease_headroom")
+}
+
+// requireSane asserts that d has samples and ordered percentiles.
+func requireSane(t *testing.T, d Distribution) {
+	t.Helper()
+	require.Positive(t, d.Count())
+	p50, p90, p99 := d.Quantile(0.5), d.Quantile(0.9), d.Quantile(0.99)
+	require.LessOrEqual(t, d.Min(), p50)
+	require.LessOrEqual(t, p50, p90)
+	require.LessOrEqual(t, p90, p99)
+	require.LessOrEqual(t, p99, d.Max())
 }
 
 func TestDemoSQLite(t *testing.T) {
@@ -322,6 +377,21 @@ func TestRealMain(t *testing.T) {
 	require.Regexp(t, `relay crash\s+1 relay killed mid-effect after calling out for 8 rows`, out.String())
 	require.Regexp(t, `charges attempted\s+1\d\d HTTP calls \(5 replies lost`, out.String())
 	require.Regexp(t, `receipts sent\s+100 `, out.String())
+	// The ack gap of the 95 applied deliveries acked (5 crashed after the
+	// commit, and were nacked), from the spans; GoChannel has no lease.
+	m := regexp.MustCompile(`ack gap \(gochannel\)\s+p50 (\S+) ms, p90 (\S+) ms, p99 (\S+) ms, max (\S+) ms over (\d+) applied deliveries acked and confirmed`).
+		FindStringSubmatch(out.String())
+	require.NotNil(t, m, out.String())
+	var ms []float64
+	for _, v := range m[1:5] {
+		f, err := strconv.ParseFloat(v, 64)
+		require.NoError(t, err)
+		ms = append(ms, f)
+	}
+	require.GreaterOrEqual(t, ms[0], 0.0)
+	require.True(t, slices.IsSorted(ms), "p50 <= p90 <= p99 <= max: %v", ms)
+	require.Equal(t, "95", m[5])
+	require.Regexp(t, `lease headroom \(gochannel\)\s+no lease`, out.String())
 
 	out.Reset()
 	errOut.Reset()
@@ -333,6 +403,91 @@ func TestRealMain(t *testing.T) {
 	require.Equal(t, 1, realMain(context.Background(), []string{"-crash-restart"}, &out, &errOut),
 		"GoChannel cannot crash an instance and keep its messages")
 	require.Contains(t, errOut.String(), "crash-restart needs a broker that keeps")
+	require.Equal(t, 1, realMain(context.Background(), []string{"-otel", "jaeger"}, &out, &errOut))
+	require.Contains(t, errOut.String(), `otel is "jaeger", must be none, stdout or otlp`)
+}
+
+// -otel stdout writes every span and the metrics as JSON before the
+// summary; -plot writes the histograms.
+func TestRealMainStdoutAndPlot(t *testing.T) {
+	t.Parallel()
+	var out, errOut bytes.Buffer
+	svg := filepath.Join(t.TempDir(), "gap.svg")
+	code := realMain(context.Background(), []string{"-n", "20", "-partitions", "2", "-otel", "stdout", "-plot", svg}, &out, &errOut)
+	require.Equal(t, 0, code, "stderr: %s", errOut.String())
+	spans := strings.Count(out.String(), `"Name":"process orders.placed.`)
+	require.Equal(t, 24, spans, "one span per delivery: 20 events, 2 sequential copies, 1 concurrent copy, 1 redelivery after a crash")
+	for _, s := range []string{`"Key":"ackgap.ack_gap"`, `"Name":"ackgap.ack_gap"`, `"Name":"ackgap.outbox.backlog"`, "plot written to " + svg} {
+		require.True(t, strings.Contains(out.String(), s), "stdout has %s", s) // not the whole JSON on failure
+	}
+	require.Less(t, strings.LastIndex(out.String(), `"Name":"ackgap.ack_gap"`), strings.Index(out.String(), "\nstore  "),
+		"the JSON comes before the summary")
+	b, err := os.ReadFile(svg)
+	require.NoError(t, err)
+	require.Contains(t, string(b), "<svg")
+	require.Contains(t, string(b), "ack gap (commit -&gt; broker confirmed), gochannel + sqlite, 20 events")
+	require.NotContains(t, string(b), "lease headroom", "GoChannel has no lease")
+}
+
+// -otel otlp sends the spans and metrics over OTLP/HTTP to the endpoint
+// in OTEL_EXPORTER_OTLP_ENDPOINT. Not parallel: it sets the variable.
+func TestRealMainOTLP(t *testing.T) {
+	var mu sync.Mutex
+	posts := map[string]int{}
+	collector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		mu.Lock()
+		posts[r.URL.Path]++
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		w.WriteHeader(http.StatusOK) // an empty Export*ServiceResponse
+	}))
+	defer collector.Close()
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", collector.URL)
+	var out, errOut bytes.Buffer
+	code := realMain(context.Background(), []string{"-n", "20", "-partitions", "2", "-otel", "otlp"}, &out, &errOut)
+	require.Equal(t, 0, code, "stderr: %s", errOut.String())
+	require.Regexp(t, `ack gap \(gochannel\)\s+p50 `, out.String())
+	mu.Lock()
+	defer mu.Unlock()
+	require.Positive(t, posts["/v1/traces"], "%v", posts)
+	require.Positive(t, posts["/v1/metrics"], "%v", posts)
+}
+
+// Quantile is the nearest rank: the smallest sample with at least q of
+// the samples at or below it.
+func TestDistribution(t *testing.T) {
+	t.Parallel()
+	var ms []float64
+	for i := 100; i >= 1; i-- {
+		ms = append(ms, float64(i))
+	}
+	d := newDistribution(ms)
+	require.Equal(t, 100, d.Count())
+	require.Equal(t, []float64{50, 90, 99, 100, 1, 1}, []float64{d.Quantile(0.5), d.Quantile(0.9), d.Quantile(0.99), d.Max(), d.Quantile(0.001), d.Min()})
+	require.Equal(t, "p50 50.00 ms, p90 90.00 ms, p99 99.00 ms, max 100.0 ms", d.percentiles())
+	one := newDistribution([]float64{-2.5})
+	require.Equal(t, []float64{-2.5, -2.5}, []float64{one.Quantile(0.5), one.Max()})
+	require.Equal(t, []float64{0, 0, 0}, []float64{Distribution{}.Quantile(0.5), Distribution{}.Min(), Distribution{}.Max()})
+	require.Equal(t, []string{"0.041", "12.35", "5988", "-1.500"}, []string{formatMS(0.0412), formatMS(12.345), formatMS(5987.6), formatMS(-1.5)})
+}
+
+// On a broker with a lease the plot has a second histogram, of the lease
+// headroom, negative values included.
+func TestWritePlotLease(t *testing.T) {
+	t.Parallel()
+	s := &Summary{Store: "postgres", Events: 3, Timings: Timings{Broker: BrokerSQS,
+		AckGap:        newDistribution([]float64{1.5, 2, 40}),
+		LeaseHeadroom: newDistribution([]float64{5800, 4000, -120})}}
+	svg := filepath.Join(t.TempDir(), "gap.svg")
+	require.NoError(t, writePlot(svg, s))
+	b, err := os.ReadFile(svg)
+	require.NoError(t, err)
+	require.Contains(t, string(b), "ack gap (commit -&gt; broker confirmed), sqs + postgres, 3 events")
+	require.Contains(t, string(b), "lease headroom (lease deadline - broker confirmed; &lt; 0: visible again), sqs + postgres, 3 events")
+	require.Contains(t, string(b), "p50 4000 ms")
+	require.Contains(t, string(b), "lease deadline 0.000 ms", "negative headroom: the deadline is marked")
+	require.ErrorContains(t, writePlot(svg, &Summary{}), "no ack gap was measured")
 }
 
 func TestOptionsValidate(t *testing.T) {

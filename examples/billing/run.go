@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"io"
 	"math"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -144,6 +146,14 @@ type Options struct {
 	// (throughput, concurrent copies that overlapped) then stay comparable
 	// with runs without relays, and the relays' throughput shows alone.
 	RelaysDuring bool
+	// Otel is where the run's spans and metrics are exported: OtelNone
+	// (the default when empty), OtelStdout or OtelOTLP. Every router
+	// instance traces its deliveries through package telemetry whatever
+	// it is, and the summary gets the ack gap and lease headroom from the
+	// spans.
+	Otel string
+	// OtelOut receives OtelStdout's JSON. Nil means os.Stdout.
+	OtelOut io.Writer
 	// Logger receives Watermill's logs. Nil means none.
 	Logger watermill.LoggerAdapter
 }
@@ -175,6 +185,12 @@ func (o Options) WithDefaults() Options {
 	if o.Relays == 0 {
 		o.Relays = RelaysDefault
 	}
+	if o.Otel == "" {
+		o.Otel = OtelNone
+	}
+	if o.OtelOut == nil {
+		o.OtelOut = os.Stdout
+	}
 	if o.Logger == nil {
 		o.Logger = watermill.NopLogger{}
 	}
@@ -187,6 +203,11 @@ func (o Options) validate() error {
 	case BrokerGoChannel, BrokerKafka, BrokerSQS:
 	default:
 		errs = append(errs, fmt.Errorf("broker is %q, must be %s, %s or %s", o.Broker, BrokerGoChannel, BrokerKafka, BrokerSQS))
+	}
+	switch o.Otel {
+	case OtelNone, OtelStdout, OtelOTLP:
+	default:
+		errs = append(errs, fmt.Errorf("otel is %q, must be %s, %s or %s", o.Otel, OtelNone, OtelStdout, OtelOTLP))
 	}
 	if o.Broker == BrokerGoChannel && o.CrashRestart {
 		errs = append(errs, errors.New("crash-restart needs a broker that keeps what an instance did not ack (kafka or sqs): GoChannel's messages die with the instance"))
@@ -717,12 +738,15 @@ func (in *instance) close() error {
 
 // fleet starts and closes the router instances.
 type fleet[TTx any] struct {
-	store  stores.Store[TTx]
-	br     demoBroker
-	cfg    router.Config
-	f      *faults
-	crash  *instanceCrash
-	runCtx context.Context
+	store stores.Store[TTx]
+	br    demoBroker
+	cfg   router.Config
+	// tracing is package telemetry's middleware, outermost in every
+	// instance.
+	tracing message.HandlerMiddleware
+	f       *faults
+	crash   *instanceCrash
+	runCtx  context.Context
 
 	mu  sync.Mutex
 	all []*instance
@@ -737,7 +761,7 @@ func (fl *fleet[TTx]) start(ctx context.Context, n int) (*instance, error) {
 	}
 	inst := &instance{n: n, sub: newWatchedSubscriber(sub), done: make(chan error, 1)}
 	cfg := fl.cfg
-	cfg.Middlewares = []message.HandlerMiddleware{fl.f.middleware}
+	cfg.Middlewares = []message.HandlerMiddleware{fl.tracing, fl.f.middleware}
 	if fl.crash != nil {
 		cfg.Middlewares = append(cfg.Middlewares, fl.crash.middleware(inst))
 	}
@@ -817,8 +841,11 @@ type crashRun struct {
 // replacing an instance on the way with o.CrashRestart), close the routers,
 // start the relays (unless running already) and wait until they drained
 // the outbox (all within o.Timeout), close everything, and read the
-// results back from the database and the services. The returned error
-// means the demo could not run; whether it ran correctly is Summary.Check.
+// results back from the database and the services. Every router instance
+// is traced with package telemetry (o.Otel says where the spans and
+// metrics go); the summary's timings come from those spans. The returned
+// error means the demo could not run; whether it ran correctly is
+// Summary.Check.
 func run[TTx any](ctx context.Context, b *backend[TTx], o Options) (s *Summary, err error) {
 	o = o.WithDefaults()
 	if err := o.validate(); err != nil {
@@ -863,10 +890,20 @@ func run[TTx any](ctx context.Context, b *backend[TTx], o Options) (s *Summary, 
 	f := &faults{crashIDs: p.crash}
 	dl := &deadLetters{reasons: map[string]int{}}
 
+	// Closed after the routers (deferred before them).
+	obs, err := newObservability(ctx, o.Otel, o.OtelOut, b.outbox)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if cerr := obs.close(); cerr != nil {
+			err = errors.Join(err, cerr)
+		}
+	}()
+
 	// Every instance's router configuration; the broker may set the
 	// handler timeout its lease needs.
 	cfg := router.Config{
-		Observer:     t.observe,
 		CloseTimeout: 10 * time.Second,
 		Logger:       o.Logger,
 	}
@@ -879,6 +916,11 @@ func run[TTx any](ctx context.Context, b *backend[TTx], o Options) (s *Summary, 
 			err = errors.Join(err, fmt.Errorf("close broker %s: %w", br.name(), cerr))
 		}
 	}()
+	tracing, observer, err := obs.routerOptions(br.system(), t.observe)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Observer = observer
 	dlPub, dlTopic := br.deadLetter()
 	cfg.DeadLetter, cfg.DeadLetterTopic = countingPublisher{next: dlPub, dl: dl}, dlTopic
 
@@ -886,7 +928,7 @@ func run[TTx any](ctx context.Context, b *backend[TTx], o Options) (s *Summary, 
 	if o.CrashRestart {
 		crash = &instanceCrash{t: t, after: max(1, o.Events/4), crashed: make(chan *instance, 1)}
 	}
-	fl := &fleet[TTx]{store: b.store, br: br, cfg: cfg, f: f, crash: crash,
+	fl := &fleet[TTx]{store: b.store, br: br, cfg: cfg, tracing: tracing, f: f, crash: crash,
 		runCtx: context.WithoutCancel(ctx)} // stopped by Close, not by ctx
 
 	pubCtx, cancelPub := context.WithCancel(ctx)
@@ -993,6 +1035,10 @@ func run[TTx any](ctx context.Context, b *backend[TTx], o Options) (s *Summary, 
 	if cr.err != nil {
 		return nil, fmt.Errorf("crash and restart of a router instance: %w", cr.err)
 	}
+	timings, err := obs.results(ctx, br)
+	if err != nil {
+		return nil, err
+	}
 	consumed := time.Now()
 	relayCrashCut, relayCrashCharges, plannedRelayCrash := 0, 0, 0
 	if !o.RelaysDuring {
@@ -1049,6 +1095,7 @@ func run[TTx any](ctx context.Context, b *backend[TTx], o Options) (s *Summary, 
 		ChargesAttempted: charges.calls, ChargesMade: charges.charged,
 		ChargeReplays: charges.replays, ChargeConflicts: charges.conflicts,
 		ReceiptCalls: receiptCalls, ReceiptsSent: receiptsSent,
+		Timings: timings,
 	}
 	t.mu.Unlock()
 	s.ConcurrentRaced = t.raced(p)

@@ -24,6 +24,7 @@ import (
 	"github.com/ackgap/ackgap/brokers/sqsbroker"
 	"github.com/ackgap/ackgap/middleware"
 	"github.com/ackgap/ackgap/router"
+	"github.com/ackgap/ackgap/telemetry"
 )
 
 // Settings of the demo's SQS queue and consumers.
@@ -162,6 +163,10 @@ func (s *sqsBroker) producer() string {
 	}
 	return "sqsbroker publisher: message attribute event_id, a new SQS MessageId per copy"
 }
+
+func (s *sqsBroker) system() string { return telemetry.SystemAWSSQS }
+
+func (s *sqsBroker) noLease() string { return "" }
 
 // publish sends one copy; SQS has no partitions, so other changes nothing:
 // both copies of a concurrent pair go to the one queue at the same moment,

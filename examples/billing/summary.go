@@ -13,7 +13,8 @@ import (
 
 // Summary is what one run did, counted by the demo (published, deliveries,
 // injected duplicates), by the inbox (outcomes, through
-// router.Config.Observer) and read back from the database (orders, outbox).
+// router.Config.Observer), read back from the database (orders, outbox)
+// and timed by the routers' spans (ack gap, lease headroom).
 type Summary struct {
 	// Store is "sqlite" or "postgres"; Location the file or schema.
 	Store, Location string
@@ -122,6 +123,11 @@ type Summary struct {
 	// ReceiptCalls counts the HTTP calls to the mailer; ReceiptsSent the
 	// receipts it sent (one per key).
 	ReceiptCalls, ReceiptsSent int
+
+	// Timings are the ack gap and lease headroom of the deliveries, from
+	// the routers' OpenTelemetry spans (package telemetry). Check does
+	// not look at them: they describe the run, they are no guarantee.
+	Timings Timings
 }
 
 // Injected returns the number of duplicate deliveries injected: one per
@@ -270,6 +276,9 @@ func (s *Summary) Print(w io.Writer) {
 	}
 	row("elapsed", "%s", s.Elapsed.Round(time.Millisecond))
 	row("throughput", "%.0f messages/s", s.MessagesPerSecond())
+	for _, r := range s.Timings.rows() {
+		row(r[0], "%s", r[1])
+	}
 	wake := fmt.Sprintf("polling every %s", RelayPollInterval)
 	if s.RelaysWoken {
 		wake = fmt.Sprintf("woken by LISTEN/NOTIFY, polling every %s as a fallback", RelayPollInterval)
