@@ -12,7 +12,7 @@ import (
 // broker do not compile the others. Package telemetry is held to the same
 // rule, and takes the OpenTelemetry API only, never the SDK (rule 22).
 func TestCoreImportsNoAdapter(t *testing.T) {
-	core := []string{".", "./router", "./middleware", "./stores", "./retention", "./consumertest", "./telemetry"}
+	core := []string{".", "./router", "./middleware", "./stores", "./retention", "./consumertest", "./telemetry", "./batch"}
 	forbidden := []string{
 		"github.com/jackc/", "modernc.org/sqlite", "github.com/mattn/go-sqlite3",
 		"github.com/IBM/sarama", "github.com/twmb/franz-go", "github.com/ThreeDotsLabs/watermill-kafka",

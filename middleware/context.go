@@ -70,6 +70,21 @@ func (b *boundTx[TTx]) queueTransition(ctx context.Context, p *stores.QueueTrans
 	return nil
 }
 
+// WithTx returns a copy of ctx in which tx is the message's transaction,
+// as the inbox middleware sets it: TxFromContext, EventIDFromContext,
+// TransitionIfState, QueueTransition, AddOutbox and QueueOutbox then work
+// on tx through store, recording consumer and eventID on outbox rows. It
+// is for code that opens the transaction itself, such as package batch
+// (one transaction, a savepoint per message); the caller commits or rolls
+// back tx. store's optional interfaces (stores.OutboxQueuer,
+// stores.TransitionQueuer) are used when it implements them.
+func WithTx[TTx any](ctx context.Context, store stores.Store[TTx], tx TTx, consumer, eventID string) context.Context {
+	b := &boundTx[TTx]{store: store, tx: tx, consumerName: consumer, eventIDString: eventID}
+	b.queuer, _ = store.(stores.OutboxQueuer[TTx])
+	b.tqueuer, _ = store.(stores.TransitionQueuer[TTx])
+	return withTx(ctx, b)
+}
+
 func withTx[TTx any](ctx context.Context, b *boundTx[TTx]) context.Context {
 	ctx = context.WithValue(ctx, txKey[TTx]{}, b.tx)
 	return context.WithValue(ctx, deliveryKey{}, delivery(b))

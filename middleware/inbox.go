@@ -195,7 +195,7 @@ func (in *inbox[TTx]) middleware(h message.HandlerFunc) message.HandlerFunc {
 
 func (in *inbox[TTx]) handle(msg *message.Message, h message.HandlerFunc, rep *Report) (produced []*message.Message, err error) {
 	ctx := msg.Context()
-	id, err := in.eventID(msg)
+	id, err := in.cfg.EventIDOf(msg)
 	rep.EventID = id
 	if err != nil {
 		rep.Outcome = OutcomeRejected
@@ -302,8 +302,15 @@ func (in *inbox[TTx]) duplicate(begun *stores.BeginInboxResult[TTx], rep *Report
 	return nil
 }
 
-func (in *inbox[TTx]) eventID(msg *message.Message) (string, error) {
-	id, err := in.cfg.EventID(msg)
+// EventIDOf returns msg's event id as the inbox middleware reads it: with
+// c.EventID, checked against c.MaxEventIDBytes (c with defaults: see
+// WithDefaults). A message without one, or whose extractor fails, is a
+// permanent error wrapping ackgap.ErrMissingEventID (reason
+// missing_event_id); an over-long one, ackgap.ErrEventIDTooLong (reason
+// event_id_too_long), returned with the id. Extractor errors that are
+// permanent already are returned as they are.
+func (c InboxConfig) EventIDOf(msg *message.Message) (string, error) {
+	id, err := c.EventID(msg)
 	if err != nil {
 		if ackgap.IsPermanent(err) {
 			return "", err
@@ -312,11 +319,11 @@ func (in *inbox[TTx]) eventID(msg *message.Message) (string, error) {
 	}
 	if id == "" {
 		return "", ackgap.Permanent(ackgap.ReasonMissingEventID,
-			fmt.Errorf("%w (message uuid %q, consumer %q)", ackgap.ErrMissingEventID, msg.UUID, in.cfg.Consumer))
+			fmt.Errorf("%w (message uuid %q, consumer %q)", ackgap.ErrMissingEventID, msg.UUID, c.Consumer))
 	}
-	if len(id) > in.cfg.MaxEventIDBytes {
+	if len(id) > c.MaxEventIDBytes {
 		return id, ackgap.Permanent(ackgap.ReasonEventIDTooLong,
-			fmt.Errorf("%w: %d bytes, limit %d", ackgap.ErrEventIDTooLong, len(id), in.cfg.MaxEventIDBytes))
+			fmt.Errorf("%w: %d bytes, limit %d", ackgap.ErrEventIDTooLong, len(id), c.MaxEventIDBytes))
 	}
 	return id, nil
 }

@@ -1,0 +1,404 @@
+package batch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill/message"
+
+	"github.com/ackgap/ackgap"
+	"github.com/ackgap/ackgap/middleware"
+	"github.com/ackgap/ackgap/router"
+	"github.com/ackgap/ackgap/stores"
+)
+
+// Savepoint names the processor uses; they show in the database's logs.
+const (
+	// SavepointBatch is taken before the BatchHandler runs.
+	SavepointBatch = "ackgap_batch"
+	// SavepointMessage is taken before Handler runs for one message.
+	SavepointMessage = "ackgap_message"
+)
+
+// BatchHandlerFunc handles the messages of one batch at once, for
+// set-based SQL (one UPDATE ... FROM unnest(...) for all of them). tx is
+// the batch's transaction; msgs are the batch's messages that are neither
+// rejected nor duplicates, in their order, each with its event id unique
+// in msgs. Return nil to keep everything it did; an error (or a panic)
+// undoes everything it did and the processor runs [Config.Handler] for
+// each message instead, each under a savepoint of its own. Like a
+// handler, it must do no network I/O: record external effects as outbox
+// rows (stores.BatchStore.InsertOutboxManyTx).
+type BatchHandlerFunc[TTx any] func(ctx context.Context, tx TTx, msgs []*message.Message) error
+
+// Config configures [New]. Fields left zero take the default named in
+// their doc.
+type Config[TTx any] struct {
+	// Consumer names the consumer whose inbox rows the processor writes
+	// (design.md invariant 6). Required, at most
+	// middleware.ConsumerMaxBytes bytes.
+	Consumer string
+	// Handler handles one message in the batch's transaction, under a
+	// savepoint of its own: an error or a panic undoes that message only.
+	// It gets the same context as behind the inbox middleware:
+	// middleware.TxFromContext, EventIDFromContext, TransitionIfState,
+	// AddOutbox and QueueOutbox work in it, and ackgap.Permanent marks the
+	// message rejected (dead-letter) instead of failed (redeliver). Default
+	// nil: then BatchHandler is required, and when it fails every message
+	// of the batch fails.
+	Handler router.HandlerFunc[TTx]
+	// BatchHandler, when set, is called once per batch before Handler;
+	// see [BatchHandlerFunc]. Default nil: Handler runs for each message.
+	BatchHandler BatchHandlerFunc[TTx]
+	// EventID extracts the event id. Default
+	// middleware.EventIDFromMetadata(middleware.MetadataEventIDKey).
+	EventID middleware.EventIDFunc
+	// MaxEventIDBytes is the longest event id accepted; a longer one is
+	// rejected with reason ackgap.ReasonEventIDTooLong. Default
+	// middleware.MaxEventIDBytesDefault (255).
+	MaxEventIDBytes int
+	// PayloadMismatch says what to do with an event id that arrives again
+	// (from an earlier batch, or earlier in the same batch) with another
+	// payload, as middleware.InboxConfig.PayloadMismatch does. Default
+	// middleware.PayloadMismatchReject.
+	PayloadMismatch middleware.PayloadMismatchPolicy
+	// RollbackTimeout bounds a rollback on a context that may already be
+	// cancelled. Default middleware.RollbackTimeoutDefault (5 s).
+	RollbackTimeout time.Duration
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+}
+
+// WithDefaults returns a copy of c with every zero field set to its default.
+func (c Config[TTx]) WithDefaults() Config[TTx] {
+	if c.EventID == nil {
+		c.EventID = middleware.EventIDFromMetadata(middleware.MetadataEventIDKey)
+	}
+	if c.MaxEventIDBytes == 0 {
+		c.MaxEventIDBytes = middleware.MaxEventIDBytesDefault
+	}
+	if c.RollbackTimeout == 0 {
+		c.RollbackTimeout = middleware.RollbackTimeoutDefault
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+func (c Config[TTx]) validate() error {
+	var errs []error
+	switch {
+	case c.Consumer == "":
+		errs = append(errs, errors.New("Consumer is empty: inbox rows are scoped by consumer name"))
+	case len(c.Consumer) > middleware.ConsumerMaxBytes:
+		errs = append(errs, fmt.Errorf("Consumer is %d bytes, over the limit of %d", len(c.Consumer), middleware.ConsumerMaxBytes))
+	}
+	if c.Handler == nil && c.BatchHandler == nil {
+		errs = append(errs, errors.New("Handler and BatchHandler are nil: set at least one"))
+	}
+	if c.MaxEventIDBytes < 1 {
+		errs = append(errs, fmt.Errorf("MaxEventIDBytes is %d, must be at least 1", c.MaxEventIDBytes))
+	}
+	if c.PayloadMismatch != middleware.PayloadMismatchReject && c.PayloadMismatch != middleware.PayloadMismatchSkip {
+		errs = append(errs, fmt.Errorf("PayloadMismatch %d is not a middleware.PayloadMismatchPolicy", c.PayloadMismatch))
+	}
+	if c.RollbackTimeout < 0 {
+		errs = append(errs, fmt.Errorf("RollbackTimeout is %s, must not be negative", c.RollbackTimeout))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("invalid config: %w", err)
+	}
+	return nil
+}
+
+// Processor runs batches of messages through one transaction each. It is
+// safe for concurrent use: concurrent Process calls run concurrent
+// transactions.
+type Processor[TTx any] struct {
+	store stores.BatchStore[TTx]
+	cfg   Config[TTx]
+	// perMessage is Handler as a Watermill handler; nil without a Handler.
+	perMessage message.HandlerFunc
+	// inbox reads and checks event ids as the inbox middleware does.
+	inbox middleware.InboxConfig
+}
+
+// New returns a Processor on store. It returns an error wrapping
+// "invalid config" when store or cfg is nil or cfg is invalid (every
+// problem at once).
+func New[TTx any](store stores.BatchStore[TTx], cfg *Config[TTx]) (*Processor[TTx], error) {
+	if cfg == nil {
+		return nil, errors.New("invalid config: Config is nil: Consumer and a handler are required")
+	}
+	if store == nil {
+		return nil, errors.New("invalid config: store is nil")
+	}
+	c := cfg.WithDefaults()
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	p := &Processor[TTx]{store: store, cfg: c, inbox: middleware.InboxConfig{
+		Consumer: c.Consumer, EventID: c.EventID, MaxEventIDBytes: c.MaxEventIDBytes,
+	}.WithDefaults()}
+	if c.Handler != nil {
+		p.perMessage = router.Adapt(c.Handler)
+	}
+	return p, nil
+}
+
+// Result is what [Processor.Process] did with a batch.
+type Result struct {
+	// Messages holds one result per message given to Process, in their
+	// order.
+	Messages []MessageResult
+	// BatchHandlerErr is the BatchHandler's error (or panic) when it failed
+	// and the batch fell back to Handler; nil otherwise.
+	BatchHandlerErr error
+	// Committed is when the batch's commit returned; zero when nothing was
+	// committed (Process returned an error, or every message was rejected
+	// before the database was asked).
+	Committed time.Time
+}
+
+// MessageResult is the outcome of one message of a batch.
+type MessageResult struct {
+	// EventID is the message's event id; "" when it had none.
+	EventID string
+	// Outcome is applied or duplicate (ack the message), rejected
+	// (dead-letter it: Err is permanent) or failed (nack it for
+	// redelivery: Err says why).
+	Outcome middleware.Outcome
+	// Err is nil for applied and duplicate.
+	Err error
+}
+
+// Count returns how many messages had outcome o.
+func (r *Result) Count(o middleware.Outcome) int {
+	n := 0
+	for i := range r.Messages {
+		if r.Messages[i].Outcome == o {
+			n++
+		}
+	}
+	return n
+}
+
+// Process runs msgs in one transaction and returns once it committed (or
+// failed). Each message's event id is extracted and checked first: one
+// without an id, or with an over-long one, is rejected. Then one
+// statement inserts the inbox rows of the others
+// (stores.BatchStore.BeginInboxMany); rows already there are duplicates
+// (or rejected, for another payload under PayloadMismatchReject), as is a
+// message whose event id an earlier message of msgs carries. The other
+// messages go to the BatchHandler, then, if it fails or is not set, to
+// Handler one by one, each under a savepoint; the inbox rows of messages
+// whose Handler failed are deleted again, so their redelivery applies
+// them. Then the transaction commits.
+//
+// Outcomes are final only after the commit: acknowledge applied and
+// duplicate messages, dead-letter rejected ones and nack failed ones only
+// once Process returned (design.md invariant 4). When Process returns an
+// error (the database could not begin or commit, ctx ended, a savepoint
+// could not be rolled back) nothing was committed and every message is
+// failed with that error, rejected ones included: redeliver them all.
+// Messages' contexts are restored before Process returns.
+func (p *Processor[TTx]) Process(ctx context.Context, msgs []*message.Message) (*Result, error) {
+	res := &Result{Messages: make([]MessageResult, len(msgs))}
+	received := p.cfg.Now()
+	rows := make([]stores.InboxManyRow, 0, len(msgs))
+	rowOf := make([]int, len(msgs)) // index into rows, or -1
+	firstOf := make(map[string]int, len(msgs))
+	for i, msg := range msgs {
+		rowOf[i] = -1
+		r := &res.Messages[i]
+		id, err := p.inbox.EventIDOf(msg)
+		r.EventID = id
+		if err != nil {
+			r.Outcome, r.Err = middleware.OutcomeRejected, err
+			continue
+		}
+		hash := stores.PayloadHash(msg.Payload)
+		if j, ok := firstOf[id]; ok {
+			if string(rows[j].PayloadHash) != string(hash) && p.cfg.PayloadMismatch == middleware.PayloadMismatchReject {
+				r.Outcome, r.Err = middleware.OutcomeRejected, p.conflict(id)
+			} else {
+				r.Outcome = middleware.OutcomeDuplicate
+			}
+			continue
+		}
+		firstOf[id] = len(rows)
+		rowOf[i] = len(rows)
+		rows = append(rows, stores.InboxManyRow{EventID: id, PayloadHash: hash})
+	}
+	if len(rows) == 0 {
+		return res, nil
+	}
+	begun, err := p.store.BeginInboxMany(ctx, &stores.BeginInboxManyParams{
+		Consumer: p.cfg.Consumer, Rows: rows, Now: received, Savepoint: p.batchSavepoint(),
+	})
+	if err != nil {
+		return res.failAll(fmt.Errorf("ackgap batch: begin: %w", err))
+	}
+	var todo []int
+	for i := range msgs {
+		if rowOf[i] < 0 {
+			continue
+		}
+		r, o := &res.Messages[i], begun.Rows[rowOf[i]]
+		switch {
+		case o.Duplicate && o.PayloadMismatch && p.cfg.PayloadMismatch == middleware.PayloadMismatchReject:
+			r.Outcome, r.Err = middleware.OutcomeRejected, p.conflict(r.EventID)
+		case o.Duplicate:
+			r.Outcome = middleware.OutcomeDuplicate
+		default:
+			todo = append(todo, i)
+		}
+	}
+	tx := begun.Tx
+	if err := p.apply(ctx, tx, msgs, todo, res); err != nil {
+		p.rollback(ctx, tx)
+		return res.failAll(err)
+	}
+	if err := ctx.Err(); err != nil {
+		p.rollback(ctx, tx)
+		return res.failAll(fmt.Errorf("ackgap batch: context ended before commit: %w", err))
+	}
+	if err := p.store.CommitTx(ctx, tx); err != nil {
+		// The transaction is over either way; redeliveries find the inbox
+		// rows if the commit happened after all.
+		return res.failAll(fmt.Errorf("ackgap batch: commit: %w", err))
+	}
+	res.Committed = p.cfg.Now()
+	return res, nil
+}
+
+// batchSavepoint is the savepoint BeginInboxMany takes: the BatchHandler's.
+func (p *Processor[TTx]) batchSavepoint() string {
+	if p.cfg.BatchHandler == nil {
+		return ""
+	}
+	return SavepointBatch
+}
+
+// apply runs the handlers for msgs[todo] in tx and records their
+// outcomes; an error means tx is unusable and the batch fails.
+func (p *Processor[TTx]) apply(ctx context.Context, tx TTx, msgs []*message.Message, todo []int, res *Result) error {
+	if len(todo) == 0 {
+		return nil
+	}
+	if p.cfg.BatchHandler != nil {
+		batch := make([]*message.Message, len(todo))
+		for j, i := range todo {
+			batch[j] = msgs[i]
+		}
+		err := callBatch(ctx, p.cfg.BatchHandler, tx, batch)
+		if err == nil {
+			err = p.store.ReleaseSavepointTx(ctx, tx, SavepointBatch)
+		}
+		if err == nil {
+			for _, i := range todo {
+				res.Messages[i].Outcome = middleware.OutcomeApplied
+			}
+			return nil
+		}
+		res.BatchHandlerErr = err
+		if rbErr := p.store.RollbackToSavepointTx(ctx, tx, SavepointBatch); rbErr != nil {
+			return fmt.Errorf("ackgap batch: undo the batch handler: %w", rbErr)
+		}
+	}
+	var undone []string
+	for _, i := range todo {
+		r := &res.Messages[i]
+		var err error
+		if p.perMessage == nil {
+			err = fmt.Errorf("ackgap batch: batch handler failed and there is no per-message Handler: %w", res.BatchHandlerErr)
+		} else if err = p.runOne(ctx, tx, msgs[i], r.EventID); errors.Is(err, errTxBroken) {
+			return err
+		}
+		switch {
+		case err == nil:
+			r.Outcome = middleware.OutcomeApplied
+			continue
+		case ackgap.IsPermanent(err):
+			r.Outcome, r.Err = middleware.OutcomeRejected, err
+		default:
+			r.Outcome, r.Err = middleware.OutcomeFailed, err
+		}
+		undone = append(undone, r.EventID)
+	}
+	if _, err := p.store.DeleteInboxTx(ctx, tx, &stores.DeleteInboxParams{Consumer: p.cfg.Consumer, EventIDs: undone}); err != nil {
+		return fmt.Errorf("ackgap batch: delete the inbox rows of failed messages: %w", err)
+	}
+	return nil
+}
+
+// runOne runs Handler for msg under the message's savepoint in tx, with
+// msg's context carrying tx as the inbox middleware's does
+// (middleware.WithTx): released when the handler returns nil, rolled back
+// to when it fails or panics (a panic is an error). An error wrapping
+// errTxBroken means the savepoint could not be set or rolled back to.
+func (p *Processor[TTx]) runOne(ctx context.Context, tx TTx, msg *message.Message, eventID string) error {
+	if err := p.store.SavepointTx(ctx, tx, SavepointMessage); err != nil {
+		return fmt.Errorf("%w: %w", errTxBroken, err)
+	}
+	orig := msg.Context()
+	msg.SetContext(middleware.WithTx(withValuesOf(ctx, orig), p.store, tx, p.cfg.Consumer, eventID))
+	err := callOne(p.perMessage, msg)
+	msg.SetContext(orig)
+	if err == nil {
+		// A queued statement (QueueOutbox, QueueTransition) is sent ahead
+		// of the RELEASE and may fail it.
+		if err = p.store.ReleaseSavepointTx(ctx, tx, SavepointMessage); err == nil {
+			return nil
+		}
+	}
+	if rbErr := p.store.RollbackToSavepointTx(ctx, tx, SavepointMessage); rbErr != nil {
+		return fmt.Errorf("%w: %w", errTxBroken, rbErr)
+	}
+	return err
+}
+
+// callOne calls h; a panic is an error.
+func callOne(h message.HandlerFunc, msg *message.Message) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("ackgap batch: handler panicked: %v", v)
+		}
+	}()
+	_, err = h(msg)
+	return err
+}
+
+// rollback ends tx on a context that may have ended.
+func (p *Processor[TTx]) rollback(ctx context.Context, tx TTx) {
+	rbCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.RollbackTimeout)
+	defer cancel()
+	_ = p.store.RollbackTx(rbCtx, tx)
+}
+
+// failAll marks every message failed with err and returns r and err.
+func (r *Result) failAll(err error) (*Result, error) {
+	for i := range r.Messages {
+		r.Messages[i].Outcome, r.Messages[i].Err = middleware.OutcomeFailed, err
+	}
+	r.Committed = time.Time{}
+	return r, err
+}
+
+// callBatch calls h; a panic is an error.
+func callBatch[TTx any](ctx context.Context, h BatchHandlerFunc[TTx], tx TTx, msgs []*message.Message) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("ackgap batch: batch handler panicked: %v", v)
+		}
+	}()
+	return h(ctx, tx, msgs)
+}
+
+func (p *Processor[TTx]) conflict(id string) error {
+	return ackgap.Permanent(ackgap.ReasonEventIDConflict,
+		fmt.Errorf("%w: consumer %q, event id %q", ackgap.ErrEventIDConflict, p.cfg.Consumer, id))
+}

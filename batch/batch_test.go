@@ -1,0 +1,488 @@
+package batch_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/ThreeDotsLabs/watermill"
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/ackgap/ackgap"
+	"github.com/ackgap/ackgap/batch"
+	"github.com/ackgap/ackgap/internal/testdb"
+	"github.com/ackgap/ackgap/middleware"
+	"github.com/ackgap/ackgap/router"
+	"github.com/ackgap/ackgap/stores"
+	"github.com/ackgap/ackgap/stores/pgxstore"
+	"github.com/ackgap/ackgap/stores/sqlitestore"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// env is a migrated store with an orders table, and ways to look at it.
+type env[TTx any] struct {
+	store stores.BatchStore[TTx]
+	exec  func(t testing.TB, q string)
+	count func(t testing.TB, q string) int
+}
+
+const ordersDDL = `CREATE TABLE orders (id TEXT PRIMARY KEY, status TEXT NOT NULL DEFAULT 'pending', version INTEGER NOT NULL DEFAULT 0)`
+
+func pgEnv(t testing.TB) *env[pgx.Tx] {
+	pool, _ := testdb.Schema(t, 8)
+	store, err := pgxstore.New(pool, nil)
+	require.NoError(t, err)
+	_, err = store.Migrate(context.Background(), &stores.MigrateParams{})
+	require.NoError(t, err)
+	e := &env[pgx.Tx]{
+		store: store,
+		exec: func(t testing.TB, q string) {
+			_, err := pool.Exec(context.Background(), q)
+			require.NoError(t, err)
+		},
+		count: func(t testing.TB, q string) int {
+			var n int
+			require.NoError(t, pool.QueryRow(context.Background(), q).Scan(&n))
+			return n
+		},
+	}
+	e.exec(t, ordersDDL)
+	return e
+}
+
+func sqliteEnv(t testing.TB) *env[*sql.Tx] {
+	store, err := sqlitestore.Open(context.Background(), testdb.SQLitePath(t), nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = store.Close() })
+	_, err = store.Migrate(context.Background(), &stores.MigrateParams{})
+	require.NoError(t, err)
+	db := store.DB()
+	e := &env[*sql.Tx]{
+		store: store,
+		exec: func(t testing.TB, q string) {
+			_, err := db.ExecContext(context.Background(), q)
+			require.NoError(t, err)
+		},
+		count: func(t testing.TB, q string) int {
+			var n int
+			require.NoError(t, db.QueryRowContext(context.Background(), q).Scan(&n))
+			return n
+		},
+	}
+	e.exec(t, ordersDDL)
+	return e
+}
+
+func TestPostgres(t *testing.T) { suite(t, func(t *testing.T) *env[pgx.Tx] { return pgEnv(t) }) }
+
+func TestSQLite(t *testing.T) { suite(t, func(t *testing.T) *env[*sql.Tx] { return sqliteEnv(t) }) }
+
+// orders adds pending orders o1..on.
+func (e *env[TTx]) orders(t *testing.T, n int) {
+	vals := make([]string, n)
+	for i := range vals {
+		vals[i] = fmt.Sprintf("('o%d')", i+1)
+	}
+	e.exec(t, `INSERT INTO orders (id) VALUES `+strings.Join(vals, ", "))
+}
+
+// state returns the committed count of charging orders, the sum of the
+// orders' versions (applied transitions), charge outbox rows and inbox
+// rows.
+func (e *env[TTx]) state(t *testing.T) [4]int {
+	return [4]int{
+		e.count(t, `SELECT count(*) FROM orders WHERE status = 'charging'`),
+		e.count(t, `SELECT coalesce(sum(version), 0) FROM orders`),
+		e.count(t, `SELECT count(*) FROM ackgap_outbox WHERE kind = 'charge'`),
+		e.count(t, `SELECT count(*) FROM ackgap_inbox`),
+	}
+}
+
+// event returns a message of event id, moving order, with payload.
+func event(id, order, payload string) *message.Message {
+	msg := message.NewMessage(watermill.NewUUID(), []byte(payload))
+	msg.Metadata.Set(middleware.MetadataEventIDKey, id)
+	msg.Metadata.Set("order", order)
+	return msg
+}
+
+// events returns messages e1..en moving o1..on.
+func events(n int) []*message.Message {
+	out := make([]*message.Message, n)
+	for i := range out {
+		out[i] = event(fmt.Sprintf("e%d", i+1), fmt.Sprintf("o%d", i+1), fmt.Sprintf(`{"order":"o%d"}`, i+1))
+	}
+	return out
+}
+
+// charge is the billing handler through the middleware helpers: the
+// guarded transition and a charge outbox row; then fail(order) may fail
+// or panic, after the writes, so that the rollback has work to undo.
+func charge[TTx any](fail func(order string) error) router.HandlerFunc[TTx] {
+	return func(ctx context.Context, tx TTx, msg *message.Message) error {
+		if ctxTx, ok := middleware.TxFromContext[TTx](ctx); !ok || any(ctxTx) != any(tx) {
+			return errors.New("middleware.TxFromContext does not return the handler's transaction")
+		}
+		if id, _ := middleware.EventIDFromContext(ctx); id != msg.Metadata.Get(middleware.MetadataEventIDKey) {
+			return fmt.Errorf("middleware.EventIDFromContext returned %q", id)
+		}
+		order := msg.Metadata.Get("order")
+		res, err := middleware.TransitionIfState(ctx, &stores.TransitionParams{
+			Table: "orders", Key: order, From: []string{"pending"}, To: "charging", VersionColumn: "version",
+		})
+		if err != nil {
+			return err
+		}
+		if !res.Applied() {
+			return res.Err()
+		}
+		if err := middleware.QueueOutbox(ctx, &stores.OutboxInsertParams{Kind: "charge", IdempotencyKey: "charge:" + order, Payload: msg.Payload}); err != nil {
+			return err
+		}
+		if fail != nil {
+			return fail(order)
+		}
+		return nil
+	}
+}
+
+// setCharge is charge as a BatchHandler: the transitions, then every
+// outbox row with one InsertOutboxManyTx.
+func setCharge[TTx any](store stores.BatchStore[TTx], calls *[][]string) batch.BatchHandlerFunc[TTx] {
+	return func(ctx context.Context, tx TTx, msgs []*message.Message) error {
+		var ids []string
+		rows := make([]stores.OutboxInsertParams, 0, len(msgs))
+		for _, msg := range msgs {
+			order := msg.Metadata.Get("order")
+			ids = append(ids, msg.Metadata.Get(middleware.MetadataEventIDKey))
+			res, err := store.TransitionIfStateTx(ctx, tx, &stores.TransitionParams{
+				Table: "orders", Key: order, From: []string{"pending"}, To: "charging", VersionColumn: "version",
+			})
+			if err != nil {
+				return err
+			}
+			if err := res.Err(); err != nil {
+				return err
+			}
+			rows = append(rows, stores.OutboxInsertParams{Kind: "charge", IdempotencyKey: "charge:" + order, Payload: msg.Payload})
+		}
+		if calls != nil {
+			*calls = append(*calls, ids)
+		}
+		_, err := store.InsertOutboxManyTx(ctx, tx, &stores.OutboxInsertManyParams{Rows: rows})
+		return err
+	}
+}
+
+func newProcessor[TTx any](t *testing.T, store stores.BatchStore[TTx], cfg batch.Config[TTx]) *batch.Processor[TTx] {
+	t.Helper()
+	cfg.Consumer = "billing"
+	p, err := batch.New(store, &cfg)
+	require.NoError(t, err)
+	return p
+}
+
+func outcomes(res *batch.Result) []middleware.Outcome {
+	out := make([]middleware.Outcome, len(res.Messages))
+	for i, m := range res.Messages {
+		out[i] = m.Outcome
+	}
+	return out
+}
+
+const (
+	applied   = middleware.OutcomeApplied
+	duplicate = middleware.OutcomeDuplicate
+	rejected  = middleware.OutcomeRejected
+	failed    = middleware.OutcomeFailed
+)
+
+func suite[TTx any](t *testing.T, newEnv func(t *testing.T) *env[TTx]) {
+	ctx := context.Background()
+
+	t.Run("OneFailingMessage", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		e.orders(t, 5)
+		broken := true
+		p := newProcessor(t, e.store, batch.Config[TTx]{Handler: charge[TTx](func(order string) error {
+			if order == "o3" && broken {
+				return fmt.Errorf("card processor said no: %w", ackgap.ErrStoreUnavailable)
+			}
+			return nil
+		})})
+		msgs := events(5)
+		res, err := p.Process(ctx, msgs)
+		require.NoError(t, err)
+		require.Equal(t, []middleware.Outcome{applied, applied, failed, applied, applied}, outcomes(res))
+		require.ErrorIs(t, res.Messages[2].Err, ackgap.ErrStoreUnavailable)
+		require.False(t, res.Committed.IsZero())
+		require.Equal(t, [4]int{4, 4, 4, 4}, e.state(t), "N-1 state changes, outbox rows and inbox rows; none for the failed one")
+
+		broken = false
+		res, err = p.Process(ctx, []*message.Message{msgs[2]})
+		require.NoError(t, err)
+		require.Equal(t, []middleware.Outcome{applied}, outcomes(res), "the redelivery of the failed message applies")
+		require.Equal(t, [4]int{5, 5, 5, 5}, e.state(t))
+	})
+
+	t.Run("PanicFailsOneMessage", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		e.orders(t, 3)
+		p := newProcessor(t, e.store, batch.Config[TTx]{Handler: charge[TTx](func(order string) error {
+			if order == "o2" {
+				panic("handler bug")
+			}
+			return nil
+		})})
+		res, err := p.Process(ctx, events(3))
+		require.NoError(t, err)
+		require.Equal(t, []middleware.Outcome{applied, failed, applied}, outcomes(res))
+		require.ErrorContains(t, res.Messages[1].Err, "handler bug")
+		require.Equal(t, [4]int{2, 2, 2, 2}, e.state(t))
+	})
+
+	t.Run("PermanentErrorRejectsOneMessage", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		e.orders(t, 2)
+		e.exec(t, `UPDATE orders SET status = 'cancelled' WHERE id = 'o2'`)
+		p := newProcessor(t, e.store, batch.Config[TTx]{Handler: charge[TTx](nil)})
+		res, err := p.Process(ctx, events(2))
+		require.NoError(t, err)
+		require.Equal(t, []middleware.Outcome{applied, rejected}, outcomes(res))
+		require.ErrorIs(t, res.Messages[1].Err, ackgap.ErrTransitionRefused)
+		require.True(t, ackgap.IsPermanent(res.Messages[1].Err))
+		require.Equal(t, [4]int{1, 1, 1, 1}, e.state(t), "the rejected message left no inbox row: a redrive applies it")
+	})
+
+	t.Run("Duplicates", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		e.orders(t, 4)
+		p := newProcessor(t, e.store, batch.Config[TTx]{Handler: charge[TTx](nil)})
+		msgs := events(4)
+		res, err := p.Process(ctx, []*message.Message{msgs[0], msgs[1], event("e1", "o1", `{"order":"o1"}`)})
+		require.NoError(t, err)
+		require.Equal(t, []middleware.Outcome{applied, applied, duplicate}, outcomes(res), "a duplicate inside the batch")
+		res, err = p.Process(ctx, []*message.Message{msgs[0], msgs[2], event("e2", "o2", "another payload"), event("e3", "o3", "another payload")})
+		require.NoError(t, err)
+		require.Equal(t, []middleware.Outcome{duplicate, applied, rejected, rejected}, outcomes(res),
+			"a duplicate of an earlier batch; an id reused with another payload, from an earlier batch and from this one")
+		require.ErrorIs(t, res.Messages[2].Err, ackgap.ErrEventIDConflict)
+		require.Equal(t, ackgap.ReasonEventIDConflict, ackgap.ReasonOf(res.Messages[3].Err))
+		require.Equal(t, [4]int{3, 3, 3, 3}, e.state(t), "duplicates changed nothing")
+
+		skip := newProcessor(t, e.store, batch.Config[TTx]{Handler: charge[TTx](nil), PayloadMismatch: middleware.PayloadMismatchSkip})
+		res, err = skip.Process(ctx, []*message.Message{event("e2", "o2", "another payload"), msgs[3], event("e4", "o4", "another payload")})
+		require.NoError(t, err)
+		require.Equal(t, []middleware.Outcome{duplicate, applied, duplicate}, outcomes(res))
+		require.Equal(t, [4]int{4, 4, 4, 4}, e.state(t))
+	})
+
+	t.Run("RejectedBeforeTheDatabase", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		p := newProcessor(t, e.store, batch.Config[TTx]{Handler: charge[TTx](nil), MaxEventIDBytes: 4})
+		res, err := p.Process(ctx, []*message.Message{event("", "o1", "x"), event("e-too-long", "o1", "x")})
+		require.NoError(t, err)
+		require.Equal(t, []middleware.Outcome{rejected, rejected}, outcomes(res))
+		require.ErrorIs(t, res.Messages[0].Err, ackgap.ErrMissingEventID)
+		require.ErrorIs(t, res.Messages[1].Err, ackgap.ErrEventIDTooLong)
+		require.True(t, res.Committed.IsZero(), "no transaction for a batch of rejected messages")
+		res, err = p.Process(ctx, nil)
+		require.NoError(t, err)
+		require.Empty(t, res.Messages)
+	})
+
+	t.Run("BatchHandler", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		e.orders(t, 4)
+		var calls [][]string
+		p := newProcessor(t, e.store, batch.Config[TTx]{BatchHandler: setCharge(e.store, &calls), Handler: charge[TTx](nil)})
+		msgs := events(4)
+		res, err := p.Process(ctx, []*message.Message{msgs[0], msgs[1], msgs[0]})
+		require.NoError(t, err)
+		require.Equal(t, []middleware.Outcome{applied, applied, duplicate}, outcomes(res))
+		res, err = p.Process(ctx, []*message.Message{msgs[1], msgs[2], event("", "o9", "x"), msgs[3]})
+		require.NoError(t, err)
+		require.Equal(t, []middleware.Outcome{duplicate, applied, rejected, applied}, outcomes(res))
+		require.NoError(t, res.BatchHandlerErr)
+		require.Equal(t, [][]string{{"e1", "e2"}, {"e3", "e4"}}, calls, "called once per batch with the messages to apply")
+		require.Equal(t, [4]int{4, 4, 4, 4}, e.state(t))
+	})
+
+	t.Run("BatchHandlerFailsFallsBackPerMessage", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		e.orders(t, 3)
+		e.exec(t, `UPDATE orders SET status = 'cancelled' WHERE id = 'o2'`)
+		p := newProcessor(t, e.store, batch.Config[TTx]{
+			BatchHandler: setCharge(e.store, nil), // refused for o2, after applying o1
+			Handler:      charge[TTx](nil),
+		})
+		res, err := p.Process(ctx, events(3))
+		require.NoError(t, err)
+		require.ErrorIs(t, res.BatchHandlerErr, ackgap.ErrTransitionRefused)
+		require.Equal(t, []middleware.Outcome{applied, rejected, applied}, outcomes(res))
+		require.Equal(t, [4]int{2, 2, 2, 2}, e.state(t), "the batch handler's writes were undone; the per-message handler applied o1 and o3 once")
+	})
+
+	t.Run("BatchHandlerFailsWithoutHandler", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		e.orders(t, 2)
+		p := newProcessor(t, e.store, batch.Config[TTx]{BatchHandler: func(ctx context.Context, tx TTx, msgs []*message.Message) error {
+			if err := setCharge(e.store, nil)(ctx, tx, msgs); err != nil {
+				return err
+			}
+			panic("set-based bug")
+		}})
+		res, err := p.Process(ctx, events(2))
+		require.NoError(t, err)
+		require.Equal(t, []middleware.Outcome{failed, failed}, outcomes(res))
+		require.ErrorContains(t, res.Messages[0].Err, "set-based bug")
+		require.Equal(t, [4]int{0, 0, 0, 0}, e.state(t), "nothing applied, no inbox rows: the redelivery applies them")
+	})
+
+	t.Run("ConcurrentBatchesShareEventIDs", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		e.orders(t, 6)
+		p := newProcessor(t, e.store, batch.Config[TTx]{Handler: charge[TTx](nil)})
+		msgs := events(6)
+		batches := [][]*message.Message{
+			{msgs[0], msgs[1], msgs[2], msgs[3]},
+			{msgs[3], msgs[2], msgs[4], msgs[5]},
+			{msgs[5], msgs[0], msgs[2]},
+		}
+		results := make([]*batch.Result, len(batches))
+		errs := make([]error, len(batches))
+		var wg sync.WaitGroup
+		for i, b := range batches {
+			copies := make([]*message.Message, len(b))
+			for j, m := range b {
+				copies[j] = m.Copy()
+			}
+			wg.Go(func() { results[i], errs[i] = p.Process(ctx, copies) })
+		}
+		wg.Wait()
+		appliedBy := map[string]int{}
+		for i, res := range results {
+			require.NoError(t, errs[i])
+			for _, m := range res.Messages {
+				require.Contains(t, []middleware.Outcome{applied, duplicate}, m.Outcome)
+				if m.Outcome == applied {
+					appliedBy[m.EventID]++
+				}
+			}
+		}
+		require.Equal(t, map[string]int{"e1": 1, "e2": 1, "e3": 1, "e4": 1, "e5": 1, "e6": 1}, appliedBy, "each event applied by exactly one batch")
+		require.Equal(t, [4]int{6, 6, 6, 6}, e.state(t))
+	})
+
+	t.Run("FailedCommitAcksNothing", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		e.orders(t, 3)
+		// A deferred constraint is checked at COMMIT: a handler that breaks
+		// it makes the commit itself fail.
+		e.exec(t, `CREATE TABLE parents (id TEXT PRIMARY KEY)`)
+		e.exec(t, `CREATE TABLE children (id TEXT PRIMARY KEY, parent TEXT REFERENCES parents (id) DEFERRABLE INITIALLY DEFERRED)`)
+		p := newProcessor(t, e.store, batch.Config[TTx]{Handler: func(ctx context.Context, tx TTx, msg *message.Message) error {
+			if err := charge[TTx](nil)(ctx, tx, msg); err != nil {
+				return err
+			}
+			if msg.Metadata.Get("order") != "o2" {
+				return nil
+			}
+			_, err := middleware.AddOutbox(ctx, &stores.OutboxInsertParams{Kind: "noop", IdempotencyKey: "noop"})
+			if err != nil {
+				return err
+			}
+			return execTx(ctx, tx, `INSERT INTO children (id, parent) VALUES ('c1', 'missing')`)
+		}})
+		msgs := events(3)
+		res, err := p.Process(ctx, msgs)
+		require.ErrorContains(t, err, "commit")
+		require.Equal(t, []middleware.Outcome{failed, failed, failed}, outcomes(res), "no message is acked")
+		require.True(t, res.Committed.IsZero())
+		require.Equal(t, [4]int{0, 0, 0, 0}, e.state(t), "nothing committed, inbox rows included: all are redelivered")
+
+		ok := newProcessor(t, e.store, batch.Config[TTx]{Handler: charge[TTx](nil)})
+		res, err = ok.Process(ctx, msgs)
+		require.NoError(t, err)
+		require.Equal(t, []middleware.Outcome{applied, applied, applied}, outcomes(res), "their redelivery applies them")
+	})
+
+	t.Run("CancelledContextAcksNothing", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		e.orders(t, 2)
+		cctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		p := newProcessor(t, e.store, batch.Config[TTx]{BatchHandler: func(ctx context.Context, tx TTx, msgs []*message.Message) error {
+			err := setCharge(e.store, nil)(ctx, tx, msgs)
+			cancel()
+			return err
+		}})
+		res, err := p.Process(cctx, events(2))
+		require.ErrorIs(t, err, context.Canceled)
+		require.Equal(t, []middleware.Outcome{failed, failed}, outcomes(res))
+		require.Equal(t, [4]int{0, 0, 0, 0}, e.state(t))
+	})
+
+	t.Run("MessageContextValues", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		e.orders(t, 1)
+		type key struct{}
+		var seen any
+		p := newProcessor(t, e.store, batch.Config[TTx]{Handler: func(ctx context.Context, tx TTx, msg *message.Message) error {
+			seen = ctx.Value(key{})
+			return nil
+		}})
+		msg := events(1)[0]
+		msgCtx := context.WithValue(ctx, key{}, "from the broker")
+		msg.SetContext(msgCtx)
+		_, err := p.Process(ctx, []*message.Message{msg})
+		require.NoError(t, err)
+		require.Equal(t, "from the broker", seen, "the handler sees the message context's values")
+		require.Equal(t, msgCtx, msg.Context(), "the message's context is restored")
+	})
+}
+
+// execTx runs one statement in tx, whatever the store.
+func execTx(ctx context.Context, tx any, q string) error {
+	switch tx := tx.(type) {
+	case pgx.Tx:
+		_, err := tx.Exec(ctx, q)
+		return err
+	case *sql.Tx:
+		_, err := tx.ExecContext(ctx, q)
+		return err
+	}
+	return fmt.Errorf("unknown transaction type %T", tx)
+}
+
+func TestConfig(t *testing.T) {
+	_, err := batch.New[*sql.Tx](nil, nil)
+	require.ErrorContains(t, err, "invalid config")
+	store := sqliteEnv(t).store
+	_, err = batch.New(store, &batch.Config[*sql.Tx]{MaxEventIDBytes: -1, PayloadMismatch: 7, RollbackTimeout: -1})
+	for _, want := range []string{"Consumer is empty", "Handler and BatchHandler are nil", "MaxEventIDBytes is -1", "PayloadMismatch 7", "RollbackTimeout is -1ns"} {
+		require.ErrorContains(t, err, want)
+	}
+	_, err = batch.New(store, &batch.Config[*sql.Tx]{Consumer: "billing", BatchHandler: func(context.Context, *sql.Tx, []*message.Message) error { return nil }})
+	require.NoError(t, err)
+}

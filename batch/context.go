@@ -1,0 +1,35 @@
+package batch
+
+import (
+	"context"
+	"errors"
+)
+
+// errTxBroken wraps the error of a savepoint that could not be set, or
+// rolled back to: the batch's transaction is unusable and the batch fails.
+var errTxBroken = errors.New("ackgap batch: transaction unusable")
+
+// valuesOf is a context cancelled with one context and carrying the
+// values of another as well: the handler of a message sees the values of
+// the message's own context (a broker's ackgap.Delivery, trace context)
+// and ends with the batch.
+type valuesOf struct {
+	context.Context
+	values context.Context
+}
+
+func (c valuesOf) Value(key any) any {
+	if v := c.values.Value(key); v != nil {
+		return v
+	}
+	return c.Context.Value(key)
+}
+
+// withValuesOf returns ctx with the values of values added (looked up
+// first), or ctx itself when values is ctx or carries nothing of its own.
+func withValuesOf(ctx, values context.Context) context.Context {
+	if values == ctx || values == context.Background() {
+		return ctx
+	}
+	return valuesOf{Context: ctx, values: values}
+}

@@ -1,0 +1,52 @@
+// Package batch is ackgap's batched mode: one database transaction for
+// many messages (an SQS receive of 10, a Lambda batch, a slice of a Kafka
+// partition), with a savepoint each, so that the per-message costs of the
+// inbox (BEGIN, the inbox insert, COMMIT and its WAL flush) are paid once
+// per batch, and a set-based handler can apply the whole batch with one
+// statement.
+//
+//	p, err := batch.New[pgx.Tx](store, &batch.Config[pgx.Tx]{
+//		Consumer: "billing",
+//		Handler:  chargeOrder, // router.HandlerFunc: one message, under its own savepoint
+//		// Optional: the whole batch at once; on error the batch falls back to Handler.
+//		BatchHandler: func(ctx context.Context, tx pgx.Tx, msgs []*message.Message) error { ... },
+//	})
+//	res, err := p.Process(ctx, msgs)
+//	for i, m := range res.Messages {
+//		switch m.Outcome {
+//		case middleware.OutcomeApplied, middleware.OutcomeDuplicate: // ack msgs[i]
+//		case middleware.OutcomeRejected: // dead-letter msgs[i] (m.Err is permanent)
+//		case middleware.OutcomeFailed: // nack msgs[i]: it is redelivered
+//		}
+//	}
+//
+// The store must implement stores.BatchStore (pgxstore and sqlitestore
+// do). Process keeps every invariant of the per-message inbox (design.md):
+//
+//   - The inbox rows of the whole batch are inserted by one statement in
+//     the batch's transaction, under the unique constraint; rows already
+//     there are duplicates, and a second copy of an event inside one batch
+//     is a duplicate of the first. Two concurrent batches sharing an event
+//     id: exactly one applies it.
+//   - A handler error or panic undoes that message only (a rollback to its
+//     savepoint), and its inbox row is deleted in the same transaction, so
+//     its redelivery applies it. The other messages commit.
+//   - Nothing is final before the commit: Process returns after it, and a
+//     failed commit or a cancelled context fails every message of the
+//     batch, so that all are redelivered (their inbox rows did not
+//     commit). Acknowledge only after Process returned (invariant 4); the
+//     brokers' batch adapters (sqsbroker.LambdaBatchHandler,
+//     sqsbroker.BatchConsumer) do.
+//
+// The per-message Handler sees the same context as behind the inbox
+// middleware: middleware.TxFromContext, TransitionIfState, AddOutbox and
+// QueueOutbox work in it. The BatchHandler gets the transaction and the
+// batch's messages that are neither rejected nor duplicates, and writes
+// its outbox rows with stores.BatchStore.InsertOutboxManyTx.
+//
+// Mind the batch size on PostgreSQL with the per-message Handler: every
+// savepoint that writes is a subtransaction, and a transaction with more
+// than 64 of them overflows each backend's subtransaction cache, which
+// slows snapshots server-wide until it ends. The BatchHandler path takes
+// one savepoint per batch.
+package batch

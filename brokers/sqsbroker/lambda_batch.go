@@ -1,0 +1,148 @@
+package sqsbroker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/ThreeDotsLabs/watermill"
+	wsqs "github.com/ThreeDotsLabs/watermill-aws/sqs"
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/ackgap/ackgap"
+	"github.com/ackgap/ackgap/batch"
+	"github.com/ackgap/ackgap/middleware"
+)
+
+// LambdaBatchHandler returns a Lambda handler that runs the records of an
+// SQS event through p as one batch, in one database transaction (package
+// batch), and answers with a partial batch response once the transaction
+// committed: BatchItemFailures lists the records whose outcome is failed
+// or rejected, by MessageId, and Lambda deletes the others (applied and
+// duplicate ones). When the batch as a whole fails (the commit, the
+// database), every record is listed: none was committed. The event
+// source mapping needs FunctionResponseTypes ["ReportBatchItemFailures"].
+//
+// Rejected records (no event id, an over-long one, an id reused with
+// another payload, a handler's ackgap.Permanent) are listed as failures
+// too, with their reason logged: LambdaConfig has no dead-letter
+// publisher, so the queue's redrive policy moves them to its dead-letter
+// queue after maxReceiveCount receives. A record that does not unmarshal
+// is a failure and is not given to p.
+//
+// A FIFO batch (event source ARN ending in ".fifo") is not run as one
+// transaction: a failure must stop the records after it (AWS Lambda
+// developer guide, partial batch responses for FIFO queues), and in one
+// transaction they would have committed already. Its records run one
+// Process call each, in order, and the first failure reports the records
+// after it failed without running them. The batch does not start when the
+// invocation's deadline is closer than cfg.DeadlineMargin: every record
+// is listed. A record without a MessageId fails the whole invocation, as
+// in [LambdaHandler]. It returns an error wrapping "invalid config" when
+// p is nil or cfg is invalid; cfg nil means all defaults.
+func LambdaBatchHandler[TTx any](p *batch.Processor[TTx], cfg *LambdaConfig) (LambdaHandlerFunc, error) {
+	c := LambdaConfig{}
+	if cfg != nil {
+		c = *cfg
+	}
+	if c.Unmarshaler == nil {
+		c.Unmarshaler = Marshaler{}
+	}
+	if c.DeadlineMargin == 0 {
+		c.DeadlineMargin = LambdaDeadlineMarginDefault
+	}
+	if c.Logger == nil {
+		c.Logger = watermill.NopLogger{}
+	}
+	var errs []error
+	if p == nil {
+		errs = append(errs, errors.New("batch processor is nil"))
+	}
+	if c.DeadlineMargin < 0 {
+		errs = append(errs, fmt.Errorf("DeadlineMargin is %s, must not be negative", c.DeadlineMargin))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("invalid config: %w", err)
+	}
+	return func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+		var resp events.SQSEventResponse
+		fifo := false
+		for i := range ev.Records {
+			if ev.Records[i].MessageId == "" {
+				return resp, fmt.Errorf("sqsbroker: record %d has no messageId: cannot report it as a batch item failure", i)
+			}
+			fifo = fifo || strings.HasSuffix(ev.Records[i].EventSourceARN, ".fifo")
+		}
+		fail := func(rec *events.SQSMessage, err error) {
+			c.Logger.Info("SQS record failed; reported in batchItemFailures", watermill.LogFields{
+				"sqs_message_id": rec.MessageId, "error": err.Error(), "dead_letter_reason": ackgap.ReasonOf(err),
+			})
+			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: rec.MessageId})
+		}
+		if tooLate(ctx, c.DeadlineMargin) {
+			for i := range ev.Records {
+				fail(&ev.Records[i], fmt.Errorf("not run: the invocation's deadline is less than %s away", c.DeadlineMargin))
+			}
+			return resp, nil
+		}
+		if !fifo {
+			run := lambdaRun(ctx, p, c.Unmarshaler, ev.Records)
+			for i, err := range run {
+				if err != nil {
+					fail(&ev.Records[i], err)
+				}
+			}
+			return resp, nil
+		}
+		for i := range ev.Records {
+			err := lambdaRun(ctx, p, c.Unmarshaler, ev.Records[i:i+1])[0]
+			if err == nil {
+				continue
+			}
+			fail(&ev.Records[i], err)
+			for j := i + 1; j < len(ev.Records); j++ {
+				fail(&ev.Records[j], errors.New("not run: an earlier record of this FIFO batch failed"))
+			}
+			break
+		}
+		return resp, nil
+	}, nil
+}
+
+// lambdaRun runs recs through p as one batch and returns, per record, nil
+// when it may be deleted (applied, duplicate) and else why not.
+func lambdaRun[TTx any](ctx context.Context, p *batch.Processor[TTx], u wsqs.Unmarshaler, recs []events.SQSMessage) []error {
+	errs := make([]error, len(recs))
+	msgs := make([]*message.Message, 0, len(recs))
+	idx := make([]int, 0, len(recs))
+	for i := range recs {
+		rec := &recs[i]
+		msg, err := u.Unmarshal(recordMessage(rec))
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		n, _ := strconv.Atoi(rec.Attributes[string(types.MessageSystemAttributeNameApproximateReceiveCount)])
+		// Lambda deletes the records it is not told about after the function
+		// returns: the adapter cannot see that confirmation.
+		msg.SetContext(ackgap.WithDelivery(ctx, &ackgap.Delivery{
+			MessageID: rec.MessageId, ReceiveCount: n, Confirmation: ackgap.ConfirmationUnobserved,
+		}))
+		msgs = append(msgs, msg)
+		idx = append(idx, i)
+	}
+	// A batch that failed as a whole has every message failed.
+	res, _ := p.Process(ctx, msgs)
+	for j, m := range res.Messages {
+		switch m.Outcome {
+		case middleware.OutcomeApplied, middleware.OutcomeDuplicate:
+		default:
+			errs[idx[j]] = m.Err
+		}
+	}
+	return errs
+}
