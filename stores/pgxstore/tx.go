@@ -102,8 +102,8 @@ func (t *inboxTx) closedErr() error {
 // notification; it returns stmt's command tag. When the first queued
 // statement is a transition and the inbox insert is pending, the insert is
 // folded into it (see Store.transitionSQL). For a duplicate it rolls back
-// (stmt's work with it; with commit, only a folded transition may be
-// queued, which wrote nothing, and the COMMIT ends the transaction),
+// (stmt's work with it; with commit, nothing but a folded transition may
+// be queued, which wrote nothing, and the COMMIT ends the transaction),
 // reads the stored row, ends the transaction and returns
 // ackgap.ErrDuplicate. With commit the transaction always ends.
 func (t *inboxTx) send(ctx context.Context, commit bool, stmt string, args ...any) (pgconn.CommandTag, error) {
@@ -309,17 +309,17 @@ func (t *inboxTx) resolveInbox(ctx context.Context) {
 // Commit commits the transaction; queued statements are sent in the same
 // round trip, ahead of the COMMIT, and when the transaction wrote outbox
 // rows a pg_notify follows the COMMIT in a transaction of its own. A
-// pending BEGIN and inbox insert go in that round trip too when the only
-// queued statement is a transition (the insert is folded into it);
-// otherwise they are sent first, in a round trip of their own. A duplicate
-// writes nothing and Commit returns ackgap.ErrDuplicate. When a queued
+// pending BEGIN and inbox insert go in that round trip too when nothing
+// else is queued, or only a transition (the insert is folded into it): a
+// duplicate then writes nothing, and Commit returns ackgap.ErrDuplicate.
+// Otherwise they are sent first, in a round trip of their own. When a queued
 // statement fails (an idempotency key that exists with another payload:
 // stores.IdempotencyConflict; a refused transition: ackgap's permanent
 // ErrTransitionRefused), the COMMIT does not run, the transaction is
 // rolled back and Commit returns that error.
 func (t *inboxTx) Commit(ctx context.Context) error {
-	if !(len(t.queued) == 1 && t.queued[0].transition != nil) {
-		t.resolveInbox(ctx)
+	if len(t.queued) > 1 || len(t.queued) == 1 && t.queued[0].transition == nil {
+		t.resolveInbox(ctx) // a duplicate's queued rows must not reach the COMMIT
 	}
 	if t.ended {
 		return t.closedErr()
