@@ -58,7 +58,7 @@ func (s *Store) insertInboxMany(ctx context.Context, tx *sql.Tx, p *stores.Begin
 		if err != nil {
 			return nil, fmt.Errorf("sqlitestore: insert inbox rows: %w", err)
 		}
-		if err := queryStrings(ctx, tx, `INSERT INTO `+s.names.Inbox+` (consumer, event_id, payload_hash, received_at)
+		if err := s.queryStrings(ctx, tx, `INSERT INTO `+s.names.Inbox+` (consumer, event_id, payload_hash, received_at)
 SELECT ?1, j.value ->> 0, unhex(j.value ->> 1), ?2 FROM json_each(?3) AS j WHERE true
 ON CONFLICT DO NOTHING RETURNING event_id`, []any{p.Consumer, micros(p.Now), string(js)}, func(id string) { inserted[id] = struct{}{} }); err != nil {
 			return nil, interpretError("insert inbox rows", err)
@@ -97,7 +97,7 @@ func (s *Store) hashes(ctx context.Context, tx *sql.Tx, q string, args ...any) (
 		return nil, err
 	}
 	args[len(args)-1] = string(js)
-	rows, err := tx.QueryContext(ctx, q, args...)
+	rows, err := s.txQuery(ctx, tx, q, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -115,8 +115,8 @@ func (s *Store) hashes(ctx context.Context, tx *sql.Tx, q string, args ...any) (
 }
 
 // queryStrings runs q and calls fn with the one text column of each row.
-func queryStrings(ctx context.Context, tx *sql.Tx, q string, args []any, fn func(string)) error {
-	rows, err := tx.QueryContext(ctx, q, args...)
+func (s *Store) queryStrings(ctx context.Context, tx *sql.Tx, q string, args []any, fn func(string)) error {
+	rows, err := s.txQuery(ctx, tx, q, args...)
 	if err != nil {
 		return err
 	}
@@ -133,24 +133,24 @@ func queryStrings(ctx context.Context, tx *sql.Tx, q string, args []any, fn func
 
 // SavepointTx implements [stores.BatchStore.SavepointTx].
 func (s *Store) SavepointTx(ctx context.Context, tx *sql.Tx, name string) error {
-	return savepointExec(ctx, tx, "savepoint", "SAVEPOINT ", name)
+	return s.savepointExec(ctx, tx, "savepoint", "SAVEPOINT ", name)
 }
 
 // RollbackToSavepointTx implements [stores.BatchStore.RollbackToSavepointTx].
 func (s *Store) RollbackToSavepointTx(ctx context.Context, tx *sql.Tx, name string) error {
-	return savepointExec(ctx, tx, "rollback to savepoint", "ROLLBACK TO SAVEPOINT ", name)
+	return s.savepointExec(ctx, tx, "rollback to savepoint", "ROLLBACK TO SAVEPOINT ", name)
 }
 
 // ReleaseSavepointTx implements [stores.BatchStore.ReleaseSavepointTx].
 func (s *Store) ReleaseSavepointTx(ctx context.Context, tx *sql.Tx, name string) error {
-	return savepointExec(ctx, tx, "release savepoint", "RELEASE SAVEPOINT ", name)
+	return s.savepointExec(ctx, tx, "release savepoint", "RELEASE SAVEPOINT ", name)
 }
 
-func savepointExec(ctx context.Context, tx *sql.Tx, op, verb, name string) error {
+func (s *Store) savepointExec(ctx context.Context, tx *sql.Tx, op, verb, name string) error {
 	if err := stores.ValidIdentifier("savepoint name", name); err != nil {
 		return fmt.Errorf("sqlitestore: %s: %w", op, err)
 	}
-	_, err := tx.ExecContext(ctx, verb+stores.QuoteIdentifier(name))
+	_, err := s.txExec(ctx, tx, verb+stores.QuoteIdentifier(name))
 	return interpretError(op, err)
 }
 
@@ -164,7 +164,7 @@ func (s *Store) DeleteInboxTx(ctx context.Context, tx *sql.Tx, p *stores.DeleteI
 	if err != nil {
 		return nil, fmt.Errorf("sqlitestore: delete inbox rows: %w", err)
 	}
-	res, err := tx.ExecContext(ctx, `DELETE FROM `+s.names.Inbox+` WHERE consumer = ?1 AND event_id IN (SELECT value FROM json_each(?2))`,
+	res, err := s.txExec(ctx, tx, `DELETE FROM `+s.names.Inbox+` WHERE consumer = ?1 AND event_id IN (SELECT value FROM json_each(?2))`,
 		p.Consumer, string(ids))
 	if err != nil {
 		return nil, interpretError("delete inbox rows", err)
@@ -226,7 +226,7 @@ func (s *Store) InsertOutboxManyTx(ctx context.Context, tx *sql.Tx, p *stores.Ou
 				now.UnixMicro(), available.UnixMicro())
 		}
 		q.WriteString(` ON CONFLICT (idempotency_key) DO NOTHING RETURNING idempotency_key`)
-		if err := queryStrings(ctx, tx, q.String(), args, func(k string) { inserted[k] = struct{}{} }); err != nil {
+		if err := s.queryStrings(ctx, tx, q.String(), args, func(k string) { inserted[k] = struct{}{} }); err != nil {
 			return nil, interpretError("insert outbox rows", err)
 		}
 	}

@@ -121,6 +121,14 @@ func (s *Store) txExec(ctx context.Context, tx *sql.Tx, query string, args ...an
 	return tx.ExecContext(ctx, query, args...)
 }
 
+// txQuery runs query in tx, prepared when it is cached.
+func (s *Store) txQuery(ctx context.Context, tx *sql.Tx, query string, args ...any) (*sql.Rows, error) {
+	if st := s.stmts.get(ctx, tx, query); st != nil {
+		return st.QueryContext(ctx, args...)
+	}
+	return tx.QueryContext(ctx, query, args...)
+}
+
 // txQueryRow runs query in tx, prepared when it is cached.
 func (s *Store) txQueryRow(ctx context.Context, tx *sql.Tx, query string, args ...any) *sql.Row {
 	if st := s.stmts.get(ctx, tx, query); st != nil {
