@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -66,6 +67,10 @@ type Store struct {
 	// channel is the NOTIFY channel of the outbox table, resolved once
 	// (see outboxChannel).
 	channel atomic.Pointer[string]
+	// transitions keeps the text of queued transitions by shape
+	// (transitionShape -> string); transitionsCount bounds it.
+	transitions      sync.Map
+	transitionsCount atomic.Int64
 }
 
 var (

@@ -126,19 +126,77 @@ func refusedOrConflict(err error) bool {
 // To. Every data-modifying CTE sees the snapshot the statement started
 // with, so the check reads the state from before the UPDATE. With inbox
 // non-nil the inbox insert is the first CTE and the UPDATE runs only when
-// it inserted.
+// it inserted. The text depends only on q's shape (names, how many From
+// states, Set columns and rows, whether inbox is folded in), so it is
+// built once per shape and kept (up to transitionSQLMax shapes); the
+// arguments are laid out as transitionArgs says.
 func (s *Store) transitionSQL(q *queuedTransition, inbox *stores.BeginInboxParams) (string, []any) {
-	tp := &q.tp
-	var b strings.Builder
-	args := make([]any, 0, 5+3+len(tp.From)+len(tp.Set)+9*len(q.rows))
-	bind := func(v any) string {
-		args = append(args, v)
-		return "$" + strconv.Itoa(len(args))
+	args := transitionArgs(q, inbox)
+	shape := transitionShape{
+		schema: q.tp.Schema, table: q.tp.Table, key: q.tp.KeyColumn, state: q.tp.StateColumn, version: q.tp.VersionColumn,
+		from: len(q.tp.From), rows: len(q.rows), inbox: inbox != nil, toInFrom: slices.Contains(q.tp.From, q.tp.To),
 	}
+	for _, a := range q.tp.Set {
+		shape.set += stores.QuoteIdentifier(a.Column) + ","
+	}
+	if sql, ok := s.transitions.Load(shape); ok {
+		return sql.(string), args
+	}
+	sql := buildTransitionSQL(s.names.Inbox, s.names.Outbox, &q.tp, shape)
+	if s.transitionsCount.Add(1) <= transitionSQLMax {
+		s.transitions.Store(shape, sql)
+	}
+	return sql, args
+}
+
+// transitionSQLMax bounds the shapes of queued transitions whose text a
+// store keeps.
+const transitionSQLMax = 256
+
+// transitionShape is what the text of a queued transition depends on.
+type transitionShape struct {
+	schema, table, key, state, version string
+	set                                string // the quoted Set columns, each followed by a comma
+	from, rows                         int
+	inbox, toInFrom                    bool
+}
+
+// transitionArgs lays out the arguments of a queued transition: the inbox
+// row's five (consumer, event id, payload hash, received at, trace
+// parent) when inbox is folded in, To, the Set values, Key, the From
+// states, then nine per outbox row (outboxArgs' order).
+func transitionArgs(q *queuedTransition, inbox *stores.BeginInboxParams) []any {
+	tp := &q.tp
+	args := make([]any, 0, 5+2+len(tp.Set)+len(tp.From)+9*len(q.rows))
 	if inbox != nil {
-		b.WriteString("WITH i AS (INSERT INTO " + s.names.Inbox + " (consumer, event_id, payload_hash, received_at, trace_parent) VALUES (")
-		b.WriteString(bind(inbox.Consumer) + "::text, " + bind(inbox.EventID) + "::text, " + bind(inbox.PayloadHash) + "::bytea, COALESCE(" +
-			bind(nullTime(inbox.Now)) + "::timestamptz, now()), " + bind(nullString(inbox.TraceParent)) + "::text) ON CONFLICT DO NOTHING RETURNING 1)")
+		args = append(args, inbox.Consumer, inbox.EventID, inbox.PayloadHash, nullTime(inbox.Now), nullString(inbox.TraceParent))
+	}
+	args = append(args, tp.To)
+	for _, a := range tp.Set {
+		args = append(args, a.Value)
+	}
+	args = append(args, tp.Key)
+	for _, f := range tp.From {
+		args = append(args, f)
+	}
+	for _, r := range q.rows {
+		args = append(args, r...)
+	}
+	return args
+}
+
+// buildTransitionSQL writes the text of a queued transition of shape sh,
+// with the placeholders transitionArgs lays out.
+func buildTransitionSQL(inboxTable, outboxTable string, tp *stores.TransitionParams, sh transitionShape) string {
+	n := 0
+	next := func() string {
+		n++
+		return "$" + strconv.Itoa(n)
+	}
+	var b strings.Builder
+	if sh.inbox {
+		b.WriteString("WITH i AS (INSERT INTO " + inboxTable + " (consumer, event_id, payload_hash, received_at, trace_parent) VALUES (")
+		b.WriteString(next() + "::text, " + next() + "::text, " + next() + "::bytea, COALESCE(" + next() + "::timestamptz, now()), " + next() + "::text) ON CONFLICT DO NOTHING RETURNING 1)")
 	} else {
 		b.WriteString("WITH i AS (SELECT 1)")
 	}
@@ -147,43 +205,43 @@ func (s *Store) transitionSQL(q *queuedTransition, inbox *stores.BeginInboxParam
 		table = stores.QuoteIdentifier(tp.Schema) + "." + table
 	}
 	state, key := stores.QuoteIdentifier(tp.StateColumn), stores.QuoteIdentifier(tp.KeyColumn)
-	to := bind(tp.To)
+	to := next()
 	b.WriteString(", t AS (UPDATE " + table + " SET " + state + " = " + to)
 	if tp.VersionColumn != "" {
 		v := stores.QuoteIdentifier(tp.VersionColumn)
 		b.WriteString(", " + v + " = " + v + " + 1")
 	}
 	for _, a := range tp.Set {
-		b.WriteString(", " + stores.QuoteIdentifier(a.Column) + " = " + bind(a.Value))
+		b.WriteString(", " + stores.QuoteIdentifier(a.Column) + " = " + next())
 	}
-	keyArg := bind(tp.Key)
+	keyArg := next()
 	b.WriteString(" WHERE " + key + " = " + keyArg + " AND " + state + " IN (")
-	for i, f := range tp.From {
+	for i := range sh.from {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteString(bind(f))
+		b.WriteString(next())
 	}
 	b.WriteString(") AND EXISTS (SELECT 1 FROM i) RETURNING 1)")
-	if len(q.rows) > 0 {
-		b.WriteString(", o AS (INSERT INTO " + s.names.Outbox + ` AS o (kind, idempotency_key, payload, payload_hash, headers, consumer, event_id, created_at, available_at)
+	if sh.rows > 0 {
+		b.WriteString(", o AS (INSERT INTO " + outboxTable + ` AS o (kind, idempotency_key, payload, payload_hash, headers, consumer, event_id, created_at, available_at)
 SELECT v.kind, v.idempotency_key, v.payload, v.payload_hash, v.headers, v.consumer, v.event_id, COALESCE(v.created_at, now()), COALESCE(v.available_at, v.created_at, now())
 FROM (VALUES `)
-		for i, r := range q.rows {
+		for i := range sh.rows {
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			b.WriteString("(" + bind(r[0]) + "::text, " + bind(r[1]) + "::text, " + bind(r[2]) + "::bytea, " + bind(r[3]) + "::bytea, " +
-				bind(r[4]) + "::jsonb, " + bind(r[5]) + "::text, " + bind(r[6]) + "::text, " + bind(r[7]) + "::timestamptz, " + bind(r[8]) + "::timestamptz)")
+			b.WriteString("(" + next() + "::text, " + next() + "::text, " + next() + "::bytea, " + next() + "::bytea, " +
+				next() + "::jsonb, " + next() + "::text, " + next() + "::text, " + next() + "::timestamptz, " + next() + "::timestamptz)")
 		}
 		b.WriteString(`) AS v (kind, idempotency_key, payload, payload_hash, headers, consumer, event_id, created_at, available_at)
 WHERE EXISTS (SELECT 1 FROM t)
 ON CONFLICT (idempotency_key) DO UPDATE SET kind = o.kind WHERE 1 / (o.payload_hash = excluded.payload_hash)::int = 0)`)
 	}
 	b.WriteString("\nSELECT EXISTS (SELECT 1 FROM i), (SELECT 1 FROM (VALUES (1), (2)) AS refused (n) WHERE EXISTS (SELECT 1 FROM i) AND NOT EXISTS (SELECT 1 FROM t)")
-	if !slices.Contains(tp.From, tp.To) {
+	if !sh.toInFrom {
 		b.WriteString(" AND NOT EXISTS (SELECT 1 FROM " + table + " WHERE " + key + " = " + keyArg + " AND " + state + " = " + to + ")")
 	}
 	b.WriteString(")")
-	return b.String(), args
+	return b.String()
 }
