@@ -67,44 +67,44 @@ func effects(ev *orderPlaced) (chargeKey string, charge []byte, receiptKey strin
 }
 
 // chargeOrder is examples/billing's handler (chargeOrder in
-// examples/billing/billing.go), line for line, with a switch: it records
-// its two outbox rows with middleware.QueueOutbox, as the example does,
-// when queue is true, and with middleware.AddOutbox (one round trip each)
-// when false. It is a copy because the example is a main package; the
-// workloads here also need the AddOutbox variant.
+// examples/billing/billing.go) when queue is true: middleware.QueueTransition
+// moves the order and, only if that applied, records the two outbox rows,
+// all sent with the commit. With queue false it is the same work written
+// the way a handler that reads the outcome does: TransitionIfState, then
+// middleware.AddOutbox per row (one round trip each). It is a copy because
+// the example is a main package.
 func chargeOrder[TTx any](queue bool) router.HandlerFunc[TTx] {
-	add := func(ctx context.Context, p *stores.OutboxInsertParams) error {
-		if queue {
-			return middleware.QueueOutbox(ctx, p)
-		}
-		_, err := middleware.AddOutbox(ctx, p)
-		return err
-	}
 	return router.JSON[TTx](func(ctx context.Context, _ TTx, _ *message.Message, ev orderPlaced) error {
 		if ev.OrderID == "" || ev.AmountCents <= 0 || ev.Email == "" {
 			return ackgap.Permanent(ackgap.ReasonBadPayload, fmt.Errorf("%w: order.placed needs order_id, a positive amount_cents and email", ackgap.ErrBadPayload))
-		}
-		res, err := middleware.TransitionIfState(ctx, &stores.TransitionParams{
-			Table: "orders", Key: ev.OrderID, From: []string{statusPending}, To: statusCharging, VersionColumn: "version",
-		})
-		if err != nil {
-			return err
-		}
-		switch res.Outcome {
-		case stores.TransitionApplied:
-		case stores.TransitionAlreadyApplied:
-			return nil
-		default:
-			return res.Err()
 		}
 		chargeKey, charge, receiptKey, receipt, err := effects(&ev)
 		if err != nil {
 			return err
 		}
-		if err := add(ctx, &stores.OutboxInsertParams{Kind: kindCharge, IdempotencyKey: chargeKey, Payload: charge, Headers: outboxHeaders}); err != nil {
+		transition := &stores.TransitionParams{
+			Table: "orders", Key: ev.OrderID, From: []string{statusPending}, To: statusCharging, VersionColumn: "version",
+		}
+		rows := []*stores.OutboxInsertParams{
+			{Kind: kindCharge, IdempotencyKey: chargeKey, Payload: charge, Headers: outboxHeaders},
+			{Kind: kindReceipt, IdempotencyKey: receiptKey, Payload: receipt, Headers: outboxHeaders},
+		}
+		if queue {
+			return middleware.QueueTransition(ctx, transition, rows...)
+		}
+		res, err := middleware.TransitionIfState(ctx, transition)
+		if err != nil {
 			return err
 		}
-		return add(ctx, &stores.OutboxInsertParams{Kind: kindReceipt, IdempotencyKey: receiptKey, Payload: receipt, Headers: outboxHeaders})
+		if err := res.Err(); err != nil || !res.Applied() {
+			return err
+		}
+		for _, row := range rows {
+			if _, err := middleware.AddOutbox(ctx, row); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 }
 

@@ -53,7 +53,7 @@ const (
 )
 
 // dbKinds are the database workloads, in table order.
-var dbKinds = []kind{kindSafe, kindSafeAdd, kindHand, kindCeiling, kindUnsafe}
+var dbKinds = []kind{kindSafe, kindSafeAdd, kindHand, kindCeiling, kindUnsafe, kindBatched, kindBatched10}
 
 // cell is one configuration measured several times.
 type cell struct {
@@ -99,7 +99,7 @@ func (r *result) correct(k kind) (bool, string) {
 		bad = append(bad, fmt.Sprintf("%d errors (first: %v)", r.errs, r.firstErr))
 	}
 	switch k {
-	case kindSafe, kindSafeAdd, kindHand, kindCeiling, kindUnsafe:
+	case kindSafe, kindSafeAdd, kindHand, kindCeiling, kindUnsafe, kindBatched, kindBatched10:
 		if r.counts.transitions != want {
 			bad = append(bad, fmt.Sprintf("state changes %d, want %d", r.counts.transitions, want))
 		}
@@ -193,6 +193,8 @@ func runOnce(ctx context.Context, c *cell, d time.Duration) (result, error) {
 	var err error
 	if c.kind == kindCeiling {
 		res, err = runDirect(ctx, c, d)
+	} else if c.kind == kindBatched || c.kind == kindBatched10 {
+		res, err = runBatched(ctx, c, d)
 	} else {
 		res, err = runRouted(ctx, c, d)
 	}

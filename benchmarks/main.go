@@ -1,9 +1,11 @@
 // Command benchmarks measures ackgap's safe consumer side by side with an
 // unsafe one, the same pattern written by hand, and the database's own
-// ceiling, on PostgreSQL and SQLite, through Watermill's GoChannel, and
-// prints a markdown table (and writes it to benchmarks/RESULTS.md).
+// ceiling, on PostgreSQL and SQLite, through Watermill's GoChannel, then
+// end to end, publish to effect, on GoChannel, Kafka and SQS with and
+// without telemetry, and prints a markdown table (and writes it to
+// benchmarks/RESULTS.md).
 //
-//	go run ./benchmarks                      # everything, about 3 minutes
+//	go run ./benchmarks                      # everything, about 4 minutes
 //	go run ./benchmarks -stores sqlite -concurrency 1 -duration 500ms
 //
 // See benchmarks/README.md for the workloads and what the columns mean.
@@ -26,7 +28,7 @@ import (
 )
 
 // allStores are the stores -stores accepts, in table order.
-var allStores = []string{"postgres", "postgres-nonotify", "sqlite"}
+var allStores = []string{"postgres", "sqlite"}
 
 // Defaults of the flags.
 const (
@@ -50,7 +52,7 @@ type options struct {
 	messages    int
 	runs        int
 	dsn         string
-	broker      string
+	e2e         e2eOptions
 	out         string
 	overhead    bool
 	cpuprofile  string
@@ -111,7 +113,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs := flag.NewFlagSet("benchmarks", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	o := &options{args: args}
-	storesFlag := fs.String("stores", strings.Join(allStores, ","), "stores to measure: postgres (as migrated), postgres-nonotify (the outbox's NOTIFY trigger disabled), sqlite")
+	storesFlag := fs.String("stores", strings.Join(allStores, ","), "stores to measure: postgres, sqlite")
 	workloadsFlag := fs.String("workloads", joinKinds(dbKinds), "database workloads to measure")
 	concFlag := fs.String("concurrency", concurrencyDefault, "concurrency levels: partitions (handlers in flight, pool connections busy)")
 	dupFlag := fs.String("dup-rates", "0,0.1,0.5", "duplicate rates of the duplicates table (fractions of the messages)")
@@ -120,7 +122,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.messages, "messages", messagesDefault, "messages per run at most (a run ends at -duration or when they are all acked)")
 	fs.IntVar(&o.runs, "runs", runsDefault, "runs per cell: the table shows their median, minimum and maximum")
 	fs.StringVar(&o.dsn, "dsn", dsnDefault, "PostgreSQL database: the harness creates a schema of its own in it and drops it after")
-	fs.StringVar(&o.broker, "broker", "gochannel", "broker: gochannel (Kafka and SQS are not measured yet)")
+	checkE2E := e2eFlags(fs, &o.e2e)
 	fs.StringVar(&o.out, "out", outDefault, "markdown file to write the results to; empty: standard output only")
 	fs.BoolVar(&o.overhead, "overhead", true, "measure the framework overhead table (GoChannel, empty handlers, concurrency 1)")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
@@ -157,9 +159,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 		}
 		o.dupRates = append(o.dupRates, f)
 	}
-	if o.broker != "gochannel" {
-		errs = append(errs, fmt.Errorf("-broker %q: only gochannel is measured for now (Kafka and SQS end to end: issue 6, workload 6, not built yet)", o.broker))
-	}
+	errs = append(errs, checkE2E(o.stores)...)
 	if o.dupConc < 1 || o.dupConc > 256 {
 		errs = append(errs, fmt.Errorf("-dup-concurrency %d is not in [1, 256]", o.dupConc))
 	}
@@ -216,8 +216,8 @@ func bench(ctx context.Context, o *options, progress io.Writer) (*report, error)
 		var b backend
 		var err error
 		switch s {
-		case "postgres", "postgres-nonotify":
-			b, err = openPostgres(ctx, o.dsn, int32(maxConc+4), s == "postgres")
+		case "postgres":
+			b, err = openPostgres(ctx, o.dsn, int32(maxConc+4))
 		case "sqlite":
 			b, err = openSQLite(ctx)
 		}
@@ -259,9 +259,6 @@ func bench(ctx context.Context, o *options, progress io.Writer) (*report, error)
 		}
 	}
 	for _, b := range backends {
-		if b.name() == "postgres-nonotify" {
-			continue // the duplicates and overhead tables keep to the stores as shipped
-		}
 		for _, k := range o.workloads {
 			if k == kindSafeAdd {
 				continue
@@ -275,9 +272,7 @@ func bench(ctx context.Context, o *options, progress io.Writer) (*report, error)
 		add(nil, kindWatermill, 1, 0)
 		add(nil, kindDedup, 1, 0)
 		for _, b := range backends {
-			if b.name() != "postgres-nonotify" {
-				add(b, kindInbox, 1, 0)
-			}
+			add(b, kindInbox, 1, 0)
 		}
 	}
 	// Warm up: one short run of each workload on each store at its
@@ -323,6 +318,9 @@ func bench(ctx context.Context, o *options, progress io.Writer) (*report, error)
 			}
 			fmt.Fprintf(progress, "[%3d/%d %5.1fs] %-40s %8.0f msg/s  %s\n", done, total, time.Since(started).Seconds(), c, res.rate(), mark)
 		}
+	}
+	if err := runE2E(ctx, rep, progress, started); err != nil {
+		return nil, err
 	}
 	rep.elapsed = time.Since(started)
 	return rep, nil

@@ -22,7 +22,7 @@ func TestHarness(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	code := run(context.Background(), []string{
 		"-dsn", testdb.URL(), "-concurrency", "1,3", "-dup-rates", "0,0.5", "-dup-concurrency", "3",
-		"-duration", "100ms", "-messages", "300", "-runs", "2", "-out", out,
+		"-duration", "100ms", "-messages", "300", "-runs", "2", "-out", out, "-brokers", "", // end to end: TestEndToEnd
 	}, &stdout, &stderr)
 	require.Equal(t, 0, code, "stderr:\n%s", stderr.String())
 	written, err := os.ReadFile(out)
@@ -30,7 +30,7 @@ func TestHarness(t *testing.T) {
 	require.Equal(t, stdout.String(), string(written))
 	for _, want := range []string{
 		"go run ./benchmarks -dsn", "## Machine", "## Throughput", "## Ratios", "## Targets", "## Duplicates",
-		"## Framework overhead", "| postgres | 3 | safe |", "| postgres-nonotify | 1 | ceiling |",
+		"## Framework overhead", "| postgres | 3 | safe |", "| postgres | 1 | ceiling |",
 		"| sqlite | 3 | hand-written |", "| watermill-deduplicator | memory |", "synchronous_commit",
 	} {
 		require.Contains(t, stdout.String(), want)
@@ -40,9 +40,9 @@ func TestHarness(t *testing.T) {
 
 func TestFlags(t *testing.T) {
 	var stderr bytes.Buffer
-	_, err := parse([]string{"-stores", "mysql", "-concurrency", "0", "-dup-rates", "1", "-broker", "kafka", "-runs", "0"}, &stderr)
+	_, err := parse([]string{"-stores", "mysql", "-concurrency", "0", "-dup-rates", "1", "-brokers", "rabbitmq", "-runs", "0"}, &stderr)
 	require.Error(t, err)
-	for _, want := range []string{`unknown store "mysql"`, `-concurrency: "0"`, `-dup-rates: "1"`, `-broker "kafka"`, "-runs 0"} {
+	for _, want := range []string{`unknown store "mysql"`, `-concurrency: "0"`, `-dup-rates: "1"`, `unknown broker "rabbitmq"`, "-runs 0"} {
 		require.True(t, strings.Contains(err.Error(), want), "%v lacks %q", err, want)
 	}
 }

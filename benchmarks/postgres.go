@@ -23,8 +23,11 @@ import (
 // pgxstore sends for the same work, character for character, so the
 // server parses, plans and runs the same thing whoever sends it.
 const (
-	pgInboxInsert = `INSERT INTO "ackgap_inbox" (consumer, event_id, payload_hash, received_at)
-VALUES ($1, $2, $3, COALESCE($4::timestamptz, now())) ON CONFLICT DO NOTHING`
+	pgInboxInsert = `INSERT INTO "ackgap_inbox" (consumer, event_id, payload_hash, received_at, trace_parent)
+VALUES ($1, $2, $3, COALESCE($4::timestamptz, now()), $5) ON CONFLICT DO NOTHING`
+	// pgNotify wakes the relays after a commit that wrote outbox rows, as
+	// pgxstore does in the COMMIT's round trip (migration 003).
+	pgNotify = `select pg_notify($1, '')`
 	// pgTransition is what sqlbuild.Transition renders for the billing
 	// handler's TransitionParams.
 	pgTransition = `UPDATE "orders" SET "status" = $1, "version" = "version" + 1 WHERE "id" = $2 AND "status" IN ($3)`
@@ -46,16 +49,14 @@ ON CONFLICT (idempotency_key) DO UPDATE SET kind = o.kind WHERE 1 / (o.payload_h
 )
 
 // postgres is the PostgreSQL backend: a schema of its own, dropped by
-// close. As "postgres" its outbox keeps the NOTIFY trigger of migration
-// 002, as migrated; as "postgres-nonotify" the trigger is disabled, as
-// pgxstore's doc allows for relays that poll.
+// close, migrated as shipped.
 type postgres struct {
-	label  string
-	dsn    string
-	schema string
-	pool   *pgxpool.Pool
-	store  *pgxstore.Store
-	pids   []uint32 // the pool's backends
+	dsn     string
+	channel string // the outbox's NOTIFY channel (pgxstore's ListenOutbox)
+	schema  string
+	pool    *pgxpool.Pool
+	store   *pgxstore.Store
+	pids    []uint32 // the pool's backends
 }
 
 var _ backend = (*postgres)(nil)
@@ -63,17 +64,14 @@ var _ backend = (*postgres)(nil)
 // openPostgres creates a fresh schema in the database at dsn, a pool of
 // maxConns connections whose search_path is that schema, ackgap's tables
 // (store.Migrate) and the orders table.
-func openPostgres(ctx context.Context, dsn string, maxConns int32, notify bool) (*postgres, error) {
+func openPostgres(ctx context.Context, dsn string, maxConns int32) (*postgres, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
 	b := make([]byte, 6)
 	_, _ = rand.Read(b)
-	p := &postgres{label: "postgres", dsn: dsn, schema: "ackgap_bench_" + hex.EncodeToString(b)}
-	if !notify {
-		p.label = "postgres-nonotify"
-	}
+	p := &postgres{dsn: dsn, schema: "ackgap_bench_" + hex.EncodeToString(b)}
 	if err := p.admin(ctx, "CREATE SCHEMA "+pgx.Identifier{p.schema}.Sanitize()); err != nil {
 		return nil, err
 	}
@@ -91,8 +89,8 @@ func openPostgres(ctx context.Context, dsn string, maxConns int32, notify bool) 
 	if err == nil {
 		_, err = p.pool.Exec(ctx, ordersDDL)
 	}
-	if err == nil && !notify {
-		_, err = p.pool.Exec(ctx, `ALTER TABLE "ackgap_outbox" DISABLE TRIGGER ackgap_outbox_notify`)
+	if err == nil {
+		err = p.pool.QueryRow(ctx, `SELECT 'ackgap_outbox_' || md5($1 || '.ackgap_outbox')`, p.schema).Scan(&p.channel)
 	}
 	if err == nil {
 		err = p.connectAll(ctx)
@@ -142,7 +140,7 @@ func (p *postgres) admin(ctx context.Context, stmt string) error {
 	return nil
 }
 
-func (p *postgres) name() string { return p.label }
+func (p *postgres) name() string { return "postgres" }
 
 func (p *postgres) close() error {
 	if p.pool != nil {
@@ -235,7 +233,7 @@ func (p *postgres) handWritten(msg *message.Message) error {
 		return err
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }() // no round trip after a commit
-	tag, err := tx.Exec(ctx, pgInboxInsert, consumer, id, payloadHash(msg.Payload), nil)
+	tag, err := tx.Exec(ctx, pgInboxInsert, consumer, id, payloadHash(msg.Payload), nil, nil)
 	if err != nil {
 		return err
 	}
@@ -286,7 +284,8 @@ func (p *postgres) handWritten(msg *message.Message) error {
 
 // ceiling sends what the safe workload sends for one event, in one pipeline
 // and one round trip, with no framework: BEGIN, the inbox insert, the
-// guarded UPDATE, both outbox rows (with the idempotency check), COMMIT.
+// guarded UPDATE, both outbox rows (with the idempotency check), COMMIT,
+// and the pg_notify that wakes relays.
 // It cannot branch on a result, so a duplicate runs every statement: the
 // inbox insert and the guard make them write nothing.
 func (p *postgres) ceiling(ctx context.Context, ev *event) error {
@@ -300,18 +299,16 @@ func (p *postgres) ceiling(ctx context.Context, ev *event) error {
 	}
 	var b pgx.Batch
 	b.Queue("begin")
-	b.Queue(pgInboxInsert, consumer, ev.eventID, payloadHash(ev.payload), nil)
+	b.Queue(pgInboxInsert, consumer, ev.eventID, payloadHash(ev.payload), nil, nil)
 	b.Queue(pgTransition, statusCharging, ev.orderID, statusPending)
 	b.Queue(pgOutboxQueued, kindCharge, chargeKey, charge, payloadHash(charge), outboxHeadersJSON, consumer, ev.eventID, nil, nil)
 	b.Queue(pgOutboxQueued, kindReceipt, receiptKey, receipt, payloadHash(receipt), outboxHeadersJSON, consumer, ev.eventID, nil, nil)
 	b.Queue("commit")
+	b.Queue(pgNotify, p.channel)
 	return p.pool.SendBatch(ctx, &b).Close()
 }
 
 func (p *postgres) facts(ctx context.Context) ([]fact, error) {
-	if p.label != "postgres" {
-		return []fact{{p.label, "the same server and settings, with the outbox's NOTIFY trigger disabled (ALTER TABLE ... DISABLE TRIGGER ackgap_outbox_notify)"}}, nil
-	}
 	var out []fact
 	var version string
 	if err := p.pool.QueryRow(ctx, `SHOW server_version`).Scan(&version); err != nil {

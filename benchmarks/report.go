@@ -17,6 +17,7 @@ type report struct {
 	backends []backend
 	facts    []fact
 	cells    []*cell
+	e2e      []*e2eCell // the end-to-end workload's cells
 	elapsed  time.Duration
 }
 
@@ -80,6 +81,11 @@ func (r *report) find(store string, k kind, c int, rate float64) *cell {
 
 func (r *report) allCorrect() bool {
 	for _, c := range r.cells {
+		if ok, _ := c.allCorrect(); !ok {
+			return false
+		}
+	}
+	for _, c := range r.e2e {
 		if ok, _ := c.allCorrect(); !ok {
 			return false
 		}
@@ -171,7 +177,7 @@ func (r *report) markdown() string {
 		}
 		return "unclear"
 	}
-	for _, store := range []string{"postgres", "postgres-nonotify"} {
+	for _, store := range []string{"postgres"} {
 		for _, c := range o.concurrency {
 			safe, hand := r.find(store, kindSafe, c, 0), r.find(store, kindHand, c, 0)
 			if safe == nil || hand == nil {
@@ -194,7 +200,19 @@ func (r *report) markdown() string {
 		w("| ackgap (inbox on SQLite, durable) within %.0fx of Watermill's Deduplicator (in memory) per message, GoChannel, concurrency 1 | %sx wall (%.2fx CPU) | %s |\n",
 			targetOverDedup, fmtStat(s, "%.2f"), cpu(inbox)/cpu(dedup), atLeast(stat{med: -s.med, min: -s.max, max: -s.min}, -targetOverDedup))
 	}
-	w("| batched mode (many messages per transaction, a savepoint each) | not built yet | – |\n")
+	for _, be := range r.backends {
+		for _, k := range []kind{kindBatched, kindBatched10} {
+			for _, c := range o.concurrency {
+				batched, unsafe := r.find(be.name(), k, c, 0), r.find(be.name(), kindUnsafe, c, 0)
+				if batched == nil || unsafe == nil {
+					continue
+				}
+				s := ratio(batched, unsafe)
+				w("| %s / unsafe ≥ %.0f (batches of %d, one transaction each), %s, concurrency %d | %s (CPU %.2f) | %s |\n", k, targetBatchedOverUnsafe,
+					batchSize(k), be.name(), c, fmtStat(s, "%.2f"), cpuPerMsg(unsafe)/cpuPerMsg(batched), atLeast(s, targetBatchedOverUnsafe))
+			}
+		}
+	}
 	w("| whole run under %s | %s | %s |\n", targetWholeRun, r.elapsed.Round(time.Second), met(r.elapsed < targetWholeRun))
 
 	if len(o.dupRates) > 0 {
@@ -253,9 +271,7 @@ func (r *report) markdown() string {
 		}
 	}
 
-	w("\n## Not measured yet\n\n")
-	w("- Workload (6), end to end on Kafka and SQS with and without telemetry: skipped for now (`-broker` accepts only `gochannel`).\n")
-	w("- The batched mode (one transaction over many messages, a savepoint each): left for later.\n")
+	r.e2eMarkdown(&b)
 	return b.String()
 }
 

@@ -22,8 +22,8 @@ import (
 // The hand-written SQL of the SQLite workloads: sqlitestore's statements,
 // character for character.
 const (
-	liteInboxInsert = `INSERT INTO "ackgap_inbox" (consumer, event_id, payload_hash, received_at)
-VALUES (?1, ?2, ?3, ?4) ON CONFLICT DO NOTHING`
+	liteInboxInsert = `INSERT INTO "ackgap_inbox" (consumer, event_id, payload_hash, received_at, trace_parent)
+VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT DO NOTHING`
 	liteTransition   = `UPDATE "orders" SET "status" = ?1, "version" = "version" + 1 WHERE "id" = ?2 AND "status" IN (?3)`
 	liteState        = `SELECT "status" FROM "orders" WHERE "id" = ?1`
 	liteOutboxInsert = `INSERT INTO "ackgap_outbox" (kind, idempotency_key, payload, payload_hash, headers, consumer, event_id, created_at, available_at)
@@ -199,7 +199,7 @@ func (s *sqlite) apply(ctx context.Context, id string, payload []byte, ev *order
 		return tx.QueryRowContext(ctx, q, args...)
 	}
 	now := time.Now().UnixMicro()
-	res, err := exec(liteInboxInsert, consumer, id, payloadHash(payload), now)
+	res, err := exec(liteInboxInsert, consumer, id, payloadHash(payload), now, nil)
 	if err != nil {
 		return err
 	}
