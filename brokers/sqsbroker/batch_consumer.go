@@ -62,29 +62,15 @@ func NewBatchConsumer[TTx any](ctx context.Context, p *batch.Processor[TTx], cfg
 	if p == nil {
 		return nil, errors.New("invalid config: batch processor is nil")
 	}
-	if cfg == nil {
-		return nil, errors.New("invalid config: SubscriberConfig is nil: Queue is required")
-	}
-	c := cfg.WithDefaults()
-	if err := c.validate(); err != nil {
-		return nil, err
-	}
-	if logger == nil {
-		logger = watermill.NopLogger{}
-	}
-	client := sqs.NewFromConfig(c.AWSConfig, withBufferedBodies(c.OptFns)...)
-	q, err := describeQueue(ctx, client, c.Queue, c.RequestTimeout)
+	c, client, q, err := openQueue(ctx, cfg)
 	if err != nil {
-		return nil, err
-	}
-	if err := c.validateQueue(q); err != nil {
 		return nil, err
 	}
 	if q.FIFO {
 		return nil, fmt.Errorf("invalid config: queue %s is a FIFO queue: a batch transaction cannot keep a message group's order past a failure; use Subscriber", q.Name)
 	}
-	if c.HeartbeatInterval == 0 {
-		c.HeartbeatInterval = q.VisibilityTimeout / HeartbeatDivisor
+	if logger == nil {
+		logger = watermill.NopLogger{}
 	}
 	return &BatchConsumer[TTx]{
 		p: p, cfg: c, client: client, queue: q, logger: logger.With(watermill.LogFields{"queue": q.Name}),

@@ -46,6 +46,40 @@ type LambdaConfig struct {
 	Logger watermill.LoggerAdapter
 }
 
+// WithDefaults returns a copy of c with every zero field set to its
+// default.
+func (c LambdaConfig) WithDefaults() LambdaConfig {
+	if c.Unmarshaler == nil {
+		c.Unmarshaler = Marshaler{}
+	}
+	if c.DeadlineMargin == 0 {
+		c.DeadlineMargin = LambdaDeadlineMarginDefault
+	}
+	if c.Logger == nil {
+		c.Logger = watermill.NopLogger{}
+	}
+	return c
+}
+
+// lambdaConfig returns cfg with defaults (nil: all defaults), or an error
+// wrapping "invalid config" that names every problem: missing (a nil
+// handler or processor, when not nil) and bad fields.
+func lambdaConfig(cfg *LambdaConfig, missing error) (LambdaConfig, error) {
+	var c LambdaConfig
+	if cfg != nil {
+		c = *cfg
+	}
+	c = c.WithDefaults()
+	errs := []error{missing}
+	if c.DeadlineMargin < 0 {
+		errs = append(errs, fmt.Errorf("DeadlineMargin is %s, must not be negative", c.DeadlineMargin))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return c, fmt.Errorf("invalid config: %w", err)
+	}
+	return c, nil
+}
+
 // LambdaHandler returns a Lambda handler that runs each record of an SQS
 // event through h, in order, and answers with a partial batch response:
 // BatchItemFailures lists exactly the records whose h returned an error
@@ -75,28 +109,13 @@ type LambdaConfig struct {
 // MessageId is empty cannot be named; it fails the whole batch by
 // returning an error, so Lambda retries it rather than deleting it.
 func LambdaHandler(h message.HandlerFunc, cfg *LambdaConfig) (LambdaHandlerFunc, error) {
-	c := LambdaConfig{}
-	if cfg != nil {
-		c = *cfg
-	}
-	if c.Unmarshaler == nil {
-		c.Unmarshaler = Marshaler{}
-	}
-	if c.DeadlineMargin == 0 {
-		c.DeadlineMargin = LambdaDeadlineMarginDefault
-	}
-	if c.Logger == nil {
-		c.Logger = watermill.NopLogger{}
-	}
-	var errs []error
+	var missing error
 	if h == nil {
-		errs = append(errs, errors.New("handler is nil"))
+		missing = errors.New("handler is nil")
 	}
-	if c.DeadlineMargin < 0 {
-		errs = append(errs, fmt.Errorf("DeadlineMargin is %s, must not be negative", c.DeadlineMargin))
-	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, fmt.Errorf("invalid config: %w", err)
+	c, err := lambdaConfig(cfg, missing)
+	if err != nil {
+		return nil, err
 	}
 	return func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 		var resp events.SQSEventResponse

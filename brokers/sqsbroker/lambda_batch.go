@@ -45,28 +45,13 @@ import (
 // in [LambdaHandler]. It returns an error wrapping "invalid config" when
 // p is nil or cfg is invalid; cfg nil means all defaults.
 func LambdaBatchHandler[TTx any](p *batch.Processor[TTx], cfg *LambdaConfig) (LambdaHandlerFunc, error) {
-	c := LambdaConfig{}
-	if cfg != nil {
-		c = *cfg
-	}
-	if c.Unmarshaler == nil {
-		c.Unmarshaler = Marshaler{}
-	}
-	if c.DeadlineMargin == 0 {
-		c.DeadlineMargin = LambdaDeadlineMarginDefault
-	}
-	if c.Logger == nil {
-		c.Logger = watermill.NopLogger{}
-	}
-	var errs []error
+	var missing error
 	if p == nil {
-		errs = append(errs, errors.New("batch processor is nil"))
+		missing = errors.New("batch processor is nil")
 	}
-	if c.DeadlineMargin < 0 {
-		errs = append(errs, fmt.Errorf("DeadlineMargin is %s, must not be negative", c.DeadlineMargin))
-	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, fmt.Errorf("invalid config: %w", err)
+	c, err := lambdaConfig(cfg, missing)
+	if err != nil {
+		return nil, err
 	}
 	return func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 		var resp events.SQSEventResponse

@@ -142,32 +142,44 @@ var _ message.Subscriber = (*Subscriber)(nil)
 // "invalid config" and name every bad field at once. logger nil means
 // watermill.NopLogger. NewSubscriber starts no goroutine.
 func NewSubscriber(ctx context.Context, cfg *SubscriberConfig, logger watermill.LoggerAdapter) (*Subscriber, error) {
-	if cfg == nil {
-		return nil, errors.New("invalid config: SubscriberConfig is nil: Queue is required")
-	}
-	c := cfg.WithDefaults()
-	if err := c.validate(); err != nil {
+	c, client, q, err := openQueue(ctx, cfg)
+	if err != nil {
 		return nil, err
 	}
 	if logger == nil {
 		logger = watermill.NopLogger{}
-	}
-	client := sqs.NewFromConfig(c.AWSConfig, withBufferedBodies(c.OptFns)...)
-	q, err := describeQueue(ctx, client, c.Queue, c.RequestTimeout)
-	if err != nil {
-		return nil, err
-	}
-	if err := c.validateQueue(q); err != nil {
-		return nil, err
-	}
-	if c.HeartbeatInterval == 0 {
-		c.HeartbeatInterval = q.VisibilityTimeout / HeartbeatDivisor
 	}
 	logger = logger.With(watermill.LogFields{"queue": q.Name})
 	if q.MaxReceiveCount == 0 {
 		logger.Info("Queue has no redrive policy: a message that keeps failing is delivered again until the queue's retention ends", nil)
 	}
 	return &Subscriber{cfg: c, client: client, queue: q, logger: logger, closing: make(chan struct{})}, nil
+}
+
+// openQueue checks cfg (nil: an error), fills in its defaults, creates the
+// client and reads the queue's attributes, checking them against cfg; a
+// zero HeartbeatInterval becomes the queue's visibility timeout /
+// HeartbeatDivisor. Configuration errors wrap "invalid config".
+func openQueue(ctx context.Context, cfg *SubscriberConfig) (SubscriberConfig, *sqs.Client, QueueInfo, error) {
+	if cfg == nil {
+		return SubscriberConfig{}, nil, QueueInfo{}, errors.New("invalid config: SubscriberConfig is nil: Queue is required")
+	}
+	c := cfg.WithDefaults()
+	if err := c.validate(); err != nil {
+		return c, nil, QueueInfo{}, err
+	}
+	client := sqs.NewFromConfig(c.AWSConfig, withBufferedBodies(c.OptFns)...)
+	q, err := describeQueue(ctx, client, c.Queue, c.RequestTimeout)
+	if err != nil {
+		return c, nil, q, err
+	}
+	if err := c.validateQueue(q); err != nil {
+		return c, nil, q, err
+	}
+	if c.HeartbeatInterval == 0 {
+		c.HeartbeatInterval = q.VisibilityTimeout / HeartbeatDivisor
+	}
+	return c, client, q, nil
 }
 
 // describeQueue resolves queue (a name or URL) and reads its attributes.
