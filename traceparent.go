@@ -2,6 +2,11 @@ package ackgap
 
 import "context"
 
+// TraceParentHeader is the W3C Trace Context header
+// (https://www.w3.org/TR/trace-context/#traceparent-header): the name the
+// traceparent has in message metadata and in outbox row headers.
+const TraceParentHeader = "traceparent"
+
 type traceParentKey struct{}
 
 // WithTraceParent returns a copy of ctx carrying the W3C traceparent

@@ -125,7 +125,8 @@ func TransitionIfState(ctx context.Context, p *stores.TransitionParams) (*stores
 
 // AddOutbox adds an outbox row in the message's transaction, whatever the
 // store, recording the consumer and event id that wrote it when p leaves
-// them empty. It returns ackgap.ErrNoTransaction outside the inbox
+// them empty, and the delivery's traceparent in the row's headers when the
+// message is traced (package telemetry) and p sets none. It returns ackgap.ErrNoTransaction outside the inbox
 // middleware, and a permanent error wrapping ackgap.ErrIdempotencyConflict
 // when the key exists with another payload. The same key with the same
 // payload is a duplicate result, not an error.
@@ -134,13 +135,7 @@ func AddOutbox(ctx context.Context, p *stores.OutboxInsertParams) (*stores.Outbo
 	if !ok {
 		return nil, ackgap.ErrNoTransaction
 	}
-	row := *p
-	if row.Consumer == "" {
-		row.Consumer = d.consumer()
-	}
-	if row.EventID == "" {
-		row.EventID = d.eventID()
-	}
+	row := fill(ctx, d, p)
 	return d.insertOutbox(ctx, &row)
 }
 
@@ -160,13 +155,7 @@ func QueueOutbox(ctx context.Context, p *stores.OutboxInsertParams) error {
 	if !ok {
 		return ackgap.ErrNoTransaction
 	}
-	row := *p
-	if row.Consumer == "" {
-		row.Consumer = d.consumer()
-	}
-	if row.EventID == "" {
-		row.EventID = d.eventID()
-	}
+	row := fill(ctx, d, p)
 	return d.queueOutbox(ctx, &row)
 }
 
@@ -193,13 +182,31 @@ func QueueTransition(ctx context.Context, p *stores.TransitionParams, then ...*s
 	}
 	q := &stores.QueueTransitionParams{Transition: *p, Outbox: make([]stores.OutboxInsertParams, len(then))}
 	for i, row := range then {
-		q.Outbox[i] = *row
-		if row.Consumer == "" {
-			q.Outbox[i].Consumer = d.consumer()
-		}
-		if row.EventID == "" {
-			q.Outbox[i].EventID = d.eventID()
-		}
+		q.Outbox[i] = fill(ctx, d, row)
 	}
 	return d.queueTransition(ctx, q)
+}
+
+// fill returns a copy of p with the consumer and event id of the message
+// where p leaves them empty, and, when the message is traced
+// (ackgap.TraceParentFromContext) and p's headers have no traceparent,
+// that traceparent added to a copy of the headers: the relay's span for
+// the row then links to the span of the delivery that wrote it.
+func fill(ctx context.Context, d delivery, p *stores.OutboxInsertParams) stores.OutboxInsertParams {
+	row := *p
+	if row.Consumer == "" {
+		row.Consumer = d.consumer()
+	}
+	if row.EventID == "" {
+		row.EventID = d.eventID()
+	}
+	if tp := ackgap.TraceParentFromContext(ctx); tp != "" && row.Headers[ackgap.TraceParentHeader] == "" {
+		h := make(map[string]string, len(row.Headers)+1)
+		for k, v := range row.Headers {
+			h[k] = v
+		}
+		h[ackgap.TraceParentHeader] = tp
+		row.Headers = h
+	}
+	return row
 }

@@ -59,6 +59,15 @@
 // delivery that applied it: the redelivery after an expired lease or a
 // crash in the ack gap leads to the work it repeats.
 //
+// # From the consumer to the effect
+//
+// An outbox row written behind the middleware (middleware.AddOutbox,
+// QueueOutbox, QueueTransition) keeps the consumer span's traceparent in
+// its headers. [Telemetry.OutboxEffect] wraps a relay effect: each call is
+// a client (HTTP) or producer (publish) span linked to that consumer span,
+// and the request or message it sends carries the effect span's own trace
+// context. Producer -> consumer -> effect is one chain of links.
+//
 // # Ack and broker confirmation
 //
 // The router acks after the middleware returned, and the broker confirms

@@ -8,8 +8,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/ackgap/ackgap/outbox"
 	"github.com/ackgap/ackgap/stores"
+	"github.com/ackgap/ackgap/telemetry"
 )
 
 // Settings of the demo's relays.
@@ -104,13 +107,14 @@ type relays struct {
 
 // startRelays starts n relays on store whose effects call svc: "charge"
 // rows POST to the payment provider, "email.receipt" rows to the mailer,
-// both with the row's idempotency key. They run until stop.
-func startRelays(ctx context.Context, store stores.OutboxStore, n int, svc *services, lost *lostReplies) (*relays, error) {
+// both with the row's idempotency key, each call a client span of tel
+// linked to the consumer span that wrote the row. They run until stop.
+func startRelays(ctx context.Context, store stores.OutboxStore, n int, svc *services, lost *lostReplies, tel *telemetry.Telemetry) (*relays, error) {
 	_, woken := store.(stores.OutboxListener)
 	rs := &relays{tally: &relayTally{outcomes: map[outbox.Outcome]int{}}, woken: woken, errs: make(chan error, n)}
 	effects := map[string]outbox.Effect{
-		KindCharge:  lost.wrap(outbox.HTTP(svc.client, svc.chargesURL)),
-		KindReceipt: outbox.HTTP(svc.client, svc.receiptsURL),
+		KindCharge:  tel.OutboxEffect("POST charges", trace.SpanKindClient, lost.wrap(outbox.HTTP(svc.client, svc.chargesURL))),
+		KindReceipt: tel.OutboxEffect("POST receipts", trace.SpanKindClient, outbox.HTTP(svc.client, svc.receiptsURL)),
 	}
 	for range n {
 		r, err := outbox.New(store, &outbox.Config{

@@ -873,24 +873,7 @@ func run[TTx any](ctx context.Context, b *backend[TTx], o Options) (s *Summary, 
 			err = errors.Join(err, fmt.Errorf("close services: %w", cerr))
 		}
 	}()
-	lost := &lostReplies{keys: p.lostReplies}
-	var rl *relays
-	defer func() {
-		if rl != nil {
-			_ = rl.stop()
-		}
-	}()
-	if o.RelaysDuring {
-		if rl, err = startRelays(ctx, b.outbox, o.Relays, svc, lost); err != nil {
-			return nil, err
-		}
-	}
-
-	t := newTally(p)
-	f := &faults{crashIDs: p.crash}
-	dl := &deadLetters{reasons: map[string]int{}}
-
-	// Closed after the routers (deferred before them).
+	// Closed after the routers and the relays (deferred before them).
 	obs, err := newObservability(ctx, o.Otel, o.OtelOut, b.outbox)
 	if err != nil {
 		return nil, err
@@ -900,6 +883,22 @@ func run[TTx any](ctx context.Context, b *backend[TTx], o Options) (s *Summary, 
 			err = errors.Join(err, cerr)
 		}
 	}()
+	lost := &lostReplies{keys: p.lostReplies}
+	var rl *relays
+	defer func() {
+		if rl != nil {
+			_ = rl.stop()
+		}
+	}()
+	if o.RelaysDuring {
+		if rl, err = startRelays(ctx, b.outbox, o.Relays, svc, lost, obs.tel); err != nil {
+			return nil, err
+		}
+	}
+
+	t := newTally(p)
+	f := &faults{crashIDs: p.crash}
+	dl := &deadLetters{reasons: map[string]int{}}
 
 	// Every instance's router configuration; the broker may set the
 	// handler timeout its lease needs.
@@ -1048,7 +1047,7 @@ func run[TTx any](ctx context.Context, b *backend[TTx], o Options) (s *Summary, 
 				return nil, err
 			}
 		}
-		if rl, err = startRelays(ctx, b.outbox, o.Relays, svc, lost); err != nil {
+		if rl, err = startRelays(ctx, b.outbox, o.Relays, svc, lost, obs.tel); err != nil {
 			return nil, err
 		}
 	}

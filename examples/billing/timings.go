@@ -10,6 +10,7 @@ import (
 	"time"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ackgap/ackgap/telemetry"
 )
@@ -152,8 +153,10 @@ type spanTimings struct {
 
 var _ sdktrace.SpanProcessor = (*spanTimings)(nil)
 
+// isConsumerSpan reports whether s is a consumer span of package
+// telemetry (not the relay's effect spans, which it makes too).
 func isConsumerSpan(s sdktrace.ReadOnlySpan) bool {
-	return s.InstrumentationScope().Name == telemetry.ScopeName
+	return s.InstrumentationScope().Name == telemetry.ScopeName && s.SpanKind() == trace.SpanKindConsumer
 }
 
 // OnStart counts the consumer spans started, for wait.
