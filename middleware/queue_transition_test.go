@@ -3,6 +3,7 @@ package middleware_test
 import (
 	"context"
 	"database/sql"
+	"strconv"
 	"sync"
 	"testing"
 
@@ -176,6 +177,44 @@ func TestQueueTransitionConcurrentDuplicates(t *testing.T) {
 			res, err := s.outbox.ListOutbox(context.Background(), &stores.OutboxListParams{})
 			require.NoError(t, err)
 			require.Len(t, res.Rows, 2)
+		})
+	}
+}
+
+// TestQueueTransitionConcurrentDistinctEvents: two different events move
+// the same order at once (order.placed and order.repriced both want
+// pending -> charging). One applies; the other finds the order already
+// charging once the first committed, which is "already applied" (acked,
+// nothing written), never a refusal: the check must read the row as the
+// UPDATE found it after waiting, not as the statement's snapshot had it.
+func TestQueueTransitionConcurrentDistinctEvents(t *testing.T) {
+	for _, s := range qtStores(t) {
+		t.Run(s.name, func(t *testing.T) {
+			inbox := s.inbox(t)
+			h := inbox(moveOrder())
+			for round := range 20 {
+				order := "o" + strconv.Itoa(round)
+				s.exec(t, `INSERT INTO orders (id, status) VALUES ('`+order+`', 'pending')`)
+				var wg sync.WaitGroup
+				start := make(chan struct{})
+				errs := make(chan error, 4)
+				for i := range 4 {
+					wg.Go(func() {
+						<-start
+						_, err := h(orderEvent("e"+strconv.Itoa(i)+"-"+order, order, `{}`))
+						errs <- err
+					})
+				}
+				close(start)
+				wg.Wait()
+				close(errs)
+				for err := range errs {
+					require.NoError(t, err, "round %d: a concurrent, distinct event is already applied, not refused", round)
+				}
+				var v int
+				s.query(t, `SELECT version FROM orders WHERE id = '`+order+`'`, &v)
+				require.Equal(t, 1, v)
+			}
 		})
 	}
 }

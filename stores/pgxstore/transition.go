@@ -123,8 +123,8 @@ func refusedOrConflict(err error) bool {
 // inbox insert inserted (true without one) and the refusal check, which
 // raises cardinality_violation (a scalar subquery of two rows) when the
 // row is not in a From state and, for a To outside From, not already in
-// To. Every data-modifying CTE sees the snapshot the statement started
-// with, so the check reads the state from before the UPDATE. With inbox
+// To (read FOR SHARE, so as the UPDATE found it after any wait, not as the
+// statement's snapshot has it). With inbox
 // non-nil the inbox insert is the first CTE and the UPDATE runs only when
 // it inserted. The text depends only on q's shape (names, how many From
 // states, Set columns and rows, whether inbox is folded in), so it is
@@ -240,7 +240,13 @@ ON CONFLICT (idempotency_key) DO UPDATE SET kind = o.kind WHERE 1 / (o.payload_h
 	}
 	b.WriteString("\nSELECT EXISTS (SELECT 1 FROM i), (SELECT 1 FROM (VALUES (1), (2)) AS refused (n) WHERE EXISTS (SELECT 1 FROM i) AND NOT EXISTS (SELECT 1 FROM t)")
 	if !sh.toInFrom {
-		b.WriteString(" AND NOT EXISTS (SELECT 1 FROM " + table + " WHERE " + key + " = " + keyArg + " AND " + state + " = " + to + ")")
+		// Already in To is not a refusal. The state is read with FOR SHARE:
+		// a row another transaction moved while the UPDATE waited on it is
+		// then read as that transaction left it, not as this statement's
+		// snapshot has it (READ COMMITTED re-reads a locked row's newest
+		// version). CASE keeps the lock off a row this statement updated.
+		b.WriteString(" AND CASE WHEN EXISTS (SELECT 1 FROM t) THEN false ELSE (SELECT " + state + " FROM " + table +
+			" WHERE " + key + " = " + keyArg + " FOR SHARE) IS DISTINCT FROM " + to + " END")
 	}
 	b.WriteString(")")
 	return b.String()
