@@ -1,6 +1,7 @@
 package batch
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -209,10 +210,12 @@ func (p *Processor[TTx]) Process(ctx context.Context, msgs []*message.Message) (
 	res := &Result{Messages: make([]MessageResult, len(msgs))}
 	received := p.cfg.Now()
 	rows := make([]stores.InboxManyRow, 0, len(msgs))
-	rowOf := make([]int, len(msgs)) // index into rows, or -1
+	rowOf := make([]int, len(msgs))    // index into rows, or -1
+	repeatOf := make([]int, len(msgs)) // for a later copy of an id in msgs, its first copy's row; else -1
+	hashes := make([][]byte, len(msgs))
 	firstOf := make(map[string]int, len(msgs))
 	for i, msg := range msgs {
-		rowOf[i] = -1
+		rowOf[i], repeatOf[i] = -1, -1
 		r := &res.Messages[i]
 		id, err := p.inbox.EventIDOf(msg)
 		r.EventID = id
@@ -221,12 +224,9 @@ func (p *Processor[TTx]) Process(ctx context.Context, msgs []*message.Message) (
 			continue
 		}
 		hash := stores.PayloadHash(msg.Payload)
+		hashes[i] = hash
 		if j, ok := firstOf[id]; ok {
-			if string(rows[j].PayloadHash) != string(hash) && p.cfg.PayloadMismatch == middleware.PayloadMismatchReject {
-				r.Outcome, r.Err = middleware.OutcomeRejected, p.conflict(id)
-			} else {
-				r.Outcome = middleware.OutcomeDuplicate
-			}
+			repeatOf[i] = j // decided once the inbox said what the id holds
 			continue
 		}
 		firstOf[id] = len(rows)
@@ -244,6 +244,21 @@ func (p *Processor[TTx]) Process(ctx context.Context, msgs []*message.Message) (
 	}
 	var todo []int
 	for i := range msgs {
+		if j := repeatOf[i]; j >= 0 {
+			// A later copy in this batch: compared with the payload the id
+			// will hold, the stored one when the first copy was a
+			// duplicate, else the first copy's.
+			r, o, held := &res.Messages[i], begun.Rows[j], rows[j].PayloadHash
+			if o.Duplicate {
+				held = o.StoredHash
+			}
+			if held != nil && !bytes.Equal(held, hashes[i]) && p.cfg.PayloadMismatch == middleware.PayloadMismatchReject {
+				r.Outcome, r.Err = middleware.OutcomeRejected, p.conflict(r.EventID)
+			} else {
+				r.Outcome = middleware.OutcomeDuplicate
+			}
+			continue
+		}
 		if rowOf[i] < 0 {
 			continue
 		}

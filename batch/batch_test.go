@@ -287,6 +287,14 @@ func suite[TTx any](t *testing.T, newEnv func(t *testing.T) *env[TTx]) {
 		require.NoError(t, err)
 		require.Equal(t, []middleware.Outcome{duplicate, applied, duplicate}, outcomes(res))
 		require.Equal(t, [4]int{4, 4, 4, 4}, e.state(t))
+
+		// Copies of an applied id in one batch are compared with the
+		// payload the inbox holds, not with the batch's first copy: the
+		// reused one is rejected, the exact copy behind it is a duplicate.
+		res, err = p.Process(ctx, []*message.Message{event("e1", "o1", "another payload"), event("e1", "o1", `{"order":"o1"}`)})
+		require.NoError(t, err)
+		require.Equal(t, []middleware.Outcome{rejected, duplicate}, outcomes(res))
+		require.Equal(t, [4]int{4, 4, 4, 4}, e.state(t))
 	})
 
 	t.Run("RejectedBeforeTheDatabase", func(t *testing.T) {

@@ -123,6 +123,10 @@ type InboxManyOutcome struct {
 	// PayloadMismatch is true for a duplicate whose stored payload hash is
 	// set and differs from the row's.
 	PayloadMismatch bool
+	// StoredHash is, for a duplicate, the payload hash the existing row
+	// holds (nil when it holds none), so that further copies of the id can
+	// be compared with it.
+	StoredHash []byte
 }
 
 // BeginInboxManyResult is the output of [BatchStore.BeginInboxMany].

@@ -103,7 +103,7 @@ func (s *Store) BeginInboxMany(ctx context.Context, p *stores.BeginInboxManyPara
 			continue
 		}
 		h := stored[r.EventID]
-		res.Rows[i] = stores.InboxManyOutcome{Duplicate: true, PayloadMismatch: h != nil && r.PayloadHash != nil && !bytes.Equal(h, r.PayloadHash)}
+		res.Rows[i] = stores.InboxManyOutcome{Duplicate: true, PayloadMismatch: h != nil && r.PayloadHash != nil && !bytes.Equal(h, r.PayloadHash), StoredHash: h}
 	}
 	return res, nil
 }

@@ -83,7 +83,7 @@ ON CONFLICT DO NOTHING RETURNING event_id`, []any{p.Consumer, micros(p.Now), str
 			continue
 		}
 		h := stored[r.EventID]
-		res.Rows[i] = stores.InboxManyOutcome{Duplicate: true, PayloadMismatch: h != nil && r.PayloadHash != nil && !bytes.Equal(h, r.PayloadHash)}
+		res.Rows[i] = stores.InboxManyOutcome{Duplicate: true, PayloadMismatch: h != nil && r.PayloadHash != nil && !bytes.Equal(h, r.PayloadHash), StoredHash: h}
 	}
 	return res, nil
 }

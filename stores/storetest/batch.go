@@ -55,7 +55,10 @@ func RunBatch[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TTx]) {
 		in[3].PayloadHash = nil
 		res, err := bs.BeginInboxMany(ctx, &stores.BeginInboxManyParams{Consumer: "c1", Rows: in})
 		require.NoError(t, err)
-		require.Equal(t, []stores.InboxManyOutcome{{Duplicate: true}, {}, {Duplicate: true, PayloadMismatch: true}, {}}, res.Rows)
+		require.Equal(t, []stores.InboxManyOutcome{
+			{Duplicate: true, StoredHash: hashOf("payload of e1")}, {},
+			{Duplicate: true, PayloadMismatch: true, StoredHash: hashOf("payload of e4")}, {},
+		}, res.Rows, "duplicates with the hash their rows hold")
 		require.NoError(t, h.Store.CommitTx(ctx, res.Tx))
 		for _, id := range []string{"e2", "e5"} {
 			require.True(t, begin(t, h, "c1", id, nil).Duplicate, "%s committed with the batch", id)
