@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -57,19 +58,40 @@ func Schema(t testing.TB, maxConns int32) (*pgxpool.Pool, string) {
 		t.Fatalf("testdb: pool: %v", err)
 	}
 	t.Cleanup(func() {
-		pool.Close()
+		// A test that failed mid-transaction may leave a connection
+		// acquired, and pool.Close waits for it: bound the wait, so the
+		// failure is reported instead of hanging until the test timeout.
+		closed := make(chan struct{})
+		go func() {
+			pool.Close()
+			close(closed)
+		}()
+		select {
+		case <-closed:
+		case <-time.After(cleanupWait):
+			t.Errorf("testdb: schema %s: a pool connection is still acquired %s after the test (a transaction left open?)", schema, cleanupWait)
+		}
 		c, err := pgx.Connect(context.Background(), URL())
 		if err != nil {
 			t.Errorf("testdb: drop schema %s: %v", schema, err)
 			return
 		}
 		defer c.Close(context.Background())
+		// The same open transaction may hold locks in the schema.
+		if _, err := c.Exec(context.Background(), "SET lock_timeout = '10s'"); err != nil {
+			t.Errorf("testdb: drop schema %s: %v", schema, err)
+			return
+		}
 		if _, err := c.Exec(context.Background(), "DROP SCHEMA "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
 			t.Errorf("testdb: drop schema %s: %v", schema, err)
 		}
 	})
 	return pool, schema
 }
+
+// cleanupWait bounds how long a test's cleanup waits for its pool's
+// connections to come back.
+const cleanupWait = 10 * time.Second
 
 // SQLitePath returns the path of a new SQLite file in t's temp dir.
 func SQLitePath(t testing.TB) string {
