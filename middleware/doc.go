@@ -13,7 +13,13 @@
 // For each message the middleware extracts the event id, begins a
 // transaction and inserts the inbox row (consumer, event id) first. A
 // duplicate rolls back, skips the handler and returns nil, so the message
-// is acked. Otherwise the handler runs with the transaction in the message
+// is acked. A store that implements stores.InboxDeferrer (pgxstore) sends
+// BEGIN and the insert with the handler's first statement instead, saving
+// a round trip: for a duplicate that statement fails with
+// ackgap.ErrDuplicate, everything is rolled back and the message is acked
+// as a duplicate whatever the handler returns; the handler's code before
+// its first statement did run, so it must not call out (design.md
+// invariant 7: effects go through the outbox). Otherwise the handler runs with the transaction in the message
 // context ([TxFromContext], [TransitionIfState], [AddOutbox],
 // [QueueOutbox]: AddOutbox when the handler reads the row's id, QueueOutbox,
 // cheaper on PostgreSQL, when it does not); a nil

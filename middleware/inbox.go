@@ -40,8 +40,11 @@ type Outcome string
 const (
 	// OutcomeApplied: the handler ran and its transaction committed.
 	OutcomeApplied Outcome = "applied"
-	// OutcomeDuplicate: the event was in the inbox; the handler was skipped
-	// and the message is acked.
+	// OutcomeDuplicate: the event was in the inbox; nothing was written
+	// and the message is acked. With a store that defers the inbox insert
+	// (stores.InboxDeferrer: pgxstore) the handler ran up to its first
+	// statement, which failed with ackgap.ErrDuplicate and was rolled
+	// back; with others it was not called.
 	OutcomeDuplicate Outcome = "duplicate"
 	// OutcomeRejected: the message cannot be processed (no event id, an
 	// over-long one, an id reused with another payload); a permanent error
