@@ -833,19 +833,5 @@ func (r *report) findE2E(store, broker string, tel bool) *e2eCell {
 
 // medianRun returns the run whose throughput is the median.
 func (c *e2eCell) medianRun() *e2eResult {
-	idx := make([]int, len(c.results))
-	for i := range idx {
-		idx[i] = i
-	}
-	slices.SortFunc(idx, func(a, b int) int {
-		ra, rb := c.results[a].rate(), c.results[b].rate()
-		switch {
-		case ra < rb:
-			return -1
-		case ra > rb:
-			return 1
-		}
-		return 0
-	})
-	return &c.results[idx[len(idx)/2]]
+	return &c.results[medianIndex(len(c.results), func(i int) float64 { return c.results[i].rate() })]
 }

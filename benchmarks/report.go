@@ -287,12 +287,18 @@ func ratioNs(a, b *cell) stat {
 
 // medianRun returns the run whose throughput is the median.
 func (c *cell) medianRun() *result {
-	idx := make([]int, len(c.results))
+	return &c.results[medianIndex(len(c.results), func(i int) float64 { return c.results[i].rate() })]
+}
+
+// medianIndex returns the index, of n runs (n > 0), of the run whose
+// throughput rate(i) is the median.
+func medianIndex(n int, rate func(i int) float64) int {
+	idx := make([]int, n)
 	for i := range idx {
 		idx[i] = i
 	}
 	slices.SortFunc(idx, func(a, b int) int {
-		ra, rb := c.results[a].rate(), c.results[b].rate()
+		ra, rb := rate(a), rate(b)
 		switch {
 		case ra < rb:
 			return -1
@@ -301,7 +307,7 @@ func (c *cell) medianRun() *result {
 		}
 		return 0
 	})
-	return &c.results[idx[len(idx)/2]]
+	return idx[n/2]
 }
 
 // cpuPerMsg is the median CPU time per message, harness and server
