@@ -2,7 +2,6 @@ package storetest
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -104,49 +103,27 @@ func RunInboxDeferrer[TTx any](t *testing.T, setup func(t *testing.T) *Harness[T
 		d := deferrer(t, h)
 		ctx := context.Background()
 		const n = 16
-		var (
-			start          = make(chan struct{})
-			wg             sync.WaitGroup
-			mu             sync.Mutex
-			applied, dupes int
-			errs           []error
-		)
-		for range n {
-			wg.Go(func() {
-				<-start
-				tx, err := d.BeginInboxDeferred(ctx, &stores.BeginInboxParams{Consumer: "c1", EventID: "e1"})
-				var verdict *stores.BeginInboxResult[TTx]
-				if err == nil {
-					_, err = h.Store.TransitionIfStateTx(ctx, tx, bump)
-					time.Sleep(20 * time.Millisecond) // hold the transaction so the others pile up on the key
-					var verr error
-					verdict, verr = d.InboxVerdictTx(ctx, tx)
-					switch {
-					case verr != nil:
-						err = verr
-					case verdict.Duplicate:
-						err = nil
-					case err == nil:
-						err = h.Store.CommitTx(ctx, tx)
-					}
-					if err != nil {
-						_ = h.Store.RollbackTx(ctx, tx)
-					}
-				}
-				mu.Lock()
-				defer mu.Unlock()
-				switch {
-				case err != nil:
-					errs = append(errs, err)
-				case verdict.Duplicate:
-					dupes++
-				default:
-					applied++
-				}
-			})
-		}
-		close(start)
-		wg.Wait()
+		applied, dupes, errs := concurrently(n, func() (bool, error) {
+			tx, err := d.BeginInboxDeferred(ctx, &stores.BeginInboxParams{Consumer: "c1", EventID: "e1"})
+			if err != nil {
+				return false, err
+			}
+			_, err = h.Store.TransitionIfStateTx(ctx, tx, bump)
+			time.Sleep(20 * time.Millisecond) // hold the transaction so the others pile up on the key
+			verdict, verr := d.InboxVerdictTx(ctx, tx)
+			switch {
+			case verr != nil:
+				err = verr
+			case verdict.Duplicate:
+				return true, nil
+			case err == nil:
+				err = h.Store.CommitTx(ctx, tx)
+			}
+			if err != nil {
+				_ = h.Store.RollbackTx(ctx, tx)
+			}
+			return false, err
+		})
 		require.Empty(t, errs)
 		require.Equal(t, 1, applied)
 		require.Equal(t, n-1, dupes)

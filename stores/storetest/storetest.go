@@ -125,44 +125,24 @@ func Run[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TTx]) {
 		require.NoError(t, h.Exec(ctx, `INSERT INTO "Order ""Items""" (id, status) VALUES ('o1', 'open')`))
 
 		const n = 16
-		var (
-			start          = make(chan struct{})
-			wg             sync.WaitGroup
-			mu             sync.Mutex
-			applied, dupes int
-			errs           []error
-		)
-		for range n {
-			wg.Go(func() {
-				<-start
-				res, err := h.Store.BeginInbox(ctx, &stores.BeginInboxParams{Consumer: "c1", EventID: "e1"})
-				if err == nil && !res.Duplicate {
-					// Bump the version whatever the state: only the inbox
-					// stands between this change and a double apply.
-					_, err = h.Store.TransitionIfStateTx(ctx, res.Tx, &stores.TransitionParams{
-						Table: stateTable, Key: "o1", From: []string{"open"}, To: "open", VersionColumn: "version",
-					})
-					time.Sleep(20 * time.Millisecond) // hold the transaction so the others pile up on the key
-					if err == nil {
-						err = h.Store.CommitTx(ctx, res.Tx)
-					} else {
-						_ = h.Store.RollbackTx(ctx, res.Tx)
-					}
-				}
-				mu.Lock()
-				defer mu.Unlock()
-				switch {
-				case err != nil:
-					errs = append(errs, err)
-				case res.Duplicate:
-					dupes++
-				default:
-					applied++
-				}
+		applied, dupes, errs := concurrently(n, func() (bool, error) {
+			res, err := h.Store.BeginInbox(ctx, &stores.BeginInboxParams{Consumer: "c1", EventID: "e1"})
+			if err != nil || res.Duplicate {
+				return err == nil, err
+			}
+			// Bump the version whatever the state: only the inbox stands
+			// between this change and a double apply.
+			_, err = h.Store.TransitionIfStateTx(ctx, res.Tx, &stores.TransitionParams{
+				Table: stateTable, Key: "o1", From: []string{"open"}, To: "open", VersionColumn: "version",
 			})
-		}
-		close(start)
-		wg.Wait()
+			time.Sleep(20 * time.Millisecond) // hold the transaction so the others pile up on the key
+			if err == nil {
+				err = h.Store.CommitTx(ctx, res.Tx)
+			} else {
+				_ = h.Store.RollbackTx(ctx, res.Tx)
+			}
+			return false, err
+		})
 		require.Empty(t, errs)
 		require.Equal(t, 1, applied)
 		require.Equal(t, n-1, dupes)
@@ -329,6 +309,36 @@ func Run[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TTx]) {
 		_, err = h.Store.Migrate(ctx, &stores.MigrateParams{TargetVersion: newest + 1})
 		require.Error(t, err)
 	})
+}
+
+// concurrently runs deliver n times at once, released together, and
+// tallies what the deliveries did: applied (no error, not a duplicate),
+// duplicates, and errors.
+func concurrently(n int, deliver func() (duplicate bool, err error)) (applied, dupes int, errs []error) {
+	var (
+		start = make(chan struct{})
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+	)
+	for range n {
+		wg.Go(func() {
+			<-start
+			dup, err := deliver()
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err != nil:
+				errs = append(errs, err)
+			case dup:
+				dupes++
+			default:
+				applied++
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	return applied, dupes, errs
 }
 
 func begin[TTx any](t *testing.T, h *Harness[TTx], consumer, eventID string, hash []byte) *stores.BeginInboxResult[TTx] {
