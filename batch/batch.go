@@ -70,6 +70,20 @@ type Config[TTx any] struct {
 	RollbackTimeout time.Duration
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
+	// Trace, when set, starts what traces a message before Process does
+	// anything with it, and returns the function Process calls with the
+	// message's error (nil for applied and duplicate) once its outcome is
+	// final, before Process returns: the function that
+	// telemetry.Telemetry.Begin returns, with Observer set to that
+	// Telemetry's Observer. Default nil.
+	Trace func(msg *message.Message) (end func(err error))
+	// Observer, when set, receives a middleware.Report per message once
+	// its outcome is final (after the commit), with the message's context,
+	// before Trace's end: Received is when Process started, HandlerStarted
+	// when the batch handler or the message's Handler was called (zero if
+	// neither was), Committed when the commit returned (applied only).
+	// Called on Process's goroutine; it must not block. Default nil.
+	Observer middleware.ObserverFunc
 }
 
 // WithDefaults returns a copy of c with every zero field set to its default.
@@ -174,6 +188,9 @@ type MessageResult struct {
 	Outcome middleware.Outcome
 	// Err is nil for applied and duplicate.
 	Err error
+	// HandlerStarted is when the batch handler, or the message's Handler,
+	// was called for it (the later of the two); zero if neither was.
+	HandlerStarted time.Time
 }
 
 // Count returns how many messages had outcome o.
@@ -207,8 +224,35 @@ func (r *Result) Count(o middleware.Outcome) int {
 // failed with that error, rejected ones included: redeliver them all.
 // Messages' contexts are restored before Process returns.
 func (p *Processor[TTx]) Process(ctx context.Context, msgs []*message.Message) (*Result, error) {
-	res := &Result{Messages: make([]MessageResult, len(msgs))}
+	var ends []func(error)
+	if p.cfg.Trace != nil {
+		ends = make([]func(error), len(msgs))
+		for i, msg := range msgs {
+			ends[i] = p.cfg.Trace(msg)
+		}
+	}
 	received := p.cfg.Now()
+	res, err := p.process(ctx, msgs, received)
+	for i, msg := range msgs {
+		r := &res.Messages[i]
+		if p.cfg.Observer != nil {
+			rep := &middleware.Report{Consumer: p.cfg.Consumer, EventID: r.EventID, Outcome: r.Outcome, Err: r.Err,
+				Received: received, HandlerStarted: r.HandlerStarted}
+			if r.Outcome == middleware.OutcomeApplied {
+				rep.Committed = res.Committed
+			}
+			p.cfg.Observer(msg.Context(), rep)
+		}
+		if ends != nil {
+			ends[i](r.Err)
+		}
+	}
+	return res, err
+}
+
+// process is Process without its Trace and Observer.
+func (p *Processor[TTx]) process(ctx context.Context, msgs []*message.Message, received time.Time) (*Result, error) {
+	res := &Result{Messages: make([]MessageResult, len(msgs))}
 	rows := make([]stores.InboxManyRow, 0, len(msgs))
 	rowOf := make([]int, len(msgs))    // index into rows, or -1
 	repeatOf := make([]int, len(msgs)) // for a later copy of an id in msgs, its first copy's row; else -1
@@ -309,6 +353,10 @@ func (p *Processor[TTx]) apply(ctx context.Context, tx TTx, msgs []*message.Mess
 		for j, i := range todo {
 			batch[j] = msgs[i]
 		}
+		started := p.cfg.Now()
+		for _, i := range todo {
+			res.Messages[i].HandlerStarted = started
+		}
 		err := callBatch(ctx, p.cfg.BatchHandler, tx, batch)
 		if err == nil {
 			err = p.store.ReleaseSavepointTx(ctx, tx, SavepointBatch)
@@ -330,8 +378,11 @@ func (p *Processor[TTx]) apply(ctx context.Context, tx TTx, msgs []*message.Mess
 		var err error
 		if p.perMessage == nil {
 			err = fmt.Errorf("ackgap batch: batch handler failed and there is no per-message Handler: %w", res.BatchHandlerErr)
-		} else if err = p.runOne(ctx, tx, msgs[i], r.EventID); errors.Is(err, errTxBroken) {
-			return err
+		} else {
+			r.HandlerStarted = p.cfg.Now()
+			if err = p.runOne(ctx, tx, msgs[i], r.EventID); errors.Is(err, errTxBroken) {
+				return err
+			}
 		}
 		switch {
 		case err == nil:

@@ -44,6 +44,14 @@
 // batch's messages that are neither rejected nor duplicates, and writes
 // its outbox rows with stores.BatchStore.InsertOutboxManyTx.
 //
+// Tracing: set Config.Trace to what telemetry.Telemetry.Begin returns and
+// Config.Observer to that Telemetry's Observer; every message then has its
+// consumer span, with the ack gap and lease headroom, as behind the router
+// (the batch adapters acknowledge the messages and report the broker's
+// confirmation). Duplicates found by the set-based insert are not linked
+// to the first delivery's span: BeginInboxMany does not keep trace
+// context.
+//
 // Mind the batch size on PostgreSQL with the per-message Handler: every
 // savepoint that writes is a subtransaction, and a transaction with more
 // than 64 of them overflows each backend's subtransaction cache, which

@@ -97,48 +97,54 @@ type process struct {
 
 func (c *consumer) middleware(h message.HandlerFunc) message.HandlerFunc {
 	return func(msg *message.Message) (produced []*message.Message, err error) {
-		parent := msg.Context()
-		dest := c.destination
-		if dest == "" {
-			dest = message.SubscribeTopicFromCtx(parent)
-		}
-		// The span stamps its own start: no per-message option to allocate.
-		ctx, span := c.t.tracer.Start(parent, c.name(dest), consumerSpan...)
-		start := time.Now()
-		recording, metrics := span.IsRecording(), c.t.metricsEnabled(parent)
-		if !recording && !metrics {
-			// Nothing records (no SDK, or sampled out without metrics):
-			// pass the sampling decision on to child spans, nothing more.
-			if span.SpanContext().IsValid() {
-				msg.SetContext(ctx)
-			}
-			produced, err = h(msg)
-			span.End()
-			return produced, err
-		}
-		p := &process{c: c, span: span, recording: recording, metrics: metrics, destination: dest, start: start}
-		if d, ok := ackgap.DeliveryFromContext(parent); ok {
-			p.delivery, p.group = d, d.ConsumerGroup
-		}
-		if recording {
-			p.begin(msg)
-		}
-		p.ctx = ctx
-		if recording {
-			// Kept with the inbox row, so a later copy links to this span.
-			ctx = ackgap.WithTraceParent(ctx, traceParent(span.SpanContext()))
-		}
-		msg.SetContext(context.WithValue(ctx, processKey{}, p))
+		end := c.start(msg)
 		defer func() {
 			if r := recover(); r != nil {
-				p.returned(msg, parent, fmt.Errorf("telemetry: handler panicked: %v", r))
+				end(fmt.Errorf("telemetry: handler panicked: %v", r))
 				panic(r)
 			}
 		}()
 		produced, err = h(msg)
-		p.returned(msg, parent, err)
+		end(err)
 		return produced, err
 	}
+}
+
+// start starts msg's span and puts it, with the process, in msg's context;
+// end takes what the processing returned (the handler chain's error) and
+// watches the ack and its confirmation.
+func (c *consumer) start(msg *message.Message) (end func(err error)) {
+	parent := msg.Context()
+	dest := c.destination
+	if dest == "" {
+		dest = message.SubscribeTopicFromCtx(parent)
+	}
+	// The span stamps its own start: no per-message option to allocate.
+	ctx, span := c.t.tracer.Start(parent, c.name(dest), consumerSpan...)
+	start := time.Now()
+	recording, metrics := span.IsRecording(), c.t.metricsEnabled(parent)
+	if !recording && !metrics {
+		// Nothing records (no SDK, or sampled out without metrics): pass
+		// the sampling decision on to child spans, nothing more.
+		if span.SpanContext().IsValid() {
+			msg.SetContext(ctx)
+		}
+		return func(error) { span.End() }
+	}
+	p := &process{c: c, span: span, recording: recording, metrics: metrics, destination: dest, start: start}
+	if d, ok := ackgap.DeliveryFromContext(parent); ok {
+		p.delivery, p.group = d, d.ConsumerGroup
+	}
+	if recording {
+		p.begin(msg)
+	}
+	p.ctx = ctx
+	if recording {
+		// Kept with the inbox row, so a later copy links to this span.
+		ctx = ackgap.WithTraceParent(ctx, traceParent(span.SpanContext()))
+	}
+	msg.SetContext(context.WithValue(ctx, processKey{}, p))
+	return func(err error) { p.returned(msg, parent, err) }
 }
 
 // begin sets the span's messaging attributes, links it to the producer's

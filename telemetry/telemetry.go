@@ -195,6 +195,15 @@ func (t *Telemetry) Close() error {
 // the middleware makes the span, the observer tells it what the inbox did.
 // It returns an error wrapping "invalid config" when system is empty.
 func (t *Telemetry) Middleware(destination, system string) (message.HandlerMiddleware, error) {
+	c, err := t.consumer(destination, system)
+	if err != nil {
+		return nil, err
+	}
+	return c.middleware, nil
+}
+
+// consumer returns the spans' maker for destination and system.
+func (t *Telemetry) consumer(destination, system string) (*consumer, error) {
 	if system == "" {
 		return nil, errors.New("invalid config: system is empty: pass the broker's messaging.system (telemetry.SystemKafka, SystemAWSSQS, SystemGoChannel)")
 	}
@@ -202,7 +211,7 @@ func (t *Telemetry) Middleware(destination, system string) (message.HandlerMiddl
 	if destination != "" {
 		c.spanName = "process " + destination
 	}
-	return c.middleware, nil
+	return c, nil
 }
 
 // Observer returns the inbox observer for router.Config.Observer (or
@@ -235,6 +244,25 @@ func (t *Telemetry) RouterOptions(destination, system string) (message.HandlerMi
 		return nil, nil, err
 	}
 	return mw, t.Observer(nil), nil
+}
+
+// Begin returns a function that starts a message's consumer span as
+// [Telemetry.Middleware] does before it calls the handler, for code that
+// drives a message's processing itself rather than through a Watermill
+// handler chain (package batch: batch.Config.Trace). The message's
+// context then carries the span, the traceparent the inbox keeps, and what
+// [Telemetry.Observer] needs. Call the end it returns once, with the
+// processing's error (nil: the message is to be acked), when the outcome
+// is final and before the ack; the span then ends at the broker's
+// confirmation when an ackgap.Delivery in the message's context reports
+// one, else at the message's Ack or Nack. It returns an error wrapping
+// "invalid config" when system is empty.
+func (t *Telemetry) Begin(destination, system string) (func(msg *message.Message) (end func(err error)), error) {
+	c, err := t.consumer(destination, system)
+	if err != nil {
+		return nil, err
+	}
+	return c.start, nil
 }
 
 // Inject writes the trace context of ctx into msg's metadata with the

@@ -234,9 +234,15 @@ func (bc *BatchConsumer[TTx]) process(ctx context.Context, ms []types.Message, l
 	res, _ := bc.p.Process(ctx, msgs)
 	settled := time.Now()
 	for j, r := range res.Messages {
+		// Ack and Nack tell what watches the messages (batch.Config.Trace:
+		// telemetry) the router's verdict; the ackgap.Delivery reports
+		// the broker's confirmation after DeleteMessageBatch.
 		if r.Outcome != middleware.OutcomeApplied && r.Outcome != middleware.OutcomeDuplicate {
 			errs[idx[j]] = r.Err
+			msgs[j].Nack()
+			continue
 		}
+		msgs[j].Ack()
 	}
 	states := make([]leaseState, len(ms))
 	var acked, nacked []int

@@ -123,10 +123,14 @@ func lambdaRun[TTx any](ctx context.Context, p *batch.Processor[TTx], u wsqs.Unm
 	// A batch that failed as a whole has every message failed.
 	res, _ := p.Process(ctx, msgs)
 	for j, m := range res.Messages {
+		// Ack and Nack tell what watches the messages (batch.Config.Trace:
+		// telemetry) what became of them.
 		switch m.Outcome {
 		case middleware.OutcomeApplied, middleware.OutcomeDuplicate:
+			msgs[j].Ack()
 		default:
 			errs[idx[j]] = m.Err
+			msgs[j].Nack()
 		}
 	}
 	return errs
