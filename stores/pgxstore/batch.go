@@ -50,7 +50,7 @@ func (s *Store) BeginInboxMany(ctx context.Context, p *stores.BeginInboxManyPara
 	}
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
-		return nil, interpretError("begin: acquire connection", err)
+		return nil, acquireError(err)
 	}
 	var b pgx.Batch
 	b.BeginTx(pgx.TxOptions{})

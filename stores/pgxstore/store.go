@@ -158,7 +158,7 @@ func (s *Store) BeginInbox(ctx context.Context, p *stores.BeginInboxParams) (*st
 func (s *Store) BeginInboxDeferred(ctx context.Context, p *stores.BeginInboxParams) (pgx.Tx, error) {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
-		return nil, interpretError("begin: acquire connection", err)
+		return nil, acquireError(err)
 	}
 	pending := *p
 	return &inboxTx{conn: conn, pgConn: conn.Conn(), store: s, pending: &pending}, nil
@@ -363,6 +363,16 @@ func encodeHeaders(h map[string]string) ([]byte, error) {
 		return nil, fmt.Errorf("outbox headers: %w", err)
 	}
 	return b, nil
+}
+
+// acquireError translates a failure to take a connection from the pool.
+// Whatever the cause (the pool closed, a connect error, or no connection
+// free before ctx's deadline: a handler timeout spent waiting behind busy
+// connections), the database could not be had, not the message was bad:
+// it wraps ackgap.ErrStoreUnavailable, so the message is redelivered, never
+// dead-lettered.
+func acquireError(err error) error {
+	return fmt.Errorf("pgxstore: begin: acquire connection: %w: %w", ackgap.ErrStoreUnavailable, err)
 }
 
 // interpretError is the one place driver errors are translated: errors

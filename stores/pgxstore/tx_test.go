@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/jackc/pgx/v5"
@@ -248,4 +249,28 @@ func TestQueueTransitionOnOtherTxRunsAtOnce(t *testing.T) {
 
 	p.Outbox[1].Payload = []byte("other")
 	require.ErrorIs(t, store.QueueTransitionTx(ctx, tx, p), ackgap.ErrIdempotencyConflict, "one key, two payloads: at once")
+}
+
+// TestAcquireTimeoutIsUnavailable: a message whose handler deadline passes
+// while every pool connection is busy fails with ErrStoreUnavailable
+// (redelivered, never dead-lettered): the database was busy, the message
+// was fine.
+func TestAcquireTimeoutIsUnavailable(t *testing.T) {
+	ctx := context.Background()
+	_, base := migrated(t, nil)
+	cfg := base.Config().Copy()
+	cfg.MaxConns = 1
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	store, err := pgxstore.New(pool, nil)
+	require.NoError(t, err)
+	busy, err := pool.Acquire(ctx)
+	require.NoError(t, err)
+	defer busy.Release()
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	_, err = store.BeginInboxDeferred(short, &stores.BeginInboxParams{Consumer: "c1", EventID: "e1"})
+	require.ErrorIs(t, err, ackgap.ErrStoreUnavailable)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
 }
