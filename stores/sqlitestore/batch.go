@@ -32,7 +32,7 @@ func (s *Store) BeginInboxMany(ctx context.Context, p *stores.BeginInboxManyPara
 	s.stmts.prepare(ctx)
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return nil, interpretError("begin", err)
+		return nil, beginError(err)
 	}
 	res, err := s.insertInboxMany(ctx, tx, p)
 	if err == nil && p.Savepoint != "" {

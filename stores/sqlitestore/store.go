@@ -197,7 +197,7 @@ func (s *Store) BeginInbox(ctx context.Context, p *stores.BeginInboxParams) (*st
 	s.stmts.prepare(ctx)
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return nil, interpretError("begin", err)
+		return nil, beginError(err)
 	}
 	var traceParent any
 	if p.TraceParent != "" {
@@ -371,6 +371,15 @@ func micros(t time.Time) int64 {
 
 // interpretError is the one place driver errors are translated: errors
 // that mean the database cannot be used now wrap ackgap.ErrStoreUnavailable.
+// beginError translates a failure to begin a transaction: no connection
+// before ctx's deadline, the write lock busy past busy_timeout, a closed
+// database. The database could not be had, the message was fine: it wraps
+// ackgap.ErrStoreUnavailable, so the message is redelivered, never
+// dead-lettered.
+func beginError(err error) error {
+	return fmt.Errorf("sqlitestore: begin: %w: %w", ackgap.ErrStoreUnavailable, err)
+}
+
 func interpretError(op string, err error) error {
 	if err == nil {
 		return nil
