@@ -191,6 +191,10 @@ type MessageResult struct {
 	// HandlerStarted is when the batch handler, or the message's Handler,
 	// was called for it (the later of the two); zero if neither was.
 	HandlerStarted time.Time
+	// FirstTraceParent is, for a duplicate, the W3C traceparent of the
+	// delivery that applied the event (kept with its inbox row, or the
+	// first copy in this batch), when it was traced; "" otherwise.
+	FirstTraceParent string
 }
 
 // Count returns how many messages had outcome o.
@@ -237,7 +241,7 @@ func (p *Processor[TTx]) Process(ctx context.Context, msgs []*message.Message) (
 		r := &res.Messages[i]
 		if p.cfg.Observer != nil {
 			rep := &middleware.Report{Consumer: p.cfg.Consumer, EventID: r.EventID, Outcome: r.Outcome, Err: r.Err,
-				Received: received, HandlerStarted: r.HandlerStarted}
+				Received: received, HandlerStarted: r.HandlerStarted, FirstTraceParent: r.FirstTraceParent}
 			if r.Outcome == middleware.OutcomeApplied {
 				rep.Committed = res.Committed
 			}
@@ -275,7 +279,7 @@ func (p *Processor[TTx]) process(ctx context.Context, msgs []*message.Message, r
 		}
 		firstOf[id] = len(rows)
 		rowOf[i] = len(rows)
-		rows = append(rows, stores.InboxManyRow{EventID: id, PayloadHash: hash})
+		rows = append(rows, stores.InboxManyRow{EventID: id, PayloadHash: hash, TraceParent: ackgap.TraceParentFromContext(msg.Context())})
 	}
 	if len(rows) == 0 {
 		return res, nil
@@ -293,8 +297,9 @@ func (p *Processor[TTx]) process(ctx context.Context, msgs []*message.Message, r
 			// will hold, the stored one when the first copy was a
 			// duplicate, else the first copy's.
 			r, o, held := &res.Messages[i], begun.Rows[j], rows[j].PayloadHash
+			r.FirstTraceParent = rows[j].TraceParent
 			if o.Duplicate {
-				held = o.StoredHash
+				held, r.FirstTraceParent = o.StoredHash, o.TraceParent
 			}
 			if held != nil && !bytes.Equal(held, hashes[i]) && p.cfg.PayloadMismatch == middleware.PayloadMismatchReject {
 				r.Outcome, r.Err = middleware.OutcomeRejected, p.conflict(r.EventID)
@@ -311,7 +316,7 @@ func (p *Processor[TTx]) process(ctx context.Context, msgs []*message.Message, r
 		case o.Duplicate && o.PayloadMismatch && p.cfg.PayloadMismatch == middleware.PayloadMismatchReject:
 			r.Outcome, r.Err = middleware.OutcomeRejected, p.conflict(r.EventID)
 		case o.Duplicate:
-			r.Outcome = middleware.OutcomeDuplicate
+			r.Outcome, r.FirstTraceParent = middleware.OutcomeDuplicate, o.TraceParent
 		default:
 			todo = append(todo, i)
 		}

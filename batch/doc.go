@@ -48,9 +48,8 @@
 // Config.Observer to that Telemetry's Observer; every message then has its
 // consumer span, with the ack gap and lease headroom, as behind the router
 // (the batch adapters acknowledge the messages and report the broker's
-// confirmation). Duplicates found by the set-based insert are not linked
-// to the first delivery's span: BeginInboxMany does not keep trace
-// context.
+// confirmation), and a duplicate's span links to the span of the delivery
+// that applied the event.
 //
 // Mind the batch size on PostgreSQL with the per-message Handler: every
 // savepoint that writes is a subtransaction, and a transaction with more

@@ -74,6 +74,9 @@ type InboxManyRow struct {
 	EventID string
 	// PayloadHash is the payload's digest ([PayloadHash]); may be nil.
 	PayloadHash []byte
+	// TraceParent is the delivery's W3C traceparent, kept with the row as
+	// BeginInboxParams.TraceParent is; "" when not traced.
+	TraceParent string
 }
 
 // BeginInboxManyParams are the input of [BatchStore.BeginInboxMany].
@@ -127,6 +130,9 @@ type InboxManyOutcome struct {
 	// holds (nil when it holds none), so that further copies of the id can
 	// be compared with it.
 	StoredHash []byte
+	// TraceParent is, for a duplicate, the traceparent the existing row
+	// keeps ("" when none).
+	TraceParent string
 }
 
 // BeginInboxManyResult is the output of [BatchStore.BeginInboxMany].

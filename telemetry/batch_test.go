@@ -10,6 +10,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/attribute"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/ackgap/ackgap/batch"
 	"github.com/ackgap/ackgap/brokers/sqsbroker"
@@ -83,6 +85,16 @@ func TestSQSBatchConsumer(t *testing.T) {
 	}
 	dup := spans[2]
 	require.Equal(t, telemetry.OutcomeDuplicate, attrs(dup)[telemetry.AttrOutcome].AsString())
+	var e1 sdktrace.ReadOnlySpan
+	for _, s := range first {
+		if attrs(s)[telemetry.AttrEventID].AsString() == "E1" {
+			e1 = s
+		}
+	}
+	require.NotNil(t, e1)
+	require.Len(t, dup.Links(), 1, "no producer span: the copy was published untraced")
+	require.Equal(t, e1.SpanContext().SpanID(), dup.Links()[0].SpanContext.SpanID(), "linked to the delivery that applied E1")
+	require.Equal(t, []attribute.KeyValue{telemetry.AttrLinkKind.String(telemetry.LinkFirstDelivery)}, dup.Links()[0].Attributes)
 	names, _ := events(dup)
 	require.NotContains(t, names, telemetry.EventCommit)
 	var n int

@@ -18,8 +18,8 @@ var _ stores.BatchStore[pgx.Tx] = (*Store)(nil)
 // batch, so two batches sharing keys wait for one another instead of
 // deadlocking.
 func (s *Store) inboxInsertMany() string {
-	return `INSERT INTO ` + s.names.Inbox + ` (consumer, event_id, payload_hash, received_at)
-SELECT $1, u.e, u.h, COALESCE($4::timestamptz, now()) FROM unnest($2::text[], $3::bytea[]) AS u(e, h) ORDER BY u.e
+	return `INSERT INTO ` + s.names.Inbox + ` (consumer, event_id, payload_hash, received_at, trace_parent)
+SELECT $1, u.e, u.h, COALESCE($4::timestamptz, now()), u.t FROM unnest($2::text[], $3::bytea[], $5::text[]) AS u(e, h, t) ORDER BY u.e
 ON CONFLICT DO NOTHING RETURNING event_id`
 }
 
@@ -45,8 +45,9 @@ func (s *Store) BeginInboxMany(ctx context.Context, p *stores.BeginInboxManyPara
 	}
 	ids := make([]string, len(p.Rows))
 	hashes := make([][]byte, len(p.Rows))
+	traces := make([]*string, len(p.Rows))
 	for i, r := range p.Rows {
-		ids[i], hashes[i] = r.EventID, r.PayloadHash
+		ids[i], hashes[i], traces[i] = r.EventID, r.PayloadHash, nullString(r.TraceParent)
 	}
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
@@ -56,7 +57,7 @@ func (s *Store) BeginInboxMany(ctx context.Context, p *stores.BeginInboxManyPara
 	b.BeginTx(pgx.TxOptions{})
 	inserted := make(map[string]struct{}, len(ids))
 	if len(ids) > 0 {
-		b.Queue(s.inboxInsertMany(), p.Consumer, ids, hashes, nullTime(p.Now)).Query(func(rows pgx.Rows) error {
+		b.Queue(s.inboxInsertMany(), p.Consumer, ids, hashes, nullTime(p.Now), traces).Query(func(rows pgx.Rows) error {
 			var id string
 			_, err := pgx.ForEachRow(rows, []any{&id}, func() error {
 				inserted[id] = struct{}{}
@@ -87,11 +88,12 @@ func (s *Store) BeginInboxMany(ctx context.Context, p *stores.BeginInboxManyPara
 		return res, nil
 	}
 	stored := make(map[string][]byte, len(dups))
-	rows, _ := tx.Query(ctx, `SELECT event_id, payload_hash FROM `+s.names.Inbox+` WHERE consumer = $1 AND event_id = ANY($2::text[])`, p.Consumer, dups)
-	var id string
+	storedTrace := make(map[string]string, len(dups))
+	rows, _ := tx.Query(ctx, `SELECT event_id, payload_hash, coalesce(trace_parent, '') FROM `+s.names.Inbox+` WHERE consumer = $1 AND event_id = ANY($2::text[])`, p.Consumer, dups)
+	var id, trace string
 	var hash []byte
-	_, err = pgx.ForEachRow(rows, []any{&id, &hash}, func() error {
-		stored[id] = hash
+	_, err = pgx.ForEachRow(rows, []any{&id, &hash, &trace}, func() error {
+		stored[id], storedTrace[id] = hash, trace
 		return nil
 	})
 	if err != nil {
@@ -103,7 +105,7 @@ func (s *Store) BeginInboxMany(ctx context.Context, p *stores.BeginInboxManyPara
 			continue
 		}
 		h := stored[r.EventID]
-		res.Rows[i] = stores.InboxManyOutcome{Duplicate: true, PayloadMismatch: h != nil && r.PayloadHash != nil && !bytes.Equal(h, r.PayloadHash), StoredHash: h}
+		res.Rows[i] = stores.InboxManyOutcome{Duplicate: true, PayloadMismatch: h != nil && r.PayloadHash != nil && !bytes.Equal(h, r.PayloadHash), StoredHash: h, TraceParent: storedTrace[r.EventID]}
 	}
 	return res, nil
 }

@@ -50,16 +50,20 @@ func (s *Store) insertInboxMany(ctx context.Context, tx *sql.Tx, p *stores.Begin
 	res := &stores.BeginInboxManyResult[*sql.Tx]{Rows: make([]stores.InboxManyOutcome, len(p.Rows))}
 	inserted := make(map[string]struct{}, len(p.Rows))
 	if len(p.Rows) > 0 {
-		rows := make([][2]any, len(p.Rows))
+		rows := make([][3]any, len(p.Rows))
 		for i, r := range p.Rows {
-			rows[i] = [2]any{r.EventID, hexOrNil(r.PayloadHash)}
+			var trace any
+			if r.TraceParent != "" {
+				trace = r.TraceParent
+			}
+			rows[i] = [3]any{r.EventID, hexOrNil(r.PayloadHash), trace}
 		}
 		js, err := json.Marshal(rows)
 		if err != nil {
 			return nil, fmt.Errorf("sqlitestore: insert inbox rows: %w", err)
 		}
-		if err := s.queryStrings(ctx, tx, `INSERT INTO `+s.names.Inbox+` (consumer, event_id, payload_hash, received_at)
-SELECT ?1, j.value ->> 0, unhex(j.value ->> 1), ?2 FROM json_each(?3) AS j WHERE true
+		if err := s.queryStrings(ctx, tx, `INSERT INTO `+s.names.Inbox+` (consumer, event_id, payload_hash, received_at, trace_parent)
+SELECT ?1, j.value ->> 0, unhex(j.value ->> 1), ?2, j.value ->> 2 FROM json_each(?3) AS j WHERE true
 ON CONFLICT DO NOTHING RETURNING event_id`, []any{p.Consumer, micros(p.Now), string(js)}, func(id string) { inserted[id] = struct{}{} }); err != nil {
 			return nil, interpretError("insert inbox rows", err)
 		}
@@ -73,8 +77,7 @@ ON CONFLICT DO NOTHING RETURNING event_id`, []any{p.Consumer, micros(p.Now), str
 	if len(dups) == 0 {
 		return res, nil
 	}
-	stored, err := s.hashes(ctx, tx, `SELECT event_id, payload_hash FROM `+s.names.Inbox+
-		` WHERE consumer = ?1 AND event_id IN (SELECT value FROM json_each(?2))`, p.Consumer, dups)
+	stored, traces, err := s.storedInboxRows(ctx, tx, p.Consumer, dups)
 	if err != nil {
 		return nil, interpretError("read duplicate inbox rows", err)
 	}
@@ -83,9 +86,34 @@ ON CONFLICT DO NOTHING RETURNING event_id`, []any{p.Consumer, micros(p.Now), str
 			continue
 		}
 		h := stored[r.EventID]
-		res.Rows[i] = stores.InboxManyOutcome{Duplicate: true, PayloadMismatch: h != nil && r.PayloadHash != nil && !bytes.Equal(h, r.PayloadHash), StoredHash: h}
+		res.Rows[i] = stores.InboxManyOutcome{Duplicate: true, PayloadMismatch: h != nil && r.PayloadHash != nil && !bytes.Equal(h, r.PayloadHash), StoredHash: h, TraceParent: traces[r.EventID]}
 	}
 	return res, nil
+}
+
+// storedInboxRows returns the payload hashes and trace parents of the
+// inbox rows of consumer with the event ids ids.
+func (s *Store) storedInboxRows(ctx context.Context, tx *sql.Tx, consumer string, ids []string) (map[string][]byte, map[string]string, error) {
+	js, err := json.Marshal(ids)
+	if err != nil {
+		return nil, nil, err
+	}
+	rows, err := s.txQuery(ctx, tx, `SELECT event_id, payload_hash, coalesce(trace_parent, '') FROM `+s.names.Inbox+
+		` WHERE consumer = ?1 AND event_id IN (SELECT value FROM json_each(?2))`, consumer, string(js))
+	if err != nil {
+		return nil, nil, err
+	}
+	defer rows.Close()
+	hashes, traces := make(map[string][]byte, len(ids)), make(map[string]string, len(ids))
+	for rows.Next() {
+		var id, trace string
+		var h []byte
+		if err := rows.Scan(&id, &h, &trace); err != nil {
+			return nil, nil, err
+		}
+		hashes[id], traces[id] = h, trace
+	}
+	return hashes, traces, rows.Err()
 }
 
 // hashes runs q, which selects (key, hash) pairs, with args and the keys as

@@ -44,6 +44,23 @@ func RunBatch[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TTx]) {
 		return out
 	}
 
+	t.Run("InsertManyKeepsTraceParent", func(t *testing.T) {
+		bs, h := batchStore(t)
+		ctx := context.Background()
+		const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+		in := rows("e1", "e2")
+		in[0].TraceParent = tp
+		res, err := bs.BeginInboxMany(ctx, &stores.BeginInboxManyParams{Consumer: "c1", Rows: in})
+		require.NoError(t, err)
+		require.NoError(t, h.Store.CommitTx(ctx, res.Tx))
+		again, err := bs.BeginInboxMany(ctx, &stores.BeginInboxManyParams{Consumer: "c1", Rows: rows("e1", "e2")})
+		require.NoError(t, err)
+		require.NoError(t, h.Store.RollbackTx(ctx, again.Tx))
+		require.Equal(t, tp, again.Rows[0].TraceParent, "the traceparent of the batch that applied e1")
+		require.Empty(t, again.Rows[1].TraceParent, "e2 was not traced")
+		require.Equal(t, tp, begin(t, h, "c1", "e1", nil).TraceParent, "BeginInbox reads it too")
+	})
+
 	t.Run("InsertManyReportsDuplicates", func(t *testing.T) {
 		bs, h := batchStore(t)
 		ctx := context.Background()
