@@ -262,6 +262,7 @@ func (p *Processor[TTx]) process(ctx context.Context, msgs []*message.Message, r
 	repeatOf := make([]int, len(msgs)) // for a later copy of an id in msgs, its first copy's row; else -1
 	hashes := make([][]byte, len(msgs))
 	firstOf := make(map[string]int, len(msgs))
+	msgOfRow := make([]int, 0, len(msgs)) // the message of each row
 	for i, msg := range msgs {
 		rowOf[i], repeatOf[i] = -1, -1
 		r := &res.Messages[i]
@@ -279,6 +280,7 @@ func (p *Processor[TTx]) process(ctx context.Context, msgs []*message.Message, r
 		}
 		firstOf[id] = len(rows)
 		rowOf[i] = len(rows)
+		msgOfRow = append(msgOfRow, i)
 		rows = append(rows, stores.InboxManyRow{EventID: id, PayloadHash: hash, TraceParent: ackgap.TraceParentFromContext(msg.Context())})
 	}
 	if len(rows) == 0 {
@@ -325,6 +327,20 @@ func (p *Processor[TTx]) process(ctx context.Context, msgs []*message.Message, r
 	if err := p.apply(ctx, tx, msgs, todo, res); err != nil {
 		p.rollback(ctx, tx)
 		return res.failAll(err)
+	}
+	// A later copy of an id whose first copy in this batch failed or was
+	// rejected by its handler shares that fate: the event is not in the
+	// inbox, so the copy is no duplicate of anything applied.
+	for i := range msgs {
+		j := repeatOf[i]
+		if j < 0 || res.Messages[i].Outcome != middleware.OutcomeDuplicate || begun.Rows[j].Duplicate {
+			continue
+		}
+		if first := res.Messages[msgOfRow[j]]; first.Outcome == middleware.OutcomeFailed || first.Outcome == middleware.OutcomeRejected {
+			r := &res.Messages[i]
+			r.Outcome, r.FirstTraceParent = first.Outcome, ""
+			r.Err = fmt.Errorf("ackgap batch: the first copy of event id %q in this batch was not applied: %w", r.EventID, first.Err)
+		}
 	}
 	if err := ctx.Err(); err != nil {
 		p.rollback(ctx, tx)

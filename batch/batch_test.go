@@ -234,6 +234,55 @@ func suite[TTx any](t *testing.T, newEnv func(t *testing.T) *env[TTx]) {
 		require.Equal(t, [4]int{5, 5, 5, 5}, e.state(t))
 	})
 
+	t.Run("QueuedStatementsOfAFailingMessageAreUndone", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		e.orders(t, 3)
+		e.exec(t, `UPDATE orders SET status = 'shipped' WHERE id = 'o2'`)
+		// The handler queues a transition (refused for o2, which is
+		// shipped) and then fails: rolling back to the message's savepoint
+		// must discard the queued statement, not send it and fail the
+		// batch (found by a fresh-user trial on PostgreSQL).
+		p := newProcessor(t, e.store, batch.Config[TTx]{Handler: func(ctx context.Context, _ TTx, msg *message.Message) error {
+			order := msg.Metadata.Get("order")
+			if err := middleware.QueueTransition(ctx, &stores.TransitionParams{Table: "orders", Key: order, From: []string{"pending"}, To: "charging", VersionColumn: "version"},
+				&stores.OutboxInsertParams{Kind: "charge", IdempotencyKey: "charge:" + order}); err != nil {
+				return err
+			}
+			if order == "o2" {
+				return errors.New("validation failed after queueing")
+			}
+			return nil
+		}})
+		res, err := p.Process(ctx, events(3))
+		require.NoError(t, err, "one message's queued statement must not fail the batch")
+		got := outcomes(res)
+		require.Equal(t, applied, got[0])
+		require.Equal(t, applied, got[2])
+		// Failed where the transition was queued (pgxstore); rejected where
+		// it ran at once and the handler returned its refusal (SQLite).
+		require.Contains(t, []middleware.Outcome{failed, rejected}, got[1])
+		require.Equal(t, [4]int{2, 2, 2, 2}, e.state(t))
+	})
+
+	t.Run("CopyOfAFailingMessageFailsToo", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		e.orders(t, 2)
+		p := newProcessor(t, e.store, batch.Config[TTx]{Handler: charge[TTx](func(order string) error {
+			if order == "o1" {
+				return errors.New("not now")
+			}
+			return nil
+		})})
+		msgs := events(2)
+		res, err := p.Process(ctx, []*message.Message{msgs[0], msgs[1], event("e1", "o1", `{"order":"o1"}`)})
+		require.NoError(t, err)
+		require.Equal(t, []middleware.Outcome{failed, applied, failed}, outcomes(res),
+			"the copy of e1 is no duplicate of anything applied: it is redelivered with it")
+		require.Equal(t, [4]int{1, 1, 1, 1}, e.state(t))
+	})
+
 	t.Run("PanicFailsOneMessage", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t)

@@ -48,7 +48,10 @@ const (
 	OutcomeDuplicate Outcome = "duplicate"
 	// OutcomeRejected: the message cannot be processed (no event id, an
 	// over-long one, an id reused with another payload); a permanent error
-	// was returned.
+	// was returned. Package batch also reports a handler's permanent error
+	// (ackgap.Permanent) as rejected, since it dead-letters rather than
+	// retries; behind the router that error is OutcomeFailed here and the
+	// router's dead-letter step follows.
 	OutcomeRejected Outcome = "rejected"
 	// OutcomeFailed: the handler failed, panicked, was cancelled, or the
 	// commit failed; everything was rolled back and an error returned.

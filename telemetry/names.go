@@ -67,8 +67,9 @@ const (
 	// span's start).
 	EventReceived = "received"
 	// EventHandlerStart: the inbox began its transaction and called the
-	// handler; once per attempt (attribute ackgap.attempt). Absent for a
-	// duplicate or a rejected message.
+	// handler; once per attempt (attribute ackgap.attempt). Absent when the
+	// handler was not called: a duplicate the inbox found first, a message
+	// rejected for its event id.
 	EventHandlerStart = "handler_start"
 	// EventCommit: the inbox transaction committed. Only for outcome
 	// applied.

@@ -116,12 +116,27 @@ func (s *Store) SavepointTx(ctx context.Context, tx pgx.Tx, name string) error {
 }
 
 // RollbackToSavepointTx implements [stores.BatchStore.RollbackToSavepointTx].
+// Statements the transaction still holds back (QueueOutboxTx,
+// QueueTransitionTx) were queued after the savepoint, which sent what was
+// queued before it: they are discarded, not sent, so one of them that
+// would fail (a refused transition) cannot fail the rollback too.
 func (s *Store) RollbackToSavepointTx(ctx context.Context, tx pgx.Tx, name string) error {
+	if t, ok := tx.(*inboxTx); ok && t.store == s {
+		t.queued = nil
+	}
 	return s.savepointExec(ctx, tx, "rollback to savepoint", "ROLLBACK TO SAVEPOINT ", name)
 }
 
 // ReleaseSavepointTx implements [stores.BatchStore.ReleaseSavepointTx].
+// Statements the transaction holds back are sent first, in a round trip
+// of their own, so that their errors (a refused transition, an
+// idempotency conflict) are returned as they are.
 func (s *Store) ReleaseSavepointTx(ctx context.Context, tx pgx.Tx, name string) error {
+	if t, ok := tx.(*inboxTx); ok && t.store == s {
+		if err := t.flush(ctx); err != nil {
+			return err
+		}
+	}
 	return s.savepointExec(ctx, tx, "release savepoint", "RELEASE SAVEPOINT ", name)
 }
 
