@@ -72,8 +72,13 @@ func NewBatchConsumer[TTx any](ctx context.Context, p *batch.Processor[TTx], cfg
 	if logger == nil {
 		logger = watermill.NopLogger{}
 	}
+	logger = logger.With(watermill.LogFields{"queue": q.Name})
+	if q.MaxReceiveCount == 0 {
+		// Rejected messages are nacked for the redrive policy to move.
+		logger.Error("Queue has no redrive policy: a rejected message (no event id, a reused id, a permanent handler error) returns after NackDelay until the queue's retention ends; give the queue a dead-letter queue", nil, nil)
+	}
 	return &BatchConsumer[TTx]{
-		p: p, cfg: c, client: client, queue: q, logger: logger.With(watermill.LogFields{"queue": q.Name}),
+		p: p, cfg: c, client: client, queue: q, logger: logger,
 		closing: make(chan struct{}), done: make(chan struct{}),
 	}, nil
 }
