@@ -140,8 +140,11 @@ func requireTimings(t *testing.T, s *Summary, o Options) {
 	require.Equal(t, s.Broker, tm.Broker)
 	require.Zero(t, tm.Open, "every consumer span ended")
 	require.EqualValues(t, s.Deliveries, tm.Spans, "one span per delivery")
-	acked := int(s.Deliveries) - s.CrashesDone - s.InstanceCrashes
-	require.Equal(t, acked, tm.Acked, "every delivery acked but the crashed ones")
+	// Every published message is acked at least once; the crashed
+	// deliveries are not. Others may be neither: messages in flight on the
+	// instance that crashed, abandoned and redelivered (CI saw 230 of 231).
+	require.GreaterOrEqual(t, tm.Acked, s.Published, "every published message acked")
+	require.LessOrEqual(t, tm.Acked, int(s.Deliveries)-s.CrashesDone-s.InstanceCrashes, "no crashed delivery acked")
 	require.Equal(t, tm.Acked, tm.Confirmed+tm.Unconfirmed, "every ack's confirmation observed")
 	appliedAcked := s.Applied - s.CrashesDone - s.InstanceCrashes
 	if o.Broker == BrokerKafka {
