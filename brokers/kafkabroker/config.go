@@ -69,6 +69,12 @@ const (
 	// router's CloseTimeoutDefault (30 s), so the router's Close sees the
 	// subscriber finish.
 	CloseTimeoutDefault = 20 * time.Second
+	// NackResendSleepDefault is the default NackResendSleep: watermill-kafka's
+	// own default (100 ms).
+	NackResendSleepDefault = 100 * time.Millisecond
+	// NackResendSleepNone, as NackResendSleep, hands a nacked message out
+	// again at once (watermill-kafka's kafka.NoSleep).
+	NackResendSleepNone = time.Duration(-1)
 )
 
 // SubscriberConfig configures [NewSubscriber]. Fields left zero take the
@@ -139,6 +145,15 @@ type SubscriberConfig struct {
 	// Default CloseTimeoutDefault (20 s); keep it below the router's
 	// CloseTimeout. Must not be negative.
 	CloseTimeout time.Duration
+	// NackResendSleep is how long a partition waits after a nack before it
+	// hands the same message out again (watermill-kafka's NackResendSleep):
+	// the partition is stalled meanwhile, since Kafka keeps order per
+	// partition. The router's retries happen before a nack, so this only
+	// paces redeliveries that left the router: a store that is unavailable,
+	// a shutdown, a crash in the ack gap. Default NackResendSleepDefault
+	// (100 ms); NackResendSleepNone for no wait; other negative values are
+	// a config error.
+	NackResendSleep time.Duration
 	// Version is the Kafka protocol version Sarama speaks. Default
 	// VersionDefault (2.8); at least VersionMin (2.1).
 	Version sarama.KafkaVersion
@@ -171,6 +186,9 @@ func (c SubscriberConfig) WithDefaults() SubscriberConfig {
 	if c.CloseTimeout == 0 {
 		c.CloseTimeout = CloseTimeoutDefault
 	}
+	if c.NackResendSleep == 0 {
+		c.NackResendSleep = NackResendSleepDefault
+	}
 	if c.Version == (sarama.KafkaVersion{}) {
 		c.Version = VersionDefault
 	}
@@ -200,6 +218,9 @@ func (c SubscriberConfig) validate() error {
 	}
 	if c.CloseTimeout < 0 {
 		errs = append(errs, fmt.Errorf("CloseTimeout is %s, must not be negative", c.CloseTimeout))
+	}
+	if c.NackResendSleep < 0 && c.NackResendSleep != NackResendSleepNone {
+		errs = append(errs, fmt.Errorf("NackResendSleep is %s, must not be negative but for NackResendSleepNone", c.NackResendSleep))
 	}
 	errs = append(errs, validateVersion(c.Version))
 	if err := errors.Join(errs...); err != nil {

@@ -5,11 +5,23 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/ThreeDotsLabs/watermill-kafka/v3/pkg/kafka"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ackgap/ackgap/brokers/kafkabroker"
 	"github.com/ackgap/ackgap/router"
 )
+
+// TestNackResendSleep: the default is watermill-kafka's, and "none" is its
+// NoSleep, which NewSubscriber passes on as is.
+func TestNackResendSleep(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, kafka.NoSleep, kafkabroker.NackResendSleepNone)
+	c := kafkabroker.SubscriberConfig{}.WithDefaults()
+	require.Equal(t, kafkabroker.NackResendSleepDefault, c.NackResendSleep)
+	c = kafkabroker.SubscriberConfig{NackResendSleep: kafkabroker.NackResendSleepNone}.WithDefaults()
+	require.Equal(t, kafkabroker.NackResendSleepNone, c.NackResendSleep)
+}
 
 func TestSubscriberConfigValidation(t *testing.T) {
 	t.Parallel()
@@ -31,8 +43,9 @@ func TestSubscriberConfigValidation(t *testing.T) {
 			[]string{"RebalanceTimeout is 1m1s, must be at least HandlerTimeout (1m0s) + CommitMargin (5s)"}},
 		{"all the rest at once", &kafkabroker.SubscriberConfig{Brokers: []string{"a:9092"}, ConsumerGroup: "g",
 			SessionTimeout: 500 * time.Millisecond, CommitInterval: -time.Second, FetchMaxWait: time.Microsecond,
-			CloseTimeout: -time.Second, Version: sarama.V1_0_0_0},
+			CloseTimeout: -time.Second, Version: sarama.V1_0_0_0, NackResendSleep: -time.Second},
 			[]string{
+				"NackResendSleep is -1s, must not be negative but for NackResendSleepNone",
 				"SessionTimeout is 500ms, must be in [1s, 30m0s]",
 				"CommitInterval is -1s, must not be negative",
 				"FetchMaxWait is 1µs, must be at least 1ms",

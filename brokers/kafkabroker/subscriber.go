@@ -82,6 +82,7 @@ func NewSubscriber(cfg *SubscriberConfig, logger watermill.LoggerAdapter) (*Subs
 		Unmarshaler:           Marshaler{},
 		OverwriteSaramaConfig: sc,
 		ConsumerGroup:         c.ConsumerGroup,
+		NackResendSleep:       c.NackResendSleep, // NackResendSleepNone is kafka.NoSleep
 		Tracer:                tracer{t: t},
 	}, logger)
 	if err != nil {
