@@ -1,6 +1,7 @@
 package ackgap_test
 
 import (
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -19,7 +20,9 @@ func TestCoreImportsNoAdapter(t *testing.T) {
 		"github.com/aws/", "github.com/ThreeDotsLabs/watermill-aws", "go.opentelemetry.io/otel/sdk",
 	}
 	for _, pkg := range core {
-		out, err := exec.Command("go", "list", "-deps", pkg).CombinedOutput()
+		cmd := exec.Command("go", "list", "-deps", pkg)
+		cmd.Env = append(os.Environ(), "GOWORK=off") // this module alone, never a go.work above the checkout
+		out, err := cmd.CombinedOutput()
 		if err != nil {
 			t.Fatalf("go list -deps %s: %v\n%s", pkg, err, out)
 		}

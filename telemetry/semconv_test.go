@@ -1,6 +1,7 @@
 package telemetry_test
 
 import (
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -11,7 +12,9 @@ import (
 // an older one internally, in go.opentelemetry.io/auto/sdk; that is not
 // ours to pin.)
 func TestOneSemconvVersion(t *testing.T) {
-	out, err := exec.Command("go", "list", "-f", `{{join .Imports " "}} {{join .TestImports " "}} {{join .XTestImports " "}}`, ".").CombinedOutput()
+	cmd := exec.Command("go", "list", "-f", `{{join .Imports " "}} {{join .TestImports " "}} {{join .XTestImports " "}}`, ".")
+	cmd.Env = append(os.Environ(), "GOWORK=off") // this module alone, never a go.work above the checkout
+	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("go list: %v\n%s", err, out)
 	}

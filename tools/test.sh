@@ -6,9 +6,40 @@
 #
 #   tools/test.sh              # everything
 #   tools/test.sh ./router/... # only these packages (extra args go to go test)
+#   tools/test.sh --load       # everything under background CPU load (also: TEST_LOAD=1)
+#
+# Load mode runs two busy loops per core (nproc) for the whole run, stopped on
+# exit: the suite must hold on a busy machine (it asserts invariants, not
+# counts that timing decides).
+# Ports: the servers take 9092 (Kafka) and 4566 (SQS); when another process
+# holds one, tools/brokers.sh picks a free port and the tests get it through
+# KAFKA_BROKERS and SQS_ENDPOINT. Set KFAKE_PORT / FAUXQS_PORT to choose them.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
 cd "$ROOT"
+
+load=${TEST_LOAD:-0}
+if [[ ${1:-} == --load ]]; then
+	load=1
+	shift
+fi
+load_pids=()
+cleanup() {
+	if ((${#load_pids[@]})); then
+		kill "${load_pids[@]}" 2>/dev/null || true
+		wait "${load_pids[@]}" 2>/dev/null || true
+	fi
+	tools/brokers.sh stop
+}
+trap cleanup EXIT
+if [[ $load == 1 ]]; then
+	n=$((2 * $(nproc)))
+	for ((i = 0; i < n; i++)); do
+		(while :; do :; done) &
+		load_pids+=($!)
+	done
+	echo "test: load mode: $n busy loops in the background (pids ${load_pids[*]})" >&2
+fi
 
 # PostgreSQL: preinstalled on 127.0.0.1:5432 with trust auth (design.md).
 if ! pg_isready -q -h 127.0.0.1 -p 5432; then
@@ -21,7 +52,6 @@ export TEST_DATABASE_URL=${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432
 
 tools/brokers.sh install
 tools/brokers.sh start
-trap 'tools/brokers.sh stop' EXIT
 eval "$(tools/brokers.sh env)"
 
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './tools/fauxqs/*'))
