@@ -18,6 +18,12 @@ var (
 	// (middleware.MaxEventIDBytesDefault unless configured).
 	ErrEventIDTooLong = errors.New("ackgap: event id too long")
 
+	// ErrEventIDInvalid: the event id is not valid UTF-8 or holds a NUL
+	// byte. Such an id cannot be stored as text (PostgreSQL refuses it
+	// with SQLSTATE 22021) nor sent as an SQS String attribute, and no
+	// retry changes it, so it is rejected before the inbox insert.
+	ErrEventIDInvalid = errors.New("ackgap: event id is not valid UTF-8 text without NUL")
+
 	// ErrEventIDConflict: an event id already in the inbox arrived again with
 	// a different payload. It is not a plain duplicate: a producer reused an
 	// id for another event, and silently skipping it would lose that event.
@@ -57,6 +63,7 @@ var (
 const (
 	ReasonMissingEventID      = "missing_event_id"
 	ReasonEventIDTooLong      = "event_id_too_long"
+	ReasonEventIDInvalid      = "event_id_invalid"
 	ReasonEventIDConflict     = "id_reuse_payload_mismatch"
 	ReasonTransitionRefused   = "transition_refused"
 	ReasonBadPayload          = "bad_payload"

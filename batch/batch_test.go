@@ -350,11 +350,15 @@ func suite[TTx any](t *testing.T, newEnv func(t *testing.T) *env[TTx]) {
 		t.Parallel()
 		e := newEnv(t)
 		p := newProcessor(t, e.store, batch.Config[TTx]{Handler: charge[TTx](nil), MaxEventIDBytes: 4})
-		res, err := p.Process(ctx, []*message.Message{event("", "o1", "x"), event("e-too-long", "o1", "x")})
+		res, err := p.Process(ctx, []*message.Message{event("", "o1", "x"), event("e-too-long", "o1", "x"), event("\xff\xfe", "o1", "x"), event("e\x00", "o1", "x")})
 		require.NoError(t, err)
-		require.Equal(t, []middleware.Outcome{rejected, rejected}, outcomes(res))
+		require.Equal(t, []middleware.Outcome{rejected, rejected, rejected, rejected}, outcomes(res))
 		require.ErrorIs(t, res.Messages[0].Err, ackgap.ErrMissingEventID)
 		require.ErrorIs(t, res.Messages[1].Err, ackgap.ErrEventIDTooLong)
+		for _, r := range res.Messages[2:] {
+			require.ErrorIs(t, r.Err, ackgap.ErrEventIDInvalid, "not UTF-8, or a NUL: never sent to the database")
+			require.Equal(t, ackgap.ReasonEventIDInvalid, ackgap.ReasonOf(r.Err))
+		}
 		require.True(t, res.Committed.IsZero(), "no transaction for a batch of rejected messages")
 		res, err = p.Process(ctx, nil)
 		require.NoError(t, err)

@@ -313,8 +313,10 @@ func (in *inbox[TTx]) duplicate(begun *stores.BeginInboxResult[TTx], rep *Report
 // WithDefaults). A message without one, or whose extractor fails, is a
 // permanent error wrapping ackgap.ErrMissingEventID (reason
 // missing_event_id); an over-long one, ackgap.ErrEventIDTooLong (reason
-// event_id_too_long), returned with the id. Extractor errors that are
-// permanent already are returned as they are.
+// event_id_too_long), returned with the id; one that is not valid UTF-8 or
+// holds a NUL byte, ackgap.ErrEventIDInvalid (reason event_id_invalid),
+// returned as "" (see [CheckEventID]). Extractor errors that are permanent
+// already are returned as they are.
 func (c InboxConfig) EventIDOf(msg *message.Message) (string, error) {
 	id, err := c.EventID(msg)
 	if err != nil {
@@ -327,9 +329,11 @@ func (c InboxConfig) EventIDOf(msg *message.Message) (string, error) {
 		return "", ackgap.Permanent(ackgap.ReasonMissingEventID,
 			fmt.Errorf("%w (message uuid %q, consumer %q)", ackgap.ErrMissingEventID, msg.UUID, c.Consumer))
 	}
-	if len(id) > c.MaxEventIDBytes {
-		return id, ackgap.Permanent(ackgap.ReasonEventIDTooLong,
-			fmt.Errorf("%w: %d bytes, limit %d", ackgap.ErrEventIDTooLong, len(id), c.MaxEventIDBytes))
+	switch err := CheckEventID(id, c.MaxEventIDBytes); {
+	case errors.Is(err, ackgap.ErrEventIDInvalid):
+		return "", ackgap.Permanent(ackgap.ReasonEventIDInvalid, err)
+	case err != nil:
+		return id, ackgap.Permanent(ackgap.ReasonEventIDTooLong, err)
 	}
 	return id, nil
 }

@@ -32,9 +32,10 @@ var ErrEventIDAlreadySet = errors.New("kafkabroker: message already has a differ
 // eventID must be stable for the business event ("order-42-placed", a UUID
 // stored with the order): publish the same message again, never a fresh
 // NewEvent with a new id, or consumers cannot tell the copies apart. It
-// returns an error wrapping ackgap.ErrMissingEventID for an empty id and
-// ackgap.ErrEventIDTooLong for one over middleware.MaxEventIDBytesDefault
-// (255) bytes.
+// returns an error wrapping ackgap.ErrMissingEventID for an empty id,
+// ackgap.ErrEventIDInvalid for one that is not valid UTF-8 or holds a NUL
+// byte, and ackgap.ErrEventIDTooLong for one over
+// middleware.MaxEventIDBytesDefault (255) bytes (middleware.CheckEventID).
 func NewEvent(eventID string, payload []byte) (*message.Message, error) {
 	if err := checkEventID(eventID); err != nil {
 		return nil, err
@@ -47,8 +48,9 @@ func NewEvent(eventID string, payload []byte) (*message.Message, error) {
 // StampEventID sets msg's event id (metadata key "event_id") to eventID.
 // Stamping the id a message already has is a no-op; a different one
 // returns [ErrEventIDAlreadySet] and leaves msg unchanged. It returns an
-// error wrapping ackgap.ErrMissingEventID for an empty id and
-// ackgap.ErrEventIDTooLong for one over 255 bytes.
+// error wrapping ackgap.ErrMissingEventID for an empty id,
+// ackgap.ErrEventIDInvalid for one that is not valid UTF-8 or holds a NUL
+// byte, and ackgap.ErrEventIDTooLong for one over 255 bytes.
 func StampEventID(msg *message.Message, eventID string) error {
 	if err := checkEventID(eventID); err != nil {
 		return err
@@ -65,11 +67,11 @@ func StampEventID(msg *message.Message, eventID string) error {
 }
 
 func checkEventID(id string) error {
-	switch {
-	case id == "":
+	if id == "" {
 		return fmt.Errorf("kafkabroker: %w: an event id is assigned once by the producer and cannot be empty", ackgap.ErrMissingEventID)
-	case len(id) > middleware.MaxEventIDBytesDefault:
-		return fmt.Errorf("kafkabroker: %w: %d bytes, limit %d", ackgap.ErrEventIDTooLong, len(id), middleware.MaxEventIDBytesDefault)
+	}
+	if err := middleware.CheckEventID(id, middleware.MaxEventIDBytesDefault); err != nil {
+		return fmt.Errorf("kafkabroker: %w", err)
 	}
 	return nil
 }

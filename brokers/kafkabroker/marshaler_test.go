@@ -28,6 +28,10 @@ func TestNewEvent(t *testing.T) {
 	require.ErrorIs(t, err, ackgap.ErrMissingEventID)
 	_, err = kafkabroker.NewEvent(strings.Repeat("x", 256), nil)
 	require.ErrorIs(t, err, ackgap.ErrEventIDTooLong)
+	_, err = kafkabroker.NewEvent("\xff\xfe\xfa", nil)
+	require.ErrorIs(t, err, ackgap.ErrEventIDInvalid)
+	_, err = kafkabroker.NewEvent("a\x00b", nil)
+	require.ErrorIs(t, err, ackgap.ErrEventIDInvalid)
 }
 
 func TestStampEventID(t *testing.T) {

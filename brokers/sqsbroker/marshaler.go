@@ -53,11 +53,16 @@ const MaxMessageAttributes = 10
 // Marshal writes every metadata key with a non-empty value as a String
 // message attribute (event_id, traceparent, the dead-letter reason),
 // except the delivery keys (MetadataReceiptHandle, MetadataReceiveCount,
-// MetadataMessageID). The Watermill UUID travels in watermill-aws's
-// attribute "_watermill_message_uuid" when there is room for it within
-// SQS's 10 attributes. It returns an error, and sends nothing, when the
-// metadata needs more than 10 attributes, or a key is not a valid SQS
-// attribute name, or a value holds characters SQS refuses.
+// MetadataMessageID). A value holding characters SQS refuses in a String
+// attribute (bytes that are not UTF-8, control characters: see the body
+// rule at [AttributeBodyEncoding]) is written as a Binary attribute with
+// the same bytes, so whatever Unmarshal read (a Binary attribute is read
+// as raw bytes) is written back unchanged, to a dead-letter queue say.
+// The Watermill UUID travels in watermill-aws's attribute
+// "_watermill_message_uuid" when there is room for it within SQS's 10
+// attributes. It returns an error, and sends nothing, when the metadata
+// needs more than 10 attributes, or a key is not a valid SQS attribute
+// name.
 //
 // Unmarshal turns every message attribute into metadata (String and
 // Number values as they are, Binary values as raw bytes), takes the
@@ -96,7 +101,7 @@ func (Marshaler) Marshal(msg *message.Message) (*types.Message, error) {
 			continue
 		}
 		if !validSQSText(v) {
-			errs = append(errs, fmt.Errorf("metadata %q: value holds characters SQS does not accept in a message attribute", k))
+			attrs[k] = types.MessageAttributeValue{DataType: aws.String(wsqs.AWSBinaryDataType), BinaryValue: []byte(v)}
 			continue
 		}
 		attrs[k] = stringAttribute(v)
