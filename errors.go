@@ -47,6 +47,14 @@ var (
 	// dead-lettered: the message is fine, the database is not.
 	ErrStoreUnavailable = errors.New("ackgap: store unavailable")
 
+	// ErrInvalidData: the database refused a statement because of the data
+	// it was given (invalid encoding, a value too long or out of range, a
+	// check or not-null constraint). Retrying the same message cannot
+	// change that: stores return it inside a permanent error with reason
+	// ReasonInvalidData, and the message is dead-lettered. docs/errors.md
+	// lists the codes of each store.
+	ErrInvalidData = errors.New("ackgap: the database refused the data")
+
 	// ErrDuplicate: the statement ran in a transaction whose inbox insert
 	// found the event already applied (stores.InboxDeferrer). The
 	// transaction was rolled back; the inbox middleware acks the message as
@@ -64,6 +72,7 @@ const (
 	ReasonMissingEventID      = "missing_event_id"
 	ReasonEventIDTooLong      = "event_id_too_long"
 	ReasonEventIDInvalid      = "event_id_invalid"
+	ReasonInvalidData         = "invalid_data"
 	ReasonEventIDConflict     = "id_reuse_payload_mismatch"
 	ReasonTransitionRefused   = "transition_refused"
 	ReasonBadPayload          = "bad_payload"

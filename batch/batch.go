@@ -405,6 +405,9 @@ func (p *Processor[TTx]) apply(ctx context.Context, tx TTx, msgs []*message.Mess
 				return err
 			}
 		}
+		if c, ok := p.store.(stores.ErrorClassifier); ok {
+			err = c.ClassifyError(err) // the handler's own statements return driver errors
+		}
 		switch {
 		case err == nil:
 			r.Outcome = middleware.OutcomeApplied

@@ -165,6 +165,7 @@ func Inbox[TTx any](store stores.Store[TTx], cfg *InboxConfig) (message.HandlerM
 	in.queuer, _ = store.(stores.OutboxQueuer[TTx])
 	in.deferrer, _ = store.(stores.InboxDeferrer[TTx])
 	in.tqueuer, _ = store.(stores.TransitionQueuer[TTx])
+	in.classifier, _ = store.(stores.ErrorClassifier)
 	return in.middleware, nil
 }
 
@@ -173,7 +174,18 @@ type inbox[TTx any] struct {
 	queuer   stores.OutboxQueuer[TTx]     // store, when it queues outbox rows
 	deferrer stores.InboxDeferrer[TTx]    // store, when it defers the inbox insert
 	tqueuer  stores.TransitionQueuer[TTx] // store, when it queues transitions
-	cfg      InboxConfig
+	// classifier is store, when it classifies driver errors: a handler's
+	// own statements return them unclassified (docs/errors.md).
+	classifier stores.ErrorClassifier
+	cfg        InboxConfig
+}
+
+// classify passes err through the store's classifier, if it has one.
+func (in *inbox[TTx]) classify(err error) error {
+	if in.classifier == nil {
+		return err
+	}
+	return in.classifier.ClassifyError(err)
 }
 
 func (in *inbox[TTx]) middleware(h message.HandlerFunc) message.HandlerFunc {
@@ -258,7 +270,7 @@ func (in *inbox[TTx]) handle(msg *message.Message, h message.HandlerFunc, rep *R
 			ended = true
 			return nil, in.duplicate(verdict, rep)
 		}
-		return nil, err
+		return nil, in.classify(err)
 	}
 	ended = true
 	// With a deferred inbox insert the commit may carry it (pgxstore: with
@@ -273,7 +285,7 @@ func (in *inbox[TTx]) handle(msg *message.Message, h message.HandlerFunc, rep *R
 		rep.Outcome = OutcomeFailed
 		// The transaction is over either way; a redelivery finds the inbox
 		// row if the commit happened after all.
-		return nil, fmt.Errorf("ackgap inbox: commit: %w", err)
+		return nil, fmt.Errorf("ackgap inbox: commit: %w", in.classify(err))
 	}
 	rep.Committed = in.cfg.Now()
 	rep.Outcome = OutcomeApplied

@@ -106,7 +106,9 @@ func TestDuplicateIsAckedAndSkipped(t *testing.T) {
 	b := setup(t, router.Config{}, nil)
 	b.publish(t, "e1", `{"order_id":"o1"}`)
 	b.publish(t, "e1", `{"order_id":"o1"}`)
-	require.Equal(t, []middleware.Outcome{middleware.OutcomeApplied, middleware.OutcomeDuplicate}, b.wait(t, 2))
+	// One applied, one duplicate; the order of the two reports is not
+	// asserted (it was seen reversed once on a loaded machine).
+	require.ElementsMatch(t, []middleware.Outcome{middleware.OutcomeApplied, middleware.OutcomeDuplicate}, b.wait(t, 2))
 	require.Equal(t, "charging", b.status(t, "o1"))
 }
 

@@ -376,7 +376,9 @@ func acquireError(err error) error {
 }
 
 // interpretError is the one place driver errors are translated: errors
-// that mean the database is unreachable wrap ackgap.ErrStoreUnavailable.
+// that mean the database is busy or unreachable wrap
+// ackgap.ErrStoreUnavailable; errors the database raised because of the
+// data are permanent (ackgap.ErrInvalidData). See docs/errors.md.
 func interpretError(op string, err error) error {
 	if err == nil {
 		return nil
@@ -384,17 +386,31 @@ func interpretError(op string, err error) error {
 	if unavailable(err) {
 		return fmt.Errorf("pgxstore: %s: %w: %w", op, ackgap.ErrStoreUnavailable, err)
 	}
+	if invalidData(err) {
+		return ackgap.Permanent(ackgap.ReasonInvalidData, fmt.Errorf("pgxstore: %s: %w: %w", op, ackgap.ErrInvalidData, err))
+	}
 	return fmt.Errorf("pgxstore: %s: %w", op, err)
 }
 
+// unavailable: the database is busy or unreachable (docs/errors.md).
 func unavailable(err error) bool {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
-		switch {
-		case len(pgErr.Code) == 5 && pgErr.Code[:2] == "08": // connection exception
+		if len(pgErr.Code) != 5 {
+			return false
+		}
+		switch pgErr.Code[:2] {
+		case "08", // connection exception
+			"40", // transaction rollback: serialization failure, deadlock detected
+			"53", // insufficient resources: disk full, out of memory, too many connections
+			"58": // system error: I/O error
 			return true
-		case pgErr.Code == "57P01", pgErr.Code == "57P02", pgErr.Code == "57P03", pgErr.Code == "53300":
-			// admin_shutdown, crash_shutdown, cannot_connect_now, too_many_connections
+		}
+		switch pgErr.Code {
+		case "55P03", // lock_not_available (lock_timeout, NOWAIT)
+			"55006",                            // object_in_use
+			"57014",                            // query_canceled (statement_timeout, a cancel request)
+			"57P01", "57P02", "57P03", "57P05": // admin_shutdown, crash_shutdown, cannot_connect_now, idle_session_timeout
 			return true
 		}
 		return false
@@ -403,5 +419,23 @@ func unavailable(err error) bool {
 	var netErr net.Error
 	return errors.As(err, &connectErr) || errors.As(err, &netErr) ||
 		errors.Is(err, pgconn.ErrConnClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
-		errors.Is(err, puddle.ErrClosedPool) || pgconn.SafeToRetry(err)
+		errors.Is(err, puddle.ErrClosedPool) || pgconn.SafeToRetry(err) ||
+		// A deadline spent waiting for a lock or the server (pgconn wraps
+		// the context's error): the database was too slow, not the message.
+		(pgconn.Timeout(err) && errors.Is(err, context.DeadlineExceeded))
+}
+
+// invalidData: the database refused the data (docs/errors.md).
+func invalidData(err error) bool {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || len(pgErr.Code) != 5 {
+		return false
+	}
+	switch {
+	case pgErr.Code[:2] == "22": // data exception: 22021 invalid encoding, 22001 too long, 22003 out of range, ...
+		return true
+	case pgErr.Code == "23514", pgErr.Code == "23502": // check_violation, not_null_violation
+		return true
+	}
+	return false
 }

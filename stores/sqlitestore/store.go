@@ -387,7 +387,29 @@ func interpretError(op string, err error) error {
 	if unavailable(err) {
 		return fmt.Errorf("sqlitestore: %s: %w: %w", op, ackgap.ErrStoreUnavailable, err)
 	}
+	if invalidData(err) {
+		return ackgap.Permanent(ackgap.ReasonInvalidData, fmt.Errorf("sqlitestore: %s: %w: %w", op, ackgap.ErrInvalidData, err))
+	}
 	return fmt.Errorf("sqlitestore: %s: %w", op, err)
+}
+
+// invalidData: SQLite refused the data (docs/errors.md): a CHECK or NOT
+// NULL constraint, a string or blob over SQLITE_MAX_LENGTH (SQLITE_TOOBIG),
+// a datatype mismatch (SQLITE_MISMATCH, e.g. a STRICT table).
+func invalidData(err error) bool {
+	var sqlErr *sqlite.Error
+	if !errors.As(err, &sqlErr) {
+		return false
+	}
+	switch sqlErr.Code() {
+	case sqlite3.SQLITE_CONSTRAINT_CHECK, sqlite3.SQLITE_CONSTRAINT_NOTNULL, sqlite3.SQLITE_CONSTRAINT_DATATYPE:
+		return true
+	}
+	switch sqlErr.Code() & 0xff {
+	case sqlite3.SQLITE_TOOBIG, sqlite3.SQLITE_MISMATCH:
+		return true
+	}
+	return false
 }
 
 func unavailable(err error) bool {

@@ -1,0 +1,36 @@
+package pgxstore
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/ackgap/ackgap"
+	"github.com/ackgap/ackgap/stores"
+)
+
+var _ stores.ErrorClassifier = (*Store)(nil)
+
+// ClassifyError implements [stores.ErrorClassifier] for errors of pgx and
+// PostgreSQL, such as those of a handler's own statements on its pgx.Tx.
+// Busy or unreachable (connection exceptions 08xxx, transaction rollbacks
+// 40xxx such as serialization failures and deadlocks, insufficient
+// resources 53xxx, system errors 58xxx, lock_not_available 55P03,
+// query_canceled 57014, shutdowns 57P0x, broken connections, a closed pool,
+// a context deadline spent waiting on the server): wraps
+// ackgap.ErrStoreUnavailable. Refused data (data exceptions 22xxx such as
+// invalid encoding 22021 and value too long 22001, check_violation 23514,
+// not_null_violation 23502): a permanent error, reason
+// ackgap.ReasonInvalidData, wrapping ackgap.ErrInvalidData. Anything else,
+// and errors already classified, are returned unchanged. The table is in
+// docs/errors.md.
+func (s *Store) ClassifyError(err error) error {
+	switch {
+	case err == nil, ackgap.IsPermanent(err), errors.Is(err, ackgap.ErrStoreUnavailable):
+		return err
+	case unavailable(err):
+		return fmt.Errorf("pgxstore: %w: %w", ackgap.ErrStoreUnavailable, err)
+	case invalidData(err):
+		return ackgap.Permanent(ackgap.ReasonInvalidData, fmt.Errorf("pgxstore: %w: %w", ackgap.ErrInvalidData, err))
+	}
+	return err
+}

@@ -1,0 +1,34 @@
+package sqlitestore
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/ackgap/ackgap"
+	"github.com/ackgap/ackgap/stores"
+)
+
+var _ stores.ErrorClassifier = (*Store)(nil)
+
+// ClassifyError implements [stores.ErrorClassifier] for errors of
+// modernc.org/sqlite and database/sql, such as those of a handler's own
+// statements on its *sql.Tx. Busy or unusable (SQLITE_BUSY and
+// SQLITE_LOCKED past busy_timeout, SQLITE_IOERR, SQLITE_CANTOPEN,
+// SQLITE_FULL, SQLITE_READONLY, SQLITE_NOTADB, SQLITE_CORRUPT, a closed
+// database or connection): wraps ackgap.ErrStoreUnavailable. Refused data
+// (SQLITE_CONSTRAINT_CHECK, SQLITE_CONSTRAINT_NOTNULL,
+// SQLITE_CONSTRAINT_DATATYPE, SQLITE_TOOBIG, SQLITE_MISMATCH): a permanent
+// error, reason ackgap.ReasonInvalidData, wrapping ackgap.ErrInvalidData.
+// Anything else, and errors already classified, are returned unchanged.
+// The table is in docs/errors.md.
+func (s *Store) ClassifyError(err error) error {
+	switch {
+	case err == nil, ackgap.IsPermanent(err), errors.Is(err, ackgap.ErrStoreUnavailable):
+		return err
+	case unavailable(err):
+		return fmt.Errorf("sqlitestore: %w: %w", ackgap.ErrStoreUnavailable, err)
+	case invalidData(err):
+		return ackgap.Permanent(ackgap.ReasonInvalidData, fmt.Errorf("sqlitestore: %w: %w", ackgap.ErrInvalidData, err))
+	}
+	return err
+}
