@@ -69,6 +69,10 @@ const (
 	// router's CloseTimeoutDefault (30 s), so the router's Close sees the
 	// subscriber finish.
 	CloseTimeoutDefault = 20 * time.Second
+	// LeaveTimeoutDefault is the default LeaveTimeout: ample for a
+	// reachable broker (leaving a group takes milliseconds), and with
+	// CloseTimeoutDefault still below the router's CloseTimeoutDefault.
+	LeaveTimeoutDefault = 5 * time.Second
 	// NackResendSleepDefault is the default NackResendSleep: watermill-kafka's
 	// own default (100 ms).
 	NackResendSleepDefault = 100 * time.Millisecond
@@ -145,6 +149,16 @@ type SubscriberConfig struct {
 	// Default CloseTimeoutDefault (20 s); keep it below the router's
 	// CloseTimeout. Must not be negative.
 	CloseTimeout time.Duration
+	// LeaveTimeout bounds how long Close waits, after CloseTimeout's
+	// drain, for the consumer to commit its last offsets and leave the
+	// group. A broker that stopped answering (paused, partitioned) would
+	// otherwise hold Close for as long as Sarama retries. After it Close
+	// gives up with an error wrapping [ErrCloseTimedOut]: the unfinished
+	// messages stay uncommitted and are redelivered, and the group drops
+	// the member after its session timeout. Close returns within
+	// CloseTimeout + LeaveTimeout. Default LeaveTimeoutDefault (5 s). Must
+	// not be negative.
+	LeaveTimeout time.Duration
 	// NackResendSleep is how long a partition waits after a nack before it
 	// hands the same message out again (watermill-kafka's NackResendSleep):
 	// the partition is stalled meanwhile, since Kafka keeps order per
@@ -186,6 +200,9 @@ func (c SubscriberConfig) WithDefaults() SubscriberConfig {
 	if c.CloseTimeout == 0 {
 		c.CloseTimeout = CloseTimeoutDefault
 	}
+	if c.LeaveTimeout == 0 {
+		c.LeaveTimeout = LeaveTimeoutDefault
+	}
 	if c.NackResendSleep == 0 {
 		c.NackResendSleep = NackResendSleepDefault
 	}
@@ -218,6 +235,9 @@ func (c SubscriberConfig) validate() error {
 	}
 	if c.CloseTimeout < 0 {
 		errs = append(errs, fmt.Errorf("CloseTimeout is %s, must not be negative", c.CloseTimeout))
+	}
+	if c.LeaveTimeout < 0 {
+		errs = append(errs, fmt.Errorf("LeaveTimeout is %s, must not be negative", c.LeaveTimeout))
 	}
 	if c.NackResendSleep < 0 && c.NackResendSleep != NackResendSleepNone {
 		errs = append(errs, fmt.Errorf("NackResendSleep is %s, must not be negative but for NackResendSleepNone", c.NackResendSleep))

@@ -53,6 +53,9 @@
 // nacked or acked with its offset committed, and only then closes the
 // consumer; a handler still running after CloseTimeout is cancelled,
 // rolled back and nacked (never dead-lettered), and redelivered later.
+// Closing the consumer (last offset commit, leaving the group) gets
+// LeaveTimeout more: a broker that stopped answering cannot hold Close
+// past CloseTimeout + LeaveTimeout ([ErrCloseTimedOut]).
 //
 // # Observability
 //

@@ -24,6 +24,12 @@ var (
 // ErrSubscriberClosed is returned by [Subscriber.Subscribe] after Close.
 var ErrSubscriberClosed = errors.New("kafkabroker: subscriber closed")
 
+// ErrCloseTimedOut is wrapped by the error of [Subscriber.Close] when the
+// consumer did not leave the group within LeaveTimeout (see
+// [SubscriberConfig]); Close returned anyway, and messages it did not
+// settle are redelivered.
+var ErrCloseTimedOut = errors.New("kafkabroker: close timed out")
+
 // Subscriber is a watermill-kafka consumer-group subscriber that shuts
 // down without cutting in-flight messages short. It is safe for concurrent
 // use; Close may be called more than once.
@@ -34,7 +40,9 @@ var ErrSubscriberClosed = errors.New("kafkabroker: subscriber closed")
 // rolls back and its message is redelivered after the restart. Subscriber
 // instead stops handing out messages, waits up to CloseTimeout until every
 // message already handed out is nacked, or acked with its offset committed,
-// and only then closes the consumer. The same happens when the ctx given
+// and only then closes the consumer, waiting up to LeaveTimeout for it to
+// leave the group: Close returns within CloseTimeout + LeaveTimeout even
+// when the broker stopped answering. The same happens when the ctx given
 // to Subscribe ends (the router cancels it on Close as well).
 type Subscriber struct {
 	inner  *kafka.Subscriber
@@ -118,6 +126,7 @@ func (s *Subscriber) Subscribe(ctx context.Context, topic string) (<-chan *messa
 		track:       s.track,
 		stopCh:      make(chan struct{}),
 		hardStop:    make(chan struct{}),
+		abandon:     make(chan struct{}),
 		cancelInner: cancel,
 		done:        make(chan struct{}),
 	}
@@ -136,8 +145,12 @@ func (s *Subscriber) Subscribe(ctx context.Context, topic string) (<-chan *messa
 
 // Close stops every subscription: no new message is handed out, messages
 // in flight get up to CloseTimeout to be acked and committed (or nacked),
-// then the consumer leaves the group and the channels close. It returns
-// once everything stopped; later calls return the first call's result.
+// then the consumer leaves the group, within LeaveTimeout, and the
+// channels close. It returns once everything stopped, or with an error
+// wrapping [ErrCloseTimedOut] when the consumer did not stop within
+// LeaveTimeout (Sarama's close then goes on in the background until the
+// broker answers or the connection fails); either way within CloseTimeout
+// + LeaveTimeout. Later calls return the first call's result.
 func (s *Subscriber) Close() error {
 	s.closeOnce.Do(func() {
 		s.mu.Lock()
@@ -146,14 +159,29 @@ func (s *Subscriber) Close() error {
 		s.mu.Unlock()
 		var wg sync.WaitGroup
 		for _, sub := range subs {
-			wg.Go(sub.stop)
+			wg.Go(sub.stop) // each within CloseTimeout
 		}
 		wg.Wait()
-		if err := s.inner.Close(); err != nil {
-			s.closeErr = fmt.Errorf("kafkabroker: close: %w", err)
+		left := make(chan error, 1)
+		go func() { left <- s.inner.Close() }()
+		timer := time.NewTimer(s.cfg.LeaveTimeout)
+		defer timer.Stop()
+		select {
+		case err := <-left:
+			if err != nil {
+				s.closeErr = fmt.Errorf("kafkabroker: close: %w", err)
+			}
+		case <-timer.C:
+			s.closeErr = fmt.Errorf("%w: the consumer did not leave group %q within LeaveTimeout (%s); "+
+				"unsettled messages stay uncommitted and are redelivered", ErrCloseTimedOut, s.cfg.ConsumerGroup, s.cfg.LeaveTimeout)
+			s.logger.Error("Kafka consumer did not stop in time; closing without it", s.closeErr,
+				watermill.LogFields{"leave_timeout": s.cfg.LeaveTimeout.String()})
+			for _, sub := range subs {
+				close(sub.abandon)
+			}
 		}
 		for _, sub := range subs {
-			<-sub.done
+			<-sub.done // the consumer closed its channels, or abandon made forward return
 		}
 	})
 	return s.closeErr
@@ -171,6 +199,7 @@ type subscription struct {
 	stopCh   chan struct{}  // closed when stopping starts: hand out nothing more
 	inflight sync.WaitGroup // messages handed out and not yet settled
 	hardStop chan struct{}  // closed when waiting is over
+	abandon  chan struct{}  // closed when the consumer did not stop within LeaveTimeout
 
 	cancelInner context.CancelFunc
 	stopOnce    sync.Once
@@ -180,7 +209,19 @@ type subscription struct {
 func (sub *subscription) forward(in <-chan *message.Message, out chan<- *message.Message) {
 	defer close(sub.done)
 	defer close(out)
-	for msg := range in {
+	for {
+		var msg *message.Message
+		select {
+		case m, ok := <-in:
+			if !ok {
+				return
+			}
+			msg = m
+		case <-sub.abandon:
+			// The consumer is stuck (Close gave up on it): what it still
+			// holds stays unacked and uncommitted.
+			return
+		}
 		d := sub.register(msg)
 		if d == nil {
 			// Stopping: the message stays unacked; watermill-kafka drops
