@@ -55,6 +55,13 @@ var (
 	// lists the codes of each store.
 	ErrInvalidData = errors.New("ackgap: the database refused the data")
 
+	// ErrUnencodable: a broker adapter cannot encode the message for its
+	// broker (SQS: more than 10 message attributes, an attribute name SQS
+	// refuses). Publishing it again cannot succeed; the router's
+	// dead-letter path then sends a sanitised copy instead (package
+	// router).
+	ErrUnencodable = errors.New("ackgap: message cannot be encoded for the broker")
+
 	// ErrDuplicate: the statement ran in a transaction whose inbox insert
 	// found the event already applied (stores.InboxDeferrer). The
 	// transaction was rolled back; the inbox middleware acks the message as

@@ -44,7 +44,13 @@ type Config struct {
 	// DeadLetter publishes messages that cannot be processed (no event id,
 	// a refused transition, a payload that does not parse, attempts
 	// exhausted). Required: every message needs an outcome, and silently
-	// dropping one is not an option.
+	// dropping one is not an option. A publish that fails with an error
+	// wrapping ackgap.ErrUnencodable (the broker cannot carry the message
+	// as it is) is followed by a sanitised copy: the original payload, the
+	// event id, reason and trace context, MetadataDeadLetterSanitized, and
+	// all the original metadata in MetadataOriginalMetadata. If that fails
+	// too it is logged as an error and the message is nacked, left to the
+	// broker's redrive policy; any other publish error nacks it as well.
 	DeadLetter message.Publisher
 	// DeadLetterTopic is where DeadLetter publishes. Default
 	// DeadLetterTopicDefault ("ackgap.dead_letter").
@@ -262,7 +268,7 @@ func buildChain[TTx any](store stores.Store[TTx], consumer string, c Config) ([]
 	if err != nil {
 		return nil, err
 	}
-	deadLetter, err := wmw.PoisonQueueWithFilter(c.DeadLetter, c.DeadLetterTopic, DeadLetterable)
+	deadLetter, err := wmw.PoisonQueueWithFilter(&deadLetterPublisher{pub: c.DeadLetter, logger: c.Logger}, c.DeadLetterTopic, DeadLetterable)
 	if err != nil {
 		return nil, fmt.Errorf("router: %w", err)
 	}

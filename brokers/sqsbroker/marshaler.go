@@ -12,6 +12,8 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/ackgap/ackgap"
 )
 
 // Metadata keys the [Marshaler] sets on every received message. They
@@ -60,9 +62,9 @@ const MaxMessageAttributes = 10
 // as raw bytes) is written back unchanged, to a dead-letter queue say.
 // The Watermill UUID travels in watermill-aws's attribute
 // "_watermill_message_uuid" when there is room for it within SQS's 10
-// attributes. It returns an error, and sends nothing, when the metadata
-// needs more than 10 attributes, or a key is not a valid SQS attribute
-// name.
+// attributes. It returns an error wrapping ackgap.ErrUnencodable, and
+// sends nothing, when the metadata needs more than 10 attributes, or a key
+// is not a valid SQS attribute name.
 //
 // Unmarshal turns every message attribute into metadata (String and
 // Number values as they are, Binary values as raw bytes), takes the
@@ -116,7 +118,7 @@ func (Marshaler) Marshal(msg *message.Message) (*types.Message, error) {
 			len(attrs), MaxMessageAttributes, strings.Join(sortedKeys(attrs), ", ")))
 	}
 	if err := errors.Join(errs...); err != nil {
-		return nil, fmt.Errorf("sqsbroker: marshal message %s: %w", msg.UUID, err)
+		return nil, fmt.Errorf("sqsbroker: marshal message %s: %w: %w", msg.UUID, ackgap.ErrUnencodable, err)
 	}
 	if msg.UUID != "" && len(attrs) < MaxMessageAttributes {
 		attrs[wsqs.UUIDAttribute] = stringAttribute(msg.UUID)

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ackgap/ackgap"
 	"github.com/ackgap/ackgap/brokers/sqsbroker"
 	"github.com/ackgap/ackgap/middleware"
 )
@@ -90,6 +91,7 @@ func TestMarshalerLimits(t *testing.T) {
 	msg.Metadata.Set("bad key", "v")
 	_, err := sqsbroker.Marshaler{}.Marshal(msg)
 	require.ErrorContains(t, err, "metadata needs 11 message attributes, SQS allows 10")
+	require.ErrorIs(t, err, ackgap.ErrUnencodable, "retrying cannot help: the router sends a sanitised copy")
 	require.ErrorContains(t, err, `"AWS.reserved" is not a valid SQS attribute name`)
 	require.ErrorContains(t, err, `"bad key" is not a valid SQS attribute name`)
 

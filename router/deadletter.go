@@ -1,0 +1,105 @@
+package router
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/ThreeDotsLabs/watermill"
+	"github.com/ThreeDotsLabs/watermill/message"
+
+	"github.com/ackgap/ackgap"
+	"github.com/ackgap/ackgap/middleware"
+)
+
+// Metadata keys of a sanitised dead-letter copy (see [Config.DeadLetter]).
+const (
+	// MetadataDeadLetterSanitized is set on a dead-lettered copy whose
+	// metadata was cut down because the dead-letter publisher could not
+	// encode the message as it was (ackgap.ErrUnencodable); its value is the
+	// publisher's error.
+	MetadataDeadLetterSanitized = "ackgap_dead_letter_sanitized"
+	// MetadataOriginalMetadata carries, on a sanitised copy, the original
+	// metadata as a JSON object whose values are the base64 of each value's
+	// bytes (lossless for any bytes). The payload is the original payload.
+	MetadataOriginalMetadata = "ackgap_original_metadata"
+)
+
+// sanitizedKeys are kept as they are on a sanitised copy: what identifies
+// the event, why it was dead-lettered, and its trace.
+var sanitizedKeys = []string{middleware.MetadataEventIDKey, ackgap.MetadataDeadLetterReason, "traceparent", "tracestate"}
+
+// deadLetterPublisher publishes to the configured dead-letter publisher.
+// When the message cannot be encoded for that broker (retrying cannot
+// help, so the message would be nacked and dead-lettered again forever),
+// it publishes a sanitised copy instead: the original payload, the keys in
+// sanitizedKeys, MetadataDeadLetterSanitized, and the whole original
+// metadata in MetadataOriginalMetadata. If the copy fails too, it logs an
+// error and returns both errors: the message is nacked and left to the
+// broker's redrive policy. Any other failure (a transient one) is returned
+// as it is, so the message is not acked.
+type deadLetterPublisher struct {
+	pub    message.Publisher
+	logger watermill.LoggerAdapter
+}
+
+func (d *deadLetterPublisher) Publish(topic string, msgs ...*message.Message) error {
+	for _, msg := range msgs {
+		err := d.pub.Publish(topic, msg)
+		if err == nil || !errors.Is(err, ackgap.ErrUnencodable) {
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		copied, cerr := sanitize(msg, err)
+		if cerr == nil {
+			cerr = d.pub.Publish(topic, copied)
+		}
+		fields := watermill.LogFields{"message_uuid": msg.UUID, "topic": topic, "reason": msg.Metadata.Get(ackgap.MetadataDeadLetterReason)}
+		if cerr != nil {
+			err = fmt.Errorf("router: dead-letter publish: %w; the sanitised copy failed too: %w", err, cerr)
+			d.logger.Error("Cannot dead-letter the message, not even a sanitised copy; it is nacked and left to the broker's redrive policy", err, fields)
+			return err
+		}
+		fields["error"] = err.Error()
+		d.logger.Info("Dead-lettered a sanitised copy: the message could not be encoded as it was", fields)
+	}
+	return nil
+}
+
+func (d *deadLetterPublisher) Close() error { return d.pub.Close() }
+
+// sanitize returns msg's sanitised copy (see deadLetterPublisher).
+func sanitize(msg *message.Message, cause error) (*message.Message, error) {
+	original := make(map[string][]byte, len(msg.Metadata))
+	for k, v := range msg.Metadata {
+		original[k] = []byte(v)
+	}
+	attachment, err := json.Marshal(original)
+	if err != nil {
+		return nil, fmt.Errorf("router: encode the original metadata: %w", err)
+	}
+	c := message.NewMessage(msg.UUID, msg.Payload)
+	for _, k := range sanitizedKeys {
+		if v := msg.Metadata.Get(k); v != "" {
+			c.Metadata.Set(k, v)
+		}
+	}
+	c.Metadata.Set(MetadataDeadLetterSanitized, printable(cause.Error(), 512))
+	c.Metadata.Set(MetadataOriginalMetadata, string(attachment))
+	return c, nil
+}
+
+// printable returns s with anything but printable ASCII escaped, cut to
+// at most n bytes, so it can travel in any broker's metadata.
+func printable(s string, n int) string {
+	q := strings.Trim(fmt.Sprintf("%+q", s), `"`) // ASCII only
+	if len(q) > n {
+		q = q[:n]
+	}
+	return q
+}
+
+var _ message.Publisher = (*deadLetterPublisher)(nil)
