@@ -75,14 +75,13 @@ func requireSummary(t *testing.T, s *Summary, o Options) {
 		require.Zero(t, s.InstanceCrashes)
 		require.Equal(t, o.Partitions, s.Instances)
 	}
-	if o.Broker == BrokerGoChannel {
-		require.EqualValues(t, s.Published+crash, s.Deliveries, "every message once, plus one redelivery per crash")
-	} else {
-		// A Kafka rebalance redelivers the messages in flight when it
-		// starts (their offsets are not committed once the session ended).
-		require.GreaterOrEqual(t, s.Deliveries, int64(s.Published+crash+instanceCrashes),
-			"every message once, plus one redelivery per crash and per instance crash")
-	}
+	// At least every message once plus one redelivery per crash: a Kafka
+	// rebalance redelivers the messages in flight when it starts (their
+	// offsets are not committed once the session ended), and on any broker
+	// a database busy past its timeout nacks a message for redelivery, as
+	// often as a loaded machine makes it happen.
+	require.GreaterOrEqual(t, s.Deliveries, int64(s.Published+crash+instanceCrashes),
+		"every message once, plus one redelivery per crash and per instance crash")
 
 	require.Equal(t, o.Events, s.Applied, "each event applied exactly once")
 	require.Zero(t, s.AppliedTwice)
