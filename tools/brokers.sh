@@ -117,8 +117,12 @@ free_port() {
 # the variable; else the default, or (start only) a free one when another process holds the default.
 port_for() { # name pattern set default variable pick
 	local name=$1 pattern=$2 set=$3 def=$4 var=$5 pick=$6 p
-	if running "$name" "$pattern" >/dev/null && [[ -f $BIN/$name.port ]]; then
-		cat "$BIN/$name.port"
+	if running "$name" "$pattern" >/dev/null; then
+		if [[ -f $BIN/$name.port ]]; then
+			cat "$BIN/$name.port"
+		else # started before ports were recorded
+			echo "${set:-$def}"
+		fi
 	elif [[ -n $set ]]; then
 		echo "$set"
 	elif [[ $pick == pick ]] && tcp_open "$def"; then
