@@ -82,7 +82,12 @@ func endpoint(t testing.TB) string {
 // connections are closed when t ends (goleak).
 func optFns(t testing.TB) []func(*sqs.Options) {
 	t.Helper()
-	ep := endpoint(t)
+	return optFnsAt(t, endpoint(t))
+}
+
+// optFnsAt is optFns for the server at ep.
+func optFnsAt(t testing.TB, ep string) []func(*sqs.Options) {
+	t.Helper()
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	t.Cleanup(tr.CloseIdleConnections)
 	httpClient := &http.Client{Transport: tr}
