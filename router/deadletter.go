@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
+	"strconv"
 
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
@@ -95,7 +95,8 @@ func sanitize(msg *message.Message, cause error) (*message.Message, error) {
 // printable returns s with anything but printable ASCII escaped, cut to
 // at most n bytes, so it can travel in any broker's metadata.
 func printable(s string, n int) string {
-	q := strings.Trim(fmt.Sprintf("%+q", s), `"`) // ASCII only
+	q := strconv.QuoteToASCII(s)
+	q = q[1 : len(q)-1] // without the quotes
 	if len(q) > n {
 		q = q[:n]
 	}
