@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
@@ -381,4 +382,19 @@ func TestUsageAndSecrets(t *testing.T) {
 	help := c.ok("outbox", "redrive", "--help")
 	require.Contains(t, help, "Examples:")
 	require.Contains(t, help, "--dry-run")
+}
+
+// TestEveryCommandHasExample: --help of every command shows an example.
+func TestEveryCommandHasExample(t *testing.T) {
+	a := &app{env: &env{getenv: func(string) string { return "" }, now: time.Now}}
+	var walk func(cmd *cobra.Command)
+	walk = func(cmd *cobra.Command) {
+		if cmd.Name() != "help" && cmd.Name() != "completion" && !cmd.Hidden {
+			require.NotEmpty(t, cmd.Example, "ackgap %s has no example", cmd.CommandPath())
+		}
+		for _, sub := range cmd.Commands() {
+			walk(sub)
+		}
+	}
+	walk(a.rootCommand())
 }

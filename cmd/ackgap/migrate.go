@@ -14,7 +14,10 @@ func (a *app) migrateCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "migrate",
 		Short: "Apply ackgap's migrations, show which are applied, or print their SQL",
-		Args:  cobra.NoArgs,
+		Example: `  ackgap migrate up
+  ackgap migrate status
+  ackgap migrate sql > ackgap.sql`,
+		Args: cobra.NoArgs,
 	}
 	cmd.AddCommand(a.migrateUpCommand(), a.migrateStatusCommand(), a.migrateSQLCommand())
 	return cmd

@@ -83,7 +83,11 @@ func (a *app) outboxCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "outbox",
 		Short: "List, show, redrive and prune outbox rows",
-		Args:  cobra.NoArgs,
+		Example: `  ackgap outbox list --state dead
+  ackgap outbox show 1042
+  ackgap outbox redrive --dry-run
+  ackgap outbox prune --older-than 168h`,
+		Args: cobra.NoArgs,
 	}
 	cmd.AddCommand(a.outboxListCommand(), a.outboxShowCommand(), a.outboxRedriveCommand(), a.outboxPruneCommand())
 	return cmd
