@@ -1,7 +1,8 @@
 // Command ackgap operates ackgap's tables on PostgreSQL and SQLite: apply
 // and print the migrations, see the inbox and the outbox at a glance, find
-// what happened to one event, and list, redrive and prune outbox rows
-// without writing SQL.
+// what happened to one event, list, redrive and prune outbox rows without
+// writing SQL, and check a deployment (database, SQS queues, Kafka topics
+// and group) against ackgap's rules with "ackgap doctor".
 //
 // Install it with
 //
@@ -26,6 +27,7 @@
 //	2  usage error: unknown command, bad flag, argument or DSN
 //	3  nothing found: "event" with no inbox or outbox row, "outbox show" of an unknown id
 //	4  "migrate status": migrations are pending
+//	5  "doctor": a check failed (warnings exit 0)
 //
 // The command is thin: it calls the public API users call
 // (stores.Operator, pgxstore, sqlitestore).

@@ -23,7 +23,12 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m,
+		// Sarama's metrics registry starts a process-wide meter ticker
+		// that is never stopped (rcrowley/go-metrics).
+		goleak.IgnoreTopFunction("github.com/rcrowley/go-metrics.(*meterArbiter).tick"))
+}
 
 // t0 is the tests' clock: the command runs at t0 and the seeded rows are
 // dated before it, so the tables are the same on every run.

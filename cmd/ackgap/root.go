@@ -118,7 +118,8 @@ for PostgreSQL, sqlite:PATH for an SQLite file. --schema (ACKGAP_SCHEMA) and
 --prefix (ACKGAP_PREFIX) name the tables as the application's store Config does.
 
 Exit codes: 0 success; 1 the command failed; 2 usage error; 3 nothing found
-("event", "outbox show"); 4 migrations pending ("migrate status").`,
+("event", "outbox show"); 4 migrations pending ("migrate status"); 5 a check
+failed ("doctor").`,
 		Example: `  export ACKGAP_DSN='postgres://app@db:5432/app?sslmode=require'
   ackgap migrate up
   ackgap status
@@ -140,7 +141,7 @@ Exit codes: 0 success; 1 the command failed; 2 usage error; 3 nothing found
 	pf.StringVar(&a.schema, "schema", "", "PostgreSQL schema of ackgap's tables; default the search_path (env ACKGAP_SCHEMA)")
 	pf.StringVar(&a.prefix, "prefix", "", `table name prefix; default "ackgap_" (env ACKGAP_PREFIX)`)
 	pf.BoolVar(&a.json, "json", false, "print JSON instead of a table")
-	root.AddCommand(a.migrateCommand(), a.statusCommand(), a.eventCommand(), a.outboxCommand())
+	root.AddCommand(a.migrateCommand(), a.statusCommand(), a.eventCommand(), a.outboxCommand(), a.doctorCommand())
 	return root
 }
 
