@@ -165,7 +165,7 @@ func (a *app) printChecks(cmd *cobra.Command, checks []check) error {
 
 // doctorStore checks the schema version, the inbox and the outbox.
 func (a *app) doctorStore(ctx context.Context, o *doctorOpts) ([]check, error) {
-	s, closeFn, err := a.open(ctx, false)
+	s, closeFn, err := a.open(ctx, openExisting)
 	if err != nil {
 		return nil, err
 	}

@@ -51,7 +51,7 @@ in it is replaced, e.g. http://jaeger:16686/trace/{trace_id}.`,
 			if !cmd.Flags().Changed("trace-url") {
 				traceURL = a.env.getenv("ACKGAP_TRACE_URL")
 			}
-			s, closeFn, err := a.open(cmd.Context(), false)
+			s, closeFn, err := a.open(cmd.Context(), openMigrated)
 			if err != nil {
 				return err
 			}

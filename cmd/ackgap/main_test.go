@@ -384,6 +384,10 @@ func TestUsageAndSecrets(t *testing.T) {
 	require.Equal(t, exitFailed, r.code)
 	require.Contains(t, r.stderr, `run "ackgap migrate up" to create it`)
 
+	r = c.run("status", "--dsn", testdb.URL(), "--schema", "no_such_schema_here")
+	require.Equal(t, exitFailed, r.code)
+	require.Contains(t, r.stderr, `no ackgap tables (prefix "ackgap_" in schema "no_such_schema_here"): run "ackgap migrate up" first`)
+
 	help := c.ok("outbox", "redrive", "--help")
 	require.Contains(t, help, "Examples:")
 	require.Contains(t, help, "--dry-run")

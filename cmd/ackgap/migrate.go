@@ -48,7 +48,11 @@ migrate at once apply each step once. A missing SQLite file is created.`,
 			if target < 0 {
 				return usageErrorf("--target is %d, must be 0 (newest) or a version", target)
 			}
-			s, closeFn, err := a.open(cmd.Context(), !dryRun)
+			mode := openCreate
+			if dryRun {
+				mode = openExisting
+			}
+			s, closeFn, err := a.open(cmd.Context(), mode)
 			if err != nil {
 				return err
 			}
@@ -97,7 +101,7 @@ func (a *app) migrateStatusCommand() *cobra.Command {
   ackgap migrate status --json | jq '.pending'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, closeFn, err := a.open(cmd.Context(), false)
+			s, closeFn, err := a.open(cmd.Context(), openExisting)
 			if err != nil {
 				return err
 			}

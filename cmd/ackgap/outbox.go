@@ -115,7 +115,7 @@ last id printed as --after-id. Payloads are not printed (see "outbox show").`,
 				return usageErrorf("--limit is %d, must be in [1, %d]", limit, stores.FindOutboxLimitMax)
 			}
 			p.Limit, p.AfterID = limit, afterID
-			s, closeFn, err := a.open(cmd.Context(), false)
+			s, closeFn, err := a.open(cmd.Context(), openMigrated)
 			if err != nil {
 				return err
 			}
@@ -162,7 +162,7 @@ func (a *app) outboxShowCommand() *cobra.Command {
 			if err != nil || id < 1 {
 				return usageErrorf("outbox row id %q is not a positive integer", args[0])
 			}
-			s, closeFn, err := a.open(cmd.Context(), false)
+			s, closeFn, err := a.open(cmd.Context(), openMigrated)
 			if err != nil {
 				return err
 			}
@@ -308,7 +308,7 @@ func (a *app) bulk(cmd *cobra.Command, p stores.FindOutboxParams, batch int, dry
 		return usageErrorf("--batch is %d, must be in [1, 1000]", batch)
 	}
 	ctx := cmd.Context()
-	s, closeFn, err := a.open(ctx, false)
+	s, closeFn, err := a.open(ctx, openMigrated)
 	if err != nil {
 		return err
 	}

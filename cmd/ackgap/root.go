@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -203,10 +204,47 @@ func (a *app) migrations() ([]stores.Migration, error) {
 	return ms, nil
 }
 
-// open connects to the store. create allows creating a missing SQLite
-// file (migrate up); otherwise a missing file is an error, not a new
-// empty database. The caller must call the returned close func.
-func (a *app) open(ctx context.Context, create bool) (stores.Operator, func(), error) {
+// openMode says what open requires of the database.
+type openMode int
+
+const (
+	// openCreate creates a missing SQLite file (migrate up).
+	openCreate openMode = iota
+	// openExisting requires the SQLite file to exist: a typo in a path must
+	// not create a new empty database.
+	openExisting
+	// openMigrated also requires ackgap's tables (at least migration 1).
+	openMigrated
+)
+
+// open connects to the store in mode. The caller must call the returned
+// close func.
+func (a *app) open(ctx context.Context, mode openMode) (stores.Operator, func(), error) {
+	s, closeFn, err := a.connect(ctx, mode == openCreate)
+	if err != nil || mode != openMigrated {
+		return s, closeFn, err
+	}
+	ms, err := s.MigrationStatus(ctx, &stores.MigrationStatusParams{})
+	if err != nil {
+		closeFn()
+		return nil, nil, failed(err)
+	}
+	if ms.Version == 0 {
+		closeFn()
+		where := "prefix " + strconv.Quote(stores.TablePrefixDefault)
+		if a.prefix != "" {
+			where = "prefix " + strconv.Quote(a.prefix)
+		}
+		if a.schema != "" {
+			where += " in schema " + strconv.Quote(a.schema)
+		}
+		return nil, nil, failed(fmt.Errorf("no ackgap tables (%s): run \"ackgap migrate up\" first, or check --schema and --prefix", where))
+	}
+	return s, closeFn, nil
+}
+
+// connect opens the store; create allows creating a missing SQLite file.
+func (a *app) connect(ctx context.Context, create bool) (stores.Operator, func(), error) {
 	d, path, err := a.parseDSN()
 	if err != nil {
 		return nil, nil, err

@@ -61,7 +61,7 @@ It counts every inbox row: on a large inbox run it now and then, not in a loop.`
 			if window <= 0 {
 				return usageErrorf("--window is %s, must be positive", window)
 			}
-			s, closeFn, err := a.open(cmd.Context(), false)
+			s, closeFn, err := a.open(cmd.Context(), openMigrated)
 			if err != nil {
 				return err
 			}
