@@ -108,7 +108,7 @@ func logOutcome(c Config, consumer string) message.HandlerMiddleware {
 			}
 			switch {
 			case err == nil:
-				if d, ok := ackgap.DeliveryFromContext(ctx); ok {
+				if d, ok := ackgap.DeliveryFromContext(ctx); ok && d.Confirmation == ackgap.ConfirmationReported {
 					f := fields()
 					d.OnSettled(func(s ackgap.Settlement) {
 						if s.Acked && s.Err != nil {

@@ -372,8 +372,13 @@ func TestUsageAndSecrets(t *testing.T) {
 		require.Equal(t, exitUsage, r.code, "%v: %s", args, r.stderr)
 		require.Contains(t, r.stderr, "ackgap: ")
 	}
-	r := c.run("status", "--dsn", "mysql://root:hunter2@db/x")
-	require.Equal(t, exitUsage, r.code)
+	for _, dsn := range []string{"mysql://root:hunter2@db/x", "host=db user=app password=hunter2"} {
+		r := c.run("status", "--dsn", dsn)
+		require.Equal(t, exitUsage, r.code)
+		require.NotContains(t, r.stderr, "hunter2")
+	}
+	r := c.run("status", "--dsn", "postgres://app:hunter2@db:notaport/x")
+	require.Equal(t, exitUsage, r.code, r.stderr)
 	require.NotContains(t, r.stderr, "hunter2")
 
 	r = c.run("status", "--dsn", "postgres://app:hunter2@127.0.0.1:1/x?connect_timeout=5")
