@@ -112,7 +112,8 @@ func (a *app) rootCommand() *cobra.Command {
 		Short: "Operate ackgap's inbox and outbox tables on PostgreSQL or SQLite",
 		Long: `ackgap operates the tables of github.com/ackgap/ackgap: it applies and prints
 the migrations, shows the inbox and the outbox at a glance, finds what happened
-to one event, and lists, redrives and prunes outbox rows.
+to one event, lists, redrives and prunes outbox rows, and checks a deployment
+against ackgap's rules (doctor).
 
 The database comes from --dsn (or ACKGAP_DSN): postgres://... or postgresql://...
 for PostgreSQL, sqlite:PATH for an SQLite file. --schema (ACKGAP_SCHEMA) and
