@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -33,13 +34,27 @@ func TestScrape(t *testing.T) {
 
 	tr := &http.Transport{}
 	defer tr.CloseIdleConnections()
-	resp, err := (&http.Client{Transport: tr, Timeout: 10 * time.Second}).Get("http://" + addr + "/metrics")
-	require.NoError(t, err)
-	body, err := io.ReadAll(resp.Body)
-	require.NoError(t, resp.Body.Close())
-	require.NoError(t, err)
-	require.Equal(t, http.StatusOK, resp.StatusCode)
-	scrape := string(body)
+	get := func() string {
+		t.Helper()
+		resp, err := (&http.Client{Transport: tr, Timeout: 10 * time.Second}).Get("http://" + addr + "/metrics")
+		require.NoError(t, err)
+		body, err := io.ReadAll(resp.Body)
+		require.NoError(t, resp.Body.Close())
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		return string(body)
+	}
+	// The ack gap is recorded once the ack is seen, on a goroutine of the
+	// telemetry's own: scrape until the histogram has all 20 acks.
+	scrape := get()
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(scrape, "ackgap_ack_gap_seconds_count{") ||
+		!strings.Contains(scrape, `messaging_system="gochannel"`) || !ackGapCount(scrape, 20); {
+		if time.Now().After(deadline) {
+			t.Fatalf("the ack gap of 20 acks never showed:\n%s", scrape)
+		}
+		time.Sleep(50 * time.Millisecond)
+		scrape = get()
+	}
 
 	// sample returns the first sample line starting with prefix and
 	// holding every one of labels.
@@ -69,4 +84,14 @@ func TestScrape(t *testing.T) {
 
 	cancel()
 	require.NoError(t, <-done)
+}
+
+// ackGapCount reports whether the scrape's ack-gap histogram counted n.
+func ackGapCount(scrape string, n int) bool {
+	for _, line := range strings.Split(scrape, "\n") {
+		if strings.HasPrefix(line, "ackgap_ack_gap_seconds_count{") {
+			return strings.HasSuffix(line, " "+strconv.Itoa(n))
+		}
+	}
+	return false
 }
