@@ -81,7 +81,12 @@ type Config struct {
 	// Observer receives one middleware.Report per delivery through the
 	// inbox. Default nil.
 	Observer middleware.ObserverFunc
-	// Logger receives Watermill's logs. Default watermill.NopLogger.
+	// Logger receives Watermill's logs and the chain's: every dead letter
+	// at error, every retry, nack for shutdown or for an unavailable store
+	// and unconfirmed ack at warn (see LogDeadLettered and the other Log
+	// constants; a [WarnLogger] gets real warn levels). No payloads are
+	// logged. Default SlogLogger(nil): log/slog's default logger. Pass
+	// watermill.NopLogger{} for silence.
 	Logger watermill.LoggerAdapter
 }
 
@@ -106,7 +111,7 @@ func (c Config) WithDefaults() Config {
 		c.CloseTimeout = CloseTimeoutDefault
 	}
 	if c.Logger == nil {
-		c.Logger = watermill.NopLogger{}
+		c.Logger = SlogLogger(nil)
 	}
 	return c
 }
@@ -282,7 +287,8 @@ func buildChain[TTx any](store stores.Store[TTx], consumer string, c Config) ([]
 		ShouldRetry:         func(p wmw.RetryParams) bool { return Retryable(p.Err) },
 	}
 	chain := append([]message.HandlerMiddleware{}, c.Middlewares...)
-	return append(chain, deadLetter, stampReason, retry.Middleware, wmw.Recoverer, wmw.Timeout(c.HandlerTimeout), inbox), nil
+	return append(chain, deadLetter, stampReason, logOutcome(c, consumer),
+		retry.Middleware, logAttempt(c, consumer), wmw.Recoverer, wmw.Timeout(c.HandlerTimeout), inbox), nil
 }
 
 // Run runs the router until ctx ends or Close is called; see

@@ -1,0 +1,430 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/spf13/cobra"
+
+	"github.com/ackgap/ackgap/brokers/kafkabroker"
+	"github.com/ackgap/ackgap/brokers/sqsbroker"
+	"github.com/ackgap/ackgap/retention"
+	"github.com/ackgap/ackgap/router"
+	"github.com/ackgap/ackgap/stores"
+)
+
+// exitDoctorFailed is the exit code of "doctor" when a check failed.
+const exitDoctorFailed = 5
+
+// Check outcomes.
+const (
+	checkPass = "pass"
+	checkWarn = "warn"
+	checkFail = "fail"
+)
+
+// check is one line of the doctor's report.
+type check struct {
+	Name   string `json:"name"`
+	Status string `json:"status"`
+	Detail string `json:"detail"`
+	Fix    string `json:"fix,omitempty"`
+}
+
+// doctorOpts are the doctor's flags.
+type doctorOpts struct {
+	handlerTimeout time.Duration
+	inboxRetention time.Duration
+	sqsQueueURLs   []string
+	sqsEndpoint    string
+	sqsRegion      string
+	kafkaBrokers   []string
+	kafkaTopics    []string
+	kafkaGroup     string
+}
+
+func (a *app) doctorCommand() *cobra.Command {
+	var o doctorOpts
+	cmd := &cobra.Command{
+		Use:   "doctor",
+		Short: "Check a deployment against ackgap's rules: schema, retention, visibility timeout, redrive policy, lag",
+		Long: `Check a deployment against the rules ackgap enforces in code, one line per
+check with pass, warn or fail and the fix. Checks run for what is given:
+
+  --dsn                     schema version current; inbox size and growth; outbox
+                            backlog, its oldest due row and dead rows
+  --sqs-queue-url (repeat)  visibility timeout >= 6 x --handler-timeout; a redrive
+                            policy; queue retention (+ its dead-letter queue's)
+                            <= --inbox-retention
+  --kafka-brokers, --kafka-topic (repeat), --kafka-group
+                            topic retention.ms <= --inbox-retention; the consumer
+                            group exists; its lag per partition
+
+SQS credentials come from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and
+AWS_SESSION_TOKEN; the region from --sqs-region or AWS_REGION; --sqs-endpoint
+(env ACKGAP_SQS_ENDPOINT) points at a local server. Exit code 5 when a check
+fails; warnings exit 0.`,
+		Example: `  ackgap doctor --dsn "$DATABASE_URL" --handler-timeout 30s --inbox-retention 360h \
+    --sqs-queue-url https://sqs.eu-west-1.amazonaws.com/123456789012/orders
+  ackgap doctor --kafka-brokers kafka:9092 --kafka-topic orders --kafka-group billing --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.handlerTimeout <= 0 || o.inboxRetention <= 0 {
+				return usageErrorf("--handler-timeout and --inbox-retention must be positive")
+			}
+			if !cmd.Flags().Changed("sqs-endpoint") {
+				o.sqsEndpoint = a.env.getenv("ACKGAP_SQS_ENDPOINT")
+			}
+			if o.sqsRegion == "" {
+				o.sqsRegion = a.env.getenv("AWS_REGION")
+			}
+			if a.dsn == "" && len(o.sqsQueueURLs) == 0 && len(o.kafkaBrokers) == 0 {
+				return usageErrorf("nothing to check: give --dsn, --sqs-queue-url or --kafka-brokers")
+			}
+			if len(o.kafkaBrokers) > 0 && (len(o.kafkaTopics) == 0 || o.kafkaGroup == "") {
+				return usageErrorf("--kafka-brokers needs --kafka-topic and --kafka-group")
+			}
+			ctx := cmd.Context()
+			var checks []check
+			if a.dsn != "" {
+				cs, err := a.doctorStore(ctx, &o)
+				if err != nil {
+					return err
+				}
+				checks = append(checks, cs...)
+			}
+			if len(o.sqsQueueURLs) > 0 {
+				cs, err := a.doctorSQS(ctx, &o)
+				if err != nil {
+					return err
+				}
+				checks = append(checks, cs...)
+			}
+			if len(o.kafkaBrokers) > 0 {
+				checks = append(checks, doctorKafka(&o)...)
+			}
+			return a.printChecks(cmd, checks)
+		},
+	}
+	f := cmd.Flags()
+	f.DurationVar(&o.handlerTimeout, "handler-timeout", router.HandlerTimeoutDefault, "the router's Config.HandlerTimeout")
+	f.DurationVar(&o.inboxRetention, "inbox-retention", retention.RetentionDefault, "the inbox pruner's retention.Config.Retention")
+	f.StringArrayVar(&o.sqsQueueURLs, "sqs-queue-url", nil, "SQS queue to check (repeat for several)")
+	f.StringVar(&o.sqsEndpoint, "sqs-endpoint", "", "SQS endpoint URL, for a local server (env ACKGAP_SQS_ENDPOINT)")
+	f.StringVar(&o.sqsRegion, "sqs-region", "", "AWS region (env AWS_REGION)")
+	f.StringSliceVar(&o.kafkaBrokers, "kafka-brokers", nil, "Kafka bootstrap brokers, host:port, comma-separated")
+	f.StringArrayVar(&o.kafkaTopics, "kafka-topic", nil, "Kafka topic to check (repeat for several)")
+	f.StringVar(&o.kafkaGroup, "kafka-group", "", "the consumer group of the topics")
+	return cmd
+}
+
+// printChecks prints the report and returns the exit status it calls for.
+func (a *app) printChecks(cmd *cobra.Command, checks []check) error {
+	failedN, warned := 0, 0
+	for _, c := range checks {
+		switch c.Status {
+		case checkFail:
+			failedN++
+		case checkWarn:
+			warned++
+		}
+	}
+	w := cmd.OutOrStdout()
+	if a.json {
+		if err := printJSON(w, struct {
+			Checks []check `json:"checks"`
+			Failed int     `json:"failed"`
+			Warned int     `json:"warned"`
+		}{checks, failedN, warned}); err != nil {
+			return failed(err)
+		}
+	} else {
+		for _, c := range checks {
+			fmt.Fprintf(w, "%-4s  %s: %s\n", c.Status, c.Name, c.Detail)
+			if c.Fix != "" && c.Status != checkPass {
+				fmt.Fprintf(w, "      fix: %s\n", c.Fix)
+			}
+		}
+		fmt.Fprintf(w, "%d check(s): %d failed, %d warned\n", len(checks), failedN, warned)
+	}
+	if failedN > 0 {
+		return &exitError{code: exitDoctorFailed}
+	}
+	return nil
+}
+
+// doctorStore checks the schema version, the inbox and the outbox.
+func (a *app) doctorStore(ctx context.Context, o *doctorOpts) ([]check, error) {
+	s, closeFn, err := a.open(ctx, openExisting)
+	if err != nil {
+		return nil, err
+	}
+	defer closeFn()
+	ms, err := s.MigrationStatus(ctx, &stores.MigrationStatusParams{})
+	if err != nil {
+		return nil, failed(err)
+	}
+	var checks []check
+	c := check{Name: "schema version", Status: checkPass, Detail: fmt.Sprintf("version %d of %d", ms.Version, ms.Latest)}
+	if ms.Version < ms.Latest {
+		c.Status, c.Fix = checkFail, `run "ackgap migrate up" (or apply "ackgap migrate sql" with your tool) before deploying this version`
+	}
+	checks = append(checks, c)
+	if ms.Version == 0 {
+		return checks, nil
+	}
+	st, err := s.Stats(ctx, &stores.StatsParams{Now: a.env.now()})
+	if err != nil {
+		return nil, failed(err)
+	}
+	var rows, recent int64
+	var oldest time.Time
+	for _, in := range st.Inbox {
+		rows += in.Rows
+		recent += in.Recent
+		if oldest.IsZero() || in.Oldest.Before(oldest) {
+			oldest = in.Oldest
+		}
+	}
+	c = check{Name: "inbox size", Status: checkPass, Detail: fmt.Sprintf("%d rows in %d consumer(s), %.2f rows/min over the last %s, oldest %s old",
+		rows, len(st.Inbox), float64(recent)/st.Window.Minutes(), st.Window, fmtAge(st.Now, oldest))}
+	// Rows older than the retention plus a pruning interval mean no pruner runs.
+	if !oldest.IsZero() && st.Now.Sub(oldest) > o.inboxRetention+retention.IntervalDefault {
+		c.Status = checkWarn
+		c.Fix = "run retention.Pruner (retention.New(store, cfg).Run(ctx)) on one instance; inbox rows are kept forever without it"
+	}
+	checks = append(checks, c)
+	totals := map[stores.OutboxState]int64{}
+	for _, o := range st.Outbox {
+		totals[o.State] += o.Rows
+	}
+	c = check{Name: "outbox backlog", Status: checkPass, Detail: fmt.Sprintf("pending %d, claimed %d, dead %d, done %d; oldest due row waited %s",
+		totals[stores.OutboxPending], totals[stores.OutboxClaimed], totals[stores.OutboxDead], totals[stores.OutboxDone], fmtAge(st.Now, st.OldestDueAt))}
+	switch {
+	case totals[stores.OutboxDead] > 0:
+		c.Status, c.Fix = checkWarn, `"ackgap outbox list --state dead" shows why; fix the cause, then "ackgap outbox redrive"`
+	case !st.OldestDueAt.IsZero() && st.Now.Sub(st.OldestDueAt) > 5*time.Minute:
+		c.Status, c.Fix = checkWarn, "the relays are behind or not running: start outbox.Relay.Run on each instance, or add relays"
+	}
+	return append(checks, c), nil
+}
+
+// doctorSQS checks each queue's attributes, read with the AWS SDK.
+func (a *app) doctorSQS(ctx context.Context, o *doctorOpts) ([]check, error) {
+	id, secret := a.env.getenv("AWS_ACCESS_KEY_ID"), a.env.getenv("AWS_SECRET_ACCESS_KEY")
+	if id == "" || secret == "" {
+		return nil, usageErrorf("SQS checks need AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY")
+	}
+	if o.sqsRegion == "" {
+		return nil, usageErrorf("SQS checks need a region: --sqs-region or AWS_REGION")
+	}
+	token := a.env.getenv("AWS_SESSION_TOKEN")
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	defer tr.CloseIdleConnections()
+	client := sqs.New(sqs.Options{
+		Region:     o.sqsRegion,
+		HTTPClient: &http.Client{Transport: tr, Timeout: 30 * time.Second},
+		Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
+			return aws.Credentials{AccessKeyID: id, SecretAccessKey: secret, SessionToken: token, Source: "ackgap doctor environment"}, nil
+		}),
+	}, func(opts *sqs.Options) {
+		if o.sqsEndpoint != "" {
+			opts.BaseEndpoint = aws.String(o.sqsEndpoint)
+		}
+	})
+	var checks []check
+	for _, url := range o.sqsQueueURLs {
+		checks = append(checks, sqsChecks(ctx, client, url, o)...)
+	}
+	return checks, nil
+}
+
+func queueAttrs(ctx context.Context, c *sqs.Client, url string) (map[string]string, error) {
+	out, err := c.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url),
+		AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameAll}})
+	if err != nil {
+		return nil, err
+	}
+	return out.Attributes, nil
+}
+
+func sqsChecks(ctx context.Context, c *sqs.Client, url string, o *doctorOpts) []check {
+	name := "sqs " + url[strings.LastIndex(url, "/")+1:]
+	attrs, err := queueAttrs(ctx, c, url)
+	if err != nil {
+		return []check{{Name: name, Status: checkFail, Detail: "cannot read the queue's attributes: " + err.Error(),
+			Fix: "check the queue URL, the region and that the credentials may call sqs:GetQueueAttributes"}}
+	}
+	var checks []check
+	vis := seconds(attrs[string(types.QueueAttributeNameVisibilityTimeout)])
+	want := time.Duration(float64(o.handlerTimeout) * sqsbroker.VisibilityFactorDefault)
+	cv := check{Name: name + " visibility timeout", Status: checkPass,
+		Detail: fmt.Sprintf("%s >= %g x handler timeout %s", vis, sqsbroker.VisibilityFactorDefault, o.handlerTimeout)}
+	if vis < want {
+		cv.Status = checkFail
+		cv.Detail = fmt.Sprintf("%s < %g x handler timeout %s = %s: a slow handler's message is delivered again while it runs",
+			vis, sqsbroker.VisibilityFactorDefault, o.handlerTimeout, want)
+		cv.Fix = fmt.Sprintf("set the queue's VisibilityTimeout to at least %d s, or lower the router's HandlerTimeout", int(want.Seconds()))
+	}
+	checks = append(checks, cv)
+
+	window := seconds(attrs[string(types.QueueAttributeNameMessageRetentionPeriod)])
+	windowDetail := fmt.Sprintf("queue retention %s", days(window))
+	cr := check{Name: name + " redrive policy", Status: checkPass}
+	if raw := attrs[string(types.QueueAttributeNameRedrivePolicy)]; raw == "" {
+		cr.Status, cr.Detail = checkFail, "none: a message that always fails is received until the queue's retention drops it"
+		cr.Fix = "set a RedrivePolicy with a deadLetterTargetArn and a maxReceiveCount (e.g. 5)"
+	} else {
+		var rp struct {
+			DeadLetterTargetArn string `json:"deadLetterTargetArn"`
+			MaxReceiveCount     any    `json:"maxReceiveCount"`
+		}
+		_ = json.Unmarshal([]byte(raw), &rp)
+		cr.Detail = fmt.Sprintf("maxReceiveCount %v to %s", rp.MaxReceiveCount, rp.DeadLetterTargetArn)
+		// A message redriven from the dead-letter queue can come back as
+		// late as the DLQ's retention after it left the queue.
+		if dlq := rp.DeadLetterTargetArn[strings.LastIndex(rp.DeadLetterTargetArn, ":")+1:]; dlq != "" {
+			if u, err := c.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(dlq)}); err == nil {
+				if da, err := queueAttrs(ctx, c, aws.ToString(u.QueueUrl)); err == nil {
+					dlqRetention := seconds(da[string(types.QueueAttributeNameMessageRetentionPeriod)])
+					window += dlqRetention
+					windowDetail += fmt.Sprintf(" + dead-letter queue retention %s", days(dlqRetention))
+				}
+			}
+		}
+	}
+	checks = append(checks, cr)
+
+	ci := check{Name: name + " inbox retention", Status: checkPass,
+		Detail: fmt.Sprintf("inbox retention %s >= %s", days(o.inboxRetention), windowDetail)}
+	if o.inboxRetention < window {
+		ci.Status = checkFail
+		ci.Detail = fmt.Sprintf("inbox retention %s < %s = %s: a redelivery after its inbox row was pruned is applied twice",
+			days(o.inboxRetention), windowDetail, days(window))
+		ci.Fix = fmt.Sprintf("set retention.Config.Retention (and RedeliveryWindow) to at least %s, or shorten the queues' retention", window)
+	}
+	return append(checks, ci)
+}
+
+// doctorKafka checks topic retention, the consumer group and its lag.
+func doctorKafka(o *doctorOpts) []check {
+	sc := sarama.NewConfig()
+	sc.Version = kafkabroker.VersionDefault
+	sc.ClientID = "ackgap-doctor"
+	client, err := sarama.NewClient(o.kafkaBrokers, sc)
+	if err != nil {
+		return []check{{Name: "kafka", Status: checkFail, Detail: "cannot connect: " + err.Error(), Fix: "check --kafka-brokers and the network"}}
+	}
+	defer client.Close()
+	admin, err := sarama.NewClusterAdminFromClient(client)
+	if err != nil {
+		return []check{{Name: "kafka", Status: checkFail, Detail: "cluster admin: " + err.Error()}}
+	}
+	var checks []check
+	for _, topic := range o.kafkaTopics {
+		checks = append(checks, kafkaRetention(admin, topic, o))
+	}
+	groups, err := admin.ListConsumerGroups()
+	if err != nil {
+		return append(checks, check{Name: "kafka group " + o.kafkaGroup, Status: checkFail, Detail: "list groups: " + err.Error()})
+	}
+	if _, ok := groups[o.kafkaGroup]; !ok {
+		return append(checks, check{Name: "kafka group " + o.kafkaGroup, Status: checkFail,
+			Detail: "does not exist: no consumer of this group has committed an offset",
+			Fix:    "check the group id in kafkabroker.SubscriberConfig (ConsumerGroup) and that the service runs"})
+	}
+	for _, topic := range o.kafkaTopics {
+		checks = append(checks, kafkaLag(client, admin, topic, o.kafkaGroup))
+	}
+	return checks
+}
+
+func kafkaRetention(admin sarama.ClusterAdmin, topic string, o *doctorOpts) check {
+	name := "kafka topic " + topic + " retention"
+	entries, err := admin.DescribeConfig(sarama.ConfigResource{Type: sarama.TopicResource, Name: topic, ConfigNames: []string{"retention.ms"}})
+	if err != nil {
+		return check{Name: name, Status: checkFail, Detail: "describe config: " + err.Error(), Fix: "check the topic name and the credentials' DescribeConfigs right"}
+	}
+	for _, e := range entries {
+		if e.Name != "retention.ms" {
+			continue
+		}
+		ms, err := strconv.ParseInt(e.Value, 10, 64)
+		if err != nil {
+			return check{Name: name, Status: checkWarn, Detail: fmt.Sprintf("retention.ms %q is not a number", e.Value)}
+		}
+		if ms < 0 {
+			return check{Name: name, Status: checkFail, Detail: "retention.ms is -1 (kept forever): a replay from the start can go past any inbox retention",
+				Fix: "set retention.ms on the topic, and the inbox retention at least as long"}
+		}
+		window := time.Duration(ms) * time.Millisecond
+		if o.inboxRetention < window {
+			return check{Name: name, Status: checkFail,
+				Detail: fmt.Sprintf("inbox retention %s < topic retention %s: a replay after its inbox row was pruned is applied twice", days(o.inboxRetention), days(window)),
+				Fix:    fmt.Sprintf("set retention.Config.Retention (and RedeliveryWindow) to at least %s, or lower the topic's retention.ms", window)}
+		}
+		return check{Name: name, Status: checkPass, Detail: fmt.Sprintf("inbox retention %s >= topic retention %s", days(o.inboxRetention), days(window))}
+	}
+	return check{Name: name, Status: checkWarn, Detail: "retention.ms not reported", Fix: "check the topic's retention.ms by hand"}
+}
+
+func kafkaLag(client sarama.Client, admin sarama.ClusterAdmin, topic, group string) check {
+	name := "kafka group " + group + " lag on " + topic
+	partitions, err := client.Partitions(topic)
+	if err != nil {
+		return check{Name: name, Status: checkFail, Detail: "partitions: " + err.Error()}
+	}
+	resp, err := admin.ListConsumerGroupOffsets(group, map[string][]int32{topic: partitions})
+	if err != nil {
+		return check{Name: name, Status: checkFail, Detail: "committed offsets: " + err.Error()}
+	}
+	sort.Slice(partitions, func(i, j int) bool { return partitions[i] < partitions[j] })
+	var parts []string
+	var missing []string
+	var total int64
+	for _, p := range partitions {
+		newest, err := client.GetOffset(topic, p, sarama.OffsetNewest)
+		if err != nil {
+			return check{Name: name, Status: checkFail, Detail: fmt.Sprintf("partition %d newest offset: %v", p, err)}
+		}
+		committed := int64(-1)
+		if b := resp.GetBlock(topic, p); b != nil {
+			committed = b.Offset
+		}
+		if committed < 0 {
+			missing = append(missing, strconv.Itoa(int(p)))
+			parts = append(parts, fmt.Sprintf("p%d=- (end %d)", p, newest))
+			continue
+		}
+		total += newest - committed
+		parts = append(parts, fmt.Sprintf("p%d=%d", p, newest-committed))
+	}
+	c := check{Name: name, Status: checkPass, Detail: fmt.Sprintf("lag %d: %s", total, strings.Join(parts, " "))}
+	if len(missing) > 0 {
+		c.Status = checkWarn
+		c.Fix = "no committed offset on partition(s) " + strings.Join(missing, ", ") +
+			": the group starts there from its offset reset policy (kafkabroker reads from the oldest)"
+	}
+	return c
+}
+
+// seconds parses an SQS attribute in whole seconds; "" or junk is 0.
+func seconds(s string) time.Duration {
+	n, _ := strconv.Atoi(s)
+	return time.Duration(n) * time.Second
+}
+
+// days formats d with its length in days.
+func days(d time.Duration) string {
+	return fmt.Sprintf("%s (%.4g days)", d, d.Hours()/24)
+}

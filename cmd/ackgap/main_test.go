@@ -1,0 +1,414 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/ackgap/ackgap/internal/testdb"
+	"github.com/ackgap/ackgap/stores"
+	"github.com/ackgap/ackgap/stores/pgxstore"
+	"github.com/ackgap/ackgap/stores/sqlitestore"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m,
+		// Sarama's metrics registry starts a process-wide meter ticker
+		// that is never stopped (rcrowley/go-metrics).
+		goleak.IgnoreTopFunction("github.com/rcrowley/go-metrics.(*meterArbiter).tick"))
+}
+
+// t0 is the tests' clock: the command runs at t0 and the seeded rows are
+// dated before it, so the tables are the same on every run.
+var t0 = time.Date(2026, 1, 2, 4, 0, 0, 0, time.UTC)
+
+// traceParent is the traceparent seeded with every inbox row.
+const traceParent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+
+// cli runs the command against one database.
+type cli struct {
+	t       *testing.T
+	env     map[string]string
+	flags   []string // connection flags put after the command's own
+	backend string
+}
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+func (c *cli) run(args ...string) result {
+	c.t.Helper()
+	var out, errOut bytes.Buffer
+	code := run(context.Background(), &env{
+		args:   append(append([]string{}, args...), c.flags...),
+		stdout: &out, stderr: &errOut,
+		getenv: func(k string) string { return c.env[k] },
+		now:    func() time.Time { return t0 },
+	})
+	return result{code: code, stdout: out.String(), stderr: errOut.String()}
+}
+
+// ok runs args and requires exit code 0.
+func (c *cli) ok(args ...string) string {
+	c.t.Helper()
+	r := c.run(args...)
+	require.Equal(c.t, exitOK, r.code, "ackgap %s: stderr %s", strings.Join(args, " "), r.stderr)
+	return r.stdout
+}
+
+// json runs args with --json, requires exit code want and decodes stdout
+// into v.
+func (c *cli) json(v any, want int, args ...string) {
+	c.t.Helper()
+	r := c.run(append(args, "--json")...)
+	require.Equal(c.t, want, r.code, "ackgap %s: stderr %s", strings.Join(args, " "), r.stderr)
+	require.NoError(c.t, json.Unmarshal([]byte(r.stdout), v), "stdout: %s", r.stdout)
+}
+
+// seeder writes inbox and outbox rows through a store's public API.
+type seeder interface {
+	stores.Operator
+	inbox(t *testing.T, consumer, eventID string, at time.Time, rows ...stores.OutboxInsertParams)
+}
+
+type backend struct {
+	name string
+	open func(t *testing.T) (*cli, seeder)
+}
+
+// backends are PostgreSQL (a schema per test, named with --schema, the DSN
+// from ACKGAP_DSN) and SQLite (a file per test, the DSN from --dsn).
+var backends = []backend{
+	{"postgres", func(t *testing.T) (*cli, seeder) {
+		pool, schema := testdb.Schema(t, 0)
+		s, err := pgxstore.New(pool, &pgxstore.Config{Schema: schema})
+		require.NoError(t, err)
+		c := &cli{t: t, env: map[string]string{"ACKGAP_DSN": testdb.URL()}, flags: []string{"--schema", schema}, backend: "postgres"}
+		return c, &genericSeeder[pgxTx]{Operator: s, s: s}
+	}},
+	{"sqlite", func(t *testing.T) (*cli, seeder) {
+		path := testdb.SQLitePath(t)
+		s, err := sqlitestore.Open(context.Background(), path, nil)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = s.Close() })
+		c := &cli{t: t, env: map[string]string{}, flags: []string{"--dsn", "sqlite:" + path}, backend: "sqlite"}
+		return c, &genericSeeder[sqlTx]{Operator: s, s: s}
+	}},
+}
+
+func eachBackend(t *testing.T, f func(t *testing.T, c *cli, s seeder)) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			c, s := b.open(t)
+			f(t, c, s)
+		})
+	}
+}
+
+// seed migrates and writes the rows every golden test shows: two
+// consumers, three events, four outbox rows of which two are dead, one
+// done and one pending.
+func seed(t *testing.T, c *cli, s seeder) {
+	t.Helper()
+	c.ok("migrate", "up")
+	at := func(hh, mm int) time.Time { return time.Date(2026, 1, 2, hh, mm, 0, 0, time.UTC) }
+	out := func(kind, key string, created time.Time) stores.OutboxInsertParams {
+		return stores.OutboxInsertParams{Kind: kind, IdempotencyKey: key, Payload: []byte(`{"secret":"card-4242"}`),
+			Headers: map[string]string{"content-type": "application/json"}, Now: created, AvailableAt: created}
+	}
+	s.inbox(t, "audit", "order-1", at(2, 0))
+	s.inbox(t, "billing", "order-1", at(3, 10), out("charge", "charge:order-1", at(3, 10)), out("email", "email:order-1", at(3, 10)))
+	s.inbox(t, "billing", "order-2", at(3, 50), out("charge", "charge:order-2", at(3, 50)))
+	s.inbox(t, "billing", "order-3", at(3, 58), out("charge", "charge:order-3", at(3, 58)))
+	ctx := context.Background()
+	claimed, err := s.ClaimOutbox(ctx, &stores.OutboxClaimParams{Limit: 10, Lease: time.Minute, Now: at(3, 55)})
+	require.NoError(t, err)
+	require.Len(t, claimed.Rows, 3, "order-3's row is not due at 03:55")
+	for _, r := range claimed.Rows {
+		switch r.IdempotencyKey {
+		case "email:order-1":
+			_, err = s.MarkOutboxDoneIfClaimed(ctx, &stores.OutboxMarkDoneParams{ID: r.ID, ClaimToken: r.Claim.Token, Now: at(3, 56)})
+		case "charge:order-1":
+			_, err = s.MarkOutboxDeadIfClaimed(ctx, &stores.OutboxMarkDeadParams{ID: r.ID, ClaimToken: r.Claim.Token, LastError: "card declined (permanent)"})
+		default:
+			_, err = s.MarkOutboxDeadIfClaimed(ctx, &stores.OutboxMarkDeadParams{ID: r.ID, ClaimToken: r.Claim.Token, LastError: "payment gateway: 503 after 8 attempts"})
+		}
+		require.NoError(t, err)
+	}
+}
+
+// golden compares got with testdata/name, or rewrites it with -update.
+// Both backends compare with the same file: they must print the same.
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		require.NoError(t, os.MkdirAll("testdata", 0o755))
+		require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
+		return
+	}
+	want, err := os.ReadFile(path)
+	require.NoError(t, err, "run go test -update to create %s", path)
+	require.Equal(t, string(want), got, "golden file %s (go test -update rewrites it)", path)
+}
+
+func TestMigrate(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *cli, _ seeder) {
+		out := c.ok("migrate", "up", "--target", "2")
+		require.Contains(t, out, "applied 2 migration(s); version is 2")
+
+		r := c.run("migrate", "status")
+		require.Equal(t, exitPending, r.code, "a pending migration exits 4: %s", r.stderr)
+		require.Regexp(t, `(?m)^3\s+\w+\s+pending$`, r.stdout)
+		require.Contains(t, r.stdout, "version 2 of 3; 1 pending")
+
+		out = c.ok("migrate", "up", "--dry-run")
+		require.Contains(t, out, "would apply 1 migration(s); version is 2")
+		c.json(&struct{}{}, exitPending, "migrate", "status")
+
+		out = c.ok("migrate", "up")
+		require.Regexp(t, `(?m)^3\s+\w+$`, out)
+		require.Contains(t, c.ok("migrate", "up"), "applied 0 migration(s); version is 3", "migrating again changes nothing")
+
+		var st struct {
+			Version, Latest, Pending int
+			Migrations               []migrationView
+		}
+		c.json(&st, exitOK, "migrate", "status")
+		require.Equal(t, 3, st.Version)
+		require.Equal(t, 3, st.Latest)
+		require.Zero(t, st.Pending)
+		require.Len(t, st.Migrations, 3)
+		for _, m := range st.Migrations {
+			require.True(t, m.Applied)
+			require.NotNil(t, m.AppliedAt)
+		}
+	})
+}
+
+func TestMigrateSQL(t *testing.T) {
+	c := &cli{t: t, env: map[string]string{}}
+	out := c.ok("migrate", "sql", "--dsn", "postgres://nowhere.invalid/db", "--schema", "ops", "--prefix", "app_")
+	want, err := pgxstore.Migrations(&pgxstore.Config{Schema: "ops", TablePrefix: "app_"})
+	require.NoError(t, err)
+	for _, m := range want {
+		require.Contains(t, out, m.UpSQL)
+	}
+	require.Contains(t, out, "-- ackgap migration 001_inbox_outbox (up)")
+	require.Contains(t, out, `"ops"."app_outbox"`)
+
+	out = c.ok("migrate", "sql", "--dsn", "sqlite:whatever.db", "--down", "--version", "3")
+	lite, err := sqlitestore.Migrations(nil)
+	require.NoError(t, err)
+	require.Equal(t, "-- ackgap migration 003_inbox_trace_parent (down)\n"+lite[2].DownSQL+"\n", out)
+	_, statErr := os.Stat("whatever.db")
+	require.True(t, os.IsNotExist(statErr), "migrate sql connects to nothing")
+
+	var views []struct{ Version int }
+	c.json(&views, exitOK, "migrate", "sql", "--dsn", "sqlite:x.db", "--down")
+	require.Equal(t, 3, views[0].Version, "down runs newest first")
+	require.Equal(t, exitUsage, c.run("migrate", "sql", "--dsn", "sqlite:x.db", "--version", "9").code)
+}
+
+func TestStatus(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *cli, s seeder) {
+		seed(t, c, s)
+		golden(t, "status.golden", c.ok("status"))
+
+		var v statusView
+		c.json(&v, exitOK, "status", "--window", "30m")
+		require.Equal(t, t0, v.Now)
+		require.Equal(t, 1800.0, v.WindowSeconds)
+		require.Len(t, v.Inbox, 2)
+		require.Equal(t, "billing", v.Inbox[1].Consumer)
+		require.EqualValues(t, 3, v.Inbox[1].Rows)
+		require.EqualValues(t, 2, v.Inbox[1].Recent, "order-2 and order-3 within 30 minutes")
+		require.Equal(t, map[string]int64{"dead": 2, "done": 1, "pending": 1}, v.OutboxTotals)
+		require.NotNil(t, v.OldestDueAt)
+		require.Equal(t, 120.0, v.OldestDueAge, "order-3's row, due at 03:58")
+		require.Equal(t, &migrationStatusSum{Version: 3, Latest: 3}, v.Migrations)
+	})
+}
+
+func TestEvent(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *cli, s seeder) {
+		seed(t, c, s)
+		golden(t, "event.golden", c.ok("event", "order-1"))
+
+		c.env["ACKGAP_TRACE_URL"] = "http://jaeger:16686/trace/{trace_id}"
+		var v eventView
+		c.json(&v, exitOK, "event", "order-1", "--consumer", "billing")
+		require.Len(t, v.Applied, 1)
+		require.Equal(t, "billing", v.Applied[0].Consumer)
+		require.Equal(t, "http://jaeger:16686/trace/0af7651916cd43dd8448eb211c80319c", v.Applied[0].TraceURL)
+		require.Equal(t, time.Date(2026, 1, 2, 3, 10, 0, 0, time.UTC), v.Applied[0].AppliedAt)
+		require.Len(t, v.Applied[0].PayloadSHA256, 64)
+		require.Len(t, v.Outbox, 2)
+		require.Nil(t, v.Outbox[0].Payload, "no payload unless asked for")
+
+		r := c.run("event", "order-404")
+		require.Equal(t, exitNotFound, r.code)
+		require.Contains(t, r.stdout, "no inbox or outbox row")
+		require.Equal(t, exitUsage, c.run("event").code)
+	})
+}
+
+func TestOutboxListShow(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *cli, s seeder) {
+		seed(t, c, s)
+		golden(t, "outbox-list-dead.golden", c.ok("outbox", "list", "--state", "dead"))
+		golden(t, "outbox-show.golden", c.ok("outbox", "show", "1"))
+
+		var rows []outboxRowView
+		c.json(&rows, exitOK, "outbox", "list")
+		require.Len(t, rows, 4)
+		keys := func(args ...string) []string {
+			var rows []outboxRowView
+			c.json(&rows, exitOK, append([]string{"outbox", "list"}, args...)...)
+			out := []string{}
+			for _, r := range rows {
+				out = append(out, r.IdempotencyKey)
+			}
+			return out
+		}
+		require.Equal(t, []string{"email:order-1"}, keys("--kind", "email"))
+		require.Equal(t, []string{"charge:order-2", "charge:order-3"}, keys("--key-prefix", "charge:order-", "--after-id", "1"))
+		require.Equal(t, []string{"charge:order-1", "email:order-1"}, keys("--older-than", "30m"))
+		require.Equal(t, []string{"charge:order-3"}, keys("--state", "pending,claimed"))
+		require.Equal(t, []string{"charge:order-1"}, keys("--limit", "1"))
+
+		var one outboxRowView
+		c.json(&one, exitOK, "outbox", "show", "1", "--payload")
+		require.Equal(t, `{"secret":"card-4242"}`, *one.Payload)
+		require.Equal(t, "card declined (permanent)", one.LastError)
+
+		r := c.run("outbox", "show", "999")
+		require.Equal(t, exitNotFound, r.code)
+		require.Contains(t, r.stderr, "no outbox row 999")
+		require.Equal(t, exitUsage, c.run("outbox", "show", "x").code)
+		require.Equal(t, exitUsage, c.run("outbox", "list", "--state", "gone").code)
+	})
+}
+
+// TestRedriveTwice: a dry run changes nothing; the redrive moves the dead
+// rows back to pending with a progress bar; a second redrive changes
+// nothing.
+func TestRedriveTwice(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *cli, s seeder) {
+		seed(t, c, s)
+		dry := c.run("outbox", "redrive", "--dry-run")
+		require.Equal(t, exitOK, dry.code, dry.stderr)
+		golden(t, "outbox-redrive-dry-run.golden", dry.stdout)
+		deadKeys := func() int {
+			res, err := s.FindOutbox(context.Background(), &stores.FindOutboxParams{States: []stores.OutboxState{stores.OutboxDead}})
+			require.NoError(t, err)
+			return len(res.Rows)
+		}
+		require.Equal(t, 2, deadKeys(), "a dry run changes nothing")
+
+		first := c.run("outbox", "redrive", "--batch", "1")
+		require.Equal(t, exitOK, first.code, first.stderr)
+		require.Equal(t, "2 row(s) redriven (2 matched)\n", first.stdout)
+		require.Contains(t, first.stderr, "2/2 rows redriven", "the progress bar is on stderr")
+		require.Zero(t, deadKeys())
+		res, err := s.FindOutbox(context.Background(), &stores.FindOutboxParams{IDs: []int64{1}})
+		require.NoError(t, err)
+		require.Equal(t, stores.OutboxPending, res.Rows[0].State)
+		require.Zero(t, res.Rows[0].Attempts)
+
+		var second bulkView
+		c.json(&second, exitOK, "outbox", "redrive")
+		require.Equal(t, bulkView{}, second, "a second redrive changes nothing")
+	})
+}
+
+func TestPrune(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *cli, s seeder) {
+		seed(t, c, s)
+		require.Equal(t, exitUsage, c.run("outbox", "prune").code, "--older-than is required")
+		require.Equal(t, exitUsage, c.run("outbox", "prune", "--older-than", "1h", "--state", "pending").code)
+
+		var dry bulkView
+		c.json(&dry, exitOK, "outbox", "prune", "--older-than", "30m", "--dry-run")
+		require.True(t, dry.DryRun)
+		require.EqualValues(t, 1, dry.Matched)
+		require.Equal(t, "email:order-1", dry.Rows[0].IdempotencyKey)
+
+		require.Equal(t, "1 row(s) deleted (1 matched)\n", c.ok("outbox", "prune", "--older-than", "30m"))
+		require.Equal(t, "0 row(s) deleted (0 matched)\n", c.ok("outbox", "prune", "--older-than", "30m"), "twice changes nothing")
+		require.Equal(t, "1 row(s) deleted (1 matched)\n", c.ok("outbox", "prune", "--state", "dead", "--kind", "charge", "--key-prefix", "charge:order-2", "--older-than", "0s"))
+		var rows []outboxRowView
+		c.json(&rows, exitOK, "outbox", "list")
+		require.Len(t, rows, 2, "the pending row and the other dead row stay")
+	})
+}
+
+// TestUsageAndSecrets: bad usage exits 2 with a clear message; a DSN's
+// password never appears in the output, even when connecting fails.
+func TestUsageAndSecrets(t *testing.T) {
+	c := &cli{t: t, env: map[string]string{}}
+	for _, args := range [][]string{
+		{"status"},
+		{"status", "--dsn", "mysql://x"},
+		{"status", "--dsn", "sqlite:a.db", "--schema", "s"},
+		{"nope"},
+		{"status", "--window", "0s", "--dsn", "sqlite:a.db"},
+	} {
+		r := c.run(args...)
+		require.Equal(t, exitUsage, r.code, "%v: %s", args, r.stderr)
+		require.Contains(t, r.stderr, "ackgap: ")
+	}
+	for _, dsn := range []string{"mysql://root:hunter2@db/x", "host=db user=app password=hunter2"} {
+		r := c.run("status", "--dsn", dsn)
+		require.Equal(t, exitUsage, r.code)
+		require.NotContains(t, r.stderr, "hunter2")
+	}
+	r := c.run("status", "--dsn", "postgres://app:hunter2@db:notaport/x")
+	require.Equal(t, exitUsage, r.code, r.stderr)
+	require.NotContains(t, r.stderr, "hunter2")
+
+	r = c.run("status", "--dsn", "postgres://app:hunter2@127.0.0.1:1/x?connect_timeout=5")
+	require.Equal(t, exitFailed, r.code)
+	require.NotContains(t, r.stderr+r.stdout, "hunter2")
+
+	r = c.run("status", "--dsn", "sqlite:"+filepath.Join(t.TempDir(), "missing.db"))
+	require.Equal(t, exitFailed, r.code)
+	require.Contains(t, r.stderr, `run "ackgap migrate up" to create it`)
+
+	r = c.run("status", "--dsn", testdb.URL(), "--schema", "no_such_schema_here")
+	require.Equal(t, exitFailed, r.code)
+	require.Contains(t, r.stderr, `no ackgap tables (prefix "ackgap_" in schema "no_such_schema_here"): run "ackgap migrate up" first`)
+
+	help := c.ok("outbox", "redrive", "--help")
+	require.Contains(t, help, "Examples:")
+	require.Contains(t, help, "--dry-run")
+}
+
+// TestEveryCommandHasExample: --help of every command shows an example.
+func TestEveryCommandHasExample(t *testing.T) {
+	a := &app{env: &env{getenv: func(string) string { return "" }, now: time.Now}}
+	var walk func(cmd *cobra.Command)
+	walk = func(cmd *cobra.Command) {
+		if cmd.Name() != "help" && cmd.Name() != "completion" && !cmd.Hidden {
+			require.NotEmpty(t, cmd.Example, "ackgap %s has no example", cmd.CommandPath())
+		}
+		for _, sub := range cmd.Commands() {
+			walk(sub)
+		}
+	}
+	walk(a.rootCommand())
+}

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ackgap/ackgap/stores"
+)
+
+// statusView is the JSON output of "status".
+type statusView struct {
+	Now           time.Time           `json:"now"`
+	WindowSeconds float64             `json:"window_seconds"`
+	Inbox         []inboxStatsView    `json:"inbox"`
+	Outbox        []outboxStatsView   `json:"outbox"`
+	OutboxTotals  map[string]int64    `json:"outbox_totals"`
+	OldestDueAt   *time.Time          `json:"oldest_due_at,omitempty"`
+	OldestDueAge  float64             `json:"oldest_due_age_seconds"`
+	Migrations    *migrationStatusSum `json:"migrations"`
+}
+
+type inboxStatsView struct {
+	Consumer  string    `json:"consumer"`
+	Rows      int64     `json:"rows"`
+	Oldest    time.Time `json:"oldest"`
+	Newest    time.Time `json:"newest"`
+	Recent    int64     `json:"recent"`
+	PerMinute float64   `json:"per_minute"`
+}
+
+type outboxStatsView struct {
+	Kind            string    `json:"kind"`
+	State           string    `json:"state"`
+	Rows            int64     `json:"rows"`
+	OldestCreatedAt time.Time `json:"oldest_created_at"`
+}
+
+type migrationStatusSum struct {
+	Version int `json:"version"`
+	Latest  int `json:"latest"`
+}
+
+func (a *app) statusCommand() *cobra.Command {
+	var window time.Duration
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Inbox rows per consumer, outbox rows by kind and state, the oldest due row, dead rows",
+		Long: `Show, per consumer, the inbox row count, the oldest and newest row and the
+rows per minute over --window; the outbox by kind and state with each group's
+oldest row; how long the oldest due row has waited (how far the relays are
+behind); dead rows waiting for a redrive; and the schema version.
+
+It counts every inbox row: on a large inbox run it now and then, not in a loop.`,
+		Example: `  ackgap status --dsn sqlite:./app.db
+  ackgap status --window 10m --json | jq '.outbox_totals.dead'`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if window <= 0 {
+				return usageErrorf("--window is %s, must be positive", window)
+			}
+			s, closeFn, err := a.open(cmd.Context(), openMigrated)
+			if err != nil {
+				return err
+			}
+			defer closeFn()
+			st, err := s.Stats(cmd.Context(), &stores.StatsParams{Window: window, Now: a.env.now()})
+			if err != nil {
+				return failed(err)
+			}
+			ms, err := s.MigrationStatus(cmd.Context(), &stores.MigrationStatusParams{})
+			if err != nil {
+				return failed(err)
+			}
+			totals := map[string]int64{}
+			for _, o := range st.Outbox {
+				totals[string(o.State)] += o.Rows
+			}
+			if a.json {
+				v := statusView{Now: st.Now.UTC(), WindowSeconds: window.Seconds(), OutboxTotals: totals,
+					Inbox: []inboxStatsView{}, Outbox: []outboxStatsView{},
+					Migrations: &migrationStatusSum{Version: ms.Version, Latest: ms.Latest}}
+				for _, c := range st.Inbox {
+					v.Inbox = append(v.Inbox, inboxStatsView{c.Consumer, c.Rows, c.Oldest.UTC(), c.Newest.UTC(), c.Recent, c.PerMinute(window)})
+				}
+				for _, o := range st.Outbox {
+					v.Outbox = append(v.Outbox, outboxStatsView{o.Kind, string(o.State), o.Rows, o.OldestCreatedAt.UTC()})
+				}
+				if !st.OldestDueAt.IsZero() {
+					at := st.OldestDueAt.UTC()
+					v.OldestDueAt = &at
+					v.OldestDueAge = st.Now.Sub(at).Seconds()
+				}
+				return failed(printJSON(cmd.OutOrStdout(), v))
+			}
+			w := cmd.OutOrStdout()
+			fmt.Fprintf(w, "schema version %d of %d\n\nINBOX (rows per minute over the last %s)\n", ms.Version, ms.Latest, window)
+			if len(st.Inbox) == 0 {
+				fmt.Fprintln(w, "no inbox rows")
+			} else {
+				t := newTable(w, "CONSUMER", "ROWS", "OLDEST", "NEWEST", "PER_MIN")
+				for _, c := range st.Inbox {
+					t.row(c.Consumer, strconv.FormatInt(c.Rows, 10), fmtTime(c.Oldest), fmtTime(c.Newest),
+						strconv.FormatFloat(c.PerMinute(window), 'f', 2, 64))
+				}
+				if err := t.flush(); err != nil {
+					return failed(err)
+				}
+			}
+			fmt.Fprintln(w, "\nOUTBOX")
+			if len(st.Outbox) == 0 {
+				fmt.Fprintln(w, "no outbox rows")
+			} else {
+				t := newTable(w, "KIND", "STATE", "ROWS", "OLDEST_AGE")
+				for _, o := range st.Outbox {
+					t.row(o.Kind, string(o.State), strconv.FormatInt(o.Rows, 10), fmtAge(st.Now, o.OldestCreatedAt))
+				}
+				if err := t.flush(); err != nil {
+					return failed(err)
+				}
+			}
+			fmt.Fprintf(w, "\npending %d, claimed %d, done %d, dead %d\n",
+				totals["pending"], totals["claimed"], totals["done"], totals["dead"])
+			if st.OldestDueAt.IsZero() {
+				fmt.Fprintln(w, "oldest due row: none (the relays are caught up)")
+			} else {
+				fmt.Fprintf(w, "oldest due row: due %s ago\n", fmtAge(st.Now, st.OldestDueAt))
+			}
+			if totals["dead"] > 0 {
+				fmt.Fprintf(w, "%d dead row(s): see \"ackgap outbox list --state dead\", then \"ackgap outbox redrive\"\n", totals["dead"])
+			}
+			return nil
+		},
+	}
+	cmd.Flags().DurationVar(&window, "window", stores.StatsWindowDefault, "how far back inbox rows count for rows per minute")
+	return cmd
+}

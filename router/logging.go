@@ -1,0 +1,188 @@
+package router
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill"
+	"github.com/ThreeDotsLabs/watermill/message"
+
+	"github.com/ackgap/ackgap"
+	"github.com/ackgap/ackgap/middleware"
+)
+
+// Log messages of the chain, one per outcome an operator must be able to
+// find. Fields: event_id, consumer, handler (Watermill's message UUID as
+// message_uuid), and per message the fields named in each constant's doc.
+// Payloads are never logged; error texts are (keep secrets out of them).
+const (
+	// LogDeadLettered (error): the message goes to the dead-letter topic.
+	// Fields: reason (an ackgap.Reason* value), destination (the topic),
+	// err.
+	LogDeadLettered = "message sent to the dead-letter topic"
+	// LogRetrying (warn): an attempt failed and the message is tried again
+	// in place. Fields: attempt (1-based, the one that failed),
+	// max_attempts, backoff (the nominal wait before the next attempt,
+	// randomized by ±20%), err.
+	LogRetrying = "attempt failed, retrying"
+	// LogNackShutdown (warn): the message is nacked because the router is
+	// shutting down (its context was cancelled); the broker redelivers it.
+	LogNackShutdown = "message nacked for shutdown"
+	// LogNackStoreUnavailable (warn): the message is nacked because the
+	// database could not be had; the broker redelivers it.
+	LogNackStoreUnavailable = "message nacked: store unavailable"
+	// LogAckUnconfirmed (warn): the message was acked after its commit, but
+	// the broker did not confirm the ack (Kafka: the offset commit failed;
+	// SQS: DeleteMessage failed or the receipt handle had expired), so it
+	// will be delivered again and found in the inbox. Fields: err.
+	LogAckUnconfirmed = "ack not confirmed by the broker; a duplicate will follow"
+)
+
+// SlogLogger returns a Watermill LoggerAdapter on l (nil means
+// slog.Default()) that also has the warn level Watermill's adapters lack
+// (see [WarnLogger]): Config.Logger defaults to SlogLogger(nil). Watermill's
+// own logs keep their levels (Trace as slog's Debug-4).
+func SlogLogger(l *slog.Logger) WarnLogger {
+	if l == nil {
+		l = slog.Default()
+	}
+	return &slogLogger{LoggerAdapter: watermill.NewSlogLogger(l), l: l}
+}
+
+// WarnLogger is a Watermill LoggerAdapter with a warn level. The chain logs
+// retries, nacks and unconfirmed acks with Warn when Config.Logger
+// implements it, and otherwise with Info and the field severity="warn".
+type WarnLogger interface {
+	watermill.LoggerAdapter
+	Warn(msg string, fields watermill.LogFields)
+}
+
+type slogLogger struct {
+	watermill.LoggerAdapter
+	l *slog.Logger
+}
+
+func (s *slogLogger) Warn(msg string, fields watermill.LogFields) {
+	args := make([]any, 0, 2*len(fields))
+	for k, v := range fields {
+		args = append(args, k, v)
+	}
+	s.l.Warn(msg, args...)
+}
+
+func (s *slogLogger) With(fields watermill.LogFields) watermill.LoggerAdapter {
+	args := make([]any, 0, 2*len(fields))
+	for k, v := range fields {
+		args = append(args, k, v)
+	}
+	return SlogLogger(s.l.With(args...))
+}
+
+// attemptsKey carries the attempt counter of one message from logOutcome
+// (outside Watermill's Retry) to logAttempt (inside it): Retry resets the
+// message context on each attempt to the one it was given, which carries
+// the counter.
+type attemptsKey struct{}
+
+// logOutcome returns the middleware, just inside the dead-letter
+// middleware, that logs how the chain ended for a message: dead-lettered
+// (error), nacked for shutdown or an unavailable store (warn), and, through
+// the broker adapter's ackgap.Delivery, an ack the broker did not confirm
+// (warn).
+func logOutcome(c Config, consumer string) message.HandlerMiddleware {
+	eventID := c.EventID
+	if eventID == nil {
+		eventID = middleware.EventIDFromMetadata(middleware.MetadataEventIDKey)
+	}
+	return func(h message.HandlerFunc) message.HandlerFunc {
+		return func(msg *message.Message) ([]*message.Message, error) {
+			attempts := new(int)
+			ctx := context.WithValue(msg.Context(), attemptsKey{}, attempts)
+			msg.SetContext(ctx)
+			produced, err := h(msg)
+			fields := func() watermill.LogFields {
+				id, _ := eventID(msg)
+				return watermill.LogFields{"event_id": id, "consumer": consumer, "message_uuid": msg.UUID}
+			}
+			switch {
+			case err == nil:
+				if d, ok := ackgap.DeliveryFromContext(ctx); ok && d.Confirmation == ackgap.ConfirmationReported {
+					f := fields()
+					d.OnSettled(func(s ackgap.Settlement) {
+						if s.Acked && s.Err != nil {
+							warn(c.Logger, LogAckUnconfirmed, s.Err, f)
+						}
+					})
+				}
+			case DeadLetterable(err):
+				reason := ackgap.ReasonOf(err)
+				if reason == "" {
+					reason = ackgap.ReasonAttemptsExhausted
+				}
+				c.Logger.Error(LogDeadLettered, err, fields().Add(watermill.LogFields{
+					"reason": reason, "destination": c.DeadLetterTopic, "attempts": *attempts}))
+			case errors.Is(err, context.Canceled):
+				warn(c.Logger, LogNackShutdown, err, fields())
+			default:
+				warn(c.Logger, LogNackStoreUnavailable, err, fields())
+			}
+			return produced, err
+		}
+	}
+}
+
+// logAttempt returns the middleware, just inside Watermill's Retry, that
+// counts attempts and logs each failed one that will be retried.
+func logAttempt(c Config, consumer string) message.HandlerMiddleware {
+	eventID := c.EventID
+	if eventID == nil {
+		eventID = middleware.EventIDFromMetadata(middleware.MetadataEventIDKey)
+	}
+	return func(h message.HandlerFunc) message.HandlerFunc {
+		return func(msg *message.Message) ([]*message.Message, error) {
+			// Inner middlewares (Timeout) replace the message context and
+			// cancel theirs on return: judge shutdown by this one.
+			ctx := msg.Context()
+			attempts, _ := ctx.Value(attemptsKey{}).(*int)
+			if attempts == nil {
+				attempts = new(int)
+			}
+			*attempts++
+			produced, err := h(msg)
+			if err != nil && Retryable(err) && *attempts < c.MaxAttempts && ctx.Err() == nil {
+				id, _ := eventID(msg)
+				warn(c.Logger, LogRetrying, err, watermill.LogFields{
+					"event_id": id, "consumer": consumer, "message_uuid": msg.UUID,
+					"attempt": *attempts, "max_attempts": c.MaxAttempts, "backoff": nominalBackoff(c, *attempts),
+				})
+			}
+			return produced, err
+		}
+	}
+}
+
+// nominalBackoff is the wait after failed attempt n (1-based) before
+// Watermill's Retry randomizes it: RetryInitialInterval doubled per
+// attempt, capped at RetryMaxInterval.
+func nominalBackoff(c Config, n int) time.Duration {
+	d := c.RetryInitialInterval
+	for i := 1; i < n && d < c.RetryMaxInterval; i++ {
+		d *= 2
+	}
+	return min(d, c.RetryMaxInterval)
+}
+
+// warn logs at warn level: with Warn when l is a [WarnLogger], else with
+// Info and the field severity="warn".
+func warn(l watermill.LoggerAdapter, msg string, err error, fields watermill.LogFields) {
+	if err != nil {
+		fields = fields.Add(watermill.LogFields{"err": err.Error()})
+	}
+	if w, ok := l.(WarnLogger); ok {
+		w.Warn(msg, fields)
+		return
+	}
+	l.Info(msg, fields.Add(watermill.LogFields{"severity": "warn"}))
+}

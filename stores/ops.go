@@ -1,0 +1,294 @@
+package stores
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Operator is implemented by stores that an operator can inspect and
+// repair without writing SQL: the ackgap command (cmd/ackgap) runs on it.
+// It needs no transaction type, so one command serves every store. Both
+// pgxstore and sqlitestore implement it and pass storetest.RunOperator.
+//
+// Every method reads or writes outside any handler transaction; writes are
+// guarded by the rows' state in their WHERE clause, so running one twice
+// changes nothing the second time.
+type Operator interface {
+	OutboxStore
+
+	// Migrate is [Store.Migrate].
+	Migrate(ctx context.Context, p *MigrateParams) (*MigrateResult, error)
+
+	// MigrationStatus lists every migration the store knows with the time
+	// it was applied, read from the version table (none applied when the
+	// table does not exist yet).
+	MigrationStatus(ctx context.Context, p *MigrationStatusParams) (*MigrationStatusResult, error)
+
+	// Stats counts inbox rows per consumer and outbox rows per kind and
+	// state. It scans the inbox table (an index-only scan on PostgreSQL
+	// when the visibility map allows): run it from an operator's shell or a
+	// scrape every few minutes, not per message.
+	Stats(ctx context.Context, p *StatsParams) (*StatsResult, error)
+
+	// LookupEvent returns the inbox rows of p.EventID (which consumers
+	// applied it, and when) and the outbox rows those deliveries wrote.
+	// The outbox has no index on event_id: the lookup scans it, so keep
+	// done rows pruned.
+	LookupEvent(ctx context.Context, p *LookupEventParams) (*LookupEventResult, error)
+
+	// FindOutbox returns outbox rows matching every set filter of p,
+	// ordered by id, at most p.Limit of them, starting after p.AfterID:
+	// call it again with the last id to page through.
+	FindOutbox(ctx context.Context, p *FindOutboxParams) (*FindOutboxResult, error)
+
+	// DeleteOutboxIfState deletes the rows of p.IDs that are in one of
+	// p.States (done or dead only) and returns how many it deleted. Rows
+	// in any other state, or gone already, are left alone.
+	DeleteOutboxIfState(ctx context.Context, p *DeleteOutboxParams) (*DeleteOutboxResult, error)
+}
+
+// Defaults and limits of the [Operator] methods.
+const (
+	// StatsWindowDefault is the window of StatsParams when zero: inbox rows
+	// per minute are counted over the last hour.
+	StatsWindowDefault = time.Hour
+	// FindOutboxLimitDefault is the row cap of FindOutbox when Limit is 0.
+	FindOutboxLimitDefault = 100
+	// FindOutboxLimitMax is the largest Limit FindOutbox accepts.
+	FindOutboxLimitMax = 10000
+	// LookupEventLimit caps the outbox rows LookupEvent returns.
+	LookupEventLimit = 1000
+	// DeleteOutboxIDsMax is the most ids one DeleteOutboxIfState call takes.
+	DeleteOutboxIDsMax = 10000
+)
+
+// MigrationStatusParams are the input of [Operator.MigrationStatus]. It has
+// no fields yet; pass a zero value.
+type MigrationStatusParams struct{}
+
+// MigrationState is one migration and whether it was applied.
+type MigrationState struct {
+	// Version and Name are those of [Migration].
+	Version int
+	Name    string
+	// Applied is true when the version table holds Version.
+	Applied bool
+	// AppliedAt is when it was applied; zero when not Applied.
+	AppliedAt time.Time
+}
+
+// MigrationStatusResult is the output of [Operator.MigrationStatus].
+type MigrationStatusResult struct {
+	// Version is the newest applied version, 0 when none.
+	Version int
+	// Latest is the newest version the store knows.
+	Latest int
+	// Migrations lists every known migration, oldest first.
+	Migrations []MigrationState
+}
+
+// Pending returns the migrations not applied yet, oldest first.
+func (r *MigrationStatusResult) Pending() []MigrationState {
+	var out []MigrationState
+	for _, m := range r.Migrations {
+		if !m.Applied {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// StatsParams are the input of [Operator.Stats].
+type StatsParams struct {
+	// Window is how far back inbox rows count as recent
+	// (InboxConsumerStats.Recent). Default StatsWindowDefault (1 h).
+	Window time.Duration
+	// Now is the time the window ends and due rows are judged at; zero
+	// means the store's clock.
+	Now time.Time
+}
+
+// InboxConsumerStats describe one consumer's inbox rows.
+type InboxConsumerStats struct {
+	Consumer string
+	// Rows counts the consumer's inbox rows.
+	Rows int64
+	// Oldest and Newest are the first and last received_at.
+	Oldest, Newest time.Time
+	// Recent counts rows received within the window before Now.
+	Recent int64
+}
+
+// PerMinute returns Recent spread over window, in rows per minute.
+func (s InboxConsumerStats) PerMinute(window time.Duration) float64 {
+	if window <= 0 {
+		return 0
+	}
+	return float64(s.Recent) / window.Minutes()
+}
+
+// OutboxKindStats count one kind's outbox rows in one state.
+type OutboxKindStats struct {
+	Kind  string
+	State OutboxState
+	Rows  int64
+	// OldestCreatedAt is the oldest created_at among these rows.
+	OldestCreatedAt time.Time
+}
+
+// StatsResult is the output of [Operator.Stats].
+type StatsResult struct {
+	// Inbox has one entry per consumer, ordered by consumer.
+	Inbox []InboxConsumerStats
+	// Outbox has one entry per kind and state that has rows, ordered by
+	// kind, then state.
+	Outbox []OutboxKindStats
+	// OldestDueAt is the available_at of the oldest pending or claimed row
+	// due at Now (its age is how long the relays are behind); zero when
+	// none is due.
+	OldestDueAt time.Time
+	// Now is the time the stats were taken at (StatsParams.Now, or the
+	// store's clock).
+	Now time.Time
+	// Window is the window Recent counts were taken over.
+	Window time.Duration
+}
+
+// LookupEventParams are the input of [Operator.LookupEvent].
+type LookupEventParams struct {
+	// EventID is the producer-assigned event id. Required.
+	EventID string
+	// Consumer limits the lookup to one consumer; "" means every consumer.
+	Consumer string
+}
+
+// InboxRow is one inbox row as stored.
+type InboxRow struct {
+	Consumer   string
+	EventID    string
+	ReceivedAt time.Time
+	// PayloadHash is the SHA-256 of the payload the applying delivery
+	// carried; nil when it was not recorded.
+	PayloadHash []byte
+	// TraceParent is the W3C traceparent of the applying delivery; "" when
+	// it was not traced.
+	TraceParent string
+}
+
+// LookupEventResult is the output of [Operator.LookupEvent].
+type LookupEventResult struct {
+	// Inbox holds one row per consumer that applied the event, ordered by
+	// consumer; empty when none did (or its rows were pruned).
+	Inbox []InboxRow
+	// Outbox holds the rows the event's deliveries wrote, ordered by id,
+	// at most LookupEventLimit.
+	Outbox []OutboxRow
+}
+
+// FindOutboxParams filter [Operator.FindOutbox]. Zero fields do not filter.
+type FindOutboxParams struct {
+	// IDs limits the result to these rows.
+	IDs []int64
+	// States limits the result to rows in one of these states.
+	States []OutboxState
+	// Kind limits the result to one kind.
+	Kind string
+	// KeyPrefix limits the result to idempotency keys that start with it
+	// (compared byte by byte, no pattern characters).
+	KeyPrefix string
+	// CreatedBefore limits the result to rows created before it.
+	CreatedBefore time.Time
+	// AfterID returns rows with an id above it: the last id of the
+	// previous page.
+	AfterID int64
+	// Limit caps the rows returned; 0 means FindOutboxLimitDefault (100),
+	// at most FindOutboxLimitMax (10000).
+	Limit int
+}
+
+// Validate returns every problem with p at once (errors.Join), or nil.
+func (p *FindOutboxParams) Validate() error {
+	var errs []error
+	if p.Limit < 0 || p.Limit > FindOutboxLimitMax {
+		errs = append(errs, fmt.Errorf("Limit is %d, must be in [0, %d]", p.Limit, FindOutboxLimitMax))
+	}
+	for i, s := range p.States {
+		if !s.Valid() {
+			errs = append(errs, fmt.Errorf("States[%d] is %q, must be pending, claimed, done or dead", i, s))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("invalid outbox filter: %w", err)
+	}
+	return nil
+}
+
+// LimitOrDefault returns Limit, or FindOutboxLimitDefault when it is 0.
+func (p *FindOutboxParams) LimitOrDefault() int {
+	if p.Limit == 0 {
+		return FindOutboxLimitDefault
+	}
+	return p.Limit
+}
+
+// FindOutboxResult is the output of [Operator.FindOutbox].
+type FindOutboxResult struct {
+	// Rows match the filter, ordered by id.
+	Rows []OutboxRow
+}
+
+// DeleteOutboxParams are the input of [Operator.DeleteOutboxIfState].
+type DeleteOutboxParams struct {
+	// IDs are the rows to delete. Required, at most DeleteOutboxIDsMax.
+	IDs []int64
+	// States is the guard: only rows in one of them are deleted. Required;
+	// only OutboxDone and OutboxDead are allowed (a pending or claimed row
+	// is an effect not yet carried out).
+	States []OutboxState
+}
+
+// Validate returns every problem with p at once (errors.Join), or nil.
+func (p *DeleteOutboxParams) Validate() error {
+	var errs []error
+	if len(p.IDs) == 0 || len(p.IDs) > DeleteOutboxIDsMax {
+		errs = append(errs, fmt.Errorf("IDs has %d ids, must have 1 to %d", len(p.IDs), DeleteOutboxIDsMax))
+	}
+	if len(p.States) == 0 {
+		errs = append(errs, errors.New("States is empty"))
+	}
+	for i, s := range p.States {
+		if s != OutboxDone && s != OutboxDead {
+			errs = append(errs, fmt.Errorf("States[%d] is %q: only done and dead rows can be deleted", i, s))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("invalid outbox delete: %w", err)
+	}
+	return nil
+}
+
+// DeleteOutboxResult is the output of [Operator.DeleteOutboxIfState].
+type DeleteOutboxResult struct {
+	// Deleted is the number of rows deleted.
+	Deleted int64
+}
+
+// Valid reports whether s is one of the four outbox states.
+func (s OutboxState) Valid() bool {
+	switch s {
+	case OutboxPending, OutboxClaimed, OutboxDone, OutboxDead:
+		return true
+	}
+	return false
+}
+
+// StateStrings returns states as strings, for a driver's text array.
+func StateStrings(states []OutboxState) []string {
+	out := make([]string, len(states))
+	for i, s := range states {
+		out[i] = string(s)
+	}
+	return out
+}
