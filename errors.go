@@ -15,7 +15,7 @@ var (
 	ErrMissingEventID = errors.New("ackgap: message has no event id")
 
 	// ErrEventIDTooLong: the event id is longer than the configured limit
-	// (middleware.MaxEventIDBytesDefault unless configured).
+	// (ackgap.MaxEventIDBytesDefault unless configured).
 	ErrEventIDTooLong = errors.New("ackgap: event id too long")
 
 	// ErrEventIDConflict: an event id already in the inbox arrived again with

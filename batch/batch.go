@@ -44,7 +44,7 @@ type Config[TTx any] struct {
 	// Handler handles one message in the batch's transaction, under a
 	// savepoint of its own: an error or a panic undoes that message only.
 	// It gets the same context as behind the inbox middleware:
-	// middleware.TxFromContext, EventIDFromContext, TransitionIfState,
+	// ackgap.TxFromContext, EventIDFromContext, TransitionIfState,
 	// AddOutbox and QueueOutbox work in it, and ackgap.Permanent marks the
 	// message rejected (dead-letter) instead of failed (redeliver). Default
 	// nil: then BatchHandler is required, and when it fails every message
@@ -54,11 +54,11 @@ type Config[TTx any] struct {
 	// see [BatchHandlerFunc]. Default nil: Handler runs for each message.
 	BatchHandler BatchHandlerFunc[TTx]
 	// EventID extracts the event id. Default
-	// middleware.EventIDFromMetadata(middleware.MetadataEventIDKey).
+	// middleware.EventIDFromMetadata(ackgap.MetadataEventIDKey).
 	EventID middleware.EventIDFunc
 	// MaxEventIDBytes is the longest event id accepted; a longer one is
 	// rejected with reason ackgap.ReasonEventIDTooLong. Default
-	// middleware.MaxEventIDBytesDefault (255).
+	// ackgap.MaxEventIDBytesDefault (255).
 	MaxEventIDBytes int
 	// PayloadMismatch says what to do with an event id that arrives again
 	// (from an earlier batch, or earlier in the same batch) with another
@@ -89,10 +89,10 @@ type Config[TTx any] struct {
 // WithDefaults returns a copy of c with every zero field set to its default.
 func (c Config[TTx]) WithDefaults() Config[TTx] {
 	if c.EventID == nil {
-		c.EventID = middleware.EventIDFromMetadata(middleware.MetadataEventIDKey)
+		c.EventID = middleware.EventIDFromMetadata(ackgap.MetadataEventIDKey)
 	}
 	if c.MaxEventIDBytes == 0 {
-		c.MaxEventIDBytes = middleware.MaxEventIDBytesDefault
+		c.MaxEventIDBytes = ackgap.MaxEventIDBytesDefault
 	}
 	if c.RollbackTimeout == 0 {
 		c.RollbackTimeout = middleware.RollbackTimeoutDefault
@@ -252,6 +252,23 @@ func (p *Processor[TTx]) Process(ctx context.Context, msgs []*message.Message) (
 		}
 	}
 	return res, err
+}
+
+// ProcessErrors runs msgs like [Processor.Process] and returns one error
+// per message, in order: nil for an applied or duplicate message (ack
+// it), the message's error for a rejected or failed one (dead-letter or
+// nack it). When the batch as a whole failed, every message has that
+// error. It is the sqsbroker.BatchFunc of the processor, for
+// sqsbroker.NewBatchConsumer and sqsbroker.LambdaBatchHandler.
+func (p *Processor[TTx]) ProcessErrors(ctx context.Context, msgs []*message.Message) []error {
+	res, _ := p.Process(ctx, msgs)
+	errs := make([]error, len(msgs))
+	for i := range res.Messages {
+		if o := res.Messages[i].Outcome; o != middleware.OutcomeApplied && o != middleware.OutcomeDuplicate {
+			errs[i] = res.Messages[i].Err
+		}
+	}
+	return errs
 }
 
 // process is Process without its Trace and Observer.

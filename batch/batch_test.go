@@ -109,7 +109,7 @@ func (e *env[TTx]) state(t *testing.T) [4]int {
 // event returns a message of event id, moving order, with payload.
 func event(id, order, payload string) *message.Message {
 	msg := message.NewMessage(watermill.NewUUID(), []byte(payload))
-	msg.Metadata.Set(middleware.MetadataEventIDKey, id)
+	msg.Metadata.Set(ackgap.MetadataEventIDKey, id)
 	msg.Metadata.Set("order", order)
 	return msg
 }
@@ -128,11 +128,11 @@ func events(n int) []*message.Message {
 // or panic, after the writes, so that the rollback has work to undo.
 func charge[TTx any](fail func(order string) error) router.HandlerFunc[TTx] {
 	return func(ctx context.Context, tx TTx, msg *message.Message) error {
-		if ctxTx, ok := middleware.TxFromContext[TTx](ctx); !ok || any(ctxTx) != any(tx) {
-			return errors.New("middleware.TxFromContext does not return the handler's transaction")
+		if ctxTx, ok := ackgap.TxFromContext[TTx](ctx); !ok || any(ctxTx) != any(tx) {
+			return errors.New("ackgap.TxFromContext does not return the handler's transaction")
 		}
-		if id, _ := middleware.EventIDFromContext(ctx); id != msg.Metadata.Get(middleware.MetadataEventIDKey) {
-			return fmt.Errorf("middleware.EventIDFromContext returned %q", id)
+		if id, _ := ackgap.EventIDFromContext(ctx); id != msg.Metadata.Get(ackgap.MetadataEventIDKey) {
+			return fmt.Errorf("ackgap.EventIDFromContext returned %q", id)
 		}
 		order := msg.Metadata.Get("order")
 		res, err := middleware.TransitionIfState(ctx, &stores.TransitionParams{
@@ -162,7 +162,7 @@ func setCharge[TTx any](store stores.BatchStore[TTx], calls *[][]string) batch.B
 		rows := make([]stores.OutboxInsertParams, 0, len(msgs))
 		for _, msg := range msgs {
 			order := msg.Metadata.Get("order")
-			ids = append(ids, msg.Metadata.Get(middleware.MetadataEventIDKey))
+			ids = append(ids, msg.Metadata.Get(ackgap.MetadataEventIDKey))
 			res, err := store.TransitionIfStateTx(ctx, tx, &stores.TransitionParams{
 				Table: "orders", Key: order, From: []string{"pending"}, To: "charging", VersionColumn: "version",
 			})

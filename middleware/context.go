@@ -4,12 +4,9 @@ import (
 	"context"
 
 	"github.com/ackgap/ackgap"
+	"github.com/ackgap/ackgap/internal/inboxctx"
 	"github.com/ackgap/ackgap/stores"
 )
-
-// txKey is the context key of the typed transaction; one key type per
-// transaction type, so TxFromContext needs no type assertion by the caller.
-type txKey[TTx any] struct{}
 
 // deliveryKey is the context key of the store-agnostic view of the
 // message's transaction.
@@ -71,7 +68,8 @@ func (b *boundTx[TTx]) queueTransition(ctx context.Context, p *stores.QueueTrans
 }
 
 // WithTx returns a copy of ctx in which tx is the message's transaction,
-// as the inbox middleware sets it: TxFromContext, EventIDFromContext,
+// as the inbox middleware sets it: ackgap.TxFromContext,
+// ackgap.EventIDFromContext,
 // TransitionIfState, QueueTransition, AddOutbox and QueueOutbox then work
 // on tx through store, recording consumer and eventID on outbox rows. It
 // is for code that opens the transaction itself, such as package batch
@@ -86,28 +84,8 @@ func WithTx[TTx any](ctx context.Context, store stores.Store[TTx], tx TTx, consu
 }
 
 func withTx[TTx any](ctx context.Context, b *boundTx[TTx]) context.Context {
-	ctx = context.WithValue(ctx, txKey[TTx]{}, b.tx)
+	ctx = inboxctx.With(ctx, b.tx, b.eventIDString)
 	return context.WithValue(ctx, deliveryKey{}, delivery(b))
-}
-
-// TxFromContext returns the transaction the inbox middleware opened for
-// the message whose context is ctx (msg.Context() in a handler), typed as
-// the store's own transaction: pgx.Tx for pgxstore, *sql.Tx for
-// sqlitestore. It returns false outside the inbox middleware or for
-// another transaction type.
-func TxFromContext[TTx any](ctx context.Context) (TTx, bool) {
-	tx, ok := ctx.Value(txKey[TTx]{}).(TTx)
-	return tx, ok
-}
-
-// EventIDFromContext returns the event id of the message being handled,
-// and false outside the inbox middleware.
-func EventIDFromContext(ctx context.Context) (string, bool) {
-	d, ok := ctx.Value(deliveryKey{}).(delivery)
-	if !ok {
-		return "", false
-	}
-	return d.eventID(), true
 }
 
 // TransitionIfState applies a guarded transition in the message's

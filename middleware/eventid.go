@@ -9,16 +9,6 @@ import (
 	"github.com/ackgap/ackgap"
 )
 
-// MetadataEventIDKey is the Watermill metadata key that carries the event
-// id by default. Broker adapters map it to a Kafka header and an SQS
-// message attribute of the same name.
-const MetadataEventIDKey = "event_id"
-
-// MaxEventIDBytesDefault is the default limit on an event id's length:
-// 255 bytes keeps the inbox key within any index's limits and leaves room
-// in Kafka headers and SQS message attributes.
-const MaxEventIDBytesDefault = 255
-
 // EventIDFunc extracts the producer-assigned event id from a message. It
 // returns "" with a nil error when the message has none, and an error when
 // the message is malformed. It must be deterministic: every copy of one
@@ -26,7 +16,7 @@ const MaxEventIDBytesDefault = 255
 type EventIDFunc func(msg *message.Message) (string, error)
 
 // EventIDFromMetadata returns an EventIDFunc that reads metadata key (the
-// default extractor uses [MetadataEventIDKey]).
+// default extractor uses ackgap.MetadataEventIDKey).
 func EventIDFromMetadata(key string) EventIDFunc {
 	return func(msg *message.Message) (string, error) {
 		return msg.Metadata.Get(key), nil

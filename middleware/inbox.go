@@ -88,11 +88,11 @@ type InboxConfig struct {
 	// (design.md invariant 6). Required, at most ConsumerMaxBytes bytes.
 	Consumer string
 	// EventID extracts the event id. Default
-	// EventIDFromMetadata(MetadataEventIDKey).
+	// EventIDFromMetadata(ackgap.MetadataEventIDKey).
 	EventID EventIDFunc
 	// MaxEventIDBytes is the longest event id accepted; a longer one is
 	// rejected with reason ackgap.ReasonEventIDTooLong. Default
-	// MaxEventIDBytesDefault (255).
+	// ackgap.MaxEventIDBytesDefault (255).
 	MaxEventIDBytes int
 	// PayloadMismatch says what to do when an event id arrives again with
 	// another payload. Default PayloadMismatchReject.
@@ -109,10 +109,10 @@ type InboxConfig struct {
 // WithDefaults returns a copy of c with every zero field set to its default.
 func (c InboxConfig) WithDefaults() InboxConfig {
 	if c.EventID == nil {
-		c.EventID = EventIDFromMetadata(MetadataEventIDKey)
+		c.EventID = EventIDFromMetadata(ackgap.MetadataEventIDKey)
 	}
 	if c.MaxEventIDBytes == 0 {
-		c.MaxEventIDBytes = MaxEventIDBytesDefault
+		c.MaxEventIDBytes = ackgap.MaxEventIDBytesDefault
 	}
 	if c.RollbackTimeout == 0 {
 		c.RollbackTimeout = RollbackTimeoutDefault

@@ -50,10 +50,10 @@ type Config struct {
 	// DeadLetterTopicDefault ("ackgap.dead_letter").
 	DeadLetterTopic string
 	// EventID extracts the event id. Default: metadata key "event_id"
-	// (middleware.MetadataEventIDKey).
+	// (ackgap.MetadataEventIDKey).
 	EventID middleware.EventIDFunc
 	// MaxEventIDBytes is the longest event id accepted. Default
-	// middleware.MaxEventIDBytesDefault (255).
+	// ackgap.MaxEventIDBytesDefault (255).
 	MaxEventIDBytes int
 	// PayloadMismatch says what to do with an event id reused with another
 	// payload. Default middleware.PayloadMismatchReject (dead-letter).
@@ -156,7 +156,7 @@ func JSON[TTx, T any](fn func(ctx context.Context, tx TTx, msg *message.Message,
 // inbox middleware it returns ackgap.ErrNoTransaction.
 func Adapt[TTx any](h HandlerFunc[TTx]) message.HandlerFunc {
 	return func(msg *message.Message) ([]*message.Message, error) {
-		tx, ok := middleware.TxFromContext[TTx](msg.Context())
+		tx, ok := ackgap.TxFromContext[TTx](msg.Context())
 		if !ok {
 			return nil, ackgap.ErrNoTransaction
 		}
@@ -220,6 +220,48 @@ func (r *Router[TTx]) AddHandler(consumer, topic string, sub message.Subscriber,
 // the same as [Middlewares] with the router's store and config.
 func (r *Router[TTx]) Middleware(consumer string) ([]message.HandlerMiddleware, error) {
 	return buildChain(r.store, consumer, r.cfg)
+}
+
+// Chain returns h behind the router's chain for consumer, as one
+// Watermill handler: the chain of [Router.Middleware] (outermost first)
+// around [Adapt](h), exactly what AddHandler runs for a subscriber. It is
+// for runtimes that call a handler per message without a subscriber, such
+// as sqsbroker.LambdaHandler. Only the router's configuration is used; it
+// need not run. It returns an error wrapping "invalid config" for a nil h
+// or a bad consumer name.
+func (r *Router[TTx]) Chain(consumer string, h HandlerFunc[TTx]) (message.HandlerFunc, error) {
+	if h == nil {
+		return nil, errors.New("invalid config: Chain needs a handler")
+	}
+	chain, err := r.Middleware(consumer)
+	if err != nil {
+		return nil, err
+	}
+	final := Adapt(h)
+	for i := len(chain) - 1; i >= 0; i-- {
+		final = chain[i](final)
+	}
+	return final, nil
+}
+
+// MaxHoldTime returns the longest a router with cfg (nil means its
+// defaults) holds one message: HandlerTimeout for each of MaxAttempts
+// attempts plus the longest backoff between them (exponential, factor 2,
+// capped at RetryMaxInterval, with 20% jitter). A broker whose lease must
+// cover every attempt takes it: kafkabroker.SubscriberConfig.HoldTimeout.
+func MaxHoldTime(cfg *Config) time.Duration {
+	var c Config
+	if cfg != nil {
+		c = *cfg
+	}
+	c = c.WithDefaults()
+	total := time.Duration(c.MaxAttempts) * c.HandlerTimeout
+	interval := c.RetryInitialInterval
+	for i := 1; i < c.MaxAttempts; i++ {
+		total += interval + interval/5
+		interval = min(2*interval, c.RetryMaxInterval)
+	}
+	return total
 }
 
 // Middlewares returns the whole safe chain for consumer, outermost first

@@ -42,7 +42,7 @@ func TestSQSBatchConsumer(t *testing.T) {
 		Consumer: "billing", Handler: apply, Trace: begin, Observer: b.tel.Observer(nil),
 	})
 	require.NoError(t, err)
-	bc, err := sqsbroker.NewBatchConsumer(ctx, p, &sqsbroker.SubscriberConfig{OptFns: opt, Queue: queue, HandlerTimeout: 5 * time.Second}, watermill.NopLogger{})
+	bc, err := sqsbroker.NewBatchConsumer(ctx, p.ProcessErrors, &sqsbroker.SubscriberConfig{OptFns: opt, Queue: queue, AttemptTimeout: 5 * time.Second}, watermill.NopLogger{})
 	require.NoError(t, err)
 	rctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)

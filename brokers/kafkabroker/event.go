@@ -10,7 +10,6 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 
 	"github.com/ackgap/ackgap"
-	"github.com/ackgap/ackgap/middleware"
 )
 
 // MetadataPartitionKey is the Watermill metadata key whose value the
@@ -26,21 +25,21 @@ const MetadataPartitionKey = "partition_key"
 var ErrEventIDAlreadySet = errors.New("kafkabroker: message already has a different event id")
 
 // NewEvent returns a Watermill message with payload whose event id
-// (metadata key middleware.MetadataEventIDKey, "event_id") is eventID. The
+// (metadata key ackgap.MetadataEventIDKey, "event_id") is eventID. The
 // message UUID is eventID as well, so Watermill's logs name the event.
 //
 // eventID must be stable for the business event ("order-42-placed", a UUID
 // stored with the order): publish the same message again, never a fresh
 // NewEvent with a new id, or consumers cannot tell the copies apart. It
 // returns an error wrapping ackgap.ErrMissingEventID for an empty id and
-// ackgap.ErrEventIDTooLong for one over middleware.MaxEventIDBytesDefault
+// ackgap.ErrEventIDTooLong for one over ackgap.MaxEventIDBytesDefault
 // (255) bytes.
 func NewEvent(eventID string, payload []byte) (*message.Message, error) {
 	if err := checkEventID(eventID); err != nil {
 		return nil, err
 	}
 	msg := message.NewMessage(eventID, payload)
-	msg.Metadata.Set(middleware.MetadataEventIDKey, eventID)
+	msg.Metadata.Set(ackgap.MetadataEventIDKey, eventID)
 	return msg, nil
 }
 
@@ -53,9 +52,9 @@ func StampEventID(msg *message.Message, eventID string) error {
 	if err := checkEventID(eventID); err != nil {
 		return err
 	}
-	switch have := msg.Metadata.Get(middleware.MetadataEventIDKey); have {
+	switch have := msg.Metadata.Get(ackgap.MetadataEventIDKey); have {
 	case "":
-		msg.Metadata.Set(middleware.MetadataEventIDKey, eventID)
+		msg.Metadata.Set(ackgap.MetadataEventIDKey, eventID)
 		return nil
 	case eventID:
 		return nil
@@ -68,8 +67,8 @@ func checkEventID(id string) error {
 	switch {
 	case id == "":
 		return fmt.Errorf("kafkabroker: %w: an event id is assigned once by the producer and cannot be empty", ackgap.ErrMissingEventID)
-	case len(id) > middleware.MaxEventIDBytesDefault:
-		return fmt.Errorf("kafkabroker: %w: %d bytes, limit %d", ackgap.ErrEventIDTooLong, len(id), middleware.MaxEventIDBytesDefault)
+	case len(id) > ackgap.MaxEventIDBytesDefault:
+		return fmt.Errorf("kafkabroker: %w: %d bytes, limit %d", ackgap.ErrEventIDTooLong, len(id), ackgap.MaxEventIDBytesDefault)
 	}
 	return nil
 }

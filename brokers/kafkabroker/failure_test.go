@@ -19,7 +19,7 @@ import (
 // applyHandler applies every event.
 func applyHandler[TTx any](b backend[TTx]) router.HandlerFunc[TTx] {
 	return func(ctx context.Context, tx TTx, msg *message.Message) error {
-		return b.apply(ctx, tx, msg.Metadata.Get(middleware.MetadataEventIDKey))
+		return b.apply(ctx, tx, msg.Metadata.Get(ackgap.MetadataEventIDKey))
 	}
 }
 
@@ -119,7 +119,7 @@ func TestPoisonToDeadLetter(t *testing.T) {
 	var mu sync.Mutex
 	partitions := map[string]int32{}
 	require.NoError(t, r.AddHandler("billing", topic, newSubscriber(t, group, nil), func(ctx context.Context, tx TTxSQL, msg *message.Message) error {
-		id := msg.Metadata.Get(middleware.MetadataEventIDKey)
+		id := msg.Metadata.Get(ackgap.MetadataEventIDKey)
 		p, _ := kafkabroker.PartitionFromContext(ctx)
 		mu.Lock()
 		partitions[id] = p
@@ -143,7 +143,7 @@ func TestPoisonToDeadLetter(t *testing.T) {
 
 	dead := readAll(t, dlqTopic, 1)[0]
 	require.Equal(t, "negative_amount", dead.Metadata.Get(ackgap.MetadataDeadLetterReason))
-	require.Equal(t, "evt-poison", dead.Metadata.Get(middleware.MetadataEventIDKey))
+	require.Equal(t, "evt-poison", dead.Metadata.Get(ackgap.MetadataEventIDKey))
 	require.Equal(t, poison.Metadata.Get("traceparent"), dead.Metadata.Get("traceparent"))
 	require.Equal(t, topic, dead.Metadata.Get("topic_poisoned"))
 	require.Contains(t, dead.Metadata.Get("reason_poisoned"), "amount -5 is below zero")

@@ -12,6 +12,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ackgap/ackgap"
 	"github.com/ackgap/ackgap/middleware"
 	"github.com/ackgap/ackgap/router"
 )
@@ -48,7 +49,7 @@ func TestKcatProducerInterop(t *testing.T) {
 		mu.Lock()
 		producers = append(producers, msg.Metadata.Get("producer"))
 		mu.Unlock()
-		return b.apply(ctx, tx, msg.Metadata.Get(middleware.MetadataEventIDKey))
+		return b.apply(ctx, tx, msg.Metadata.Get(ackgap.MetadataEventIDKey))
 	}))
 	rn := start(t, r)
 	eventually(t, 30*time.Second, "three deliveries", func() bool { return len(rep.snapshot()) >= 3 })

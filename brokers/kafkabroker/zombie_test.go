@@ -50,7 +50,7 @@ func TestZombieCannotApplyStaleChange(t *testing.T) {
 		}
 	}
 	handle := func(ctx context.Context, tx TTxPG, msg *message.Message) error {
-		if msg.Metadata.Get(middleware.MetadataEventIDKey) == "E1" {
+		if msg.Metadata.Get(ackgap.MetadataEventIDKey) == "E1" {
 			return transition("pending", "charging")(ctx, tx, msg)
 		}
 		return transition("charging", "shipped")(ctx, tx, msg)
@@ -72,7 +72,7 @@ func TestZombieCannotApplyStaleChange(t *testing.T) {
 	}
 	repA := &reports{}
 	tune := func(c *kafkabroker.SubscriberConfig) {
-		c.HandlerTimeout = time.Second // rebalance timeout 1 s + CommitMargin: A is removed quickly
+		c.HoldTimeout = time.Second // rebalance timeout 1 s + CommitMargin: A is removed quickly
 		c.CloseTimeout = time.Second
 	}
 	rA, err := router.New[TTxPG](store, &router.Config{DeadLetter: pub, DeadLetterTopic: topic + ".dlq",

@@ -611,7 +611,7 @@ func handlerEdges[TTx any](t *testing.T, b *backend[TTx]) {
 	// received and the outcome observed.
 	send := func(eventID, payload string) {
 		msg := message.NewMessage(watermill.NewUUID(), []byte(payload))
-		msg.Metadata.Set(middleware.MetadataEventIDKey, eventID)
+		msg.Metadata.Set(ackgap.MetadataEventIDKey, eventID)
 		require.NoError(t, pubsub.Publish("orders.placed", msg))
 	}
 	missing := `{"order_id":"ord-missing","amount_cents":250,"email":"b@example.com"}`

@@ -19,7 +19,6 @@ import (
 	"github.com/jackc/puddle/v2"
 
 	"github.com/ackgap/ackgap"
-	"github.com/ackgap/ackgap/middleware"
 	"github.com/ackgap/ackgap/stores"
 	"github.com/ackgap/ackgap/stores/internal/sqlbuild"
 )
@@ -127,7 +126,7 @@ ORDER BY received_at LIMIT $3 FOR UPDATE SKIP LOCKED)`,
 // TxFromContext returns the pgx.Tx that the inbox middleware opened for the
 // message whose context is ctx, and false outside a handler.
 func TxFromContext(ctx context.Context) (pgx.Tx, bool) {
-	return middleware.TxFromContext[pgx.Tx](ctx)
+	return ackgap.TxFromContext[pgx.Tx](ctx)
 }
 
 // BeginInbox implements [stores.Store.BeginInbox] in one round trip: a

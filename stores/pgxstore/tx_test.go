@@ -145,7 +145,7 @@ func TestRoundTrips(t *testing.T) {
 		})
 		deliver := func(order string) int64 {
 			msg := message.NewMessage(order, []byte(`{"order":"`+order+`"}`))
-			msg.Metadata.Set(middleware.MetadataEventIDKey, "order.placed:"+order)
+			msg.Metadata.Set(ackgap.MetadataEventIDKey, "order.placed:"+order)
 			msg.Metadata.Set("order", order)
 			before := sent.Load()
 			_, err := h(msg)

@@ -16,7 +16,6 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/ackgap/ackgap"
-	"github.com/ackgap/ackgap/middleware"
 	"github.com/ackgap/ackgap/stores"
 	"github.com/ackgap/ackgap/stores/internal/sqlbuild"
 )
@@ -186,7 +185,7 @@ func (s *Store) Close() error {
 // TxFromContext returns the *sql.Tx that the inbox middleware opened for
 // the message whose context is ctx, and false outside a handler.
 func TxFromContext(ctx context.Context) (*sql.Tx, bool) {
-	return middleware.TxFromContext[*sql.Tx](ctx)
+	return ackgap.TxFromContext[*sql.Tx](ctx)
 }
 
 // BeginInbox implements [stores.Store.BeginInbox]: BEGIN IMMEDIATE, then
