@@ -331,7 +331,7 @@ func suite[TTx any](t *testing.T, newEnv func(t *testing.T) *env[TTx]) {
 		require.Equal(t, ackgap.ReasonEventIDConflict, ackgap.ReasonOf(res.Messages[3].Err))
 		require.Equal(t, [4]int{3, 3, 3, 3}, e.state(t), "duplicates changed nothing")
 
-		skip := newProcessor(t, e.store, batch.Config[TTx]{Handler: charge[TTx](nil), PayloadMismatch: middleware.PayloadMismatchSkip})
+		skip := newProcessor(t, e.store, batch.Config[TTx]{Handler: charge[TTx](nil), InboxConfig: middleware.InboxConfig{PayloadMismatch: middleware.PayloadMismatchSkip}})
 		res, err = skip.Process(ctx, []*message.Message{event("e2", "o2", "another payload"), msgs[3], event("e4", "o4", "another payload")})
 		require.NoError(t, err)
 		require.Equal(t, []middleware.Outcome{duplicate, applied, duplicate}, outcomes(res))
@@ -349,7 +349,7 @@ func suite[TTx any](t *testing.T, newEnv func(t *testing.T) *env[TTx]) {
 	t.Run("RejectedBeforeTheDatabase", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t)
-		p := newProcessor(t, e.store, batch.Config[TTx]{Handler: charge[TTx](nil), MaxEventIDBytes: 4})
+		p := newProcessor(t, e.store, batch.Config[TTx]{Handler: charge[TTx](nil), InboxConfig: middleware.InboxConfig{MaxEventIDBytes: 4}})
 		res, err := p.Process(ctx, []*message.Message{event("", "o1", "x"), event("e-too-long", "o1", "x")})
 		require.NoError(t, err)
 		require.Equal(t, []middleware.Outcome{rejected, rejected}, outcomes(res))
@@ -536,10 +536,10 @@ func TestConfig(t *testing.T) {
 	_, err := batch.New[*sql.Tx](nil, nil)
 	require.ErrorContains(t, err, "invalid config")
 	store := sqliteEnv(t).store
-	_, err = batch.New(store, &batch.Config[*sql.Tx]{MaxEventIDBytes: -1, PayloadMismatch: 7, RollbackTimeout: -1})
+	_, err = batch.New(store, &batch.Config[*sql.Tx]{InboxConfig: middleware.InboxConfig{MaxEventIDBytes: -1, PayloadMismatch: 7, RollbackTimeout: -1}})
 	for _, want := range []string{"Consumer is empty", "Handler and BatchHandler are nil", "MaxEventIDBytes is -1", "PayloadMismatch 7", "RollbackTimeout is -1ns"} {
 		require.ErrorContains(t, err, want)
 	}
-	_, err = batch.New(store, &batch.Config[*sql.Tx]{Consumer: "billing", BatchHandler: func(context.Context, *sql.Tx, []*message.Message) error { return nil }})
+	_, err = batch.New(store, &batch.Config[*sql.Tx]{InboxConfig: middleware.InboxConfig{Consumer: "billing"}, BatchHandler: func(context.Context, *sql.Tx, []*message.Message) error { return nil }})
 	require.NoError(t, err)
 }

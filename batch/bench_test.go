@@ -27,7 +27,7 @@ func benchProcess[TTx any](b *testing.B, newEnv func(t testing.TB) *env[TTx]) {
 		for _, mode := range []string{"Handler", "BatchHandler"} {
 			b.Run(fmt.Sprintf("%s/%d", mode, size), func(b *testing.B) {
 				e := newEnv(b)
-				cfg := batch.Config[TTx]{Consumer: "bench"}
+				cfg := batch.Config[TTx]{InboxConfig: middleware.InboxConfig{Consumer: "bench"}}
 				if mode == "Handler" {
 					cfg.Handler = func(ctx context.Context, _ TTx, msg *message.Message) error {
 						return middleware.QueueOutbox(ctx, &stores.OutboxInsertParams{Kind: "charge", IdempotencyKey: msg.UUID, Payload: msg.Payload})

@@ -6,8 +6,8 @@
 // statement.
 //
 //	p, err := batch.New[pgx.Tx](store, &batch.Config[pgx.Tx]{
-//		Consumer: "billing",
-//		Handler:  chargeOrder, // router.HandlerFunc: one message, under its own savepoint
+//		InboxConfig: middleware.InboxConfig{Consumer: "billing"},
+//		Handler:     chargeOrder, // router.HandlerFunc: one message, under its own savepoint
 //		// Optional: the whole batch at once; on error the batch falls back to Handler.
 //		BatchHandler: func(ctx context.Context, tx pgx.Tx, msgs []*message.Message) error { ... },
 //	})

@@ -123,7 +123,15 @@ func (c InboxConfig) WithDefaults() InboxConfig {
 	return c
 }
 
-func (c InboxConfig) validate() error {
+// Validate returns an error wrapping "invalid config" that names every
+// bad field of c at once, or nil. Run it on c.WithDefaults(): zero fields
+// with a default are errors here. Package batch and [Inbox] share it, so
+// the inbox is checked one way wherever it is configured.
+//
+// The error wraps, with a single %w, the errors.Join of the problems:
+// errors.Unwrap returns them, for a configuration that embeds an
+// InboxConfig and joins its own problems with them (batch.Config).
+func (c InboxConfig) Validate() error {
 	var errs []error
 	switch {
 	case c.Consumer == "":
@@ -138,7 +146,7 @@ func (c InboxConfig) validate() error {
 		errs = append(errs, fmt.Errorf("RollbackTimeout is %s, must not be negative", c.RollbackTimeout))
 	}
 	if c.PayloadMismatch != PayloadMismatchReject && c.PayloadMismatch != PayloadMismatchSkip {
-		errs = append(errs, fmt.Errorf("PayloadMismatch %d is not a PayloadMismatchPolicy", c.PayloadMismatch))
+		errs = append(errs, fmt.Errorf("PayloadMismatch %d is not a middleware.PayloadMismatchPolicy", c.PayloadMismatch))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("invalid config: %w", err)
@@ -158,7 +166,7 @@ func Inbox[TTx any](store stores.Store[TTx], cfg *InboxConfig) (message.HandlerM
 		return nil, errors.New("invalid config: store is nil")
 	}
 	c := cfg.WithDefaults()
-	if err := c.validate(); err != nil {
+	if err := c.Validate(); err != nil {
 		return nil, err
 	}
 	in := &inbox[TTx]{store: store, cfg: c}

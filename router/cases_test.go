@@ -121,8 +121,8 @@ func TestS14SameIDDifferentPayload(t *testing.T) {
 // dead-lettered with missing_event_id, never given a random id.
 func TestS15MissingOrUnstableID(t *testing.T) {
 	store, balance := pgSetup(t)
-	b := runRouter(t, store, router.Config{EventID: middleware.FirstEventID(
-		middleware.EventIDFromMetadata(ackgap.MetadataEventIDKey), middleware.EventIDFromJSONField("event_id"))})
+	b := runRouter(t, store, router.Config{InboxConfig: middleware.InboxConfig{EventID: middleware.FirstEventID(
+		middleware.EventIDFromMetadata(ackgap.MetadataEventIDKey), middleware.EventIDFromJSONField("event_id"))}})
 	r42 := func() *message.Message {
 		return message.NewMessage(watermill.NewUUID(), []byte(`{"event_id":"R42","account":"A1","amount":1}`))
 	}
@@ -189,7 +189,7 @@ func TestS03CancellationIsNotPoison(t *testing.T) {
 	require.NoError(t, err)
 	var outcomes []middleware.Outcome
 	r, err := router.New[pgx.Tx](store, &router.Config{DeadLetter: dead,
-		Observer: func(_ context.Context, rep *middleware.Report) { outcomes = append(outcomes, rep.Outcome) }})
+		InboxConfig: middleware.InboxConfig{Observer: func(_ context.Context, rep *middleware.Report) { outcomes = append(outcomes, rep.Outcome) }}})
 	require.NoError(t, err)
 	chain, err := r.Middleware("c1")
 	require.NoError(t, err)

@@ -49,8 +49,8 @@ INSERT INTO orders VALUES ('o1', 'pending'); INSERT INTO customers VALUES ('c1',
 		panic(err)
 	}
 	chain, err := router.Middlewares[*sql.Tx](store, "billing", &router.Config{
-		DeadLetter: pubsub, // dead-letter topic "ackgap.dead_letter"
-		Observer:   func(_ context.Context, r *middleware.Report) { done <- r.Outcome },
+		DeadLetter:  pubsub, // dead-letter topic "ackgap.dead_letter"
+		InboxConfig: middleware.InboxConfig{Observer: func(_ context.Context, r *middleware.Report) { done <- r.Outcome }},
 	})
 	if err != nil {
 		panic(err)

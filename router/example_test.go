@@ -41,8 +41,8 @@ INSERT INTO orders VALUES ('o1', 'pending')`); err != nil {
 	defer pubsub.Close()
 	outcomes := make(chan middleware.Outcome, 2)
 	r, err := router.New[*sql.Tx](store, &router.Config{
-		DeadLetter: pubsub,
-		Observer:   func(_ context.Context, rep *middleware.Report) { outcomes <- rep.Outcome },
+		DeadLetter:  pubsub,
+		InboxConfig: middleware.InboxConfig{Observer: func(_ context.Context, rep *middleware.Report) { outcomes <- rep.Outcome }},
 	})
 	if err != nil {
 		panic(err)

@@ -49,15 +49,12 @@ type Config struct {
 	// DeadLetterTopic is where DeadLetter publishes. Default
 	// DeadLetterTopicDefault ("ackgap.dead_letter").
 	DeadLetterTopic string
-	// EventID extracts the event id. Default: metadata key "event_id"
-	// (ackgap.MetadataEventIDKey).
-	EventID middleware.EventIDFunc
-	// MaxEventIDBytes is the longest event id accepted. Default
-	// ackgap.MaxEventIDBytesDefault (255).
-	MaxEventIDBytes int
-	// PayloadMismatch says what to do with an event id reused with another
-	// payload. Default middleware.PayloadMismatchReject (dead-letter).
-	PayloadMismatch middleware.PayloadMismatchPolicy
+	// InboxConfig configures the inbox middleware of every handler, whole
+	// (event id extraction and limit, PayloadMismatch, Observer,
+	// RollbackTimeout, Now), with the defaults of middleware.InboxConfig.
+	// Its Consumer must be left empty: AddHandler, Middleware and
+	// Middlewares name the consumer per handler.
+	middleware.InboxConfig
 	// HandlerTimeout bounds one attempt of a handler. Default
 	// HandlerTimeoutDefault (30 s), at most HandlerTimeoutMax (12 h).
 	HandlerTimeout time.Duration
@@ -72,15 +69,13 @@ type Config struct {
 	// Middlewares run outermost, around everything else: the tracing hook
 	// point. Default none.
 	Middlewares []message.HandlerMiddleware
-	// Observer receives one middleware.Report per delivery through the
-	// inbox. Default nil.
-	Observer middleware.ObserverFunc
 	// Logger receives Watermill's logs. Default watermill.NopLogger.
 	Logger watermill.LoggerAdapter
 }
 
 // WithDefaults returns a copy of c with every zero field set to its default.
 func (c Config) WithDefaults() Config {
+	c.InboxConfig = c.InboxConfig.WithDefaults()
 	if c.DeadLetterTopic == "" {
 		c.DeadLetterTopic = DeadLetterTopicDefault
 	}
@@ -121,6 +116,9 @@ func (c Config) validate() error {
 	}
 	if c.CloseTimeout < 0 {
 		errs = append(errs, fmt.Errorf("CloseTimeout is %s, must not be negative", c.CloseTimeout))
+	}
+	if c.Consumer != "" {
+		errs = append(errs, fmt.Errorf("InboxConfig.Consumer is %q: leave it empty, the consumer is named per handler", c.Consumer))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("invalid config: %w", err)
@@ -297,10 +295,9 @@ func ConsumerHandler[TTx any](h HandlerFunc[TTx]) message.NoPublishHandlerFunc {
 }
 
 func buildChain[TTx any](store stores.Store[TTx], consumer string, c Config) ([]message.HandlerMiddleware, error) {
-	inbox, err := middleware.Inbox(store, &middleware.InboxConfig{
-		Consumer: consumer, EventID: c.EventID, MaxEventIDBytes: c.MaxEventIDBytes,
-		PayloadMismatch: c.PayloadMismatch, Observer: c.Observer,
-	})
+	ic := c.InboxConfig
+	ic.Consumer = consumer
+	inbox, err := middleware.Inbox(store, &ic)
 	if err != nil {
 		return nil, err
 	}

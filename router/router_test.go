@@ -292,3 +292,16 @@ func TestMaxHoldTime(t *testing.T) {
 	require.Equal(t, 4*time.Second+(100+200+250)*time.Millisecond*6/5,
 		router.MaxHoldTime(&router.Config{HandlerTimeout: time.Second, MaxAttempts: 4, RetryInitialInterval: 100 * time.Millisecond, RetryMaxInterval: 250 * time.Millisecond}))
 }
+
+// TestConfigInboxConsumerIsPerHandler: the inbox configuration is embedded
+// whole, but the consumer is named per handler, so a Consumer set in it is
+// a configuration error rather than silently ignored.
+func TestConfigInboxConsumerIsPerHandler(t *testing.T) {
+	store, err := sqlitestore.Open(context.Background(), testdb.SQLitePath(t), nil)
+	require.NoError(t, err)
+	defer store.Close()
+	pubsub := gochannel.NewGoChannel(gochannel.Config{}, watermill.NopLogger{})
+	defer pubsub.Close()
+	_, err = router.Middlewares[*sql.Tx](store, "c1", &router.Config{DeadLetter: pubsub, InboxConfig: middleware.InboxConfig{Consumer: "c2"}})
+	require.ErrorContains(t, err, `InboxConfig.Consumer is "c2"`)
+}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/ackgap/ackgap"
 	"github.com/ackgap/ackgap/brokers/gochannelbroker"
+	"github.com/ackgap/ackgap/middleware"
 	"github.com/ackgap/ackgap/router"
 	"github.com/ackgap/ackgap/stores"
 	"github.com/ackgap/ackgap/stores/sqlitestore"
@@ -64,7 +65,7 @@ func Example() {
 	r, err := router.New(store, &router.Config{
 		DeadLetter:  pub,
 		Middlewares: []message.HandlerMiddleware{mw}, // outermost
-		Observer:    obs,
+		InboxConfig: middleware.InboxConfig{Observer: obs},
 	})
 	if err != nil {
 		panic(err)

@@ -343,9 +343,9 @@ func runChild[TTx any](newBroker NewBrokerFunc, sf StoreFactory[TTx]) error {
 	r, err := router.New(store, &router.Config{
 		DeadLetter:  discard{},
 		Middlewares: []message.HandlerMiddleware{hang},
-		Observer: func(_ context.Context, rep *middleware.Report) {
+		InboxConfig: middleware.InboxConfig{Observer: func(_ context.Context, rep *middleware.Report) {
 			say("%s %s %s", lineOutcome, rep.EventID, rep.Outcome)
-		},
+		}},
 	})
 	if err != nil {
 		return err

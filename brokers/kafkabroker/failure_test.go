@@ -70,7 +70,7 @@ func testAckGapCrash[TTx any](t *testing.T, b backend[TTx]) {
 		}
 	}
 	r1, err := router.New(b.store, &router.Config{
-		DeadLetter: pub, DeadLetterTopic: topic + ".dlq", Observer: rep.observe, Logger: testLogger(),
+		DeadLetter: pub, DeadLetterTopic: topic + ".dlq", InboxConfig: middleware.InboxConfig{Observer: rep.observe}, Logger: testLogger(),
 		Middlewares: []message.HandlerMiddleware{dieInAckGap},
 	})
 	require.NoError(t, err)
@@ -83,7 +83,7 @@ func testAckGapCrash[TTx any](t *testing.T, b backend[TTx]) {
 	require.Equal(t, []middleware.Outcome{middleware.OutcomeApplied}, rep.outcomes("evt-crash"))
 
 	r2, err := router.New(b.store, &router.Config{
-		DeadLetter: pub, DeadLetterTopic: topic + ".dlq", Observer: rep.observe, Logger: testLogger(),
+		DeadLetter: pub, DeadLetterTopic: topic + ".dlq", InboxConfig: middleware.InboxConfig{Observer: rep.observe}, Logger: testLogger(),
 	})
 	require.NoError(t, err)
 	require.NoError(t, r2.AddHandler("billing", topic, newSubscriber(t, group, nil), applyHandler(b)))
@@ -113,7 +113,7 @@ func TestPoisonToDeadLetter(t *testing.T) {
 
 	rep := &reports{}
 	r, err := router.New(b.store, &router.Config{
-		DeadLetter: pub, DeadLetterTopic: dlqTopic, Observer: rep.observe, Logger: testLogger(),
+		DeadLetter: pub, DeadLetterTopic: dlqTopic, InboxConfig: middleware.InboxConfig{Observer: rep.observe}, Logger: testLogger(),
 	})
 	require.NoError(t, err)
 	var mu sync.Mutex
@@ -165,7 +165,7 @@ func TestShutdownIsNotPoison(t *testing.T) {
 	rep := &reports{}
 	newRouter := func() *router.Router[TTxPG] {
 		r, err := router.New(b.store, &router.Config{
-			DeadLetter: pub, DeadLetterTopic: topic + ".dlq", Observer: rep.observe, Logger: testLogger(),
+			DeadLetter: pub, DeadLetterTopic: topic + ".dlq", InboxConfig: middleware.InboxConfig{Observer: rep.observe}, Logger: testLogger(),
 		})
 		require.NoError(t, err)
 		return r
@@ -211,7 +211,7 @@ func TestGracefulShutdown(t *testing.T) {
 	require.NoError(t, pub.Publish(topic, event(t, "evt-inflight", "order-5")))
 	rep := &reports{}
 	r, err := router.New(b.store, &router.Config{
-		DeadLetter: pub, DeadLetterTopic: topic + ".dlq", Observer: rep.observe, Logger: testLogger(),
+		DeadLetter: pub, DeadLetterTopic: topic + ".dlq", InboxConfig: middleware.InboxConfig{Observer: rep.observe}, Logger: testLogger(),
 	})
 	require.NoError(t, err)
 	entered, release := make(chan struct{}), make(chan struct{})
@@ -256,7 +256,7 @@ func TestCommitInterval(t *testing.T) {
 	require.NoError(t, pub.Publish(topic, msgs...))
 	rep := &reports{}
 	r, err := router.New(b.store, &router.Config{
-		DeadLetter: pub, DeadLetterTopic: topic + ".dlq", Observer: rep.observe, Logger: testLogger(),
+		DeadLetter: pub, DeadLetterTopic: topic + ".dlq", InboxConfig: middleware.InboxConfig{Observer: rep.observe}, Logger: testLogger(),
 	})
 	require.NoError(t, err)
 	sub := newSubscriber(t, group, func(c *kafkabroker.SubscriberConfig) { c.CommitInterval = time.Hour })

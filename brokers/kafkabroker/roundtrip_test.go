@@ -62,7 +62,7 @@ func testRoundTrip[TTx any](t *testing.T, b backend[TTx]) {
 	seen := map[string]seenMsg{}
 	rep := &reports{}
 	r, err := router.New(b.store, &router.Config{
-		DeadLetter: pub, DeadLetterTopic: topic + ".dlq", Observer: rep.observe, Logger: testLogger(),
+		DeadLetter: pub, DeadLetterTopic: topic + ".dlq", InboxConfig: middleware.InboxConfig{Observer: rep.observe}, Logger: testLogger(),
 	})
 	require.NoError(t, err)
 	sub := newSubscriber(t, group, nil)
@@ -146,7 +146,7 @@ func testRedelivery[TTx any](t *testing.T, b backend[TTx], maxAttempts int, fail
 
 	rep := &reports{}
 	r, err := router.New(b.store, &router.Config{
-		DeadLetter: pub, DeadLetterTopic: topic + ".dlq", Observer: rep.observe, Logger: testLogger(),
+		DeadLetter: pub, DeadLetterTopic: topic + ".dlq", InboxConfig: middleware.InboxConfig{Observer: rep.observe}, Logger: testLogger(),
 		MaxAttempts: maxAttempts, RetryInitialInterval: 10 * time.Millisecond, RetryMaxInterval: 10 * time.Millisecond,
 	})
 	require.NoError(t, err)

@@ -76,7 +76,7 @@ func TestZombieCannotApplyStaleChange(t *testing.T) {
 		c.CloseTimeout = time.Second
 	}
 	rA, err := router.New[TTxPG](store, &router.Config{DeadLetter: pub, DeadLetterTopic: topic + ".dlq",
-		Observer: repA.observe, Middlewares: []message.HandlerMiddleware{stall}, Logger: testLogger()})
+		InboxConfig: middleware.InboxConfig{Observer: repA.observe}, Middlewares: []message.HandlerMiddleware{stall}, Logger: testLogger()})
 	require.NoError(t, err)
 	require.NoError(t, rA.AddHandler("billing", topic, newSubscriber(t, group, tune), handle))
 	runA := start(t, rA)
@@ -88,7 +88,7 @@ func TestZombieCannotApplyStaleChange(t *testing.T) {
 	// after its rebalance timeout and B gets the partition.
 	repB := &reports{}
 	rB, err := router.New[TTxPG](store, &router.Config{DeadLetter: pub, DeadLetterTopic: topic + ".dlq",
-		Observer: repB.observe, Logger: testLogger()})
+		InboxConfig: middleware.InboxConfig{Observer: repB.observe}, Logger: testLogger()})
 	require.NoError(t, err)
 	require.NoError(t, rB.AddHandler("billing", topic, newSubscriber(t, group, tune), handle))
 	runB := start(t, rB)

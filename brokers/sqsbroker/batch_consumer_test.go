@@ -15,6 +15,7 @@ import (
 	"github.com/ackgap/ackgap"
 	"github.com/ackgap/ackgap/batch"
 	"github.com/ackgap/ackgap/brokers/sqsbroker"
+	"github.com/ackgap/ackgap/middleware"
 )
 
 // TestBatchConsumer runs receive batches of up to ten messages through a
@@ -43,7 +44,7 @@ func TestBatchConsumer(t *testing.T) {
 	b := newPGBackend(t)
 	var mu sync.Mutex
 	failedE3 := false
-	p, err := batch.New(b.store, &batch.Config[pgx.Tx]{Consumer: "c1", Handler: func(ctx context.Context, tx pgx.Tx, msg *message.Message) error {
+	p, err := batch.New(b.store, &batch.Config[pgx.Tx]{InboxConfig: middleware.InboxConfig{Consumer: "c1"}, Handler: func(ctx context.Context, tx pgx.Tx, msg *message.Message) error {
 		id, _ := ackgap.EventIDFromContext(ctx)
 		mu.Lock()
 		fail := id == "E3" && !failedE3
@@ -104,7 +105,7 @@ func TestBatchConsumerConfig(t *testing.T) {
 	c := client(t)
 	fifo, _ := createQueue(t, c, "batch-fifo", 30*time.Second, map[string]string{"FifoQueue": "true"})
 	b := newPGBackend(t)
-	p, err := batch.New(b.store, &batch.Config[pgx.Tx]{Consumer: "c1", Handler: func(context.Context, pgx.Tx, *message.Message) error { return nil }})
+	p, err := batch.New(b.store, &batch.Config[pgx.Tx]{InboxConfig: middleware.InboxConfig{Consumer: "c1"}, Handler: func(context.Context, pgx.Tx, *message.Message) error { return nil }})
 	require.NoError(t, err)
 	_, err = sqsbroker.NewBatchConsumer(ctx, p.ProcessErrors, &sqsbroker.SubscriberConfig{OptFns: optFns(t), Queue: fifo, AttemptTimeout: time.Second}, nil)
 	require.ErrorContains(t, err, "is a FIFO queue")

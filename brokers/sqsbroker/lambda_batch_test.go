@@ -17,6 +17,7 @@ import (
 	"github.com/ackgap/ackgap/batch"
 	"github.com/ackgap/ackgap/brokers/sqsbroker"
 	"github.com/ackgap/ackgap/internal/testdb"
+	"github.com/ackgap/ackgap/middleware"
 	"github.com/ackgap/ackgap/stores"
 	"github.com/ackgap/ackgap/stores/pgxstore"
 )
@@ -63,7 +64,7 @@ func (b *pgBackend) applied(t testing.TB) map[string]int {
 func lambdaBatchSetup(t testing.TB, h func(ctx context.Context, tx pgx.Tx, msg *message.Message) error) (*pgBackend, sqsbroker.LambdaHandlerFunc) {
 	t.Helper()
 	b := newPGBackend(t)
-	p, err := batch.New(b.store, &batch.Config[pgx.Tx]{Consumer: "c1", Handler: h})
+	p, err := batch.New(b.store, &batch.Config[pgx.Tx]{InboxConfig: middleware.InboxConfig{Consumer: "c1"}, Handler: h})
 	require.NoError(t, err)
 	lh, err := sqsbroker.LambdaBatchHandler(p.ProcessErrors, nil)
 	require.NoError(t, err)

@@ -41,7 +41,7 @@ func lambdaSetup(t testing.TB, o *observed, h router.HandlerFunc[*sql.Tx]) (*bac
 	dead := gochannel.NewGoChannel(gochannel.Config{}, watermill.NopLogger{})
 	t.Cleanup(func() { _ = dead.Close() })
 	r, err := router.New[*sql.Tx](b.store, &router.Config{
-		DeadLetter: dead, Observer: o.observeInbox, RetryInitialInterval: time.Millisecond, RetryMaxInterval: time.Millisecond,
+		DeadLetter: dead, InboxConfig: middleware.InboxConfig{Observer: o.observeInbox}, RetryInitialInterval: time.Millisecond, RetryMaxInterval: time.Millisecond,
 	})
 	require.NoError(t, err)
 	chain, err := r.Chain("c1", h)

@@ -595,11 +595,11 @@ func handlerEdges[TTx any](t *testing.T, b *backend[TTx]) {
 	}()
 	r, err := router.New(b.store, &router.Config{
 		DeadLetter: pubsub,
-		Observer: func(_ context.Context, rep *middleware.Report) {
+		InboxConfig: middleware.InboxConfig{Observer: func(_ context.Context, rep *middleware.Report) {
 			mu.Lock()
 			defer mu.Unlock()
 			outcomes = append(outcomes, rep.Outcome)
-		},
+		}},
 	})
 	require.NoError(t, err)
 	require.NoError(t, r.AddHandler(Consumer, "orders.placed", instanceSubscriber{pubsub}, handler[TTx]()))
