@@ -180,7 +180,7 @@ func (r *Result) Count(o middleware.Outcome) int {
 //
 // Outcomes are final only after the commit: acknowledge applied and
 // duplicate messages, dead-letter rejected ones and nack failed ones only
-// once Process returned (design.md invariant 4). When Process returns an
+// once Process returned (docs/design.md invariant 4). When Process returns an
 // error (the database could not begin or commit, ctx ended, a savepoint
 // could not be rolled back) nothing was committed and every message is
 // failed with that error, rejected ones included: redeliver them all.

@@ -85,7 +85,7 @@ type ObserverFunc func(ctx context.Context, r *Report)
 // InboxConfig configures [Inbox].
 type InboxConfig struct {
 	// Consumer names the consumer whose inbox rows this middleware writes
-	// (design.md invariant 6). Required, at most ConsumerMaxBytes bytes.
+	// (docs/design.md invariant 6). Required, at most ConsumerMaxBytes bytes.
 	Consumer string
 	// EventID extracts the event id. Default
 	// EventIDFromMetadata(ackgap.MetadataEventIDKey).

@@ -21,7 +21,7 @@ import (
 // Config.EffectTimeout, and must pass row.IdempotencyKey to the other side
 // so that a repeat (after a crash between the call and its recording, or
 // a timeout after the other side acted) is recognised there and not
-// carried out twice (design.md invariant 7).
+// carried out twice (docs/design.md invariant 7).
 //
 // Return nil when the other side confirmed; ackgap.Permanent(reason, err)
 // when retrying cannot help (the row becomes dead, redrivable); a

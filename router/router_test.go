@@ -221,7 +221,7 @@ func TestConfigValidation(t *testing.T) {
 }
 
 // TestWatermillDeduplicatorDropsFailedMessage shows why ackgap does not
-// use Watermill's middleware.Deduplicator (design.md invariant 3): it
+// use Watermill's middleware.Deduplicator (docs/design.md invariant 3): it
 // records the message before the handler runs, so a retry after a failed
 // first attempt is dropped as a duplicate and the event is lost. The
 // inbox rolls its row back with the failure, so the retry applies.

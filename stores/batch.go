@@ -26,7 +26,7 @@ type BatchStore[TTx any] interface {
 	// BeginInboxMany begins a transaction and inserts the inbox rows
 	// (p.Consumer, p.Rows[i].EventID) in it as its first write, with one
 	// statement for all rows (INSERT ... ON CONFLICT DO NOTHING): the
-	// dedupe check is the insert under the unique constraint (design.md
+	// dedupe check is the insert under the unique constraint (docs/design.md
 	// invariant 2). Rows that already existed are reported as duplicates,
 	// with a payload mismatch when both hashes are set and differ; reading
 	// their hashes takes a second statement only when there are
@@ -81,7 +81,7 @@ type InboxManyRow struct {
 
 // BeginInboxManyParams are the input of [BatchStore.BeginInboxMany].
 type BeginInboxManyParams struct {
-	// Consumer scopes the rows (design.md invariant 6). Required.
+	// Consumer scopes the rows (docs/design.md invariant 6). Required.
 	Consumer string
 	// Rows are the rows to insert; their event ids must be distinct.
 	Rows []InboxManyRow

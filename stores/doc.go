@@ -20,7 +20,7 @@
 // and inserts at once otherwise. storetest.RunOutboxQueuer checks it, and
 // storetest.RunBenchmarks runs one benchmark workload on every store.
 //
-// Rules every implementation keeps (design.md, invariants 1, 2, 7, 8):
+// Rules every implementation keeps (docs/design.md, invariants 1, 2, 7, 8):
 //   - [Store.BeginInbox] inserts the inbox row as the transaction's first
 //     write, under a unique constraint on (consumer, event id); the insert
 //     itself is the dedupe check, never a SELECT before it.

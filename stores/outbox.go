@@ -20,7 +20,7 @@ import (
 // done rows are deleted after a retention (PruneOutboxIfDone). A claimed
 // row whose lease lapsed is due again: a relay that crashed mid-effect
 // loses it to the next claimer, which repeats the effect with the same
-// idempotency key (design.md invariant 7).
+// idempotency key (docs/design.md invariant 7).
 //
 // Every method is one short statement (or one short transaction) and
 // holds nothing open between calls: a relay calls its effects between

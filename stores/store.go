@@ -75,7 +75,7 @@ type OutboxQueuer[TTx any] interface {
 // [Store.BeginInbox] for stores without it.
 //
 // The dedupe check is still the insert under the unique constraint
-// (design.md invariant 2); what changes is that the handler runs before its
+// (docs/design.md invariant 2); what changes is that the handler runs before its
 // outcome is known. For a duplicate, the first statement that carried the
 // insert fails with ackgap.ErrDuplicate and the transaction has been rolled
 // back (the statement's own work undone); every later statement fails too.
@@ -143,7 +143,7 @@ type OutboxLister interface {
 
 // BeginInboxParams are the input of [Store.BeginInbox].
 type BeginInboxParams struct {
-	// Consumer is the consumer name that scopes the inbox row (design.md
+	// Consumer is the consumer name that scopes the inbox row (docs/design.md
 	// invariant 6): two consumers of one topic each process an event once.
 	Consumer string
 	// EventID is the producer-assigned event id.

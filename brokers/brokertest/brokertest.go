@@ -1,5 +1,5 @@
 // Package brokertest is the redelivery suite every ackgap broker adapter
-// runs (design.md invariant 9), each with an honest [Features] sheet.
+// runs (docs/design.md invariant 9), each with an honest [Features] sheet.
 //
 // It checks what the inbox relies on a broker for: an acked message is not
 // delivered again to the group; a nacked one is; messages keep their event

@@ -243,7 +243,7 @@ func (c SubscriberConfig) validate() error {
 // With OffsetOldest, a group whose committed offsets expired (broker
 // offsets.retention.minutes, 7 days by default, counted from when the group
 // became empty) also restarts at the oldest retained record: keep inbox
-// rows at least as long as the topic's retention (design.md invariant 8).
+// rows at least as long as the topic's retention (docs/design.md invariant 8).
 func (c SubscriberConfig) SaramaConfig() *sarama.Config {
 	c = c.WithDefaults()
 	sc := kafka.DefaultSaramaSubscriberConfig()

@@ -84,7 +84,7 @@ func PartitionFromContext(ctx context.Context) (int32, bool) {
 // OffsetFromContext returns the Kafka offset of the message whose context
 // is ctx, and false for a message that did not come from a Kafka
 // subscriber. An offset names one copy of a message in one partition: it
-// is never a dedupe key (design.md invariant 5). Passes through to
+// is never a dedupe key (docs/design.md invariant 5). Passes through to
 // kafka.MessagePartitionOffsetFromCtx.
 func OffsetFromContext(ctx context.Context) (int64, bool) {
 	return kafka.MessagePartitionOffsetFromCtx(ctx)

@@ -37,7 +37,7 @@ func waitClosed(t testing.TB, ch <-chan struct{}, what string) {
 // unacked until the shutdown cancels it, so no offset is committed). A new
 // subscriber in the same group gets the message again; the inbox reports
 // it as a duplicate (nothing written) and acks it: the state changed once
-// (design.md invariant 1).
+// (docs/design.md invariant 1).
 func TestAckGapCrash(t *testing.T) {
 	t.Parallel()
 	t.Run("sqlite", func(t *testing.T) {

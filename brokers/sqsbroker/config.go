@@ -310,7 +310,7 @@ type QueueInfo struct {
 	VisibilityTimeout time.Duration
 	// MessageRetention is the queue's MessageRetentionPeriod: how long SQS
 	// may still deliver a message. Inbox rows must be kept at least this
-	// long (design.md invariant 8): it is a lower bound for
+	// long (docs/design.md invariant 8): it is a lower bound for
 	// retention.Config.RedeliveryWindow (add the dead-letter queue's
 	// retention if messages are redriven back from it).
 	MessageRetention time.Duration

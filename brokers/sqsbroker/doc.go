@@ -45,7 +45,7 @@
 // ([MetadataReceiptHandle]), ApproximateReceiveCount
 // ([MetadataReceiveCount]) and MessageId ([MetadataMessageID]). The
 // inbox dedupes on the producer's event_id attribute only. The SQS
-// MessageId is never the dedupe key (design.md invariant 5): SQS assigns a
+// MessageId is never the dedupe key (docs/design.md invariant 5): SQS assigns a
 // new one to every SendMessage, so a producer's retry or a relay's
 // republish of one event arrives under two MessageIds (TestRoundTrip
 // sends one) and would be applied twice. A message without an event_id

@@ -518,7 +518,7 @@ func waitSettled[T any](msg *message.Message, giveUp <-chan T) (acked, settled b
 }
 
 // requestCtx bounds one SQS call; it is detached from Subscribe's ctx so
-// that an ack during shutdown still deletes (design.md invariant 4 holds
+// that an ack during shutdown still deletes (docs/design.md invariant 4 holds
 // either way: the commit happened before the ack).
 func (sub *subscription) requestCtx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(sub.msgCtx, sub.s.cfg.RequestTimeout)

@@ -1,5 +1,5 @@
 // Package storetest is the conformance suite every ackgap store passes
-// (design.md invariant 9). A store's test runs it with a harness that
+// (docs/design.md invariant 9). A store's test runs it with a harness that
 // gives the suite a fresh, migrated store per subtest:
 //
 //	func TestConformance(t *testing.T) {
