@@ -13,7 +13,7 @@ import (
 // without the others, the inbox rows of failed messages deleted again, and
 // outbox rows inserted many at a time. It is optional and separate from
 // [Store], which stays as it is for third parties; pgxstore and
-// sqlitestore implement it, and storetest.RunBatch is its conformance
+// sqlitestore implement it, and storetest.Run runs its conformance
 // suite.
 //
 // The transaction of BeginInboxMany is ended with [Store.CommitTx] or

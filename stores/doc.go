@@ -17,7 +17,7 @@
 // A store may also implement [OutboxQueuer] (pgxstore does): outbox rows
 // the handler does not read back are then held and sent with the commit,
 // in the same round trip; middleware.QueueOutbox uses it when it is there
-// and inserts at once otherwise. storetest.RunOutboxQueuer checks it, and
+// and inserts at once otherwise. storetest.Run checks it, and
 // storetest.RunBenchmarks runs one benchmark workload on every store.
 //
 // Rules every implementation keeps (docs/design.md, invariants 1, 2, 7, 8):

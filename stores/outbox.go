@@ -12,7 +12,7 @@ import (
 // behind a guard, and the operations around them (redrive, prune, stats).
 // It is a separate interface so that [Store], which third parties
 // implement, stays as it is; pgxstore and sqlitestore implement both, and
-// storetest.RunOutbox is its conformance suite.
+// storetest.Run runs its conformance suite when a store implements it.
 //
 // The life of a row: pending -> claimed (ClaimOutbox) -> done
 // (MarkOutboxDoneIfClaimed), back to pending (RetryOutboxIfClaimed), or

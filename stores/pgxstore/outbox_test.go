@@ -12,10 +12,7 @@ import (
 	"github.com/ackgap/ackgap/internal/testdb"
 	"github.com/ackgap/ackgap/stores"
 	"github.com/ackgap/ackgap/stores/pgxstore"
-	"github.com/ackgap/ackgap/stores/storetest"
 )
-
-func TestOutboxConformance(t *testing.T) { storetest.RunOutbox(t, harness) }
 
 // TestListenOutbox: the listener is told once it listens, then after a
 // commit that added outbox rows, not for a rolled-back one, and not for

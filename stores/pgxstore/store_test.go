@@ -36,8 +36,6 @@ func harnessTB(t testing.TB) *storetest.Harness[pgx.Tx] {
 
 func TestConformance(t *testing.T) { storetest.Run(t, harness) }
 
-func TestInboxDeferrerConformance(t *testing.T) { storetest.RunInboxDeferrer(t, harness) }
-
 // TestSchemaAndPrefix: with Config.Schema and TablePrefix set, Migrate
 // creates the schema and the prefixed, quoted tables in it, and the store
 // uses them whatever the connection's search_path.

@@ -16,10 +16,7 @@ import (
 	"github.com/ackgap/ackgap/middleware"
 	"github.com/ackgap/ackgap/stores"
 	"github.com/ackgap/ackgap/stores/pgxstore"
-	"github.com/ackgap/ackgap/stores/storetest"
 )
-
-func TestOutboxQueuerConformance(t *testing.T) { storetest.RunOutboxQueuer(t, harness) }
 
 // TestQueuedRowVisibleToNextStatement: a queued row is sent ahead of the
 // transaction's next statement, which sees it; InsertOutboxTx of the same

@@ -11,13 +11,13 @@ import (
 	"github.com/ackgap/ackgap/stores"
 )
 
-// RunInboxDeferrer checks a store's [stores.InboxDeferrer]: the inbox
+// runInboxDeferrer checks a store's [stores.InboxDeferrer]: the inbox
 // insert sent with the transaction's first statement decides as the plain
 // BeginInbox does (first insert wins, a duplicate changes nothing, a
 // rollback frees the key, concurrent deliveries apply once), and a
 // duplicate's statement fails with ackgap.ErrDuplicate, its work undone.
-// setup must return a store that implements stores.InboxDeferrer[TTx].
-func RunInboxDeferrer[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TTx]) {
+// [Run] runs it when the store implements stores.InboxDeferrer[TTx].
+func runInboxDeferrer[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TTx]) {
 	deferrer := func(t *testing.T, h *Harness[TTx]) stores.InboxDeferrer[TTx] {
 		d, ok := h.Store.(stores.InboxDeferrer[TTx])
 		require.True(t, ok, "%T does not implement stores.InboxDeferrer", h.Store)

@@ -11,10 +11,8 @@ import (
 	"github.com/ackgap/ackgap/stores"
 )
 
-// RunOutboxQueuer is the conformance suite of stores.OutboxQueuer, for
-// stores that implement it (pgxstore):
-//
-//	func TestOutboxQueuerConformance(t *testing.T) { storetest.RunOutboxQueuer(t, harness) }
+// runOutboxQueuer is the conformance suite of stores.OutboxQueuer, for
+// stores that implement it (pgxstore); [Run] runs it when it does.
 //
 // It checks: queued rows are committed with their transaction, with every
 // field; a queued row whose key exists with the same payload is a
@@ -23,7 +21,7 @@ import (
 // ackgap.ErrIdempotencyConflict and nothing of the transaction remains,
 // inbox row included; a rollback discards queued rows; params are
 // validated when queued.
-func RunOutboxQueuer[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TTx]) {
+func runOutboxQueuer[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TTx]) {
 	queuer := func(t *testing.T) (stores.OutboxQueuer[TTx], *Harness[TTx]) {
 		t.Helper()
 		h := setup(t)

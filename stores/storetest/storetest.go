@@ -48,8 +48,46 @@ const stateTable = `Order "Items"`
 
 const createStateTable = `CREATE TABLE "Order ""Items""" (id TEXT PRIMARY KEY, status TEXT NOT NULL, version INTEGER NOT NULL DEFAULT 0, note TEXT NOT NULL DEFAULT '')`
 
-// Run runs the suite; setup is called once per subtest.
+// Run runs every part of the suite that applies to the store setup
+// returns, each as a subtest; setup is called once per subtest (and once
+// more to see what the store implements):
+//
+//   - Inbox, for every store (the checks listed in the package doc);
+//   - Outbox, when the store implements stores.OutboxStore (the relay's
+//     claims, leases, retries, dead rows, redrive, pruning, stats);
+//   - Batch, when it implements stores.BatchStore (multi-row inbox
+//     inserts, savepoints, outbox rows many at a time, concurrent batches);
+//   - OutboxQueuer, when it implements stores.OutboxQueuer (queued outbox
+//     rows commit, deduplicate and fail with their transaction);
+//   - InboxDeferrer, when it implements stores.InboxDeferrer (the deferred
+//     inbox insert decides as BeginInbox does; a duplicate's statement
+//     fails with ackgap.ErrDuplicate).
+//
+// A part the store does not implement is skipped with the reason, so a new
+// store's one test shows what it does not offer yet.
 func Run[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TTx]) {
+	probe := setup(t).Store
+	part := func(name string, offered bool, run func(*testing.T, func(*testing.T) *Harness[TTx])) {
+		t.Run(name, func(t *testing.T) {
+			if !offered {
+				t.Skipf("%T does not implement stores.%s", probe, name)
+			}
+			run(t, setup)
+		})
+	}
+	part("Inbox", true, runInbox[TTx])
+	_, ok := probe.(stores.OutboxStore)
+	part("OutboxStore", ok, runOutbox[TTx])
+	_, ok = probe.(stores.BatchStore[TTx])
+	part("BatchStore", ok, runBatch[TTx])
+	_, ok = probe.(stores.OutboxQueuer[TTx])
+	part("OutboxQueuer", ok, runOutboxQueuer[TTx])
+	_, ok = probe.(stores.InboxDeferrer[TTx])
+	part("InboxDeferrer", ok, runInboxDeferrer[TTx])
+}
+
+// runInbox is the part of the suite every store passes.
+func runInbox[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TTx]) {
 	t.Run("FirstInsertWinsDuplicateIsResult", func(t *testing.T) {
 		h := setup(t)
 		ctx := context.Background()
