@@ -19,6 +19,10 @@
 // in the same round trip; middleware.QueueOutbox uses it when it is there
 // and inserts at once otherwise. storetest.Run checks it, and
 // storetest.RunBenchmarks runs one benchmark workload on every store.
+// Helpers a store author shares with ackgap's own stores (quoting
+// identifiers, classifying a guarded UPDATE, the idempotency-conflict
+// error, the plan of a multi-row outbox insert) live in stores/storekit,
+// apart from the contract.
 //
 // Rules every implementation keeps (docs/design.md, invariants 1, 2, 7, 8):
 //   - [Store.BeginInbox] inserts the inbox row as the transaction's first

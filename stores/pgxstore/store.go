@@ -21,6 +21,7 @@ import (
 	"github.com/ackgap/ackgap"
 	"github.com/ackgap/ackgap/stores"
 	"github.com/ackgap/ackgap/stores/internal/sqlbuild"
+	"github.com/ackgap/ackgap/stores/storekit"
 )
 
 //go:embed migrations/*.sql
@@ -47,10 +48,10 @@ func (c Config) WithDefaults() Config {
 func (c Config) validate() error {
 	var errs []error
 	if c.Schema != "" {
-		errs = append(errs, stores.ValidIdentifier("Schema", c.Schema))
+		errs = append(errs, storekit.ValidIdentifier("Schema", c.Schema))
 	}
 	// The longest name built from the prefix is prefix+"inbox_received_at_idx".
-	errs = append(errs, stores.ValidIdentifier("TablePrefix", c.TablePrefix+"inbox_received_at_idx"))
+	errs = append(errs, storekit.ValidIdentifier("TablePrefix", c.TablePrefix+"inbox_received_at_idx"))
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("invalid config: %w", err)
 	}
@@ -212,7 +213,7 @@ func (s *Store) TransitionIfStateTx(ctx context.Context, tx pgx.Tx, p *stores.Tr
 		return nil, interpretError("transition", err)
 	}
 	if tag.RowsAffected() > 0 {
-		return &stores.TransitionResult{Outcome: stores.TransitionApplied, Found: true, Previous: stores.AppliedFrom(tp.From)}, nil
+		return &stores.TransitionResult{Outcome: stores.TransitionApplied, Found: true, Previous: storekit.AppliedFrom(tp.From)}, nil
 	}
 	var state string
 	err = tx.QueryRow(ctx, current, currentArgs...).Scan(&state)
@@ -220,7 +221,7 @@ func (s *Store) TransitionIfStateTx(ctx context.Context, tx pgx.Tx, p *stores.Tr
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return nil, interpretError("read state", err)
 	}
-	return &stores.TransitionResult{Outcome: stores.OutcomeOf(false, found, state, tp.To), Found: found, Previous: state}, nil
+	return &stores.TransitionResult{Outcome: storekit.OutcomeOf(false, found, state, tp.To), Found: found, Previous: state}, nil
 }
 
 // InsertOutboxTx implements [stores.Store.InsertOutboxTx].
@@ -245,7 +246,7 @@ func (s *Store) InsertOutboxTx(ctx context.Context, tx pgx.Tx, p *stores.OutboxI
 		return nil, interpretError("read outbox row", err)
 	}
 	if !bytes.Equal(stored, hash) {
-		return nil, stores.IdempotencyConflict(p.IdempotencyKey)
+		return nil, storekit.IdempotencyConflict(p.IdempotencyKey)
 	}
 	return &stores.OutboxInsertResult{ID: id, Duplicate: true}, nil
 }
@@ -257,7 +258,7 @@ func (s *Store) InsertOutboxTx(ctx context.Context, tx pgx.Tx, p *stores.OutboxI
 // at once, like InsertOutboxTx. A queued row whose key exists with
 // another payload fails that statement (the transaction is then aborted:
 // roll it back), or the commit (which rolls it back), with
-// stores.IdempotencyConflict.
+// storekit.IdempotencyConflict.
 func (s *Store) QueueOutboxTx(ctx context.Context, tx pgx.Tx, p *stores.OutboxInsertParams) error {
 	t, ok := tx.(*inboxTx)
 	if !ok || t.store != s || t.ended {

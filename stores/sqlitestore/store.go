@@ -18,6 +18,7 @@ import (
 	"github.com/ackgap/ackgap"
 	"github.com/ackgap/ackgap/stores"
 	"github.com/ackgap/ackgap/stores/internal/sqlbuild"
+	"github.com/ackgap/ackgap/stores/storekit"
 )
 
 //go:embed migrations/*.sql
@@ -60,7 +61,7 @@ func (c Config) WithDefaults() Config {
 }
 
 func (c Config) validate() error {
-	errs := []error{stores.ValidIdentifier("TablePrefix", c.TablePrefix+"inbox_received_at_idx")}
+	errs := []error{storekit.ValidIdentifier("TablePrefix", c.TablePrefix+"inbox_received_at_idx")}
 	if c.BusyTimeout < time.Millisecond {
 		errs = append(errs, fmt.Errorf("BusyTimeout is %s, must be at least 1ms", c.BusyTimeout))
 	}
@@ -253,7 +254,7 @@ func (s *Store) TransitionIfStateTx(ctx context.Context, tx *sql.Tx, p *stores.T
 		return nil, interpretError("transition", err)
 	}
 	if n, err := res.RowsAffected(); err == nil && n > 0 {
-		return &stores.TransitionResult{Outcome: stores.TransitionApplied, Found: true, Previous: stores.AppliedFrom(tp.From)}, nil
+		return &stores.TransitionResult{Outcome: stores.TransitionApplied, Found: true, Previous: storekit.AppliedFrom(tp.From)}, nil
 	}
 	var state string
 	err = s.txQueryRow(ctx, tx, current, currentArgs...).Scan(&state)
@@ -261,7 +262,7 @@ func (s *Store) TransitionIfStateTx(ctx context.Context, tx *sql.Tx, p *stores.T
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return nil, interpretError("read state", err)
 	}
-	return &stores.TransitionResult{Outcome: stores.OutcomeOf(false, found, state, tp.To), Found: found, Previous: state}, nil
+	return &stores.TransitionResult{Outcome: storekit.OutcomeOf(false, found, state, tp.To), Found: found, Previous: state}, nil
 }
 
 // InsertOutboxTx implements [stores.Store.InsertOutboxTx].
@@ -304,7 +305,7 @@ func (s *Store) InsertOutboxTx(ctx context.Context, tx *sql.Tx, p *stores.Outbox
 		return nil, interpretError("read outbox row", err)
 	}
 	if !bytes.Equal(stored, hash) {
-		return nil, stores.IdempotencyConflict(p.IdempotencyKey)
+		return nil, storekit.IdempotencyConflict(p.IdempotencyKey)
 	}
 	return &stores.OutboxInsertResult{ID: id, Duplicate: true}, nil
 }

@@ -14,6 +14,7 @@ import (
 	"text/template"
 
 	"github.com/ackgap/ackgap/stores"
+	"github.com/ackgap/ackgap/stores/storekit"
 )
 
 // Dialect is what differs between the SQL stores' statements.
@@ -32,12 +33,12 @@ var SQLite = Dialect{Placeholder: func(n int) string { return "?" + strconv.Itoa
 // SELECT that reads the row's current state (one column) when the UPDATE
 // changed nothing. p must have passed WithDefaults and Validate.
 func Transition(d Dialect, p *stores.TransitionParams) (update string, args []any, current string, currentArgs []any) {
-	table := stores.QuoteIdentifier(p.Table)
+	table := storekit.QuoteIdentifier(p.Table)
 	if p.Schema != "" {
-		table = stores.QuoteIdentifier(p.Schema) + "." + table
+		table = storekit.QuoteIdentifier(p.Schema) + "." + table
 	}
-	state := stores.QuoteIdentifier(p.StateColumn)
-	key := stores.QuoteIdentifier(p.KeyColumn)
+	state := storekit.QuoteIdentifier(p.StateColumn)
+	key := storekit.QuoteIdentifier(p.KeyColumn)
 
 	var b strings.Builder
 	args = make([]any, 0, 2+len(p.From)+len(p.Set))
@@ -52,11 +53,11 @@ func Transition(d Dialect, p *stores.TransitionParams) (update string, args []an
 	b.WriteString(" = ")
 	b.WriteString(bind(p.To))
 	if p.VersionColumn != "" {
-		v := stores.QuoteIdentifier(p.VersionColumn)
+		v := storekit.QuoteIdentifier(p.VersionColumn)
 		b.WriteString(", " + v + " = " + v + " + 1")
 	}
 	for _, a := range p.Set {
-		b.WriteString(", " + stores.QuoteIdentifier(a.Column) + " = " + bind(a.Value))
+		b.WriteString(", " + storekit.QuoteIdentifier(a.Column) + " = " + bind(a.Value))
 	}
 	b.WriteString(" WHERE " + key + " = " + bind(p.Key) + " AND " + state + " IN (")
 	for i, f := range p.From {
@@ -210,23 +211,23 @@ func TableNames(schema, prefix string) Names {
 	}
 	schemaDot := ""
 	if schema != "" {
-		schemaDot = stores.QuoteIdentifier(schema) + "."
+		schemaDot = storekit.QuoteIdentifier(schema) + "."
 	}
 	q := func(name string) string {
 		if schema == "" {
-			return stores.QuoteIdentifier(name)
+			return storekit.QuoteIdentifier(name)
 		}
-		return stores.QuoteIdentifier(schema) + "." + stores.QuoteIdentifier(name)
+		return storekit.QuoteIdentifier(schema) + "." + storekit.QuoteIdentifier(name)
 	}
 	return Names{
 		Inbox:              q(prefix + "inbox"),
 		Outbox:             q(prefix + "outbox"),
 		Migration:          q(prefix + "migration"),
-		InboxReceivedIndex: stores.QuoteIdentifier(prefix + "inbox_received_at_idx"),
-		OutboxDueIndex:     stores.QuoteIdentifier(prefix + "outbox_due_idx"),
+		InboxReceivedIndex: storekit.QuoteIdentifier(prefix + "inbox_received_at_idx"),
+		OutboxDueIndex:     storekit.QuoteIdentifier(prefix + "outbox_due_idx"),
 		MigrationLockKey:   q(prefix + "migration"),
-		OutboxDoneIndex:    stores.QuoteIdentifier(prefix + "outbox_done_at_idx"),
-		OutboxDeadIndex:    stores.QuoteIdentifier(prefix + "outbox_dead_idx"),
+		OutboxDoneIndex:    storekit.QuoteIdentifier(prefix + "outbox_done_at_idx"),
+		OutboxDeadIndex:    storekit.QuoteIdentifier(prefix + "outbox_dead_idx"),
 		OutboxNotifyFunc:   q(prefix + "outbox_notify"),
 		SchemaDot:          schemaDot,
 	}
