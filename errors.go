@@ -42,7 +42,8 @@ var (
 	ErrStoreUnavailable = errors.New("ackgap: store unavailable")
 
 	// ErrDuplicate: the statement ran in a transaction whose inbox insert
-	// found the event already applied (stores.InboxDeferrer). The
+	// found the event already applied (a pipelined inbox insert:
+	// stores.Store.BeginInboxDeferred). The
 	// transaction was rolled back; the inbox middleware acks the message as
 	// a duplicate whatever the handler returns. Handlers just return it.
 	ErrDuplicate = errors.New("ackgap: event already applied (duplicate delivery); transaction rolled back")

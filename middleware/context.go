@@ -25,8 +25,6 @@ type delivery interface {
 
 type boundTx[TTx any] struct {
 	store         stores.Store[TTx]
-	queuer        stores.OutboxQueuer[TTx]     // store, when it queues outbox rows; else nil
-	tqueuer       stores.TransitionQueuer[TTx] // store, when it queues transitions; else nil
 	tx            TTx
 	consumerName  string
 	eventIDString string
@@ -41,30 +39,10 @@ func (b *boundTx[TTx]) insertOutbox(ctx context.Context, p *stores.OutboxInsertP
 	return b.store.InsertOutboxTx(ctx, b.tx, p)
 }
 func (b *boundTx[TTx]) queueOutbox(ctx context.Context, p *stores.OutboxInsertParams) error {
-	if b.queuer != nil {
-		return b.queuer.QueueOutboxTx(ctx, b.tx, p)
-	}
-	_, err := b.store.InsertOutboxTx(ctx, b.tx, p)
-	return err
+	return b.store.QueueOutboxTx(ctx, b.tx, p)
 }
-
 func (b *boundTx[TTx]) queueTransition(ctx context.Context, p *stores.QueueTransitionParams) error {
-	if b.tqueuer != nil {
-		return b.tqueuer.QueueTransitionTx(ctx, b.tx, p)
-	}
-	res, err := b.store.TransitionIfStateTx(ctx, b.tx, &p.Transition)
-	if err != nil {
-		return err
-	}
-	if err := res.Err(); err != nil || !res.Applied() {
-		return err
-	}
-	for i := range p.Outbox {
-		if err := b.queueOutbox(ctx, &p.Outbox[i]); err != nil {
-			return err
-		}
-	}
-	return nil
+	return b.store.QueueTransitionTx(ctx, b.tx, p)
 }
 
 // WithTx returns a copy of ctx in which tx is the message's transaction,
@@ -74,13 +52,9 @@ func (b *boundTx[TTx]) queueTransition(ctx context.Context, p *stores.QueueTrans
 // on tx through store, recording consumer and eventID on outbox rows. It
 // is for code that opens the transaction itself, such as package batch
 // (one transaction, a savepoint per message); the caller commits or rolls
-// back tx. store's optional interfaces (stores.OutboxQueuer,
-// stores.TransitionQueuer) are used when it implements them.
+// back tx.
 func WithTx[TTx any](ctx context.Context, store stores.Store[TTx], tx TTx, consumer, eventID string) context.Context {
-	b := &boundTx[TTx]{store: store, tx: tx, consumerName: consumer, eventIDString: eventID}
-	b.queuer, _ = store.(stores.OutboxQueuer[TTx])
-	b.tqueuer, _ = store.(stores.TransitionQueuer[TTx])
-	return withTx(ctx, b)
+	return withTx(ctx, &boundTx[TTx]{store: store, tx: tx, consumerName: consumer, eventIDString: eventID})
 }
 
 func withTx[TTx any](ctx context.Context, b *boundTx[TTx]) context.Context {
@@ -119,7 +93,7 @@ func AddOutbox(ctx context.Context, p *stores.OutboxInsertParams) (*stores.Outbo
 
 // QueueOutbox adds an outbox row to the message's transaction like
 // [AddOutbox], for handlers that do not read the row's id or duplicate
-// flag: on a store that implements stores.OutboxQueuer (pgxstore) the
+// flag: on a store that pipelines (pgxstore) the
 // insert is held back and sent with the transaction's next statement or
 // its commit, in the same round trip, instead of costing one of its own;
 // on other stores it is inserted at once. It validates p at once and
@@ -147,7 +121,7 @@ func QueueOutbox(ctx context.Context, p *stores.OutboxInsertParams) error {
 // (dead-lettered, everything rolled back); a row whose key exists with
 // another payload, a permanent ackgap.ErrIdempotencyConflict.
 //
-// On a store that implements stores.TransitionQueuer (pgxstore) all of it
+// On a store that pipelines (pgxstore) all of it
 // is one statement held back and sent with the transaction's next
 // statement or its commit, so those errors may come from there; with
 // pgxstore a handler that does nothing else costs one round trip. On other

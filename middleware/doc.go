@@ -13,8 +13,8 @@
 // For each message the middleware extracts the event id, begins a
 // transaction and inserts the inbox row (consumer, event id) first. A
 // duplicate rolls back, skips the handler and returns nil, so the message
-// is acked. A store that implements stores.InboxDeferrer (pgxstore) sends
-// BEGIN and the insert with the handler's first statement instead, saving
+// is acked. A store that pipelines (pgxstore; see
+// stores.Store.BeginInboxDeferred) sends BEGIN and the insert with the handler's first statement instead, saving
 // a round trip: for a duplicate that statement fails with
 // ackgap.ErrDuplicate, everything is rolled back and the message is acked
 // as a duplicate whatever the handler returns; the handler's code before

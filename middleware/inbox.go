@@ -41,10 +41,10 @@ const (
 	// OutcomeApplied: the handler ran and its transaction committed.
 	OutcomeApplied Outcome = "applied"
 	// OutcomeDuplicate: the event was in the inbox; nothing was written
-	// and the message is acked. With a store that defers the inbox insert
-	// (stores.InboxDeferrer: pgxstore) the handler ran up to its first
-	// statement, which failed with ackgap.ErrDuplicate and was rolled
-	// back; with others it was not called.
+	// and the message is acked. With a store that pipelines the inbox
+	// insert (pgxstore) the handler ran up to its first statement, which
+	// failed with ackgap.ErrDuplicate and was rolled back; with others it
+	// was not called.
 	OutcomeDuplicate Outcome = "duplicate"
 	// OutcomeRejected: the message cannot be processed (no event id, an
 	// over-long one, an id reused with another payload); a permanent error
@@ -170,18 +170,12 @@ func Inbox[TTx any](store stores.Store[TTx], cfg *InboxConfig) (message.HandlerM
 		return nil, err
 	}
 	in := &inbox[TTx]{store: store, cfg: c}
-	in.queuer, _ = store.(stores.OutboxQueuer[TTx])
-	in.deferrer, _ = store.(stores.InboxDeferrer[TTx])
-	in.tqueuer, _ = store.(stores.TransitionQueuer[TTx])
 	return in.middleware, nil
 }
 
 type inbox[TTx any] struct {
-	store    stores.Store[TTx]
-	queuer   stores.OutboxQueuer[TTx]     // store, when it queues outbox rows
-	deferrer stores.InboxDeferrer[TTx]    // store, when it defers the inbox insert
-	tqueuer  stores.TransitionQueuer[TTx] // store, when it queues transitions
-	cfg      InboxConfig
+	store stores.Store[TTx]
+	cfg   InboxConfig
 }
 
 func (in *inbox[TTx]) middleware(h message.HandlerFunc) message.HandlerFunc {
@@ -219,25 +213,18 @@ func (in *inbox[TTx]) handle(msg *message.Message, h message.HandlerFunc, rep *R
 		Consumer: in.cfg.Consumer, EventID: id, PayloadHash: stores.PayloadHash(msg.Payload), Now: rep.Received,
 		TraceParent: ackgap.TraceParentFromContext(ctx),
 	}
-	var tx TTx
-	if in.deferrer != nil {
-		// The insert goes with the handler's first statement; its verdict
-		// is read after the handler returned.
-		tx, err = in.deferrer.BeginInboxDeferred(ctx, params)
-	} else {
-		var begun *stores.BeginInboxResult[TTx]
-		begun, err = in.store.BeginInbox(ctx, params)
-		if err == nil && begun.Duplicate {
-			return nil, in.duplicate(begun, rep)
-		}
-		if err == nil {
-			tx = begun.Tx
-		}
-	}
+	// One path for every store: a store that pipelines sends the insert
+	// with the handler's first statement and its verdict is read after the
+	// handler returned; one that does not has resolved it already.
+	begun, err := in.store.BeginInboxDeferred(ctx, params)
 	if err != nil {
 		rep.Outcome = OutcomeFailed
 		return nil, fmt.Errorf("ackgap inbox: begin: %w", err)
 	}
+	if begun.Duplicate {
+		return nil, in.duplicate(begun, rep)
+	}
+	tx := begun.Tx
 
 	ended := false
 	defer func() {
@@ -252,7 +239,7 @@ func (in *inbox[TTx]) handle(msg *message.Message, h message.HandlerFunc, rep *R
 		rep.Outcome = OutcomeFailed
 	}()
 
-	msg.SetContext(withTx(ctx, &boundTx[TTx]{store: in.store, queuer: in.queuer, tqueuer: in.tqueuer, tx: tx, consumerName: in.cfg.Consumer, eventIDString: id}))
+	msg.SetContext(withTx(ctx, &boundTx[TTx]{store: in.store, tx: tx, consumerName: in.cfg.Consumer, eventIDString: id}))
 	defer msg.SetContext(ctx)
 	rep.HandlerStarted = in.cfg.Now()
 	produced, err = h(msg)
@@ -269,8 +256,8 @@ func (in *inbox[TTx]) handle(msg *message.Message, h message.HandlerFunc, rep *R
 		return nil, err
 	}
 	ended = true
-	// With a deferred inbox insert the commit may carry it (pgxstore: with
-	// a queued transition); a duplicate then fails it with
+	// A pending inbox insert may ride with the commit (pgxstore: with a
+	// queued transition); a duplicate then fails it with
 	// ackgap.ErrDuplicate, having written nothing.
 	if err := in.store.CommitTx(ctx, tx); err != nil {
 		if errors.Is(err, ackgap.ErrDuplicate) {
@@ -288,14 +275,10 @@ func (in *inbox[TTx]) handle(msg *message.Message, h message.HandlerFunc, rep *R
 	return produced, nil
 }
 
-// verdict returns the inbox insert's verdict when the store defers it and
-// it found a duplicate, else nil (no deferral, not a duplicate, or
-// unknown).
+// verdict returns the inbox insert's verdict when it found a duplicate,
+// else nil (not a duplicate, or unknown).
 func (in *inbox[TTx]) verdict(ctx context.Context, tx TTx) *stores.BeginInboxResult[TTx] {
-	if in.deferrer == nil {
-		return nil
-	}
-	v, err := in.deferrer.InboxVerdictTx(ctx, tx)
+	v, err := in.store.InboxVerdictTx(ctx, tx)
 	if err != nil || !v.Duplicate {
 		return nil
 	}

@@ -14,11 +14,14 @@
 //		})
 //	}
 //
-// A store may also implement [OutboxQueuer] (pgxstore does): outbox rows
-// the handler does not read back are then held and sent with the commit,
-// in the same round trip; middleware.QueueOutbox uses it when it is there
-// and inserts at once otherwise. storetest.Run checks it, and
-// storetest.RunBenchmarks runs one benchmark workload on every store.
+// A store may pipeline (pgxstore does: the inbox insert rides with the
+// handler's first statement, outbox rows and guarded transitions queued
+// with QueueOutboxTx and QueueTransitionTx are sent with the next
+// statement or the commit) or not; the methods are the same either way,
+// and an eager store implements the pipelined ones with the storekit
+// helpers (BeginInboxNow, VerdictNow, QueueOutboxNow, QueueTransitionNow).
+// storetest.Run checks it, and storetest.RunBenchmarks runs one benchmark
+// workload on every store.
 // Helpers a store author shares with ackgap's own stores (quoting
 // identifiers, classifying a guarded UPDATE, the idempotency-conflict
 // error, the plan of a multi-row outbox insert) live in stores/storekit,

@@ -104,8 +104,9 @@ func TestOutboxMigrationsInSchema(t *testing.T) {
 		t.Fatal("no notification after the commit of an outbox row")
 	}
 	// A queued row through a deferred transaction wakes relays too.
-	tx, err := store.BeginInboxDeferred(ctx, &stores.BeginInboxParams{Consumer: "c1", EventID: "e2"})
+	begun, err := store.BeginInboxDeferred(ctx, &stores.BeginInboxParams{Consumer: "c1", EventID: "e2"})
 	require.NoError(t, err)
+	tx := begun.Tx
 	require.NoError(t, store.QueueOutboxTx(ctx, tx, &stores.OutboxInsertParams{Kind: "charge", IdempotencyKey: "k2"}))
 	require.NoError(t, store.CommitTx(ctx, tx))
 	select {

@@ -74,9 +74,7 @@ type Store struct {
 }
 
 var (
-	_ stores.Store[pgx.Tx]         = (*Store)(nil)
-	_ stores.OutboxQueuer[pgx.Tx]  = (*Store)(nil)
-	_ stores.InboxDeferrer[pgx.Tx] = (*Store)(nil)
+	_ stores.Store[pgx.Tx] = (*Store)(nil)
 )
 
 type queries struct {
@@ -141,30 +139,31 @@ func TxFromContext(ctx context.Context) (pgx.Tx, bool) {
 // sends them ahead of its next statement or with its COMMIT, in the same
 // round trip. [Store.BeginInboxDeferred] saves the first round trip too.
 func (s *Store) BeginInbox(ctx context.Context, p *stores.BeginInboxParams) (*stores.BeginInboxResult[pgx.Tx], error) {
-	tx, err := s.BeginInboxDeferred(ctx, p)
+	begun, err := s.BeginInboxDeferred(ctx, p)
 	if err != nil {
 		return nil, err
 	}
-	return s.InboxVerdictTx(ctx, tx)
+	return s.InboxVerdictTx(ctx, begun.Tx)
 }
 
-// BeginInboxDeferred implements [stores.InboxDeferrer.BeginInboxDeferred]:
-// it takes a connection from the pool and sends nothing. The transaction's
+// BeginInboxDeferred implements [stores.Store.BeginInboxDeferred]: it
+// takes a connection from the pool and sends nothing; the result holds the
+// transaction, its verdict pending. The transaction's
 // BEGIN and inbox insert go in one round trip with its first Exec that has
 // arguments (a guarded transition's UPDATE), behind them; any other
 // statement is sent right after them. Queued outbox rows behave as with
 // [Store.BeginInbox]. It returns an error wrapping
 // ackgap.ErrStoreUnavailable when no connection can be had.
-func (s *Store) BeginInboxDeferred(ctx context.Context, p *stores.BeginInboxParams) (pgx.Tx, error) {
+func (s *Store) BeginInboxDeferred(ctx context.Context, p *stores.BeginInboxParams) (*stores.BeginInboxResult[pgx.Tx], error) {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return nil, acquireError(err)
 	}
 	pending := *p
-	return &inboxTx{conn: conn, pgConn: conn.Conn(), store: s, pending: &pending}, nil
+	return &stores.BeginInboxResult[pgx.Tx]{Tx: &inboxTx{conn: conn, pgConn: conn.Conn(), store: s, pending: &pending}}, nil
 }
 
-// InboxVerdictTx implements [stores.InboxDeferrer.InboxVerdictTx]. tx must
+// InboxVerdictTx implements [stores.Store.InboxVerdictTx]. tx must
 // come from BeginInbox or BeginInboxDeferred of this store; anything else
 // returns an error.
 func (s *Store) InboxVerdictTx(ctx context.Context, tx pgx.Tx) (*stores.BeginInboxResult[pgx.Tx], error) {
@@ -251,7 +250,7 @@ func (s *Store) InsertOutboxTx(ctx context.Context, tx pgx.Tx, p *stores.OutboxI
 	return &stores.OutboxInsertResult{ID: id, Duplicate: true}, nil
 }
 
-// QueueOutboxTx implements [stores.OutboxQueuer.QueueOutboxTx]. On a
+// QueueOutboxTx implements [stores.Store.QueueOutboxTx]. On a
 // transaction from BeginInbox it validates p and holds the row back: it is
 // sent, pipelined, ahead of the transaction's next statement or with its
 // COMMIT, in the same round trip. On any other pgx.Tx it inserts the row

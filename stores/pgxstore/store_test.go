@@ -23,7 +23,8 @@ func harness(t *testing.T) *storetest.Harness[pgx.Tx] { return harnessTB(t) }
 func harnessTB(t testing.TB) *storetest.Harness[pgx.Tx] {
 	store, pool := migrated(t, nil)
 	return &storetest.Harness[pgx.Tx]{
-		Store: store,
+		Store:     store,
+		Pipelines: true,
 		Exec: func(ctx context.Context, sql string) error {
 			_, err := pool.Exec(ctx, sql)
 			return err

@@ -20,8 +20,6 @@ import (
 // it is refused (see queuedTransition.sql).
 const pgCardinalityViolation = "21000"
 
-var _ stores.TransitionQueuer[pgx.Tx] = (*Store)(nil)
-
 // queuedTransition is a guarded transition held back by
 // QueueTransitionTx, with the arguments of its outbox rows.
 type queuedTransition struct {
@@ -30,7 +28,7 @@ type queuedTransition struct {
 	keys []string                // the rows' idempotency keys
 }
 
-// QueueTransitionTx implements [stores.TransitionQueuer.QueueTransitionTx]
+// QueueTransitionTx implements [stores.Store.QueueTransitionTx]
 // with one statement: the UPDATE of the transition and the INSERT of its
 // rows as data-modifying CTEs (the INSERT selects its rows only when the
 // UPDATE returned one), and a check that fails the statement when the

@@ -202,8 +202,9 @@ func TestDeferredStatementsOtherThanExec(t *testing.T) {
 		},
 		func(tx pgx.Tx) error { _, err := tx.Conn().Exec(ctx, `INSERT INTO notes VALUES (1), (2)`); return err },
 	} {
-		tx, err := store.BeginInboxDeferred(ctx, &stores.BeginInboxParams{Consumer: "c1", EventID: "e" + strconv.Itoa(i)})
+		begun, err := store.BeginInboxDeferred(ctx, &stores.BeginInboxParams{Consumer: "c1", EventID: "e" + strconv.Itoa(i)})
 		require.NoError(t, err)
+		tx := begun.Tx
 		require.NoError(t, use(tx), "statement %d", i)
 		require.NoError(t, store.RollbackTx(ctx, tx))
 		var n int

@@ -265,6 +265,31 @@ func (s *Store) TransitionIfStateTx(ctx context.Context, tx *sql.Tx, p *stores.T
 	return &stores.TransitionResult{Outcome: storekit.OutcomeOf(false, found, state, tp.To), Found: found, Previous: state}, nil
 }
 
+// BeginInboxDeferred implements [stores.Store.BeginInboxDeferred]: SQLite
+// gains nothing from deferring (no network round trip), so it resolves at
+// once, as BeginInbox.
+func (s *Store) BeginInboxDeferred(ctx context.Context, p *stores.BeginInboxParams) (*stores.BeginInboxResult[*sql.Tx], error) {
+	return storekit.BeginInboxNow[*sql.Tx](ctx, s, p)
+}
+
+// InboxVerdictTx implements [stores.Store.InboxVerdictTx]: the verdict was
+// known at BeginInboxDeferred, so tx is not a duplicate.
+func (s *Store) InboxVerdictTx(_ context.Context, tx *sql.Tx) (*stores.BeginInboxResult[*sql.Tx], error) {
+	return storekit.VerdictNow(tx), nil
+}
+
+// QueueTransitionTx implements [stores.Store.QueueTransitionTx] at once
+// (storekit.QueueTransitionNow).
+func (s *Store) QueueTransitionTx(ctx context.Context, tx *sql.Tx, p *stores.QueueTransitionParams) error {
+	return storekit.QueueTransitionNow[*sql.Tx](ctx, s, tx, p)
+}
+
+// QueueOutboxTx implements [stores.Store.QueueOutboxTx] at once
+// (storekit.QueueOutboxNow).
+func (s *Store) QueueOutboxTx(ctx context.Context, tx *sql.Tx, p *stores.OutboxInsertParams) error {
+	return storekit.QueueOutboxNow[*sql.Tx](ctx, s, tx, p)
+}
+
 // InsertOutboxTx implements [stores.Store.InsertOutboxTx].
 func (s *Store) InsertOutboxTx(ctx context.Context, tx *sql.Tx, p *stores.OutboxInsertParams) (*stores.OutboxInsertResult, error) {
 	if err := p.Validate(); err != nil {
@@ -369,8 +394,6 @@ func micros(t time.Time) int64 {
 	return t.UnixMicro()
 }
 
-// interpretError is the one place driver errors are translated: errors
-// that mean the database cannot be used now wrap ackgap.ErrStoreUnavailable.
 // beginError translates a failure to begin a transaction: no connection
 // before ctx's deadline, the write lock busy past busy_timeout, a closed
 // database. The database could not be had, the message was fine: it wraps
@@ -380,6 +403,8 @@ func beginError(err error) error {
 	return fmt.Errorf("sqlitestore: begin: %w: %w", ackgap.ErrStoreUnavailable, err)
 }
 
+// interpretError is the one place driver errors are translated: errors
+// that mean the database cannot be used now wrap ackgap.ErrStoreUnavailable.
 func interpretError(op string, err error) error {
 	if err == nil {
 		return nil

@@ -7,6 +7,7 @@
 package storekit
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/ackgap/ackgap"
@@ -110,4 +111,46 @@ func (pl *OutboxManyPlan) Settle(p *stores.OutboxInsertManyParams, inserted map[
 		res.Duplicate[i] = true
 	}
 	return res, nil
+}
+
+// BeginInboxNow is [stores.Store.BeginInboxDeferred] for a store that
+// does not pipeline: it resolves at once with s.BeginInbox.
+func BeginInboxNow[TTx any](ctx context.Context, s stores.Store[TTx], p *stores.BeginInboxParams) (*stores.BeginInboxResult[TTx], error) {
+	return s.BeginInbox(ctx, p)
+}
+
+// VerdictNow is [stores.Store.InboxVerdictTx] for a store that resolved
+// the inbox insert at once (BeginInboxNow): tx is not a duplicate, or
+// BeginInboxDeferred would have said so.
+func VerdictNow[TTx any](tx TTx) *stores.BeginInboxResult[TTx] {
+	return &stores.BeginInboxResult[TTx]{Tx: tx}
+}
+
+// QueueOutboxNow is [stores.Store.QueueOutboxTx] for a store that does
+// not pipeline: it inserts the row at once with s.InsertOutboxTx.
+func QueueOutboxNow[TTx any](ctx context.Context, s stores.Store[TTx], tx TTx, p *stores.OutboxInsertParams) error {
+	_, err := s.InsertOutboxTx(ctx, tx, p)
+	return err
+}
+
+// QueueTransitionNow is [stores.Store.QueueTransitionTx] for a store that
+// does not pipeline: it applies p.Transition at once with
+// s.TransitionIfStateTx and, only if it applied, inserts p.Outbox with
+// s.InsertOutboxTx. A refused transition returns TransitionResult.Err
+// (permanent, ackgap.ErrTransitionRefused); one already applied writes
+// nothing and returns nil.
+func QueueTransitionNow[TTx any](ctx context.Context, s stores.Store[TTx], tx TTx, p *stores.QueueTransitionParams) error {
+	res, err := s.TransitionIfStateTx(ctx, tx, &p.Transition)
+	if err != nil {
+		return err
+	}
+	if err := res.Err(); err != nil || !res.Applied() {
+		return err
+	}
+	for i := range p.Outbox {
+		if _, err := s.InsertOutboxTx(ctx, tx, &p.Outbox[i]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
