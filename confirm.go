@@ -115,7 +115,7 @@ type Delivery struct {
 	ConsumerGroup string
 	// MessageID is the broker's id of this copy (SQS MessageId); "" means
 	// observers use the Watermill message UUID. It is never the dedupe
-	// key (design.md invariant 5).
+	// key (docs/design.md invariant 5).
 	MessageID string
 	// Partition and Offset locate a Kafka record; HasOffset is false for
 	// brokers without them.

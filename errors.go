@@ -15,7 +15,7 @@ var (
 	ErrMissingEventID = errors.New("ackgap: message has no event id")
 
 	// ErrEventIDTooLong: the event id is longer than the configured limit
-	// (middleware.MaxEventIDBytesDefault unless configured).
+	// (ackgap.MaxEventIDBytesDefault unless configured).
 	ErrEventIDTooLong = errors.New("ackgap: event id too long")
 
 	// ErrEventIDInvalid: the event id is not valid UTF-8 or holds a NUL
@@ -63,7 +63,8 @@ var (
 	ErrUnencodable = errors.New("ackgap: message cannot be encoded for the broker")
 
 	// ErrDuplicate: the statement ran in a transaction whose inbox insert
-	// found the event already applied (stores.InboxDeferrer). The
+	// found the event already applied (a pipelined inbox insert:
+	// stores.Store.BeginInboxDeferred). The
 	// transaction was rolled back; the inbox middleware acks the message as
 	// a duplicate whatever the handler returns. Handlers just return it.
 	ErrDuplicate = errors.New("ackgap: event already applied (duplicate delivery); transaction rolled back")

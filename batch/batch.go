@@ -37,14 +37,23 @@ type BatchHandlerFunc[TTx any] func(ctx context.Context, tx TTx, msgs []*message
 // Config configures [New]. Fields left zero take the default named in
 // their doc.
 type Config[TTx any] struct {
-	// Consumer names the consumer whose inbox rows the processor writes
-	// (design.md invariant 6). Required, at most
-	// middleware.ConsumerMaxBytes bytes.
-	Consumer string
+	// InboxConfig configures the inbox rows the processor writes, whole,
+	// as for the inbox middleware: Consumer (required), event id
+	// extraction and limit, PayloadMismatch (which also applies to an
+	// event id that arrives again earlier in the same batch with another
+	// payload), RollbackTimeout and Now, with the defaults of
+	// middleware.InboxConfig. Its Observer, when set, receives a
+	// middleware.Report per message once its outcome is final (after the
+	// commit), with the message's context, before Trace's end: Received is
+	// when Process started, HandlerStarted when the batch handler or the
+	// message's Handler was called (zero if neither was), Committed when
+	// the commit returned (applied only). It is called on Process's
+	// goroutine and must not block.
+	middleware.InboxConfig
 	// Handler handles one message in the batch's transaction, under a
 	// savepoint of its own: an error or a panic undoes that message only.
 	// It gets the same context as behind the inbox middleware:
-	// middleware.TxFromContext, EventIDFromContext, TransitionIfState,
+	// ackgap.TxFromContext, EventIDFromContext, TransitionIfState,
 	// AddOutbox and QueueOutbox work in it, and ackgap.Permanent marks the
 	// message rejected (dead-letter) instead of failed (redeliver). Default
 	// nil: then BatchHandler is required, and when it fails every message
@@ -53,23 +62,6 @@ type Config[TTx any] struct {
 	// BatchHandler, when set, is called once per batch before Handler;
 	// see [BatchHandlerFunc]. Default nil: Handler runs for each message.
 	BatchHandler BatchHandlerFunc[TTx]
-	// EventID extracts the event id. Default
-	// middleware.EventIDFromMetadata(middleware.MetadataEventIDKey).
-	EventID middleware.EventIDFunc
-	// MaxEventIDBytes is the longest event id accepted; a longer one is
-	// rejected with reason ackgap.ReasonEventIDTooLong. Default
-	// middleware.MaxEventIDBytesDefault (255).
-	MaxEventIDBytes int
-	// PayloadMismatch says what to do with an event id that arrives again
-	// (from an earlier batch, or earlier in the same batch) with another
-	// payload, as middleware.InboxConfig.PayloadMismatch does. Default
-	// middleware.PayloadMismatchReject.
-	PayloadMismatch middleware.PayloadMismatchPolicy
-	// RollbackTimeout bounds a rollback on a context that may already be
-	// cancelled. Default middleware.RollbackTimeoutDefault (5 s).
-	RollbackTimeout time.Duration
-	// Now is the clock. Default time.Now.
-	Now func() time.Time
 	// Trace, when set, starts what traces a message before Process does
 	// anything with it, and returns the function Process calls with the
 	// message's error (nil for applied and duplicate) once its outcome is
@@ -77,51 +69,21 @@ type Config[TTx any] struct {
 	// telemetry.Telemetry.Begin returns, with Observer set to that
 	// Telemetry's Observer. Default nil.
 	Trace func(msg *message.Message) (end func(err error))
-	// Observer, when set, receives a middleware.Report per message once
-	// its outcome is final (after the commit), with the message's context,
-	// before Trace's end: Received is when Process started, HandlerStarted
-	// when the batch handler or the message's Handler was called (zero if
-	// neither was), Committed when the commit returned (applied only).
-	// Called on Process's goroutine; it must not block. Default nil.
-	Observer middleware.ObserverFunc
 }
 
 // WithDefaults returns a copy of c with every zero field set to its default.
 func (c Config[TTx]) WithDefaults() Config[TTx] {
-	if c.EventID == nil {
-		c.EventID = middleware.EventIDFromMetadata(middleware.MetadataEventIDKey)
-	}
-	if c.MaxEventIDBytes == 0 {
-		c.MaxEventIDBytes = middleware.MaxEventIDBytesDefault
-	}
-	if c.RollbackTimeout == 0 {
-		c.RollbackTimeout = middleware.RollbackTimeoutDefault
-	}
-	if c.Now == nil {
-		c.Now = time.Now
-	}
+	c.InboxConfig = c.InboxConfig.WithDefaults()
 	return c
 }
 
 func (c Config[TTx]) validate() error {
 	var errs []error
-	switch {
-	case c.Consumer == "":
-		errs = append(errs, errors.New("Consumer is empty: inbox rows are scoped by consumer name"))
-	case len(c.Consumer) > middleware.ConsumerMaxBytes:
-		errs = append(errs, fmt.Errorf("Consumer is %d bytes, over the limit of %d", len(c.Consumer), middleware.ConsumerMaxBytes))
-	}
 	if c.Handler == nil && c.BatchHandler == nil {
 		errs = append(errs, errors.New("Handler and BatchHandler are nil: set at least one"))
 	}
-	if c.MaxEventIDBytes < 1 {
-		errs = append(errs, fmt.Errorf("MaxEventIDBytes is %d, must be at least 1", c.MaxEventIDBytes))
-	}
-	if c.PayloadMismatch != middleware.PayloadMismatchReject && c.PayloadMismatch != middleware.PayloadMismatchSkip {
-		errs = append(errs, fmt.Errorf("PayloadMismatch %d is not a middleware.PayloadMismatchPolicy", c.PayloadMismatch))
-	}
-	if c.RollbackTimeout < 0 {
-		errs = append(errs, fmt.Errorf("RollbackTimeout is %s, must not be negative", c.RollbackTimeout))
+	if err := c.InboxConfig.Validate(); err != nil {
+		errs = append(errs, errors.Unwrap(err))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("invalid config: %w", err)
@@ -137,8 +99,6 @@ type Processor[TTx any] struct {
 	cfg   Config[TTx]
 	// perMessage is Handler as a Watermill handler; nil without a Handler.
 	perMessage message.HandlerFunc
-	// inbox reads and checks event ids as the inbox middleware does.
-	inbox middleware.InboxConfig
 }
 
 // New returns a Processor on store. It returns an error wrapping
@@ -155,9 +115,7 @@ func New[TTx any](store stores.BatchStore[TTx], cfg *Config[TTx]) (*Processor[TT
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
-	p := &Processor[TTx]{store: store, cfg: c, inbox: middleware.InboxConfig{
-		Consumer: c.Consumer, EventID: c.EventID, MaxEventIDBytes: c.MaxEventIDBytes,
-	}.WithDefaults()}
+	p := &Processor[TTx]{store: store, cfg: c}
 	if c.Handler != nil {
 		p.perMessage = router.Adapt(c.Handler)
 	}
@@ -222,7 +180,7 @@ func (r *Result) Count(o middleware.Outcome) int {
 //
 // Outcomes are final only after the commit: acknowledge applied and
 // duplicate messages, dead-letter rejected ones and nack failed ones only
-// once Process returned (design.md invariant 4). When Process returns an
+// once Process returned (docs/design.md invariant 4). When Process returns an
 // error (the database could not begin or commit, ctx ended, a savepoint
 // could not be rolled back) nothing was committed and every message is
 // failed with that error, rejected ones included: redeliver them all.
@@ -254,6 +212,23 @@ func (p *Processor[TTx]) Process(ctx context.Context, msgs []*message.Message) (
 	return res, err
 }
 
+// ProcessErrors runs msgs like [Processor.Process] and returns one error
+// per message, in order: nil for an applied or duplicate message (ack
+// it), the message's error for a rejected or failed one (dead-letter or
+// nack it). When the batch as a whole failed, every message has that
+// error. It is the sqsbroker.BatchFunc of the processor, for
+// sqsbroker.NewBatchConsumer and sqsbroker.LambdaBatchHandler.
+func (p *Processor[TTx]) ProcessErrors(ctx context.Context, msgs []*message.Message) []error {
+	res, _ := p.Process(ctx, msgs)
+	errs := make([]error, len(msgs))
+	for i := range res.Messages {
+		if o := res.Messages[i].Outcome; o != middleware.OutcomeApplied && o != middleware.OutcomeDuplicate {
+			errs[i] = res.Messages[i].Err
+		}
+	}
+	return errs
+}
+
 // process is Process without its Trace and Observer.
 func (p *Processor[TTx]) process(ctx context.Context, msgs []*message.Message, received time.Time) (*Result, error) {
 	res := &Result{Messages: make([]MessageResult, len(msgs))}
@@ -266,7 +241,7 @@ func (p *Processor[TTx]) process(ctx context.Context, msgs []*message.Message, r
 	for i, msg := range msgs {
 		rowOf[i], repeatOf[i] = -1, -1
 		r := &res.Messages[i]
-		id, err := p.inbox.EventIDOf(msg)
+		id, err := p.cfg.EventIDOf(msg)
 		r.EventID = id
 		if err != nil {
 			r.Outcome, r.Err = middleware.OutcomeRejected, err
@@ -405,9 +380,7 @@ func (p *Processor[TTx]) apply(ctx context.Context, tx TTx, msgs []*message.Mess
 				return err
 			}
 		}
-		if c, ok := p.store.(stores.ErrorClassifier); ok {
-			err = c.ClassifyError(err) // the handler's own statements return driver errors
-		}
+		err = p.store.ClassifyError(err) // the handler's own statements return driver errors
 		switch {
 		case err == nil:
 			r.Outcome = middleware.OutcomeApplied

@@ -109,7 +109,7 @@ func (e *env[TTx]) state(t *testing.T) [4]int {
 // event returns a message of event id, moving order, with payload.
 func event(id, order, payload string) *message.Message {
 	msg := message.NewMessage(watermill.NewUUID(), []byte(payload))
-	msg.Metadata.Set(middleware.MetadataEventIDKey, id)
+	msg.Metadata.Set(ackgap.MetadataEventIDKey, id)
 	msg.Metadata.Set("order", order)
 	return msg
 }
@@ -128,11 +128,11 @@ func events(n int) []*message.Message {
 // or panic, after the writes, so that the rollback has work to undo.
 func charge[TTx any](fail func(order string) error) router.HandlerFunc[TTx] {
 	return func(ctx context.Context, tx TTx, msg *message.Message) error {
-		if ctxTx, ok := middleware.TxFromContext[TTx](ctx); !ok || any(ctxTx) != any(tx) {
-			return errors.New("middleware.TxFromContext does not return the handler's transaction")
+		if ctxTx, ok := ackgap.TxFromContext[TTx](ctx); !ok || any(ctxTx) != any(tx) {
+			return errors.New("ackgap.TxFromContext does not return the handler's transaction")
 		}
-		if id, _ := middleware.EventIDFromContext(ctx); id != msg.Metadata.Get(middleware.MetadataEventIDKey) {
-			return fmt.Errorf("middleware.EventIDFromContext returned %q", id)
+		if id, _ := ackgap.EventIDFromContext(ctx); id != msg.Metadata.Get(ackgap.MetadataEventIDKey) {
+			return fmt.Errorf("ackgap.EventIDFromContext returned %q", id)
 		}
 		order := msg.Metadata.Get("order")
 		res, err := middleware.TransitionIfState(ctx, &stores.TransitionParams{
@@ -162,7 +162,7 @@ func setCharge[TTx any](store stores.BatchStore[TTx], calls *[][]string) batch.B
 		rows := make([]stores.OutboxInsertParams, 0, len(msgs))
 		for _, msg := range msgs {
 			order := msg.Metadata.Get("order")
-			ids = append(ids, msg.Metadata.Get(middleware.MetadataEventIDKey))
+			ids = append(ids, msg.Metadata.Get(ackgap.MetadataEventIDKey))
 			res, err := store.TransitionIfStateTx(ctx, tx, &stores.TransitionParams{
 				Table: "orders", Key: order, From: []string{"pending"}, To: "charging", VersionColumn: "version",
 			})
@@ -331,7 +331,7 @@ func suite[TTx any](t *testing.T, newEnv func(t *testing.T) *env[TTx]) {
 		require.Equal(t, ackgap.ReasonEventIDConflict, ackgap.ReasonOf(res.Messages[3].Err))
 		require.Equal(t, [4]int{3, 3, 3, 3}, e.state(t), "duplicates changed nothing")
 
-		skip := newProcessor(t, e.store, batch.Config[TTx]{Handler: charge[TTx](nil), PayloadMismatch: middleware.PayloadMismatchSkip})
+		skip := newProcessor(t, e.store, batch.Config[TTx]{Handler: charge[TTx](nil), InboxConfig: middleware.InboxConfig{PayloadMismatch: middleware.PayloadMismatchSkip}})
 		res, err = skip.Process(ctx, []*message.Message{event("e2", "o2", "another payload"), msgs[3], event("e4", "o4", "another payload")})
 		require.NoError(t, err)
 		require.Equal(t, []middleware.Outcome{duplicate, applied, duplicate}, outcomes(res))
@@ -349,7 +349,7 @@ func suite[TTx any](t *testing.T, newEnv func(t *testing.T) *env[TTx]) {
 	t.Run("RejectedBeforeTheDatabase", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t)
-		p := newProcessor(t, e.store, batch.Config[TTx]{Handler: charge[TTx](nil), MaxEventIDBytes: 4})
+		p := newProcessor(t, e.store, batch.Config[TTx]{Handler: charge[TTx](nil), InboxConfig: middleware.InboxConfig{MaxEventIDBytes: 4}})
 		res, err := p.Process(ctx, []*message.Message{event("", "o1", "x"), event("e-too-long", "o1", "x"), event("\xff\xfe", "o1", "x"), event("e\x00", "o1", "x")})
 		require.NoError(t, err)
 		require.Equal(t, []middleware.Outcome{rejected, rejected, rejected, rejected}, outcomes(res))
@@ -540,10 +540,10 @@ func TestConfig(t *testing.T) {
 	_, err := batch.New[*sql.Tx](nil, nil)
 	require.ErrorContains(t, err, "invalid config")
 	store := sqliteEnv(t).store
-	_, err = batch.New(store, &batch.Config[*sql.Tx]{MaxEventIDBytes: -1, PayloadMismatch: 7, RollbackTimeout: -1})
+	_, err = batch.New(store, &batch.Config[*sql.Tx]{InboxConfig: middleware.InboxConfig{MaxEventIDBytes: -1, PayloadMismatch: 7, RollbackTimeout: -1}})
 	for _, want := range []string{"Consumer is empty", "Handler and BatchHandler are nil", "MaxEventIDBytes is -1", "PayloadMismatch 7", "RollbackTimeout is -1ns"} {
 		require.ErrorContains(t, err, want)
 	}
-	_, err = batch.New(store, &batch.Config[*sql.Tx]{Consumer: "billing", BatchHandler: func(context.Context, *sql.Tx, []*message.Message) error { return nil }})
+	_, err = batch.New(store, &batch.Config[*sql.Tx]{InboxConfig: middleware.InboxConfig{Consumer: "billing"}, BatchHandler: func(context.Context, *sql.Tx, []*message.Message) error { return nil }})
 	require.NoError(t, err)
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/ThreeDotsLabs/watermill/message"
 
+	"github.com/ackgap/ackgap"
 	"github.com/ackgap/ackgap/batch"
 	"github.com/ackgap/ackgap/middleware"
 	"github.com/ackgap/ackgap/stores"
@@ -26,7 +27,7 @@ func benchProcess[TTx any](b *testing.B, newEnv func(t testing.TB) *env[TTx]) {
 		for _, mode := range []string{"Handler", "BatchHandler"} {
 			b.Run(fmt.Sprintf("%s/%d", mode, size), func(b *testing.B) {
 				e := newEnv(b)
-				cfg := batch.Config[TTx]{Consumer: "bench"}
+				cfg := batch.Config[TTx]{InboxConfig: middleware.InboxConfig{Consumer: "bench"}}
 				if mode == "Handler" {
 					cfg.Handler = func(ctx context.Context, _ TTx, msg *message.Message) error {
 						return middleware.QueueOutbox(ctx, &stores.OutboxInsertParams{Kind: "charge", IdempotencyKey: msg.UUID, Payload: msg.Payload})
@@ -36,7 +37,7 @@ func benchProcess[TTx any](b *testing.B, newEnv func(t testing.TB) *env[TTx]) {
 						rows := make([]stores.OutboxInsertParams, len(msgs))
 						for i, msg := range msgs {
 							rows[i] = stores.OutboxInsertParams{Kind: "charge", IdempotencyKey: msg.UUID, Payload: msg.Payload, Consumer: "bench",
-								EventID: msg.Metadata.Get(middleware.MetadataEventIDKey)}
+								EventID: msg.Metadata.Get(ackgap.MetadataEventIDKey)}
 						}
 						_, err := e.store.InsertOutboxManyTx(ctx, tx, &stores.OutboxInsertManyParams{Rows: rows})
 						return err
@@ -55,7 +56,7 @@ func benchProcess[TTx any](b *testing.B, newEnv func(t testing.TB) *env[TTx]) {
 						n++
 						id := "e" + strconv.Itoa(n)
 						msgs[i] = message.NewMessage(id, []byte(`{"order":"`+id+`"}`))
-						msgs[i].Metadata.Set(middleware.MetadataEventIDKey, id)
+						msgs[i].Metadata.Set(ackgap.MetadataEventIDKey, id)
 					}
 					res, err := p.Process(ctx, msgs)
 					if err != nil || res.Count(middleware.OutcomeApplied) != size {

@@ -6,8 +6,8 @@
 // statement.
 //
 //	p, err := batch.New[pgx.Tx](store, &batch.Config[pgx.Tx]{
-//		Consumer: "billing",
-//		Handler:  chargeOrder, // router.HandlerFunc: one message, under its own savepoint
+//		InboxConfig: middleware.InboxConfig{Consumer: "billing"},
+//		Handler:     chargeOrder, // router.HandlerFunc: one message, under its own savepoint
 //		// Optional: the whole batch at once; on error the batch falls back to Handler.
 //		BatchHandler: func(ctx context.Context, tx pgx.Tx, msgs []*message.Message) error { ... },
 //	})
@@ -21,7 +21,7 @@
 //	}
 //
 // The store must implement stores.BatchStore (pgxstore and sqlitestore
-// do). Process keeps every invariant of the per-message inbox (design.md):
+// do). Process keeps every invariant of the per-message inbox (docs/design.md):
 //
 //   - The inbox rows of the whole batch are inserted by one statement in
 //     the batch's transaction, under the unique constraint; rows already
@@ -39,7 +39,7 @@
 //     sqsbroker.BatchConsumer) do.
 //
 // The per-message Handler sees the same context as behind the inbox
-// middleware: middleware.TxFromContext, TransitionIfState, AddOutbox and
+// middleware: ackgap.TxFromContext, TransitionIfState, AddOutbox and
 // QueueOutbox work in it. The BatchHandler gets the transaction and the
 // batch's messages that are neither rejected nor duplicates, and writes
 // its outbox rows with stores.BatchStore.InsertOutboxManyTx.

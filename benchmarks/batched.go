@@ -105,7 +105,7 @@ func batchProcessor(be backend) (func(context.Context, []*message.Message) (*bat
 	switch b := be.(type) {
 	case *postgres:
 		p, err := batch.New(b.store, &batch.Config[pgx.Tx]{
-			Consumer: consumer, Handler: chargeOrder[pgx.Tx](true),
+			InboxConfig: middleware.InboxConfig{Consumer: consumer}, Handler: chargeOrder[pgx.Tx](true),
 			BatchHandler: chargeOrders(b.store, func(ctx context.Context, tx pgx.Tx, ids []string) ([]string, error) {
 				rows, _ := tx.Query(ctx, pgChargeMany, statusCharging, ids, statusPending)
 				return pgx.CollectRows(rows, pgx.RowTo[string])
@@ -117,7 +117,7 @@ func batchProcessor(be backend) (func(context.Context, []*message.Message) (*bat
 		return p.Process, nil
 	case *sqlite:
 		p, err := batch.New(b.store, &batch.Config[*sql.Tx]{
-			Consumer: consumer, Handler: chargeOrder[*sql.Tx](true),
+			InboxConfig: middleware.InboxConfig{Consumer: consumer}, Handler: chargeOrder[*sql.Tx](true),
 			BatchHandler: chargeOrders(b.store, func(ctx context.Context, tx *sql.Tx, ids []string) ([]string, error) {
 				js, err := json.Marshal(ids)
 				if err != nil {

@@ -22,7 +22,7 @@ const (
 	statusCharging = "charging"
 	kindCharge     = "charge"
 	kindReceipt    = "email.receipt"
-	eventIDKey     = middleware.MetadataEventIDKey
+	eventIDKey     = ackgap.MetadataEventIDKey
 )
 
 // ordersDDL is examples/billing's orders table; the same text runs on

@@ -23,7 +23,6 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/ackgap/ackgap/brokers/kafkabroker"
 	"github.com/ackgap/ackgap/middleware"
 	"github.com/ackgap/ackgap/outbox"
 	"github.com/ackgap/ackgap/router"
@@ -320,7 +319,7 @@ func runE2E(ctx context.Context, rep *report, progress io.Writer, started time.T
 func openE2E(ctx context.Context, b string, o e2eOptions) (e2eBroker, int, error) {
 	switch b {
 	case brokerKafka:
-		k, err := openKafkaE2E(ctx, o.kafkaBrokers, kafkabroker.MaxHoldTime(&router.Config{HandlerTimeout: e2eHandlerTimeout}))
+		k, err := openKafkaE2E(ctx, o.kafkaBrokers, router.MaxHoldTime(&router.Config{HandlerTimeout: e2eHandlerTimeout}))
 		if err != nil {
 			return nil, 0, err
 		}

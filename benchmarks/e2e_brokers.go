@@ -151,7 +151,7 @@ type kafkaE2E struct {
 
 // openKafkaE2E creates the cell's topic on brokers and a publisher;
 // holdTime is the router's longest hold of a message
-// (kafkabroker.MaxHoldTime).
+// (router.MaxHoldTime).
 func openKafkaE2E(ctx context.Context, brokers []string, holdTime time.Duration) (_ *kafkaE2E, err error) {
 	if err := dialCheck(ctx, brokers[0]); err != nil {
 		return nil, fmt.Errorf("kafka %s: %w", brokers[0], err)
@@ -180,7 +180,7 @@ func openKafkaE2E(ctx context.Context, brokers []string, holdTime time.Duration)
 	k.subCfg = kafkabroker.SubscriberConfig{
 		Brokers:        brokers,
 		ConsumerGroup:  k.group,
-		HandlerTimeout: holdTime,
+		HoldTimeout:    holdTime,
 		SessionTimeout: e2eSessionTimeout,
 		FetchMaxWait:   e2eFetchMaxWait,
 		CloseTimeout:   e2eCloseTimeout,
@@ -306,7 +306,7 @@ func (s *sqsE2E) begin(ctx context.Context) (message.Subscriber, []string, error
 	sub, err := sqsbroker.NewSubscriber(ctx, &sqsbroker.SubscriberConfig{
 		OptFns:         s.optFns,
 		Queue:          s.queue,
-		HandlerTimeout: e2eHandlerTimeout,
+		AttemptTimeout: e2eHandlerTimeout,
 		CloseTimeout:   e2eCloseTimeout,
 		Workers:        e2eConcurrency,
 	}, nil)

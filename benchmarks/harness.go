@@ -316,7 +316,7 @@ func runRouted(ctx context.Context, c *cell, d time.Duration) (result, error) {
 			}
 		}
 		var err error
-		r, err = c.be.safeRouter(&router.Config{DeadLetter: pub, Observer: obs}, sub, topics, c.kind == kindSafe, c.kind == kindInbox)
+		r, err = c.be.safeRouter(&router.Config{DeadLetter: pub, InboxConfig: middleware.InboxConfig{Observer: obs}}, sub, topics, c.kind == kindSafe, c.kind == kindInbox)
 		if err != nil {
 			return result{}, err
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/ackgap/ackgap/router"
 	"github.com/ackgap/ackgap/stores"
 	"github.com/ackgap/ackgap/stores/pgxstore"
+	"github.com/ackgap/ackgap/stores/storekit"
 )
 
 // The hand-written SQL of the PostgreSQL workloads: the statements
@@ -271,7 +272,7 @@ func (p *postgres) handWritten(msg *message.Message) error {
 				return err
 			}
 			if string(stored) != string(hash) {
-				return stores.IdempotencyConflict(row.key)
+				return storekit.IdempotencyConflict(row.key)
 			}
 			err = nil
 		}

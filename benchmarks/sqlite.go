@@ -17,6 +17,7 @@ import (
 	"github.com/ackgap/ackgap/router"
 	"github.com/ackgap/ackgap/stores"
 	"github.com/ackgap/ackgap/stores/sqlitestore"
+	"github.com/ackgap/ackgap/stores/storekit"
 )
 
 // The hand-written SQL of the SQLite workloads: sqlitestore's statements,
@@ -239,7 +240,7 @@ func (s *sqlite) apply(ctx context.Context, id string, payload []byte, ev *order
 				return err
 			}
 			if string(stored) != string(hash) {
-				return stores.IdempotencyConflict(row.key)
+				return storekit.IdempotencyConflict(row.key)
 			}
 			err = nil
 		}

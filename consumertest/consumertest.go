@@ -211,7 +211,7 @@ func CrashInAckGap[TTx any](t *testing.T, setup func(t *testing.T) *Setup[TTx]) 
 		}
 	}
 	r, err := router.New(s.Store, &router.Config{
-		DeadLetter: pubsub, Observer: rec.observe, Middlewares: []message.HandlerMiddleware{dropFirstAck},
+		DeadLetter: pubsub, InboxConfig: middleware.InboxConfig{Observer: rec.observe}, Middlewares: []message.HandlerMiddleware{dropFirstAck},
 		CloseTimeout: 10 * time.Second,
 	})
 	require.NoError(t, err)

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/ackgap/ackgap"
 	"github.com/ackgap/ackgap/consumertest"
 	"github.com/ackgap/ackgap/internal/testdb"
 	"github.com/ackgap/ackgap/middleware"
@@ -52,7 +53,7 @@ func charge[TTx any]() router.HandlerFunc[TTx] {
 
 func newMessage() *message.Message {
 	msg := message.NewMessage("uuid-"+consumertest.ConsumerDefault, []byte(`{"order_id":"o1"}`))
-	msg.Metadata.Set(middleware.MetadataEventIDKey, "order.placed:o1")
+	msg.Metadata.Set(ackgap.MetadataEventIDKey, "order.placed:o1")
 	return msg
 }
 

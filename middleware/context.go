@@ -4,12 +4,9 @@ import (
 	"context"
 
 	"github.com/ackgap/ackgap"
+	"github.com/ackgap/ackgap/internal/inboxctx"
 	"github.com/ackgap/ackgap/stores"
 )
-
-// txKey is the context key of the typed transaction; one key type per
-// transaction type, so TxFromContext needs no type assertion by the caller.
-type txKey[TTx any] struct{}
 
 // deliveryKey is the context key of the store-agnostic view of the
 // message's transaction.
@@ -28,8 +25,6 @@ type delivery interface {
 
 type boundTx[TTx any] struct {
 	store         stores.Store[TTx]
-	queuer        stores.OutboxQueuer[TTx]     // store, when it queues outbox rows; else nil
-	tqueuer       stores.TransitionQueuer[TTx] // store, when it queues transitions; else nil
 	tx            TTx
 	consumerName  string
 	eventIDString string
@@ -44,70 +39,27 @@ func (b *boundTx[TTx]) insertOutbox(ctx context.Context, p *stores.OutboxInsertP
 	return b.store.InsertOutboxTx(ctx, b.tx, p)
 }
 func (b *boundTx[TTx]) queueOutbox(ctx context.Context, p *stores.OutboxInsertParams) error {
-	if b.queuer != nil {
-		return b.queuer.QueueOutboxTx(ctx, b.tx, p)
-	}
-	_, err := b.store.InsertOutboxTx(ctx, b.tx, p)
-	return err
+	return b.store.QueueOutboxTx(ctx, b.tx, p)
 }
-
 func (b *boundTx[TTx]) queueTransition(ctx context.Context, p *stores.QueueTransitionParams) error {
-	if b.tqueuer != nil {
-		return b.tqueuer.QueueTransitionTx(ctx, b.tx, p)
-	}
-	res, err := b.store.TransitionIfStateTx(ctx, b.tx, &p.Transition)
-	if err != nil {
-		return err
-	}
-	if err := res.Err(); err != nil || !res.Applied() {
-		return err
-	}
-	for i := range p.Outbox {
-		if err := b.queueOutbox(ctx, &p.Outbox[i]); err != nil {
-			return err
-		}
-	}
-	return nil
+	return b.store.QueueTransitionTx(ctx, b.tx, p)
 }
 
 // WithTx returns a copy of ctx in which tx is the message's transaction,
-// as the inbox middleware sets it: TxFromContext, EventIDFromContext,
+// as the inbox middleware sets it: ackgap.TxFromContext,
+// ackgap.EventIDFromContext,
 // TransitionIfState, QueueTransition, AddOutbox and QueueOutbox then work
 // on tx through store, recording consumer and eventID on outbox rows. It
 // is for code that opens the transaction itself, such as package batch
 // (one transaction, a savepoint per message); the caller commits or rolls
-// back tx. store's optional interfaces (stores.OutboxQueuer,
-// stores.TransitionQueuer) are used when it implements them.
+// back tx.
 func WithTx[TTx any](ctx context.Context, store stores.Store[TTx], tx TTx, consumer, eventID string) context.Context {
-	b := &boundTx[TTx]{store: store, tx: tx, consumerName: consumer, eventIDString: eventID}
-	b.queuer, _ = store.(stores.OutboxQueuer[TTx])
-	b.tqueuer, _ = store.(stores.TransitionQueuer[TTx])
-	return withTx(ctx, b)
+	return withTx(ctx, &boundTx[TTx]{store: store, tx: tx, consumerName: consumer, eventIDString: eventID})
 }
 
 func withTx[TTx any](ctx context.Context, b *boundTx[TTx]) context.Context {
-	ctx = context.WithValue(ctx, txKey[TTx]{}, b.tx)
+	ctx = inboxctx.With(ctx, b.tx, b.eventIDString)
 	return context.WithValue(ctx, deliveryKey{}, delivery(b))
-}
-
-// TxFromContext returns the transaction the inbox middleware opened for
-// the message whose context is ctx (msg.Context() in a handler), typed as
-// the store's own transaction: pgx.Tx for pgxstore, *sql.Tx for
-// sqlitestore. It returns false outside the inbox middleware or for
-// another transaction type.
-func TxFromContext[TTx any](ctx context.Context) (TTx, bool) {
-	tx, ok := ctx.Value(txKey[TTx]{}).(TTx)
-	return tx, ok
-}
-
-// EventIDFromContext returns the event id of the message being handled,
-// and false outside the inbox middleware.
-func EventIDFromContext(ctx context.Context) (string, bool) {
-	d, ok := ctx.Value(deliveryKey{}).(delivery)
-	if !ok {
-		return "", false
-	}
-	return d.eventID(), true
 }
 
 // TransitionIfState applies a guarded transition in the message's
@@ -141,7 +93,7 @@ func AddOutbox(ctx context.Context, p *stores.OutboxInsertParams) (*stores.Outbo
 
 // QueueOutbox adds an outbox row to the message's transaction like
 // [AddOutbox], for handlers that do not read the row's id or duplicate
-// flag: on a store that implements stores.OutboxQueuer (pgxstore) the
+// flag: on a store that pipelines (pgxstore) the
 // insert is held back and sent with the transaction's next statement or
 // its commit, in the same round trip, instead of costing one of its own;
 // on other stores it is inserted at once. It validates p at once and
@@ -169,7 +121,7 @@ func QueueOutbox(ctx context.Context, p *stores.OutboxInsertParams) error {
 // (dead-lettered, everything rolled back); a row whose key exists with
 // another payload, a permanent ackgap.ErrIdempotencyConflict.
 //
-// On a store that implements stores.TransitionQueuer (pgxstore) all of it
+// On a store that pipelines (pgxstore) all of it
 // is one statement held back and sent with the transaction's next
 // statement or its commit, so those errors may come from there; with
 // pgxstore a handler that does nothing else costs one round trip. On other

@@ -13,18 +13,18 @@
 // For each message the middleware extracts the event id, begins a
 // transaction and inserts the inbox row (consumer, event id) first. A
 // duplicate rolls back, skips the handler and returns nil, so the message
-// is acked. A store that implements stores.InboxDeferrer (pgxstore) sends
-// BEGIN and the insert with the handler's first statement instead, saving
+// is acked. A store that pipelines (pgxstore; see
+// stores.Store.BeginInboxDeferred) sends BEGIN and the insert with the handler's first statement instead, saving
 // a round trip: for a duplicate that statement fails with
 // ackgap.ErrDuplicate, everything is rolled back and the message is acked
 // as a duplicate whatever the handler returns; the handler's code before
-// its first statement did run, so it must not call out (design.md
+// its first statement did run, so it must not call out (docs/design.md
 // invariant 7: effects go through the outbox). Otherwise the handler runs with the transaction in the message
 // context ([TxFromContext], [TransitionIfState], [AddOutbox],
 // [QueueOutbox]: AddOutbox when the handler reads the row's id, QueueOutbox,
 // cheaper on PostgreSQL, when it does not); a nil
 // return commits, and the commit's error is returned, so Watermill acks
-// only after the commit (design.md invariant 4). A handler error, a panic,
+// only after the commit (docs/design.md invariant 4). A handler error, a panic,
 // a cancelled context or a failed commit rolls back everything, inbox row
 // included, and the error is returned: the message is nacked and processed
 // again on redelivery.

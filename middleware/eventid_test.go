@@ -16,19 +16,19 @@ import (
 func TestCheckEventID(t *testing.T) {
 	t.Parallel()
 	for _, id := range []string{"e1", "ordre-été-🧾", "tab\there", "a\x01b", "\uFFFD", strings.Repeat("x", 255)} {
-		require.NoError(t, middleware.CheckEventID(id, 0), "%+q", id)
+		require.NoError(t, ackgap.CheckEventID(id, 0), "%+q", id)
 	}
-	require.ErrorIs(t, middleware.CheckEventID("", 0), ackgap.ErrMissingEventID)
+	require.ErrorIs(t, ackgap.CheckEventID("", 0), ackgap.ErrMissingEventID)
 	for _, id := range []string{"\xff\xfe\xfa", "a\x00b", "\x00", "ok\xc3", "\xed\xa0\x80" /* a UTF-16 surrogate */} {
-		err := middleware.CheckEventID(id, 0)
+		err := ackgap.CheckEventID(id, 0)
 		require.ErrorIs(t, err, ackgap.ErrEventIDInvalid, "%+q", id)
 		require.True(t, utf8.ValidString(err.Error()) && strings.IndexByte(err.Error(), 0) < 0,
 			"the message quotes the id with escapes: %q", err.Error())
 	}
-	require.ErrorIs(t, middleware.CheckEventID(strings.Repeat("x", 256), 0), ackgap.ErrEventIDTooLong, "MaxEventIDBytesDefault")
-	require.ErrorIs(t, middleware.CheckEventID("123456789", 8), ackgap.ErrEventIDTooLong)
-	require.NoError(t, middleware.CheckEventID("12345678", 8))
-	require.ErrorIs(t, middleware.CheckEventID(strings.Repeat("\xff", 300), 0), ackgap.ErrEventIDInvalid, "invalid before too long")
+	require.ErrorIs(t, ackgap.CheckEventID(strings.Repeat("x", 256), 0), ackgap.ErrEventIDTooLong, "MaxEventIDBytesDefault")
+	require.ErrorIs(t, ackgap.CheckEventID("123456789", 8), ackgap.ErrEventIDTooLong)
+	require.NoError(t, ackgap.CheckEventID("12345678", 8))
+	require.ErrorIs(t, ackgap.CheckEventID(strings.Repeat("\xff", 300), 0), ackgap.ErrEventIDInvalid, "invalid before too long")
 }
 
 // TestInvalidEventIDIsRejected: the inbox rejects an id that is not UTF-8

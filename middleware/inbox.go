@@ -41,10 +41,10 @@ const (
 	// OutcomeApplied: the handler ran and its transaction committed.
 	OutcomeApplied Outcome = "applied"
 	// OutcomeDuplicate: the event was in the inbox; nothing was written
-	// and the message is acked. With a store that defers the inbox insert
-	// (stores.InboxDeferrer: pgxstore) the handler ran up to its first
-	// statement, which failed with ackgap.ErrDuplicate and was rolled
-	// back; with others it was not called.
+	// and the message is acked. With a store that pipelines the inbox
+	// insert (pgxstore) the handler ran up to its first statement, which
+	// failed with ackgap.ErrDuplicate and was rolled back; with others it
+	// was not called.
 	OutcomeDuplicate Outcome = "duplicate"
 	// OutcomeRejected: the message cannot be processed (no event id, an
 	// over-long one, an id reused with another payload); a permanent error
@@ -85,14 +85,14 @@ type ObserverFunc func(ctx context.Context, r *Report)
 // InboxConfig configures [Inbox].
 type InboxConfig struct {
 	// Consumer names the consumer whose inbox rows this middleware writes
-	// (design.md invariant 6). Required, at most ConsumerMaxBytes bytes.
+	// (docs/design.md invariant 6). Required, at most ConsumerMaxBytes bytes.
 	Consumer string
 	// EventID extracts the event id. Default
-	// EventIDFromMetadata(MetadataEventIDKey).
+	// EventIDFromMetadata(ackgap.MetadataEventIDKey).
 	EventID EventIDFunc
 	// MaxEventIDBytes is the longest event id accepted; a longer one is
 	// rejected with reason ackgap.ReasonEventIDTooLong. Default
-	// MaxEventIDBytesDefault (255).
+	// ackgap.MaxEventIDBytesDefault (255).
 	MaxEventIDBytes int
 	// PayloadMismatch says what to do when an event id arrives again with
 	// another payload. Default PayloadMismatchReject.
@@ -109,10 +109,10 @@ type InboxConfig struct {
 // WithDefaults returns a copy of c with every zero field set to its default.
 func (c InboxConfig) WithDefaults() InboxConfig {
 	if c.EventID == nil {
-		c.EventID = EventIDFromMetadata(MetadataEventIDKey)
+		c.EventID = EventIDFromMetadata(ackgap.MetadataEventIDKey)
 	}
 	if c.MaxEventIDBytes == 0 {
-		c.MaxEventIDBytes = MaxEventIDBytesDefault
+		c.MaxEventIDBytes = ackgap.MaxEventIDBytesDefault
 	}
 	if c.RollbackTimeout == 0 {
 		c.RollbackTimeout = RollbackTimeoutDefault
@@ -123,7 +123,15 @@ func (c InboxConfig) WithDefaults() InboxConfig {
 	return c
 }
 
-func (c InboxConfig) validate() error {
+// Validate returns an error wrapping "invalid config" that names every
+// bad field of c at once, or nil. Run it on c.WithDefaults(): zero fields
+// with a default are errors here. Package batch and [Inbox] share it, so
+// the inbox is checked one way wherever it is configured.
+//
+// The error wraps, with a single %w, the errors.Join of the problems:
+// errors.Unwrap returns them, for a configuration that embeds an
+// InboxConfig and joins its own problems with them (batch.Config).
+func (c InboxConfig) Validate() error {
 	var errs []error
 	switch {
 	case c.Consumer == "":
@@ -138,7 +146,7 @@ func (c InboxConfig) validate() error {
 		errs = append(errs, fmt.Errorf("RollbackTimeout is %s, must not be negative", c.RollbackTimeout))
 	}
 	if c.PayloadMismatch != PayloadMismatchReject && c.PayloadMismatch != PayloadMismatchSkip {
-		errs = append(errs, fmt.Errorf("PayloadMismatch %d is not a PayloadMismatchPolicy", c.PayloadMismatch))
+		errs = append(errs, fmt.Errorf("PayloadMismatch %d is not a middleware.PayloadMismatchPolicy", c.PayloadMismatch))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("invalid config: %w", err)
@@ -158,34 +166,22 @@ func Inbox[TTx any](store stores.Store[TTx], cfg *InboxConfig) (message.HandlerM
 		return nil, errors.New("invalid config: store is nil")
 	}
 	c := cfg.WithDefaults()
-	if err := c.validate(); err != nil {
+	if err := c.Validate(); err != nil {
 		return nil, err
 	}
 	in := &inbox[TTx]{store: store, cfg: c}
-	in.queuer, _ = store.(stores.OutboxQueuer[TTx])
-	in.deferrer, _ = store.(stores.InboxDeferrer[TTx])
-	in.tqueuer, _ = store.(stores.TransitionQueuer[TTx])
-	in.classifier, _ = store.(stores.ErrorClassifier)
 	return in.middleware, nil
 }
 
 type inbox[TTx any] struct {
-	store    stores.Store[TTx]
-	queuer   stores.OutboxQueuer[TTx]     // store, when it queues outbox rows
-	deferrer stores.InboxDeferrer[TTx]    // store, when it defers the inbox insert
-	tqueuer  stores.TransitionQueuer[TTx] // store, when it queues transitions
-	// classifier is store, when it classifies driver errors: a handler's
-	// own statements return them unclassified (docs/errors.md).
-	classifier stores.ErrorClassifier
-	cfg        InboxConfig
+	store stores.Store[TTx]
+	cfg   InboxConfig
 }
 
-// classify passes err through the store's classifier, if it has one.
+// classify passes err through the store's classifier: a handler's own
+// statements return driver errors unclassified (docs/errors.md).
 func (in *inbox[TTx]) classify(err error) error {
-	if in.classifier == nil {
-		return err
-	}
-	return in.classifier.ClassifyError(err)
+	return in.store.ClassifyError(err)
 }
 
 func (in *inbox[TTx]) middleware(h message.HandlerFunc) message.HandlerFunc {
@@ -223,25 +219,18 @@ func (in *inbox[TTx]) handle(msg *message.Message, h message.HandlerFunc, rep *R
 		Consumer: in.cfg.Consumer, EventID: id, PayloadHash: stores.PayloadHash(msg.Payload), Now: rep.Received,
 		TraceParent: ackgap.TraceParentFromContext(ctx),
 	}
-	var tx TTx
-	if in.deferrer != nil {
-		// The insert goes with the handler's first statement; its verdict
-		// is read after the handler returned.
-		tx, err = in.deferrer.BeginInboxDeferred(ctx, params)
-	} else {
-		var begun *stores.BeginInboxResult[TTx]
-		begun, err = in.store.BeginInbox(ctx, params)
-		if err == nil && begun.Duplicate {
-			return nil, in.duplicate(begun, rep)
-		}
-		if err == nil {
-			tx = begun.Tx
-		}
-	}
+	// One path for every store: a store that pipelines sends the insert
+	// with the handler's first statement and its verdict is read after the
+	// handler returned; one that does not has resolved it already.
+	begun, err := in.store.BeginInboxDeferred(ctx, params)
 	if err != nil {
 		rep.Outcome = OutcomeFailed
 		return nil, fmt.Errorf("ackgap inbox: begin: %w", err)
 	}
+	if begun.Duplicate {
+		return nil, in.duplicate(begun, rep)
+	}
+	tx := begun.Tx
 
 	ended := false
 	defer func() {
@@ -256,7 +245,7 @@ func (in *inbox[TTx]) handle(msg *message.Message, h message.HandlerFunc, rep *R
 		rep.Outcome = OutcomeFailed
 	}()
 
-	msg.SetContext(withTx(ctx, &boundTx[TTx]{store: in.store, queuer: in.queuer, tqueuer: in.tqueuer, tx: tx, consumerName: in.cfg.Consumer, eventIDString: id}))
+	msg.SetContext(withTx(ctx, &boundTx[TTx]{store: in.store, tx: tx, consumerName: in.cfg.Consumer, eventIDString: id}))
 	defer msg.SetContext(ctx)
 	rep.HandlerStarted = in.cfg.Now()
 	produced, err = h(msg)
@@ -273,8 +262,8 @@ func (in *inbox[TTx]) handle(msg *message.Message, h message.HandlerFunc, rep *R
 		return nil, in.classify(err)
 	}
 	ended = true
-	// With a deferred inbox insert the commit may carry it (pgxstore: with
-	// a queued transition); a duplicate then fails it with
+	// A pending inbox insert may ride with the commit (pgxstore: with a
+	// queued transition); a duplicate then fails it with
 	// ackgap.ErrDuplicate, having written nothing.
 	if err := in.store.CommitTx(ctx, tx); err != nil {
 		if errors.Is(err, ackgap.ErrDuplicate) {
@@ -292,14 +281,10 @@ func (in *inbox[TTx]) handle(msg *message.Message, h message.HandlerFunc, rep *R
 	return produced, nil
 }
 
-// verdict returns the inbox insert's verdict when the store defers it and
-// it found a duplicate, else nil (no deferral, not a duplicate, or
-// unknown).
+// verdict returns the inbox insert's verdict when it found a duplicate,
+// else nil (not a duplicate, or unknown).
 func (in *inbox[TTx]) verdict(ctx context.Context, tx TTx) *stores.BeginInboxResult[TTx] {
-	if in.deferrer == nil {
-		return nil
-	}
-	v, err := in.deferrer.InboxVerdictTx(ctx, tx)
+	v, err := in.store.InboxVerdictTx(ctx, tx)
 	if err != nil || !v.Duplicate {
 		return nil
 	}
@@ -327,7 +312,7 @@ func (in *inbox[TTx]) duplicate(begun *stores.BeginInboxResult[TTx], rep *Report
 // missing_event_id); an over-long one, ackgap.ErrEventIDTooLong (reason
 // event_id_too_long), returned with the id; one that is not valid UTF-8 or
 // holds a NUL byte, ackgap.ErrEventIDInvalid (reason event_id_invalid),
-// returned as "" (see [CheckEventID]). Extractor errors that are permanent
+// returned as "" (see [ackgap.CheckEventID]). Extractor errors that are permanent
 // already are returned as they are.
 func (c InboxConfig) EventIDOf(msg *message.Message) (string, error) {
 	id, err := c.EventID(msg)
@@ -341,7 +326,7 @@ func (c InboxConfig) EventIDOf(msg *message.Message) (string, error) {
 		return "", ackgap.Permanent(ackgap.ReasonMissingEventID,
 			fmt.Errorf("%w (message uuid %q, consumer %q)", ackgap.ErrMissingEventID, msg.UUID, c.Consumer))
 	}
-	switch err := CheckEventID(id, c.MaxEventIDBytes); {
+	switch err := ackgap.CheckEventID(id, c.MaxEventIDBytes); {
 	case errors.Is(err, ackgap.ErrEventIDInvalid):
 		return "", ackgap.Permanent(ackgap.ReasonEventIDInvalid, err)
 	case err != nil:

@@ -95,7 +95,7 @@ func (b *bundle) outcomes() []middleware.Outcome {
 func event(id, payload string) *message.Message {
 	msg := message.NewMessage(watermill.NewUUID(), []byte(payload))
 	if id != "" {
-		msg.Metadata.Set(middleware.MetadataEventIDKey, id)
+		msg.Metadata.Set(ackgap.MetadataEventIDKey, id)
 	}
 	return msg
 }
@@ -138,7 +138,7 @@ func TestEventIDOverLimitIsRejected(t *testing.T) {
 	require.NoError(t, err, "exactly at the limit is fine")
 
 	inbox, b = setup(t, nil)
-	_, err = inbox(b.charge)(event(strings.Repeat("x", middleware.MaxEventIDBytesDefault+1), `{}`))
+	_, err = inbox(b.charge)(event(strings.Repeat("x", ackgap.MaxEventIDBytesDefault+1), `{}`))
 	require.ErrorIs(t, err, ackgap.ErrEventIDTooLong, "the default limit applies")
 }
 
@@ -219,7 +219,7 @@ func TestHelpersOutsideInbox(t *testing.T) {
 	require.ErrorIs(t, err, ackgap.ErrNoTransaction)
 	_, err = middleware.TransitionIfState(context.Background(), &stores.TransitionParams{})
 	require.ErrorIs(t, err, ackgap.ErrNoTransaction)
-	_, ok := middleware.TxFromContext[*sql.Tx](context.Background())
+	_, ok := ackgap.TxFromContext[*sql.Tx](context.Background())
 	require.False(t, ok)
 }
 
@@ -229,8 +229,8 @@ func TestTxFromContextIsTyped(t *testing.T) {
 	_, err := inbox(func(msg *message.Message) ([]*message.Message, error) {
 		tx, ok := sqlitestore.TxFromContext(msg.Context())
 		gotSQL = ok && tx != nil
-		_, gotPgx = middleware.TxFromContext[pgx.Tx](msg.Context())
-		id, _ := middleware.EventIDFromContext(msg.Context())
+		_, gotPgx = ackgap.TxFromContext[pgx.Tx](msg.Context())
+		id, _ := ackgap.EventIDFromContext(msg.Context())
 		require.Equal(t, "e1", id)
 		return nil, nil
 	})(event("e1", `{}`))

@@ -103,7 +103,7 @@ func childMain() int {
 // the provider charged and before the relay recorded "done". The row stays
 // claimed; once its lease lapsed, the restarted relay calls the provider
 // again with the same Idempotency-Key, the provider answers with the
-// original result, and the customer is charged exactly once (design.md
+// original result, and the customer is charged exactly once (docs/design.md
 // invariant 7).
 func TestRelayKilledAfterCall(t *testing.T) {
 	bothStores(t,

@@ -1,7 +1,7 @@
 // Package outbox carries out the external effects that handlers record as
 // outbox rows (middleware.AddOutbox): each exactly once as far as the
 // other side can tell, because every call carries the row's idempotency
-// key, derived from the business event (design.md invariant 7).
+// key, derived from the business event (docs/design.md invariant 7).
 //
 //	relay, err := outbox.New(store, &outbox.Config{Effects: map[string]outbox.Effect{
 //		"charge":        outbox.HTTP(client, "https://payments.example/charges"),

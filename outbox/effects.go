@@ -13,7 +13,6 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 
 	"github.com/ackgap/ackgap"
-	"github.com/ackgap/ackgap/middleware"
 	"github.com/ackgap/ackgap/stores"
 )
 
@@ -22,7 +21,7 @@ import (
 // Config.EffectTimeout, and must pass row.IdempotencyKey to the other side
 // so that a repeat (after a crash between the call and its recording, or
 // a timeout after the other side acted) is recognised there and not
-// carried out twice (design.md invariant 7).
+// carried out twice (docs/design.md invariant 7).
 //
 // Return nil when the other side confirmed; ackgap.Permanent(reason, err)
 // when retrying cannot help (the row becomes dead, redrivable); a
@@ -37,7 +36,7 @@ type Effect func(ctx context.Context, row stores.OutboxRow) error
 // one Watermill message: payload the row's payload, UUID the row's
 // idempotency key, metadata the row's headers (trace context: W3C
 // traceparent and tracestate travel as they were recorded) plus the event
-// id middleware.MetadataEventIDKey ("event_id") set to the idempotency
+// id ackgap.MetadataEventIDKey ("event_id") set to the idempotency
 // key. A republished row carries the same event id, so a downstream
 // consumer behind the inbox skips the copy as a duplicate. A Publish error
 // is retried. Watermill's Publish takes no context: a publisher that
@@ -48,7 +47,7 @@ func Publish(pub message.Publisher, topic string) Effect {
 		for k, v := range row.Headers {
 			msg.Metadata.Set(k, v)
 		}
-		msg.Metadata.Set(middleware.MetadataEventIDKey, row.IdempotencyKey)
+		msg.Metadata.Set(ackgap.MetadataEventIDKey, row.IdempotencyKey)
 		msg.SetContext(ctx)
 		if err := pub.Publish(topic, msg); err != nil {
 			return fmt.Errorf("publish to %s: %w", topic, err)

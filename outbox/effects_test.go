@@ -15,7 +15,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ackgap/ackgap"
-	"github.com/ackgap/ackgap/middleware"
 	"github.com/ackgap/ackgap/outbox"
 	"github.com/ackgap/ackgap/stores"
 )
@@ -127,14 +126,14 @@ func TestPublishEffect(t *testing.T) {
 	effect := outbox.Publish(pubsub, "orders.charged")
 	row := stores.OutboxRow{
 		Kind: "order.charged", IdempotencyKey: "order.charged:o1", Payload: []byte(`{"order":"o1"}`),
-		Headers: map[string]string{"traceparent": "00-abc-def-01", middleware.MetadataEventIDKey: "not this"},
+		Headers: map[string]string{"traceparent": "00-abc-def-01", ackgap.MetadataEventIDKey: "not this"},
 	}
 	require.NoError(t, effect(ctx, row))
 	require.NoError(t, effect(ctx, row))
 	for range 2 {
 		msg := <-msgs
 		require.Equal(t, "order.charged:o1", msg.UUID)
-		require.Equal(t, "order.charged:o1", msg.Metadata.Get(middleware.MetadataEventIDKey), "the key is the event id")
+		require.Equal(t, "order.charged:o1", msg.Metadata.Get(ackgap.MetadataEventIDKey), "the key is the event id")
 		require.Equal(t, "00-abc-def-01", msg.Metadata.Get("traceparent"))
 		require.Equal(t, `{"order":"o1"}`, string(msg.Payload))
 		msg.Ack()

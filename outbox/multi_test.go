@@ -69,7 +69,7 @@ func twoRelays[TTx any](t *testing.T, b *backend[TTx], n int) {
 // TestSlowProviderHoldsNoConnection: while a slow provider keeps both
 // effects waiting, a consumer on a pool of only two connections keeps
 // committing inbox transactions: the relay holds no connection, and no
-// transaction, during an effect (design.md invariant 7).
+// transaction, during an effect (docs/design.md invariant 7).
 func TestSlowProviderHoldsNoConnection(t *testing.T) {
 	t.Parallel()
 	b := pgBackend(t, 2)

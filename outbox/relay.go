@@ -271,7 +271,7 @@ type Report struct {
 // Relay carries out outbox rows: it claims due rows under a lease in a
 // short statement, calls each row's effect outside any transaction with
 // the row's idempotency key, and records the outcome in another short
-// statement, guarded by the claim (design.md invariant 7). Any number of
+// statement, guarded by the claim (docs/design.md invariant 7). Any number of
 // relays, in one process or many, may run on one store: a row is claimed
 // by one at a time. A Relay is safe for concurrent use; Run runs once at a
 // time.

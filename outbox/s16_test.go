@@ -57,12 +57,12 @@ func s16[TTx any](t *testing.T, b *backend[TTx]) {
 	deliveries := map[string]int{}
 	consumer, err := router.New(b.store, &router.Config{
 		DeadLetter: pubsub, CloseTimeout: 5 * time.Second,
-		Observer: func(_ context.Context, r *middleware.Report) {
+		InboxConfig: middleware.InboxConfig{Observer: func(_ context.Context, r *middleware.Report) {
 			mu.Lock()
 			defer mu.Unlock()
 			outcomes[r.Outcome]++
 			deliveries[r.EventID]++
-		},
+		}},
 	})
 	require.NoError(t, err)
 	require.NoError(t, consumer.AddHandler("downstream", "orders.events", pubsub,

@@ -22,7 +22,7 @@
 // An inbox row is what makes a redelivered message a duplicate. Deleting
 // it while the broker can still redeliver or replay the message lets that
 // copy through as new, so rows are kept at least as long as the broker's
-// redelivery window (design.md invariant 8): Config.Retention shorter than
+// redelivery window (docs/design.md invariant 8): Config.Retention shorter than
 // Config.RedeliveryWindow is a configuration error, reported by [New]. The
 // defaults fit SQS: a 4-day window (SQS's default MessageRetentionPeriod)
 // and a 15-day retention (SQS's longest, 14 days, plus 1 day of

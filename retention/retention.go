@@ -34,7 +34,7 @@ const (
 type Config struct {
 	// Retention is how long an inbox row is kept after it was first
 	// received; rows received before Now() - Retention are deleted. It must
-	// be at least RedeliveryWindow (design.md invariant 8). Default
+	// be at least RedeliveryWindow (docs/design.md invariant 8). Default
 	// RetentionDefault (15 days).
 	Retention time.Duration
 	// RedeliveryWindow is the longest time the broker could still redeliver
@@ -94,7 +94,7 @@ func (c Config) validate() error {
 		errs = append(errs, fmt.Errorf("RedeliveryWindow is %s, must be positive", c.RedeliveryWindow))
 	}
 	if c.Retention > 0 && c.RedeliveryWindow > 0 && c.Retention < c.RedeliveryWindow {
-		errs = append(errs, fmt.Errorf("Retention %s is shorter than RedeliveryWindow %s (design.md invariant 8: "+
+		errs = append(errs, fmt.Errorf("Retention %s is shorter than RedeliveryWindow %s (docs/design.md invariant 8: "+
 			"an inbox row pruned while the broker can still redeliver lets a duplicate through)",
 			days(c.Retention), days(c.RedeliveryWindow)))
 	}

@@ -37,7 +37,7 @@ var depositHandler = router.JSON(func(ctx context.Context, tx pgx.Tx, msg *messa
 		return err
 	}
 	time.Sleep(50 * time.Millisecond)
-	id, _ := middleware.EventIDFromContext(ctx)
+	id, _ := ackgap.EventIDFromContext(ctx)
 	_, err := middleware.AddOutbox(ctx, &stores.OutboxInsertParams{Kind: "notify", IdempotencyKey: "deposit:" + id, Payload: msg.Payload})
 	return err
 })
@@ -62,7 +62,7 @@ func pgSetup(t *testing.T) (*pgxstore.Store, func() int) {
 func depositMsg(eventID string, amount int) *message.Message {
 	msg := message.NewMessage(watermill.NewUUID(), []byte(fmt.Sprintf(`{"account":"A1","amount":%d}`, amount)))
 	if eventID != "" {
-		msg.Metadata.Set(middleware.MetadataEventIDKey, eventID)
+		msg.Metadata.Set(ackgap.MetadataEventIDKey, eventID)
 	}
 	return msg
 }
@@ -121,8 +121,8 @@ func TestS14SameIDDifferentPayload(t *testing.T) {
 // dead-lettered with missing_event_id, never given a random id.
 func TestS15MissingOrUnstableID(t *testing.T) {
 	store, balance := pgSetup(t)
-	b := runRouter(t, store, router.Config{EventID: middleware.FirstEventID(
-		middleware.EventIDFromMetadata(middleware.MetadataEventIDKey), middleware.EventIDFromJSONField("event_id"))})
+	b := runRouter(t, store, router.Config{InboxConfig: middleware.InboxConfig{EventID: middleware.FirstEventID(
+		middleware.EventIDFromMetadata(ackgap.MetadataEventIDKey), middleware.EventIDFromJSONField("event_id"))}})
 	r42 := func() *message.Message {
 		return message.NewMessage(watermill.NewUUID(), []byte(`{"event_id":"R42","account":"A1","amount":1}`))
 	}
@@ -146,7 +146,7 @@ func TestS18PoisonDoesNotBlock(t *testing.T) {
 	attempts := map[string]int{}
 	var mu sync.Mutex
 	h := func(ctx context.Context, tx pgx.Tx, msg *message.Message) error {
-		id, _ := middleware.EventIDFromContext(ctx)
+		id, _ := ackgap.EventIDFromContext(ctx)
 		mu.Lock()
 		attempts[id]++
 		mu.Unlock()
@@ -158,15 +158,15 @@ func TestS18PoisonDoesNotBlock(t *testing.T) {
 	b := runRouterWith(t, store, router.Config{}, h)
 	b.pub(t, depositMsg("E1", 1))
 	m2 := message.NewMessage(watermill.NewUUID(), []byte("\x00not json"))
-	m2.Metadata.Set(middleware.MetadataEventIDKey, "E2")
+	m2.Metadata.Set(ackgap.MetadataEventIDKey, "E2")
 	b.pub(t, m2)
 	b.pub(t, depositMsg("E3", 10))
 	b.pub(t, depositMsg("E4", 100))
 	reasons := map[string]string{}
 	for range 2 {
 		dl := b.deadLetter(t)
-		reasons[dl.Metadata.Get(middleware.MetadataEventIDKey)] = dl.Metadata.Get(ackgap.MetadataDeadLetterReason)
-		if dl.Metadata.Get(middleware.MetadataEventIDKey) == "E2" {
+		reasons[dl.Metadata.Get(ackgap.MetadataEventIDKey)] = dl.Metadata.Get(ackgap.MetadataDeadLetterReason)
+		if dl.Metadata.Get(ackgap.MetadataEventIDKey) == "E2" {
 			require.Equal(t, "\x00not json", string(dl.Payload))
 		}
 	}
@@ -189,7 +189,7 @@ func TestS03CancellationIsNotPoison(t *testing.T) {
 	require.NoError(t, err)
 	var outcomes []middleware.Outcome
 	r, err := router.New[pgx.Tx](store, &router.Config{DeadLetter: dead,
-		Observer: func(_ context.Context, rep *middleware.Report) { outcomes = append(outcomes, rep.Outcome) }})
+		InboxConfig: middleware.InboxConfig{Observer: func(_ context.Context, rep *middleware.Report) { outcomes = append(outcomes, rep.Outcome) }}})
 	require.NoError(t, err)
 	chain, err := r.Middleware("c1")
 	require.NoError(t, err)

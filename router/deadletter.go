@@ -10,7 +10,6 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 
 	"github.com/ackgap/ackgap"
-	"github.com/ackgap/ackgap/middleware"
 )
 
 // Metadata keys of a sanitised dead-letter copy (see [Config.DeadLetter]).
@@ -28,7 +27,7 @@ const (
 
 // sanitizedKeys are kept as they are on a sanitised copy: what identifies
 // the event, why it was dead-lettered, and its trace.
-var sanitizedKeys = []string{middleware.MetadataEventIDKey, ackgap.MetadataDeadLetterReason, "traceparent", "tracestate"}
+var sanitizedKeys = []string{ackgap.MetadataEventIDKey, ackgap.MetadataDeadLetterReason, "traceparent", "tracestate"}
 
 // deadLetterPublisher publishes to the configured dead-letter publisher.
 // When the message cannot be encoded for that broker (retrying cannot

@@ -16,7 +16,6 @@ import (
 
 	"github.com/ackgap/ackgap"
 	"github.com/ackgap/ackgap/internal/testdb"
-	"github.com/ackgap/ackgap/middleware"
 	"github.com/ackgap/ackgap/router"
 	"github.com/ackgap/ackgap/stores"
 	"github.com/ackgap/ackgap/stores/sqlitestore"
@@ -65,7 +64,7 @@ func runDeadLetterRouter(t *testing.T, src *gochannel.GoChannel, pub message.Pub
 
 func wideMessage() *message.Message {
 	msg := message.NewMessage(watermill.NewUUID(), []byte("original \xff bytes"))
-	msg.Metadata.Set(middleware.MetadataEventIDKey, "E1")
+	msg.Metadata.Set(ackgap.MetadataEventIDKey, "E1")
 	msg.Metadata.Set("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
 	for i := range 4 {
 		msg.Metadata.Set(fmt.Sprintf("k%d", i), fmt.Sprintf("v%d", i))
@@ -100,7 +99,7 @@ func TestDeadLetterUnencodableSendsSanitisedCopy(t *testing.T) {
 	}
 	require.Equal(t, string(msg.Payload), string(dead.Payload), "the original bytes")
 	require.Equal(t, msg.UUID, dead.UUID)
-	require.Equal(t, "E1", dead.Metadata.Get(middleware.MetadataEventIDKey))
+	require.Equal(t, "E1", dead.Metadata.Get(ackgap.MetadataEventIDKey))
 	require.Equal(t, "account_closed", dead.Metadata.Get(ackgap.MetadataDeadLetterReason))
 	require.Equal(t, msg.Metadata.Get("traceparent"), dead.Metadata.Get("traceparent"))
 	require.Contains(t, dead.Metadata.Get(router.MetadataDeadLetterSanitized), "at most 8")

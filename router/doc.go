@@ -31,7 +31,7 @@
 //  6. Inbox (package middleware): dedupe-in-transaction and commit.
 //  7. The handler.
 //
-// The consumer name given to AddHandler is the inbox scope (design.md
+// The consumer name given to AddHandler is the inbox scope (docs/design.md
 // invariant 6); one consumer may subscribe several topics or partitions.
 // The Watermill handler is named "<consumer>/<topic>".
 package router

@@ -20,7 +20,7 @@ func TestInvalidEventIDIsDeadLettered(t *testing.T) {
 		b.publish(t, id, `{"order_id":"o1"}`)
 		dl := b.deadLetter(t)
 		require.Equal(t, ackgap.ReasonEventIDInvalid, dl.Metadata.Get(ackgap.MetadataDeadLetterReason))
-		require.Equal(t, id, dl.Metadata.Get(middleware.MetadataEventIDKey), "the id's bytes travel for redrive")
+		require.Equal(t, id, dl.Metadata.Get(ackgap.MetadataEventIDKey), "the id's bytes travel for redrive")
 		require.Equal(t, []middleware.Outcome{middleware.OutcomeRejected}, b.wait(t, 1))
 		require.Equal(t, "pending", b.status(t, "o1"))
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/ThreeDotsLabs/watermill/pubsub/gochannel"
 
+	"github.com/ackgap/ackgap"
 	"github.com/ackgap/ackgap/middleware"
 	"github.com/ackgap/ackgap/router"
 	"github.com/ackgap/ackgap/stores"
@@ -48,8 +49,8 @@ INSERT INTO orders VALUES ('o1', 'pending'); INSERT INTO customers VALUES ('c1',
 		panic(err)
 	}
 	chain, err := router.Middlewares[*sql.Tx](store, "billing", &router.Config{
-		DeadLetter: pubsub, // dead-letter topic "ackgap.dead_letter"
-		Observer:   func(_ context.Context, r *middleware.Report) { done <- r.Outcome },
+		DeadLetter:  pubsub, // dead-letter topic "ackgap.dead_letter"
+		InboxConfig: middleware.InboxConfig{Observer: func(_ context.Context, r *middleware.Report) { done <- r.Outcome }},
 	})
 	if err != nil {
 		panic(err)
@@ -81,7 +82,7 @@ INSERT INTO orders VALUES ('o1', 'pending'); INSERT INTO customers VALUES ('c1',
 
 	for _, eventID := range []string{"evt-1", "evt-1", "evt-9"} { // a copy, then another event for o1
 		msg := message.NewMessage(watermill.NewUUID(), []byte("o1"))
-		msg.Metadata.Set(middleware.MetadataEventIDKey, eventID)
+		msg.Metadata.Set(ackgap.MetadataEventIDKey, eventID)
 		_ = pubsub.Publish("orders.placed", msg)
 		fmt.Println(eventID, <-done)
 	}

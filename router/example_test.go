@@ -11,6 +11,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/ThreeDotsLabs/watermill/pubsub/gochannel"
 
+	"github.com/ackgap/ackgap"
 	"github.com/ackgap/ackgap/middleware"
 	"github.com/ackgap/ackgap/router"
 	"github.com/ackgap/ackgap/stores"
@@ -40,8 +41,8 @@ INSERT INTO orders VALUES ('o1', 'pending')`); err != nil {
 	defer pubsub.Close()
 	outcomes := make(chan middleware.Outcome, 2)
 	r, err := router.New[*sql.Tx](store, &router.Config{
-		DeadLetter: pubsub,
-		Observer:   func(_ context.Context, rep *middleware.Report) { outcomes <- rep.Outcome },
+		DeadLetter:  pubsub,
+		InboxConfig: middleware.InboxConfig{Observer: func(_ context.Context, rep *middleware.Report) { outcomes <- rep.Outcome }},
 	})
 	if err != nil {
 		panic(err)
@@ -64,7 +65,7 @@ INSERT INTO orders VALUES ('o1', 'pending')`); err != nil {
 
 	for range 2 { // the same event, delivered twice
 		msg := message.NewMessage(watermill.NewUUID(), []byte("o1"))
-		msg.Metadata.Set(middleware.MetadataEventIDKey, "order.placed:o1")
+		msg.Metadata.Set(ackgap.MetadataEventIDKey, "order.placed:o1")
 		_ = pubsub.Publish("orders.placed", msg)
 	}
 	fmt.Println(<-outcomes, <-outcomes)

@@ -94,7 +94,7 @@ type attemptsKey struct{}
 func logOutcome(c Config, consumer string) message.HandlerMiddleware {
 	eventID := c.EventID
 	if eventID == nil {
-		eventID = middleware.EventIDFromMetadata(middleware.MetadataEventIDKey)
+		eventID = middleware.EventIDFromMetadata(ackgap.MetadataEventIDKey)
 	}
 	return func(h message.HandlerFunc) message.HandlerFunc {
 		return func(msg *message.Message) ([]*message.Message, error) {
@@ -138,7 +138,7 @@ func logOutcome(c Config, consumer string) message.HandlerMiddleware {
 func logAttempt(c Config, consumer string) message.HandlerMiddleware {
 	eventID := c.EventID
 	if eventID == nil {
-		eventID = middleware.EventIDFromMetadata(middleware.MetadataEventIDKey)
+		eventID = middleware.EventIDFromMetadata(ackgap.MetadataEventIDKey)
 	}
 	return func(h message.HandlerFunc) message.HandlerFunc {
 		return func(msg *message.Message) ([]*message.Message, error) {

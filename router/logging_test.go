@@ -21,7 +21,6 @@ import (
 
 	"github.com/ackgap/ackgap"
 	"github.com/ackgap/ackgap/internal/testdb"
-	"github.com/ackgap/ackgap/middleware"
 	"github.com/ackgap/ackgap/router"
 	"github.com/ackgap/ackgap/stores"
 	"github.com/ackgap/ackgap/stores/pgxstore"
@@ -99,7 +98,7 @@ func sqliteStore(t *testing.T) *sqlitestore.Store {
 
 func newMsg(eventID, payload string) *message.Message {
 	msg := message.NewMessage(watermill.NewUUID(), []byte(payload))
-	msg.Metadata.Set(middleware.MetadataEventIDKey, eventID)
+	msg.Metadata.Set(ackgap.MetadataEventIDKey, eventID)
 	return msg
 }
 

@@ -55,15 +55,12 @@ type Config struct {
 	// DeadLetterTopic is where DeadLetter publishes. Default
 	// DeadLetterTopicDefault ("ackgap.dead_letter").
 	DeadLetterTopic string
-	// EventID extracts the event id. Default: metadata key "event_id"
-	// (middleware.MetadataEventIDKey).
-	EventID middleware.EventIDFunc
-	// MaxEventIDBytes is the longest event id accepted. Default
-	// middleware.MaxEventIDBytesDefault (255).
-	MaxEventIDBytes int
-	// PayloadMismatch says what to do with an event id reused with another
-	// payload. Default middleware.PayloadMismatchReject (dead-letter).
-	PayloadMismatch middleware.PayloadMismatchPolicy
+	// InboxConfig configures the inbox middleware of every handler, whole
+	// (event id extraction and limit, PayloadMismatch, Observer,
+	// RollbackTimeout, Now), with the defaults of middleware.InboxConfig.
+	// Its Consumer must be left empty: AddHandler, Middleware and
+	// Middlewares name the consumer per handler.
+	middleware.InboxConfig
 	// HandlerTimeout bounds one attempt of a handler. Default
 	// HandlerTimeoutDefault (30 s), at most HandlerTimeoutMax (12 h).
 	HandlerTimeout time.Duration
@@ -78,9 +75,6 @@ type Config struct {
 	// Middlewares run outermost, around everything else: the tracing hook
 	// point. Default none.
 	Middlewares []message.HandlerMiddleware
-	// Observer receives one middleware.Report per delivery through the
-	// inbox. Default nil.
-	Observer middleware.ObserverFunc
 	// Logger receives Watermill's logs and the chain's: every dead letter
 	// at error, every retry, nack for shutdown or for an unavailable store
 	// and unconfirmed ack at warn (see LogDeadLettered and the other Log
@@ -92,6 +86,7 @@ type Config struct {
 
 // WithDefaults returns a copy of c with every zero field set to its default.
 func (c Config) WithDefaults() Config {
+	c.InboxConfig = c.InboxConfig.WithDefaults()
 	if c.DeadLetterTopic == "" {
 		c.DeadLetterTopic = DeadLetterTopicDefault
 	}
@@ -133,6 +128,9 @@ func (c Config) validate() error {
 	if c.CloseTimeout < 0 {
 		errs = append(errs, fmt.Errorf("CloseTimeout is %s, must not be negative", c.CloseTimeout))
 	}
+	if c.Consumer != "" {
+		errs = append(errs, fmt.Errorf("InboxConfig.Consumer is %q: leave it empty, the consumer is named per handler", c.Consumer))
+	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("invalid config: %w", err)
 	}
@@ -167,7 +165,7 @@ func JSON[TTx, T any](fn func(ctx context.Context, tx TTx, msg *message.Message,
 // inbox middleware it returns ackgap.ErrNoTransaction.
 func Adapt[TTx any](h HandlerFunc[TTx]) message.HandlerFunc {
 	return func(msg *message.Message) ([]*message.Message, error) {
-		tx, ok := middleware.TxFromContext[TTx](msg.Context())
+		tx, ok := ackgap.TxFromContext[TTx](msg.Context())
 		if !ok {
 			return nil, ackgap.ErrNoTransaction
 		}
@@ -233,6 +231,48 @@ func (r *Router[TTx]) Middleware(consumer string) ([]message.HandlerMiddleware, 
 	return buildChain(r.store, consumer, r.cfg)
 }
 
+// Chain returns h behind the router's chain for consumer, as one
+// Watermill handler: the chain of [Router.Middleware] (outermost first)
+// around [Adapt](h), exactly what AddHandler runs for a subscriber. It is
+// for runtimes that call a handler per message without a subscriber, such
+// as sqsbroker.LambdaHandler. Only the router's configuration is used; it
+// need not run. It returns an error wrapping "invalid config" for a nil h
+// or a bad consumer name.
+func (r *Router[TTx]) Chain(consumer string, h HandlerFunc[TTx]) (message.HandlerFunc, error) {
+	if h == nil {
+		return nil, errors.New("invalid config: Chain needs a handler")
+	}
+	chain, err := r.Middleware(consumer)
+	if err != nil {
+		return nil, err
+	}
+	final := Adapt(h)
+	for i := len(chain) - 1; i >= 0; i-- {
+		final = chain[i](final)
+	}
+	return final, nil
+}
+
+// MaxHoldTime returns the longest a router with cfg (nil means its
+// defaults) holds one message: HandlerTimeout for each of MaxAttempts
+// attempts plus the longest backoff between them (exponential, factor 2,
+// capped at RetryMaxInterval, with 20% jitter). A broker whose lease must
+// cover every attempt takes it: kafkabroker.SubscriberConfig.HoldTimeout.
+func MaxHoldTime(cfg *Config) time.Duration {
+	var c Config
+	if cfg != nil {
+		c = *cfg
+	}
+	c = c.WithDefaults()
+	total := time.Duration(c.MaxAttempts) * c.HandlerTimeout
+	interval := c.RetryInitialInterval
+	for i := 1; i < c.MaxAttempts; i++ {
+		total += interval + interval/5
+		interval = min(2*interval, c.RetryMaxInterval)
+	}
+	return total
+}
+
 // Middlewares returns the whole safe chain for consumer, outermost first
 // (see the package doc), for users who keep their own Watermill router:
 //
@@ -266,10 +306,9 @@ func ConsumerHandler[TTx any](h HandlerFunc[TTx]) message.NoPublishHandlerFunc {
 }
 
 func buildChain[TTx any](store stores.Store[TTx], consumer string, c Config) ([]message.HandlerMiddleware, error) {
-	inbox, err := middleware.Inbox(store, &middleware.InboxConfig{
-		Consumer: consumer, EventID: c.EventID, MaxEventIDBytes: c.MaxEventIDBytes,
-		PayloadMismatch: c.PayloadMismatch, Observer: c.Observer,
-	})
+	ic := c.InboxConfig
+	ic.Consumer = consumer
+	inbox, err := middleware.Inbox(store, &ic)
 	if err != nil {
 		return nil, err
 	}

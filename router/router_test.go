@@ -90,7 +90,7 @@ func (b *bundle) publish(t *testing.T, eventID, payload string) {
 	t.Helper()
 	msg := message.NewMessage(watermill.NewUUID(), []byte(payload))
 	if eventID != "" {
-		msg.Metadata.Set(middleware.MetadataEventIDKey, eventID)
+		msg.Metadata.Set(ackgap.MetadataEventIDKey, eventID)
 	}
 	require.NoError(t, b.pubsub.Publish("orders", msg))
 }
@@ -118,7 +118,7 @@ func TestBadPayloadIsDeadLetteredWithOriginalBytes(t *testing.T) {
 	dl := b.deadLetter(t)
 	require.Equal(t, `{not json`, string(dl.Payload))
 	require.Equal(t, ackgap.ReasonBadPayload, dl.Metadata.Get(ackgap.MetadataDeadLetterReason))
-	require.Equal(t, "e1", dl.Metadata.Get(middleware.MetadataEventIDKey), "the event id travels to the dead-letter topic for redrive")
+	require.Equal(t, "e1", dl.Metadata.Get(ackgap.MetadataEventIDKey), "the event id travels to the dead-letter topic for redrive")
 	require.Equal(t, []middleware.Outcome{middleware.OutcomeFailed}, b.wait(t, 1), "one attempt only: permanent errors are not retried")
 	// The partition moves on: the next message is processed.
 	b.publish(t, "e2", `{"order_id":"o1"}`)
@@ -223,7 +223,7 @@ func TestConfigValidation(t *testing.T) {
 }
 
 // TestWatermillDeduplicatorDropsFailedMessage shows why ackgap does not
-// use Watermill's middleware.Deduplicator (design.md invariant 3): it
+// use Watermill's middleware.Deduplicator (docs/design.md invariant 3): it
 // records the message before the handler runs, so a retry after a failed
 // first attempt is dropped as a duplicate and the event is lost. The
 // inbox rolls its row back with the failure, so the retry applies.
@@ -240,14 +240,14 @@ func TestWatermillDeduplicatorDropsFailedMessage(t *testing.T) {
 	}
 	msg := func() *message.Message {
 		m := message.NewMessage("uuid-1", []byte(`{"order_id":"o1"}`))
-		m.Metadata.Set(middleware.MetadataEventIDKey, "e1")
+		m.Metadata.Set(ackgap.MetadataEventIDKey, "e1")
 		return m
 	}
 
 	var calls, applied int
 	// Keyed on the event id (fairer than its default payload hash), with a
 	// map repository: Watermill's own starts a goroutine that never stops.
-	dedup := (&wmw.Deduplicator{KeyFactory: wmw.NewMessageHasherFromMetadataField(middleware.MetadataEventIDKey), Repository: mapRepository{}}).Middleware
+	dedup := (&wmw.Deduplicator{KeyFactory: wmw.NewMessageHasherFromMetadataField(ackgap.MetadataEventIDKey), Repository: mapRepository{}}).Middleware
 	h := dedup(failing(&calls, &applied))
 	_, err := h(msg())
 	require.Error(t, err)
@@ -283,4 +283,27 @@ func (r mapRepository) IsDuplicate(_ context.Context, key string) (bool, error) 
 	}
 	r[key] = true
 	return false, nil
+}
+
+func TestMaxHoldTime(t *testing.T) {
+	t.Parallel()
+	// Router defaults: 3 attempts of 30 s, backoff 100 ms then 200 ms, +20%.
+	require.Equal(t, 90*time.Second+120*time.Millisecond+240*time.Millisecond, router.MaxHoldTime(nil))
+	require.Equal(t, 5*time.Second, router.MaxHoldTime(&router.Config{HandlerTimeout: 5 * time.Second, MaxAttempts: 1}))
+	// The backoff is capped at RetryMaxInterval.
+	require.Equal(t, 4*time.Second+(100+200+250)*time.Millisecond*6/5,
+		router.MaxHoldTime(&router.Config{HandlerTimeout: time.Second, MaxAttempts: 4, RetryInitialInterval: 100 * time.Millisecond, RetryMaxInterval: 250 * time.Millisecond}))
+}
+
+// TestConfigInboxConsumerIsPerHandler: the inbox configuration is embedded
+// whole, but the consumer is named per handler, so a Consumer set in it is
+// a configuration error rather than silently ignored.
+func TestConfigInboxConsumerIsPerHandler(t *testing.T) {
+	store, err := sqlitestore.Open(context.Background(), testdb.SQLitePath(t), nil)
+	require.NoError(t, err)
+	defer store.Close()
+	pubsub := gochannel.NewGoChannel(gochannel.Config{}, watermill.NopLogger{})
+	defer pubsub.Close()
+	_, err = router.Middlewares[*sql.Tx](store, "c1", &router.Config{DeadLetter: pubsub, InboxConfig: middleware.InboxConfig{Consumer: "c2"}})
+	require.ErrorContains(t, err, `InboxConfig.Consumer is "c2"`)
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/ackgap/ackgap/internal/ident"
 )
 
 // BatchStore is implemented by stores that can run many messages in one
@@ -13,7 +15,7 @@ import (
 // without the others, the inbox rows of failed messages deleted again, and
 // outbox rows inserted many at a time. It is optional and separate from
 // [Store], which stays as it is for third parties; pgxstore and
-// sqlitestore implement it, and storetest.RunBatch is its conformance
+// sqlitestore implement it, and storetest.Run runs its conformance
 // suite.
 //
 // The transaction of BeginInboxMany is ended with [Store.CommitTx] or
@@ -26,7 +28,7 @@ type BatchStore[TTx any] interface {
 	// BeginInboxMany begins a transaction and inserts the inbox rows
 	// (p.Consumer, p.Rows[i].EventID) in it as its first write, with one
 	// statement for all rows (INSERT ... ON CONFLICT DO NOTHING): the
-	// dedupe check is the insert under the unique constraint (design.md
+	// dedupe check is the insert under the unique constraint (docs/design.md
 	// invariant 2). Rows that already existed are reported as duplicates,
 	// with a payload mismatch when both hashes are set and differ; reading
 	// their hashes takes a second statement only when there are
@@ -63,7 +65,7 @@ type BatchStore[TTx any] interface {
 	// [Store.InsertOutboxTx]. A row whose idempotency key exists with the
 	// same payload, in the table or earlier in p.Rows, is a duplicate and
 	// writes nothing; the same key with another payload returns
-	// IdempotencyConflict (permanent) and the statement's rows are not
+	// storekit.IdempotencyConflict (permanent) and the statement's rows are not
 	// kept: roll back (to a savepoint).
 	InsertOutboxManyTx(ctx context.Context, tx TTx, p *OutboxInsertManyParams) (*OutboxInsertManyResult, error)
 }
@@ -81,7 +83,7 @@ type InboxManyRow struct {
 
 // BeginInboxManyParams are the input of [BatchStore.BeginInboxMany].
 type BeginInboxManyParams struct {
-	// Consumer scopes the rows (design.md invariant 6). Required.
+	// Consumer scopes the rows (docs/design.md invariant 6). Required.
 	Consumer string
 	// Rows are the rows to insert; their event ids must be distinct.
 	Rows []InboxManyRow
@@ -109,7 +111,7 @@ func (p *BeginInboxManyParams) Validate() error {
 		seen[r.EventID] = struct{}{}
 	}
 	if p.Savepoint != "" {
-		errs = append(errs, ValidIdentifier("Savepoint", p.Savepoint))
+		errs = append(errs, ident.Valid("Savepoint", p.Savepoint))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("invalid inbox rows: %w", err)
@@ -180,61 +182,4 @@ type OutboxInsertManyResult struct {
 	// Duplicate holds, per row of the params in their order, whether the
 	// row was a duplicate (nothing written for it).
 	Duplicate []bool
-}
-
-// OutboxManyPlan is how a store carries out
-// [BatchStore.InsertOutboxManyTx], shared by the SQL stores: the rows to
-// send (the first of each idempotency key) and what is known before
-// sending them. Build it with [PlanOutboxMany]; finish with Settle.
-type OutboxManyPlan struct {
-	// Rows are the indexes into the params' Rows of the rows to insert:
-	// the first row of each idempotency key, in their order.
-	Rows []int
-	// Hashes are the payload hashes ([PayloadHash]) of Rows.
-	Hashes [][]byte
-	// Duplicate holds, per row of the params, true for a row whose key an
-	// earlier row of the params carries with the same payload.
-	Duplicate []bool
-}
-
-// PlanOutboxMany validates p and returns its plan. A key repeated in p
-// with another payload returns [IdempotencyConflict] (permanent).
-func PlanOutboxMany(p *OutboxInsertManyParams) (*OutboxManyPlan, error) {
-	if err := p.Validate(); err != nil {
-		return nil, err
-	}
-	pl := &OutboxManyPlan{Duplicate: make([]bool, len(p.Rows))}
-	first := make(map[string][]byte, len(p.Rows))
-	for i := range p.Rows {
-		key, hash := p.Rows[i].IdempotencyKey, PayloadHash(p.Rows[i].Payload)
-		if h, ok := first[key]; ok {
-			if string(h) != string(hash) {
-				return nil, IdempotencyConflict(key)
-			}
-			pl.Duplicate[i] = true
-			continue
-		}
-		first[key] = hash
-		pl.Rows = append(pl.Rows, i)
-		pl.Hashes = append(pl.Hashes, hash)
-	}
-	return pl, nil
-}
-
-// Settle returns the result once the insert ran: inserted holds the keys
-// the insert wrote, stored the payload hashes the store holds for the
-// others. A key held with another payload returns [IdempotencyConflict].
-func (pl *OutboxManyPlan) Settle(p *OutboxInsertManyParams, inserted map[string]struct{}, stored map[string][]byte) (*OutboxInsertManyResult, error) {
-	res := &OutboxInsertManyResult{Duplicate: pl.Duplicate}
-	for j, i := range pl.Rows {
-		key := p.Rows[i].IdempotencyKey
-		if _, ok := inserted[key]; ok {
-			continue
-		}
-		if string(stored[key]) != string(pl.Hashes[j]) {
-			return nil, IdempotencyConflict(key)
-		}
-		res.Duplicate[i] = true
-	}
-	return res, nil
 }

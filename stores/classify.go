@@ -1,12 +1,11 @@
 package stores
 
-// ErrorClassifier is implemented by stores that can tell what a database
+// ErrorClassifier is the part of [Store] that tells what a database
 // error means, for errors that reach ackgap without passing through a store
 // method: the handler's own statements on its transaction (pgx.Tx, *sql.Tx)
 // return the driver's errors as they are. The inbox middleware and the
 // batch processor pass a handler's error, and a commit's, through
-// ClassifyError when the store implements it. It is optional: a store
-// without it leaves handler errors as the handler returned them.
+// ClassifyError. A store that knows no codes returns err unchanged.
 //
 // ClassifyError returns err itself when it is nil or not a database error
 // the store recognises; an error wrapping ackgap.ErrStoreUnavailable when

@@ -14,13 +14,20 @@
 //		})
 //	}
 //
-// A store may also implement [OutboxQueuer] (pgxstore does): outbox rows
-// the handler does not read back are then held and sent with the commit,
-// in the same round trip; middleware.QueueOutbox uses it when it is there
-// and inserts at once otherwise. storetest.RunOutboxQueuer checks it, and
-// storetest.RunBenchmarks runs one benchmark workload on every store.
+// A store may pipeline (pgxstore does: the inbox insert rides with the
+// handler's first statement, outbox rows and guarded transitions queued
+// with QueueOutboxTx and QueueTransitionTx are sent with the next
+// statement or the commit) or not; the methods are the same either way,
+// and an eager store implements the pipelined ones with the storekit
+// helpers (BeginInboxNow, VerdictNow, QueueOutboxNow, QueueTransitionNow).
+// storetest.Run checks it, and storetest.RunBenchmarks runs one benchmark
+// workload on every store.
+// Helpers a store author shares with ackgap's own stores (quoting
+// identifiers, classifying a guarded UPDATE, the idempotency-conflict
+// error, the plan of a multi-row outbox insert) live in stores/storekit,
+// apart from the contract.
 //
-// Rules every implementation keeps (design.md, invariants 1, 2, 7, 8):
+// Rules every implementation keeps (docs/design.md, invariants 1, 2, 7, 8):
 //   - [Store.BeginInbox] inserts the inbox row as the transaction's first
 //     write, under a unique constraint on (consumer, event id); the insert
 //     itself is the dedupe check, never a SELECT before it.

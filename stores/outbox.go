@@ -12,7 +12,7 @@ import (
 // behind a guard, and the operations around them (redrive, prune, stats).
 // It is a separate interface so that [Store], which third parties
 // implement, stays as it is; pgxstore and sqlitestore implement both, and
-// storetest.RunOutbox is its conformance suite.
+// storetest.Run runs its conformance suite when a store implements it.
 //
 // The life of a row: pending -> claimed (ClaimOutbox) -> done
 // (MarkOutboxDoneIfClaimed), back to pending (RetryOutboxIfClaimed), or
@@ -20,7 +20,7 @@ import (
 // done rows are deleted after a retention (PruneOutboxIfDone). A claimed
 // row whose lease lapsed is due again: a relay that crashed mid-effect
 // loses it to the next claimer, which repeats the effect with the same
-// idempotency key (design.md invariant 7).
+// idempotency key (docs/design.md invariant 7).
 //
 // Every method is one short statement (or one short transaction) and
 // holds nothing open between calls: a relay calls its effects between

@@ -3,36 +3,14 @@ package stores
 import (
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/ackgap/ackgap"
+	"github.com/ackgap/ackgap/internal/ident"
 )
 
 // TablePrefixDefault is the prefix of ackgap's table names when a store's
 // TablePrefix is empty: ackgap_inbox, ackgap_outbox, ackgap_migration.
 const TablePrefixDefault = "ackgap_"
-
-// QuoteIdentifier quotes name as an SQL identifier in the standard way
-// (ISO/IEC 9075, used by PostgreSQL and SQLite): wrapped in double quotes,
-// with each double quote doubled. Validate names first with
-// [ValidIdentifier].
-func QuoteIdentifier(name string) string {
-	return `"` + strings.ReplaceAll(name, `"`, `""`) + `"`
-}
-
-// ValidIdentifier returns an error naming what if name is empty, longer
-// than 63 bytes (PostgreSQL's NAMEDATALEN-1) or holds a NUL byte.
-func ValidIdentifier(what, name string) error {
-	switch {
-	case name == "":
-		return fmt.Errorf("%s is empty", what)
-	case len(name) > 63:
-		return fmt.Errorf("%s %q is longer than 63 bytes", what, name)
-	case strings.IndexByte(name, 0) >= 0:
-		return fmt.Errorf("%s holds a NUL byte", what)
-	}
-	return nil
-}
 
 // WithDefaults returns a copy of p with KeyColumn "id" and StateColumn
 // "status" where empty.
@@ -51,14 +29,14 @@ func (p TransitionParams) WithDefaults() TransitionParams {
 func (p TransitionParams) Validate() error {
 	var errs []error
 	if p.Schema != "" {
-		errs = append(errs, ValidIdentifier("Schema", p.Schema))
+		errs = append(errs, ident.Valid("Schema", p.Schema))
 	}
 	errs = append(errs,
-		ValidIdentifier("Table", p.Table),
-		ValidIdentifier("KeyColumn", p.KeyColumn),
-		ValidIdentifier("StateColumn", p.StateColumn))
+		ident.Valid("Table", p.Table),
+		ident.Valid("KeyColumn", p.KeyColumn),
+		ident.Valid("StateColumn", p.StateColumn))
 	if p.VersionColumn != "" {
-		errs = append(errs, ValidIdentifier("VersionColumn", p.VersionColumn))
+		errs = append(errs, ident.Valid("VersionColumn", p.VersionColumn))
 	}
 	if p.Key == nil {
 		errs = append(errs, errors.New("Key is nil"))
@@ -70,35 +48,12 @@ func (p TransitionParams) Validate() error {
 		errs = append(errs, errors.New("To is empty"))
 	}
 	for i, a := range p.Set {
-		errs = append(errs, ValidIdentifier(fmt.Sprintf("Set[%d].Column", i), a.Column))
+		errs = append(errs, ident.Valid(fmt.Sprintf("Set[%d].Column", i), a.Column))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("invalid transition: %w", err)
 	}
 	return nil
-}
-
-// OutcomeOf classifies a guarded UPDATE: applied when it changed a row;
-// otherwise already applied when the row is in state to, refused when it
-// is in another state or missing (found false).
-func OutcomeOf(applied, found bool, current, to string) TransitionOutcome {
-	switch {
-	case applied:
-		return TransitionApplied
-	case found && current == to:
-		return TransitionAlreadyApplied
-	default:
-		return TransitionRefused
-	}
-}
-
-// AppliedFrom returns the Previous state of an applied transition: the
-// only From state, or "" when From has several.
-func AppliedFrom(from []string) string {
-	if len(from) == 1 {
-		return from[0]
-	}
-	return ""
 }
 
 // Applied reports whether this call changed the row. Side effects that
@@ -138,11 +93,4 @@ func (p *OutboxInsertParams) Validate() error {
 		return fmt.Errorf("invalid outbox row: %w", err)
 	}
 	return nil
-}
-
-// IdempotencyConflict returns the error InsertOutboxTx returns when key
-// exists with another payload: permanent (reason
-// ackgap.ReasonIdempotencyConflict), wrapping ackgap.ErrIdempotencyConflict.
-func IdempotencyConflict(key string) error {
-	return ackgap.Permanent(ackgap.ReasonIdempotencyConflict, fmt.Errorf("%w: key %q", ackgap.ErrIdempotencyConflict, key))
 }

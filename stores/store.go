@@ -9,20 +9,52 @@ import (
 // driver's own transaction type (pgx.Tx, *sql.Tx): handlers receive it
 // as-is, without type assertions.
 //
+// A store may pipeline (send the inbox insert with the handler's first
+// statement, hold outbox rows and guarded transitions back until the next
+// statement or the commit, saving round trips: pgxstore) or not (do each
+// at once: sqlitestore); its callers cannot tell, because the contract has
+// one method per operation and an eager store resolves at once
+// (stores/storekit has the helpers for that).
+//
 // Implementations are safe for concurrent use. Every method takes ctx first
 // and honours its cancellation; errors that mean the database is
 // unreachable wrap ackgap.ErrStoreUnavailable.
 type Store[TTx any] interface {
 	InboxPruner
 	OutboxLister
+	ErrorClassifier
 
 	// BeginInbox begins a transaction and inserts the inbox row
-	// (p.Consumer, p.EventID) in it as its first write. When the row
-	// already exists it rolls the transaction back and returns a result
-	// with Duplicate set and a zero Tx. Concurrent calls for one key block
-	// in the database until the first transaction ends; exactly one of them
-	// gets a transaction.
+	// (p.Consumer, p.EventID) in it as its first write, and returns once
+	// the insert's verdict is known. When the row already exists it rolls
+	// the transaction back and returns a result with Duplicate set and a
+	// zero Tx. Concurrent calls for one key block in the database until the
+	// first transaction ends; exactly one of them gets a transaction.
 	BeginInbox(ctx context.Context, p *BeginInboxParams) (*BeginInboxResult[TTx], error)
+
+	// BeginInboxDeferred is BeginInbox for a message about to be handled:
+	// the store may send the BEGIN and the inbox insert with the first
+	// statement that goes through the transaction instead of ahead of it
+	// (pgxstore: one pipelined round trip), or resolve at once as
+	// BeginInbox does (storekit.BeginInboxNow). A result with Duplicate
+	// set is a duplicate known at once. Otherwise Tx is the transaction,
+	// and when the insert is still pending the dedupe check is still the
+	// insert under the unique constraint (docs/design.md invariant 2): for
+	// a duplicate, the first statement that carried it fails with
+	// ackgap.ErrDuplicate and the transaction has been rolled back (the
+	// statement's own work undone); every later statement fails too.
+	// Release Tx with CommitTx or RollbackTx, after InboxVerdictTx said it
+	// is not a duplicate.
+	BeginInboxDeferred(ctx context.Context, p *BeginInboxParams) (*BeginInboxResult[TTx], error)
+
+	// InboxVerdictTx returns whether the inbox insert of tx (from
+	// BeginInboxDeferred) found the row already there, sending a pending
+	// BEGIN and insert first if no statement carried them yet. For a
+	// duplicate the result's Tx is zero and tx is over (rolled back, its
+	// connection released); otherwise Tx is tx. A store that resolved at
+	// once returns a result with Tx tx. An error means the outcome is
+	// unknown: roll tx back.
+	InboxVerdictTx(ctx context.Context, tx TTx) (*BeginInboxResult[TTx], error)
 
 	// CommitTx commits tx. An error means the outcome is unknown to the
 	// caller: the message must not be acked, and its redelivery finds the
@@ -37,85 +69,44 @@ type Store[TTx any] interface {
 	// whose WHERE clause holds the guard. See [TransitionParams].
 	TransitionIfStateTx(ctx context.Context, tx TTx, p *TransitionParams) (*TransitionResult, error)
 
+	// QueueTransitionTx validates p and adds it to tx: a store may hold it
+	// back and send it as one statement with the transaction's next
+	// statement or its commit (pgxstore), or run it at once
+	// (storekit.QueueTransitionNow). When it runs: if the transition
+	// applies, the rows are inserted (deduplicated by idempotency key like
+	// QueueOutboxTx); if it was already applied, nothing is written; if it
+	// is refused, the call (or the statement that carries it, or CommitTx,
+	// which then rolls back) fails with the error of TransitionResult.Err
+	// (permanent, ackgap.ErrTransitionRefused); a row whose key exists with
+	// another payload fails it with ackgap.ErrIdempotencyConflict
+	// (permanent). The caller learns nothing else: handlers that read the
+	// outcome use TransitionIfStateTx.
+	QueueTransitionTx(ctx context.Context, tx TTx, p *QueueTransitionParams) error
+
 	// InsertOutboxTx adds an outbox row in tx. A row with the same
 	// idempotency key and payload is a duplicate result; the same key with
 	// another payload returns ackgap.ErrIdempotencyConflict.
 	InsertOutboxTx(ctx context.Context, tx TTx, p *OutboxInsertParams) (*OutboxInsertResult, error)
+
+	// QueueOutboxTx adds an outbox row to tx like InsertOutboxTx, except
+	// that a store may write it later: with the next statement sent
+	// through tx, or with the commit (pgxstore); an eager store inserts it
+	// at once (storekit.QueueOutboxNow). It validates p at once. The caller
+	// learns neither the row's id nor whether it was a duplicate (a row
+	// with the same idempotency key and payload is still a duplicate, and
+	// nothing is written). The same key with another payload fails the
+	// call, the statement that carries the insert, or CommitTx, with
+	// ackgap.ErrIdempotencyConflict (permanent): after a failed statement
+	// the transaction can only be rolled back, and a failed CommitTx has
+	// rolled it back, inbox row included. A rollback discards queued rows.
+	QueueOutboxTx(ctx context.Context, tx TTx, p *OutboxInsertParams) error
 
 	// Migrate brings the store's tables to p.TargetVersion (0 with
 	// p.Down for none; the newest when zero and not Down).
 	Migrate(ctx context.Context, p *MigrateParams) (*MigrateResult, error)
 }
 
-// OutboxQueuer is implemented by stores that can hold an outbox insert
-// back and send it together with a later statement of the same
-// transaction, at the latest with the commit, saving the round trip the
-// insert costs on its own (pgxstore). It is optional: middleware.QueueOutbox
-// falls back to [Store.InsertOutboxTx] for stores without it, and [Store]
-// stays as it is for third parties.
-type OutboxQueuer[TTx any] interface {
-	// QueueOutboxTx adds an outbox row to tx like [Store.InsertOutboxTx],
-	// except that the row may be written later: with the next statement
-	// sent through tx, or with the commit. It validates p at once. The
-	// caller learns neither the row's id nor whether it was a duplicate (a
-	// row with the same idempotency key and payload is still a duplicate,
-	// and nothing is written). The same key with another payload fails the
-	// statement that carries the insert, or CommitTx, with
-	// ackgap.ErrIdempotencyConflict (permanent): after a failed statement
-	// the transaction can only be rolled back, and a failed CommitTx has
-	// rolled it back, inbox row included. A rollback discards queued rows.
-	QueueOutboxTx(ctx context.Context, tx TTx, p *OutboxInsertParams) error
-}
-
-// InboxDeferrer is implemented by stores that can send the inbox insert
-// together with the handler's first statement instead of ahead of it,
-// saving the round trip BEGIN and the insert cost on their own (pgxstore:
-// BEGIN, the inbox insert and the first Exec of the transaction go in one
-// pipelined round trip). It is optional: the inbox middleware uses
-// [Store.BeginInbox] for stores without it.
-//
-// The dedupe check is still the insert under the unique constraint
-// (design.md invariant 2); what changes is that the handler runs before its
-// outcome is known. For a duplicate, the first statement that carried the
-// insert fails with ackgap.ErrDuplicate and the transaction has been rolled
-// back (the statement's own work undone); every later statement fails too.
-type InboxDeferrer[TTx any] interface {
-	// BeginInboxDeferred returns a transaction whose BEGIN and inbox insert
-	// (p.Consumer, p.EventID) are sent with the first statement that goes
-	// through it, or by InboxVerdictTx. It may take a connection from a
-	// pool; it sends nothing. Release it with CommitTx or RollbackTx, after
-	// InboxVerdictTx said it is not a duplicate.
-	BeginInboxDeferred(ctx context.Context, p *BeginInboxParams) (TTx, error)
-	// InboxVerdictTx returns whether tx's inbox insert found the row
-	// already there: it sends the pending BEGIN and insert first if no
-	// statement carried them yet. For a duplicate the result's Tx is zero
-	// and tx is over (rolled back, its connection released); otherwise
-	// Tx is tx. An error means the outcome is unknown: roll tx back.
-	InboxVerdictTx(ctx context.Context, tx TTx) (*BeginInboxResult[TTx], error)
-}
-
-// TransitionQueuer is implemented by stores that can hold back a guarded
-// transition together with the outbox rows that must be written only if it
-// applies, and send them as one statement with the transaction's next
-// statement or its commit (pgxstore: a message whose handler does nothing
-// else costs one round trip: BEGIN, the inbox insert, the transition and
-// its rows, COMMIT). It is optional: middleware.QueueTransition applies the
-// transition at once on stores without it.
-type TransitionQueuer[TTx any] interface {
-	// QueueTransitionTx validates p and adds it to tx. When the statement
-	// that carries it runs: if the transition applies, the rows are
-	// inserted (deduplicated by idempotency key like QueueOutboxTx); if it
-	// was already applied, nothing is written; if it is refused, that
-	// statement (or CommitTx, which then rolls back) fails with the error
-	// of TransitionResult.Err (permanent, ackgap.ErrTransitionRefused); a
-	// row whose key exists with another payload fails it with
-	// ackgap.ErrIdempotencyConflict (permanent). The caller learns nothing
-	// else: handlers that read the outcome use TransitionIfStateTx.
-	QueueTransitionTx(ctx context.Context, tx TTx, p *QueueTransitionParams) error
-}
-
-// QueueTransitionParams are the input of
-// [TransitionQueuer.QueueTransitionTx].
+// QueueTransitionParams are the input of [Store.QueueTransitionTx].
 type QueueTransitionParams struct {
 	// Transition is the guarded transition; see [TransitionParams].
 	Transition TransitionParams
@@ -143,7 +134,7 @@ type OutboxLister interface {
 
 // BeginInboxParams are the input of [Store.BeginInbox].
 type BeginInboxParams struct {
-	// Consumer is the consumer name that scopes the inbox row (design.md
+	// Consumer is the consumer name that scopes the inbox row (docs/design.md
 	// invariant 6): two consumers of one topic each process an event once.
 	Consumer string
 	// EventID is the producer-assigned event id.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/ackgap/ackgap/batch"
 	"github.com/ackgap/ackgap/brokers/sqsbroker"
+	"github.com/ackgap/ackgap/middleware"
 	"github.com/ackgap/ackgap/telemetry"
 )
 
@@ -39,10 +40,10 @@ func TestSQSBatchConsumer(t *testing.T) {
 	begin, err := b.tel.Begin(queue, telemetry.SystemAWSSQS)
 	require.NoError(t, err)
 	p, err := batch.New[*sql.Tx](store, &batch.Config[*sql.Tx]{
-		Consumer: "billing", Handler: apply, Trace: begin, Observer: b.tel.Observer(nil),
+		InboxConfig: middleware.InboxConfig{Consumer: "billing", Observer: b.tel.Observer(nil)}, Handler: apply, Trace: begin,
 	})
 	require.NoError(t, err)
-	bc, err := sqsbroker.NewBatchConsumer(ctx, p, &sqsbroker.SubscriberConfig{OptFns: opt, Queue: queue, HandlerTimeout: 5 * time.Second}, watermill.NopLogger{})
+	bc, err := sqsbroker.NewBatchConsumer(ctx, p.ProcessErrors, &sqsbroker.SubscriberConfig{OptFns: opt, Queue: queue, AttemptTimeout: 5 * time.Second}, watermill.NopLogger{})
 	require.NoError(t, err)
 	rctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)

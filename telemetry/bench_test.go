@@ -15,7 +15,6 @@ import (
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/ackgap/ackgap"
-	"github.com/ackgap/ackgap/middleware"
 	"github.com/ackgap/ackgap/router"
 	"github.com/ackgap/ackgap/stores"
 	"github.com/ackgap/ackgap/telemetry"
@@ -75,7 +74,7 @@ func BenchmarkRouterChain(b *testing.B) {
 		i := 0
 		for b.Loop() {
 			msg := message.NewMessage("m", []byte(`{}`))
-			msg.Metadata.Set(middleware.MetadataEventIDKey, "evt")
+			msg.Metadata.Set(ackgap.MetadataEventIDKey, "evt")
 			msg.Metadata.Set("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
 			d := &ackgap.Delivery{ConsumerGroup: "g", Partition: 1, Offset: int64(i), HasOffset: true, Confirmation: ackgap.ConfirmationUnobserved}
 			if report {

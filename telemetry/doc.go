@@ -18,7 +18,7 @@
 //	r, err := router.New(store, &router.Config{
 //		DeadLetter:  pub,
 //		Middlewares: []message.HandlerMiddleware{mw}, // outermost
-//		Observer:    obs,
+//		InboxConfig: middleware.InboxConfig{Observer: obs},
 //	})
 //
 // # Spans

@@ -15,6 +15,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/ackgap/ackgap"
 	"github.com/ackgap/ackgap/brokers/gochannelbroker"
 	"github.com/ackgap/ackgap/middleware"
 	"github.com/ackgap/ackgap/router"
@@ -64,7 +65,7 @@ func Example() {
 	r, err := router.New(store, &router.Config{
 		DeadLetter:  pub,
 		Middlewares: []message.HandlerMiddleware{mw}, // outermost
-		Observer:    obs,
+		InboxConfig: middleware.InboxConfig{Observer: obs},
 	})
 	if err != nil {
 		panic(err)
@@ -81,7 +82,7 @@ func Example() {
 
 	for i := range 2 { // the event, then a copy of it
 		msg := message.NewMessage(watermill.NewUUID(), []byte(`{}`))
-		msg.Metadata.Set(middleware.MetadataEventIDKey, "order-42-placed")
+		msg.Metadata.Set(ackgap.MetadataEventIDKey, "order-42-placed")
 		_ = pub.Publish("orders", msg) // returns once the message was acked
 		for len(spans.Ended()) <= i {  // the span ends just after the ack
 			time.Sleep(time.Millisecond)

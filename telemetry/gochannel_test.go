@@ -41,7 +41,7 @@ func onGoChannel(t *testing.T, b *bundle, h router.HandlerFunc[*sql.Tx], tune fu
 
 func newEvent(id string) *message.Message {
 	msg := message.NewMessage(watermill.NewUUID(), []byte(`{"id":"`+id+`"}`))
-	msg.Metadata.Set(middleware.MetadataEventIDKey, id)
+	msg.Metadata.Set(ackgap.MetadataEventIDKey, id)
 	return msg
 }
 

@@ -78,7 +78,7 @@ func TestKafka(t *testing.T) {
 			t.Cleanup(func() { _ = pub.Close() })
 			sub, err := kafkabroker.NewSubscriber(&kafkabroker.SubscriberConfig{
 				Brokers: brokers, ConsumerGroup: group, CommitInterval: tc.interval, FetchMaxWait: tc.fetchWait,
-				HandlerTimeout: 20 * time.Second, SessionTimeout: 2 * time.Second, CloseTimeout: 10 * time.Second,
+				HoldTimeout: 20 * time.Second, SessionTimeout: 2 * time.Second, CloseTimeout: 10 * time.Second,
 			}, watermill.NopLogger{})
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = sub.Close() })
@@ -160,7 +160,7 @@ func TestKafkaFailedNotAcked(t *testing.T) {
 	t.Cleanup(func() { _ = pub.Close() })
 	sub, err := kafkabroker.NewSubscriber(&kafkabroker.SubscriberConfig{
 		Brokers: brokers, ConsumerGroup: group,
-		HandlerTimeout: 20 * time.Second, SessionTimeout: 2 * time.Second, CloseTimeout: 10 * time.Second,
+		HoldTimeout: 20 * time.Second, SessionTimeout: 2 * time.Second, CloseTimeout: 10 * time.Second,
 	}, watermill.NopLogger{})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = sub.Close() })

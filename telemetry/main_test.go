@@ -21,6 +21,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/ackgap/ackgap/internal/testdb"
+	"github.com/ackgap/ackgap/middleware"
 	"github.com/ackgap/ackgap/router"
 	"github.com/ackgap/ackgap/stores"
 	"github.com/ackgap/ackgap/stores/sqlitestore"
@@ -246,7 +247,7 @@ func runRouter(t testing.TB, b *bundle, store stores.Store[*sql.Tx], system, top
 	require.NoError(t, err)
 	cfg := &router.Config{
 		DeadLetter: dead, DeadLetterTopic: topic + ".dlq",
-		Middlewares: []message.HandlerMiddleware{mw}, Observer: obs,
+		Middlewares: []message.HandlerMiddleware{mw}, InboxConfig: middleware.InboxConfig{Observer: obs},
 		MaxAttempts: 1,
 	}
 	if tune != nil {

@@ -15,8 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/attribute"
 
+	"github.com/ackgap/ackgap"
 	"github.com/ackgap/ackgap/brokers/sqsbroker"
-	"github.com/ackgap/ackgap/middleware"
 	"github.com/ackgap/ackgap/telemetry"
 )
 
@@ -78,7 +78,7 @@ func TestSQSLeaseExpired(t *testing.T) {
 	}
 	for range 2 { // two workers of one consumer
 		sub, err := sqsbroker.NewSubscriber(ctx, &sqsbroker.SubscriberConfig{
-			OptFns: opt, Queue: queue, HandlerTimeout: 5 * time.Second, CloseTimeout: 10 * time.Second,
+			OptFns: opt, Queue: queue, AttemptTimeout: 5 * time.Second, CloseTimeout: 10 * time.Second,
 			DisableHeartbeat: true, Workers: 1, MaxNumberOfMessages: 1,
 			VisibilityFactor: 0.4, // the lease (2 s) is shorter than the handler on purpose: case S11
 		}, watermill.NopLogger{})
@@ -89,7 +89,7 @@ func TestSQSLeaseExpired(t *testing.T) {
 
 	pctx, producer := b.producerSpan()
 	msg := message.NewMessage(watermill.NewUUID(), []byte(`{}`))
-	msg.Metadata.Set(middleware.MetadataEventIDKey, "E1")
+	msg.Metadata.Set(ackgap.MetadataEventIDKey, "E1")
 	b.tel.Inject(pctx, msg)
 	require.NoError(t, pub.Publish(queue, msg))
 

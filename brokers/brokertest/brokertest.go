@@ -1,5 +1,5 @@
 // Package brokertest is the redelivery suite every ackgap broker adapter
-// runs (design.md invariant 9), each with an honest [Features] sheet.
+// runs (docs/design.md invariant 9), each with an honest [Features] sheet.
 //
 // It checks what the inbox relies on a broker for: an acked message is not
 // delivered again to the group; a nacked one is; messages keep their event
@@ -7,15 +7,17 @@
 // a subscriber process killed with SIGKILL before the ack is redelivered to
 // the next process and turned into a no-op by the inbox. The crash test
 // runs real child processes: the adapter's test binary re-executed, so its
-// TestMain must call [RunChildIfRequested] first:
+// TestMain must call [RunChildIfRequested] first. The suite depends on no
+// store: the adapter passes a [StoreFactory] for the store its routers run
+// on (any store; the adapters of this module use SQLite files):
 //
 //	func TestMain(m *testing.M) {
-//		brokertest.RunChildIfRequested(newBroker)
+//		brokertest.RunChildIfRequested(newBroker, storeFactory)
 //		goleak.VerifyTestMain(m)
 //	}
 //
 //	func TestRedelivery(t *testing.T) {
-//		brokertest.Run(t, &brokertest.Harness{Features: ..., New: newBroker})
+//		brokertest.Run(t, &brokertest.Harness[*sql.Tx]{Features: ..., New: newBroker, Store: storeFactory})
 //	}
 package brokertest
 
@@ -23,7 +25,6 @@ import (
 	"bufio"
 	"context"
 	"crypto/rand"
-	"database/sql"
 	"encoding/hex"
 	"fmt"
 	"io"
@@ -40,10 +41,10 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ackgap/ackgap"
 	"github.com/ackgap/ackgap/middleware"
 	"github.com/ackgap/ackgap/router"
 	"github.com/ackgap/ackgap/stores"
-	"github.com/ackgap/ackgap/stores/sqlitestore"
 )
 
 // Broker makes publishers and subscribers of one broker. Topic names are
@@ -80,14 +81,40 @@ type Features struct {
 	RedeliveryWait time.Duration
 }
 
-// Harness is an adapter's entry to the suite.
-type Harness struct {
+// StoreFactory makes the store the suite's routers run on, for the checks
+// that count how often each event was applied (the crash and rebalance
+// checks). The test and its child processes share one store, named by a
+// DSN. TTx is the store's transaction type.
+type StoreFactory[TTx any] struct {
+	// Create makes a fresh store for one test, migrated, with a record of
+	// applications that Apply writes and Applied reads (no unique key: a
+	// second application of an event shows), and returns its DSN. It
+	// removes the store when t ends.
+	Create func(t *testing.T) (dsn string)
+	// Open opens the store at dsn, in the test or a child process, and
+	// returns it with the function that closes it.
+	Open func(ctx context.Context, dsn string) (store stores.Store[TTx], closeFn func() error, err error)
+	// Apply records one application of eventID in tx, the message's
+	// transaction.
+	Apply func(ctx context.Context, tx TTx, eventID string) error
+	// Applied returns how many times each event id was applied in the
+	// store at dsn.
+	Applied func(ctx context.Context, dsn string) (map[string]int, error)
+}
+
+// Harness is an adapter's entry to the suite; TTx is the transaction type
+// of Store.
+type Harness[TTx any] struct {
 	Features Features
 	New      NewBrokerFunc
+	// Store makes the stores of the crash and rebalance checks. Required
+	// when Features.SurvivesSubscriberCrash or Features.ConsumerGroups is
+	// set.
+	Store StoreFactory[TTx]
 }
 
 // Run runs the suite.
-func Run(t *testing.T, h *Harness) {
+func Run[TTx any](t *testing.T, h *Harness[TTx]) {
 	if h.Features.RedeliveryWait == 0 {
 		h.Features.RedeliveryWait = 30 * time.Second
 	}
@@ -121,11 +148,11 @@ func unique(prefix string) string {
 
 func newMessage(eventID, payload string) *message.Message {
 	msg := message.NewMessage(watermill.NewUUID(), []byte(payload))
-	msg.Metadata.Set(middleware.MetadataEventIDKey, eventID)
+	msg.Metadata.Set(ackgap.MetadataEventIDKey, eventID)
 	return msg
 }
 
-func open(t *testing.T, h *Harness) (Broker, message.Publisher) {
+func open[TTx any](t *testing.T, h *Harness[TTx]) (Broker, message.Publisher) {
 	t.Helper()
 	b, err := h.New()
 	require.NoError(t, err)
@@ -185,7 +212,7 @@ func receive(t *testing.T, msgs <-chan *message.Message, wait time.Duration) *me
 	}
 }
 
-func metadataEndToEnd(t *testing.T, h *Harness) {
+func metadataEndToEnd[TTx any](t *testing.T, h *Harness[TTx]) {
 	b, pub := open(t, h)
 	topic := unique("bt-meta")
 	msgs, _ := subscribe(t, b, unique("g"), topic)
@@ -196,7 +223,7 @@ func metadataEndToEnd(t *testing.T, h *Harness) {
 	got := receive(t, msgs, h.Features.RedeliveryWait)
 	got.Ack()
 	require.Equal(t, `{"order_id":"o1"}`, string(got.Payload))
-	for _, k := range []string{middleware.MetadataEventIDKey, "traceparent", "tenant"} {
+	for _, k := range []string{ackgap.MetadataEventIDKey, "traceparent", "tenant"} {
 		require.Equal(t, msg.Metadata.Get(k), got.Metadata.Get(k), "metadata %q", k)
 	}
 }
@@ -204,7 +231,7 @@ func metadataEndToEnd(t *testing.T, h *Harness) {
 // ackedIsNotRedelivered acks N messages, then reads the group again with a
 // new subscriber until a marker published afterwards arrives: none of the
 // acked messages may come before it.
-func ackedIsNotRedelivered(t *testing.T, h *Harness) {
+func ackedIsNotRedelivered[TTx any](t *testing.T, h *Harness[TTx]) {
 	b, pub := open(t, h)
 	topic, group := unique("bt-ack"), unique("g")
 	const n = 10
@@ -217,7 +244,7 @@ func ackedIsNotRedelivered(t *testing.T, h *Harness) {
 	seen := map[string]bool{}
 	for len(seen) < n {
 		m := receive(t, msgs, h.Features.RedeliveryWait)
-		seen[m.Metadata.Get(middleware.MetadataEventIDKey)] = true
+		seen[m.Metadata.Get(ackgap.MetadataEventIDKey)] = true
 		require.True(t, m.Ack())
 	}
 	stop()
@@ -227,7 +254,7 @@ func ackedIsNotRedelivered(t *testing.T, h *Harness) {
 	for {
 		m := receive(t, msgs, h.Features.RedeliveryWait)
 		m.Ack()
-		id := m.Metadata.Get(middleware.MetadataEventIDKey)
+		id := m.Metadata.Get(ackgap.MetadataEventIDKey)
 		if id == "marker" {
 			return
 		}
@@ -235,7 +262,7 @@ func ackedIsNotRedelivered(t *testing.T, h *Harness) {
 	}
 }
 
-func nackRedelivers(t *testing.T, h *Harness) {
+func nackRedelivers[TTx any](t *testing.T, h *Harness[TTx]) {
 	b, pub := open(t, h)
 	topic := unique("bt-nack")
 	msgs, _ := subscribe(t, b, unique("g"), topic)
@@ -244,7 +271,7 @@ func nackRedelivers(t *testing.T, h *Harness) {
 	require.True(t, first.Nack())
 	again := receive(t, msgs, h.Features.RedeliveryWait)
 	again.Ack()
-	require.Equal(t, "N1", again.Metadata.Get(middleware.MetadataEventIDKey))
+	require.Equal(t, "N1", again.Metadata.Get(ackgap.MetadataEventIDKey))
 	require.Equal(t, "payload-n1", string(again.Payload))
 }
 
@@ -265,11 +292,11 @@ const (
 // RunChildIfRequested turns the process into a suite child when the
 // parent asked for one (env ACKGAP_BROKERTEST_CHILD=1) and exits; it
 // returns at once otherwise. Call it first in TestMain.
-func RunChildIfRequested(newBroker NewBrokerFunc) {
+func RunChildIfRequested[TTx any](newBroker NewBrokerFunc, sf StoreFactory[TTx]) {
 	if os.Getenv(envChild) != "1" {
 		return
 	}
-	if err := runChild(newBroker); err != nil {
+	if err := runChild(newBroker, sf); err != nil {
 		fmt.Fprintln(os.Stderr, "brokertest child:", err)
 		os.Exit(2)
 	}
@@ -281,13 +308,13 @@ func RunChildIfRequested(newBroker NewBrokerFunc) {
 // unique key: a second apply would show as a second row). On the event
 // named by envHangOn the handler's transaction commits, then the child
 // prints HANGING and blocks before the ack until it is killed.
-func runChild(newBroker NewBrokerFunc) error {
+func runChild[TTx any](newBroker NewBrokerFunc, sf StoreFactory[TTx]) error {
 	ctx := context.Background()
-	store, err := sqlitestore.Open(ctx, os.Getenv(envDB), nil)
+	store, closeStore, err := sf.Open(ctx, os.Getenv(envDB))
 	if err != nil {
 		return err
 	}
-	defer store.Close()
+	defer func() { _ = closeStore() }()
 	b, err := newBroker()
 	if err != nil {
 		return err
@@ -306,28 +333,27 @@ func runChild(newBroker NewBrokerFunc) error {
 	hang := func(h message.HandlerFunc) message.HandlerFunc {
 		return func(msg *message.Message) ([]*message.Message, error) {
 			produced, err := h(msg)
-			if err == nil && hangOn != "" && msg.Metadata.Get(middleware.MetadataEventIDKey) == hangOn {
+			if err == nil && hangOn != "" && msg.Metadata.Get(ackgap.MetadataEventIDKey) == hangOn {
 				say(lineHanging + " " + hangOn) // committed; the ack never comes
 				select {}
 			}
 			return produced, err
 		}
 	}
-	r, err := router.New[*sql.Tx](store, &router.Config{
+	r, err := router.New(store, &router.Config{
 		DeadLetter:  discard{},
 		Middlewares: []message.HandlerMiddleware{hang},
-		Observer: func(_ context.Context, rep *middleware.Report) {
+		InboxConfig: middleware.InboxConfig{Observer: func(_ context.Context, rep *middleware.Report) {
 			say("%s %s %s", lineOutcome, rep.EventID, rep.Outcome)
-		},
+		}},
 	})
 	if err != nil {
 		return err
 	}
 	delay, _ := time.ParseDuration(os.Getenv(envDelay))
-	err = r.AddHandler("brokertest", os.Getenv(envTopic), sub, func(ctx context.Context, tx *sql.Tx, msg *message.Message) error {
+	err = r.AddHandler("brokertest", os.Getenv(envTopic), sub, func(ctx context.Context, tx TTx, msg *message.Message) error {
 		time.Sleep(delay) // work inside the transaction, so a rebalance finds messages in flight
-		_, err := tx.ExecContext(ctx, `INSERT INTO applied (event_id) VALUES (?)`, msg.Metadata.Get(middleware.MetadataEventIDKey))
-		return err
+		return sf.Apply(ctx, tx, msg.Metadata.Get(ackgap.MetadataEventIDKey))
 	})
 	if err != nil {
 		return err
@@ -411,36 +437,18 @@ func (c *child) waitFor(t *testing.T, prefix string, wait time.Duration, outcome
 	}
 }
 
-// crashDB makes the SQLite file the children share: ackgap's tables and
-// "applied", one row per application of an event.
-func crashDB(t *testing.T) (*sqlitestore.Store, string) {
+// crashDB makes the store the children share, and returns its DSN.
+func crashDB[TTx any](t *testing.T, h *Harness[TTx]) string {
 	t.Helper()
-	ctx := context.Background()
-	dbPath := t.TempDir() + "/brokertest.db"
-	store, err := sqlitestore.Open(ctx, dbPath, nil)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = store.Close() })
-	_, err = store.Migrate(ctx, &stores.MigrateParams{})
-	require.NoError(t, err)
-	_, err = store.DB().Exec(`CREATE TABLE applied (event_id TEXT NOT NULL)`)
-	require.NoError(t, err)
-	return store, dbPath
+	require.NotNil(t, h.Store.Create, "Harness.Store is required for this check")
+	return h.Store.Create(t)
 }
 
 // appliedCounts returns how many times each event was applied.
-func appliedCounts(t *testing.T, store *sqlitestore.Store) map[string]int {
+func appliedCounts[TTx any](t *testing.T, h *Harness[TTx], dsn string) map[string]int {
 	t.Helper()
-	rows, err := store.DB().Query(`SELECT event_id, count(*) FROM applied GROUP BY event_id`)
+	applied, err := h.Store.Applied(context.Background(), dsn)
 	require.NoError(t, err)
-	defer rows.Close()
-	applied := map[string]int{}
-	for rows.Next() {
-		var id string
-		var n int
-		require.NoError(t, rows.Scan(&id, &n))
-		applied[id] = n
-	}
-	require.NoError(t, rows.Err())
 	return applied
 }
 
@@ -448,8 +456,8 @@ func appliedCounts(t *testing.T, store *sqlitestore.Store) map[string]int {
 // a second member of the group part-way (a rebalance moves partitions
 // while messages are in flight), and checks every event was applied
 // exactly once across both processes.
-func rebalanceMidStream(t *testing.T, h *Harness) {
-	store, dbPath := crashDB(t)
+func rebalanceMidStream[TTx any](t *testing.T, h *Harness[TTx]) {
+	dbPath := crashDB(t, h)
 	_, pub := open(t, h)
 	topic, group := unique("bt-rebalance"), unique("g")
 	env := []string{envDB + "=" + dbPath, envTopic + "=" + topic, envGroup + "=" + group, envDelay + "=4ms"}
@@ -469,7 +477,7 @@ func rebalanceMidStream(t *testing.T, h *Harness) {
 	b := startChild(t, env...)
 	deadline := time.Now().Add(4 * h.Features.RedeliveryWait)
 	for {
-		if counts := appliedCounts(t, store); len(counts) == n {
+		if counts := appliedCounts(t, h, dbPath); len(counts) == n {
 			break
 		}
 		require.True(t, time.Now().Before(deadline), "not all %d events applied in time", n)
@@ -487,15 +495,15 @@ func rebalanceMidStream(t *testing.T, h *Harness) {
 	}
 	require.Positive(t, byB, "the second member never got a partition: no rebalance happened")
 	t.Logf("rebalance: the second member applied %d of %d events", byB, n)
-	counts := appliedCounts(t, store)
+	counts := appliedCounts(t, h, dbPath)
 	require.Len(t, counts, n)
 	for id, k := range counts {
 		require.Equal(t, 1, k, "event %s applied %d times", id, k)
 	}
 }
 
-func killedInAckGap(t *testing.T, h *Harness) {
-	store, dbPath := crashDB(t)
+func killedInAckGap[TTx any](t *testing.T, h *Harness[TTx]) {
+	dbPath := crashDB(t, h)
 
 	_, pub := open(t, h)
 	topic, group := unique("bt-crash"), unique("g")
@@ -530,6 +538,6 @@ func killedInAckGap(t *testing.T, h *Harness) {
 	require.NoError(t, second.cmd.Process.Signal(syscall.SIGTERM))
 	require.NoError(t, second.cmd.Wait())
 
-	applied := appliedCounts(t, store)
+	applied := appliedCounts(t, h, dbPath)
 	require.Equal(t, map[string]int{"K1": 1, "K2": 1, "K3": 1}, applied, "each event applied exactly once across the crash")
 }

@@ -2,6 +2,7 @@ package gochannelbroker_test
 
 import (
 	"context"
+	"database/sql"
 	"testing"
 
 	"github.com/ThreeDotsLabs/watermill/message"
@@ -11,6 +12,7 @@ import (
 	"github.com/ackgap/ackgap"
 	"github.com/ackgap/ackgap/brokers/brokertest"
 	"github.com/ackgap/ackgap/brokers/gochannelbroker"
+	"github.com/ackgap/ackgap/internal/sqlitebrokertest"
 )
 
 // broker is shared by the suite's tests in this process; GoChannel is
@@ -20,12 +22,13 @@ var broker = gochannelbroker.New(nil)
 func newBroker() (brokertest.Broker, error) { return broker, nil }
 
 func TestMain(m *testing.M) {
-	brokertest.RunChildIfRequested(newBroker)
+	brokertest.RunChildIfRequested(newBroker, sqlitebrokertest.Store())
 	goleak.VerifyTestMain(m, goleak.Cleanup(func(int) { _ = broker.Close() }))
 }
 
 func TestRedelivery(t *testing.T) {
-	brokertest.Run(t, &brokertest.Harness{
+	brokertest.Run(t, &brokertest.Harness[*sql.Tx]{
+		Store:    sqlitebrokertest.Store(),
 		Features: brokertest.Features{NackRedelivers: true, SurvivesSubscriberCrash: false},
 		New:      newBroker,
 	})

@@ -49,7 +49,7 @@ func TestS06FailedCommitNotMarkedAtClose(t *testing.T) {
 	store := &failFirstCommit{Store: b.store}
 	rep := &reports{}
 	cfg := &router.Config{
-		DeadLetter: pub, DeadLetterTopic: topic + ".dlq", Observer: rep.observe, Logger: testLogger(),
+		DeadLetter: pub, DeadLetterTopic: topic + ".dlq", InboxConfig: middleware.InboxConfig{Observer: rep.observe}, Logger: testLogger(),
 		RetryInitialInterval: 10 * time.Second, RetryMaxInterval: 10 * time.Second, // the close lands in this backoff
 	}
 	r, err := router.New[*sql.Tx](store, cfg)

@@ -7,8 +7,6 @@ import (
 
 	"github.com/IBM/sarama"
 	"github.com/ThreeDotsLabs/watermill-kafka/v3/pkg/kafka"
-
-	"github.com/ackgap/ackgap/router"
 )
 
 // VersionDefault is the Kafka protocol version ackgap's clients speak by
@@ -27,21 +25,21 @@ var VersionMin = sarama.V2_1_0_0
 
 // Defaults and limits of [SubscriberConfig].
 const (
-	// HandlerTimeoutDefault is the default SubscriberConfig.HandlerTimeout.
+	// HoldTimeoutDefault is the default SubscriberConfig.HoldTimeout.
 	// It covers package router's defaults: 30 s per attempt × 3 attempts
-	// plus backoff is about 91 s (see [MaxHoldTime]).
-	HandlerTimeoutDefault = 2 * time.Minute
-	// HandlerTimeoutMax is the longest HandlerTimeout accepted, ackgap's
+	// plus backoff is about 91 s (see router.MaxHoldTime).
+	HoldTimeoutDefault = 2 * time.Minute
+	// HoldTimeoutMax is the longest HoldTimeout accepted, ackgap's
 	// counterpart of the Java consumer's max.poll.interval.ms (default
 	// 300000 ms, 5 min). A partition's next message waits behind the one in
 	// the handler, and a rebalance waits for every member's in-flight
-	// message, stalling the whole group for up to HandlerTimeout. Work that
+	// message, stalling the whole group for up to HoldTimeout. Work that
 	// takes longer belongs in the outbox: record it, ack, and let the relay
 	// do it.
-	HandlerTimeoutMax = 5 * time.Minute
+	HoldTimeoutMax = 5 * time.Minute
 	// CommitMargin is the time a member needs after its handler returns to
 	// ack, commit the offset and send JoinGroup: RebalanceTimeout must be at
-	// least HandlerTimeout + CommitMargin, and defaults to that.
+	// least HoldTimeout + CommitMargin, and defaults to that.
 	CommitMargin = 5 * time.Second
 	// SessionTimeoutDefault is the default SessionTimeout, Sarama's default.
 	SessionTimeoutDefault = 10 * time.Second
@@ -91,13 +89,13 @@ type SubscriberConfig struct {
 	// watermill-kafka reads every partition from the start and commits
 	// nothing, so every restart replays the whole topic.
 	ConsumerGroup string
-	// HandlerTimeout is the longest the handler chain may hold one message
+	// HoldTimeout is the longest the handler chain may hold one message
 	// before it is acked or nacked, every in-place attempt included: with
 	// package router that is Config.HandlerTimeout × MaxAttempts plus the
-	// backoff, which [MaxHoldTime] computes. It sets the default
-	// RebalanceTimeout. Default HandlerTimeoutDefault (2 min), at most
-	// HandlerTimeoutMax (5 min).
-	HandlerTimeout time.Duration
+	// backoff, which router.MaxHoldTime computes. It sets the default
+	// RebalanceTimeout. Default HoldTimeoutDefault (2 min), at most
+	// HoldTimeoutMax (5 min).
+	HoldTimeout time.Duration
 	// RebalanceTimeout is Sarama's Consumer.Group.Rebalance.Timeout, sent
 	// to the broker as JoinGroup's rebalance timeout (Kafka
 	// rebalance.timeout.ms): once a rebalance starts, each member has this
@@ -109,7 +107,7 @@ type SubscriberConfig struct {
 	// cancelled before ack"): the message is redelivered to the
 	// partition's next owner, and the inbox skips it as a duplicate. So a
 	// rebalance in the middle of a stream costs a few duplicates, never a
-	// double apply. Default HandlerTimeout + CommitMargin; less than that
+	// double apply. Default HoldTimeout + CommitMargin; less than that
 	// is a config error.
 	RebalanceTimeout time.Duration
 	// SessionTimeout is Sarama's Consumer.Group.Session.Timeout (Kafka
@@ -174,7 +172,7 @@ type SubscriberConfig struct {
 	// ConfigureSarama, when set, is called on the Sarama config after
 	// ackgap's settings, for TLS, SASL or a client id. NewSubscriber then
 	// re-checks the settings ackgap relies on (auto-commit as CommitInterval
-	// says, RebalanceTimeout against HandlerTimeout, Offsets.Initial oldest
+	// says, RebalanceTimeout against HoldTimeout, Offsets.Initial oldest
 	// or newest); changing them is a config error. Default nil.
 	ConfigureSarama func(c *sarama.Config)
 }
@@ -182,11 +180,11 @@ type SubscriberConfig struct {
 // WithDefaults returns a copy of c with every zero field set to its
 // default.
 func (c SubscriberConfig) WithDefaults() SubscriberConfig {
-	if c.HandlerTimeout == 0 {
-		c.HandlerTimeout = HandlerTimeoutDefault
+	if c.HoldTimeout == 0 {
+		c.HoldTimeout = HoldTimeoutDefault
 	}
 	if c.RebalanceTimeout == 0 {
-		c.RebalanceTimeout = c.HandlerTimeout + CommitMargin
+		c.RebalanceTimeout = c.HoldTimeout + CommitMargin
 	}
 	if c.SessionTimeout == 0 {
 		c.SessionTimeout = SessionTimeoutDefault
@@ -218,11 +216,11 @@ func (c SubscriberConfig) validate() error {
 	if c.ConsumerGroup == "" {
 		errs = append(errs, errors.New("ConsumerGroup is empty: without a consumer group no offset is committed and every restart replays the topic"))
 	}
-	if c.HandlerTimeout <= 0 || c.HandlerTimeout > HandlerTimeoutMax {
-		errs = append(errs, fmt.Errorf("HandlerTimeout is %s, must be in (0, %s] (HandlerTimeoutMax, like Kafka's max.poll.interval.ms default): move longer work to the outbox", c.HandlerTimeout, HandlerTimeoutMax))
+	if c.HoldTimeout <= 0 || c.HoldTimeout > HoldTimeoutMax {
+		errs = append(errs, fmt.Errorf("HoldTimeout is %s, must be in (0, %s] (HoldTimeoutMax, like Kafka's max.poll.interval.ms default): move longer work to the outbox", c.HoldTimeout, HoldTimeoutMax))
 	}
-	if c.RebalanceTimeout < c.HandlerTimeout+CommitMargin {
-		errs = append(errs, fmt.Errorf("RebalanceTimeout is %s, must be at least HandlerTimeout (%s) + CommitMargin (%s): a rebalance waits for the in-flight message, and a member that takes longer is removed from the group", c.RebalanceTimeout, c.HandlerTimeout, CommitMargin))
+	if c.RebalanceTimeout < c.HoldTimeout+CommitMargin {
+		errs = append(errs, fmt.Errorf("RebalanceTimeout is %s, must be at least HoldTimeout (%s) + CommitMargin (%s): a rebalance waits for the in-flight message, and a member that takes longer is removed from the group", c.RebalanceTimeout, c.HoldTimeout, CommitMargin))
 	}
 	if c.SessionTimeout < SessionTimeoutMin || c.SessionTimeout > SessionTimeoutMax {
 		errs = append(errs, fmt.Errorf("SessionTimeout is %s, must be in [%s, %s] (and within the broker's group.min/max.session.timeout.ms)", c.SessionTimeout, SessionTimeoutMin, SessionTimeoutMax))
@@ -265,7 +263,7 @@ func (c SubscriberConfig) validate() error {
 // With OffsetOldest, a group whose committed offsets expired (broker
 // offsets.retention.minutes, 7 days by default, counted from when the group
 // became empty) also restarts at the oldest retained record: keep inbox
-// rows at least as long as the topic's retention (design.md invariant 8).
+// rows at least as long as the topic's retention (docs/design.md invariant 8).
 func (c SubscriberConfig) SaramaConfig() *sarama.Config {
 	c = c.WithDefaults()
 	sc := kafka.DefaultSaramaSubscriberConfig()
@@ -294,8 +292,8 @@ func (c SubscriberConfig) checkSarama(sc *sarama.Config) error {
 	if sc.Consumer.Offsets.AutoCommit.Enable != (c.CommitInterval > 0) {
 		errs = append(errs, fmt.Errorf("ConfigureSarama set Consumer.Offsets.AutoCommit.Enable to %t: set CommitInterval instead (0 commits after each ack)", sc.Consumer.Offsets.AutoCommit.Enable))
 	}
-	if sc.Consumer.Group.Rebalance.Timeout < c.HandlerTimeout+CommitMargin {
-		errs = append(errs, fmt.Errorf("ConfigureSarama set Consumer.Group.Rebalance.Timeout to %s, below HandlerTimeout (%s) + CommitMargin (%s)", sc.Consumer.Group.Rebalance.Timeout, c.HandlerTimeout, CommitMargin))
+	if sc.Consumer.Group.Rebalance.Timeout < c.HoldTimeout+CommitMargin {
+		errs = append(errs, fmt.Errorf("ConfigureSarama set Consumer.Group.Rebalance.Timeout to %s, below HoldTimeout (%s) + CommitMargin (%s)", sc.Consumer.Group.Rebalance.Timeout, c.HoldTimeout, CommitMargin))
 	}
 	if i := sc.Consumer.Offsets.Initial; i != sarama.OffsetOldest && i != sarama.OffsetNewest {
 		errs = append(errs, fmt.Errorf("ConfigureSarama set Consumer.Offsets.Initial to %d: want sarama.OffsetOldest or sarama.OffsetNewest", i))
@@ -310,24 +308,4 @@ func (c SubscriberConfig) checkSarama(sc *sarama.Config) error {
 		return fmt.Errorf("invalid config: %w", err)
 	}
 	return nil
-}
-
-// MaxHoldTime returns the longest package router holds one message with
-// cfg (nil means its defaults): HandlerTimeout for each of MaxAttempts
-// attempts plus the longest backoff between them (the router's exponential
-// backoff, factor 2, capped at RetryMaxInterval, with 20% jitter). Use it
-// as SubscriberConfig.HandlerTimeout.
-func MaxHoldTime(cfg *router.Config) time.Duration {
-	var c router.Config
-	if cfg != nil {
-		c = *cfg
-	}
-	c = c.WithDefaults()
-	total := time.Duration(c.MaxAttempts) * c.HandlerTimeout
-	interval := c.RetryInitialInterval
-	for i := 1; i < c.MaxAttempts; i++ {
-		total += interval + interval/5
-		interval = min(2*interval, c.RetryMaxInterval)
-	}
-	return total
 }

@@ -34,13 +34,13 @@ func TestSubscriberConfigValidation(t *testing.T) {
 		{"empty: every problem at once", &kafkabroker.SubscriberConfig{},
 			[]string{"invalid config", "Brokers is empty", "ConsumerGroup is empty: without a consumer group no offset is committed"}},
 		{"empty broker", &kafkabroker.SubscriberConfig{Brokers: []string{"a:9092", ""}, ConsumerGroup: "g"}, []string{"Brokers[1] is empty"}},
-		{"handler timeout over the max.poll-like bound", &kafkabroker.SubscriberConfig{Brokers: []string{"a:9092"}, ConsumerGroup: "g", HandlerTimeout: 6 * time.Minute},
-			[]string{"HandlerTimeout is 6m0s, must be in (0, 5m0s]"}},
-		{"negative handler timeout", &kafkabroker.SubscriberConfig{Brokers: []string{"a:9092"}, ConsumerGroup: "g", HandlerTimeout: -time.Second},
-			[]string{"HandlerTimeout is -1s"}},
+		{"handler timeout over the max.poll-like bound", &kafkabroker.SubscriberConfig{Brokers: []string{"a:9092"}, ConsumerGroup: "g", HoldTimeout: 6 * time.Minute},
+			[]string{"HoldTimeout is 6m0s, must be in (0, 5m0s]"}},
+		{"negative handler timeout", &kafkabroker.SubscriberConfig{Brokers: []string{"a:9092"}, ConsumerGroup: "g", HoldTimeout: -time.Second},
+			[]string{"HoldTimeout is -1s"}},
 		{"handler timeout beyond the rebalance timeout", &kafkabroker.SubscriberConfig{Brokers: []string{"a:9092"}, ConsumerGroup: "g",
-			HandlerTimeout: time.Minute, RebalanceTimeout: 61 * time.Second},
-			[]string{"RebalanceTimeout is 1m1s, must be at least HandlerTimeout (1m0s) + CommitMargin (5s)"}},
+			HoldTimeout: time.Minute, RebalanceTimeout: 61 * time.Second},
+			[]string{"RebalanceTimeout is 1m1s, must be at least HoldTimeout (1m0s) + CommitMargin (5s)"}},
 		{"all the rest at once", &kafkabroker.SubscriberConfig{Brokers: []string{"a:9092"}, ConsumerGroup: "g",
 			SessionTimeout: 500 * time.Millisecond, CommitInterval: -time.Second, FetchMaxWait: time.Microsecond,
 			CloseTimeout: -time.Second, Version: sarama.V1_0_0_0, NackResendSleep: -time.Second},
@@ -60,7 +60,7 @@ func TestSubscriberConfigValidation(t *testing.T) {
 				c.Consumer.Group.Rebalance.Timeout = time.Second
 				c.Consumer.Offsets.Initial = 7
 			}},
-			[]string{"Rebalance.Timeout to 1s, below HandlerTimeout (2m0s)", "Offsets.Initial to 7"}},
+			[]string{"Rebalance.Timeout to 1s, below HoldTimeout (2m0s)", "Offsets.Initial to 7"}},
 		{"Sarama's own checks", &kafkabroker.SubscriberConfig{Brokers: []string{"a:9092"}, ConsumerGroup: "g",
 			ConfigureSarama: func(c *sarama.Config) { c.Consumer.Group.Heartbeat.Interval = time.Hour }},
 			[]string{"sarama:", "Heartbeat.Interval must be < Consumer.Group.Session.Timeout"}},
@@ -85,12 +85,12 @@ func TestSubscriberSaramaConfig(t *testing.T) {
 	require.Equal(t, 10*time.Millisecond, sc.Consumer.MaxWaitTime)
 	require.Equal(t, 10*time.Second, sc.Consumer.Group.Session.Timeout)
 	require.Equal(t, 10*time.Second/3, sc.Consumer.Group.Heartbeat.Interval)
-	require.Equal(t, kafkabroker.HandlerTimeoutDefault+kafkabroker.CommitMargin, sc.Consumer.Group.Rebalance.Timeout)
+	require.Equal(t, kafkabroker.HoldTimeoutDefault+kafkabroker.CommitMargin, sc.Consumer.Group.Rebalance.Timeout)
 	require.Equal(t, sarama.V2_8_0_0, sc.Version)
 	require.True(t, sc.Consumer.Return.Errors)
 	require.NoError(t, sc.Validate())
 
-	sc = kafkabroker.SubscriberConfig{CommitInterval: time.Second, HandlerTimeout: 10 * time.Second, SessionTimeout: 3 * time.Second}.SaramaConfig()
+	sc = kafkabroker.SubscriberConfig{CommitInterval: time.Second, HoldTimeout: 10 * time.Second, SessionTimeout: 3 * time.Second}.SaramaConfig()
 	require.True(t, sc.Consumer.Offsets.AutoCommit.Enable)
 	require.Equal(t, time.Second, sc.Consumer.Offsets.AutoCommit.Interval)
 	require.Equal(t, 500*time.Millisecond, sc.Consumer.MaxWaitTime)
@@ -135,13 +135,7 @@ func TestPublisherConfig(t *testing.T) {
 	require.NoError(t, sc.Validate())
 }
 
-func TestMaxHoldTime(t *testing.T) {
+func TestHoldTimeoutDefaultCoversRouterDefaults(t *testing.T) {
 	t.Parallel()
-	// Router defaults: 3 attempts of 30 s, backoff 100 ms then 200 ms, +20%.
-	require.Equal(t, 90*time.Second+120*time.Millisecond+240*time.Millisecond, kafkabroker.MaxHoldTime(nil))
-	require.LessOrEqual(t, kafkabroker.MaxHoldTime(nil), kafkabroker.HandlerTimeoutDefault)
-	require.Equal(t, 5*time.Second, kafkabroker.MaxHoldTime(&router.Config{HandlerTimeout: 5 * time.Second, MaxAttempts: 1}))
-	// The backoff is capped at RetryMaxInterval.
-	require.Equal(t, 4*time.Second+(100+200+250)*time.Millisecond*6/5,
-		kafkabroker.MaxHoldTime(&router.Config{HandlerTimeout: time.Second, MaxAttempts: 4, RetryInitialInterval: 100 * time.Millisecond, RetryMaxInterval: 250 * time.Millisecond}))
+	require.LessOrEqual(t, router.MaxHoldTime(nil), kafkabroker.HoldTimeoutDefault)
 }

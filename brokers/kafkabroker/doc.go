@@ -5,7 +5,7 @@
 //	sub, err := kafkabroker.NewSubscriber(&kafkabroker.SubscriberConfig{
 //		Brokers:        brokers,
 //		ConsumerGroup:  "billing",
-//		HandlerTimeout: kafkabroker.MaxHoldTime(&routerCfg),
+//		HoldTimeout: router.MaxHoldTime(&routerCfg),
 //	}, logger)
 //	routerCfg.DeadLetter, routerCfg.DeadLetterTopic = pub, "orders.dlq"
 //	r, err := router.New(store, &routerCfg)
@@ -77,9 +77,9 @@
 // expire the group session (unlike the Java client's poll loop). What a
 // slow handler meets is the rebalance: each member must finish its
 // in-flight messages and rejoin within the rebalance timeout, so
-// SubscriberConfig.HandlerTimeout (the router's hold time, see
-// [MaxHoldTime]) must stay below RebalanceTimeout by [CommitMargin], and at
-// most [HandlerTimeoutMax] (5 min, the Java max.poll.interval.ms default).
+// SubscriberConfig.HoldTimeout (the router's hold time, see
+// router.MaxHoldTime) must stay below RebalanceTimeout by [CommitMargin], and at
+// most [HoldTimeoutMax] (5 min, the Java max.poll.interval.ms default).
 //
 // # Local broker
 //

@@ -10,7 +10,6 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 
 	"github.com/ackgap/ackgap"
-	"github.com/ackgap/ackgap/middleware"
 )
 
 // MetadataPartitionKey is the Watermill metadata key whose value the
@@ -26,7 +25,7 @@ const MetadataPartitionKey = "partition_key"
 var ErrEventIDAlreadySet = errors.New("kafkabroker: message already has a different event id")
 
 // NewEvent returns a Watermill message with payload whose event id
-// (metadata key middleware.MetadataEventIDKey, "event_id") is eventID. The
+// (metadata key ackgap.MetadataEventIDKey, "event_id") is eventID. The
 // message UUID is eventID as well, so Watermill's logs name the event.
 //
 // eventID must be stable for the business event ("order-42-placed", a UUID
@@ -35,13 +34,13 @@ var ErrEventIDAlreadySet = errors.New("kafkabroker: message already has a differ
 // returns an error wrapping ackgap.ErrMissingEventID for an empty id,
 // ackgap.ErrEventIDInvalid for one that is not valid UTF-8 or holds a NUL
 // byte, and ackgap.ErrEventIDTooLong for one over
-// middleware.MaxEventIDBytesDefault (255) bytes (middleware.CheckEventID).
+// ackgap.MaxEventIDBytesDefault (255) bytes (ackgap.CheckEventID).
 func NewEvent(eventID string, payload []byte) (*message.Message, error) {
 	if err := checkEventID(eventID); err != nil {
 		return nil, err
 	}
 	msg := message.NewMessage(eventID, payload)
-	msg.Metadata.Set(middleware.MetadataEventIDKey, eventID)
+	msg.Metadata.Set(ackgap.MetadataEventIDKey, eventID)
 	return msg, nil
 }
 
@@ -55,9 +54,9 @@ func StampEventID(msg *message.Message, eventID string) error {
 	if err := checkEventID(eventID); err != nil {
 		return err
 	}
-	switch have := msg.Metadata.Get(middleware.MetadataEventIDKey); have {
+	switch have := msg.Metadata.Get(ackgap.MetadataEventIDKey); have {
 	case "":
-		msg.Metadata.Set(middleware.MetadataEventIDKey, eventID)
+		msg.Metadata.Set(ackgap.MetadataEventIDKey, eventID)
 		return nil
 	case eventID:
 		return nil
@@ -70,7 +69,7 @@ func checkEventID(id string) error {
 	if id == "" {
 		return fmt.Errorf("kafkabroker: %w: an event id is assigned once by the producer and cannot be empty", ackgap.ErrMissingEventID)
 	}
-	if err := middleware.CheckEventID(id, middleware.MaxEventIDBytesDefault); err != nil {
+	if err := ackgap.CheckEventID(id, ackgap.MaxEventIDBytesDefault); err != nil {
 		return fmt.Errorf("kafkabroker: %w", err)
 	}
 	return nil
@@ -87,7 +86,7 @@ func PartitionFromContext(ctx context.Context) (int32, bool) {
 // OffsetFromContext returns the Kafka offset of the message whose context
 // is ctx, and false for a message that did not come from a Kafka
 // subscriber. An offset names one copy of a message in one partition: it
-// is never a dedupe key (design.md invariant 5). Passes through to
+// is never a dedupe key (docs/design.md invariant 5). Passes through to
 // kafka.MessagePartitionOffsetFromCtx.
 func OffsetFromContext(ctx context.Context) (int64, bool) {
 	return kafka.MessagePartitionOffsetFromCtx(ctx)

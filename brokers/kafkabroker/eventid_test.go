@@ -27,17 +27,18 @@ func TestInvalidEventIDIsDeadLettered(t *testing.T) {
 	dlqTopic := topic + ".dlq"
 	pub := newPublisher(t)
 	bad := message.NewMessage(watermill.NewUUID(), []byte(`{"id":"bad"}`))
-	bad.Metadata.Set(middleware.MetadataEventIDKey, "\xff\xfe\xfa")
+	bad.Metadata.Set(ackgap.MetadataEventIDKey, "\xff\xfe\xfa")
 	bad.Metadata.Set(kafkabroker.MetadataPartitionKey, "order-1")
 	require.NoError(t, pub.Publish(topic, bad, event(t, "evt-after", "order-1")))
 
 	rep := &reports{}
 	r, err := router.New(b.store, &router.Config{
-		DeadLetter: pub, DeadLetterTopic: dlqTopic, Observer: rep.observe, Logger: testLogger(),
+		DeadLetter: pub, DeadLetterTopic: dlqTopic, Logger: testLogger(),
+		InboxConfig: middleware.InboxConfig{Observer: rep.observe},
 	})
 	require.NoError(t, err)
 	require.NoError(t, r.AddHandler("billing", topic, newSubscriber(t, group, nil), func(ctx context.Context, tx TTxPG, msg *message.Message) error {
-		return b.apply(ctx, tx, msg.Metadata.Get(middleware.MetadataEventIDKey))
+		return b.apply(ctx, tx, msg.Metadata.Get(ackgap.MetadataEventIDKey))
 	}))
 	rn := start(t, r)
 	eventually(t, 60*time.Second, "the record after the invalid id", func() bool { return len(rep.outcomes("evt-after")) == 1 })
@@ -47,6 +48,6 @@ func TestInvalidEventIDIsDeadLettered(t *testing.T) {
 
 	dead := readAll(t, dlqTopic, 1)[0]
 	require.Equal(t, ackgap.ReasonEventIDInvalid, dead.Metadata.Get(ackgap.MetadataDeadLetterReason))
-	require.Equal(t, "\xff\xfe\xfa", dead.Metadata.Get(middleware.MetadataEventIDKey), "the id's bytes, for redrive")
+	require.Equal(t, "\xff\xfe\xfa", dead.Metadata.Get(ackgap.MetadataEventIDKey), "the id's bytes, for redrive")
 	require.Equal(t, `{"id":"bad"}`, string(dead.Payload))
 }

@@ -19,7 +19,7 @@ import (
 // applyHandler applies every event.
 func applyHandler[TTx any](b backend[TTx]) router.HandlerFunc[TTx] {
 	return func(ctx context.Context, tx TTx, msg *message.Message) error {
-		return b.apply(ctx, tx, msg.Metadata.Get(middleware.MetadataEventIDKey))
+		return b.apply(ctx, tx, msg.Metadata.Get(ackgap.MetadataEventIDKey))
 	}
 }
 
@@ -37,7 +37,7 @@ func waitClosed(t testing.TB, ch <-chan struct{}, what string) {
 // unacked until the shutdown cancels it, so no offset is committed). A new
 // subscriber in the same group gets the message again; the inbox reports
 // it as a duplicate (nothing written) and acks it: the state changed once
-// (design.md invariant 1).
+// (docs/design.md invariant 1).
 func TestAckGapCrash(t *testing.T) {
 	t.Parallel()
 	t.Run("sqlite", func(t *testing.T) {
@@ -70,7 +70,7 @@ func testAckGapCrash[TTx any](t *testing.T, b backend[TTx]) {
 		}
 	}
 	r1, err := router.New(b.store, &router.Config{
-		DeadLetter: pub, DeadLetterTopic: topic + ".dlq", Observer: rep.observe, Logger: testLogger(),
+		DeadLetter: pub, DeadLetterTopic: topic + ".dlq", InboxConfig: middleware.InboxConfig{Observer: rep.observe}, Logger: testLogger(),
 		Middlewares: []message.HandlerMiddleware{dieInAckGap},
 	})
 	require.NoError(t, err)
@@ -83,7 +83,7 @@ func testAckGapCrash[TTx any](t *testing.T, b backend[TTx]) {
 	require.Equal(t, []middleware.Outcome{middleware.OutcomeApplied}, rep.outcomes("evt-crash"))
 
 	r2, err := router.New(b.store, &router.Config{
-		DeadLetter: pub, DeadLetterTopic: topic + ".dlq", Observer: rep.observe, Logger: testLogger(),
+		DeadLetter: pub, DeadLetterTopic: topic + ".dlq", InboxConfig: middleware.InboxConfig{Observer: rep.observe}, Logger: testLogger(),
 	})
 	require.NoError(t, err)
 	require.NoError(t, r2.AddHandler("billing", topic, newSubscriber(t, group, nil), applyHandler(b)))
@@ -113,13 +113,13 @@ func TestPoisonToDeadLetter(t *testing.T) {
 
 	rep := &reports{}
 	r, err := router.New(b.store, &router.Config{
-		DeadLetter: pub, DeadLetterTopic: dlqTopic, Observer: rep.observe, Logger: testLogger(),
+		DeadLetter: pub, DeadLetterTopic: dlqTopic, InboxConfig: middleware.InboxConfig{Observer: rep.observe}, Logger: testLogger(),
 	})
 	require.NoError(t, err)
 	var mu sync.Mutex
 	partitions := map[string]int32{}
 	require.NoError(t, r.AddHandler("billing", topic, newSubscriber(t, group, nil), func(ctx context.Context, tx TTxSQL, msg *message.Message) error {
-		id := msg.Metadata.Get(middleware.MetadataEventIDKey)
+		id := msg.Metadata.Get(ackgap.MetadataEventIDKey)
 		p, _ := kafkabroker.PartitionFromContext(ctx)
 		mu.Lock()
 		partitions[id] = p
@@ -143,7 +143,7 @@ func TestPoisonToDeadLetter(t *testing.T) {
 
 	dead := readAll(t, dlqTopic, 1)[0]
 	require.Equal(t, "negative_amount", dead.Metadata.Get(ackgap.MetadataDeadLetterReason))
-	require.Equal(t, "evt-poison", dead.Metadata.Get(middleware.MetadataEventIDKey))
+	require.Equal(t, "evt-poison", dead.Metadata.Get(ackgap.MetadataEventIDKey))
 	require.Equal(t, poison.Metadata.Get("traceparent"), dead.Metadata.Get("traceparent"))
 	require.Equal(t, topic, dead.Metadata.Get("topic_poisoned"))
 	require.Contains(t, dead.Metadata.Get("reason_poisoned"), "amount -5 is below zero")
@@ -165,7 +165,7 @@ func TestShutdownIsNotPoison(t *testing.T) {
 	rep := &reports{}
 	newRouter := func() *router.Router[TTxPG] {
 		r, err := router.New(b.store, &router.Config{
-			DeadLetter: pub, DeadLetterTopic: topic + ".dlq", Observer: rep.observe, Logger: testLogger(),
+			DeadLetter: pub, DeadLetterTopic: topic + ".dlq", InboxConfig: middleware.InboxConfig{Observer: rep.observe}, Logger: testLogger(),
 		})
 		require.NoError(t, err)
 		return r
@@ -211,7 +211,7 @@ func TestGracefulShutdown(t *testing.T) {
 	require.NoError(t, pub.Publish(topic, event(t, "evt-inflight", "order-5")))
 	rep := &reports{}
 	r, err := router.New(b.store, &router.Config{
-		DeadLetter: pub, DeadLetterTopic: topic + ".dlq", Observer: rep.observe, Logger: testLogger(),
+		DeadLetter: pub, DeadLetterTopic: topic + ".dlq", InboxConfig: middleware.InboxConfig{Observer: rep.observe}, Logger: testLogger(),
 	})
 	require.NoError(t, err)
 	entered, release := make(chan struct{}), make(chan struct{})
@@ -256,7 +256,7 @@ func TestCommitInterval(t *testing.T) {
 	require.NoError(t, pub.Publish(topic, msgs...))
 	rep := &reports{}
 	r, err := router.New(b.store, &router.Config{
-		DeadLetter: pub, DeadLetterTopic: topic + ".dlq", Observer: rep.observe, Logger: testLogger(),
+		DeadLetter: pub, DeadLetterTopic: topic + ".dlq", InboxConfig: middleware.InboxConfig{Observer: rep.observe}, Logger: testLogger(),
 	})
 	require.NoError(t, err)
 	sub := newSubscriber(t, group, func(c *kafkabroker.SubscriberConfig) { c.CommitInterval = time.Hour })

@@ -22,8 +22,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/ackgap/ackgap"
 	"github.com/ackgap/ackgap/brokers/brokertest"
 	"github.com/ackgap/ackgap/brokers/kafkabroker"
+	"github.com/ackgap/ackgap/internal/sqlitebrokertest"
 	"github.com/ackgap/ackgap/internal/testdb"
 	"github.com/ackgap/ackgap/middleware"
 	"github.com/ackgap/ackgap/router"
@@ -33,7 +35,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	brokertest.RunChildIfRequested(newSuiteBroker)
+	brokertest.RunChildIfRequested(newSuiteBroker, sqlitebrokertest.Store())
 	goleak.VerifyTestMain(m,
 		// Sarama registers go-metrics meters; go-metrics ticks every meter
 		// from one package-level goroutine that it starts with the first
@@ -116,7 +118,7 @@ func newSubscriber(t testing.TB, group string, tune func(*kafkabroker.Subscriber
 	cfg := &kafkabroker.SubscriberConfig{
 		Brokers:        kafkaBrokers(t),
 		ConsumerGroup:  group,
-		HandlerTimeout: 20 * time.Second,
+		HoldTimeout:    20 * time.Second,
 		SessionTimeout: 2 * time.Second,
 		CloseTimeout:   10 * time.Second,
 	}
@@ -340,7 +342,7 @@ func assertNothingRedelivered(t testing.TB, topic, group string) {
 		id := fmt.Sprintf("sentinel-%d", p)
 		_, _, err := producer.SendMessage(&sarama.ProducerMessage{
 			Topic: topic, Partition: p, Value: sarama.StringEncoder(id),
-			Headers: []sarama.RecordHeader{{Key: []byte(middleware.MetadataEventIDKey), Value: []byte(id)}},
+			Headers: []sarama.RecordHeader{{Key: []byte(ackgap.MetadataEventIDKey), Value: []byte(id)}},
 		})
 		require.NoError(t, err)
 	}
@@ -357,7 +359,7 @@ func assertNothingRedelivered(t testing.TB, topic, group string) {
 		select {
 		case msg, ok := <-msgs:
 			require.True(t, ok, "subscription closed early")
-			id := msg.Metadata.Get(middleware.MetadataEventIDKey)
+			id := msg.Metadata.Get(ackgap.MetadataEventIDKey)
 			if strings.HasPrefix(id, "sentinel-") {
 				seen[id] = true
 			} else {

@@ -12,7 +12,6 @@ import (
 
 	"github.com/ackgap/ackgap"
 	"github.com/ackgap/ackgap/brokers/kafkabroker"
-	"github.com/ackgap/ackgap/middleware"
 )
 
 var _ kafka.MarshalerUnmarshaler = kafkabroker.Marshaler{}
@@ -21,7 +20,7 @@ func TestNewEvent(t *testing.T) {
 	t.Parallel()
 	msg, err := kafkabroker.NewEvent("order-42-placed", []byte("{}"))
 	require.NoError(t, err)
-	require.Equal(t, "order-42-placed", msg.Metadata.Get(middleware.MetadataEventIDKey))
+	require.Equal(t, "order-42-placed", msg.Metadata.Get(ackgap.MetadataEventIDKey))
 	require.Equal(t, "order-42-placed", msg.UUID)
 
 	_, err = kafkabroker.NewEvent("", nil)
@@ -38,11 +37,11 @@ func TestStampEventID(t *testing.T) {
 	t.Parallel()
 	msg := message.NewMessage("uuid-1", nil)
 	require.ErrorIs(t, kafkabroker.StampEventID(msg, ""), ackgap.ErrMissingEventID)
-	require.Empty(t, msg.Metadata.Get(middleware.MetadataEventIDKey))
+	require.Empty(t, msg.Metadata.Get(ackgap.MetadataEventIDKey))
 	require.NoError(t, kafkabroker.StampEventID(msg, "evt-1"))
 	require.NoError(t, kafkabroker.StampEventID(msg, "evt-1"), "stamping the same id again is a no-op")
 	require.ErrorIs(t, kafkabroker.StampEventID(msg, "evt-2"), kafkabroker.ErrEventIDAlreadySet)
-	require.Equal(t, "evt-1", msg.Metadata.Get(middleware.MetadataEventIDKey), "never replaced")
+	require.Equal(t, "evt-1", msg.Metadata.Get(ackgap.MetadataEventIDKey), "never replaced")
 }
 
 func header(rec *sarama.ProducerMessage, key string) (string, bool) {
@@ -73,11 +72,11 @@ func TestMarshaler(t *testing.T) {
 	require.Equal(t, "orders", rec.Topic)
 	require.Equal(t, "order-7", key(t, rec), "the partition key is the record key")
 	for k, v := range map[string]string{
-		kafka.UUIDHeaderKey:           "evt-1",
-		middleware.MetadataEventIDKey: "evt-1",
-		"traceparent":                 "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
-		"tenant":                      "acme",
-		"partition_key":               "order-7",
+		kafka.UUIDHeaderKey:       "evt-1",
+		ackgap.MetadataEventIDKey: "evt-1",
+		"traceparent":             "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+		"tenant":                  "acme",
+		"partition_key":           "order-7",
 	} {
 		got, ok := header(rec, k)
 		require.True(t, ok, "header %s missing", k)

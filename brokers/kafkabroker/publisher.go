@@ -11,7 +11,6 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 
 	"github.com/ackgap/ackgap"
-	"github.com/ackgap/ackgap/middleware"
 )
 
 // Settings of [NewPublisher] that are not fields of [PublisherConfig].
@@ -164,7 +163,7 @@ func (m Marshaler) Marshal(topic string, msg *message.Message) (*sarama.Producer
 	if msg.Metadata.Get(kafka.UUIDHeaderKey) != "" {
 		return nil, fmt.Errorf("kafkabroker: metadata key %q is reserved for the Watermill message UUID", kafka.UUIDHeaderKey)
 	}
-	eventID := msg.Metadata.Get(middleware.MetadataEventIDKey)
+	eventID := msg.Metadata.Get(ackgap.MetadataEventIDKey)
 	if eventID == "" && msg.Metadata.Get(ackgap.MetadataDeadLetterReason) == "" {
 		return nil, fmt.Errorf("kafkabroker: publish message %s to %q: %w (stamp one with NewEvent or StampEventID)",
 			msg.UUID, topic, ackgap.ErrMissingEventID)

@@ -1,6 +1,7 @@
 package kafkabroker_test
 
 import (
+	"database/sql"
 	"os"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/ackgap/ackgap/brokers/brokertest"
 	"github.com/ackgap/ackgap/brokers/kafkabroker"
+	"github.com/ackgap/ackgap/internal/sqlitebrokertest"
 )
 
 // suiteBroker is kafkabroker in the redelivery suite's shape. Its
@@ -38,7 +40,8 @@ func (b suiteBroker) Subscriber(group string) (message.Subscriber, error) {
 
 func TestRedeliverySuite(t *testing.T) {
 	kafkaBrokers(t) // fails with instructions when no broker runs
-	brokertest.Run(t, &brokertest.Harness{
+	brokertest.Run(t, &brokertest.Harness[*sql.Tx]{
+		Store:    sqlitebrokertest.Store(),
 		Features: brokertest.Features{NackRedelivers: true, SurvivesSubscriberCrash: true, ConsumerGroups: true, RedeliveryWait: 30 * time.Second},
 		New:      newSuiteBroker,
 	})

@@ -62,7 +62,7 @@ func testRoundTrip[TTx any](t *testing.T, b backend[TTx]) {
 	seen := map[string]seenMsg{}
 	rep := &reports{}
 	r, err := router.New(b.store, &router.Config{
-		DeadLetter: pub, DeadLetterTopic: topic + ".dlq", Observer: rep.observe, Logger: testLogger(),
+		DeadLetter: pub, DeadLetterTopic: topic + ".dlq", InboxConfig: middleware.InboxConfig{Observer: rep.observe}, Logger: testLogger(),
 	})
 	require.NoError(t, err)
 	sub := newSubscriber(t, group, nil)
@@ -70,9 +70,9 @@ func testRoundTrip[TTx any](t *testing.T, b backend[TTx]) {
 		p, okP := kafkabroker.PartitionFromContext(ctx)
 		o, okO := kafkabroker.OffsetFromContext(ctx)
 		mu.Lock()
-		seen[msg.Metadata.Get(middleware.MetadataEventIDKey)] = seenMsg{metadata: maps.Clone(msg.Metadata), partition: p, offset: o, hasPO: okP && okO}
+		seen[msg.Metadata.Get(ackgap.MetadataEventIDKey)] = seenMsg{metadata: maps.Clone(msg.Metadata), partition: p, offset: o, hasPO: okP && okO}
 		mu.Unlock()
-		return b.apply(ctx, tx, msg.Metadata.Get(middleware.MetadataEventIDKey))
+		return b.apply(ctx, tx, msg.Metadata.Get(ackgap.MetadataEventIDKey))
 	}))
 	runStart := time.Now()
 	rn := start(t, r)
@@ -108,7 +108,7 @@ func testRoundTrip[TTx any](t *testing.T, b backend[TTx]) {
 	for id, key := range want {
 		s := seen[id]
 		require.True(t, s.hasPO, "partition/offset missing from the context of %s", id)
-		require.Equal(t, id, s.metadata.Get(middleware.MetadataEventIDKey))
+		require.Equal(t, id, s.metadata.Get(ackgap.MetadataEventIDKey))
 		require.Equal(t, key, s.metadata.Get(kafkabroker.MetadataPartitionKey))
 		require.Equal(t, "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", s.metadata.Get("traceparent"))
 		require.Equal(t, "acme", s.metadata.Get("tenant"))
@@ -146,7 +146,7 @@ func testRedelivery[TTx any](t *testing.T, b backend[TTx], maxAttempts int, fail
 
 	rep := &reports{}
 	r, err := router.New(b.store, &router.Config{
-		DeadLetter: pub, DeadLetterTopic: topic + ".dlq", Observer: rep.observe, Logger: testLogger(),
+		DeadLetter: pub, DeadLetterTopic: topic + ".dlq", InboxConfig: middleware.InboxConfig{Observer: rep.observe}, Logger: testLogger(),
 		MaxAttempts: maxAttempts, RetryInitialInterval: 10 * time.Millisecond, RetryMaxInterval: 10 * time.Millisecond,
 	})
 	require.NoError(t, err)
@@ -154,7 +154,7 @@ func testRedelivery[TTx any](t *testing.T, b backend[TTx], maxAttempts int, fail
 	calls := map[string]int{}
 	offsets := map[string][]int64{}
 	require.NoError(t, r.AddHandler("billing", topic, newSubscriber(t, group, nil), func(ctx context.Context, tx TTx, msg *message.Message) error {
-		id := msg.Metadata.Get(middleware.MetadataEventIDKey)
+		id := msg.Metadata.Get(ackgap.MetadataEventIDKey)
 		o, _ := kafkabroker.OffsetFromContext(ctx)
 		if err := b.apply(ctx, tx, id); err != nil {
 			return err

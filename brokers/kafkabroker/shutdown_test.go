@@ -15,8 +15,8 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ackgap/ackgap"
 	"github.com/ackgap/ackgap/brokers/kafkabroker"
-	"github.com/ackgap/ackgap/middleware"
 )
 
 // privateKfake starts a kfake process of this test's own on a free
@@ -82,7 +82,7 @@ func TestCloseBoundedWhenBrokerStops(t *testing.T) {
 	const closeTimeout, leaveTimeout, margin = time.Second, 2 * time.Second, 5 * time.Second
 	newSub := func() *kafkabroker.Subscriber {
 		sub, err := kafkabroker.NewSubscriber(&kafkabroker.SubscriberConfig{
-			Brokers: brokers, ConsumerGroup: group, HandlerTimeout: 5 * time.Second, SessionTimeout: 2 * time.Second,
+			Brokers: brokers, ConsumerGroup: group, HoldTimeout: 5 * time.Second, SessionTimeout: 2 * time.Second,
 			CloseTimeout: closeTimeout, LeaveTimeout: leaveTimeout,
 		}, testLogger())
 		require.NoError(t, err)
@@ -103,7 +103,7 @@ func TestCloseBoundedWhenBrokerStops(t *testing.T) {
 	msgs, err := sub.Subscribe(context.Background(), topic)
 	require.NoError(t, err)
 	msg := receive(msgs)
-	require.Equal(t, "E1", msg.Metadata.Get(middleware.MetadataEventIDKey))
+	require.Equal(t, "E1", msg.Metadata.Get(ackgap.MetadataEventIDKey))
 
 	// In flight, never acked; the broker stops answering.
 	require.NoError(t, broker.Signal(syscall.SIGSTOP))
@@ -134,7 +134,7 @@ func TestCloseBoundedWhenBrokerStops(t *testing.T) {
 	msgs2, err := sub2.Subscribe(context.Background(), topic)
 	require.NoError(t, err)
 	again := receive(msgs2)
-	require.Equal(t, "E1", again.Metadata.Get(middleware.MetadataEventIDKey), "redelivered: it was never committed")
+	require.Equal(t, "E1", again.Metadata.Get(ackgap.MetadataEventIDKey), "redelivered: it was never committed")
 	again.Ack()
 	if err := sub2.Close(); err != nil && !errors.Is(err, kafkabroker.ErrCloseTimedOut) {
 		require.NoError(t, err)

@@ -10,8 +10,8 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/ThreeDotsLabs/watermill/pubsub/tests"
 
+	"github.com/ackgap/ackgap"
 	"github.com/ackgap/ackgap/brokers/kafkabroker"
-	"github.com/ackgap/ackgap/middleware"
 )
 
 // stampingPublisher gives Watermill's test messages an event id (their
@@ -20,8 +20,8 @@ type stampingPublisher struct{ message.Publisher }
 
 func (p stampingPublisher) Publish(topic string, msgs ...*message.Message) error {
 	for _, m := range msgs {
-		if m.Metadata.Get(middleware.MetadataEventIDKey) == "" {
-			m.Metadata.Set(middleware.MetadataEventIDKey, m.UUID)
+		if m.Metadata.Get(ackgap.MetadataEventIDKey) == "" {
+			m.Metadata.Set(ackgap.MetadataEventIDKey, m.UUID)
 		}
 	}
 	return p.Publisher.Publish(topic, msgs...)

@@ -50,7 +50,7 @@ func TestZombieCannotApplyStaleChange(t *testing.T) {
 		}
 	}
 	handle := func(ctx context.Context, tx TTxPG, msg *message.Message) error {
-		if msg.Metadata.Get(middleware.MetadataEventIDKey) == "E1" {
+		if msg.Metadata.Get(ackgap.MetadataEventIDKey) == "E1" {
 			return transition("pending", "charging")(ctx, tx, msg)
 		}
 		return transition("charging", "shipped")(ctx, tx, msg)
@@ -72,11 +72,11 @@ func TestZombieCannotApplyStaleChange(t *testing.T) {
 	}
 	repA := &reports{}
 	tune := func(c *kafkabroker.SubscriberConfig) {
-		c.HandlerTimeout = time.Second // rebalance timeout 1 s + CommitMargin: A is removed quickly
+		c.HoldTimeout = time.Second // rebalance timeout 1 s + CommitMargin: A is removed quickly
 		c.CloseTimeout = time.Second
 	}
 	rA, err := router.New[TTxPG](store, &router.Config{DeadLetter: pub, DeadLetterTopic: topic + ".dlq",
-		Observer: repA.observe, Middlewares: []message.HandlerMiddleware{stall}, Logger: testLogger()})
+		InboxConfig: middleware.InboxConfig{Observer: repA.observe}, Middlewares: []message.HandlerMiddleware{stall}, Logger: testLogger()})
 	require.NoError(t, err)
 	require.NoError(t, rA.AddHandler("billing", topic, newSubscriber(t, group, tune), handle))
 	runA := start(t, rA)
@@ -88,7 +88,7 @@ func TestZombieCannotApplyStaleChange(t *testing.T) {
 	// after its rebalance timeout and B gets the partition.
 	repB := &reports{}
 	rB, err := router.New[TTxPG](store, &router.Config{DeadLetter: pub, DeadLetterTopic: topic + ".dlq",
-		Observer: repB.observe, Logger: testLogger()})
+		InboxConfig: middleware.InboxConfig{Observer: repB.observe}, Logger: testLogger()})
 	require.NoError(t, err)
 	require.NoError(t, rB.AddHandler("billing", topic, newSubscriber(t, group, tune), handle))
 	runB := start(t, rB)

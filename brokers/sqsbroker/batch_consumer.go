@@ -15,18 +15,25 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/ackgap/ackgap"
-	"github.com/ackgap/ackgap/batch"
-	"github.com/ackgap/ackgap/middleware"
 )
 
+// BatchFunc runs msgs as one batch, in one database transaction, and
+// returns one error per message, in order: nil when the message may be
+// deleted (applied, or a duplicate), else why not; it returns only once
+// the transaction committed or failed. batch.Processor's ProcessErrors
+// method is one. [BatchConsumer] and [LambdaBatchHandler] Ack the messages
+// it cleared and Nack the others after it returned, for what watches them
+// (telemetry).
+type BatchFunc func(ctx context.Context, msgs []*message.Message) []error
+
 // BatchConsumer reads one SQS queue and runs each ReceiveMessage batch
-// (up to MaxNumberOfMessages, 10) through a batch.Processor, in one
+// (up to MaxNumberOfMessages, 10) through a [BatchFunc], in one
 // database transaction: after the commit it deletes the acked messages
 // (applied and duplicate) with one DeleteMessageBatch, and makes the
 // others visible again after NackDelay with one
 // ChangeMessageVisibilityBatch. It is the batched counterpart of
 // [Subscriber] plus a router, with the same lease handling: the queue's
-// visibility timeout is checked against HandlerTimeout, which bounds one
+// visibility timeout is checked against AttemptTimeout, which bounds one
 // batch, and the heartbeat extends the leases of a batch until it is
 // settled.
 //
@@ -39,8 +46,8 @@ import (
 //
 // Run and Close may be called from different goroutines; both are safe to
 // call more than once.
-type BatchConsumer[TTx any] struct {
-	p      *batch.Processor[TTx]
+type BatchConsumer struct {
+	p      BatchFunc
 	cfg    SubscriberConfig
 	client *sqs.Client
 	queue  QueueInfo
@@ -58,7 +65,7 @@ type BatchConsumer[TTx any] struct {
 // one batch in its transaction at a time. It also refuses a FIFO queue.
 // Configuration errors wrap "invalid config" and name every bad field at
 // once. logger nil means watermill.NopLogger. It starts no goroutine.
-func NewBatchConsumer[TTx any](ctx context.Context, p *batch.Processor[TTx], cfg *SubscriberConfig, logger watermill.LoggerAdapter) (*BatchConsumer[TTx], error) {
+func NewBatchConsumer(ctx context.Context, p BatchFunc, cfg *SubscriberConfig, logger watermill.LoggerAdapter) (*BatchConsumer, error) {
 	if p == nil {
 		return nil, errors.New("invalid config: batch processor is nil")
 	}
@@ -77,14 +84,14 @@ func NewBatchConsumer[TTx any](ctx context.Context, p *batch.Processor[TTx], cfg
 		// Rejected messages are nacked for the redrive policy to move.
 		logger.Error("Queue has no redrive policy: a rejected message (no event id, a reused id, a permanent handler error) returns after NackDelay until the queue's retention ends; give the queue a dead-letter queue", nil, nil)
 	}
-	return &BatchConsumer[TTx]{
+	return &BatchConsumer{
 		p: p, cfg: c, client: client, queue: q, logger: logger,
 		closing: make(chan struct{}), done: make(chan struct{}),
 	}, nil
 }
 
 // Queue returns what NewBatchConsumer read about the queue.
-func (bc *BatchConsumer[TTx]) Queue() QueueInfo { return bc.queue }
+func (bc *BatchConsumer) Queue() QueueInfo { return bc.queue }
 
 // Run receives and processes batches until ctx ends or Close is called.
 // Then it stops receiving, waits up to CloseTimeout for the batches in
@@ -92,7 +99,7 @@ func (bc *BatchConsumer[TTx]) Queue() QueueInfo { return bc.queue }
 // after that (the transactions roll back and the messages return when
 // their leases lapse), settles them, and returns nil. A second call
 // returns an error at once.
-func (bc *BatchConsumer[TTx]) Run(ctx context.Context) error {
+func (bc *BatchConsumer) Run(ctx context.Context) error {
 	bc.mu.Lock()
 	if bc.started {
 		bc.mu.Unlock()
@@ -153,7 +160,7 @@ func (bc *BatchConsumer[TTx]) Run(ctx context.Context) error {
 
 // Close stops Run as described there and returns once it returned (at
 // once when Run was never called). It always returns nil.
-func (bc *BatchConsumer[TTx]) Close() error {
+func (bc *BatchConsumer) Close() error {
 	bc.mu.Lock()
 	select {
 	case <-bc.closing:
@@ -169,7 +176,7 @@ func (bc *BatchConsumer[TTx]) Close() error {
 }
 
 // work is one receive loop.
-func (bc *BatchConsumer[TTx]) work(pollCtx, batchCtx context.Context, stop <-chan struct{}, leases *leases) {
+func (bc *BatchConsumer) work(pollCtx, batchCtx context.Context, stop <-chan struct{}, leases *leases) {
 	input := &sqs.ReceiveMessageInput{
 		QueueUrl:                    aws.String(bc.queue.URL),
 		MaxNumberOfMessages:         int32(bc.cfg.MaxNumberOfMessages),
@@ -205,19 +212,19 @@ func (bc *BatchConsumer[TTx]) work(pollCtx, batchCtx context.Context, stop <-cha
 }
 
 // process runs one received batch and settles its messages.
-func (bc *BatchConsumer[TTx]) process(ctx context.Context, ms []types.Message, ls []*lease, leases *leases) {
+func (bc *BatchConsumer) process(ctx context.Context, ms []types.Message, ls []*lease, leases *leases) {
 	reps := make([]*AckReport, len(ms))
 	deliveries := make([]*ackgap.Delivery, len(ms))
 	errs := make([]error, len(ms)) // why each message is not acked
 	msgs := make([]*message.Message, 0, len(ms))
 	idx := make([]int, 0, len(ms))
-	ctx, cancel := context.WithTimeout(ctx, bc.cfg.HandlerTimeout)
+	ctx, cancel := context.WithTimeout(ctx, bc.cfg.AttemptTimeout)
 	defer cancel()
 	for i := range ms {
 		m := &ms[i]
 		n, _ := strconv.Atoi(m.Attributes[string(types.MessageSystemAttributeNameApproximateReceiveCount)])
 		eventID := ""
-		if a, ok := m.MessageAttributes[middleware.MetadataEventIDKey]; ok {
+		if a, ok := m.MessageAttributes[ackgap.MetadataEventIDKey]; ok {
 			eventID = aws.ToString(a.StringValue)
 		}
 		reps[i] = &AckReport{Queue: bc.queue.Name, MessageID: aws.ToString(m.MessageId), EventID: eventID,
@@ -236,14 +243,14 @@ func (bc *BatchConsumer[TTx]) process(ctx context.Context, ms []types.Message, l
 		idx = append(idx, i)
 	}
 	// A batch that failed as a whole has every message failed.
-	res, _ := bc.p.Process(ctx, msgs)
+	verdicts := bc.p(ctx, msgs)
 	settled := time.Now()
-	for j, r := range res.Messages {
+	for j, err := range verdicts {
 		// Ack and Nack tell what watches the messages (batch.Config.Trace:
-		// telemetry) the router's verdict; the ackgap.Delivery reports
+		// telemetry) the processor's verdict; the ackgap.Delivery reports
 		// the broker's confirmation after DeleteMessageBatch.
-		if r.Outcome != middleware.OutcomeApplied && r.Outcome != middleware.OutcomeDuplicate {
-			errs[idx[j]] = r.Err
+		if err != nil {
+			errs[idx[j]] = err
 			msgs[j].Nack()
 			continue
 		}
@@ -284,12 +291,12 @@ func (bc *BatchConsumer[TTx]) process(ctx context.Context, ms []types.Message, l
 
 // requestCtx bounds one SQS call; detached from Run's ctx so that a
 // settled batch is still deleted during shutdown.
-func (bc *BatchConsumer[TTx]) requestCtx() (context.Context, context.CancelFunc) {
+func (bc *BatchConsumer) requestCtx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), bc.cfg.RequestTimeout)
 }
 
 // deleteBatch deletes the acked messages ms[acked], ten per request.
-func (bc *BatchConsumer[TTx]) deleteBatch(ms []types.Message, acked []int, reps []*AckReport, states []leaseState) {
+func (bc *BatchConsumer) deleteBatch(ms []types.Message, acked []int, reps []*AckReport, states []leaseState) {
 	for start := 0; start < len(acked); start += maxBatchEntries {
 		chunk := acked[start:min(start+maxBatchEntries, len(acked))]
 		entries := make([]types.DeleteMessageBatchRequestEntry, len(chunk))
@@ -329,7 +336,7 @@ func (bc *BatchConsumer[TTx]) deleteBatch(ms []types.Message, acked []int, reps 
 
 // nackBatch makes the messages ls[nacked] visible again after NackDelay,
 // ten per request.
-func (bc *BatchConsumer[TTx]) nackBatch(ls []*lease, nacked []int, reps []*AckReport, leases *leases) {
+func (bc *BatchConsumer) nackBatch(ls []*lease, nacked []int, reps []*AckReport, leases *leases) {
 	for start := 0; start < len(nacked); start += maxBatchEntries {
 		chunk := nacked[start:min(start+maxBatchEntries, len(nacked))]
 		batch := make([]*lease, len(chunk))

@@ -44,8 +44,8 @@ func TestBatchConsumer(t *testing.T) {
 	b := newPGBackend(t)
 	var mu sync.Mutex
 	failedE3 := false
-	p, err := batch.New(b.store, &batch.Config[pgx.Tx]{Consumer: "c1", Handler: func(ctx context.Context, tx pgx.Tx, msg *message.Message) error {
-		id, _ := middleware.EventIDFromContext(ctx)
+	p, err := batch.New(b.store, &batch.Config[pgx.Tx]{InboxConfig: middleware.InboxConfig{Consumer: "c1"}, Handler: func(ctx context.Context, tx pgx.Tx, msg *message.Message) error {
+		id, _ := ackgap.EventIDFromContext(ctx)
 		mu.Lock()
 		fail := id == "E3" && !failedE3
 		failedE3 = failedE3 || fail
@@ -60,8 +60,8 @@ func TestBatchConsumer(t *testing.T) {
 	}})
 	require.NoError(t, err)
 	o := &observed{}
-	bc, err := sqsbroker.NewBatchConsumer(ctx, p, &sqsbroker.SubscriberConfig{
-		OptFns: optFns(t), Queue: name, HandlerTimeout: 5 * time.Second, WaitTimeSeconds: 1, Workers: 1,
+	bc, err := sqsbroker.NewBatchConsumer(ctx, p.ProcessErrors, &sqsbroker.SubscriberConfig{
+		OptFns: optFns(t), Queue: name, AttemptTimeout: 5 * time.Second, WaitTimeSeconds: 1, Workers: 1,
 		AckObserver: o.observeAck,
 	}, testLogger())
 	require.NoError(t, err)
@@ -105,15 +105,15 @@ func TestBatchConsumerConfig(t *testing.T) {
 	c := client(t)
 	fifo, _ := createQueue(t, c, "batch-fifo", 30*time.Second, map[string]string{"FifoQueue": "true"})
 	b := newPGBackend(t)
-	p, err := batch.New(b.store, &batch.Config[pgx.Tx]{Consumer: "c1", Handler: func(context.Context, pgx.Tx, *message.Message) error { return nil }})
+	p, err := batch.New(b.store, &batch.Config[pgx.Tx]{InboxConfig: middleware.InboxConfig{Consumer: "c1"}, Handler: func(context.Context, pgx.Tx, *message.Message) error { return nil }})
 	require.NoError(t, err)
-	_, err = sqsbroker.NewBatchConsumer(ctx, p, &sqsbroker.SubscriberConfig{OptFns: optFns(t), Queue: fifo, HandlerTimeout: time.Second}, nil)
+	_, err = sqsbroker.NewBatchConsumer(ctx, p.ProcessErrors, &sqsbroker.SubscriberConfig{OptFns: optFns(t), Queue: fifo, AttemptTimeout: time.Second}, nil)
 	require.ErrorContains(t, err, "is a FIFO queue")
-	_, err = sqsbroker.NewBatchConsumer[pgx.Tx](ctx, nil, &sqsbroker.SubscriberConfig{}, nil)
+	_, err = sqsbroker.NewBatchConsumer(ctx, nil, &sqsbroker.SubscriberConfig{}, nil)
 	require.ErrorContains(t, err, "invalid config: batch processor is nil")
 
 	name, _ := createQueue(t, c, "batch-close", 30*time.Second, nil)
-	bc, err := sqsbroker.NewBatchConsumer(ctx, p, &sqsbroker.SubscriberConfig{OptFns: optFns(t), Queue: name, HandlerTimeout: time.Second}, nil)
+	bc, err := sqsbroker.NewBatchConsumer(ctx, p.ProcessErrors, &sqsbroker.SubscriberConfig{OptFns: optFns(t), Queue: name, AttemptTimeout: time.Second}, nil)
 	require.NoError(t, err)
 	require.NoError(t, bc.Close())
 	start := time.Now()

@@ -12,24 +12,22 @@ import (
 	wsqs "github.com/ThreeDotsLabs/watermill-aws/sqs"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-
-	"github.com/ackgap/ackgap/router"
 )
 
 // Defaults and limits of [SubscriberConfig].
 const (
 	// VisibilityFactorDefault is the default VisibilityFactor: the queue's
-	// visibility timeout must be at least 6 × HandlerTimeout. The rule is
+	// visibility timeout must be at least 6 × AttemptTimeout. The rule is
 	// AWS's guidance for Lambda SQS event sources ("set the source queue's
 	// visibility timeout to at least six times the timeout that you
 	// configure on your function", Lambda developer guide, "Using Lambda
 	// with Amazon SQS"). Here it also covers package router's default
-	// three attempts in place (3 × HandlerTimeout plus backoff) with room
+	// three attempts in place (3 × AttemptTimeout plus backoff) with room
 	// for the delete, should the heartbeat stall.
 	VisibilityFactorDefault = 6.0
-	// HandlerTimeoutDefault is the default HandlerTimeout: package
-	// router's default per-attempt timeout (30 s).
-	HandlerTimeoutDefault = router.HandlerTimeoutDefault
+	// AttemptTimeoutDefault is the default AttemptTimeout, 30 s: package
+	// router's default per-attempt timeout (router.HandlerTimeoutDefault).
+	AttemptTimeoutDefault = 30 * time.Second
 	// MaxNumberOfMessagesDefault is the default MaxNumberOfMessages, SQS's
 	// maximum (10): one ReceiveMessage request per ten messages instead of
 	// per message (SQS bills per request), and the heartbeat keeps the
@@ -96,14 +94,14 @@ type SubscriberConfig struct {
 	// URL: its lease settings are checked against this queue at
 	// construction.
 	Queue string
-	// HandlerTimeout is the longest one attempt of the handler may take:
-	// package router's Config.HandlerTimeout. The queue's visibility
-	// timeout must be at least VisibilityFactor × HandlerTimeout, else
-	// NewSubscriber fails. Default HandlerTimeoutDefault (30 s); at most
+	// AttemptTimeout is the longest one attempt of the handler may take:
+	// set it to package router's Config.HandlerTimeout. The queue's visibility
+	// timeout must be at least VisibilityFactor × AttemptTimeout, else
+	// NewSubscriber fails. Default AttemptTimeoutDefault (30 s); at most
 	// VisibilityTimeoutMax (12 h).
-	HandlerTimeout time.Duration
+	AttemptTimeout time.Duration
 	// VisibilityFactor is the required ratio of the queue's visibility
-	// timeout to HandlerTimeout. Raise it to at least MaxAttempts + 1 when
+	// timeout to AttemptTimeout. Raise it to at least MaxAttempts + 1 when
 	// the router retries more than 3 times in place. Values below 1 mean
 	// the lease lapses before the handler's own deadline: only tests that
 	// show what then happens should use them. Default
@@ -112,7 +110,7 @@ type SubscriberConfig struct {
 	// MaxNumberOfMessages is ReceiveMessage's batch size. Messages of a
 	// batch are handed out one at a time per worker; the others wait their
 	// turn, leased by the heartbeat. With DisableHeartbeat the check above
-	// becomes visibility timeout >= VisibilityFactor × HandlerTimeout ×
+	// becomes visibility timeout >= VisibilityFactor × AttemptTimeout ×
 	// MaxNumberOfMessages. Default MaxNumberOfMessagesDefault (10), or 1
 	// with DisableHeartbeat; within [1, 10].
 	MaxNumberOfMessages int
@@ -174,8 +172,8 @@ type SubscriberConfig struct {
 // default. HeartbeatInterval is left zero: its default depends on the
 // queue and is set by NewSubscriber.
 func (c SubscriberConfig) WithDefaults() SubscriberConfig {
-	if c.HandlerTimeout == 0 {
-		c.HandlerTimeout = HandlerTimeoutDefault
+	if c.AttemptTimeout == 0 {
+		c.AttemptTimeout = AttemptTimeoutDefault
 	}
 	if c.VisibilityFactor == 0 {
 		c.VisibilityFactor = VisibilityFactorDefault
@@ -218,8 +216,8 @@ func (c SubscriberConfig) validate() error {
 		errs = append(errs, errors.New("Queue is empty: name the queue (or give its URL) to read"))
 	}
 	errs = append(errs, validateClient(c.AWSConfig, c.OptFns))
-	if c.HandlerTimeout <= 0 || c.HandlerTimeout > VisibilityTimeoutMax {
-		errs = append(errs, fmt.Errorf("HandlerTimeout is %s, must be in (0, %s]", c.HandlerTimeout, VisibilityTimeoutMax))
+	if c.AttemptTimeout <= 0 || c.AttemptTimeout > VisibilityTimeoutMax {
+		errs = append(errs, fmt.Errorf("AttemptTimeout is %s, must be in (0, %s]", c.AttemptTimeout, VisibilityTimeoutMax))
 	}
 	if !(c.VisibilityFactor > 0) || math.IsInf(c.VisibilityFactor, 0) {
 		errs = append(errs, fmt.Errorf("VisibilityFactor is %g, must be positive", c.VisibilityFactor))
@@ -256,7 +254,7 @@ func (c SubscriberConfig) validate() error {
 
 // requiredVisibility is the shortest visibility timeout c accepts.
 func (c SubscriberConfig) requiredVisibility() time.Duration {
-	need := c.VisibilityFactor * float64(c.HandlerTimeout)
+	need := c.VisibilityFactor * float64(c.AttemptTimeout)
 	if c.DisableHeartbeat {
 		need *= float64(c.MaxNumberOfMessages)
 	}
@@ -268,11 +266,11 @@ func (c SubscriberConfig) requiredVisibility() time.Duration {
 func (c SubscriberConfig) validateQueue(q QueueInfo) error {
 	var errs []error
 	if need := c.requiredVisibility(); q.VisibilityTimeout < need {
-		rule := fmt.Sprintf("VisibilityFactor %g × HandlerTimeout %s", c.VisibilityFactor, c.HandlerTimeout)
+		rule := fmt.Sprintf("VisibilityFactor %g × AttemptTimeout %s", c.VisibilityFactor, c.AttemptTimeout)
 		if c.DisableHeartbeat {
 			rule += fmt.Sprintf(" × MaxNumberOfMessages %d (heartbeat disabled: the last message of a batch waits for the others)", c.MaxNumberOfMessages)
 		}
-		errs = append(errs, fmt.Errorf("queue %s has VisibilityTimeout %s, less than %s = %s; raise the queue's VisibilityTimeout or lower HandlerTimeout",
+		errs = append(errs, fmt.Errorf("queue %s has VisibilityTimeout %s, less than %s = %s; raise the queue's VisibilityTimeout or lower AttemptTimeout",
 			q.Name, q.VisibilityTimeout, rule, need))
 	}
 	if c.HeartbeatInterval > 0 && c.HeartbeatInterval > q.VisibilityTimeout/2 {
@@ -312,7 +310,7 @@ type QueueInfo struct {
 	VisibilityTimeout time.Duration
 	// MessageRetention is the queue's MessageRetentionPeriod: how long SQS
 	// may still deliver a message. Inbox rows must be kept at least this
-	// long (design.md invariant 8): it is a lower bound for
+	// long (docs/design.md invariant 8): it is a lower bound for
 	// retention.Config.RedeliveryWindow (add the dead-letter queue's
 	// retention if messages are redriven back from it).
 	MessageRetention time.Duration

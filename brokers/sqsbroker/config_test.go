@@ -21,14 +21,14 @@ func TestConfigStaticProblemsAllAtOnce(t *testing.T) {
 		WaitTimeSeconds:     25,
 		NackDelay:           500 * time.Millisecond,
 		VisibilityFactor:    -1,
-		HandlerTimeout:      13 * time.Hour,
+		AttemptTimeout:      13 * time.Hour,
 		Workers:             -1,
 		CloseTimeout:        -time.Second,
 	}, nil)
 	require.ErrorContains(t, err, "invalid config: ")
 	for _, want := range []string{
 		"Queue is empty", "no AWS region", "no AWS credentials", "MaxNumberOfMessages is 11", "WaitTimeSeconds is 25",
-		"NackDelay is 500ms", "VisibilityFactor is -1", "HandlerTimeout is 13h0m0s", "Workers is -1", "CloseTimeout is -1s",
+		"NackDelay is 500ms", "VisibilityFactor is -1", "AttemptTimeout is 13h0m0s", "Workers is -1", "CloseTimeout is -1s",
 	} {
 		require.ErrorContains(t, err, want)
 	}
@@ -39,7 +39,7 @@ func TestConfigStaticProblemsAllAtOnce(t *testing.T) {
 
 // TestConfigVisibilityTooShort: the queue's VisibilityTimeout, read with
 // GetQueueAttributes at construction, must be at least VisibilityFactor
-// (6) × HandlerTimeout; the error names both. Heartbeat off multiplies the
+// (6) × AttemptTimeout; the error names both. Heartbeat off multiplies the
 // requirement by MaxNumberOfMessages.
 func TestConfigVisibilityTooShort(t *testing.T) {
 	t.Parallel()
@@ -55,27 +55,27 @@ func TestConfigVisibilityTooShort(t *testing.T) {
 		return sub, err
 	}
 
-	_, err := newSub(func(c *sqsbroker.SubscriberConfig) { c.HandlerTimeout = 5 * time.Second })
+	_, err := newSub(func(c *sqsbroker.SubscriberConfig) { c.AttemptTimeout = 5 * time.Second })
 	require.ErrorContains(t, err, "invalid config: ")
-	require.ErrorContains(t, err, "VisibilityTimeout 10s, less than VisibilityFactor 6 × HandlerTimeout 5s = 30s")
+	require.ErrorContains(t, err, "VisibilityTimeout 10s, less than VisibilityFactor 6 × AttemptTimeout 5s = 30s")
 
 	_, err = newSub(func(c *sqsbroker.SubscriberConfig) {}) // defaults: 6 × 30 s
-	require.ErrorContains(t, err, "VisibilityTimeout 10s, less than VisibilityFactor 6 × HandlerTimeout 30s = 3m0s")
+	require.ErrorContains(t, err, "VisibilityTimeout 10s, less than VisibilityFactor 6 × AttemptTimeout 30s = 3m0s")
 
 	_, err = newSub(func(c *sqsbroker.SubscriberConfig) {
-		c.HandlerTimeout = time.Second
+		c.AttemptTimeout = time.Second
 		c.DisableHeartbeat = true
 		c.MaxNumberOfMessages = 10
 	})
-	require.ErrorContains(t, err, "VisibilityFactor 6 × HandlerTimeout 1s × MaxNumberOfMessages 10")
+	require.ErrorContains(t, err, "VisibilityFactor 6 × AttemptTimeout 1s × MaxNumberOfMessages 10")
 
 	_, err = newSub(func(c *sqsbroker.SubscriberConfig) {
-		c.HandlerTimeout = time.Second
+		c.AttemptTimeout = time.Second
 		c.HeartbeatInterval = 6 * time.Second
 	})
 	require.ErrorContains(t, err, "HeartbeatInterval is 6s, more than half of queue "+name+"'s VisibilityTimeout 10s")
 
-	sub, err := newSub(func(c *sqsbroker.SubscriberConfig) { c.HandlerTimeout = time.Second })
+	sub, err := newSub(func(c *sqsbroker.SubscriberConfig) { c.AttemptTimeout = time.Second })
 	require.NoError(t, err, "10s >= 6 × 1s")
 	q := sub.Queue()
 	require.Equal(t, name, q.Name)
@@ -95,7 +95,7 @@ func TestConfigVisibilityTooShort(t *testing.T) {
 	// By URL too; a heartbeat-off subscriber defaults to batches of 1.
 	sub, err = newSub(func(c *sqsbroker.SubscriberConfig) {
 		c.Queue = url
-		c.HandlerTimeout = time.Second
+		c.AttemptTimeout = time.Second
 		c.DisableHeartbeat = true
 	})
 	require.NoError(t, err)

@@ -59,7 +59,7 @@ func TestDeadLetterTooManyAttributes(t *testing.T) {
 	require.Len(t, out.Messages, 1)
 	dead, err := sqsbroker.Marshaler{}.Unmarshal(&out.Messages[0])
 	require.NoError(t, err)
-	require.Equal(t, "E1", dead.Metadata.Get(middleware.MetadataEventIDKey))
+	require.Equal(t, "E1", dead.Metadata.Get(ackgap.MetadataEventIDKey))
 	require.Equal(t, "account_closed", dead.Metadata.Get(ackgap.MetadataDeadLetterReason))
 	require.Equal(t, msg.Metadata.Get("traceparent"), dead.Metadata.Get("traceparent"))
 	require.Contains(t, dead.Metadata.Get(router.MetadataDeadLetterSanitized), "SQS allows 10")

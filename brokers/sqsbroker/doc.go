@@ -9,7 +9,7 @@
 //	sub, err := sqsbroker.NewSubscriber(ctx, &sqsbroker.SubscriberConfig{
 //		AWSConfig:      awsCfg,
 //		Queue:          "orders",
-//		HandlerTimeout: routerCfg.HandlerTimeout, // queue VisibilityTimeout >= 6 × this
+//		AttemptTimeout: routerCfg.HandlerTimeout, // queue VisibilityTimeout >= 6 × this
 //	}, logger)
 //	dlq, err := sqsbroker.NewDeadLetterPublisher(ctx, &sqsbroker.PublisherConfig{AWSConfig: awsCfg}, "orders-dlq", logger)
 //	routerCfg.DeadLetter = dlq // permanent failures; transient ones go by the queue's redrive policy
@@ -45,7 +45,7 @@
 // ([MetadataReceiptHandle]), ApproximateReceiveCount
 // ([MetadataReceiveCount]) and MessageId ([MetadataMessageID]). The
 // inbox dedupes on the producer's event_id attribute only. The SQS
-// MessageId is never the dedupe key (design.md invariant 5): SQS assigns a
+// MessageId is never the dedupe key (docs/design.md invariant 5): SQS assigns a
 // new one to every SendMessage, so a producer's retry or a relay's
 // republish of one event arrives under two MessageIds (TestRoundTrip
 // sends one) and would be applied twice. A message without an event_id
@@ -57,7 +57,7 @@
 // visibility timeout; if it is not deleted by then, SQS delivers it again,
 // to any consumer (case S11). [NewSubscriber] reads the queue's
 // VisibilityTimeout (GetQueueAttributes) and refuses to start when it is
-// shorter than VisibilityFactor (6) × HandlerTimeout, AWS's rule for
+// shorter than VisibilityFactor (6) × AttemptTimeout, AWS's rule for
 // Lambda SQS event sources; ReceiveMessage then asks for exactly that
 // timeout. While a message is held (handed to the router, or waiting its
 // turn behind the other messages of its ReceiveMessage batch) a heartbeat
@@ -154,7 +154,7 @@
 // # Lambda
 //
 // [LambdaHandler] runs each record of an SQS event through a router chain
-// ([LambdaChain]) and returns a partial batch response listing exactly
+// (router.Router.Chain) and returns a partial batch response listing exactly
 // the failed records (ReportBatchItemFailures), so a failure does not
 // make Lambda run the successful records again; when a whole batch comes
 // back anyway, the inbox skips them as duplicates (case S12).

@@ -28,19 +28,19 @@ const invalidID = "\xff\xfe\xfa"
 func TestMarshalerBinaryAttributeRoundTrip(t *testing.T) {
 	t.Parallel()
 	msg := message.NewMessage("u", []byte("{}"))
-	msg.Metadata.Set(middleware.MetadataEventIDKey, invalidID)
+	msg.Metadata.Set(ackgap.MetadataEventIDKey, invalidID)
 	msg.Metadata.Set("ctl", "a\x01b")
 	msg.Metadata.Set("text", "plain")
 	m, err := sqsbroker.Marshaler{}.Marshal(msg)
 	require.NoError(t, err)
-	require.Equal(t, "Binary", aws.ToString(m.MessageAttributes[middleware.MetadataEventIDKey].DataType))
-	require.Equal(t, []byte(invalidID), m.MessageAttributes[middleware.MetadataEventIDKey].BinaryValue)
+	require.Equal(t, "Binary", aws.ToString(m.MessageAttributes[ackgap.MetadataEventIDKey].DataType))
+	require.Equal(t, []byte(invalidID), m.MessageAttributes[ackgap.MetadataEventIDKey].BinaryValue)
 	require.Equal(t, "Binary", aws.ToString(m.MessageAttributes["ctl"].DataType))
 	require.Equal(t, "String", aws.ToString(m.MessageAttributes["text"].DataType))
 
 	got, err := sqsbroker.Marshaler{}.Unmarshal(received(m, "id", "rh", 1))
 	require.NoError(t, err)
-	require.Equal(t, invalidID, got.Metadata.Get(middleware.MetadataEventIDKey))
+	require.Equal(t, invalidID, got.Metadata.Get(ackgap.MetadataEventIDKey))
 	require.Equal(t, "a\x01b", got.Metadata.Get("ctl"))
 	require.Equal(t, "plain", got.Metadata.Get("text"))
 }
@@ -63,7 +63,7 @@ func TestInvalidEventIDIsDeadLettered(t *testing.T) {
 	_, err = c.SendMessage(ctx, &sqs.SendMessageInput{
 		QueueUrl: aws.String(url), MessageBody: aws.String(`{"id":"bad"}`),
 		MessageAttributes: map[string]types.MessageAttributeValue{
-			middleware.MetadataEventIDKey: {DataType: aws.String("Binary"), BinaryValue: []byte(invalidID)},
+			ackgap.MetadataEventIDKey: {DataType: aws.String("Binary"), BinaryValue: []byte(invalidID)},
 		},
 	})
 	require.NoError(t, err)
@@ -83,7 +83,7 @@ func TestInvalidEventIDIsDeadLettered(t *testing.T) {
 	})
 	require.NoError(t, err)
 	require.Len(t, out.Messages, 1)
-	attr := out.Messages[0].MessageAttributes[middleware.MetadataEventIDKey]
+	attr := out.Messages[0].MessageAttributes[ackgap.MetadataEventIDKey]
 	require.Equal(t, "Binary", aws.ToString(attr.DataType))
 	require.Equal(t, []byte(invalidID), attr.BinaryValue, "the id's bytes as received")
 	m, err := sqsbroker.Marshaler{}.Unmarshal(&out.Messages[0])

@@ -15,7 +15,6 @@ import (
 
 	"github.com/ackgap/ackgap"
 	"github.com/ackgap/ackgap/brokers/sqsbroker"
-	"github.com/ackgap/ackgap/middleware"
 	"github.com/ackgap/ackgap/router"
 	"github.com/ackgap/ackgap/stores"
 	"github.com/ackgap/ackgap/stores/sqlitestore"
@@ -45,8 +44,8 @@ func ExampleLambdaHandler() {
 	}
 
 	databaseDown := true
-	chain, err := sqsbroker.LambdaChain(r, "orders", func(ctx context.Context, tx *sql.Tx, msg *message.Message) error {
-		id, _ := middleware.EventIDFromContext(ctx)
+	chain, err := r.Chain("orders", func(ctx context.Context, tx *sql.Tx, msg *message.Message) error {
+		id, _ := ackgap.EventIDFromContext(ctx)
 		if id == "E3" && databaseDown {
 			return fmt.Errorf("orders database: %w", ackgap.ErrStoreUnavailable)
 		}

@@ -49,7 +49,7 @@ func TestFIFOReleaseAfterNack(t *testing.T) {
 
 	var reports []AckReport
 	s, err := NewSubscriber(ctx, &SubscriberConfig{
-		OptFns: []func(*sqs.Options){opt}, Queue: name, HandlerTimeout: time.Second, DisableHeartbeat: true,
+		OptFns: []func(*sqs.Options){opt}, Queue: name, AttemptTimeout: time.Second, DisableHeartbeat: true,
 		AckObserver: func(_ context.Context, r *AckReport) { reports = append(reports, *r) },
 	}, watermill.NopLogger{})
 	require.NoError(t, err)

@@ -16,7 +16,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/ackgap/ackgap"
-	"github.com/ackgap/ackgap/router"
 )
 
 // LambdaDeadlineMarginDefault is the default LambdaConfig.DeadlineMargin.
@@ -91,7 +90,7 @@ func lambdaConfig(cfg *LambdaConfig, missing error) (LambdaConfig, error) {
 // The handler itself never returns an error: that would make Lambda retry
 // the whole batch, successes included.
 //
-// Build h with [LambdaChain] to get the router's safe chain: the inbox
+// Build h with router.Router.Chain to get the router's safe chain: the inbox
 // (the event id comes from the record's "event_id" message attribute),
 // retries in place, and the dead-letter path. With that chain an
 // ordinary error is retried Config.MaxAttempts times in place and then
@@ -145,25 +144,6 @@ func LambdaHandler(h message.HandlerFunc, cfg *LambdaConfig) (LambdaHandlerFunc,
 		}
 		return resp, nil
 	}, nil
-}
-
-// LambdaChain builds the message.HandlerFunc for [LambdaHandler] from a
-// router: the router's chain for consumer (Router.Middleware, outermost
-// first) around router.Adapt(h), exactly what Router.AddHandler runs for
-// a subscriber. Only the router's configuration is used; it need not run.
-func LambdaChain[TTx any](r *router.Router[TTx], consumer string, h router.HandlerFunc[TTx]) (message.HandlerFunc, error) {
-	if r == nil || h == nil {
-		return nil, errors.New("invalid config: LambdaChain needs a router and a handler")
-	}
-	chain, err := r.Middleware(consumer)
-	if err != nil {
-		return nil, err
-	}
-	final := router.Adapt(h)
-	for i := len(chain) - 1; i >= 0; i-- {
-		final = chain[i](final)
-	}
-	return final, nil
 }
 
 func tooLate(ctx context.Context, margin time.Duration) bool {

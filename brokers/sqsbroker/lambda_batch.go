@@ -14,12 +14,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/ackgap/ackgap"
-	"github.com/ackgap/ackgap/batch"
-	"github.com/ackgap/ackgap/middleware"
 )
 
 // LambdaBatchHandler returns a Lambda handler that runs the records of an
-// SQS event through p as one batch, in one database transaction (package
+// SQS event through p (a [BatchFunc]) as one batch, in one database transaction (package
 // batch), and answers with a partial batch response once the transaction
 // committed: BatchItemFailures lists the records whose outcome is failed
 // or rejected, by MessageId, and Lambda deletes the others (applied and
@@ -38,13 +36,13 @@ import (
 // transaction: a failure must stop the records after it (AWS Lambda
 // developer guide, partial batch responses for FIFO queues), and in one
 // transaction they would have committed already. Its records run one
-// Process call each, in order, and the first failure reports the records
+// call of p each, in order, and the first failure reports the records
 // after it failed without running them. The batch does not start when the
 // invocation's deadline is closer than cfg.DeadlineMargin: every record
 // is listed. A record without a MessageId fails the whole invocation, as
 // in [LambdaHandler]. It returns an error wrapping "invalid config" when
 // p is nil or cfg is invalid; cfg nil means all defaults.
-func LambdaBatchHandler[TTx any](p *batch.Processor[TTx], cfg *LambdaConfig) (LambdaHandlerFunc, error) {
+func LambdaBatchHandler(p BatchFunc, cfg *LambdaConfig) (LambdaHandlerFunc, error) {
 	var missing error
 	if p == nil {
 		missing = errors.New("batch processor is nil")
@@ -100,7 +98,7 @@ func LambdaBatchHandler[TTx any](p *batch.Processor[TTx], cfg *LambdaConfig) (La
 
 // lambdaRun runs recs through p as one batch and returns, per record, nil
 // when it may be deleted (applied, duplicate) and else why not.
-func lambdaRun[TTx any](ctx context.Context, p *batch.Processor[TTx], u wsqs.Unmarshaler, recs []events.SQSMessage) []error {
+func lambdaRun(ctx context.Context, p BatchFunc, u wsqs.Unmarshaler, recs []events.SQSMessage) []error {
 	errs := make([]error, len(recs))
 	msgs := make([]*message.Message, 0, len(recs))
 	idx := make([]int, 0, len(recs))
@@ -121,17 +119,15 @@ func lambdaRun[TTx any](ctx context.Context, p *batch.Processor[TTx], u wsqs.Unm
 		idx = append(idx, i)
 	}
 	// A batch that failed as a whole has every message failed.
-	res, _ := p.Process(ctx, msgs)
-	for j, m := range res.Messages {
+	for j, err := range p(ctx, msgs) {
 		// Ack and Nack tell what watches the messages (batch.Config.Trace:
 		// telemetry) what became of them.
-		switch m.Outcome {
-		case middleware.OutcomeApplied, middleware.OutcomeDuplicate:
-			msgs[j].Ack()
-		default:
-			errs[idx[j]] = m.Err
+		if err != nil {
+			errs[idx[j]] = err
 			msgs[j].Nack()
+			continue
 		}
+		msgs[j].Ack()
 	}
 	return errs
 }

@@ -44,7 +44,7 @@ func newPGBackend(t testing.TB) *pgBackend {
 
 // applyPG records one application of the message's event in tx.
 func applyPG(ctx context.Context, tx pgx.Tx, _ *message.Message) error {
-	id, _ := middleware.EventIDFromContext(ctx)
+	id, _ := ackgap.EventIDFromContext(ctx)
 	_, err := tx.Exec(ctx, `INSERT INTO applied (event_id, n) VALUES ($1, 1) ON CONFLICT (event_id) DO UPDATE SET n = applied.n + 1`, id)
 	return err
 }
@@ -64,9 +64,9 @@ func (b *pgBackend) applied(t testing.TB) map[string]int {
 func lambdaBatchSetup(t testing.TB, h func(ctx context.Context, tx pgx.Tx, msg *message.Message) error) (*pgBackend, sqsbroker.LambdaHandlerFunc) {
 	t.Helper()
 	b := newPGBackend(t)
-	p, err := batch.New(b.store, &batch.Config[pgx.Tx]{Consumer: "c1", Handler: h})
+	p, err := batch.New(b.store, &batch.Config[pgx.Tx]{InboxConfig: middleware.InboxConfig{Consumer: "c1"}, Handler: h})
 	require.NoError(t, err)
-	lh, err := sqsbroker.LambdaBatchHandler(p, nil)
+	lh, err := sqsbroker.LambdaBatchHandler(p.ProcessErrors, nil)
 	require.NoError(t, err)
 	return b, lh
 }
@@ -82,7 +82,7 @@ func TestLambdaBatchS12(t *testing.T) {
 	failE3 := true
 	deliveries := map[string]string{}
 	b, lh := lambdaBatchSetup(t, func(ctx context.Context, tx pgx.Tx, msg *message.Message) error {
-		id, _ := middleware.EventIDFromContext(ctx)
+		id, _ := ackgap.EventIDFromContext(ctx)
 		mu.Lock()
 		defer mu.Unlock()
 		if d, ok := ackgap.DeliveryFromContext(ctx); ok {
@@ -128,7 +128,7 @@ func TestLambdaBatchRejectedAndFailedCommit(t *testing.T) {
 		return applyPG(ctx, tx, msg)
 	})
 	ev := loadEvent(t, "testdata/sqs_event_s12.json")
-	delete(ev.Records[1].MessageAttributes, middleware.MetadataEventIDKey)
+	delete(ev.Records[1].MessageAttributes, ackgap.MetadataEventIDKey)
 	resp, err := lh(ctx, ev)
 	require.NoError(t, err)
 	require.Equal(t, []events.SQSBatchItemFailure{{ItemIdentifier: ev.Records[1].MessageId}}, resp.BatchItemFailures)
@@ -149,7 +149,7 @@ func TestLambdaBatchFIFO(t *testing.T) {
 	t.Parallel()
 	var runs []string
 	b, lh := lambdaBatchSetup(t, func(ctx context.Context, tx pgx.Tx, msg *message.Message) error {
-		id, _ := middleware.EventIDFromContext(ctx)
+		id, _ := ackgap.EventIDFromContext(ctx)
 		runs = append(runs, id)
 		if id == "E2" {
 			return context.Canceled
@@ -170,7 +170,7 @@ func TestLambdaBatchFIFO(t *testing.T) {
 // whose deadline is closer than the margin is not started.
 func TestLambdaBatchConfigAndDeadline(t *testing.T) {
 	t.Parallel()
-	_, err := sqsbroker.LambdaBatchHandler[pgx.Tx](nil, &sqsbroker.LambdaConfig{DeadlineMargin: -1})
+	_, err := sqsbroker.LambdaBatchHandler(nil, &sqsbroker.LambdaConfig{DeadlineMargin: -1})
 	require.ErrorContains(t, err, "invalid config: batch processor is nil")
 	require.ErrorContains(t, err, "DeadlineMargin is -1ns")
 

@@ -41,10 +41,10 @@ func lambdaSetup(t testing.TB, o *observed, h router.HandlerFunc[*sql.Tx]) (*bac
 	dead := gochannel.NewGoChannel(gochannel.Config{}, watermill.NopLogger{})
 	t.Cleanup(func() { _ = dead.Close() })
 	r, err := router.New[*sql.Tx](b.store, &router.Config{
-		DeadLetter: dead, Observer: o.observeInbox, RetryInitialInterval: time.Millisecond, RetryMaxInterval: time.Millisecond,
+		DeadLetter: dead, InboxConfig: middleware.InboxConfig{Observer: o.observeInbox}, RetryInitialInterval: time.Millisecond, RetryMaxInterval: time.Millisecond,
 	})
 	require.NoError(t, err)
-	chain, err := sqsbroker.LambdaChain(r, "c1", h)
+	chain, err := r.Chain("c1", h)
 	require.NoError(t, err)
 	lh, err := sqsbroker.LambdaHandler(chain, nil)
 	require.NoError(t, err)
@@ -63,7 +63,7 @@ func TestLambdaPartialBatchS12(t *testing.T) {
 	failE3 := true
 	seen := map[string]message.Metadata{}
 	b, lh := lambdaSetup(t, o, func(ctx context.Context, tx *sql.Tx, msg *message.Message) error {
-		id, _ := middleware.EventIDFromContext(ctx)
+		id, _ := ackgap.EventIDFromContext(ctx)
 		if d, ok := ackgap.DeliveryFromContext(ctx); !ok || d.MessageID != msg.Metadata.Get(sqsbroker.MetadataMessageID) {
 			return ackgap.Permanent("test", errors.New("no ackgap.Delivery with the record's MessageId"))
 		}
@@ -120,7 +120,7 @@ func TestLambdaFIFOStopsAtFirstFailure(t *testing.T) {
 	o := &observed{}
 	var runs []string
 	b, lh := lambdaSetup(t, o, func(ctx context.Context, tx *sql.Tx, msg *message.Message) error {
-		id, _ := middleware.EventIDFromContext(ctx)
+		id, _ := ackgap.EventIDFromContext(ctx)
 		runs = append(runs, id)
 		if id == "E2" {
 			return context.Canceled // not retried, not dead-lettered
@@ -145,7 +145,7 @@ func TestLambdaPanicAndDeadline(t *testing.T) {
 	var calls int
 	lh, err := sqsbroker.LambdaHandler(func(msg *message.Message) ([]*message.Message, error) {
 		calls++
-		if msg.Metadata.Get(middleware.MetadataEventIDKey) == "E4" {
+		if msg.Metadata.Get(ackgap.MetadataEventIDKey) == "E4" {
 			panic("boom")
 		}
 		return nil, nil

@@ -23,8 +23,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/ackgap/ackgap"
 	"github.com/ackgap/ackgap/brokers/brokertest"
 	"github.com/ackgap/ackgap/brokers/sqsbroker"
+	"github.com/ackgap/ackgap/internal/sqlitebrokertest"
 	"github.com/ackgap/ackgap/internal/testdb"
 	"github.com/ackgap/ackgap/middleware"
 	"github.com/ackgap/ackgap/router"
@@ -33,7 +35,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	brokertest.RunChildIfRequested(newSuiteBroker)
+	brokertest.RunChildIfRequested(newSuiteBroker, sqlitebrokertest.Store())
 	goleak.VerifyTestMain(m)
 }
 
@@ -178,7 +180,7 @@ func newPublisher(t testing.TB) message.Publisher {
 // more metadata key, as a producer would publish it.
 func event(id string) *message.Message {
 	msg := message.NewMessage(watermill.NewUUID(), []byte(`{"id":"`+id+`"}`))
-	msg.Metadata.Set(middleware.MetadataEventIDKey, id)
+	msg.Metadata.Set(ackgap.MetadataEventIDKey, id)
 	msg.Metadata.Set("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
 	msg.Metadata.Set("tenant", "acme")
 	return msg
@@ -187,7 +189,7 @@ func event(id string) *message.Message {
 // newSubscriber returns a subscriber on queue, closed when t ends.
 func newSubscriber(t testing.TB, queue string, tune func(*sqsbroker.SubscriberConfig)) *sqsbroker.Subscriber {
 	t.Helper()
-	cfg := &sqsbroker.SubscriberConfig{OptFns: optFns(t), Queue: queue, HandlerTimeout: 5 * time.Second, CloseTimeout: 10 * time.Second}
+	cfg := &sqsbroker.SubscriberConfig{OptFns: optFns(t), Queue: queue, AttemptTimeout: 5 * time.Second, CloseTimeout: 10 * time.Second}
 	if tune != nil {
 		tune(cfg)
 	}
@@ -218,7 +220,7 @@ func newBackend(t testing.TB) *backend {
 
 // apply records one application of the message's event in tx.
 func apply(ctx context.Context, tx *sql.Tx, _ *message.Message) error {
-	id, _ := middleware.EventIDFromContext(ctx)
+	id, _ := ackgap.EventIDFromContext(ctx)
 	_, err := tx.ExecContext(ctx, `INSERT INTO applied (event_id, n) VALUES (?, 1)
 ON CONFLICT (event_id) DO UPDATE SET n = applied.n + 1`, id)
 	return err

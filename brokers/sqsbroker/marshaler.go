@@ -31,7 +31,7 @@ const (
 	// MetadataMessageID is the SQS MessageId. It is assigned by SQS per
 	// SendMessage, so two sends of one event (a producer's retry, an outbox
 	// relay's republish) have different MessageIds: it is never the dedupe
-	// key (design.md invariant 5), only metadata for logs and traces.
+	// key (docs/design.md invariant 5), only metadata for logs and traces.
 	MetadataMessageID = "sqs_message_id"
 )
 

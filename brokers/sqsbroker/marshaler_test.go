@@ -15,7 +15,6 @@ import (
 
 	"github.com/ackgap/ackgap"
 	"github.com/ackgap/ackgap/brokers/sqsbroker"
-	"github.com/ackgap/ackgap/middleware"
 )
 
 // received simulates what ReceiveMessage returns for a marshalled message.
@@ -54,7 +53,7 @@ func TestMarshalerBinaryBody(t *testing.T) {
 	t.Parallel()
 	payload := []byte("\x00not json \xff\xfe")
 	msg := message.NewMessage("u1", payload)
-	msg.Metadata.Set(middleware.MetadataEventIDKey, "E2")
+	msg.Metadata.Set(ackgap.MetadataEventIDKey, "E2")
 	m, err := sqsbroker.Marshaler{}.Marshal(msg)
 	require.NoError(t, err)
 	require.Equal(t, "base64", aws.ToString(m.MessageAttributes[sqsbroker.AttributeBodyEncoding].StringValue))
@@ -74,7 +73,7 @@ func TestMarshalerBinaryBody(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, payload, []byte(got.Payload))
 	require.Equal(t, "u1", got.UUID)
-	require.Equal(t, "E2", got.Metadata.Get(middleware.MetadataEventIDKey))
+	require.Equal(t, "E2", got.Metadata.Get(ackgap.MetadataEventIDKey))
 }
 
 // TestMarshalerLimits: more than SQS's 10 attributes or an invalid name
@@ -132,7 +131,7 @@ func TestUnmarshalForeignProducer(t *testing.T) {
 	delete(m.MessageAttributes, "event_id")
 	got, err = sqsbroker.Marshaler{}.Unmarshal(m)
 	require.NoError(t, err)
-	require.Empty(t, got.Metadata.Get(middleware.MetadataEventIDKey))
+	require.Empty(t, got.Metadata.Get(ackgap.MetadataEventIDKey))
 }
 
 func keys[V any](m map[string]V) []string {

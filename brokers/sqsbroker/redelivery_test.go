@@ -2,6 +2,7 @@ package sqsbroker_test
 
 import (
 	"context"
+	"database/sql"
 	"net/http"
 	"os"
 	"sync"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/ackgap/ackgap/brokers/brokertest"
 	"github.com/ackgap/ackgap/brokers/sqsbroker"
+	"github.com/ackgap/ackgap/internal/sqlitebrokertest"
 )
 
 // suiteVisibility is the visibility timeout of the suite's queues: a
@@ -111,7 +113,7 @@ func (s *lazySubscriber) Subscribe(ctx context.Context, topic string) (<-chan *m
 		return nil, err
 	}
 	sub, err := sqsbroker.NewSubscriber(ctx, &sqsbroker.SubscriberConfig{
-		OptFns: suiteOptFns(), Queue: topic, HandlerTimeout: suiteVisibility / 6, CloseTimeout: 5 * time.Second,
+		OptFns: suiteOptFns(), Queue: topic, AttemptTimeout: suiteVisibility / 6, CloseTimeout: 5 * time.Second,
 	}, nil)
 	if err != nil {
 		return nil, err
@@ -138,7 +140,8 @@ func TestRedeliverySuite(t *testing.T) {
 	endpoint(t)                                    // fails with instructions when no SQS server runs
 	t.Cleanup(suiteTransport.CloseIdleConnections) // runs last
 	t.Cleanup(deleteSuiteQueues)
-	brokertest.Run(t, &brokertest.Harness{
+	brokertest.Run(t, &brokertest.Harness[*sql.Tx]{
+		Store: sqlitebrokertest.Store(),
 		Features: brokertest.Features{
 			NackRedelivers: true, SurvivesSubscriberCrash: true,
 			// Competing consumers on one queue: a second process joining

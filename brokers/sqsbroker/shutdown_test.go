@@ -16,8 +16,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ackgap/ackgap"
 	"github.com/ackgap/ackgap/brokers/sqsbroker"
-	"github.com/ackgap/ackgap/middleware"
 )
 
 // privateFauxqs starts a fauxqs process of this test's own on a free
@@ -81,7 +81,7 @@ func TestCloseBoundedWhenServerStops(t *testing.T) {
 	const closeTimeout, requestTimeout, margin = time.Second, 2 * time.Second, 5 * time.Second
 	newSub := func() *sqsbroker.Subscriber {
 		sub, err := sqsbroker.NewSubscriber(context.Background(), &sqsbroker.SubscriberConfig{
-			OptFns: fns, Queue: name, HandlerTimeout: 300 * time.Millisecond, WaitTimeSeconds: 1,
+			OptFns: fns, Queue: name, AttemptTimeout: 300 * time.Millisecond, WaitTimeSeconds: 1,
 			CloseTimeout: closeTimeout, RequestTimeout: requestTimeout,
 		}, testLogger())
 		require.NoError(t, err)
@@ -102,7 +102,7 @@ func TestCloseBoundedWhenServerStops(t *testing.T) {
 	msgs, err := sub.Subscribe(context.Background(), name)
 	require.NoError(t, err)
 	msg := receive(msgs)
-	require.Equal(t, "E1", msg.Metadata.Get(middleware.MetadataEventIDKey))
+	require.Equal(t, "E1", msg.Metadata.Get(ackgap.MetadataEventIDKey))
 
 	// In flight, never acked; the server stops answering.
 	require.NoError(t, server.Signal(syscall.SIGSTOP))
@@ -130,7 +130,7 @@ func TestCloseBoundedWhenServerStops(t *testing.T) {
 	msgs2, err := sub2.Subscribe(context.Background(), name)
 	require.NoError(t, err)
 	again := receive(msgs2)
-	require.Equal(t, "E1", again.Metadata.Get(middleware.MetadataEventIDKey), "received again: it was never deleted")
+	require.Equal(t, "E1", again.Metadata.Get(ackgap.MetadataEventIDKey), "received again: it was never deleted")
 	again.Ack()
 	require.NoError(t, sub2.Close())
 }

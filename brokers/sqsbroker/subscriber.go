@@ -15,7 +15,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/ackgap/ackgap"
-	"github.com/ackgap/ackgap/middleware"
 )
 
 // abandonGrace is how long a worker still waits for the ack or nack of a
@@ -138,7 +137,7 @@ var _ message.Subscriber = (*Subscriber)(nil)
 // fails when the queue does not exist (it never creates one: its
 // visibility timeout and redrive policy are decisions for whoever owns
 // the queue) or its VisibilityTimeout is shorter than
-// cfg.VisibilityFactor × cfg.HandlerTimeout. Configuration errors wrap
+// cfg.VisibilityFactor × cfg.AttemptTimeout. Configuration errors wrap
 // "invalid config" and name every bad field at once. logger nil means
 // watermill.NopLogger. NewSubscriber starts no goroutine.
 func NewSubscriber(ctx context.Context, cfg *SubscriberConfig, logger watermill.LoggerAdapter) (*Subscriber, error) {
@@ -397,7 +396,7 @@ func (sub *subscription) process(msgs []types.Message, leases []*lease) {
 func (sub *subscription) report(m *types.Message, l *lease, batch int) *AckReport {
 	n, _ := strconv.Atoi(m.Attributes[string(types.MessageSystemAttributeNameApproximateReceiveCount)])
 	eventID := ""
-	if a, ok := m.MessageAttributes[middleware.MetadataEventIDKey]; ok {
+	if a, ok := m.MessageAttributes[ackgap.MetadataEventIDKey]; ok {
 		eventID = aws.ToString(a.StringValue)
 	}
 	return &AckReport{
@@ -519,7 +518,7 @@ func waitSettled[T any](msg *message.Message, giveUp <-chan T) (acked, settled b
 }
 
 // requestCtx bounds one SQS call; it is detached from Subscribe's ctx so
-// that an ack during shutdown still deletes (design.md invariant 4 holds
+// that an ack during shutdown still deletes (docs/design.md invariant 4 holds
 // either way: the commit happened before the ack).
 func (sub *subscription) requestCtx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(sub.msgCtx, sub.s.cfg.RequestTimeout)

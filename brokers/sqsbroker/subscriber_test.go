@@ -53,7 +53,7 @@ func TestRoundTrip(t *testing.T) {
 		for k, v := range msg.Metadata {
 			md[k] = v
 		}
-		seen[msg.Metadata.Get(middleware.MetadataEventIDKey)] = md
+		seen[msg.Metadata.Get(ackgap.MetadataEventIDKey)] = md
 		mu.Unlock()
 		return apply(ctx, tx, msg)
 	})
@@ -79,7 +79,7 @@ func TestRoundTrip(t *testing.T) {
 	require.Equal(t, 0, visible+inFlight, "queue empty after the round trip")
 
 	md := seen["E42"]
-	require.Equal(t, "E42", md.Get(middleware.MetadataEventIDKey))
+	require.Equal(t, "E42", md.Get(ackgap.MetadataEventIDKey))
 	require.Equal(t, "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", md.Get("traceparent"))
 	require.Equal(t, "acme", md.Get("tenant"))
 	require.NotEmpty(t, md.Get(sqsbroker.MetadataMessageID))
@@ -290,7 +290,7 @@ func TestBatchWaitsItsTurn(t *testing.T) {
 		c.AckObserver = o.observeAck
 		c.Workers = 1
 		c.MaxNumberOfMessages = 10
-		c.HandlerTimeout = time.Second
+		c.AttemptTimeout = time.Second
 		c.VisibilityFactor = 2
 	})
 	runRouter(t, b, sub, router.Config{HandlerTimeout: time.Second}, o, func(ctx context.Context, tx *sql.Tx, msg *message.Message) error {
@@ -356,7 +356,7 @@ func TestDeadLetterQueue(t *testing.T) {
 	require.Len(t, out.Messages, 1)
 	m, err := sqsbroker.Marshaler{}.Unmarshal(&out.Messages[0])
 	require.NoError(t, err)
-	require.Equal(t, "E1", m.Metadata.Get(middleware.MetadataEventIDKey))
+	require.Equal(t, "E1", m.Metadata.Get(ackgap.MetadataEventIDKey))
 	require.Equal(t, "account_closed", m.Metadata.Get(ackgap.MetadataDeadLetterReason))
 	require.Equal(t, "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", m.Metadata.Get("traceparent"))
 	require.NotEmpty(t, m.Metadata.Get("reason_poisoned"))
@@ -398,7 +398,7 @@ func TestRedrivePolicy(t *testing.T) {
 	require.Len(t, out.Messages, 1, "moved to the dead-letter queue by the redrive policy")
 	m, err := sqsbroker.Marshaler{}.Unmarshal(&out.Messages[0])
 	require.NoError(t, err)
-	require.Equal(t, "E1", m.Metadata.Get(middleware.MetadataEventIDKey))
+	require.Equal(t, "E1", m.Metadata.Get(ackgap.MetadataEventIDKey))
 	require.Equal(t, int32(2), attempts.Load(), "received maxReceiveCount times, then redriven")
 	visible, inFlight := queueCounts(t, c, url)
 	require.Equal(t, 0, visible+inFlight)
@@ -477,7 +477,7 @@ func TestFIFONackKeepsGroupOrder(t *testing.T) {
 	var mu sync.Mutex
 	var order []string
 	runRouter(t, b, sub, router.Config{MaxAttempts: 1}, o, func(ctx context.Context, tx *sql.Tx, msg *message.Message) error {
-		id, _ := middleware.EventIDFromContext(ctx)
+		id, _ := ackgap.EventIDFromContext(ctx)
 		mu.Lock()
 		order = append(order, id)
 		first := len(order) == 1

@@ -25,7 +25,7 @@ const (
 	TopicPrefix = "orders.placed."
 	// EventIDPrefix starts every event id: "order.placed:<order id>". The
 	// producer derives the id from the business event, so every copy of the
-	// event carries the same id (design.md invariant 5).
+	// event carries the same id (docs/design.md invariant 5).
 	EventIDPrefix = "order.placed:"
 	// KindCharge is the outbox kind of the payment charge.
 	KindCharge = "charge"
@@ -82,7 +82,7 @@ func EventID(orderID string) string { return EventIDPrefix + orderID }
 // the transaction, inbox row included, rolls back, so a redrive once the
 // order is pending applies it. The handler reads nothing back, so on
 // PostgreSQL the whole message is one round trip. No network call happens
-// here: the effects leave through the outbox relay (design.md invariant 7).
+// here: the effects leave through the outbox relay (docs/design.md invariant 7).
 func chargeOrder[TTx any](ctx context.Context, _ TTx, _ *message.Message, ev OrderPlaced) error {
 	if ev.OrderID == "" || ev.AmountCents <= 0 || ev.Email == "" {
 		return ackgap.Permanent(ackgap.ReasonBadPayload,

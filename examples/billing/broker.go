@@ -12,7 +12,6 @@ import (
 
 	"github.com/ackgap/ackgap"
 	"github.com/ackgap/ackgap/brokers/gochannelbroker"
-	"github.com/ackgap/ackgap/middleware"
 	"github.com/ackgap/ackgap/router"
 	"github.com/ackgap/ackgap/telemetry"
 )
@@ -152,7 +151,7 @@ func (g *goChannelBroker) publish(ev *event, other bool) error {
 		part = (part + 1) % g.partitions
 	}
 	msg := message.NewMessage(watermill.NewUUID(), ev.payload)
-	msg.Metadata.Set(middleware.MetadataEventIDKey, ev.id)
+	msg.Metadata.Set(ackgap.MetadataEventIDKey, ev.id)
 	return g.pub.Publish(topic(part), msg)
 }
 

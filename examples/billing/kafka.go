@@ -15,8 +15,8 @@ import (
 	"github.com/ThreeDotsLabs/watermill-kafka/v3/pkg/kafka"
 	"github.com/ThreeDotsLabs/watermill/message"
 
+	"github.com/ackgap/ackgap"
 	"github.com/ackgap/ackgap/brokers/kafkabroker"
-	"github.com/ackgap/ackgap/middleware"
 	"github.com/ackgap/ackgap/router"
 	"github.com/ackgap/ackgap/telemetry"
 )
@@ -114,7 +114,7 @@ func openKafka(ctx context.Context, o Options, cfg *router.Config) (_ *kafkaBrok
 		ConsumerGroup: k.group,
 		// The longest the router holds a message, all attempts included;
 		// the rebalance timeout is set from it.
-		HandlerTimeout: kafkabroker.MaxHoldTime(cfg),
+		HoldTimeout:    router.MaxHoldTime(cfg),
 		SessionTimeout: KafkaSessionTimeout,
 		FetchMaxWait:   KafkaFetchMaxWait,
 		CloseTimeout:   SubscriberCloseTimeout,
@@ -261,7 +261,7 @@ func (k *kafkaBroker) produceExternal(ctx context.Context, evs []*event) error {
 		wg.Go(func() {
 			defer func() { <-sem }()
 			cmd := exec.CommandContext(ctx, kcat, "-b", strings.Join(k.brokers, ","), "-t", k.topic, "-P",
-				"-H", middleware.MetadataEventIDKey+"="+ev.id, "-k", ev.body.OrderID, "-X", "partitioner=murmur2_random")
+				"-H", ackgap.MetadataEventIDKey+"="+ev.id, "-k", ev.body.OrderID, "-X", "partitioner=murmur2_random")
 			cmd.Stdin = strings.NewReader(string(ev.payload) + "\n")
 			if out, err := cmd.CombinedOutput(); err != nil {
 				mu.Lock()

@@ -594,11 +594,11 @@ func handlerEdges[TTx any](t *testing.T, b *backend[TTx]) {
 	}()
 	r, err := router.New(b.store, &router.Config{
 		DeadLetter: pubsub,
-		Observer: func(_ context.Context, rep *middleware.Report) {
+		InboxConfig: middleware.InboxConfig{Observer: func(_ context.Context, rep *middleware.Report) {
 			mu.Lock()
 			defer mu.Unlock()
 			outcomes = append(outcomes, rep.Outcome)
-		},
+		}},
 	})
 	require.NoError(t, err)
 	require.NoError(t, r.AddHandler(Consumer, "orders.placed", instanceSubscriber{pubsub}, handler[TTx]()))
@@ -610,7 +610,7 @@ func handlerEdges[TTx any](t *testing.T, b *backend[TTx]) {
 	// received and the outcome observed.
 	send := func(eventID, payload string) {
 		msg := message.NewMessage(watermill.NewUUID(), []byte(payload))
-		msg.Metadata.Set(middleware.MetadataEventIDKey, eventID)
+		msg.Metadata.Set(ackgap.MetadataEventIDKey, eventID)
 		require.NoError(t, pubsub.Publish("orders.placed", msg))
 	}
 	missing := `{"order_id":"ord-missing","amount_cents":250,"email":"b@example.com"}`

@@ -19,6 +19,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
 
+	"github.com/ackgap/ackgap"
 	"github.com/ackgap/ackgap/middleware"
 	"github.com/ackgap/ackgap/router"
 	"github.com/ackgap/ackgap/stores"
@@ -666,7 +667,7 @@ func (f *faults) middleware(h message.HandlerFunc) message.HandlerFunc {
 		if err != nil {
 			return produced, err
 		}
-		if id := msg.Metadata.Get(middleware.MetadataEventIDKey); f.crashIDs[id] {
+		if id := msg.Metadata.Get(ackgap.MetadataEventIDKey); f.crashIDs[id] {
 			if _, again := f.crashed.LoadOrStore(id, true); !again {
 				f.crashes.Add(1)
 				return nil, errSimulatedCrash
@@ -699,7 +700,7 @@ func (c *instanceCrash) middleware(inst *instance) message.HandlerMiddleware {
 	return func(h message.HandlerFunc) message.HandlerFunc {
 		return func(msg *message.Message) ([]*message.Message, error) {
 			produced, err := h(msg)
-			if err != nil || !c.t.takeForCrash(msg.Metadata.Get(middleware.MetadataEventIDKey), c.after) {
+			if err != nil || !c.t.takeForCrash(msg.Metadata.Get(ackgap.MetadataEventIDKey), c.after) {
 				return produced, err
 			}
 			// Committed. The instance dies here: no ack, no nack.

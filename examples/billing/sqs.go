@@ -21,8 +21,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/ackgap/ackgap"
 	"github.com/ackgap/ackgap/brokers/sqsbroker"
-	"github.com/ackgap/ackgap/middleware"
 	"github.com/ackgap/ackgap/router"
 	"github.com/ackgap/ackgap/telemetry"
 )
@@ -173,7 +173,7 @@ func (s *sqsBroker) noLease() string { return "" }
 // and any two workers may take them.
 func (s *sqsBroker) publish(ev *event, _ bool) error {
 	msg := message.NewMessage(watermill.NewUUID(), ev.payload)
-	msg.Metadata.Set(middleware.MetadataEventIDKey, ev.id)
+	msg.Metadata.Set(ackgap.MetadataEventIDKey, ev.id)
 	return s.pub.Publish(s.queue, msg)
 }
 
@@ -188,7 +188,7 @@ func (s *sqsBroker) subscriber(ctx context.Context, _ int) (message.Subscriber, 
 	sub, err := sqsbroker.NewSubscriber(ctx, &sqsbroker.SubscriberConfig{
 		OptFns:         s.optFns,
 		Queue:          s.queue,
-		HandlerTimeout: SQSHandlerTimeout,
+		AttemptTimeout: SQSHandlerTimeout,
 		CloseTimeout:   SubscriberCloseTimeout,
 	}, s.o.Logger)
 	return sub, s.queue, err

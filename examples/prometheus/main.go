@@ -33,6 +33,7 @@ import (
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
+	"github.com/ackgap/ackgap"
 	"github.com/ackgap/ackgap/brokers/gochannelbroker"
 	"github.com/ackgap/ackgap/middleware"
 	"github.com/ackgap/ackgap/router"
@@ -107,7 +108,8 @@ func run(ctx context.Context, listen string, events int, out io.Writer, ready ch
 	pub, _ := broker.Publisher()
 	sub, _ := broker.Subscriber("billing")
 	r, err := router.New[*sql.Tx](store, &router.Config{
-		DeadLetter: pub, Middlewares: []message.HandlerMiddleware{mw}, Observer: obs, Logger: watermill.NopLogger{},
+		DeadLetter: pub, Middlewares: []message.HandlerMiddleware{mw}, Logger: watermill.NopLogger{},
+		InboxConfig: middleware.InboxConfig{Observer: obs},
 	})
 	if err != nil {
 		return err
@@ -115,7 +117,7 @@ func run(ctx context.Context, listen string, events int, out io.Writer, ready ch
 	// The handler records a receipt to send; no relay runs here, so the
 	// rows stay pending and the backlog gauge shows them.
 	if err := r.AddHandler("billing", "orders", sub, func(ctx context.Context, _ *sql.Tx, msg *message.Message) error {
-		id, _ := middleware.EventIDFromContext(ctx)
+		id, _ := ackgap.EventIDFromContext(ctx)
 		_, err := middleware.AddOutbox(ctx, &stores.OutboxInsertParams{Kind: "receipt", IdempotencyKey: "receipt:" + id, Payload: msg.Payload})
 		return err
 	}); err != nil {
@@ -135,7 +137,7 @@ func run(ctx context.Context, listen string, events int, out io.Writer, ready ch
 		}
 		for range copies {
 			msg := message.NewMessage(watermill.NewUUID(), []byte(`{"order_id":"`+strconv.Itoa(i)+`"}`))
-			msg.Metadata.Set(middleware.MetadataEventIDKey, "order-"+strconv.Itoa(i))
+			msg.Metadata.Set(ackgap.MetadataEventIDKey, "order-"+strconv.Itoa(i))
 			if err := pub.Publish("orders", msg); err != nil {
 				return err
 			}

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/ackgap/ackgap/stores"
+	"github.com/ackgap/ackgap/stores/storekit"
 )
 
 var _ stores.BatchStore[pgx.Tx] = (*Store)(nil)
@@ -67,7 +68,7 @@ func (s *Store) BeginInboxMany(ctx context.Context, p *stores.BeginInboxManyPara
 		})
 	}
 	if p.Savepoint != "" {
-		b.Queue("SAVEPOINT " + stores.QuoteIdentifier(p.Savepoint))
+		b.Queue("SAVEPOINT " + storekit.QuoteIdentifier(p.Savepoint))
 	}
 	br := conn.SendBatch(ctx, &b)
 	// The transaction of BeginInbox, begun already: it queues outbox rows
@@ -141,10 +142,10 @@ func (s *Store) ReleaseSavepointTx(ctx context.Context, tx pgx.Tx, name string) 
 }
 
 func (s *Store) savepointExec(ctx context.Context, tx pgx.Tx, op, verb, name string) error {
-	if err := stores.ValidIdentifier("savepoint name", name); err != nil {
+	if err := storekit.ValidIdentifier("savepoint name", name); err != nil {
 		return fmt.Errorf("pgxstore: %s: %w", op, err)
 	}
-	_, err := tx.Exec(ctx, verb+stores.QuoteIdentifier(name))
+	_, err := tx.Exec(ctx, verb+storekit.QuoteIdentifier(name))
 	return interpretError(op, err)
 }
 
@@ -166,7 +167,7 @@ func (s *Store) DeleteInboxTx(ctx context.Context, tx pgx.Tx, p *stores.DeleteIn
 // the keys it inserted, in key order; when some were not inserted, a
 // SELECT of their payload hashes tells duplicates from conflicts.
 func (s *Store) InsertOutboxManyTx(ctx context.Context, tx pgx.Tx, p *stores.OutboxInsertManyParams) (*stores.OutboxInsertManyResult, error) {
-	plan, err := stores.PlanOutboxMany(p)
+	plan, err := storekit.PlanOutboxMany(p)
 	if err != nil {
 		return nil, err
 	}

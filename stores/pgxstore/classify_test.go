@@ -103,9 +103,9 @@ func TestInboxClassifiesHandlerErrors(t *testing.T) {
 		{`DO $$ BEGIN RAISE EXCEPTION 'mine' USING ERRCODE = 'P0001'; END $$`, "other"},
 	} {
 		msg := message.NewMessage(watermill.NewUUID(), []byte(`{}`))
-		msg.Metadata.Set(middleware.MetadataEventIDKey, fmt.Sprintf("e%d", i))
+		msg.Metadata.Set(ackgap.MetadataEventIDKey, fmt.Sprintf("e%d", i))
 		_, err := inbox(func(msg *message.Message) ([]*message.Message, error) {
-			tx, ok := middleware.TxFromContext[pgx.Tx](msg.Context())
+			tx, ok := ackgap.TxFromContext[pgx.Tx](msg.Context())
 			if !ok {
 				return nil, ackgap.ErrNoTransaction
 			}

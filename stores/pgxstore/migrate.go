@@ -8,6 +8,7 @@ import (
 
 	"github.com/ackgap/ackgap/stores"
 	"github.com/ackgap/ackgap/stores/internal/sqlbuild"
+	"github.com/ackgap/ackgap/stores/storekit"
 )
 
 // Migrations returns ackgap's PostgreSQL migrations rendered for cfg (nil =
@@ -56,7 +57,7 @@ func (m *migrationTx) Version(ctx context.Context) (int, error) {
 		return 0, interpretError("migrate: lock", err)
 	}
 	if schema := m.s.cfg.Schema; schema != "" {
-		if _, err := m.tx.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS `+stores.QuoteIdentifier(schema)); err != nil {
+		if _, err := m.tx.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS `+storekit.QuoteIdentifier(schema)); err != nil {
 			return 0, interpretError("migrate: create schema", err)
 		}
 	}

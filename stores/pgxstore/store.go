@@ -19,9 +19,9 @@ import (
 	"github.com/jackc/puddle/v2"
 
 	"github.com/ackgap/ackgap"
-	"github.com/ackgap/ackgap/middleware"
 	"github.com/ackgap/ackgap/stores"
 	"github.com/ackgap/ackgap/stores/internal/sqlbuild"
+	"github.com/ackgap/ackgap/stores/storekit"
 )
 
 //go:embed migrations/*.sql
@@ -48,10 +48,10 @@ func (c Config) WithDefaults() Config {
 func (c Config) validate() error {
 	var errs []error
 	if c.Schema != "" {
-		errs = append(errs, stores.ValidIdentifier("Schema", c.Schema))
+		errs = append(errs, storekit.ValidIdentifier("Schema", c.Schema))
 	}
 	// The longest name built from the prefix is prefix+"inbox_received_at_idx".
-	errs = append(errs, stores.ValidIdentifier("TablePrefix", c.TablePrefix+"inbox_received_at_idx"))
+	errs = append(errs, storekit.ValidIdentifier("TablePrefix", c.TablePrefix+"inbox_received_at_idx"))
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("invalid config: %w", err)
 	}
@@ -74,9 +74,7 @@ type Store struct {
 }
 
 var (
-	_ stores.Store[pgx.Tx]         = (*Store)(nil)
-	_ stores.OutboxQueuer[pgx.Tx]  = (*Store)(nil)
-	_ stores.InboxDeferrer[pgx.Tx] = (*Store)(nil)
+	_ stores.Store[pgx.Tx] = (*Store)(nil)
 )
 
 type queries struct {
@@ -127,7 +125,7 @@ ORDER BY received_at LIMIT $3 FOR UPDATE SKIP LOCKED)`,
 // TxFromContext returns the pgx.Tx that the inbox middleware opened for the
 // message whose context is ctx, and false outside a handler.
 func TxFromContext(ctx context.Context) (pgx.Tx, bool) {
-	return middleware.TxFromContext[pgx.Tx](ctx)
+	return ackgap.TxFromContext[pgx.Tx](ctx)
 }
 
 // BeginInbox implements [stores.Store.BeginInbox] in one round trip: a
@@ -141,30 +139,31 @@ func TxFromContext(ctx context.Context) (pgx.Tx, bool) {
 // sends them ahead of its next statement or with its COMMIT, in the same
 // round trip. [Store.BeginInboxDeferred] saves the first round trip too.
 func (s *Store) BeginInbox(ctx context.Context, p *stores.BeginInboxParams) (*stores.BeginInboxResult[pgx.Tx], error) {
-	tx, err := s.BeginInboxDeferred(ctx, p)
+	begun, err := s.BeginInboxDeferred(ctx, p)
 	if err != nil {
 		return nil, err
 	}
-	return s.InboxVerdictTx(ctx, tx)
+	return s.InboxVerdictTx(ctx, begun.Tx)
 }
 
-// BeginInboxDeferred implements [stores.InboxDeferrer.BeginInboxDeferred]:
-// it takes a connection from the pool and sends nothing. The transaction's
+// BeginInboxDeferred implements [stores.Store.BeginInboxDeferred]: it
+// takes a connection from the pool and sends nothing; the result holds the
+// transaction, its verdict pending. The transaction's
 // BEGIN and inbox insert go in one round trip with its first Exec that has
 // arguments (a guarded transition's UPDATE), behind them; any other
 // statement is sent right after them. Queued outbox rows behave as with
 // [Store.BeginInbox]. It returns an error wrapping
 // ackgap.ErrStoreUnavailable when no connection can be had.
-func (s *Store) BeginInboxDeferred(ctx context.Context, p *stores.BeginInboxParams) (pgx.Tx, error) {
+func (s *Store) BeginInboxDeferred(ctx context.Context, p *stores.BeginInboxParams) (*stores.BeginInboxResult[pgx.Tx], error) {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return nil, acquireError(err)
 	}
 	pending := *p
-	return &inboxTx{conn: conn, pgConn: conn.Conn(), store: s, pending: &pending}, nil
+	return &stores.BeginInboxResult[pgx.Tx]{Tx: &inboxTx{conn: conn, pgConn: conn.Conn(), store: s, pending: &pending}}, nil
 }
 
-// InboxVerdictTx implements [stores.InboxDeferrer.InboxVerdictTx]. tx must
+// InboxVerdictTx implements [stores.Store.InboxVerdictTx]. tx must
 // come from BeginInbox or BeginInboxDeferred of this store; anything else
 // returns an error.
 func (s *Store) InboxVerdictTx(ctx context.Context, tx pgx.Tx) (*stores.BeginInboxResult[pgx.Tx], error) {
@@ -213,7 +212,7 @@ func (s *Store) TransitionIfStateTx(ctx context.Context, tx pgx.Tx, p *stores.Tr
 		return nil, interpretError("transition", err)
 	}
 	if tag.RowsAffected() > 0 {
-		return &stores.TransitionResult{Outcome: stores.TransitionApplied, Found: true, Previous: stores.AppliedFrom(tp.From)}, nil
+		return &stores.TransitionResult{Outcome: stores.TransitionApplied, Found: true, Previous: storekit.AppliedFrom(tp.From)}, nil
 	}
 	var state string
 	err = tx.QueryRow(ctx, current, currentArgs...).Scan(&state)
@@ -221,7 +220,7 @@ func (s *Store) TransitionIfStateTx(ctx context.Context, tx pgx.Tx, p *stores.Tr
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return nil, interpretError("read state", err)
 	}
-	return &stores.TransitionResult{Outcome: stores.OutcomeOf(false, found, state, tp.To), Found: found, Previous: state}, nil
+	return &stores.TransitionResult{Outcome: storekit.OutcomeOf(false, found, state, tp.To), Found: found, Previous: state}, nil
 }
 
 // InsertOutboxTx implements [stores.Store.InsertOutboxTx].
@@ -246,19 +245,19 @@ func (s *Store) InsertOutboxTx(ctx context.Context, tx pgx.Tx, p *stores.OutboxI
 		return nil, interpretError("read outbox row", err)
 	}
 	if !bytes.Equal(stored, hash) {
-		return nil, stores.IdempotencyConflict(p.IdempotencyKey)
+		return nil, storekit.IdempotencyConflict(p.IdempotencyKey)
 	}
 	return &stores.OutboxInsertResult{ID: id, Duplicate: true}, nil
 }
 
-// QueueOutboxTx implements [stores.OutboxQueuer.QueueOutboxTx]. On a
+// QueueOutboxTx implements [stores.Store.QueueOutboxTx]. On a
 // transaction from BeginInbox it validates p and holds the row back: it is
 // sent, pipelined, ahead of the transaction's next statement or with its
 // COMMIT, in the same round trip. On any other pgx.Tx it inserts the row
 // at once, like InsertOutboxTx. A queued row whose key exists with
 // another payload fails that statement (the transaction is then aborted:
 // roll it back), or the commit (which rolls it back), with
-// stores.IdempotencyConflict.
+// storekit.IdempotencyConflict.
 func (s *Store) QueueOutboxTx(ctx context.Context, tx pgx.Tx, p *stores.OutboxInsertParams) error {
 	t, ok := tx.(*inboxTx)
 	if !ok || t.store != s || t.ended {

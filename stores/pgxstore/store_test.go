@@ -23,7 +23,8 @@ func harness(t *testing.T) *storetest.Harness[pgx.Tx] { return harnessTB(t) }
 func harnessTB(t testing.TB) *storetest.Harness[pgx.Tx] {
 	store, pool := migrated(t, nil)
 	return &storetest.Harness[pgx.Tx]{
-		Store: store,
+		Store:     store,
+		Pipelines: true,
 		Exec: func(ctx context.Context, sql string) error {
 			_, err := pool.Exec(ctx, sql)
 			return err
@@ -35,8 +36,6 @@ func harnessTB(t testing.TB) *storetest.Harness[pgx.Tx] {
 }
 
 func TestConformance(t *testing.T) { storetest.Run(t, harness) }
-
-func TestInboxDeferrerConformance(t *testing.T) { storetest.RunInboxDeferrer(t, harness) }
 
 // TestSchemaAndPrefix: with Config.Schema and TablePrefix set, Migrate
 // creates the schema and the prefixed, quoted tables in it, and the store

@@ -13,13 +13,12 @@ import (
 
 	"github.com/ackgap/ackgap"
 	"github.com/ackgap/ackgap/stores"
+	"github.com/ackgap/ackgap/stores/storekit"
 )
 
 // pgCardinalityViolation is the SQLSTATE a queued transition raises when
 // it is refused (see queuedTransition.sql).
 const pgCardinalityViolation = "21000"
-
-var _ stores.TransitionQueuer[pgx.Tx] = (*Store)(nil)
 
 // queuedTransition is a guarded transition held back by
 // QueueTransitionTx, with the arguments of its outbox rows.
@@ -29,7 +28,7 @@ type queuedTransition struct {
 	keys []string                // the rows' idempotency keys
 }
 
-// QueueTransitionTx implements [stores.TransitionQueuer.QueueTransitionTx]
+// QueueTransitionTx implements [stores.Store.QueueTransitionTx]
 // with one statement: the UPDATE of the transition and the INSERT of its
 // rows as data-modifying CTEs (the INSERT selects its rows only when the
 // UPDATE returned one), and a check that fails the statement when the
@@ -46,7 +45,7 @@ type queuedTransition struct {
 // ackgap.ErrTransitionRefused (reason ackgap.ReasonTransitionRefused; the
 // transaction is then aborted, or rolled back by CommitTx); a row whose
 // idempotency key exists with another payload as
-// stores.IdempotencyConflict.
+// storekit.IdempotencyConflict.
 func (s *Store) QueueTransitionTx(ctx context.Context, tx pgx.Tx, p *stores.QueueTransitionParams) error {
 	q, err := newQueuedTransition(p)
 	if err != nil {
@@ -82,7 +81,7 @@ func newQueuedTransition(p *stores.QueueTransitionParams) (*queuedTransition, er
 		key := p.Outbox[i].IdempotencyKey
 		if h, ok := hashes[key]; ok {
 			if string(h) != string(hash) {
-				return nil, stores.IdempotencyConflict(key)
+				return nil, storekit.IdempotencyConflict(key)
 			}
 			continue
 		}
@@ -107,7 +106,7 @@ func (q *queuedTransition) mapError(err error) error {
 			return ackgap.Permanent(ackgap.ReasonTransitionRefused, fmt.Errorf("%w: %s %s=%v is not in %s %v or has no row (queued transition to %q)",
 				ackgap.ErrTransitionRefused, q.tp.Table, q.tp.KeyColumn, q.tp.Key, q.tp.StateColumn, q.tp.From, q.tp.To))
 		case pgDivisionByZero:
-			return stores.IdempotencyConflict(strings.Join(q.keys, ", "))
+			return storekit.IdempotencyConflict(strings.Join(q.keys, ", "))
 		}
 	}
 	return interpretError("queued transition", err)
@@ -137,7 +136,7 @@ func (s *Store) transitionSQL(q *queuedTransition, inbox *stores.BeginInboxParam
 		from: len(q.tp.From), rows: len(q.rows), inbox: inbox != nil, toInFrom: slices.Contains(q.tp.From, q.tp.To),
 	}
 	for _, a := range q.tp.Set {
-		shape.set += stores.QuoteIdentifier(a.Column) + ","
+		shape.set += storekit.QuoteIdentifier(a.Column) + ","
 	}
 	if sql, ok := s.transitions.Load(shape); ok {
 		return sql.(string), args
@@ -200,19 +199,19 @@ func buildTransitionSQL(inboxTable, outboxTable string, tp *stores.TransitionPar
 	} else {
 		b.WriteString("WITH i AS (SELECT 1)")
 	}
-	table := stores.QuoteIdentifier(tp.Table)
+	table := storekit.QuoteIdentifier(tp.Table)
 	if tp.Schema != "" {
-		table = stores.QuoteIdentifier(tp.Schema) + "." + table
+		table = storekit.QuoteIdentifier(tp.Schema) + "." + table
 	}
-	state, key := stores.QuoteIdentifier(tp.StateColumn), stores.QuoteIdentifier(tp.KeyColumn)
+	state, key := storekit.QuoteIdentifier(tp.StateColumn), storekit.QuoteIdentifier(tp.KeyColumn)
 	to := next()
 	b.WriteString(", t AS (UPDATE " + table + " SET " + state + " = " + to)
 	if tp.VersionColumn != "" {
-		v := stores.QuoteIdentifier(tp.VersionColumn)
+		v := storekit.QuoteIdentifier(tp.VersionColumn)
 		b.WriteString(", " + v + " = " + v + " + 1")
 	}
 	for _, a := range tp.Set {
-		b.WriteString(", " + stores.QuoteIdentifier(a.Column) + " = " + next())
+		b.WriteString(", " + storekit.QuoteIdentifier(a.Column) + " = " + next())
 	}
 	keyArg := next()
 	b.WriteString(" WHERE " + key + " = " + keyArg + " AND " + state + " IN (")

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ackgap/ackgap"
 	"github.com/ackgap/ackgap/stores"
+	"github.com/ackgap/ackgap/stores/storekit"
 )
 
 // pgDivisionByZero is the SQLSTATE the queued outbox insert raises when
@@ -255,7 +256,7 @@ func (t *inboxTx) duplicate(ctx context.Context, p *stores.BeginInboxParams, rol
 
 // readQueued reads the results of the queued statements from br and
 // returns the first error: a conflicting key as
-// stores.IdempotencyConflict, a refused transition as the permanent error
+// storekit.IdempotencyConflict, a refused transition as the permanent error
 // of TransitionResult.Err. inserted is what a folded inbox insert did
 // (true without one).
 func (t *inboxTx) readQueued(br pgx.BatchResults, fold bool) (inserted bool, err error) {
@@ -275,7 +276,7 @@ func (t *inboxTx) readQueued(br pgx.BatchResults, fold bool) (inserted bool, err
 		if _, err := br.Exec(); err != nil {
 			var pgErr *pgconn.PgError
 			if errors.As(err, &pgErr) && pgErr.Code == pgDivisionByZero {
-				return false, stores.IdempotencyConflict(r.key)
+				return false, storekit.IdempotencyConflict(r.key)
 			}
 			return false, interpretError("insert queued outbox row", err)
 		}
@@ -314,7 +315,7 @@ func (t *inboxTx) resolveInbox(ctx context.Context) {
 // duplicate then writes nothing, and Commit returns ackgap.ErrDuplicate.
 // Otherwise they are sent first, in a round trip of their own. When a queued
 // statement fails (an idempotency key that exists with another payload:
-// stores.IdempotencyConflict; a refused transition: ackgap's permanent
+// storekit.IdempotencyConflict; a refused transition: ackgap's permanent
 // ErrTransitionRefused), the COMMIT does not run, the transaction is
 // rolled back and Commit returns that error.
 func (t *inboxTx) Commit(ctx context.Context) error {

@@ -16,10 +16,7 @@ import (
 	"github.com/ackgap/ackgap/middleware"
 	"github.com/ackgap/ackgap/stores"
 	"github.com/ackgap/ackgap/stores/pgxstore"
-	"github.com/ackgap/ackgap/stores/storetest"
 )
-
-func TestOutboxQueuerConformance(t *testing.T) { storetest.RunOutboxQueuer(t, harness) }
 
 // TestQueuedRowVisibleToNextStatement: a queued row is sent ahead of the
 // transaction's next statement, which sees it; InsertOutboxTx of the same
@@ -145,7 +142,7 @@ func TestRoundTrips(t *testing.T) {
 		})
 		deliver := func(order string) int64 {
 			msg := message.NewMessage(order, []byte(`{"order":"`+order+`"}`))
-			msg.Metadata.Set(middleware.MetadataEventIDKey, "order.placed:"+order)
+			msg.Metadata.Set(ackgap.MetadataEventIDKey, "order.placed:"+order)
 			msg.Metadata.Set("order", order)
 			before := sent.Load()
 			_, err := h(msg)
@@ -205,8 +202,9 @@ func TestDeferredStatementsOtherThanExec(t *testing.T) {
 		},
 		func(tx pgx.Tx) error { _, err := tx.Conn().Exec(ctx, `INSERT INTO notes VALUES (1), (2)`); return err },
 	} {
-		tx, err := store.BeginInboxDeferred(ctx, &stores.BeginInboxParams{Consumer: "c1", EventID: "e" + strconv.Itoa(i)})
+		begun, err := store.BeginInboxDeferred(ctx, &stores.BeginInboxParams{Consumer: "c1", EventID: "e" + strconv.Itoa(i)})
 		require.NoError(t, err)
+		tx := begun.Tx
 		require.NoError(t, use(tx), "statement %d", i)
 		require.NoError(t, store.RollbackTx(ctx, tx))
 		var n int

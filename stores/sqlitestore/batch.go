@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ackgap/ackgap/stores"
+	"github.com/ackgap/ackgap/stores/storekit"
 )
 
 var _ stores.BatchStore[*sql.Tx] = (*Store)(nil)
@@ -175,10 +176,10 @@ func (s *Store) ReleaseSavepointTx(ctx context.Context, tx *sql.Tx, name string)
 }
 
 func (s *Store) savepointExec(ctx context.Context, tx *sql.Tx, op, verb, name string) error {
-	if err := stores.ValidIdentifier("savepoint name", name); err != nil {
+	if err := storekit.ValidIdentifier("savepoint name", name); err != nil {
 		return fmt.Errorf("sqlitestore: %s: %w", op, err)
 	}
-	_, err := s.txExec(ctx, tx, verb+stores.QuoteIdentifier(name))
+	_, err := s.txExec(ctx, tx, verb+storekit.QuoteIdentifier(name))
 	return interpretError(op, err)
 }
 
@@ -213,7 +214,7 @@ func (s *Store) DeleteInboxTx(ctx context.Context, tx *sql.Tx, p *stores.DeleteI
 // inserted, a SELECT of their payload hashes tells duplicates from
 // conflicts.
 func (s *Store) InsertOutboxManyTx(ctx context.Context, tx *sql.Tx, p *stores.OutboxInsertManyParams) (*stores.OutboxInsertManyResult, error) {
-	plan, err := stores.PlanOutboxMany(p)
+	plan, err := storekit.PlanOutboxMany(p)
 	if err != nil {
 		return nil, err
 	}

@@ -104,9 +104,9 @@ func TestInboxClassifiesHandlerErrors(t *testing.T) {
 		{`INSERT INTO nowhere VALUES (1)`, "other"},
 	} {
 		msg := message.NewMessage(watermill.NewUUID(), []byte(`{}`))
-		msg.Metadata.Set(middleware.MetadataEventIDKey, fmt.Sprintf("e%d", i))
+		msg.Metadata.Set(ackgap.MetadataEventIDKey, fmt.Sprintf("e%d", i))
 		_, err := inbox(func(msg *message.Message) ([]*message.Message, error) {
-			tx, ok := middleware.TxFromContext[*sql.Tx](msg.Context())
+			tx, ok := ackgap.TxFromContext[*sql.Tx](msg.Context())
 			if !ok {
 				return nil, ackgap.ErrNoTransaction
 			}

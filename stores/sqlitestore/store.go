@@ -16,9 +16,9 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/ackgap/ackgap"
-	"github.com/ackgap/ackgap/middleware"
 	"github.com/ackgap/ackgap/stores"
 	"github.com/ackgap/ackgap/stores/internal/sqlbuild"
+	"github.com/ackgap/ackgap/stores/storekit"
 )
 
 //go:embed migrations/*.sql
@@ -61,7 +61,7 @@ func (c Config) WithDefaults() Config {
 }
 
 func (c Config) validate() error {
-	errs := []error{stores.ValidIdentifier("TablePrefix", c.TablePrefix+"inbox_received_at_idx")}
+	errs := []error{storekit.ValidIdentifier("TablePrefix", c.TablePrefix+"inbox_received_at_idx")}
 	if c.BusyTimeout < time.Millisecond {
 		errs = append(errs, fmt.Errorf("BusyTimeout is %s, must be at least 1ms", c.BusyTimeout))
 	}
@@ -186,7 +186,7 @@ func (s *Store) Close() error {
 // TxFromContext returns the *sql.Tx that the inbox middleware opened for
 // the message whose context is ctx, and false outside a handler.
 func TxFromContext(ctx context.Context) (*sql.Tx, bool) {
-	return middleware.TxFromContext[*sql.Tx](ctx)
+	return ackgap.TxFromContext[*sql.Tx](ctx)
 }
 
 // BeginInbox implements [stores.Store.BeginInbox]: BEGIN IMMEDIATE, then
@@ -254,7 +254,7 @@ func (s *Store) TransitionIfStateTx(ctx context.Context, tx *sql.Tx, p *stores.T
 		return nil, interpretError("transition", err)
 	}
 	if n, err := res.RowsAffected(); err == nil && n > 0 {
-		return &stores.TransitionResult{Outcome: stores.TransitionApplied, Found: true, Previous: stores.AppliedFrom(tp.From)}, nil
+		return &stores.TransitionResult{Outcome: stores.TransitionApplied, Found: true, Previous: storekit.AppliedFrom(tp.From)}, nil
 	}
 	var state string
 	err = s.txQueryRow(ctx, tx, current, currentArgs...).Scan(&state)
@@ -262,7 +262,32 @@ func (s *Store) TransitionIfStateTx(ctx context.Context, tx *sql.Tx, p *stores.T
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return nil, interpretError("read state", err)
 	}
-	return &stores.TransitionResult{Outcome: stores.OutcomeOf(false, found, state, tp.To), Found: found, Previous: state}, nil
+	return &stores.TransitionResult{Outcome: storekit.OutcomeOf(false, found, state, tp.To), Found: found, Previous: state}, nil
+}
+
+// BeginInboxDeferred implements [stores.Store.BeginInboxDeferred]: SQLite
+// gains nothing from deferring (no network round trip), so it resolves at
+// once, as BeginInbox.
+func (s *Store) BeginInboxDeferred(ctx context.Context, p *stores.BeginInboxParams) (*stores.BeginInboxResult[*sql.Tx], error) {
+	return storekit.BeginInboxNow[*sql.Tx](ctx, s, p)
+}
+
+// InboxVerdictTx implements [stores.Store.InboxVerdictTx]: the verdict was
+// known at BeginInboxDeferred, so tx is not a duplicate.
+func (s *Store) InboxVerdictTx(_ context.Context, tx *sql.Tx) (*stores.BeginInboxResult[*sql.Tx], error) {
+	return storekit.VerdictNow(tx), nil
+}
+
+// QueueTransitionTx implements [stores.Store.QueueTransitionTx] at once
+// (storekit.QueueTransitionNow).
+func (s *Store) QueueTransitionTx(ctx context.Context, tx *sql.Tx, p *stores.QueueTransitionParams) error {
+	return storekit.QueueTransitionNow[*sql.Tx](ctx, s, tx, p)
+}
+
+// QueueOutboxTx implements [stores.Store.QueueOutboxTx] at once
+// (storekit.QueueOutboxNow).
+func (s *Store) QueueOutboxTx(ctx context.Context, tx *sql.Tx, p *stores.OutboxInsertParams) error {
+	return storekit.QueueOutboxNow[*sql.Tx](ctx, s, tx, p)
 }
 
 // InsertOutboxTx implements [stores.Store.InsertOutboxTx].
@@ -305,7 +330,7 @@ func (s *Store) InsertOutboxTx(ctx context.Context, tx *sql.Tx, p *stores.Outbox
 		return nil, interpretError("read outbox row", err)
 	}
 	if !bytes.Equal(stored, hash) {
-		return nil, stores.IdempotencyConflict(p.IdempotencyKey)
+		return nil, storekit.IdempotencyConflict(p.IdempotencyKey)
 	}
 	return &stores.OutboxInsertResult{ID: id, Duplicate: true}, nil
 }
@@ -369,8 +394,6 @@ func micros(t time.Time) int64 {
 	return t.UnixMicro()
 }
 
-// interpretError is the one place driver errors are translated: errors
-// that mean the database cannot be used now wrap ackgap.ErrStoreUnavailable.
 // beginError translates a failure to begin a transaction: no connection
 // before ctx's deadline, the write lock busy past busy_timeout, a closed
 // database. The database could not be had, the message was fine: it wraps
@@ -380,6 +403,8 @@ func beginError(err error) error {
 	return fmt.Errorf("sqlitestore: begin: %w: %w", ackgap.ErrStoreUnavailable, err)
 }
 
+// interpretError is the one place driver errors are translated: errors
+// that mean the database cannot be used now wrap ackgap.ErrStoreUnavailable.
 func interpretError(op string, err error) error {
 	if err == nil {
 		return nil

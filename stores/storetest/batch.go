@@ -13,10 +13,8 @@ import (
 	"github.com/ackgap/ackgap/stores"
 )
 
-// RunBatch is the conformance suite of stores.BatchStore, for stores that
-// implement it (pgxstore, sqlitestore):
-//
-//	func TestBatchConformance(t *testing.T) { storetest.RunBatch(t, harness) }
+// runBatch is the conformance suite of stores.BatchStore, for stores that
+// implement it (pgxstore, sqlitestore); [Run] runs it when it does.
 //
 // It checks: one insert reports inserted rows, duplicates of committed
 // rows and payload mismatches, and its rows commit with the transaction or
@@ -28,7 +26,7 @@ import (
 // field, deduplicated by key and refused on a key's other payload; two
 // concurrent batches sharing event ids (in opposite orders) apply each
 // event exactly once and do not deadlock.
-func RunBatch[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TTx]) {
+func runBatch[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TTx]) {
 	batchStore := func(t *testing.T) (stores.BatchStore[TTx], *Harness[TTx]) {
 		t.Helper()
 		h := setup(t)

@@ -28,9 +28,10 @@ const benchRows = 256
 //   - Billing: BeginInbox, a guarded transition (applied), two outbox rows
 //     with InsertOutboxTx, CommitTx: the billing example's transaction;
 //   - BillingQueued: the same with the outbox rows queued with
-//     stores.OutboxQueuer.QueueOutboxTx (skipped for stores without it);
-//   - BillingParallel: BillingQueued (or Billing) from 8 goroutines per
-//     CPU, each on its own state row.
+//     stores.Store.QueueOutboxTx (inserted at once by a store that does
+//     not pipeline);
+//   - BillingParallel: BillingQueued from 8 goroutines per CPU, each on
+//     its own state row.
 func RunBenchmarks[TTx any](b *testing.B, setup func(b *testing.B) *Harness[TTx]) {
 	b.Run("Inbox", func(b *testing.B) {
 		h := setup(b)
@@ -64,18 +65,11 @@ func RunBenchmarks[TTx any](b *testing.B, setup func(b *testing.B) *Harness[TTx]
 	billing := func(b *testing.B, queue bool) {
 		h := setup(b)
 		seedBenchRows(b, h)
-		q, ok := h.Store.(stores.OutboxQueuer[TTx])
-		if queue && !ok {
-			b.Skipf("%T does not implement stores.OutboxQueuer", h.Store)
-		}
-		if !queue {
-			q = nil
-		}
 		b.ReportAllocs()
 		i := 0
 		for b.Loop() {
 			i++
-			if err := benchBilling(h, q, i, i%benchRows); err != nil {
+			if err := benchBilling(h, queue, i, i%benchRows); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -86,14 +80,13 @@ func RunBenchmarks[TTx any](b *testing.B, setup func(b *testing.B) *Harness[TTx]
 	b.Run("BillingParallel", func(b *testing.B) {
 		h := setup(b)
 		seedBenchRows(b, h)
-		q, _ := h.Store.(stores.OutboxQueuer[TTx])
 		var next, goroutines atomic.Int64
 		b.ReportAllocs()
 		b.SetParallelism(8)
 		b.RunParallel(func(pb *testing.PB) {
 			row := int(goroutines.Add(1)-1) % benchRows
 			for pb.Next() {
-				if err := benchBilling(h, q, int(next.Add(1)), row); err != nil {
+				if err := benchBilling(h, true, int(next.Add(1)), row); err != nil {
 					b.Error(err) // not Fatal: this is not the benchmark's goroutine
 					return
 				}
@@ -132,9 +125,9 @@ func seedBenchRows[TTx any](b *testing.B, h *Harness[TTx]) {
 }
 
 // benchBilling runs message i: inbox row, a transition of state row that
-// always applies (from a or b to the other), two outbox rows (queued when
-// q is not nil), commit.
-func benchBilling[TTx any](h *Harness[TTx], q stores.OutboxQueuer[TTx], i, row int) error {
+// always applies (from a or b to the other), two outbox rows (queued with
+// QueueOutboxTx when queue is set), commit.
+func benchBilling[TTx any](h *Harness[TTx], queue bool, i, row int) error {
 	ctx := context.Background()
 	n := strconv.Itoa(i)
 	res, err := h.Store.BeginInbox(ctx, &stores.BeginInboxParams{Consumer: "bench", EventID: "e" + n, PayloadHash: benchHash})
@@ -163,8 +156,8 @@ func benchBilling[TTx any](h *Harness[TTx], q stores.OutboxQueuer[TTx], i, row i
 			{Kind: "charge", IdempotencyKey: "charge:" + n, Payload: []byte(`{"order_id":"` + n + `","amount_cents":100}`), Headers: headers, Consumer: "bench", EventID: "e" + n},
 			{Kind: "email.receipt", IdempotencyKey: "receipt:" + n, Payload: []byte(`{"order_id":"` + n + `","email":"a@example.com"}`), Headers: headers, Consumer: "bench", EventID: "e" + n},
 		} {
-			if q != nil {
-				err = q.QueueOutboxTx(ctx, res.Tx, &p)
+			if queue {
+				err = h.Store.QueueOutboxTx(ctx, res.Tx, &p)
 			} else {
 				_, err = h.Store.InsertOutboxTx(ctx, res.Tx, &p)
 			}

@@ -11,19 +11,17 @@ import (
 	"github.com/ackgap/ackgap/stores"
 )
 
-// RunInboxDeferrer checks a store's [stores.InboxDeferrer]: the inbox
+// runInboxDeferrer checks a pipelining store's BeginInboxDeferred: the inbox
 // insert sent with the transaction's first statement decides as the plain
 // BeginInbox does (first insert wins, a duplicate changes nothing, a
 // rollback frees the key, concurrent deliveries apply once), and a
 // duplicate's statement fails with ackgap.ErrDuplicate, its work undone.
-// setup must return a store that implements stores.InboxDeferrer[TTx].
-func RunInboxDeferrer[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TTx]) {
-	deferrer := func(t *testing.T, h *Harness[TTx]) stores.InboxDeferrer[TTx] {
-		d, ok := h.Store.(stores.InboxDeferrer[TTx])
-		require.True(t, ok, "%T does not implement stores.InboxDeferrer", h.Store)
+// [Run] runs it when Harness.Pipelines is set.
+func runInboxDeferrer[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TTx]) {
+	deferrer := func(t *testing.T, h *Harness[TTx]) pendingInbox[TTx] {
 		require.NoError(t, h.Exec(context.Background(), createStateTable))
 		require.NoError(t, h.Exec(context.Background(), `INSERT INTO "Order ""Items""" (id, status) VALUES ('o1', 'pending')`))
-		return d
+		return pendingInbox[TTx]{t: t, s: h.Store}
 	}
 	bump := &stores.TransitionParams{Table: stateTable, Key: "o1", From: []string{"pending", "charging"}, To: "charging", VersionColumn: "version"}
 	version := func(t *testing.T, h *Harness[TTx]) int {
@@ -129,4 +127,27 @@ func RunInboxDeferrer[TTx any](t *testing.T, setup func(t *testing.T) *Harness[T
 		require.Equal(t, n-1, dupes)
 		require.Equal(t, 1, version(t, h))
 	})
+}
+
+// pendingInbox begins inbox transactions whose verdict is pending, as a
+// pipelining store's BeginInboxDeferred returns them.
+type pendingInbox[TTx any] struct {
+	t *testing.T
+	s stores.Store[TTx]
+}
+
+// BeginInboxDeferred returns the pending transaction; a verdict known at
+// once fails the test, since the store claims to pipeline.
+func (p pendingInbox[TTx]) BeginInboxDeferred(ctx context.Context, params *stores.BeginInboxParams) (TTx, error) {
+	res, err := p.s.BeginInboxDeferred(ctx, params)
+	if err != nil {
+		var zero TTx
+		return zero, err
+	}
+	require.False(p.t, res.Duplicate, "a pipelining store's verdict is pending at BeginInboxDeferred")
+	return res.Tx, nil
+}
+
+func (p pendingInbox[TTx]) InboxVerdictTx(ctx context.Context, tx TTx) (*stores.BeginInboxResult[TTx], error) {
+	return p.s.InboxVerdictTx(ctx, tx)
 }

@@ -14,13 +14,9 @@ import (
 	"github.com/ackgap/ackgap/stores"
 )
 
-// RunOutbox runs the conformance suite of [stores.OutboxStore], the part
+// runOutbox runs the conformance suite of [stores.OutboxStore], the part
 // of a store the outbox relay uses. The harness's Store must implement
-// stores.OutboxStore; setup is called once per subtest, as for [Run]:
-//
-//	func TestOutboxConformance(t *testing.T) {
-//		storetest.RunOutbox(t, func(t *testing.T) *storetest.Harness[pgx.Tx] { ... })
-//	}
+// stores.OutboxStore; [Run] runs it when it does.
 //
 // It checks: claims take due rows oldest first, filter by kind and count
 // attempts; a lease holds until it lapses, and a lapsed lease is claimed
@@ -30,7 +26,7 @@ import (
 // come back through redrive with attempts reset; pruning deletes only done
 // rows older than the cutoff; stats count the backlog and find its oldest
 // row; concurrent claimers never get the same row; bad params are refused.
-func RunOutbox[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TTx]) {
+func runOutbox[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TTx]) {
 	// t0 is the suite's clock: every call passes Now relative to it, so
 	// leases and delays lapse without sleeping.
 	t0 := time.Now().Add(-time.Hour).Truncate(time.Millisecond)

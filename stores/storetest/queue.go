@@ -11,10 +11,9 @@ import (
 	"github.com/ackgap/ackgap/stores"
 )
 
-// RunOutboxQueuer is the conformance suite of stores.OutboxQueuer, for
-// stores that implement it (pgxstore):
-//
-//	func TestOutboxQueuerConformance(t *testing.T) { storetest.RunOutboxQueuer(t, harness) }
+// runOutboxQueuer is the conformance suite of stores.Store.QueueOutboxTx
+// on a store that pipelines (pgxstore); [Run] runs it when
+// Harness.Pipelines is set.
 //
 // It checks: queued rows are committed with their transaction, with every
 // field; a queued row whose key exists with the same payload is a
@@ -23,13 +22,11 @@ import (
 // ackgap.ErrIdempotencyConflict and nothing of the transaction remains,
 // inbox row included; a rollback discards queued rows; params are
 // validated when queued.
-func RunOutboxQueuer[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TTx]) {
-	queuer := func(t *testing.T) (stores.OutboxQueuer[TTx], *Harness[TTx]) {
+func runOutboxQueuer[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TTx]) {
+	queuer := func(t *testing.T) (stores.Store[TTx], *Harness[TTx]) {
 		t.Helper()
 		h := setup(t)
-		q, ok := h.Store.(stores.OutboxQueuer[TTx])
-		require.True(t, ok, "%T does not implement stores.OutboxQueuer", h.Store)
-		return q, h
+		return h.Store, h
 	}
 
 	t.Run("QueuedRowsCommit", func(t *testing.T) {

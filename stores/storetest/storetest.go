@@ -1,5 +1,5 @@
 // Package storetest is the conformance suite every ackgap store passes
-// (design.md invariant 9). A store's test runs it with a harness that
+// (docs/design.md invariant 9). A store's test runs it with a harness that
 // gives the suite a fresh, migrated store per subtest:
 //
 //	func TestConformance(t *testing.T) {
@@ -40,6 +40,12 @@ type Harness[TTx any] struct {
 	Exec func(ctx context.Context, sql string) error
 	// QueryRow runs a one-row query and scans it into dest.
 	QueryRow func(ctx context.Context, sql string, dest ...any) error
+	// Pipelines says the store pipelines: its BeginInboxDeferred leaves
+	// the verdict pending until the first statement, and QueueOutboxTx
+	// holds rows back until the next statement or the commit (pgxstore).
+	// [Run] then also checks those; a store that resolves at once
+	// (storekit helpers) leaves it false.
+	Pipelines bool
 }
 
 // stateTable is created by the suite; its name needs quoting, which checks
@@ -48,8 +54,44 @@ const stateTable = `Order "Items"`
 
 const createStateTable = `CREATE TABLE "Order ""Items""" (id TEXT PRIMARY KEY, status TEXT NOT NULL, version INTEGER NOT NULL DEFAULT 0, note TEXT NOT NULL DEFAULT '')`
 
-// Run runs the suite; setup is called once per subtest.
+// Run runs every part of the suite that applies to the store setup
+// returns, each as a subtest; setup is called once per subtest (and once
+// more to see what the store implements):
+//
+//   - Inbox, for every store (the checks listed in the package doc);
+//   - Outbox, when the store implements stores.OutboxStore (the relay's
+//     claims, leases, retries, dead rows, redrive, pruning, stats);
+//   - Batch, when it implements stores.BatchStore (multi-row inbox
+//     inserts, savepoints, outbox rows many at a time, concurrent batches);
+//   - QueuedOutbox, when Harness.Pipelines is set (queued outbox rows
+//     commit, deduplicate and fail with their transaction);
+//   - DeferredInbox, when Harness.Pipelines is set (the deferred inbox
+//     insert decides as BeginInbox does; a duplicate's statement fails
+//     with ackgap.ErrDuplicate).
+//
+// A part the store does not implement is skipped with the reason, so a new
+// store's one test shows what it does not offer yet.
 func Run[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TTx]) {
+	probe := setup(t)
+	part := func(name string, offered bool, run func(*testing.T, func(*testing.T) *Harness[TTx])) {
+		t.Run(name, func(t *testing.T) {
+			if !offered {
+				t.Skipf("%T does not offer %s", probe.Store, name)
+			}
+			run(t, setup)
+		})
+	}
+	part("Inbox", true, runInbox[TTx])
+	_, ok := probe.Store.(stores.OutboxStore)
+	part("OutboxStore", ok, runOutbox[TTx])
+	_, ok = probe.Store.(stores.BatchStore[TTx])
+	part("BatchStore", ok, runBatch[TTx])
+	part("QueuedOutbox", probe.Pipelines, runOutboxQueuer[TTx])
+	part("DeferredInbox", probe.Pipelines, runInboxDeferrer[TTx])
+}
+
+// runInbox is the part of the suite every store passes.
+func runInbox[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TTx]) {
 	t.Run("FirstInsertWinsDuplicateIsResult", func(t *testing.T) {
 		h := setup(t)
 		ctx := context.Background()

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"text/template"
 
+	"github.com/ackgap/ackgap/internal/ident"
 	"github.com/ackgap/ackgap/stores"
 )
 
@@ -32,12 +33,12 @@ var SQLite = Dialect{Placeholder: func(n int) string { return "?" + strconv.Itoa
 // SELECT that reads the row's current state (one column) when the UPDATE
 // changed nothing. p must have passed WithDefaults and Validate.
 func Transition(d Dialect, p *stores.TransitionParams) (update string, args []any, current string, currentArgs []any) {
-	table := stores.QuoteIdentifier(p.Table)
+	table := ident.Quote(p.Table)
 	if p.Schema != "" {
-		table = stores.QuoteIdentifier(p.Schema) + "." + table
+		table = ident.Quote(p.Schema) + "." + table
 	}
-	state := stores.QuoteIdentifier(p.StateColumn)
-	key := stores.QuoteIdentifier(p.KeyColumn)
+	state := ident.Quote(p.StateColumn)
+	key := ident.Quote(p.KeyColumn)
 
 	var b strings.Builder
 	args = make([]any, 0, 2+len(p.From)+len(p.Set))
@@ -52,11 +53,11 @@ func Transition(d Dialect, p *stores.TransitionParams) (update string, args []an
 	b.WriteString(" = ")
 	b.WriteString(bind(p.To))
 	if p.VersionColumn != "" {
-		v := stores.QuoteIdentifier(p.VersionColumn)
+		v := ident.Quote(p.VersionColumn)
 		b.WriteString(", " + v + " = " + v + " + 1")
 	}
 	for _, a := range p.Set {
-		b.WriteString(", " + stores.QuoteIdentifier(a.Column) + " = " + bind(a.Value))
+		b.WriteString(", " + ident.Quote(a.Column) + " = " + bind(a.Value))
 	}
 	b.WriteString(" WHERE " + key + " = " + bind(p.Key) + " AND " + state + " IN (")
 	for i, f := range p.From {
@@ -210,23 +211,23 @@ func TableNames(schema, prefix string) Names {
 	}
 	schemaDot := ""
 	if schema != "" {
-		schemaDot = stores.QuoteIdentifier(schema) + "."
+		schemaDot = ident.Quote(schema) + "."
 	}
 	q := func(name string) string {
 		if schema == "" {
-			return stores.QuoteIdentifier(name)
+			return ident.Quote(name)
 		}
-		return stores.QuoteIdentifier(schema) + "." + stores.QuoteIdentifier(name)
+		return ident.Quote(schema) + "." + ident.Quote(name)
 	}
 	return Names{
 		Inbox:              q(prefix + "inbox"),
 		Outbox:             q(prefix + "outbox"),
 		Migration:          q(prefix + "migration"),
-		InboxReceivedIndex: stores.QuoteIdentifier(prefix + "inbox_received_at_idx"),
-		OutboxDueIndex:     stores.QuoteIdentifier(prefix + "outbox_due_idx"),
+		InboxReceivedIndex: ident.Quote(prefix + "inbox_received_at_idx"),
+		OutboxDueIndex:     ident.Quote(prefix + "outbox_due_idx"),
 		MigrationLockKey:   q(prefix + "migration"),
-		OutboxDoneIndex:    stores.QuoteIdentifier(prefix + "outbox_done_at_idx"),
-		OutboxDeadIndex:    stores.QuoteIdentifier(prefix + "outbox_dead_idx"),
+		OutboxDoneIndex:    ident.Quote(prefix + "outbox_done_at_idx"),
+		OutboxDeadIndex:    ident.Quote(prefix + "outbox_dead_idx"),
 		OutboxNotifyFunc:   q(prefix + "outbox_notify"),
 		SchemaDot:          schemaDot,
 	}

@@ -1,0 +1,156 @@
+// Package storekit holds the helpers a store author shares with ackgap's
+// own stores (pgxstore, sqlitestore): quoting identifiers, classifying a
+// guarded UPDATE, the idempotency-conflict error, and the plan of a
+// multi-row outbox insert. They are kept apart from package stores, the
+// contract, so that the contract holds only what a store implements and
+// what its callers pass and get back.
+package storekit
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/ackgap/ackgap"
+	"github.com/ackgap/ackgap/internal/ident"
+	"github.com/ackgap/ackgap/stores"
+)
+
+// QuoteIdentifier quotes name as an SQL identifier in the standard way
+// (ISO/IEC 9075, used by PostgreSQL and SQLite): wrapped in double quotes,
+// with each double quote doubled. Validate names first with
+// [ValidIdentifier].
+func QuoteIdentifier(name string) string { return ident.Quote(name) }
+
+// ValidIdentifier returns an error naming what if name is empty, longer
+// than 63 bytes (PostgreSQL's NAMEDATALEN-1) or holds a NUL byte: the rule
+// the params of package stores are validated with.
+func ValidIdentifier(what, name string) error { return ident.Valid(what, name) }
+
+// OutcomeOf classifies a guarded UPDATE: applied when it changed a row;
+// otherwise already applied when the row is in state to, refused when it
+// is in another state or missing (found false).
+func OutcomeOf(applied, found bool, current, to string) stores.TransitionOutcome {
+	switch {
+	case applied:
+		return stores.TransitionApplied
+	case found && current == to:
+		return stores.TransitionAlreadyApplied
+	default:
+		return stores.TransitionRefused
+	}
+}
+
+// AppliedFrom returns the Previous state of an applied transition: the
+// only From state, or "" when From has several.
+func AppliedFrom(from []string) string {
+	if len(from) == 1 {
+		return from[0]
+	}
+	return ""
+}
+
+// IdempotencyConflict returns the error stores.Store.InsertOutboxTx returns when key
+// exists with another payload: permanent (reason
+// ackgap.ReasonIdempotencyConflict), wrapping ackgap.ErrIdempotencyConflict.
+func IdempotencyConflict(key string) error {
+	return ackgap.Permanent(ackgap.ReasonIdempotencyConflict, fmt.Errorf("%w: key %q", ackgap.ErrIdempotencyConflict, key))
+}
+
+// OutboxManyPlan is how a store carries out
+// [stores.BatchStore.InsertOutboxManyTx], shared by the SQL stores: the rows to
+// send (the first of each idempotency key) and what is known before
+// sending them. Build it with [PlanOutboxMany]; finish with Settle.
+type OutboxManyPlan struct {
+	// Rows are the indexes into the params' Rows of the rows to insert:
+	// the first row of each idempotency key, in their order.
+	Rows []int
+	// Hashes are the payload hashes (stores.PayloadHash) of Rows.
+	Hashes [][]byte
+	// Duplicate holds, per row of the params, true for a row whose key an
+	// earlier row of the params carries with the same payload.
+	Duplicate []bool
+}
+
+// PlanOutboxMany validates p and returns its plan. A key repeated in p
+// with another payload returns [IdempotencyConflict] (permanent).
+func PlanOutboxMany(p *stores.OutboxInsertManyParams) (*OutboxManyPlan, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	pl := &OutboxManyPlan{Duplicate: make([]bool, len(p.Rows))}
+	first := make(map[string][]byte, len(p.Rows))
+	for i := range p.Rows {
+		key, hash := p.Rows[i].IdempotencyKey, stores.PayloadHash(p.Rows[i].Payload)
+		if h, ok := first[key]; ok {
+			if string(h) != string(hash) {
+				return nil, IdempotencyConflict(key)
+			}
+			pl.Duplicate[i] = true
+			continue
+		}
+		first[key] = hash
+		pl.Rows = append(pl.Rows, i)
+		pl.Hashes = append(pl.Hashes, hash)
+	}
+	return pl, nil
+}
+
+// Settle returns the result once the insert ran: inserted holds the keys
+// the insert wrote, stored the payload hashes the store holds for the
+// others. A key held with another payload returns [IdempotencyConflict].
+func (pl *OutboxManyPlan) Settle(p *stores.OutboxInsertManyParams, inserted map[string]struct{}, stored map[string][]byte) (*stores.OutboxInsertManyResult, error) {
+	res := &stores.OutboxInsertManyResult{Duplicate: pl.Duplicate}
+	for j, i := range pl.Rows {
+		key := p.Rows[i].IdempotencyKey
+		if _, ok := inserted[key]; ok {
+			continue
+		}
+		if string(stored[key]) != string(pl.Hashes[j]) {
+			return nil, IdempotencyConflict(key)
+		}
+		res.Duplicate[i] = true
+	}
+	return res, nil
+}
+
+// BeginInboxNow is [stores.Store.BeginInboxDeferred] for a store that
+// does not pipeline: it resolves at once with s.BeginInbox.
+func BeginInboxNow[TTx any](ctx context.Context, s stores.Store[TTx], p *stores.BeginInboxParams) (*stores.BeginInboxResult[TTx], error) {
+	return s.BeginInbox(ctx, p)
+}
+
+// VerdictNow is [stores.Store.InboxVerdictTx] for a store that resolved
+// the inbox insert at once (BeginInboxNow): tx is not a duplicate, or
+// BeginInboxDeferred would have said so.
+func VerdictNow[TTx any](tx TTx) *stores.BeginInboxResult[TTx] {
+	return &stores.BeginInboxResult[TTx]{Tx: tx}
+}
+
+// QueueOutboxNow is [stores.Store.QueueOutboxTx] for a store that does
+// not pipeline: it inserts the row at once with s.InsertOutboxTx.
+func QueueOutboxNow[TTx any](ctx context.Context, s stores.Store[TTx], tx TTx, p *stores.OutboxInsertParams) error {
+	_, err := s.InsertOutboxTx(ctx, tx, p)
+	return err
+}
+
+// QueueTransitionNow is [stores.Store.QueueTransitionTx] for a store that
+// does not pipeline: it applies p.Transition at once with
+// s.TransitionIfStateTx and, only if it applied, inserts p.Outbox with
+// s.InsertOutboxTx. A refused transition returns TransitionResult.Err
+// (permanent, ackgap.ErrTransitionRefused); one already applied writes
+// nothing and returns nil.
+func QueueTransitionNow[TTx any](ctx context.Context, s stores.Store[TTx], tx TTx, p *stores.QueueTransitionParams) error {
+	res, err := s.TransitionIfStateTx(ctx, tx, &p.Transition)
+	if err != nil {
+		return err
+	}
+	if err := res.Err(); err != nil || !res.Applied() {
+		return err
+	}
+	for i := range p.Outbox {
+		if _, err := s.InsertOutboxTx(ctx, tx, &p.Outbox[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
