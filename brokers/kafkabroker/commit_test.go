@@ -170,4 +170,3 @@ func hexID() string {
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
 }
-
