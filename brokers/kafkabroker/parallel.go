@@ -369,6 +369,9 @@ type pending struct {
 	size int64
 	msg  *message.Message // the copy to hand out next; nil until due
 	d    *ackgap.Delivery
+	// cancel ends msg's context; the watcher calls it once msg is settled,
+	// as watermill-kafka does after an ack or nack.
+	cancel context.CancelFunc
 }
 
 type eventKind int
@@ -493,9 +496,11 @@ func (l *partLoop) due() *message.Message {
 			ConsumerGroup: l.sub.cfg.ConsumerGroup, Partition: p.rec.Partition, Offset: p.rec.Offset, HasOffset: true,
 			Confirmation: ackgap.ConfirmationReported,
 		}
-		ctx := context.WithValue(l.sub.msgCtx, recordKey{}, recordInfo{
+		ctx, cancel := context.WithCancel(l.sub.msgCtx)
+		ctx = context.WithValue(ctx, recordKey{}, recordInfo{
 			partition: p.rec.Partition, offset: p.rec.Offset, key: p.rec.Key, timestamp: p.rec.Timestamp,
 		})
+		p.cancel = cancel
 		msg.SetContext(ackgap.WithDelivery(ctx, p.d))
 		p.msg = msg
 		return msg
@@ -508,17 +513,18 @@ func (l *partLoop) due() *message.Message {
 func (l *partLoop) handedOut() {
 	p := l.ready[0]
 	l.ready = l.ready[1:]
-	msg, d := p.msg, p.d
-	p.msg = nil // a nack hands out a fresh copy
+	msg, d, cancel := p.msg, p.d, p.cancel
+	p.msg, p.cancel = nil, nil // a nack hands out a fresh copy
 	l.inflight++
 	l.sub.inflight.Add(1)
-	go l.watch(p, msg, d)
+	go l.watch(p, msg, d, cancel)
 }
 
-// watch waits for msg's ack or nack and passes it to the loop (or, when
-// the loop is gone, settles it as not confirmed).
-func (l *partLoop) watch(p *pending, msg *message.Message, d *ackgap.Delivery) {
+// watch waits for msg's ack or nack, ends its context and passes it to the
+// loop (or, when the loop is gone, settles it as not confirmed).
+func (l *partLoop) watch(p *pending, msg *message.Message, d *ackgap.Delivery, cancel context.CancelFunc) {
 	defer l.sub.settledOne()
+	defer cancel()
 	ev := partEvent{p: p, d: d}
 	select {
 	case <-msg.Acked():
