@@ -446,3 +446,121 @@ func TestParallelRebalanceKeyOrder(t *testing.T) {
 	t.Logf("duplicates skipped by the inbox across the rebalance: %d", rep.count(middleware.OutcomeDuplicate))
 	assertNothingRedelivered(t, topic, group)
 }
+
+// TestParallelInFlightAndClose: a partition hands out at most MaxInFlight
+// records that are neither acked nor nacked. With a CommitInterval of an
+// hour nothing is committed while the subscriber runs; Close commits every
+// finished watermark and settles each delivery confirmed.
+func TestParallelInFlightAndClose(t *testing.T) {
+	t.Parallel()
+	const n, inFlight = 50, 8
+	topic, group := unique("orders"), unique("billing")
+	msgs := make([]*message.Message, 0, n)
+	for i := range n {
+		msgs = append(msgs, seqEvent(t, fmt.Sprintf("evt-%03d", i), fmt.Sprintf("k-%d", i), 1))
+	}
+	produce(t, topic, 0, msgs)
+	sub := newParallel(t, group, func(c *kafkabroker.ParallelConfig) {
+		c.MaxInFlight = inFlight
+		c.CommitInterval = time.Hour
+	})
+	out, err := sub.Subscribe(context.Background(), topic)
+	require.NoError(t, err)
+
+	var held []*message.Message
+	var settled []chan ackgap.Settlement
+	take := func(msg *message.Message) {
+		d, ok := ackgap.DeliveryFromContext(msg.Context())
+		require.True(t, ok)
+		ch := make(chan ackgap.Settlement, 1)
+		require.True(t, d.OnSettled(func(s ackgap.Settlement) { ch <- s }))
+		settled = append(settled, ch)
+		held = append(held, msg)
+	}
+	for len(held) < inFlight {
+		select {
+		case msg := <-out:
+			take(msg)
+		case <-time.After(time.Minute):
+			t.Fatalf("%d messages in 1 min, want %d", len(held), inFlight)
+		}
+	}
+	select {
+	case msg := <-out:
+		t.Fatalf("message %s handed out beyond MaxInFlight", msg.UUID)
+	case <-time.After(300 * time.Millisecond):
+	}
+	for len(settled) < n {
+		held[0].Ack()
+		held = held[1:]
+		select {
+		case msg := <-out:
+			take(msg)
+		case <-time.After(time.Minute):
+			t.Fatal("no message after an ack in 1 min")
+		}
+	}
+	for _, msg := range held {
+		msg.Ack()
+	}
+	eventually(t, time.Minute, "the watermark at the end", func() bool {
+		for _, st := range sub.Stats() {
+			if st.Partition == 0 {
+				return st.Watermark == n && st.Buffered == 0 && st.InFlight == 0
+			}
+		}
+		return false
+	})
+	require.Equal(t, int64(-1), committedOffset(t, group, topic, 0), "CommitInterval not reached: nothing committed yet")
+	require.NoError(t, sub.Close())
+	require.Equal(t, int64(n), committedOffset(t, group, topic, 0), "Close commits the watermark")
+	for i, ch := range settled {
+		select {
+		case s := <-ch:
+			require.NoError(t, s.Err, "delivery %d", i)
+			require.False(t, s.Confirmed.IsZero(), "delivery %d confirmed by the commit at Close", i)
+		default:
+			t.Fatalf("delivery %d not settled after Close", i)
+		}
+	}
+	_, ok := <-out
+	require.False(t, ok, "the channel is closed after Close")
+}
+
+// TestParallelConfig: defaults are filled in, every bad field is named at
+// once, and ConfigureSarama may not turn Sarama's own commits on.
+func TestParallelConfig(t *testing.T) {
+	t.Parallel()
+	c := kafkabroker.ParallelConfig{}.WithDefaults()
+	require.Equal(t, kafkabroker.OrderingKey, c.Ordering)
+	require.Equal(t, kafkabroker.MaxInFlightDefault, c.MaxInFlight)
+	require.Equal(t, kafkabroker.MaxBufferedRecordsDefault, c.MaxBufferedRecords)
+	require.Equal(t, int64(kafkabroker.MaxBufferedBytesDefault), c.MaxBufferedBytes)
+	require.Equal(t, kafkabroker.HandlerTimeoutDefault, c.HandlerTimeout)
+	require.False(t, c.SaramaConfig().Consumer.Offsets.AutoCommit.Enable, "the subscriber commits itself")
+	require.Equal(t, "key", kafkabroker.OrderingKey.String())
+
+	_, err := kafkabroker.NewParallelSubscriber(&kafkabroker.ParallelConfig{
+		Ordering: kafkabroker.Ordering(7), MaxInFlight: 100, MaxBufferedRecords: 10, MaxBufferedBytes: -1,
+	}, nil)
+	require.ErrorContains(t, err, "invalid config")
+	for _, field := range []string{"Brokers", "ConsumerGroup", "Ordering", "MaxBufferedRecords is 10", "MaxBufferedBytes"} {
+		require.ErrorContains(t, err, field)
+	}
+	_, err = kafkabroker.NewParallelSubscriber(nil, nil)
+	require.ErrorContains(t, err, "invalid config")
+
+	_, err = kafkabroker.NewParallelSubscriber(&kafkabroker.ParallelConfig{SubscriberConfig: kafkabroker.SubscriberConfig{
+		Brokers: []string{"127.0.0.1:1"}, ConsumerGroup: "g",
+		ConfigureSarama: func(c *sarama.Config) { c.Consumer.Offsets.AutoCommit.Enable = true },
+	}}, nil)
+	require.ErrorContains(t, err, "AutoCommit.Enable")
+
+	sub, err := kafkabroker.NewParallelSubscriber(&kafkabroker.ParallelConfig{SubscriberConfig: kafkabroker.SubscriberConfig{
+		Brokers: []string{"127.0.0.1:1"}, ConsumerGroup: "g", CommitInterval: time.Second,
+	}}, nil)
+	require.NoError(t, err, "CommitInterval paces the subscriber's own commits")
+	require.NoError(t, sub.Close())
+	_, err = sub.Subscribe(context.Background(), "t")
+	require.ErrorIs(t, err, kafkabroker.ErrSubscriberClosed)
+}
