@@ -485,11 +485,11 @@ func (l *partLoop) due() *message.Message {
 		msg, err := Marshaler{}.Unmarshal(p.rec)
 		if err != nil {
 			// Hold the record (and the watermark): it is retried after
-			// NackResendSleep, never skipped.
-			l.sub.logger.Error("Cannot unmarshal record; retrying it after NackResendSleep", err,
+			// NackResendSleep (at least its default), never skipped.
+			l.sub.logger.Error("Cannot unmarshal record; retrying it later", err,
 				watermill.LogFields{"partition": l.k.partition, "offset": p.rec.Offset})
 			l.ready = l.ready[1:]
-			l.resendLater(p)
+			l.resendAfter(p, max(l.sub.cfg.NackResendSleep, NackResendSleepDefault))
 			continue
 		}
 		p.d = &ackgap.Delivery{
@@ -581,8 +581,10 @@ func (l *partLoop) next(p *pending) {
 
 // resendLater makes p due again after NackResendSleep. p stays the head
 // of its key, so nothing of its key overtakes it.
-func (l *partLoop) resendLater(p *pending) {
-	sleep := l.sub.cfg.NackResendSleep
+func (l *partLoop) resendLater(p *pending) { l.resendAfter(p, l.sub.cfg.NackResendSleep) }
+
+// resendAfter makes p due again after sleep (at once when sleep <= 0).
+func (l *partLoop) resendAfter(p *pending, sleep time.Duration) {
 	if sleep <= 0 {
 		l.ready = append(l.ready, p)
 		return

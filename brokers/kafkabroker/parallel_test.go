@@ -564,3 +564,43 @@ func TestParallelConfig(t *testing.T) {
 	_, err = sub.Subscribe(context.Background(), "t")
 	require.ErrorIs(t, err, kafkabroker.ErrSubscriberClosed)
 }
+
+// TestParallelBehindMiddlewares: ParallelSubscriber under a plain
+// Watermill router with ackgap's chain from router.Middlewares: every
+// event applied once, per key in order, everything committed.
+func TestParallelBehindMiddlewares(t *testing.T) {
+	t.Parallel()
+	const n, keys = 500, 50
+	topic, group := unique("orders"), unique("billing")
+	b := newSeqBackend(t, keys)
+	msgs := make([]*message.Message, 0, n)
+	for i := range n {
+		msgs = append(msgs, seqEvent(t, fmt.Sprintf("evt-%03d", i), fmt.Sprintf("k-%d", i%keys), i/keys+1))
+	}
+	produce(t, topic, -1, msgs)
+
+	rep := &reports{}
+	chain, err := router.Middlewares(b.store, "billing", &router.Config{
+		DeadLetter: newPublisher(t), DeadLetterTopic: topic + ".dlq", Observer: rep.observe,
+	})
+	require.NoError(t, err)
+	wr, err := message.NewRouter(message.RouterConfig{CloseTimeout: 30 * time.Second}, testLogger())
+	require.NoError(t, err)
+	sub := newParallel(t, group, nil)
+	wr.AddConsumerHandler("billing", topic, sub, router.ConsumerHandler(b.apply)).AddMiddleware(chain...)
+	runErr := make(chan error, 1)
+	go func() { runErr <- wr.Run(context.Background()) }()
+	eventually(t, 2*time.Minute, "every event applied", func() bool { return rep.count(middleware.OutcomeApplied) == n })
+	require.NoError(t, wr.Close())
+	require.NoError(t, <-runErr)
+
+	b.mu.Lock()
+	require.Empty(t, b.violations)
+	b.mu.Unlock()
+	applied := b.applied(t)
+	require.Len(t, applied, n)
+	for id, c := range applied {
+		require.Equal(t, 1, c, "event %s", id)
+	}
+	assertNothingRedelivered(t, topic, group)
+}
