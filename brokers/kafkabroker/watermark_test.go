@@ -80,3 +80,27 @@ func offsets(rs []ackedRecord) []int64 {
 	}
 	return out
 }
+
+// BenchmarkWatermark: one record read, acked out of order within a window
+// of 64 (MaxInFlight), and passed by the watermark.
+func BenchmarkWatermark(b *testing.B) {
+	b.ReportAllocs()
+	w := newWatermark()
+	d := &ackgap.Delivery{}
+	now := time.Now()
+	const window = 64
+	var next, acked int64
+	for b.Loop() {
+		w.add(next, 100)
+		next++
+		if next-acked == window {
+			// Ack the window's records newest first: the oldest lets the
+			// watermark pass all of them.
+			for o := next - 1; o >= acked; o-- {
+				w.ack(o, d, now)
+			}
+			w.advance()
+			acked = next
+		}
+	}
+}
