@@ -22,6 +22,15 @@ import (
 // unless a later commit covers it; the inbox skips it.
 var ErrCommitRefused = errors.New("kafkabroker: offset commit refused or unanswered")
 
+// ErrOffsetRegressed is logged by [ParallelSubscriber] when a partition it
+// claims has a committed offset below the highest one the coordinator
+// accepted from it before: something moved the group's offset backwards (a
+// zombie member's late commit, offsets expired after
+// offsets.retention.minutes, an operator's reset). The records in between
+// are delivered again, the inbox skips them, and the watermark is
+// committed again as they are acked.
+var ErrOffsetRegressed = errors.New("kafkabroker: the group's committed offset went backwards")
+
 // commitRetryDefault is how long the committer waits before it commits a
 // refused partition's watermark again when no CommitInterval paces it.
 const commitRetryDefault = 200 * time.Millisecond
@@ -50,6 +59,8 @@ type offsetCommitter struct {
 	interval time.Duration // 0: commit as soon as a watermark moved
 	retry    time.Duration
 	logger   watermill.LoggerAdapter
+	// accepted, when set, records each offset the coordinator accepted.
+	accepted *acceptedOffsets
 
 	sendMu sync.Mutex // one request at a time
 
@@ -219,6 +230,9 @@ func (c *offsetCommitter) flush(only *partitionKey) bool {
 	c.mu.Unlock()
 	for i, b := range blocks {
 		if errs[i] == nil {
+			if c.accepted != nil {
+				c.accepted.record(b.k, b.offset)
+			}
 			for _, r := range b.covered {
 				r.d.Settle(ackgap.Settlement{Acked: true, At: r.ackedAt, Confirmed: at})
 			}
@@ -281,4 +295,32 @@ func (c *offsetCommitter) send(blocks []commitBlock) []error {
 		_ = c.client.RefreshCoordinator(c.group)
 	}
 	return errs
+}
+
+// acceptedOffsets remembers, per partition, the highest offset the group
+// coordinator accepted from one subscriber, across group sessions, so that
+// a committed offset that went backwards (a zombie member's late commit,
+// offsets expired or reset by an operator) is seen when the partition is
+// claimed again. Safe for concurrent use.
+type acceptedOffsets struct {
+	mu sync.Mutex
+	m  map[partitionKey]int64
+}
+
+func (a *acceptedOffsets) record(k partitionKey, offset int64) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.m == nil {
+		a.m = make(map[partitionKey]int64)
+	}
+	if offset > a.m[k] {
+		a.m[k] = offset
+	}
+}
+
+func (a *acceptedOffsets) get(k partitionKey) (int64, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	off, ok := a.m[k]
+	return off, ok
 }

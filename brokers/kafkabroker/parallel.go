@@ -40,7 +40,12 @@ var (
 // [ErrCommitRefused], logs the partition and offset, and is retried with
 // the partition's current watermark. A nacked or failing message holds its
 // partition's watermark, so a crash redelivers everything from it on, and
-// the inbox skips what was already applied.
+// the inbox skips what was already applied. Commits go out one at a time
+// and a partition's offset only grows, so the member never moves a
+// committed offset backwards; a partition claimed again with a committed
+// offset below one the coordinator accepted from this subscriber before is
+// logged with [ErrOffsetRegressed], and its watermark is committed again
+// as the records in between are redelivered and acked.
 //
 // Memory. Each partition buffers at most MaxBufferedRecords records and
 // MaxBufferedBytes bytes (plus one record) that are not yet below its
@@ -58,9 +63,10 @@ var (
 //
 // It is safe for concurrent use; Close may be called more than once.
 type ParallelSubscriber struct {
-	cfg    ParallelConfig
-	sc     *sarama.Config
-	logger watermill.LoggerAdapter
+	cfg      ParallelConfig
+	sc       *sarama.Config
+	logger   watermill.LoggerAdapter
+	accepted acceptedOffsets
 
 	mu     sync.Mutex
 	closed bool
@@ -134,6 +140,7 @@ func (s *ParallelSubscriber) Subscribe(ctx context.Context, topic string) (<-cha
 		consumed:   make(chan struct{}),
 		done:       make(chan struct{}),
 		loops:      make(map[partitionKey]*partLoop),
+		accepted:   &s.accepted,
 	}
 	s.subs = append(s.subs, sub)
 	go sub.consume(runCtx)
@@ -251,9 +258,10 @@ type parallelSub struct {
 	stopOnce  sync.Once
 	stopErr   error
 
-	mu    sync.Mutex
-	com   *offsetCommitter // the current group session's
-	loops map[partitionKey]*partLoop
+	mu       sync.Mutex
+	com      *offsetCommitter // the current group session's
+	loops    map[partitionKey]*partLoop
+	accepted *acceptedOffsets // the subscriber's, shared by its subscriptions
 }
 
 // consume runs group sessions until runCtx ends.
@@ -280,6 +288,7 @@ func (sub *parallelSub) consume(runCtx context.Context) {
 func (sub *parallelSub) Setup(sess sarama.ConsumerGroupSession) error {
 	com := newOffsetCommitter(sub.client, sub.sc, sub.cfg.ConsumerGroup, sess.GenerationID(), sess.MemberID(), sub.cfg.CommitInterval,
 		sub.logger.With(watermill.LogFields{"member_id": sess.MemberID()}))
+	com.accepted = sub.accepted
 	go com.run()
 	sub.mu.Lock()
 	sub.com = com
@@ -304,6 +313,12 @@ func (sub *parallelSub) Cleanup(sarama.ConsumerGroupSession) error {
 // stops.
 func (sub *parallelSub) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.ConsumerGroupClaim) error {
 	k := partitionKey{claim.Topic(), claim.Partition()}
+	if last, ok := sub.accepted.get(k); ok && claim.InitialOffset() < last {
+		// The records in between are delivered again and skipped by the
+		// inbox; the watermark is committed again as they are acked.
+		sub.logger.Error("The group's committed offset went backwards since this subscriber's last accepted commit (a zombie member's late commit, or offsets expired or reset): records from it on are redelivered",
+			ErrOffsetRegressed, watermill.LogFields{"partition": k.partition, "committed": claim.InitialOffset(), "accepted_before": last})
+	}
 	sub.mu.Lock()
 	l := &partLoop{
 		sub: sub, sess: sess, claim: claim, k: k, com: sub.com,

@@ -2,6 +2,7 @@ package kafkabroker_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -603,4 +605,92 @@ func TestParallelBehindMiddlewares(t *testing.T) {
 		require.Equal(t, 1, c, "event %s", id)
 	}
 	assertNothingRedelivered(t, topic, group)
+}
+
+// errorLog is a watermill logger that keeps the errors it was given.
+type errorLog struct {
+	watermill.LoggerAdapter
+	mu   sync.Mutex
+	errs []error
+}
+
+func (l *errorLog) Error(msg string, err error, fields watermill.LogFields) {
+	l.mu.Lock()
+	l.errs = append(l.errs, err)
+	l.mu.Unlock()
+	l.LoggerAdapter.Error(msg, err, fields)
+}
+
+func (l *errorLog) With(watermill.LogFields) watermill.LoggerAdapter { return l }
+
+func (l *errorLog) has(target error) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, err := range l.errs {
+		if errors.Is(err, target) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestParallelOffsetRegression: after the subscriber's commits were
+// accepted, something moves the group's committed offset backwards (here
+// an operator's reset while the group is empty). When the subscriber
+// claims the partition again it reports ErrOffsetRegressed; the records in
+// between are delivered again and, once acked, the watermark is committed
+// again up to where it was.
+func TestParallelOffsetRegression(t *testing.T) {
+	t.Parallel()
+	const n, resetTo = 20, 5
+	topic, group := unique("orders"), unique("billing")
+	msgs := make([]*message.Message, 0, n)
+	for i := range n {
+		msgs = append(msgs, seqEvent(t, fmt.Sprintf("evt-%03d", i), fmt.Sprintf("k-%d", i), 1))
+	}
+	produce(t, topic, 0, msgs)
+	logs := &errorLog{LoggerAdapter: testLogger()}
+	sub, err := kafkabroker.NewParallelSubscriber(&kafkabroker.ParallelConfig{SubscriberConfig: kafkabroker.SubscriberConfig{
+		Brokers: kafkaBrokers(t), ConsumerGroup: group, HandlerTimeout: 20 * time.Second, SessionTimeout: 2 * time.Second,
+	}}, logs)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = sub.Close() })
+
+	consume := func(want int) {
+		ctx, cancel := context.WithCancel(context.Background())
+		out, err := sub.Subscribe(ctx, topic)
+		require.NoError(t, err)
+		for got := 0; got < want; got++ {
+			select {
+			case msg := <-out:
+				msg.Ack()
+			case <-time.After(time.Minute):
+				t.Fatalf("%d of %d messages in 1 min", got, want)
+			}
+		}
+		eventually(t, time.Minute, "the end committed", func() bool { return committedOffset(t, group, topic, 0) == n })
+		cancel()
+		for range out { // closed once the subscription stopped and left the group
+		}
+	}
+	consume(n)
+	require.False(t, logs.has(kafkabroker.ErrOffsetRegressed))
+
+	sc := sarama.NewConfig()
+	sc.Version = kafkabroker.VersionDefault
+	client, err := sarama.NewClient(kafkaBrokers(t), sc)
+	require.NoError(t, err)
+	defer client.Close()
+	om, err := sarama.NewOffsetManagerFromClient(group, client)
+	require.NoError(t, err)
+	pom, err := om.ManagePartition(topic, 0)
+	require.NoError(t, err)
+	pom.ResetOffset(resetTo, "")
+	om.Commit()
+	require.NoError(t, pom.Close())
+	require.NoError(t, om.Close())
+	require.Equal(t, int64(resetTo), committedOffset(t, group, topic, 0))
+
+	consume(n - resetTo)
+	require.True(t, logs.has(kafkabroker.ErrOffsetRegressed), "the regression is reported")
 }
