@@ -694,3 +694,92 @@ func TestParallelOffsetRegression(t *testing.T) {
 	consume(n - resetTo)
 	require.True(t, logs.has(kafkabroker.ErrOffsetRegressed), "the regression is reported")
 }
+
+// TestParallelOrderingModes: under each ordering mode the subscriber never
+// has more handlers running than the mode allows: OrderingPartition one
+// per partition, OrderingKey one per key, OrderingUnordered MaxInFlight
+// per partition. Every event is applied once; with key and partition
+// order, per key in order.
+func TestParallelOrderingModes(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		ordering             kafkabroker.Ordering
+		perKey, perPartition int
+		checkOrder           bool
+	}{
+		{kafkabroker.OrderingPartition, 1, 1, true},
+		{kafkabroker.OrderingKey, 1, 16, true},
+		{kafkabroker.OrderingUnordered, 16, 16, false},
+	} {
+		t.Run(tc.ordering.String(), func(t *testing.T) {
+			t.Parallel()
+			const n, keys = 600, 30
+			topic, group := unique("orders"), unique("billing")
+			b := newSeqBackend(t, keys)
+			msgs := make([]*message.Message, 0, n)
+			for i := range n {
+				msgs = append(msgs, seqEvent(t, fmt.Sprintf("evt-%03d", i), fmt.Sprintf("k-%d", i%keys), i/keys+1))
+			}
+			produce(t, topic, -1, msgs)
+
+			var mu sync.Mutex
+			running := map[string]int{}
+			peak := map[string]int{}
+			enter := func(names ...string) {
+				mu.Lock()
+				defer mu.Unlock()
+				for _, name := range names {
+					running[name]++
+					peak[name] = max(peak[name], running[name])
+				}
+			}
+			leave := func(names ...string) {
+				mu.Lock()
+				defer mu.Unlock()
+				for _, name := range names {
+					running[name]--
+				}
+			}
+			rep := &reports{}
+			r, err := router.New(b.store, &router.Config{
+				DeadLetter: newPublisher(t), DeadLetterTopic: topic + ".dlq", Observer: rep.observe, Logger: testLogger(),
+			})
+			require.NoError(t, err)
+			sub := newParallel(t, group, func(c *kafkabroker.ParallelConfig) {
+				c.Ordering = tc.ordering
+				c.MaxInFlight = 16
+			})
+			require.NoError(t, r.AddHandler("billing", topic, sub, func(ctx context.Context, tx pgx.Tx, msg *message.Message) error {
+				p, _ := kafkabroker.PartitionFromContext(ctx)
+				key, _ := kafkabroker.KeyFromContext(ctx)
+				names := []string{"key " + string(key), fmt.Sprintf("partition %d", p)}
+				enter(names...)
+				defer leave(names...)
+				time.Sleep(time.Millisecond) // let handlers overlap
+				return b.apply(ctx, tx, msg)
+			}))
+			rn := start(t, r)
+			eventually(t, 3*time.Minute, "every event applied", func() bool { return rep.count(middleware.OutcomeApplied) == n })
+			require.NoError(t, rn.close())
+
+			for name, p := range peak {
+				limit := tc.perKey
+				if strings.HasPrefix(name, "partition") {
+					limit = tc.perPartition
+				}
+				require.LessOrEqual(t, p, limit, "%s: %d handlers at once", name, p)
+			}
+			applied := b.applied(t)
+			require.Len(t, applied, n)
+			for id, c := range applied {
+				require.Equal(t, 1, c, "event %s", id)
+			}
+			if tc.checkOrder {
+				b.mu.Lock()
+				require.Empty(t, b.violations)
+				b.mu.Unlock()
+			}
+			t.Logf("%s: peak handlers at once %v", tc.ordering, peak)
+		})
+	}
+}
