@@ -107,10 +107,12 @@ func NewParallelSubscriber(cfg *ParallelConfig, logger watermill.LoggerAdapter) 
 // an error when the brokers cannot be reached.
 func (s *ParallelSubscriber) Subscribe(ctx context.Context, topic string) (<-chan *message.Message, error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
 		return nil, ErrSubscriberClosed
 	}
+	// Connect without holding s.mu: Close and Stats do not wait for it.
 	client, err := sarama.NewClient(s.cfg.Brokers, s.sc)
 	if err != nil {
 		return nil, fmt.Errorf("kafkabroker: subscribe to %q: %w", topic, err)
@@ -119,6 +121,13 @@ func (s *ParallelSubscriber) Subscribe(ctx context.Context, topic string) (<-cha
 	if err != nil {
 		_ = client.Close()
 		return nil, fmt.Errorf("kafkabroker: subscribe to %q: %w", topic, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		_ = group.Close()
+		_ = client.Close()
+		return nil, ErrSubscriberClosed
 	}
 	runCtx, cancelRun := context.WithCancel(context.Background())
 	// Message contexts outlive ctx until the drain is over.
