@@ -212,6 +212,10 @@ type PartitionStats struct {
 	// Watermark is the lowest offset not yet acked, the offset the member
 	// commits; -1 before the first record.
 	Watermark int64
+	// Committed is the highest offset the group coordinator accepted from
+	// this subscriber for the partition; -1 when none yet. Watermark -
+	// Committed is what a crash now would redeliver of the acked records.
+	Committed int64
 }
 
 // Stats returns a snapshot of every partition the subscriber holds now,
@@ -227,8 +231,13 @@ func (s *ParallelSubscriber) Stats() []PartitionStats {
 		sub.mu.Unlock()
 		for _, l := range loops {
 			l.statsMu.Lock()
-			out = append(out, l.stats)
+			st := l.stats
 			l.statsMu.Unlock()
+			st.Committed = -1
+			if c, ok := sub.accepted.get(l.k); ok {
+				st.Committed = c
+			}
+			out = append(out, st)
 		}
 	}
 	slices.SortFunc(out, func(a, b PartitionStats) int {

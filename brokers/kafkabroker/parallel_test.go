@@ -398,6 +398,11 @@ func TestParallelBackPressure(t *testing.T) {
 	}
 	require.Equal(t, int64(n), committedOffset(t, group, topic, 0))
 	require.LessOrEqual(t, peak(), limit)
+	for _, st := range sub.Stats() {
+		if st.Partition == 0 {
+			require.Equal(t, int64(n), st.Committed, "Stats shows the accepted commit")
+		}
+	}
 	require.NoError(t, sub.Close())
 }
 
@@ -508,6 +513,7 @@ func TestParallelInFlightAndClose(t *testing.T) {
 	eventually(t, time.Minute, "the watermark at the end", func() bool {
 		for _, st := range sub.Stats() {
 			if st.Partition == 0 {
+				require.Equal(t, int64(-1), st.Committed, "nothing committed before the interval")
 				return st.Watermark == n && st.Buffered == 0 && st.InFlight == 0
 			}
 		}
