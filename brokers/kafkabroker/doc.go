@@ -57,6 +57,27 @@
 // LeaveTimeout more: a broker that stopped answering cannot hold Close
 // past CloseTimeout + LeaveTimeout ([ErrCloseTimedOut]).
 //
+// # Key-parallel subscriber
+//
+// [NewParallelSubscriber] (opt-in, [ParallelConfig]) runs up to MaxInFlight
+// records of one partition at once, same record key strictly in order
+// ([OrderingKey]; [OrderingPartition] and [OrderingUnordered] too), with a
+// per-partition bound on buffered records and bytes that stops fetching,
+// never drops. It commits each partition's watermark (the lowest offset not
+// yet acked) in one OffsetCommit request for all the member's partitions,
+// sent to the group coordinator with the session's generation and member
+// id, and settles a message's ackgap.Delivery confirmed only when a commit
+// covering it was accepted; a refused, fenced or unanswered commit settles
+// it with an error wrapping ackgap.ErrAckNotConfirmed and
+// [ErrCommitRefused] and is retried with the current watermark. A failing
+// message holds its partition's watermark: after a crash everything from
+// it on is redelivered, and the inbox skips what was applied.
+//
+//	sub, err := kafkabroker.NewParallelSubscriber(&kafkabroker.ParallelConfig{
+//		SubscriberConfig: kafkabroker.SubscriberConfig{Brokers: brokers, ConsumerGroup: "billing"},
+//		MaxInFlight:      64,
+//	}, logger)
+//
 // # Observability
 //
 // Each message handed out carries an ackgap.Delivery in its context

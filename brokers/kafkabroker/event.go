@@ -78,8 +78,12 @@ func checkEventID(id string) error {
 // PartitionFromContext returns the Kafka partition of the message whose
 // context is ctx (msg.Context() in a handler), and false for a message that
 // did not come from a Kafka subscriber. It passes through to
-// kafka.MessagePartitionFromCtx of watermill-kafka.
+// kafka.MessagePartitionFromCtx of watermill-kafka, or reads what
+// [ParallelSubscriber] set.
 func PartitionFromContext(ctx context.Context) (int32, bool) {
+	if r, ok := recordFromContext(ctx); ok {
+		return r.partition, true
+	}
 	return kafka.MessagePartitionFromCtx(ctx)
 }
 
@@ -87,21 +91,33 @@ func PartitionFromContext(ctx context.Context) (int32, bool) {
 // is ctx, and false for a message that did not come from a Kafka
 // subscriber. An offset names one copy of a message in one partition: it
 // is never a dedupe key (docs/design.md invariant 5). Passes through to
-// kafka.MessagePartitionOffsetFromCtx.
+// kafka.MessagePartitionOffsetFromCtx, or reads what [ParallelSubscriber]
+// set.
 func OffsetFromContext(ctx context.Context) (int64, bool) {
+	if r, ok := recordFromContext(ctx); ok {
+		return r.offset, true
+	}
 	return kafka.MessagePartitionOffsetFromCtx(ctx)
 }
 
 // KeyFromContext returns the Kafka record key of the message whose context
 // is ctx (the partition key the publisher set), and false outside a Kafka
-// subscriber. Passes through to kafka.MessageKeyFromCtx.
+// subscriber. Passes through to kafka.MessageKeyFromCtx, or reads what
+// [ParallelSubscriber] set.
 func KeyFromContext(ctx context.Context) ([]byte, bool) {
+	if r, ok := recordFromContext(ctx); ok {
+		return r.key, true
+	}
 	return kafka.MessageKeyFromCtx(ctx)
 }
 
 // TimestampFromContext returns the Kafka record timestamp of the message
 // whose context is ctx, and false outside a Kafka subscriber. Passes
-// through to kafka.MessageTimestampFromCtx.
+// through to kafka.MessageTimestampFromCtx, or reads what
+// [ParallelSubscriber] set.
 func TimestampFromContext(ctx context.Context) (time.Time, bool) {
+	if r, ok := recordFromContext(ctx); ok {
+		return r.timestamp, true
+	}
 	return kafka.MessageTimestampFromCtx(ctx)
 }

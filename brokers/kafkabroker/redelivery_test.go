@@ -25,7 +25,12 @@ func newSuiteBroker() (brokertest.Broker, error) {
 	if env == "" {
 		env = brokersEnvDefault
 	}
-	return suiteBroker{brokers: strings.Split(env, ",")}, nil
+	b := suiteBroker{brokers: strings.Split(env, ",")}
+	if os.Getenv(envSuiteParallel) != "" {
+		// The suite's child processes inherit the parent's environment.
+		return parallelSuiteBroker{b}, nil
+	}
+	return b, nil
 }
 
 func (b suiteBroker) Publisher() (message.Publisher, error) {

@@ -1,0 +1,172 @@
+package kafkabroker
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/ThreeDotsLabs/watermill"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ackgap/ackgap"
+)
+
+// member holds a real consumer-group membership on kfake, so commits can
+// be sent with its generation and member id (or with stale ones).
+type member struct {
+	gen    int32
+	id     string
+	client sarama.Client
+	sc     *sarama.Config
+}
+
+type holdHandler struct {
+	joined chan sarama.ConsumerGroupSession
+}
+
+func (h holdHandler) Setup(s sarama.ConsumerGroupSession) error {
+	select {
+	case h.joined <- s:
+	default:
+	}
+	return nil
+}
+func (holdHandler) Cleanup(sarama.ConsumerGroupSession) error { return nil }
+func (holdHandler) ConsumeClaim(s sarama.ConsumerGroupSession, _ sarama.ConsumerGroupClaim) error {
+	<-s.Context().Done()
+	return nil
+}
+
+// joinGroup makes a member of group for topic (created with one record)
+// and keeps it until t ends.
+func joinGroup(t *testing.T, topic, group string) member {
+	t.Helper()
+	env := os.Getenv("KAFKA_BROKERS")
+	if env == "" {
+		env = "127.0.0.1:9092"
+	}
+	brokers := strings.Split(env, ",")
+	cfg := ParallelConfig{SubscriberConfig: SubscriberConfig{Brokers: brokers, ConsumerGroup: group, SessionTimeout: 2 * time.Second}}.WithDefaults()
+	sc := cfg.SaramaConfig()
+	sc.Producer.Return.Successes = true
+	client, err := sarama.NewClient(brokers, sc)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = client.Close() })
+	producer, err := sarama.NewSyncProducerFromClient(client)
+	require.NoError(t, err)
+	_, _, err = producer.SendMessage(&sarama.ProducerMessage{Topic: topic, Value: sarama.StringEncoder("x")})
+	require.NoError(t, err)
+	require.NoError(t, producer.Close())
+
+	cg, err := sarama.NewConsumerGroupFromClient(group, client)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	h := holdHandler{joined: make(chan sarama.ConsumerGroupSession, 1)}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			_ = cg.Consume(ctx, []string{topic}, h)
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done; _ = cg.Close() })
+	select {
+	case s := <-h.joined:
+		return member{gen: s.GenerationID(), id: s.MemberID(), client: client, sc: sc}
+	case <-time.After(60 * time.Second):
+		t.Fatal("did not join the group in 60s")
+		return member{}
+	}
+}
+
+func committed(t *testing.T, m member, group, topic string, partition int32) int64 {
+	t.Helper()
+	admin, err := sarama.NewClusterAdminFromClient(m.client)
+	require.NoError(t, err)
+	resp, err := admin.ListConsumerGroupOffsets(group, map[string][]int32{topic: {partition}})
+	require.NoError(t, err)
+	return resp.GetBlock(topic, partition).Offset
+}
+
+// settlements registers on a fresh delivery and returns it with every
+// settlement it gets.
+func watched() (*ackgap.Delivery, *[]ackgap.Settlement) {
+	d := &ackgap.Delivery{Confirmation: ackgap.ConfirmationReported}
+	var got []ackgap.Settlement
+	d.OnSettled(func(s ackgap.Settlement) { got = append(got, s) })
+	return d, &got
+}
+
+// TestCommitFencedIsUnconfirmed: an offset commit sent with a stale
+// generation (or an unknown member id) is refused by the coordinator; the
+// message it covered is settled unconfirmed (ErrAckNotConfirmed,
+// ErrCommitRefused), never confirmed, and the group's committed offset
+// does not move. The same watermark, committed with the member's real
+// generation, is accepted and confirmed; a lower watermark is never sent.
+func TestCommitFencedIsUnconfirmed(t *testing.T) {
+	t.Parallel()
+	topic, group := "commit."+hexID(), "fenced."+hexID()
+	m := joinGroup(t, topic, group)
+	partitions, err := m.client.Partitions(topic)
+	require.NoError(t, err)
+	var p int32 = -1
+	for _, q := range partitions {
+		if off, err := m.client.GetOffset(topic, q, sarama.OffsetNewest); err == nil && off > 0 {
+			p = q
+		}
+	}
+	require.NotEqual(t, int32(-1), p)
+	k := partitionKey{topic, p}
+	require.Equal(t, int64(-1), committed(t, m, group, topic, p))
+
+	for _, tc := range []struct {
+		name   string
+		gen    int32
+		member string
+	}{{"stale generation", m.gen - 1, m.id}, {"future generation", m.gen + 1, m.id}, {"unknown member", m.gen, "zombie-" + hexID()}} {
+		com := newOffsetCommitter(m.client, m.sc, group, tc.gen, tc.member, 0, watermill.NopLogger{})
+		d, got := watched()
+		com.advance(k, 1, []ackedRecord{{offset: 0, ackedAt: time.Now(), d: d}})
+		require.False(t, com.flush(nil), tc.name)
+		require.Len(t, *got, 1, tc.name)
+		s := (*got)[0]
+		require.True(t, s.Acked)
+		require.True(t, s.Confirmed.IsZero(), "%s: never confirmed", tc.name)
+		require.ErrorIs(t, s.Err, ackgap.ErrAckNotConfirmed)
+		require.ErrorIs(t, s.Err, ErrCommitRefused)
+		t.Logf("%s: %v", tc.name, s.Err)
+		// Retried with the current watermark: refused again, the delivery
+		// stays unconfirmed (settled once).
+		require.False(t, com.flush(nil))
+		com.release(k)
+		require.Len(t, *got, 1)
+		require.Equal(t, int64(-1), committed(t, m, group, topic, p), "%s: the refused commit moved nothing", tc.name)
+	}
+
+	com := newOffsetCommitter(m.client, m.sc, group, m.gen, m.id, 0, watermill.NopLogger{})
+	d, got := watched()
+	com.advance(k, 1, []ackedRecord{{offset: 0, ackedAt: time.Now(), d: d}})
+	require.True(t, com.flush(nil))
+	require.Len(t, *got, 1)
+	require.NoError(t, (*got)[0].Err)
+	require.False(t, (*got)[0].Confirmed.IsZero())
+	require.Equal(t, int64(1), committed(t, m, group, topic, p))
+
+	// A lower watermark (a stale partition loop) is not sent.
+	com.advance(k, 0, nil)
+	require.True(t, com.flush(nil))
+	require.Equal(t, int64(1), committed(t, m, group, topic, p), "never backwards")
+	go com.run()
+	com.close()
+}
+
+func hexID() string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

@@ -1,0 +1,687 @@
+package kafkabroker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/ThreeDotsLabs/watermill"
+	"github.com/ThreeDotsLabs/watermill/message"
+
+	"github.com/ackgap/ackgap"
+)
+
+var (
+	_ message.Subscriber          = (*ParallelSubscriber)(nil)
+	_ sarama.ConsumerGroupHandler = (*parallelSub)(nil)
+)
+
+// ParallelSubscriber is a consumer-group Watermill subscriber that hands
+// out up to MaxInFlight records of one partition at once (same record key
+// strictly in order with [OrderingKey]) and commits offsets itself, in
+// batches, only up to each partition's watermark: the lowest offset not
+// yet acked. It is the opt-in fast path of issue #11; [Subscriber] stays
+// the default.
+//
+// Commits. ParallelSubscriber turns Sarama's offset manager off and sends
+// each OffsetCommit request to the group coordinator itself, with the
+// group session's generation and member id, one request for every
+// partition of the member whose watermark moved (on every move, coalesced
+// while a request is on the wire, or every CommitInterval). A message's
+// ackgap.Delivery is settled confirmed only when a commit covering its
+// offset was accepted; a refused, fenced or unanswered commit settles the
+// messages it covered with an error wrapping ackgap.ErrAckNotConfirmed and
+// [ErrCommitRefused], logs the partition and offset, and is retried with
+// the partition's current watermark. A nacked or failing message holds its
+// partition's watermark, so a crash redelivers everything from it on, and
+// the inbox skips what was already applied. Commits go out one at a time
+// and a partition's offset only grows, so the member never moves a
+// committed offset backwards; a partition claimed again with a committed
+// offset below one the coordinator accepted from this subscriber before is
+// logged with [ErrOffsetRegressed], and its watermark is committed again
+// as the records in between are redelivered and acked.
+//
+// Memory. Each partition buffers at most MaxBufferedRecords records and
+// MaxBufferedBytes bytes (plus one record) that are not yet below its
+// watermark; at the limit it stops reading its claim, and Sarama stops
+// fetching the partition until there is room. Nothing is dropped.
+//
+// Rebalance and Close. When a partition is revoked (the group session
+// ends), the partition stops handing out records, waits up to
+// HoldTimeout for those in flight, commits its watermark and releases
+// the partition; records it read but had not handed out are left to the
+// next owner. Close (or the end of Subscribe's ctx) stops handing out
+// records, waits up to CloseTimeout for those in flight, cancels the rest
+// (the inbox rolls them back; they are redelivered), commits every
+// watermark and leaves the group.
+//
+// It is safe for concurrent use; Close may be called more than once.
+type ParallelSubscriber struct {
+	cfg      ParallelConfig
+	sc       *sarama.Config
+	logger   watermill.LoggerAdapter
+	accepted acceptedOffsets
+
+	mu     sync.Mutex
+	closed bool
+	subs   []*parallelSub
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// NewParallelSubscriber returns a [ParallelSubscriber] with the settings
+// of cfg (see [ParallelConfig] and [ParallelConfig.SaramaConfig]). It
+// connects to Kafka only when Subscribe is called. logger may be nil (no
+// logs). It returns an error wrapping "invalid config" naming every bad
+// field at once.
+func NewParallelSubscriber(cfg *ParallelConfig, logger watermill.LoggerAdapter) (*ParallelSubscriber, error) {
+	if cfg == nil {
+		return nil, errors.New("invalid config: ParallelConfig is nil: Brokers and ConsumerGroup are required")
+	}
+	c := cfg.WithDefaults()
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	base := c.saramaBase()
+	sc := base.SaramaConfig()
+	if err := base.checkSarama(sc); err != nil {
+		return nil, err
+	}
+	if logger == nil {
+		logger = watermill.NopLogger{}
+	}
+	return &ParallelSubscriber{cfg: c, sc: sc, logger: logger}, nil
+}
+
+// Subscribe joins the consumer group for topic with a Kafka client of its
+// own and returns the topic's messages. The channel is closed once the
+// subscription stopped: after Close, or after ctx ended (see
+// [ParallelSubscriber]). It returns [ErrSubscriberClosed] after Close, and
+// an error when the brokers cannot be reached.
+func (s *ParallelSubscriber) Subscribe(ctx context.Context, topic string) (<-chan *message.Message, error) {
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		return nil, ErrSubscriberClosed
+	}
+	// Connect without holding s.mu: Close and Stats do not wait for it.
+	client, err := sarama.NewClient(s.cfg.Brokers, s.sc)
+	if err != nil {
+		return nil, fmt.Errorf("kafkabroker: subscribe to %q: %w", topic, err)
+	}
+	group, err := sarama.NewConsumerGroupFromClient(s.cfg.ConsumerGroup, client)
+	if err != nil {
+		_ = client.Close()
+		return nil, fmt.Errorf("kafkabroker: subscribe to %q: %w", topic, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		_ = group.Close()
+		_ = client.Close()
+		return nil, ErrSubscriberClosed
+	}
+	runCtx, cancelRun := context.WithCancel(context.Background())
+	// Message contexts outlive ctx until the drain is over.
+	msgCtx, cancelMsgs := context.WithCancel(context.WithoutCancel(ctx))
+	sub := &parallelSub{
+		cfg:        s.cfg,
+		sc:         s.sc,
+		topic:      topic,
+		logger:     s.logger.With(watermill.LogFields{"topic": topic, "consumer_group": s.cfg.ConsumerGroup}),
+		client:     client,
+		group:      group,
+		out:        make(chan *message.Message),
+		msgCtx:     msgCtx,
+		cancelMsgs: cancelMsgs,
+		cancelRun:  cancelRun,
+		stopCh:     make(chan struct{}),
+		hardStop:   make(chan struct{}),
+		settledCh:  make(chan struct{}, 1),
+		consumed:   make(chan struct{}),
+		done:       make(chan struct{}),
+		loops:      make(map[partitionKey]*partLoop),
+		accepted:   &s.accepted,
+	}
+	s.subs = append(s.subs, sub)
+	go sub.consume(runCtx)
+	go func() {
+		for err := range group.Errors() {
+			sub.logger.Error("Consumer group error", err, nil)
+		}
+	}()
+	go func() {
+		select {
+		case <-ctx.Done():
+			sub.stop()
+		case <-sub.done:
+		}
+	}()
+	return sub.out, nil
+}
+
+// Close stops every subscription: no new message is handed out, messages
+// in flight get up to CloseTimeout to be acked (or nacked), every
+// partition's watermark is committed, then the consumer leaves the group
+// and the channels close. It returns once everything stopped; later calls
+// return the first call's result.
+func (s *ParallelSubscriber) Close() error {
+	s.closeOnce.Do(func() {
+		s.mu.Lock()
+		s.closed = true
+		subs := slices.Clone(s.subs)
+		s.mu.Unlock()
+		errs := make([]error, len(subs))
+		var wg sync.WaitGroup
+		for i, sub := range subs {
+			wg.Go(func() { errs[i] = sub.stop() })
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			s.closeErr = fmt.Errorf("kafkabroker: close: %w", err)
+		}
+	})
+	return s.closeErr
+}
+
+// PartitionStats is a snapshot of one claimed partition of a
+// [ParallelSubscriber].
+type PartitionStats struct {
+	Topic     string
+	Partition int32
+	// Buffered is how many records were read and are not yet below the
+	// watermark (in flight, waiting behind their key, or acked above a
+	// gap); BufferedBytes their key and value bytes. Buffered never
+	// exceeds MaxBufferedRecords.
+	Buffered      int
+	BufferedBytes int64
+	// PeakBuffered is the highest Buffered since the partition was
+	// claimed.
+	PeakBuffered int
+	// InFlight is how many records are handed out and not yet acked or
+	// nacked.
+	InFlight int
+	// Watermark is the lowest offset not yet acked, the offset the member
+	// commits; -1 before the first record.
+	Watermark int64
+	// Committed is the highest offset the group coordinator accepted from
+	// this subscriber for the partition; -1 when none yet. Watermark -
+	// Committed is what a crash now would redeliver of the acked records.
+	Committed int64
+}
+
+// Stats returns a snapshot of every partition the subscriber holds now,
+// ordered by topic and partition. Safe for concurrent use.
+func (s *ParallelSubscriber) Stats() []PartitionStats {
+	s.mu.Lock()
+	subs := slices.Clone(s.subs)
+	s.mu.Unlock()
+	var out []PartitionStats
+	for _, sub := range subs {
+		sub.mu.Lock()
+		loops := slices.Collect(maps.Values(sub.loops))
+		sub.mu.Unlock()
+		for _, l := range loops {
+			l.statsMu.Lock()
+			st := l.stats
+			l.statsMu.Unlock()
+			st.Committed = -1
+			if c, ok := sub.accepted.get(l.k); ok {
+				st.Committed = c
+			}
+			out = append(out, st)
+		}
+	}
+	slices.SortFunc(out, func(a, b PartitionStats) int {
+		if a.Topic != b.Topic {
+			if a.Topic < b.Topic {
+				return -1
+			}
+			return 1
+		}
+		return int(a.Partition - b.Partition)
+	})
+	return out
+}
+
+// parallelSub is one Subscribe call: a consumer group of its own and the
+// channel its partitions hand messages out on.
+type parallelSub struct {
+	cfg    ParallelConfig
+	sc     *sarama.Config
+	topic  string
+	logger watermill.LoggerAdapter
+	client sarama.Client
+	group  sarama.ConsumerGroup
+	out    chan *message.Message
+
+	msgCtx     context.Context
+	cancelMsgs context.CancelFunc
+	cancelRun  context.CancelFunc
+
+	stopCh    chan struct{} // closed when stopping starts: hand out nothing more
+	hardStop  chan struct{} // closed when waiting for in-flight messages is over
+	inflight  atomic.Int64  // messages handed out and not yet settled
+	settledCh chan struct{} // kicked when inflight drops
+	consumed  chan struct{} // closed when the consume loop returned
+	done      chan struct{} // closed when stop finished
+	stopOnce  sync.Once
+	stopErr   error
+
+	mu       sync.Mutex
+	com      *offsetCommitter // the current group session's
+	loops    map[partitionKey]*partLoop
+	accepted *acceptedOffsets // the subscriber's, shared by its subscriptions
+}
+
+// consume runs group sessions until runCtx ends.
+func (sub *parallelSub) consume(runCtx context.Context) {
+	defer close(sub.consumed)
+	defer close(sub.out)
+	for runCtx.Err() == nil {
+		err := sub.group.Consume(runCtx, []string{sub.topic}, sub)
+		switch {
+		case err == nil:
+		case errors.Is(err, sarama.ErrClosedConsumerGroup):
+			return
+		default:
+			sub.logger.Error("Consumer group session failed; rejoining", err, nil)
+			select {
+			case <-runCtx.Done():
+			case <-time.After(time.Second):
+			}
+		}
+	}
+}
+
+// Setup starts the session's committer.
+func (sub *parallelSub) Setup(sess sarama.ConsumerGroupSession) error {
+	com := newOffsetCommitter(sub.client, sub.sc, sub.cfg.ConsumerGroup, sess.GenerationID(), sess.MemberID(), sub.cfg.CommitInterval,
+		sub.logger.With(watermill.LogFields{"member_id": sess.MemberID()}))
+	com.accepted = sub.accepted
+	go com.run()
+	sub.mu.Lock()
+	sub.com = com
+	sub.mu.Unlock()
+	return nil
+}
+
+// Cleanup commits the session's last watermarks; Sarama calls it after
+// every ConsumeClaim of the session returned.
+func (sub *parallelSub) Cleanup(sarama.ConsumerGroupSession) error {
+	sub.mu.Lock()
+	com := sub.com
+	sub.com = nil
+	sub.mu.Unlock()
+	if com != nil {
+		com.close()
+	}
+	return nil
+}
+
+// ConsumeClaim runs one partition until it is revoked or the subscription
+// stops.
+func (sub *parallelSub) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.ConsumerGroupClaim) error {
+	k := partitionKey{claim.Topic(), claim.Partition()}
+	if last, ok := sub.accepted.get(k); ok && claim.InitialOffset() < last {
+		// The records in between are delivered again and skipped by the
+		// inbox; the watermark is committed again as they are acked.
+		sub.logger.Error("The group's committed offset went backwards since this subscriber's last accepted commit (a zombie member's late commit, or offsets expired or reset): records from it on are redelivered",
+			ErrOffsetRegressed, watermill.LogFields{"partition": k.partition, "committed": claim.InitialOffset(), "accepted_before": last})
+	}
+	sub.mu.Lock()
+	l := &partLoop{
+		sub: sub, sess: sess, claim: claim, k: k, com: sub.com,
+		wm:     newWatermark(),
+		queues: make(map[string][]*pending),
+		events: make(chan partEvent),
+		done:   make(chan struct{}),
+		stats:  PartitionStats{Topic: k.topic, Partition: k.partition, Watermark: -1},
+	}
+	sub.loops[k] = l
+	sub.mu.Unlock()
+	defer func() {
+		sub.mu.Lock()
+		if sub.loops[k] == l {
+			delete(sub.loops, k)
+		}
+		sub.mu.Unlock()
+	}()
+	l.run()
+	return nil
+}
+
+// stop drains the subscription and closes its consumer; concurrent and
+// later calls wait for the first.
+func (sub *parallelSub) stop() error {
+	sub.stopOnce.Do(func() {
+		defer close(sub.done)
+		close(sub.stopCh)
+		timer := time.NewTimer(sub.cfg.CloseTimeout)
+		for sub.inflight.Load() > 0 {
+			select {
+			case <-sub.settledCh:
+				continue
+			case <-timer.C:
+				sub.logger.Info("In-flight messages not settled within CloseTimeout; cancelling them (they will be redelivered)",
+					watermill.LogFields{"close_timeout": sub.cfg.CloseTimeout.String(), "in_flight": sub.inflight.Load()})
+			}
+			break
+		}
+		timer.Stop()
+		close(sub.hardStop)
+		sub.cancelMsgs()
+		sub.cancelRun()
+		<-sub.consumed
+		sub.stopErr = errors.Join(sub.group.Close(), sub.client.Close())
+	})
+	<-sub.done
+	return sub.stopErr
+}
+
+func (sub *parallelSub) settledOne() {
+	sub.inflight.Add(-1)
+	select {
+	case sub.settledCh <- struct{}{}:
+	default:
+	}
+}
+
+// pending is one record read from a partition and not yet acked.
+type pending struct {
+	rec  *sarama.ConsumerMessage
+	key  string
+	size int64
+	msg  *message.Message // the copy to hand out next; nil until due
+	d    *ackgap.Delivery
+	// cancel ends msg's context; the watcher calls it once msg is settled,
+	// as watermill-kafka does after an ack or nack.
+	cancel context.CancelFunc
+}
+
+type eventKind int
+
+const (
+	evAcked  eventKind = iota // the handed-out copy was acked
+	evNacked                  // the handed-out copy was nacked
+	evResend                  // a nacked record's NackResendSleep is over
+)
+
+type partEvent struct {
+	kind eventKind
+	p    *pending
+	d    *ackgap.Delivery
+	at   time.Time
+}
+
+// partLoop is one claimed partition: it reads the claim while there is
+// room, hands records out as their key allows, and moves the watermark as
+// acks arrive. One goroutine (run) owns everything but stats.
+type partLoop struct {
+	sub   *parallelSub
+	sess  sarama.ConsumerGroupSession
+	claim sarama.ConsumerGroupClaim
+	k     partitionKey
+	com   *offsetCommitter
+
+	wm       *watermark
+	queues   map[string][]*pending // per key: head in flight (or due), the rest waiting
+	ready    []*pending            // due to be handed out
+	inflight int
+	draining bool
+
+	events chan partEvent
+	done   chan struct{} // closed when run returned
+
+	statsMu sync.Mutex
+	stats   PartitionStats
+}
+
+// room reports whether the partition may read one more record.
+func (l *partLoop) room() bool {
+	n := l.wm.len()
+	return n < l.sub.cfg.MaxBufferedRecords && (n == 0 || l.wm.bytes < l.sub.cfg.MaxBufferedBytes)
+}
+
+func (l *partLoop) run() {
+	defer close(l.done)
+	records := l.claim.Messages()
+	stopCh := l.sub.stopCh
+	stopping := false
+	for !(stopping && l.inflight == 0) {
+		var in <-chan *sarama.ConsumerMessage
+		if !stopping && l.room() {
+			in = records
+		}
+		var out chan<- *message.Message
+		var next *message.Message
+		if !stopping && l.inflight < l.sub.cfg.MaxInFlight {
+			if next = l.due(); next != nil {
+				out = l.sub.out
+			}
+		}
+		select {
+		case rec, ok := <-in:
+			if !ok {
+				l.drain(false)
+				return
+			}
+			l.read(rec)
+		case out <- next:
+			l.handedOut()
+		case ev := <-l.events:
+			l.handle(ev)
+		case <-l.sess.Context().Done():
+			l.drain(false)
+			return
+		case <-stopCh:
+			stopping, stopCh = true, nil
+		}
+		l.publishStats()
+	}
+	l.drain(true)
+}
+
+// read buffers rec and makes it due if its key is free.
+func (l *partLoop) read(rec *sarama.ConsumerMessage) {
+	p := &pending{rec: rec, size: int64(len(rec.Key) + len(rec.Value))}
+	l.wm.add(rec.Offset, p.size)
+	switch l.sub.cfg.Ordering {
+	case OrderingUnordered:
+		l.ready = append(l.ready, p)
+		return
+	case OrderingKey:
+		p.key = string(rec.Key)
+	}
+	q := l.queues[p.key]
+	l.queues[p.key] = append(q, p)
+	if len(q) == 0 {
+		l.ready = append(l.ready, p)
+	}
+}
+
+// due returns the message for the first due record, building it once.
+func (l *partLoop) due() *message.Message {
+	for len(l.ready) > 0 {
+		p := l.ready[0]
+		if p.msg != nil {
+			return p.msg
+		}
+		msg, err := Marshaler{}.Unmarshal(p.rec)
+		if err != nil {
+			// Hold the record (and the watermark): it is retried after
+			// NackResendSleep (at least its default), never skipped.
+			l.sub.logger.Error("Cannot unmarshal record; retrying it later", err,
+				watermill.LogFields{"partition": l.k.partition, "offset": p.rec.Offset})
+			l.ready = l.ready[1:]
+			l.resendAfter(p, max(l.sub.cfg.NackResendSleep, NackResendSleepDefault))
+			continue
+		}
+		p.d = &ackgap.Delivery{
+			ConsumerGroup: l.sub.cfg.ConsumerGroup, Partition: p.rec.Partition, Offset: p.rec.Offset, HasOffset: true,
+			Confirmation: ackgap.ConfirmationReported,
+		}
+		ctx, cancel := context.WithCancel(l.sub.msgCtx)
+		ctx = context.WithValue(ctx, recordKey{}, recordInfo{
+			partition: p.rec.Partition, offset: p.rec.Offset, key: p.rec.Key, timestamp: p.rec.Timestamp,
+		})
+		p.cancel = cancel
+		msg.SetContext(ackgap.WithDelivery(ctx, p.d))
+		p.msg = msg
+		return msg
+	}
+	return nil
+}
+
+// handedOut records that the first due record's message was sent, and
+// watches it.
+func (l *partLoop) handedOut() {
+	p := l.ready[0]
+	l.ready = l.ready[1:]
+	msg, d, cancel := p.msg, p.d, p.cancel
+	p.msg, p.cancel = nil, nil // a nack hands out a fresh copy
+	l.inflight++
+	l.sub.inflight.Add(1)
+	go l.watch(p, msg, d, cancel)
+}
+
+// watch waits for msg's ack or nack, ends its context and passes it to the
+// loop (or, when the loop is gone, settles it as not confirmed).
+func (l *partLoop) watch(p *pending, msg *message.Message, d *ackgap.Delivery, cancel context.CancelFunc) {
+	defer l.sub.settledOne()
+	defer cancel()
+	ev := partEvent{p: p, d: d}
+	select {
+	case <-msg.Acked():
+		ev.kind, ev.at = evAcked, time.Now()
+	case <-msg.Nacked():
+		ev.kind, ev.at = evNacked, time.Now()
+		d.Settle(ackgap.Settlement{At: ev.at})
+	case <-l.sub.hardStop:
+		d.Settle(ackgap.Settlement{At: time.Now(), Err: errGivenUp})
+		return
+	}
+	select {
+	case l.events <- ev:
+	case <-l.done:
+		if ev.kind == evAcked {
+			d.Settle(ackgap.Settlement{Acked: true, At: ev.at, Err: errReleased})
+		}
+	}
+}
+
+// handle applies one event from a watcher or a resend timer.
+func (l *partLoop) handle(ev partEvent) {
+	switch ev.kind {
+	case evAcked:
+		l.inflight--
+		l.wm.ack(ev.p.rec.Offset, ev.d, ev.at)
+		l.next(ev.p)
+		if acked := l.wm.advance(); len(acked) > 0 {
+			l.com.advance(l.k, l.wm.offset(), acked)
+		}
+	case evNacked:
+		l.inflight--
+		l.resendLater(ev.p)
+	case evResend:
+		if !l.draining {
+			l.ready = append(l.ready, ev.p)
+		}
+	}
+}
+
+// next frees p's key: the key's next record becomes due.
+func (l *partLoop) next(p *pending) {
+	if l.sub.cfg.Ordering == OrderingUnordered {
+		return
+	}
+	q := l.queues[p.key][1:]
+	if len(q) == 0 {
+		delete(l.queues, p.key)
+		return
+	}
+	l.queues[p.key] = q
+	l.ready = append(l.ready, q[0])
+}
+
+// resendLater makes p due again after NackResendSleep. p stays the head
+// of its key, so nothing of its key overtakes it.
+func (l *partLoop) resendLater(p *pending) { l.resendAfter(p, l.sub.cfg.NackResendSleep) }
+
+// resendAfter makes p due again after sleep (at once when sleep <= 0).
+func (l *partLoop) resendAfter(p *pending, sleep time.Duration) {
+	if sleep <= 0 {
+		l.ready = append(l.ready, p)
+		return
+	}
+	time.AfterFunc(sleep, func() {
+		select {
+		case l.events <- partEvent{kind: evResend, p: p}:
+		case <-l.done:
+		}
+	})
+}
+
+// drain ends the partition: no more records are handed out; those in
+// flight get until hardStop (closing) or HoldTimeout (revoked); then
+// the watermark is committed and the partition released.
+func (l *partLoop) drain(closing bool) {
+	l.draining = true
+	var deadline <-chan time.Time
+	if !closing {
+		t := time.NewTimer(l.sub.cfg.HoldTimeout)
+		defer t.Stop()
+		deadline = t.C
+	}
+wait:
+	for l.inflight > 0 {
+		select {
+		case ev := <-l.events:
+			l.handle(ev)
+		case <-deadline:
+			l.sub.logger.Info("Partition revoked with messages still in flight after HoldTimeout; releasing it (their acks will not be committed)",
+				watermill.LogFields{"partition": l.k.partition, "in_flight": l.inflight})
+			break wait
+		case <-l.sub.hardStop:
+			break wait
+		}
+	}
+	l.publishStats()
+	if l.com != nil {
+		l.com.release(l.k)
+	}
+}
+
+func (l *partLoop) publishStats() {
+	l.statsMu.Lock()
+	defer l.statsMu.Unlock()
+	l.stats.Buffered = l.wm.len()
+	l.stats.BufferedBytes = l.wm.bytes
+	l.stats.PeakBuffered = max(l.stats.PeakBuffered, l.stats.Buffered)
+	l.stats.InFlight = l.inflight
+	l.stats.Watermark = l.wm.offset()
+}
+
+// recordKey is the context key of a record's Kafka coordinates under
+// ParallelSubscriber (watermill-kafka's own keys are unexported).
+type recordKey struct{}
+
+type recordInfo struct {
+	partition int32
+	offset    int64
+	key       []byte
+	timestamp time.Time
+}
+
+func recordFromContext(ctx context.Context) (recordInfo, bool) {
+	r, ok := ctx.Value(recordKey{}).(recordInfo)
+	return r, ok
+}
