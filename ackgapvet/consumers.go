@@ -1,0 +1,335 @@
+package ackgapvet
+
+import (
+	"fmt"
+	"go/ast"
+	"go/types"
+	"reflect"
+	"strings"
+
+	"golang.org/x/tools/go/analysis"
+	"golang.org/x/tools/go/analysis/passes/inspect"
+	"golang.org/x/tools/go/ast/inspector"
+)
+
+// Root kinds: what made a function a consumer entry point.
+const (
+	KindWatermill = "watermill handler"
+	KindAckgap    = "ackgap handler"
+	KindSarama    = "Sarama ConsumeClaim"
+	KindFranz     = "franz-go poll loop"
+	KindKafkaGo   = "kafka-go reader loop"
+	KindSQS       = "SQS receive loop"
+	KindLambda    = "Lambda SQS handler"
+)
+
+// Root is a consumer entry point: a handler or a receive loop.
+type Root struct {
+	// Kind says what kind of entry point it is (KindWatermill, ...).
+	Kind string
+	// Name is the function's name, or "func literal".
+	Name string
+	// Node is the *ast.FuncDecl or *ast.FuncLit.
+	Node ast.Node
+}
+
+// Summary is what a function does that matters under redelivery, directly or
+// through the functions it calls. It is exported as a fact on every function
+// that does something, so a consumer in another package sees it.
+type Summary struct {
+	// Effect describes the first external effect (HTTP, gRPC, SMTP, AWS,
+	// publish), "" if none.
+	Effect string
+	// Write describes the first database write, "" if none.
+	Write string
+}
+
+// AFact marks Summary as an analysis fact.
+func (*Summary) AFact() {}
+
+func (s *Summary) String() string { return fmt.Sprintf("effect=%q write=%q", s.Effect, s.Write) }
+
+// Consumers is the result of [ConsumersAnalyzer]: the entry points of a
+// package, the functions reachable from them, and what every function does.
+type Consumers struct {
+	// Roots lists the entry points in source order.
+	Roots []*Root
+
+	pass      *analysis.Pass
+	reach     map[ast.Node]*Root
+	decls     map[*types.Func]*ast.FuncDecl
+	summaries map[*types.Func]*Summary
+}
+
+// RootOf returns the entry point from which fn (a FuncDecl or FuncLit) is
+// reached, or nil if fn is on no consumer path.
+func (c *Consumers) RootOf(fn ast.Node) *Root { return c.reach[fn] }
+
+// Summary returns what fn does, for a function of this package or, through
+// facts, of an imported one; nil when it does nothing that matters.
+func (c *Consumers) Summary(fn *types.Func) *Summary {
+	if fn == nil {
+		return nil
+	}
+	fn = fn.Origin()
+	if fn.Pkg() == c.pass.Pkg {
+		if s := c.summaries[fn]; s != nil && (s.Effect != "" || s.Write != "") {
+			return s
+		}
+		return nil
+	}
+	var s Summary
+	if c.pass.ImportObjectFact(fn, &s) {
+		return &s
+	}
+	return nil
+}
+
+// Local reports whether fn is declared, with a body, in this package.
+func (c *Consumers) Local(fn *types.Func) bool {
+	return fn != nil && c.decls[fn.Origin()] != nil
+}
+
+// ConsumersAnalyzer finds consumer entry points (Watermill and ackgap
+// handlers, Sarama ConsumeClaim methods, franz-go poll loops, kafka-go reader
+// loops, SQS ReceiveMessage loops, Lambda SQSEvent handlers) and follows
+// calls from them within the package; it exports a [Summary] fact for every
+// function with an external effect or a database write, so calls across
+// packages are followed too. Every check requires it.
+var ConsumersAnalyzer = &analysis.Analyzer{
+	Name:       "ackgapconsumers",
+	Doc:        "find consumer entry points and summarise what functions do (used by the ackgapvet checks; reports nothing)",
+	Requires:   []*analysis.Analyzer{inspect.Analyzer},
+	Run:        runConsumers,
+	ResultType: reflect.TypeFor[*Consumers](),
+	FactTypes:  []analysis.Fact{new(Summary)},
+}
+
+// registrars are the Watermill/ackgap functions whose function arguments
+// become handlers.
+var registrars = map[string]bool{
+	"AddHandler": true, "AddConsumerHandler": true, "AddNoPublisherHandler": true,
+	"AddBatchHandler": true, "Adapt": true, "ConsumerHandler": true, "JSON": true,
+	"NewProcessor": true, "Handle": true,
+}
+
+func runConsumers(pass *analysis.Pass) (any, error) {
+	ins := pass.ResultOf[inspect.Analyzer].(*inspector.Inspector)
+	c := &Consumers{
+		pass:      pass,
+		reach:     map[ast.Node]*Root{},
+		decls:     map[*types.Func]*ast.FuncDecl{},
+		summaries: map[*types.Func]*Summary{},
+	}
+	for _, f := range pass.Files {
+		for _, d := range f.Decls {
+			if fd, ok := d.(*ast.FuncDecl); ok && fd.Body != nil {
+				if fn, ok := pass.TypesInfo.Defs[fd.Name].(*types.Func); ok {
+					c.decls[fn] = fd
+				}
+			}
+		}
+	}
+	seen := map[ast.Node]bool{}
+	addRoot := func(kind, name string, n ast.Node) {
+		if n == nil || seen[n] {
+			return
+		}
+		seen[n] = true
+		c.Roots = append(c.Roots, &Root{Kind: kind, Name: name, Node: n})
+	}
+	rootOfExpr := func(kind string, e ast.Expr) {
+		if lit, ok := ast.Unparen(e).(*ast.FuncLit); ok {
+			addRoot(kind, "func literal", lit)
+			return
+		}
+		if fn := usedFunc(pass, e); fn != nil && c.decls[fn] != nil {
+			addRoot(kind, fn.Name(), c.decls[fn])
+		}
+	}
+	enclosing := func(stack []ast.Node) (ast.Node, string) {
+		for i := len(stack) - 1; i >= 0; i-- {
+			switch n := stack[i].(type) {
+			case *ast.FuncLit:
+				return n, "func literal"
+			case *ast.FuncDecl:
+				return n, n.Name.Name
+			}
+		}
+		return nil, ""
+	}
+	nodeTypes := []ast.Node{(*ast.CallExpr)(nil), (*ast.FuncDecl)(nil), (*ast.FuncLit)(nil)}
+	ins.WithStack(nodeTypes, func(n ast.Node, push bool, stack []ast.Node) bool {
+		if !push {
+			return true
+		}
+		switch n := n.(type) {
+		case *ast.FuncDecl:
+			if n.Name.Name == "ConsumeClaim" && n.Recv != nil && isSaramaHandlerSig(pass.TypesInfo, n.Type) {
+				addRoot(KindSarama, n.Name.Name, n)
+			}
+			if hasLambdaSQSParam(pass.TypesInfo, n.Type) {
+				addRoot(KindLambda, n.Name.Name, n)
+			}
+		case *ast.FuncLit:
+			if hasLambdaSQSParam(pass.TypesInfo, n.Type) {
+				addRoot(KindLambda, "func literal", n)
+			}
+		case *ast.CallExpr:
+			fn := callee(pass.TypesInfo, n)
+			if fn == nil {
+				return true
+			}
+			path, recv, name := funcPath(fn), recvName(fn), fn.Name()
+			switch {
+			case registrars[name] && (strings.HasPrefix(path, pathWatermill) || strings.HasPrefix(path, pathAckgap)):
+				kind := KindWatermill
+				if strings.HasPrefix(path, pathAckgap) {
+					kind = KindAckgap
+				}
+				for _, a := range n.Args {
+					if t := pass.TypesInfo.TypeOf(a); t != nil {
+						if _, ok := t.Underlying().(*types.Signature); ok {
+							rootOfExpr(kind, a)
+						}
+					}
+				}
+			case path == pathKgo && recv == "Client" && (name == "PollFetches" || name == "PollRecords"):
+				fnNode, fname := enclosing(stack)
+				addRoot(KindFranz, fname, fnNode)
+			case path == pathKafkaGo && recv == "Reader" && (name == "ReadMessage" || name == "FetchMessage"):
+				fnNode, fname := enclosing(stack)
+				addRoot(KindKafkaGo, fname, fnNode)
+			case path == pathSQS && recv == "Client" && name == "ReceiveMessage":
+				fnNode, fname := enclosing(stack)
+				addRoot(KindSQS, fname, fnNode)
+			}
+		}
+		return true
+	})
+
+	// Follow uses of package-local functions from every root.
+	for _, r := range c.Roots {
+		queue := []ast.Node{r.Node}
+		for len(queue) > 0 {
+			n := queue[0]
+			queue = queue[1:]
+			if _, done := c.reach[n]; done {
+				continue
+			}
+			c.reach[n] = r
+			ast.Inspect(n, func(m ast.Node) bool {
+				switch m := m.(type) {
+				case *ast.FuncLit:
+					if m != n {
+						queue = append(queue, m)
+					}
+				case *ast.Ident:
+					if fn, ok := pass.TypesInfo.Uses[m].(*types.Func); ok && fn.Pkg() == pass.Pkg {
+						if d := c.decls[fn.Origin()]; d != nil {
+							queue = append(queue, d)
+						}
+					}
+				}
+				return true
+			})
+		}
+	}
+
+	// Summaries, bottom-up with a cycle guard, exported as facts.
+	for fn := range c.decls {
+		c.summarize(fn, map[*types.Func]bool{})
+	}
+	for fn, s := range c.summaries {
+		if s.Effect != "" || s.Write != "" {
+			pass.ExportObjectFact(fn, s)
+		}
+	}
+	return c, nil
+}
+
+func (c *Consumers) summarize(fn *types.Func, visiting map[*types.Func]bool) *Summary {
+	if s, ok := c.summaries[fn]; ok {
+		return s
+	}
+	if visiting[fn] {
+		return &Summary{}
+	}
+	visiting[fn] = true
+	s := &Summary{}
+	ast.Inspect(c.decls[fn].Body, func(n ast.Node) bool {
+		call, ok := n.(*ast.CallExpr)
+		if !ok {
+			return true
+		}
+		if d := effectOf(c.pass.TypesInfo, call); d != "" && s.Effect == "" {
+			s.Effect = d
+		}
+		if d := dbWriteOf(c.pass.TypesInfo, call); d != "" && s.Write == "" {
+			s.Write = d
+		}
+		cf := callee(c.pass.TypesInfo, call)
+		if cf == nil {
+			return true
+		}
+		var sub *Summary
+		if cf.Pkg() == c.pass.Pkg {
+			if c.decls[cf.Origin()] != nil {
+				sub = c.summarize(cf.Origin(), visiting)
+			}
+		} else {
+			sub = c.Summary(cf)
+		}
+		if sub != nil {
+			if sub.Effect != "" && s.Effect == "" {
+				s.Effect = viaDesc(cf, sub.Effect)
+			}
+			if sub.Write != "" && s.Write == "" {
+				s.Write = viaDesc(cf, sub.Write)
+			}
+		}
+		return true
+	})
+	c.summaries[fn] = s
+	return s
+}
+
+// viaDesc says that a call to fn leads to desc.
+func viaDesc(fn *types.Func, desc string) string {
+	if strings.HasPrefix(desc, "calls ") {
+		return "calls " + qualName(fn) + ", which " + desc
+	}
+	return "calls " + qualName(fn) + ", which makes " + desc
+}
+
+func isSaramaHandlerSig(info *types.Info, ft *ast.FuncType) bool {
+	if ft.Params == nil || ft.Params.NumFields() != 2 {
+		return false
+	}
+	var ps []types.Type
+	for _, f := range ft.Params.List {
+		t := info.TypeOf(f.Type)
+		for range max(1, len(f.Names)) {
+			ps = append(ps, t)
+		}
+	}
+	for _, t := range ps {
+		n, ok := t.(*types.Named)
+		if !ok || n.Obj().Pkg() == nil || !isSaramaPath(n.Obj().Pkg().Path()) {
+			return false
+		}
+	}
+	return true
+}
+
+func hasLambdaSQSParam(info *types.Info, ft *ast.FuncType) bool {
+	if ft.Params == nil {
+		return false
+	}
+	for _, f := range ft.Params.List {
+		if t := info.TypeOf(f.Type); t != nil && isNamed(t, pathLambdaEvt, "SQSEvent") {
+			return true
+		}
+	}
+	return false
+}
