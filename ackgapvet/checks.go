@@ -145,7 +145,7 @@ does the same for every message. Fix: ack after the work has committed.`,
 					}
 					if work, at := firstWork(pass, c, block.List[i+1:]); work != "" {
 						line := pass.Fset.Position(at.Pos()).Line
-						r.report(call, SeverityOf(root.Name, work), fmt.Sprintf(
+						r.report(call, SeverityOf(append(callNames(pass, at), root.Name, work)...), fmt.Sprintf(
 							"acks with %s before the work (%s at line %d): a crash or error in between loses the message instead of redelivering it; ack after the work has committed",
 							ack, work, line))
 					}
@@ -171,6 +171,14 @@ func topCall(st ast.Stmt) *ast.CallExpr {
 		if st.Init != nil {
 			return topCall(st.Init)
 		}
+	}
+	return nil
+}
+
+// callNames returns the string constants of n's call, for severity.
+func callNames(pass *analysis.Pass, n ast.Node) []string {
+	if call, ok := n.(*ast.CallExpr); ok {
+		return constStrings(pass.TypesInfo, call)
 	}
 	return nil
 }
@@ -277,7 +285,7 @@ work; franz-go kgo.DisableAutoCommit and CommitRecords after the work.`,
 						continue
 					}
 					if work, at := firstWork(pass, c, block.List[i+1:]); work != "" {
-						r.report(call, SeverityOf(root.Name, work), fmt.Sprintf(
+						r.report(call, SeverityOf(append(callNames(pass, at), root.Name, work)...), fmt.Sprintf(
 							"ReadMessage commits the offset as it returns (reader with a GroupID), before the work (%s at line %d): a crash in between loses the message; use FetchMessage and CommitMessages after the work",
 							work, pass.Fset.Position(at.Pos()).Line))
 					}
@@ -374,28 +382,25 @@ again while the first copy is still in flight. Fix: a client with a Timeout
 shorter than the handler timeout, or the message context's deadline.`,
 	func(pass *analysis.Pass, c *Consumers, r *reporter) {
 		hasRoots := len(c.Roots) > 0
-		walk(pass, c, []ast.Node{(*ast.SelectorExpr)(nil), (*ast.CompositeLit)(nil)}, func(n ast.Node, s *site) {
+		const risk = "which has no timeout, %s: a slow server keeps the message past its lease and it is delivered again while in flight; use a client with a Timeout shorter than the handler timeout"
+		walk(pass, c, []ast.Node{(*ast.SelectorExpr)(nil), (*ast.CallExpr)(nil), (*ast.CompositeLit)(nil)}, func(n ast.Node, s *site) {
 			switch n := n.(type) {
+			case *ast.CallExpr:
+				fn := callee(pass.TypesInfo, n)
+				if s.Root == nil || funcPath(fn) != "net/http" || recvName(fn) != "" {
+					return
+				}
+				switch fn.Name() {
+				case "Get", "Post", "PostForm", "Head":
+					r.report(n, SeverityOf(append(s.names(), constStrings(pass.TypesInfo, n)...)...),
+						fmt.Sprintf("http.%s uses http.DefaultClient, "+risk, fn.Name(), s.where()))
+				}
 			case *ast.SelectorExpr:
-				if s.Root == nil {
+				obj, ok := pass.TypesInfo.Uses[n.Sel].(*types.Var)
+				if s.Root == nil || !ok || obj.Pkg() == nil || obj.Pkg().Path() != "net/http" || obj.Name() != "DefaultClient" {
 					return
 				}
-				obj := pass.TypesInfo.Uses[n.Sel]
-				if obj == nil || obj.Pkg() == nil || obj.Pkg().Path() != "net/http" {
-					return
-				}
-				switch obj.Name() {
-				case "DefaultClient", "Get", "Post", "PostForm", "Head":
-					if _, isVar := obj.(*types.Var); !isVar && obj.Name() == "DefaultClient" {
-						return
-					}
-					if _, isFunc := obj.(*types.Func); !isFunc && obj.Name() != "DefaultClient" {
-						return
-					}
-					r.report(n, SeverityOf(s.names()...), fmt.Sprintf(
-						"http.%s uses http.DefaultClient, which has no timeout, %s: a slow server keeps the message past its lease and it is delivered again while in flight; use a client with a Timeout shorter than the handler timeout",
-						obj.Name(), s.where()))
-				}
+				r.report(n, SeverityOf(s.names()...), fmt.Sprintf("http.DefaultClient, "+risk, s.where()))
 			case *ast.CompositeLit:
 				t := pass.TypesInfo.TypeOf(n)
 				if t == nil || !isNamed(t, "net/http", "Client") {
@@ -543,13 +548,8 @@ enable ReportBatchItemFailures on the event source mapping).`,
 			if root.Kind != KindLambda {
 				continue
 			}
-			ft := funcType(root.Node)
-			if ft.Results != nil {
-				for _, f := range ft.Results.List {
-					if t := pass.TypesInfo.TypeOf(f.Type); t != nil && isNamed(t, pathLambdaEvt, "SQSEventResponse") {
-						goto next
-					}
-				}
+			if returnsSQSResponse(pass.TypesInfo, funcType(root.Node)) {
+				continue
 			}
 			ast.Inspect(funcBody(root.Node), func(m ast.Node) bool {
 				switch m := m.(type) {
@@ -579,9 +579,22 @@ enable ReportBatchItemFailures on the event source mapping).`,
 				}
 				return true
 			})
-		next:
 		}
 	})
+
+// returnsSQSResponse reports whether a Lambda handler returns
+// events.SQSEventResponse (partial batch failures).
+func returnsSQSResponse(info *types.Info, ft *ast.FuncType) bool {
+	if ft.Results == nil {
+		return false
+	}
+	for _, f := range ft.Results.List {
+		if t := info.TypeOf(f.Type); t != nil && isNamed(t, pathLambdaEvt, "SQSEventResponse") {
+			return true
+		}
+	}
+	return false
+}
 
 var (
 	selectFrom = regexp.MustCompile(`\bFROM\s+([A-Z0-9_."]+)`)

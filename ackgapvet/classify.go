@@ -30,8 +30,11 @@ func isSaramaPath(p string) bool {
 }
 
 // callee returns the function or method a call invokes, or nil for calls of
-// function values, conversions and builtins.
+// function values, conversions and builtins (and for a nil call).
 func callee(info *types.Info, call *ast.CallExpr) *types.Func {
+	if call == nil {
+		return nil
+	}
 	fn, _ := typeutil.Callee(info, call).(*types.Func)
 	return fn
 }
