@@ -113,6 +113,34 @@ var registrars = map[string]bool{
 	"NewProcessor": true, "Handle": true,
 }
 
+// summarized reports whether the functions of pass's package get a
+// [Summary]. The standard library and the libraries whose calls the checks
+// classify directly (brokers, drivers, AWS, gRPC, OpenTelemetry, ackgap
+// itself) do not: their internals make HTTP calls and writes (an SQS
+// ReceiveMessage is an HTTP request) that are not the application's effects.
+// A package outside a module (GOPATH mode) with no dot in its first path
+// element is taken for the standard library.
+func summarized(pass *analysis.Pass) bool {
+	path := pass.Pkg.Path()
+	first, _, _ := strings.Cut(path, "/")
+	if pass.Module == nil && !strings.Contains(first, ".") {
+		return false
+	}
+	if strings.HasPrefix(path, pathAckgap+"/examples/") {
+		return true
+	}
+	for _, p := range []string{
+		pathWatermill, pathAckgap, "github.com/IBM/sarama", "github.com/Shopify/sarama",
+		"github.com/twmb/franz-go", pathKafkaGo, "github.com/aws/", pathGRPC,
+		"github.com/jackc/", "modernc.org/", "go.opentelemetry.io/", "golang.org/x/", "google.golang.org/",
+	} {
+		if strings.HasPrefix(path, p) {
+			return false
+		}
+	}
+	return true
+}
+
 func runConsumers(pass *analysis.Pass) (any, error) {
 	ins := pass.ResultOf[inspect.Analyzer].(*inspector.Inspector)
 	c := &Consumers{
@@ -237,8 +265,14 @@ func runConsumers(pass *analysis.Pass) (any, error) {
 	}
 
 	// Summaries, bottom-up with a cycle guard, exported as facts.
+	if len(c.Roots) == 0 && !summarized(pass) {
+		return c, nil
+	}
 	for fn := range c.decls {
 		c.summarize(fn, map[*types.Func]bool{})
+	}
+	if !summarized(pass) {
+		return c, nil // used here, not exported
 	}
 	for fn, s := range c.summaries {
 		if s.Effect != "" || s.Write != "" {

@@ -10,7 +10,7 @@ import (
 	"github.com/ackgap/ackgap/router"
 	"github.com/ackgap/ackgap/stores"
 
-	"payments"
+	"example.com/payments"
 )
 
 type handlers struct {
