@@ -108,9 +108,9 @@ func effectOf(info *types.Info, call *ast.CallExpr) string {
 		return "a gRPC call (" + qualName(fn) + ")"
 	case isGRPCClientMethod(fn):
 		return "a gRPC call (" + qualName(fn) + ")"
-	case path == pathSQS && recv == "Client" && (name == "ReceiveMessage" || name == "DeleteMessage" || name == "DeleteMessageBatch" || name == "ChangeMessageVisibility" || name == "ChangeMessageVisibilityBatch" || name == "GetQueueUrl"):
-		return "" // the consumer's own receive/ack mechanics
-	case strings.HasPrefix(path, pathAWSSvc) && recv == "Client":
+	case path == pathSQS && recv == "Client" && name != "SendMessage" && name != "SendMessageBatch":
+		return "" // the consumer's own receive/ack mechanics and queue administration
+	case strings.HasPrefix(path, pathAWSSvc) && recv == "Client" && awsMutates(name):
 		return "an AWS call (" + qualName(fn) + ")"
 	case strings.HasPrefix(path, pathWatermill) && name == "Publish":
 		return "a publish (" + qualName(fn) + ")"
@@ -122,6 +122,18 @@ func effectOf(info *types.Info, call *ast.CallExpr) string {
 		return "a publish (" + qualName(fn) + ")"
 	}
 	return ""
+}
+
+// awsMutates reports whether an AWS SDK operation changes something outside
+// (sends, publishes, writes, starts); reads (Get, List, Describe, Query,
+// Scan) and accessors are not effects.
+func awsMutates(op string) bool {
+	for _, verb := range []string{"Send", "Publish", "Put", "Update", "Delete", "Create", "Invoke", "Start", "Write", "TransactWrite", "BatchWrite", "Upload", "Copy"} {
+		if strings.HasPrefix(op, verb) {
+			return true
+		}
+	}
+	return false
 }
 
 // isGRPCClientMethod matches generated gRPC client stubs: a method whose last
@@ -140,7 +152,7 @@ type dbHandle int
 
 const (
 	handleNone dbHandle = iota
-	handlePool          // *sql.DB, *sql.Conn, *pgxpool.Pool, *pgx.Conn
+	handlePool          // *sql.DB, *sql.Conn, *pgxpool.Pool
 	handleTx            // *sql.Tx, pgx.Tx
 )
 
@@ -158,8 +170,9 @@ func dbCall(info *types.Info, call *ast.CallExpr) (dbHandle, string) {
 	path, recv := funcPath(fn), recvName(fn)
 	switch {
 	case path == "database/sql" && (recv == "DB" || recv == "Conn"),
-		path == pathPgxpool && (recv == "Pool" || recv == "Conn"),
-		path == pathPgx && recv == "Conn":
+		path == pathPgxpool && recv == "Pool":
+		// Not a *pgx.Conn or *pgxpool.Conn: once a transaction began on
+		// one, its Exec runs inside that transaction.
 		return handlePool, name
 	case path == "database/sql" && recv == "Tx", path == pathPgx && recv == "Tx", path == pathPgxpool && recv == "Tx":
 		return handleTx, name
