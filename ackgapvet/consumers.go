@@ -186,7 +186,7 @@ func runConsumers(pass *analysis.Pass) (any, error) {
 		}
 		return nil, ""
 	}
-	nodeTypes := []ast.Node{(*ast.CallExpr)(nil), (*ast.FuncDecl)(nil), (*ast.FuncLit)(nil)}
+	nodeTypes := []ast.Node{(*ast.CallExpr)(nil), (*ast.FuncDecl)(nil), (*ast.FuncLit)(nil), (*ast.CompositeLit)(nil)}
 	ins.WithStack(nodeTypes, func(n ast.Node, push bool, stack []ast.Node) bool {
 		if !push {
 			return true
@@ -203,7 +203,33 @@ func runConsumers(pass *analysis.Pass) (any, error) {
 			if hasLambdaSQSParam(pass.TypesInfo, n.Type) {
 				addRoot(KindLambda, "func literal", n)
 			}
+		case *ast.CompositeLit: // batch.Config{Handler: h, BatchHandler: b}
+			for _, e := range n.Elts {
+				kv, ok := e.(*ast.KeyValueExpr)
+				if !ok {
+					continue
+				}
+				if key, ok := kv.Key.(*ast.Ident); ok {
+					if field, ok := pass.TypesInfo.Uses[key].(*types.Var); ok {
+						if kind := handlerKind(field.Type()); kind != "" {
+							rootOfExpr(kind, kv.Value)
+						}
+					}
+				}
+			}
 		case *ast.CallExpr:
+			// An argument passed as a handler type, or a conversion to one.
+			if tv, ok := pass.TypesInfo.Types[n.Fun]; ok && tv.IsType() && len(n.Args) == 1 {
+				if kind := handlerKind(tv.Type); kind != "" {
+					rootOfExpr(kind, n.Args[0])
+				}
+			} else if sig, ok := pass.TypesInfo.TypeOf(n.Fun).(*types.Signature); ok {
+				for i, a := range n.Args {
+					if kind := handlerKind(paramType(sig, i)); kind != "" {
+						rootOfExpr(kind, a)
+					}
+				}
+			}
 			fn := callee(pass.TypesInfo, n)
 			if fn == nil {
 				return true
@@ -334,6 +360,43 @@ func viaDesc(fn *types.Func, desc string) string {
 		return "calls " + qualName(fn) + ", which " + desc
 	}
 	return "calls " + qualName(fn) + ", which makes " + desc
+}
+
+// handlerKind returns KindAckgap or KindWatermill for a named function type
+// of ackgap or Watermill whose name ends in HandlerFunc (router.HandlerFunc,
+// batch.BatchHandlerFunc, message.HandlerFunc, message.NoPublishHandlerFunc),
+// "" for anything else.
+func handlerKind(t types.Type) string {
+	n, ok := types.Unalias(t).(*types.Named)
+	if !ok || n.Obj().Pkg() == nil || !strings.HasSuffix(n.Obj().Name(), "HandlerFunc") {
+		return ""
+	}
+	if _, ok := n.Underlying().(*types.Signature); !ok {
+		return ""
+	}
+	switch path := n.Obj().Pkg().Path(); {
+	case strings.HasPrefix(path, pathAckgap):
+		return KindAckgap
+	case strings.HasPrefix(path, pathWatermill):
+		return KindWatermill
+	}
+	return ""
+}
+
+// paramType returns the type of the parameter argument i binds to, through a
+// variadic tail; nil past the end.
+func paramType(sig *types.Signature, i int) types.Type {
+	ps := sig.Params()
+	switch {
+	case sig.Variadic() && i >= ps.Len()-1:
+		if sl, ok := ps.At(ps.Len() - 1).Type().(*types.Slice); ok {
+			return sl.Elem()
+		}
+		return nil
+	case i < ps.Len():
+		return ps.At(i).Type()
+	}
+	return nil
 }
 
 func isSaramaHandlerSig(info *types.Info, ft *ast.FuncType) bool {

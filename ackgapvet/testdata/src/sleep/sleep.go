@@ -2,9 +2,11 @@ package sleep
 
 import (
 	"context"
+	"database/sql"
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/ackgap/ackgap/batch"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 )
 
@@ -31,3 +33,25 @@ func poll(ctx context.Context, c *sqs.Client) {
 func process(m sqs.Message) {
 	time.Sleep(time.Second) // want `time.Sleep on the consumer path of SQS receive loop poll`
 }
+
+func batched() batch.Config[*sql.Tx] {
+	return batch.Config[*sql.Tx]{
+		Consumer: "billing",
+		Handler:  slowOne,
+		BatchHandler: func(ctx context.Context, tx *sql.Tx, msgs []*message.Message) error {
+			time.Sleep(time.Second) // want `time.Sleep on the consumer path of ackgap handler \(func literal\)`
+			return nil
+		},
+	}
+}
+
+func slowOne(ctx context.Context, tx *sql.Tx, msg *message.Message) error {
+	time.Sleep(time.Second) // want `time.Sleep on the consumer path of ackgap handler slowOne`
+	return nil
+}
+
+// converted is a Watermill handler made by a conversion.
+var converted = message.NoPublishHandlerFunc(func(msg *message.Message) error {
+	time.Sleep(time.Second) // want `time.Sleep on the consumer path of watermill handler \(func literal\)`
+	return nil
+})
