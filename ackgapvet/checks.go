@@ -297,11 +297,33 @@ work; franz-go kgo.DisableAutoCommit and CommitRecords after the work.`,
 			return
 		}
 		for _, call := range newClients {
+			if group, off, inline := kgoOptions(pass, call); inline && (!group || off) {
+				continue // a producer-only client, or auto-commit disabled here
+			}
 			r.report(call, SeverityOf(franzWork), fmt.Sprintf(
 				"kgo.NewClient with a consumer group and no kgo.DisableAutoCommit commits polled offsets on a timer, before the poll loop's work (%s) is done: a crash loses messages; add kgo.DisableAutoCommit() and call CommitRecords after the work",
 				franzWork))
 		}
 	})
+
+// kgoOptions looks at the options written in a kgo.NewClient call: whether
+// they name a consumer group, disable auto-commit, and whether any kgo option
+// is written there at all (else they come from elsewhere: unknown).
+func kgoOptions(pass *analysis.Pass, call *ast.CallExpr) (group, disabled, inline bool) {
+	ast.Inspect(call, func(n ast.Node) bool {
+		c, ok := n.(*ast.CallExpr)
+		if !ok || c == call {
+			return true
+		}
+		if fn := callee(pass.TypesInfo, c); funcPath(fn) == pathKgo && recvName(fn) == "" {
+			inline = true
+			group = group || fn.Name() == "ConsumerGroup"
+			disabled = disabled || fn.Name() == "DisableAutoCommit"
+		}
+		return true
+	})
+	return group, disabled, inline
+}
 
 // TransitionAnalyzer reports ackgap guarded transitions whose outcome is
 // ignored.
@@ -456,9 +478,11 @@ var SleepAnalyzer = newAnalyzer("sleep",
 	`report time.Sleep inside a consumer handler
 
 A sleep in a handler holds the message's lease (SQS visibility timeout,
-Kafka partition) and the consumer's slot while doing nothing; long enough and
-the message is delivered again while still in flight. A sleep between polls
-of a receive loop is not reported. Fix: return an error and let the retry
+Sarama's session, Lambda's timeout) and the consumer's slot while doing
+nothing; long enough and the message is delivered again while still in
+flight. Not reported: a sleep between polls of an SQS receive loop, and
+franz-go and kafka-go loops (they heartbeat in the background, with no lease
+to lose). Fix: return an error and let the retry
 middleware back off, or nack with a delay.`,
 	func(pass *analysis.Pass, c *Consumers, r *reporter) {
 		walk(pass, c, callNode, func(n ast.Node, s *site) {
@@ -467,8 +491,10 @@ middleware back off, or nack with a delay.`,
 			if s.Root == nil || funcPath(fn) != "time" || fn.Name() != "Sleep" {
 				return
 			}
-			loop := s.Root.Kind == KindFranz || s.Root.Kind == KindKafkaGo || s.Root.Kind == KindSQS
-			if loop && s.Inner() == s.Root.Node {
+			if s.Root.Kind == KindFranz || s.Root.Kind == KindKafkaGo {
+				return // no lease: both clients heartbeat in the background
+			}
+			if s.Root.Kind == KindSQS && s.Inner() == s.Root.Node {
 				return // backoff between polls
 			}
 			r.report(call, SeverityOf(s.names()...), fmt.Sprintf(

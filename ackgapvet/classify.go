@@ -77,12 +77,12 @@ func isNamed(t types.Type, path, name string) bool {
 	return ok && n.Obj().Name() == name && n.Obj().Pkg() != nil && n.Obj().Pkg().Path() == path
 }
 
-// qualName renders fn as pkg.Func or pkg.(Recv).Method with the package's
-// last path element, for messages.
+// qualName renders fn as pkg.Func or pkg.Recv.Method with the package's
+// name, for messages.
 func qualName(fn *types.Func) string {
-	pkg := funcPath(fn)
-	if i := strings.LastIndex(pkg, "/"); i >= 0 {
-		pkg = pkg[i+1:]
+	pkg := ""
+	if fn.Pkg() != nil {
+		pkg = fn.Pkg().Name()
 	}
 	if r := recvName(fn); r != "" {
 		return pkg + "." + r + "." + fn.Name()
@@ -112,6 +112,8 @@ func effectOf(info *types.Info, call *ast.CallExpr) string {
 		return "" // the consumer's own receive/ack mechanics and queue administration
 	case strings.HasPrefix(path, pathAWSSvc) && recv == "Client" && awsMutates(name):
 		return "an AWS call (" + qualName(fn) + ")"
+	case strings.HasPrefix(path, pathWatermill+"-sql") || strings.HasPrefix(path, pathWatermill+"/components/forwarder"):
+		return "" // publishing into the database transaction: an outbox
 	case strings.HasPrefix(path, pathWatermill) && name == "Publish":
 		return "a publish (" + qualName(fn) + ")"
 	case isSaramaPath(path) && (name == "SendMessage" || name == "SendMessages"):
@@ -202,9 +204,19 @@ func isWriteSQL(sql string) bool {
 	return strings.HasPrefix(s, "WITH") && (strings.Contains(s, "INSERT") || strings.Contains(s, "UPDATE") || strings.Contains(s, "DELETE"))
 }
 
+// mongoWrites are the MongoDB Collection methods that change documents.
+var mongoWrites = map[string]bool{
+	"InsertOne": true, "InsertMany": true, "UpdateOne": true, "UpdateMany": true, "UpdateByID": true,
+	"ReplaceOne": true, "DeleteOne": true, "DeleteMany": true, "BulkWrite": true,
+	"FindOneAndUpdate": true, "FindOneAndReplace": true, "FindOneAndDelete": true,
+}
+
 // dbWriteOf returns a description if call writes rows (through any handle):
-// an Exec, or a Query whose SQL is a write.
+// an Exec, a Query whose SQL is a write, or a MongoDB write.
 func dbWriteOf(info *types.Info, call *ast.CallExpr) string {
+	if fn := callee(info, call); fn != nil && strings.HasPrefix(funcPath(fn), "go.mongodb.org/mongo-driver") && recvName(fn) == "Collection" && mongoWrites[fn.Name()] {
+		return "a MongoDB write (" + qualName(fn) + ")"
+	}
 	h, name := dbCall(info, call)
 	if h == handleNone {
 		return ""

@@ -40,7 +40,7 @@ var DefaultSeverityPatterns = map[Severity]string{
 	SeverityCritical: `charge|payment|refund|transfer|payout|invoice|billing|wallet|ledger`,
 	SeverityHigh:     `email|mail|sms|push|notif|message_user|webhook`,
 	SeverityMedium:   `inventory|stock|counter|balance|quota|incr|count`,
-	SeverityLow:      `cache|refresh|warm`,
+	SeverityLow:      `cache|refresh|warm|dlq|dead.?letter`,
 }
 
 var (

@@ -6,6 +6,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"go.mongodb.org/mongo-driver/mongo"
 )
 
 func readLoop(ctx context.Context, db *sql.DB) {
@@ -43,5 +44,21 @@ func franz(ctx context.Context, db *sql.DB) error {
 		fetches.EachRecord(func(r *kgo.Record) {
 			_, _ = db.ExecContext(ctx, "UPDATE orders SET state = 'seen'")
 		})
+	}
+}
+
+// producer has no consumer group: nothing to commit, clean.
+func producer() (*kgo.Client, error) {
+	return kgo.NewClient(kgo.SeedBrokers("k:9092"))
+}
+
+func mongoLoop(ctx context.Context, coll *mongo.Collection) {
+	r := kafka.NewReader(kafka.ReaderConfig{Brokers: []string{"k:9092"}, GroupID: "g", Topic: "events"})
+	for {
+		m, err := r.ReadMessage(ctx) // want `medium: ReadMessage commits the offset as it returns \(reader with a GroupID\), before the work \(a MongoDB write \(mongo.Collection.InsertOne\) at line \d+\)`
+		if err != nil {
+			return
+		}
+		_, _ = coll.InsertOne(ctx, m)
 	}
 }

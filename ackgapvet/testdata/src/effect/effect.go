@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"net/http"
 
+	wsql "github.com/ThreeDotsLabs/watermill-sql/v3/pkg/sql"
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/ackgap/ackgap/middleware"
 	"github.com/ackgap/ackgap/router"
@@ -86,4 +87,14 @@ func archive(ctx context.Context, db *sql.DB, client *http.Client) error {
 	//ackgapvet:ignore effect
 	_, _ = client.Get("http://cache.local/refresh") // want `low: an HTTP request`
 	return tx.Commit()
+}
+
+// outboxPublish publishes through watermill-sql into the transaction: that
+// is an outbox, clean.
+func outboxPublish(tx *sql.Tx, msg *message.Message) error {
+	pub, err := wsql.NewPublisher(tx)
+	if err != nil {
+		return err
+	}
+	return pub.Publish("charges", msg)
 }

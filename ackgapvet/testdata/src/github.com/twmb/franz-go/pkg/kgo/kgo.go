@@ -18,3 +18,4 @@ func DisableAutoCommit() Opt                                              { retu
 func (c *Client) PollFetches(ctx context.Context) Fetches                 { return nil }
 func (c *Client) CommitRecords(ctx context.Context, rs ...*Record) error  { return nil }
 func (c *Client) ProduceSync(ctx context.Context, rs ...*Record) struct{} { return struct{}{} }
+func SeedBrokers(b ...string) Opt                                         { return nil }
