@@ -21,9 +21,16 @@ const (
 	pathAWSSvc    = "github.com/aws/aws-sdk-go-v2/service/"
 	pathLambdaEvt = "github.com/aws/aws-lambda-go/events"
 	pathGRPC      = "google.golang.org/grpc"
-	pathPgx       = "github.com/jackc/pgx/v5"
-	pathPgxpool   = "github.com/jackc/pgx/v5/pgxpool"
 )
+
+// isPgx and isPgxpool match pgx v4 and v5.
+func isPgx(p string) bool {
+	return p == "github.com/jackc/pgx/v5" || p == "github.com/jackc/pgx/v4"
+}
+
+func isPgxpool(p string) bool {
+	return p == "github.com/jackc/pgx/v5/pgxpool" || p == "github.com/jackc/pgx/v4/pgxpool"
+}
 
 func isSaramaPath(p string) bool {
 	return p == "github.com/IBM/sarama" || p == "github.com/Shopify/sarama"
@@ -172,11 +179,11 @@ func dbCall(info *types.Info, call *ast.CallExpr) (dbHandle, string) {
 	path, recv := funcPath(fn), recvName(fn)
 	switch {
 	case path == "database/sql" && (recv == "DB" || recv == "Conn"),
-		path == pathPgxpool && recv == "Pool":
+		isPgxpool(path) && recv == "Pool":
 		// Not a *pgx.Conn or *pgxpool.Conn: once a transaction began on
 		// one, its Exec runs inside that transaction.
 		return handlePool, name
-	case path == "database/sql" && recv == "Tx", path == pathPgx && recv == "Tx", path == pathPgxpool && recv == "Tx":
+	case path == "database/sql" && recv == "Tx", isPgx(path) && recv == "Tx", isPgxpool(path) && recv == "Tx":
 		return handleTx, name
 	}
 	return handleNone, ""
@@ -267,7 +274,7 @@ func txParam(info *types.Info, ft *ast.FuncType) string {
 }
 
 func isTxType(t types.Type) bool {
-	return isNamed(t, "database/sql", "Tx") || isNamed(t, pathPgx, "Tx")
+	return isNamed(t, "database/sql", "Tx") || isNamed(t, "github.com/jackc/pgx/v5", "Tx") || isNamed(t, "github.com/jackc/pgx/v4", "Tx")
 }
 
 // ctxParam returns the name of a context.Context parameter, or "".

@@ -161,7 +161,7 @@ func txRanges(pass *analysis.Pass) map[ast.Node][][2]token.Pos {
 						return true
 					}
 					path, recv, name := funcPath(fn), recvName(fn), fn.Name()
-					db := path == "database/sql" || path == pathPgx || path == pathPgxpool
+					db := path == "database/sql" || isPgx(path) || isPgxpool(path)
 					if db && (name == "Begin" || name == "BeginTx") && recv != "" {
 						begins = append(begins, m.End())
 					}
