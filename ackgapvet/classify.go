@@ -117,6 +117,8 @@ func effectOf(info *types.Info, call *ast.CallExpr) string {
 		return "a gRPC call (" + qualName(fn) + ")"
 	case path == pathSQS && recv == "Client" && name != "SendMessage" && name != "SendMessageBatch":
 		return "" // the consumer's own receive/ack mechanics and queue administration
+	case keyedOverwrite(path, name):
+		return "" // idempotent when the key comes from the message
 	case strings.HasPrefix(path, pathAWSSvc) && recv == "Client" && awsMutates(name):
 		return "an AWS call (" + qualName(fn) + ")"
 	case strings.HasPrefix(path, pathWatermill+"-sql") || strings.HasPrefix(path, pathWatermill+"/components/forwarder"):
@@ -141,6 +143,20 @@ func awsMutates(op string) bool {
 		if strings.HasPrefix(op, verb) {
 			return true
 		}
+	}
+	return false
+}
+
+// keyedOverwrite reports whether an AWS operation overwrites or deletes by
+// key (S3 PutObject/DeleteObject, DynamoDB PutItem/DeleteItem/BatchWriteItem):
+// repeating it with the same key leaves the same state, so it is not reported
+// as an effect. DynamoDB UpdateItem is (it may ADD).
+func keyedOverwrite(path, op string) bool {
+	switch path {
+	case pathAWSSvc + "s3":
+		return op == "PutObject" || op == "DeleteObject" || op == "DeleteObjects"
+	case pathAWSSvc + "dynamodb":
+		return op == "PutItem" || op == "DeleteItem" || op == "BatchWriteItem"
 	}
 	return false
 }

@@ -17,7 +17,9 @@
 // The checks, each its own analyzer (see [Analyzers]):
 //
 //   - effect: HTTP, gRPC, SMTP, mutating AWS calls and publishes on a consumer
-//     path or inside an open transaction; record them in the outbox.
+//     path or inside an open transaction; record them in the outbox. Writes
+//     by key (S3 PutObject, DynamoDB PutItem/BatchWriteItem/DeleteItem) and
+//     publishes into the transaction (watermill-sql) are not effects.
 //   - pooltx: a write through *sql.DB, *sql.Conn or *pgxpool.Pool where a
 //     transaction is in scope; use the transaction (suggested fix).
 //   - earlyack: an offset mark/commit, DeleteMessage or msg.Ack() before the

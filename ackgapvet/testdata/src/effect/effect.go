@@ -10,6 +10,9 @@ import (
 	"github.com/ackgap/ackgap/middleware"
 	"github.com/ackgap/ackgap/router"
 	"github.com/ackgap/ackgap/stores"
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"example.com/payments"
 )
@@ -97,4 +100,16 @@ func outboxPublish(tx *sql.Tx, msg *message.Message) error {
 		return err
 	}
 	return pub.Publish("charges", msg)
+}
+
+func lambdaHandler(ctx context.Context, ev events.SQSEvent, q *sqs.Client, store *s3.Client) error {
+	for _, r := range ev.Records {
+		if _, err := store.PutObject(ctx, &s3.PutObjectInput{Key: &r.MessageId}); err != nil { // clean: overwrite by key
+			return err
+		}
+		if _, err := q.SendMessage(ctx, &sqs.SendMessageInput{MessageBody: &r.Body}); err != nil { // want `medium: an AWS call \(sqs.Client.SendMessage\) on the consumer path of Lambda SQS handler lambdaHandler repeats`
+			return err
+		}
+	}
+	return nil
 }
