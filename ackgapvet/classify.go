@@ -237,7 +237,7 @@ var mongoWrites = map[string]bool{
 // dbWriteOf returns a description if call writes rows (through any handle):
 // an Exec, a Query whose SQL is a write, or a MongoDB write.
 func dbWriteOf(info *types.Info, call *ast.CallExpr) string {
-	if fn := callee(info, call); fn != nil && strings.HasPrefix(funcPath(fn), "go.mongodb.org/mongo-driver") && recvName(fn) == "Collection" && mongoWrites[fn.Name()] {
+	if fn := callee(info, call); fn != nil && (strings.HasPrefix(funcPath(fn), "go.mongodb.org/mongo-driver") || strings.HasPrefix(funcPath(fn), "github.com/mongodb/mongo-go-driver")) && recvName(fn) == "Collection" && mongoWrites[fn.Name()] {
 		return "a MongoDB write (" + qualName(fn) + ")"
 	}
 	h, name := dbCall(info, call)
