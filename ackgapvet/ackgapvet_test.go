@@ -46,7 +46,7 @@ func TestBgContext(t *testing.T) {
 }
 
 func TestSleep(t *testing.T) {
-	analysistest.Run(t, analysistest.TestData(), ackgapvet.SleepAnalyzer, "sleep")
+	analysistest.Run(t, analysistest.TestData(), ackgapvet.SleepAnalyzer, "sleep", "sleepwrapped")
 }
 
 func TestVisibility(t *testing.T) {

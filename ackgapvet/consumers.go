@@ -59,7 +59,23 @@ type Consumers struct {
 	reach     map[ast.Node]*Root
 	decls     map[*types.Func]*ast.FuncDecl
 	summaries map[*types.Func]*Summary
+	// handlerTypes are this package's function types called on a consumer
+	// path, with the kind of the root that calls them.
+	handlerTypes map[*types.TypeName]string
 }
+
+// HandlerTypeFact marks a named function type whose values a consumer calls
+// (a wrapper's handler type): a function passed as it in another package is
+// an entry point of Kind.
+type HandlerTypeFact struct {
+	// Kind is the kind of the consumer that calls it (KindSarama, ...).
+	Kind string
+}
+
+// AFact marks HandlerTypeFact as an analysis fact.
+func (*HandlerTypeFact) AFact() {}
+
+func (f *HandlerTypeFact) String() string { return "handler type of " + f.Kind }
 
 // RootOf returns the entry point from which fn (a FuncDecl or FuncLit) is
 // reached, or nil if fn is on no consumer path.
@@ -102,7 +118,7 @@ var ConsumersAnalyzer = &analysis.Analyzer{
 	Requires:   []*analysis.Analyzer{inspect.Analyzer},
 	Run:        runConsumers,
 	ResultType: reflect.TypeFor[*Consumers](),
-	FactTypes:  []analysis.Fact{new(Summary)},
+	FactTypes:  []analysis.Fact{new(Summary), new(HandlerTypeFact)},
 }
 
 // registrars are the Watermill/ackgap functions whose function arguments
@@ -144,10 +160,11 @@ func summarized(pass *analysis.Pass) bool {
 func runConsumers(pass *analysis.Pass) (any, error) {
 	ins := pass.ResultOf[inspect.Analyzer].(*inspector.Inspector)
 	c := &Consumers{
-		pass:      pass,
-		reach:     map[ast.Node]*Root{},
-		decls:     map[*types.Func]*ast.FuncDecl{},
-		summaries: map[*types.Func]*Summary{},
+		pass:         pass,
+		reach:        map[ast.Node]*Root{},
+		decls:        map[*types.Func]*ast.FuncDecl{},
+		summaries:    map[*types.Func]*Summary{},
+		handlerTypes: map[*types.TypeName]string{},
 	}
 	for _, f := range pass.Files {
 		for _, d := range f.Decls {
@@ -187,6 +204,40 @@ func runConsumers(pass *analysis.Pass) (any, error) {
 		return nil, ""
 	}
 	nodeTypes := []ast.Node{(*ast.CallExpr)(nil), (*ast.FuncDecl)(nil), (*ast.FuncLit)(nil), (*ast.CompositeLit)(nil)}
+	// Rounds: a function type called from a consumer path becomes a handler
+	// type, and values passed as it become roots in the next round.
+	for range 3 {
+		c.findRoots(ins, nodeTypes, addRoot, rootOfExpr, enclosing)
+		c.follow()
+		if !c.markHandlerTypes() {
+			break
+		}
+	}
+	for obj, kind := range c.handlerTypes {
+		pass.ExportObjectFact(obj, &HandlerTypeFact{Kind: kind})
+	}
+
+	// Summaries, bottom-up with a cycle guard, exported as facts.
+	if len(c.Roots) == 0 && !summarized(pass) {
+		return c, nil
+	}
+	for fn := range c.decls {
+		c.summarize(fn, map[*types.Func]bool{})
+	}
+	if !summarized(pass) {
+		return c, nil // used here, not exported
+	}
+	for fn, s := range c.summaries {
+		if s.Effect != "" || s.Write != "" {
+			pass.ExportObjectFact(fn, s)
+		}
+	}
+	return c, nil
+}
+
+// findRoots walks the package for entry points.
+func (c *Consumers) findRoots(ins *inspector.Inspector, nodeTypes []ast.Node, addRoot func(kind, name string, n ast.Node), rootOfExpr func(kind string, e ast.Expr), enclosing func(stack []ast.Node) (ast.Node, string)) {
+	pass := c.pass
 	ins.WithStack(nodeTypes, func(n ast.Node, push bool, stack []ast.Node) bool {
 		if !push {
 			return true
@@ -211,7 +262,7 @@ func runConsumers(pass *analysis.Pass) (any, error) {
 				}
 				if key, ok := kv.Key.(*ast.Ident); ok {
 					if field, ok := pass.TypesInfo.Uses[key].(*types.Var); ok {
-						if kind := handlerKind(field.Type()); kind != "" {
+						if kind := c.handlerKind(field.Type()); kind != "" {
 							rootOfExpr(kind, kv.Value)
 						}
 					}
@@ -220,12 +271,12 @@ func runConsumers(pass *analysis.Pass) (any, error) {
 		case *ast.CallExpr:
 			// An argument passed as a handler type, or a conversion to one.
 			if tv, ok := pass.TypesInfo.Types[n.Fun]; ok && tv.IsType() && len(n.Args) == 1 {
-				if kind := handlerKind(tv.Type); kind != "" {
+				if kind := c.handlerKind(tv.Type); kind != "" {
 					rootOfExpr(kind, n.Args[0])
 				}
 			} else if sig, ok := pass.TypesInfo.TypeOf(n.Fun).(*types.Signature); ok {
 				for i, a := range n.Args {
-					if kind := handlerKind(paramType(sig, i)); kind != "" {
+					if kind := c.handlerKind(paramType(sig, i)); kind != "" {
 						rootOfExpr(kind, a)
 					}
 				}
@@ -261,8 +312,11 @@ func runConsumers(pass *analysis.Pass) (any, error) {
 		}
 		return true
 	})
+}
 
-	// Follow uses of package-local functions from every root.
+// follow records, for every function reachable from a root through uses of
+// package-local functions, the root that reaches it.
+func (c *Consumers) follow() {
 	for _, r := range c.Roots {
 		queue := []ast.Node{r.Node}
 		for len(queue) > 0 {
@@ -279,7 +333,7 @@ func runConsumers(pass *analysis.Pass) (any, error) {
 						queue = append(queue, m)
 					}
 				case *ast.Ident:
-					if fn, ok := pass.TypesInfo.Uses[m].(*types.Func); ok && fn.Pkg() == pass.Pkg {
+					if fn, ok := c.pass.TypesInfo.Uses[m].(*types.Func); ok && fn.Pkg() == c.pass.Pkg {
 						if d := c.decls[fn.Origin()]; d != nil {
 							queue = append(queue, d)
 						}
@@ -289,23 +343,30 @@ func runConsumers(pass *analysis.Pass) (any, error) {
 			})
 		}
 	}
+}
 
-	// Summaries, bottom-up with a cycle guard, exported as facts.
-	if len(c.Roots) == 0 && !summarized(pass) {
-		return c, nil
+// markHandlerTypes marks the package's named function types whose values are
+// called on a consumer path; it reports whether it marked a new one.
+func (c *Consumers) markHandlerTypes() bool {
+	changed := false
+	for n, r := range c.reach {
+		ast.Inspect(n, func(m ast.Node) bool {
+			call, ok := m.(*ast.CallExpr)
+			if !ok {
+				return true
+			}
+			named, ok := types.Unalias(c.pass.TypesInfo.TypeOf(call.Fun)).(*types.Named)
+			if !ok || named.Obj().Pkg() != c.pass.Pkg {
+				return true
+			}
+			if _, ok := named.Underlying().(*types.Signature); ok && c.handlerTypes[named.Obj()] == "" {
+				c.handlerTypes[named.Obj()] = r.Kind
+				changed = true
+			}
+			return true
+		})
 	}
-	for fn := range c.decls {
-		c.summarize(fn, map[*types.Func]bool{})
-	}
-	if !summarized(pass) {
-		return c, nil // used here, not exported
-	}
-	for fn, s := range c.summaries {
-		if s.Effect != "" || s.Write != "" {
-			pass.ExportObjectFact(fn, s)
-		}
-	}
-	return c, nil
+	return changed
 }
 
 func (c *Consumers) summarize(fn *types.Func, visiting map[*types.Func]bool) *Summary {
@@ -362,16 +423,28 @@ func viaDesc(fn *types.Func, desc string) string {
 	return "calls " + qualName(fn) + ", which makes " + desc
 }
 
-// handlerKind returns KindAckgap or KindWatermill for a named function type
-// of ackgap or Watermill whose name ends in HandlerFunc (router.HandlerFunc,
-// batch.BatchHandlerFunc, message.HandlerFunc, message.NoPublishHandlerFunc),
-// "" for anything else.
-func handlerKind(t types.Type) string {
+// handlerKind returns the kind of entry point a value of type t is: KindAckgap
+// or KindWatermill for a named function type of ackgap or Watermill whose
+// name ends in HandlerFunc (router.HandlerFunc, batch.BatchHandlerFunc,
+// message.HandlerFunc, message.NoPublishHandlerFunc), the root's kind for a
+// function type called on a consumer path (this package's, or another's
+// through a [HandlerTypeFact]), "" for anything else.
+func (c *Consumers) handlerKind(t types.Type) string {
 	n, ok := types.Unalias(t).(*types.Named)
-	if !ok || n.Obj().Pkg() == nil || !strings.HasSuffix(n.Obj().Name(), "HandlerFunc") {
+	if !ok || n.Obj().Pkg() == nil {
 		return ""
 	}
 	if _, ok := n.Underlying().(*types.Signature); !ok {
+		return ""
+	}
+	if kind := c.handlerTypes[n.Obj()]; kind != "" {
+		return kind
+	}
+	var fact HandlerTypeFact
+	if n.Obj().Pkg() != c.pass.Pkg && c.pass.ImportObjectFact(n.Obj(), &fact) {
+		return fact.Kind
+	}
+	if !strings.HasSuffix(n.Obj().Name(), "HandlerFunc") {
 		return ""
 	}
 	switch path := n.Obj().Pkg().Path(); {
