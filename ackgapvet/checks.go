@@ -225,8 +225,8 @@ var AutoCommitAnalyzer = newAnalyzer("autocommit",
 
 kafka-go's Reader.ReadMessage commits the offset as it returns when the
 reader has a GroupID, and franz-go commits polled offsets on a timer unless
-kgo.DisableAutoCommit is set: in a loop that then writes or calls out, a crash
-loses the message. Fix: kafka-go FetchMessage then CommitMessages after the
+kgo.DisableAutoCommit (or kgo.AutoCommitMarks) is set: in a loop that then
+writes or calls out, a crash loses the message. Fix: kafka-go FetchMessage then CommitMessages after the
 work; franz-go kgo.DisableAutoCommit and CommitRecords after the work.`,
 	func(pass *analysis.Pass, c *Consumers, r *reporter) {
 		// kafka-go: skip when every ReaderConfig literal in the package has no GroupID.
@@ -249,7 +249,7 @@ work; franz-go kgo.DisableAutoCommit and CommitRecords after the work.`,
 					fn := callee(pass.TypesInfo, n)
 					if funcPath(fn) == pathKgo && recvName(fn) == "" {
 						switch fn.Name() {
-						case "DisableAutoCommit":
+						case "DisableAutoCommit", "AutoCommitMarks": // marks: only what the loop marked after its work
 							disabled = true
 						case "ConsumerGroup":
 							consumerGroup = true
@@ -318,7 +318,7 @@ func kgoOptions(pass *analysis.Pass, call *ast.CallExpr) (group, disabled, inlin
 		if fn := callee(pass.TypesInfo, c); funcPath(fn) == pathKgo && recvName(fn) == "" {
 			inline = true
 			group = group || fn.Name() == "ConsumerGroup"
-			disabled = disabled || fn.Name() == "DisableAutoCommit"
+			disabled = disabled || fn.Name() == "DisableAutoCommit" || fn.Name() == "AutoCommitMarks"
 		}
 		return true
 	})

@@ -36,3 +36,17 @@ func franz(ctx context.Context, db *sql.DB) error {
 		_ = cl.CommitRecords(ctx, last)
 	}
 }
+
+// marks commits only what the loop marked: clean.
+func marks(ctx context.Context, db *sql.DB) error {
+	cl, err := kgo.NewClient(kgo.ConsumerGroup("g"), kgo.AutoCommitMarks())
+	if err != nil {
+		return err
+	}
+	for {
+		fetches := cl.PollFetches(ctx)
+		fetches.EachRecord(func(r *kgo.Record) {
+			_, _ = db.ExecContext(ctx, "UPDATE orders SET state = 'seen'")
+		})
+	}
+}

@@ -19,3 +19,4 @@ func (c *Client) PollFetches(ctx context.Context) Fetches                 { retu
 func (c *Client) CommitRecords(ctx context.Context, rs ...*Record) error  { return nil }
 func (c *Client) ProduceSync(ctx context.Context, rs ...*Record) struct{} { return struct{}{} }
 func SeedBrokers(b ...string) Opt                                         { return nil }
+func AutoCommitMarks() Opt                                                { return nil }
