@@ -186,13 +186,22 @@ func txRanges(pass *analysis.Pass) map[ast.Node][][2]token.Pos {
 	return out
 }
 
-// constStrings returns the string constants among a call's arguments.
+// constStrings returns the string constants in a call's arguments, nested
+// ones included (a topic in a record literal), for severity and messages.
 func constStrings(info *types.Info, call *ast.CallExpr) []string {
 	var out []string
 	for _, a := range call.Args {
-		if tv, ok := info.Types[a]; ok && tv.Value != nil && tv.Value.Kind() == constant.String {
-			out = append(out, constant.StringVal(tv.Value))
-		}
+		ast.Inspect(a, func(n ast.Node) bool {
+			e, ok := n.(ast.Expr)
+			if !ok {
+				return true
+			}
+			if tv, ok := info.Types[e]; ok && tv.Value != nil && tv.Value.Kind() == constant.String {
+				out = append(out, constant.StringVal(tv.Value))
+				return false
+			}
+			return true
+		})
 	}
 	return out
 }
