@@ -47,6 +47,7 @@ type Summary struct {
 // AFact marks Summary as an analysis fact.
 func (*Summary) AFact() {}
 
+// String renders the summary for fact logs and test output.
 func (s *Summary) String() string { return fmt.Sprintf("effect=%q write=%q", s.Effect, s.Write) }
 
 // Consumers is the result of [ConsumersAnalyzer]: the entry points of a
@@ -75,6 +76,7 @@ type HandlerTypeFact struct {
 // AFact marks HandlerTypeFact as an analysis fact.
 func (*HandlerTypeFact) AFact() {}
 
+// String renders the fact for fact logs and test output.
 func (f *HandlerTypeFact) String() string { return "handler type of " + f.Kind }
 
 // RootOf returns the entry point from which fn (a FuncDecl or FuncLit) is
