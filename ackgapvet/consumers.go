@@ -48,7 +48,6 @@ type Summary struct {
 func (*Summary) AFact() {}
 
 // String renders the summary for fact logs and test output.
-// String renders the summary for fact logs.
 func (s *Summary) String() string { return fmt.Sprintf("effect=%q write=%q", s.Effect, s.Write) }
 
 // Consumers is the result of [ConsumersAnalyzer]: the entry points of a
@@ -78,7 +77,6 @@ type HandlerTypeFact struct {
 func (*HandlerTypeFact) AFact() {}
 
 // String renders the fact for fact logs and test output.
-// String renders the fact for fact logs.
 func (f *HandlerTypeFact) String() string { return "handler type of " + f.Kind }
 
 // RootOf returns the entry point from which fn (a FuncDecl or FuncLit) is
