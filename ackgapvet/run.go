@@ -84,7 +84,7 @@ func Run(cfg *RunConfig) (*Report, error) {
 	if cfg == nil {
 		cfg = &RunConfig{}
 	}
-	analyzers, err := selectChecks(cfg.Checks)
+	analyzers, err := Select(cfg.Checks)
 	if err != nil {
 		return nil, err
 	}
@@ -144,7 +144,10 @@ func Run(cfg *RunConfig) (*Report, error) {
 	return rep, nil
 }
 
-func selectChecks(names []string) ([]*analysis.Analyzer, error) {
+// Select returns the checks named (analyzer names, e.g. "effect"), in the
+// order given; all of [Analyzers] for none. An unknown name is an error that
+// names it (all unknown names at once).
+func Select(names []string) ([]*analysis.Analyzer, error) {
 	all := Analyzers()
 	if len(names) == 0 {
 		return all, nil
