@@ -26,3 +26,10 @@ func register(r *router.Router[*sql.Tx]) {
 		return res.Err()
 	})
 }
+
+// setup is no handler and holds no transaction: a test may drop the result on
+// purpose, clean.
+func setup(ctx context.Context) error {
+	_, err := middleware.TransitionIfState(ctx, p)
+	return err
+}
