@@ -49,13 +49,13 @@ func TestCommand(t *testing.T) {
 	bin := build(t)
 
 	t.Run("text", func(t *testing.T) {
-		out, errOut, code := shopCmd(t, bin, "./...")
+		out, errOut, code := shopCmd(t, bin, ".")
 		require.Equal(t, exitFindings, code, errOut)
 		require.Equal(t, "shop.go:15:10: critical: "+chargeMsg+"; record it in the outbox in the handler's transaction and let the relay make it with an idempotency key [effect]\n", out)
 	})
 
 	t.Run("json", func(t *testing.T) {
-		out, errOut, code := shopCmd(t, bin, "-format", "json", "./...")
+		out, errOut, code := shopCmd(t, bin, "-format", "json", ".")
 		require.Equal(t, exitFindings, code, errOut)
 		var rep ackgapvet.Report
 		require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
@@ -69,7 +69,7 @@ func TestCommand(t *testing.T) {
 	})
 
 	t.Run("sarif", func(t *testing.T) {
-		out, errOut, code := shopCmd(t, bin, "-format", "sarif", "./...")
+		out, errOut, code := shopCmd(t, bin, "-format", "sarif", ".")
 		require.Equal(t, exitFindings, code, errOut)
 		var log struct {
 			Version string `json:"version"`
@@ -109,6 +109,22 @@ func TestCommand(t *testing.T) {
 		require.Equal(t, "error", res.Level)
 		require.Equal(t, "shop.go", res.Locations[0].PhysicalLocation.ArtifactLocation.URI)
 		require.Equal(t, 15, res.Locations[0].PhysicalLocation.Region.StartLine)
+	})
+
+	t.Run("json suggested fix", func(t *testing.T) {
+		out, errOut, code := shopCmd(t, bin, "-format", "json", "-checks", "pooltx", "./ledger")
+		require.Equal(t, exitFindings, code, errOut)
+		var rep ackgapvet.Report
+		require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
+		require.Len(t, rep.Findings, 1)
+		f := rep.Findings[0]
+		require.Equal(t, "pooltx", f.Check)
+		require.Equal(t, "ledger/ledger.go", f.File)
+		require.Equal(t, 27, f.Line)
+		require.Contains(t, f.Message, "writes through db instead of the transaction tx")
+		require.Equal(t, []ackgapvet.Fix{{Message: "use the transaction tx", Edits: []ackgapvet.Edit{{
+			File: "ledger/ledger.go", Line: 27, Column: 12, EndLine: 27, EndColumn: 14, NewText: "tx",
+		}}}}, f.Fixes)
 	})
 
 	t.Run("clean", func(t *testing.T) {
