@@ -1,0 +1,829 @@
+package ackgapvet
+
+import (
+	"fmt"
+	"go/ast"
+	"go/constant"
+	"go/types"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"golang.org/x/tools/go/analysis"
+	"golang.org/x/tools/go/analysis/passes/inspect"
+)
+
+func newAnalyzer(name, doc string, run func(pass *analysis.Pass, c *Consumers, r *reporter)) *analysis.Analyzer {
+	return &analysis.Analyzer{
+		Name:     name,
+		Doc:      doc,
+		URL:      "https://github.com/ackgap/ackgap/tree/main/ackgapvet#" + name,
+		Requires: []*analysis.Analyzer{inspect.Analyzer, ConsumersAnalyzer},
+		Run: func(pass *analysis.Pass) (any, error) {
+			r, err := newReporter(pass)
+			if err != nil {
+				return nil, err
+			}
+			run(pass, pass.ResultOf[ConsumersAnalyzer].(*Consumers), r)
+			return nil, nil
+		},
+	}
+}
+
+var callNode = []ast.Node{(*ast.CallExpr)(nil)}
+
+// EffectAnalyzer reports external effects on consumer paths and inside open
+// transactions.
+var EffectAnalyzer = newAnalyzer("effect",
+	`report external effects made by a consumer or inside a database transaction
+
+An HTTP request, gRPC call, email, AWS call or publish made directly from a
+consumer handler (or while a database transaction is open) repeats on every
+redelivery, and inside a transaction it also happens when the transaction
+rolls back. Fix: write an outbox row in the handler's transaction and let a
+relay make the call with a stable idempotency key.`,
+	func(pass *analysis.Pass, c *Consumers, r *reporter) {
+		walk(pass, c, callNode, func(n ast.Node, s *site) {
+			call := n.(*ast.CallExpr)
+			if s.Root == nil && !s.InTx {
+				return
+			}
+			d := effectOf(pass.TypesInfo, call)
+			if d == "" {
+				cf := callee(pass.TypesInfo, call)
+				sum := c.Summary(cf)
+				// Local callees on a consumer path report inside themselves.
+				if sum == nil || sum.Effect == "" || c.Local(cf) && (s.Root != nil || !s.InTx) {
+					return
+				}
+				d = viaDesc(cf, sum.Effect)
+			}
+			names := append(s.names(), d)
+			names = append(names, constStrings(pass.TypesInfo, call)...)
+			r.report(call, SeverityOf(names...), fmt.Sprintf(
+				"%s %s repeats on every redelivery; record it in the outbox in the handler's transaction and let the relay make it with an idempotency key",
+				d, s.where()))
+		})
+	})
+
+// PoolTxAnalyzer reports writes through a pool where a transaction was given.
+var PoolTxAnalyzer = newAnalyzer("pooltx",
+	`report database writes through a pool or *sql.DB where a transaction is in scope
+
+A handler given a transaction that writes through the pool instead commits
+that write even when the handler fails and rolls back, so a redelivery applies
+it twice; on SQLite the pool write waits for the lock the transaction holds
+and times out. Fix: write through the transaction (suggested fix).`,
+	func(pass *analysis.Pass, c *Consumers, r *reporter) {
+		walk(pass, c, callNode, func(n ast.Node, s *site) {
+			call := n.(*ast.CallExpr)
+			if !s.InTx {
+				return
+			}
+			h, _ := dbCall(pass.TypesInfo, call)
+			if h != handlePool || dbWriteOf(pass.TypesInfo, call) == "" {
+				return
+			}
+			sel, ok := ast.Unparen(call.Fun).(*ast.SelectorExpr)
+			if !ok {
+				return
+			}
+			recv := types.ExprString(sel.X)
+			names := append(s.names(), constStrings(pass.TypesInfo, call)...)
+			if s.Tx == "" {
+				r.report(call, SeverityOf(names...), fmt.Sprintf(
+					"writes through %s while a database transaction is open in this function: the write does not roll back with it and repeats on redelivery; use the transaction", recv))
+				return
+			}
+			r.report(call, SeverityOf(names...), fmt.Sprintf(
+				"writes through %s instead of the transaction %s %s: the write commits even when the handler fails and applies again on redelivery (on SQLite it waits for the transaction's lock); use %s",
+				recv, s.Tx, s.where(), s.Tx),
+				replaceFix("use the transaction "+s.Tx, sel.X, s.Tx))
+		})
+	})
+
+// EarlyAckAnalyzer reports acks before the work and Watermill's InstantAck.
+var EarlyAckAnalyzer = newAnalyzer("earlyack",
+	`report a consumer that acknowledges a message before doing its work
+
+An offset mark or commit, an SQS DeleteMessage or a Watermill msg.Ack() that
+runs before the handler's database writes or effects tells the broker the
+message is done while the work is still ahead: a crash or error in between
+loses the message instead of redelivering it. Watermill's InstantAck middleware
+does the same for every message. Fix: ack after the work has committed.`,
+	func(pass *analysis.Pass, c *Consumers, r *reporter) {
+		walk(pass, c, []ast.Node{(*ast.Ident)(nil)}, func(n ast.Node, s *site) {
+			id := n.(*ast.Ident)
+			fn, ok := pass.TypesInfo.Uses[id].(*types.Func)
+			if ok && fn.Name() == "InstantAck" && strings.HasPrefix(funcPath(fn), pathWatermill) {
+				r.report(id, SeverityOf(s.names()...),
+					"middleware.InstantAck acks every message before its handler runs: a handler error or crash loses the message instead of redelivering it; remove it and let the router ack after the handler returned nil")
+			}
+		})
+		for node, root := range c.reach {
+			body := funcBody(node)
+			if body == nil {
+				continue
+			}
+			ast.Inspect(body, func(m ast.Node) bool {
+				if _, ok := m.(*ast.FuncLit); ok {
+					return false // its own function on the path
+				}
+				block, ok := m.(*ast.BlockStmt)
+				if !ok {
+					return true
+				}
+				for i, st := range block.List {
+					call := topCall(st)
+					if call == nil {
+						continue
+					}
+					ack := ackOf(pass.TypesInfo, call)
+					if ack == "" {
+						continue
+					}
+					if work, at := firstWork(pass, c, block.List[i+1:]); work != "" {
+						line := pass.Fset.Position(at.Pos()).Line
+						r.report(call, SeverityOf(append(callNames(pass, at), root.Name, work)...), fmt.Sprintf(
+							"acks with %s before the work (%s at line %d): a crash or error in between loses the message instead of redelivering it; ack after the work has committed",
+							ack, work, line))
+					}
+				}
+				return true
+			})
+		}
+	})
+
+// topCall returns the call a statement makes at its top level: an expression
+// statement, an assignment from a call, or an if's init.
+func topCall(st ast.Stmt) *ast.CallExpr {
+	switch st := st.(type) {
+	case *ast.ExprStmt:
+		c, _ := ast.Unparen(st.X).(*ast.CallExpr)
+		return c
+	case *ast.AssignStmt:
+		if len(st.Rhs) == 1 {
+			c, _ := ast.Unparen(st.Rhs[0]).(*ast.CallExpr)
+			return c
+		}
+	case *ast.IfStmt:
+		if st.Init != nil {
+			return topCall(st.Init)
+		}
+	}
+	return nil
+}
+
+// callNames returns the string constants of n's call, for severity.
+func callNames(pass *analysis.Pass, n ast.Node) []string {
+	if call, ok := n.(*ast.CallExpr); ok {
+		return constStrings(pass.TypesInfo, call)
+	}
+	return nil
+}
+
+// firstWork finds the first database write or external effect in stmts
+// (directly or through a called function), with its position.
+func firstWork(pass *analysis.Pass, c *Consumers, stmts []ast.Stmt) (string, ast.Node) {
+	var desc string
+	var at ast.Node
+	for _, st := range stmts {
+		ast.Inspect(st, func(m ast.Node) bool {
+			if desc != "" {
+				return false
+			}
+			call, ok := m.(*ast.CallExpr)
+			if !ok {
+				return true
+			}
+			if d := effectOf(pass.TypesInfo, call); d != "" {
+				desc, at = d, call
+			} else if d := dbWriteOf(pass.TypesInfo, call); d != "" {
+				desc, at = d, call
+			} else if cf := callee(pass.TypesInfo, call); cf != nil {
+				if sum := c.Summary(cf); sum != nil {
+					d := sum.Effect
+					if d == "" {
+						d = sum.Write
+					}
+					desc, at = viaDesc(cf, d), call
+				}
+			}
+			return desc == ""
+		})
+		if desc != "" {
+			return desc, at
+		}
+	}
+	return "", nil
+}
+
+// AutoCommitAnalyzer reports offset auto-commit left on in loops with work.
+var AutoCommitAnalyzer = newAnalyzer("autocommit",
+	`report Kafka offsets committed automatically before the work is done
+
+kafka-go's Reader.ReadMessage commits the offset as it returns when the
+reader has a GroupID, and franz-go commits polled offsets on a timer unless
+kgo.DisableAutoCommit (or kgo.AutoCommitMarks) is set: in a loop that then
+writes or calls out, a crash loses the message. Fix: kafka-go FetchMessage then CommitMessages after the
+work; franz-go kgo.DisableAutoCommit and CommitRecords after the work.`,
+	func(pass *analysis.Pass, c *Consumers, r *reporter) {
+		// kafka-go: skip when every ReaderConfig literal in the package has no GroupID.
+		configs, grouped := 0, 0
+		disabled, consumerGroup := false, false
+		var newClients []*ast.CallExpr
+		for _, f := range pass.Files {
+			ast.Inspect(f, func(n ast.Node) bool {
+				switch n := n.(type) {
+				case *ast.CompositeLit:
+					if t := pass.TypesInfo.TypeOf(n); t != nil && isNamed(t, pathKafkaGo, "ReaderConfig") {
+						configs++
+						for _, e := range n.Elts {
+							if kv, ok := e.(*ast.KeyValueExpr); ok && types.ExprString(kv.Key) == "GroupID" {
+								grouped++
+							}
+						}
+					}
+				case *ast.CallExpr:
+					fn := callee(pass.TypesInfo, n)
+					if funcPath(fn) == pathKgo && recvName(fn) == "" {
+						switch fn.Name() {
+						case "DisableAutoCommit", "AutoCommitMarks": // marks: only what the loop marked after its work
+							disabled = true
+						case "ConsumerGroup":
+							consumerGroup = true
+						case "NewClient":
+							newClients = append(newClients, n)
+						}
+					}
+				}
+				return true
+			})
+		}
+		franzWork := ""
+		for node, root := range c.reach {
+			body := funcBody(node)
+			if body == nil {
+				continue
+			}
+			if root.Kind == KindFranz && franzWork == "" {
+				franzWork, _ = firstWork(pass, c, body.List)
+			}
+			if root.Kind != KindKafkaGo || configs > 0 && grouped == 0 {
+				continue
+			}
+			ast.Inspect(body, func(m ast.Node) bool {
+				block, ok := m.(*ast.BlockStmt)
+				if !ok {
+					return true
+				}
+				for i, st := range block.List {
+					call := topCall(st)
+					fn := callee(pass.TypesInfo, call)
+					if call == nil || fn == nil || funcPath(fn) != pathKafkaGo || recvName(fn) != "Reader" || fn.Name() != "ReadMessage" {
+						continue
+					}
+					if work, at := firstWork(pass, c, block.List[i+1:]); work != "" {
+						r.report(call, SeverityOf(append(callNames(pass, at), root.Name, work)...), fmt.Sprintf(
+							"ReadMessage commits the offset as it returns (reader with a GroupID), before the work (%s at line %d): a crash in between loses the message; use FetchMessage and CommitMessages after the work",
+							work, pass.Fset.Position(at.Pos()).Line))
+					}
+				}
+				return true
+			})
+		}
+		if disabled || !consumerGroup || franzWork == "" {
+			return
+		}
+		for _, call := range newClients {
+			if group, off, inline := kgoOptions(pass, call); inline && (!group || off) {
+				continue // a producer-only client, or auto-commit disabled here
+			}
+			r.report(call, SeverityOf(franzWork), fmt.Sprintf(
+				"kgo.NewClient with a consumer group and no kgo.DisableAutoCommit commits polled offsets on a timer, before the poll loop's work (%s) is done: a crash loses messages; add kgo.DisableAutoCommit() and call CommitRecords after the work",
+				franzWork))
+		}
+	})
+
+// kgoOptions looks at the options written in a kgo.NewClient call: whether
+// they name a consumer group, disable auto-commit, and whether any kgo option
+// is written there at all (else they come from elsewhere: unknown).
+func kgoOptions(pass *analysis.Pass, call *ast.CallExpr) (group, disabled, inline bool) {
+	ast.Inspect(call, func(n ast.Node) bool {
+		c, ok := n.(*ast.CallExpr)
+		if !ok || c == call {
+			return true
+		}
+		if fn := callee(pass.TypesInfo, c); funcPath(fn) == pathKgo && recvName(fn) == "" {
+			inline = true
+			group = group || fn.Name() == "ConsumerGroup"
+			disabled = disabled || fn.Name() == "DisableAutoCommit" || fn.Name() == "AutoCommitMarks"
+		}
+		return true
+	})
+	return group, disabled, inline
+}
+
+// TransitionAnalyzer reports ackgap guarded transitions whose outcome is
+// ignored.
+var TransitionAnalyzer = newAnalyzer("transition",
+	`report an ackgap guarded transition whose result is ignored
+
+TransitionIfState returns what it changed: a transition refused by its guard
+(the row was not in the expected state) is not an error, so a handler that
+drops the *stores.TransitionResult goes on as if it applied. Reported on
+consumer paths and where a transaction is open. Fix: check res.Err() or
+res.Applied().`,
+	func(pass *analysis.Pass, c *Consumers, r *reporter) {
+		walk(pass, c, callNode, func(n ast.Node, s *site) {
+			call := n.(*ast.CallExpr)
+			fn := callee(pass.TypesInfo, call)
+			if fn == nil || !strings.HasPrefix(funcPath(fn), pathAckgap) || s.Root == nil && !s.InTx {
+				return // not in a handler: tests and tools may drop it on purpose
+			}
+			res := fn.Type().(*types.Signature).Results()
+			idx := -1
+			for i := range res.Len() {
+				if isNamed(res.At(i).Type(), pathAckgap+"/stores", "TransitionResult") {
+					idx = i
+				}
+			}
+			if idx < 0 {
+				return
+			}
+			if !transitionDropped(pass, call, idx, s) {
+				return
+			}
+			r.report(call, SeverityOf(s.names()...), fmt.Sprintf(
+				"the result of %s is ignored: a transition refused by its guard is not an error, so the handler goes on as if it applied; check res.Err() or res.Applied()",
+				qualName(fn)))
+		})
+	})
+
+func transitionDropped(pass *analysis.Pass, call *ast.CallExpr, idx int, s *site) bool {
+	var parent ast.Node
+	if f := s.Inner(); f != nil {
+		ast.Inspect(f, func(n ast.Node) bool {
+			if parent != nil {
+				return false
+			}
+			switch n := n.(type) {
+			case *ast.ExprStmt:
+				if ast.Unparen(n.X) == call {
+					parent = n
+				}
+			case *ast.AssignStmt:
+				if len(n.Rhs) == 1 && ast.Unparen(n.Rhs[0]) == call {
+					parent = n
+				}
+			}
+			return true
+		})
+	}
+	switch p := parent.(type) {
+	case *ast.ExprStmt:
+		return true
+	case *ast.AssignStmt:
+		if idx < len(p.Lhs) {
+			if id, ok := p.Lhs[idx].(*ast.Ident); ok && id.Name == "_" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// HTTPClientAnalyzer reports HTTP clients without a timeout on consumer paths.
+var HTTPClientAnalyzer = newAnalyzer("httpclient",
+	`report HTTP clients without a timeout on a consumer path
+
+http.DefaultClient, the http.Get/Post helpers and an http.Client without
+Timeout wait forever for a slow server: the handler outlives the message's
+lease (SQS visibility timeout, Kafka session) and the message is delivered
+again while the first copy is still in flight. Fix: a client with a Timeout
+shorter than the handler timeout, or the message context's deadline.`,
+	func(pass *analysis.Pass, c *Consumers, r *reporter) {
+		hasRoots := len(c.Roots) > 0
+		const risk = "which has no timeout, %s: a slow server keeps the message past its lease and it is delivered again while in flight; use a client with a Timeout shorter than the handler timeout"
+		walk(pass, c, []ast.Node{(*ast.SelectorExpr)(nil), (*ast.CallExpr)(nil), (*ast.CompositeLit)(nil)}, func(n ast.Node, s *site) {
+			switch n := n.(type) {
+			case *ast.CallExpr:
+				fn := callee(pass.TypesInfo, n)
+				if s.Root == nil || funcPath(fn) != "net/http" || recvName(fn) != "" {
+					return
+				}
+				switch fn.Name() {
+				case "Get", "Post", "PostForm", "Head":
+					r.report(n, SeverityOf(append(s.names(), constStrings(pass.TypesInfo, n)...)...),
+						fmt.Sprintf("http.%s uses http.DefaultClient, "+risk, fn.Name(), s.where()))
+				}
+			case *ast.SelectorExpr:
+				obj, ok := pass.TypesInfo.Uses[n.Sel].(*types.Var)
+				if s.Root == nil || !ok || obj.Pkg() == nil || obj.Pkg().Path() != "net/http" || obj.Name() != "DefaultClient" {
+					return
+				}
+				r.report(n, SeverityOf(s.names()...), fmt.Sprintf("http.DefaultClient, "+risk, s.where()))
+			case *ast.CompositeLit:
+				t := pass.TypesInfo.TypeOf(n)
+				if t == nil || !isNamed(t, "net/http", "Client") {
+					return
+				}
+				if s.Root == nil && !(hasRoots && len(s.Funcs) == 0) {
+					return
+				}
+				for _, e := range n.Elts {
+					if kv, ok := e.(*ast.KeyValueExpr); ok && types.ExprString(kv.Key) == "Timeout" {
+						return
+					}
+				}
+				r.report(n, SeverityOf(s.names()...),
+					"http.Client without Timeout in a package with consumers: a slow server keeps the message past its lease and it is delivered again while in flight; set Timeout shorter than the handler timeout")
+			}
+		})
+	})
+
+// ContextAnalyzer reports context.Background/TODO where the message's
+// context is available.
+var ContextAnalyzer = newAnalyzer("bgcontext",
+	`report context.Background() or context.TODO() on a consumer path that has the message's context
+
+A fresh context drops the message's deadline (handler timeout, lease) and
+cancellation at shutdown or rebalance: work goes on after the message was
+given up and is redelivered. Fix: use the handler's context (suggested fix).`,
+	func(pass *analysis.Pass, c *Consumers, r *reporter) {
+		walk(pass, c, callNode, func(n ast.Node, s *site) {
+			call := n.(*ast.CallExpr)
+			fn := callee(pass.TypesInfo, call)
+			if s.Root == nil || fn == nil || funcPath(fn) != "context" || (fn.Name() != "Background" && fn.Name() != "TODO") {
+				return
+			}
+			ctx := s.Ctx
+			if ctx == "" && s.Root.Kind == KindSarama && slices.Contains(s.Funcs, s.Root.Node) {
+				if fd, ok := s.Root.Node.(*ast.FuncDecl); ok && len(fd.Type.Params.List) > 0 && len(fd.Type.Params.List[0].Names) > 0 {
+					ctx = fd.Type.Params.List[0].Names[0].Name + ".Context()"
+				}
+			}
+			if ctx == "" {
+				return
+			}
+			r.report(call, SeverityOf(s.names()...), fmt.Sprintf(
+				"context.%s() %s drops the message's deadline and cancellation: work goes on after the message was given up and it is redelivered; use %s",
+				fn.Name(), s.where(), ctx),
+				replaceFix("use "+ctx, call, ctx))
+		})
+	})
+
+// SleepAnalyzer reports sleeps inside handlers.
+var SleepAnalyzer = newAnalyzer("sleep",
+	`report time.Sleep inside a consumer handler
+
+A sleep in a handler holds the message's lease (SQS visibility timeout,
+Sarama's session, Lambda's timeout) and the consumer's slot while doing
+nothing; long enough and the message is delivered again while still in
+flight. Not reported: a sleep between polls of an SQS receive loop, and
+franz-go and kafka-go loops (they heartbeat in the background, with no lease
+to lose). Fix: return an error and let the retry
+middleware back off, or nack with a delay.`,
+	func(pass *analysis.Pass, c *Consumers, r *reporter) {
+		walk(pass, c, callNode, func(n ast.Node, s *site) {
+			call := n.(*ast.CallExpr)
+			fn := callee(pass.TypesInfo, call)
+			if s.Root == nil || funcPath(fn) != "time" || fn.Name() != "Sleep" {
+				return
+			}
+			if s.Root.Kind == KindFranz || s.Root.Kind == KindKafkaGo {
+				return // no lease: both clients heartbeat in the background
+			}
+			if s.Root.Kind == KindSQS && s.Inner() == s.Root.Node {
+				return // backoff between polls
+			}
+			r.report(call, SeverityOf(s.names()...), fmt.Sprintf(
+				"time.Sleep %s holds the message's lease while doing nothing and it may be delivered again meanwhile; return an error and let the retry back off",
+				s.where()))
+		})
+	})
+
+// VisibilityAnalyzer reports SQS visibility timeouts too short for the
+// handler timeout.
+var VisibilityAnalyzer = newAnalyzer("visibility",
+	`report an SQS visibility timeout under six times the handler timeout
+
+AWS recommends a visibility timeout of at least six times the function's
+timeout; a shorter one lets the message become visible again while a slow
+(or retried) handler still runs, and a second consumer processes it too. The
+check compares a literal ReceiveMessageInput.VisibilityTimeout with the
+longest literal context.WithTimeout on a consumer path of the package. Fix:
+raise the visibility timeout, or shorten the handler timeout.`,
+	func(pass *analysis.Pass, c *Consumers, r *reporter) {
+		var handler time.Duration
+		var lits []*ast.KeyValueExpr
+		var vis []int64
+		walk(pass, c, []ast.Node{(*ast.CallExpr)(nil), (*ast.CompositeLit)(nil)}, func(n ast.Node, s *site) {
+			switch n := n.(type) {
+			case *ast.CallExpr:
+				fn := callee(pass.TypesInfo, n)
+				if s.Root == nil || funcPath(fn) != "context" || fn.Name() != "WithTimeout" || len(n.Args) != 2 {
+					return
+				}
+				if tv := pass.TypesInfo.Types[n.Args[1]]; tv.Value != nil {
+					if v, ok := constant.Int64Val(tv.Value); ok && time.Duration(v) > handler {
+						handler = time.Duration(v)
+					}
+				}
+			case *ast.CompositeLit:
+				t := pass.TypesInfo.TypeOf(n)
+				if t == nil || !isNamed(t, pathSQS, "ReceiveMessageInput") {
+					return
+				}
+				for _, e := range n.Elts {
+					kv, ok := e.(*ast.KeyValueExpr)
+					if !ok || types.ExprString(kv.Key) != "VisibilityTimeout" {
+						continue
+					}
+					if tv := pass.TypesInfo.Types[kv.Value]; tv.Value != nil {
+						if v, ok := constant.Int64Val(tv.Value); ok {
+							lits, vis = append(lits, kv), append(vis, v)
+						}
+					}
+				}
+			}
+		})
+		if handler <= 0 {
+			return
+		}
+		for i, kv := range lits {
+			if time.Duration(vis[i])*time.Second < 6*handler {
+				r.report(kv, SeverityMedium, fmt.Sprintf(
+					"VisibilityTimeout %ds is under six times the handler timeout %s: the message becomes visible again while a slow or retried handler still runs and is processed twice; use at least %ds",
+					vis[i], handler, int64((6*handler).Seconds())))
+			}
+		}
+	})
+
+// LambdaBatchAnalyzer reports Lambda SQS handlers that fail the whole batch.
+var LambdaBatchAnalyzer = newAnalyzer("lambdabatch",
+	`report a Lambda SQS handler that fails the whole batch for one record
+
+A handler that returns an error while looping over event.Records makes
+Lambda return every record of the batch to the queue, the ones already
+processed included: they are delivered again. Fix: return
+events.SQSEventResponse with BatchItemFailures for the failed records (and
+enable ReportBatchItemFailures on the event source mapping).`,
+	func(pass *analysis.Pass, c *Consumers, r *reporter) {
+		for _, root := range c.Roots {
+			if root.Kind != KindLambda {
+				continue
+			}
+			if returnsSQSResponse(pass.TypesInfo, funcType(root.Node)) {
+				continue
+			}
+			ast.Inspect(funcBody(root.Node), func(m ast.Node) bool {
+				switch m := m.(type) {
+				case *ast.FuncLit:
+					return false
+				case *ast.RangeStmt:
+					if sel, ok := ast.Unparen(m.X).(*ast.SelectorExpr); !ok || sel.Sel.Name != "Records" {
+						return true
+					}
+					ast.Inspect(m.Body, func(k ast.Node) bool {
+						if _, ok := k.(*ast.FuncLit); ok {
+							return false
+						}
+						ret, ok := k.(*ast.ReturnStmt)
+						if !ok || len(ret.Results) == 0 {
+							return true
+						}
+						last := ret.Results[len(ret.Results)-1]
+						if id, ok := last.(*ast.Ident); ok && id.Name == "nil" {
+							return true
+						}
+						r.report(ret, SeverityOf(root.Name),
+							"returning an error for one record fails the whole SQS batch: Lambda redelivers every record in it, the processed ones included; return events.SQSEventResponse with BatchItemFailures for the failed records")
+						return true
+					})
+					return false
+				}
+				return true
+			})
+		}
+	})
+
+// returnsSQSResponse reports whether a Lambda handler returns
+// events.SQSEventResponse (partial batch failures).
+func returnsSQSResponse(info *types.Info, ft *ast.FuncType) bool {
+	if ft.Results == nil {
+		return false
+	}
+	for _, f := range ft.Results.List {
+		if t := info.TypeOf(f.Type); t != nil && isNamed(t, pathLambdaEvt, "SQSEventResponse") {
+			return true
+		}
+	}
+	return false
+}
+
+var (
+	selectFrom = regexp.MustCompile(`\bFROM\s+([A-Z0-9_."]+)`)
+	insertInto = regexp.MustCompile(`\bINSERT\s+(?:OR\s+\w+\s+)?INTO\s+([A-Z0-9_."]+)`)
+	increment  = regexp.MustCompile(`\bSET\s+(?:[A-Z0-9_"]+\s*=\s*[^,]+,\s*)*([A-Z0-9_"]+)\s*=\s*(?:[A-Z0-9_"]+\.)?([A-Z0-9_"]+)\s*[+-]`)
+)
+
+// guardedInsert reports whether an INSERT dedupes by itself.
+func guardedInsert(sql string) bool {
+	return strings.Contains(sql, "ON CONFLICT") || strings.Contains(sql, "OR IGNORE") || strings.Contains(sql, "ON DUPLICATE")
+}
+
+// CheckActAnalyzer reports check-then-act dedupe and Watermill's in-memory
+// Deduplicator.
+var CheckActAnalyzer = newAnalyzer("checkact",
+	`report a dedupe that checks then acts
+
+A SELECT (or EXISTS) for an id followed by an INSERT of it lets two
+concurrent deliveries both pass the check. Watermill's Deduplicator keeps its
+keys in memory (lost on restart, not shared between instances) and records a
+key before the handler runs, so a failed handler's retry is dropped. Fix: make
+the insert the check (INSERT ... ON CONFLICT DO NOTHING under a unique
+constraint, in the handler's transaction), as ackgap's inbox does.`,
+	func(pass *analysis.Pass, c *Consumers, r *reporter) {
+		usesInbox := false
+		walk(pass, c, []ast.Node{(*ast.CallExpr)(nil), (*ast.CompositeLit)(nil)}, func(n ast.Node, s *site) {
+			if call, ok := n.(*ast.CallExpr); ok {
+				if fn := callee(pass.TypesInfo, call); fn != nil && strings.HasPrefix(funcPath(fn), pathAckgap) && (fn.Name() == "Inbox" || fn.Name() == "New" || fn.Name() == "Middlewares") {
+					usesInbox = true
+				}
+			}
+		})
+		walk(pass, c, []ast.Node{(*ast.CompositeLit)(nil), (*ast.CallExpr)(nil)}, func(n ast.Node, s *site) {
+			switch n := n.(type) {
+			case *ast.CompositeLit:
+				if t := pass.TypesInfo.TypeOf(n); t != nil && isNamed(t, pathWatermill+"/message/router/middleware", "Deduplicator") && !usesInbox {
+					r.report(n, SeverityOf(s.names()...),
+						"Watermill's Deduplicator as the only guard keeps keys in memory (lost on restart, not shared between instances) and records a key before the handler runs, so a failed handler's retry is dropped; dedupe with an inbox row in the handler's transaction (ackgap's inbox middleware)")
+				}
+			case *ast.CallExpr:
+				if s.Root == nil {
+					return
+				}
+				h, name := dbCall(pass.TypesInfo, n)
+				if h == handleNone || !strings.HasPrefix(name, "Query") {
+					return
+				}
+				sql := sqlText(pass.TypesInfo, n)
+				m := selectFrom.FindStringSubmatch(sql)
+				if !strings.HasPrefix(strings.TrimSpace(sql), "SELECT") || m == nil {
+					return
+				}
+				table := strings.Trim(m[1], `"`)
+				body := funcBody(s.Inner())
+				var insert *ast.CallExpr
+				ast.Inspect(body, func(k ast.Node) bool {
+					call, ok := k.(*ast.CallExpr)
+					if !ok || insert != nil || call.Pos() < n.End() {
+						return insert == nil
+					}
+					if h, _ := dbCall(pass.TypesInfo, call); h != handleNone {
+						ins := sqlText(pass.TypesInfo, call)
+						if im := insertInto.FindStringSubmatch(ins); im != nil && strings.Trim(im[1], `"`) == table && !guardedInsert(ins) {
+							insert = call
+						}
+					}
+					return true
+				})
+				if insert == nil {
+					return
+				}
+				r.report(n, SeverityOf(append(s.names(), table)...), fmt.Sprintf(
+					"checks for the id in %s, then inserts it at line %d: two concurrent deliveries both pass the check and both apply; make the insert the check (INSERT ... ON CONFLICT DO NOTHING under a unique constraint) and act on rows affected",
+					strings.ToLower(table), pass.Fset.Position(insert.Pos()).Line))
+			}
+		})
+	})
+
+// IdemKeyAnalyzer reports non-idempotent effects without a key.
+var IdemKeyAnalyzer = newAnalyzer("idemkey",
+	`report non-idempotent effects without an idempotency key on a consumer path
+
+An HTTP POST, PUT or PATCH sent without an Idempotency-Key header lets the
+receiver apply a redelivered message twice; an UPDATE ... SET n = n + 1 with
+no dedupe record in the same transaction counts a redelivery twice. Fix: send
+a key derived from the event id (set directly or through a helper that takes
+the request), and record the event in an inbox row in the same transaction.`,
+	func(pass *analysis.Pass, c *Consumers, r *reporter) {
+		walk(pass, c, callNode, func(n ast.Node, s *site) {
+			call := n.(*ast.CallExpr)
+			if s.Root == nil {
+				return
+			}
+			fn := callee(pass.TypesInfo, call)
+			if fn == nil {
+				return
+			}
+			if funcPath(fn) == "net/http" && recvName(fn) == "" && (fn.Name() == "NewRequest" || fn.Name() == "NewRequestWithContext") {
+				checkRequestKey(pass, r, call, fn, s)
+				return
+			}
+			if h, _ := dbCall(pass.TypesInfo, call); h != handleNone && s.Root.Kind != KindAckgap {
+				sql := sqlText(pass.TypesInfo, call)
+				m := increment.FindStringSubmatch(sql)
+				if m == nil || m[1] != m[2] || hasDedupeInsert(pass, funcBody(s.Inner())) {
+					return
+				}
+				r.report(call, SeverityOf(append(s.names(), sql)...), fmt.Sprintf(
+					"increments %s with no dedupe record in the same transaction: each redelivery counts again; insert an inbox row (consumer, event id) under a unique constraint in the same transaction and skip on conflict",
+					strings.ToLower(m[1])))
+			}
+		})
+	})
+
+func checkRequestKey(pass *analysis.Pass, r *reporter, call *ast.CallExpr, fn *types.Func, s *site) {
+	mi := 0
+	if fn.Name() == "NewRequestWithContext" {
+		mi = 1
+	}
+	if len(call.Args) <= mi {
+		return
+	}
+	tv := pass.TypesInfo.Types[call.Args[mi]]
+	if tv.Value == nil || tv.Value.Kind() != constant.String {
+		return
+	}
+	method := strings.ToUpper(constant.StringVal(tv.Value))
+	if method != "POST" && method != "PUT" && method != "PATCH" {
+		return
+	}
+	// Find the variable the request is assigned to.
+	body := funcBody(s.Inner())
+	var req types.Object
+	ast.Inspect(body, func(n ast.Node) bool {
+		if as, ok := n.(*ast.AssignStmt); ok && len(as.Rhs) == 1 && ast.Unparen(as.Rhs[0]) == call && len(as.Lhs) > 0 {
+			if id, ok := as.Lhs[0].(*ast.Ident); ok {
+				req = pass.TypesInfo.ObjectOf(id)
+			}
+		}
+		return req == nil
+	})
+	if req == nil {
+		return
+	}
+	keyed := false
+	ast.Inspect(body, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.CallExpr:
+			cf := callee(pass.TypesInfo, n)
+			if cf != nil && funcPath(cf) == "net/http" && recvName(cf) == "Header" && (cf.Name() == "Set" || cf.Name() == "Add") {
+				for _, k := range constStrings(pass.TypesInfo, n) {
+					if strings.EqualFold(k, "Idempotency-Key") {
+						keyed = true
+					}
+				}
+				return true
+			}
+			if cf != nil && funcPath(cf) == "net/http" && recvName(cf) == "Client" {
+				return true
+			}
+			for _, a := range n.Args { // handed to a helper: assume it sets the key
+				if id, ok := ast.Unparen(a).(*ast.Ident); ok && pass.TypesInfo.Uses[id] == req {
+					keyed = true
+				}
+			}
+		case *ast.IndexExpr: // req.Header["Idempotency-Key"] = ...
+			if tv := pass.TypesInfo.Types[n.Index]; tv.Value != nil && tv.Value.Kind() == constant.String && strings.EqualFold(constant.StringVal(tv.Value), "Idempotency-Key") {
+				keyed = true
+			}
+		}
+		return true
+	})
+	if keyed {
+		return
+	}
+	r.report(call, SeverityOf(append(s.names(), constStrings(pass.TypesInfo, call)...)...), fmt.Sprintf(
+		"HTTP %s %s without an Idempotency-Key header: the receiver applies a redelivered message twice; set Idempotency-Key to a key derived from the event id",
+		method, s.where()))
+}
+
+// hasDedupeInsert reports whether body inserts a row that dedupes by itself.
+func hasDedupeInsert(pass *analysis.Pass, body *ast.BlockStmt) bool {
+	found := false
+	ast.Inspect(body, func(n ast.Node) bool {
+		if call, ok := n.(*ast.CallExpr); ok {
+			if h, _ := dbCall(pass.TypesInfo, call); h != handleNone {
+				sql := sqlText(pass.TypesInfo, call)
+				if strings.Contains(sql, "INSERT") && guardedInsert(sql) {
+					found = true
+				}
+			}
+		}
+		return !found
+	})
+	return found
+}
+
+// Analyzers returns every ackgapvet check, in a stable order.
+func Analyzers() []*analysis.Analyzer {
+	return []*analysis.Analyzer{
+		EffectAnalyzer, PoolTxAnalyzer, EarlyAckAnalyzer, AutoCommitAnalyzer,
+		CheckActAnalyzer, IdemKeyAnalyzer, TransitionAnalyzer,
+		HTTPClientAnalyzer, ContextAnalyzer, SleepAnalyzer, VisibilityAnalyzer, LambdaBatchAnalyzer,
+	}
+}

@@ -1,0 +1,354 @@
+package ackgapvet
+
+import (
+	"go/ast"
+	"go/constant"
+	"go/types"
+	"strings"
+
+	"golang.org/x/tools/go/analysis"
+	"golang.org/x/tools/go/types/typeutil"
+)
+
+// Import paths the checks recognise. Sarama moved from Shopify to IBM; both
+// are matched.
+const (
+	pathWatermill = "github.com/ThreeDotsLabs/watermill"
+	pathAckgap    = "github.com/ackgap/ackgap"
+	pathKgo       = "github.com/twmb/franz-go/pkg/kgo"
+	pathKafkaGo   = "github.com/segmentio/kafka-go"
+	pathSQS       = "github.com/aws/aws-sdk-go-v2/service/sqs"
+	pathAWSSvc    = "github.com/aws/aws-sdk-go-v2/service/"
+	pathLambdaEvt = "github.com/aws/aws-lambda-go/events"
+	pathGRPC      = "google.golang.org/grpc"
+)
+
+// isPgx and isPgxpool match pgx v4 and v5.
+func isPgx(p string) bool {
+	return p == "github.com/jackc/pgx/v5" || p == "github.com/jackc/pgx/v4"
+}
+
+func isPgxpool(p string) bool {
+	return p == "github.com/jackc/pgx/v5/pgxpool" || p == "github.com/jackc/pgx/v4/pgxpool"
+}
+
+func isSaramaPath(p string) bool {
+	return p == "github.com/IBM/sarama" || p == "github.com/Shopify/sarama"
+}
+
+// callee returns the function or method a call invokes, or nil for calls of
+// function values, conversions and builtins (and for a nil call).
+func callee(info *types.Info, call *ast.CallExpr) *types.Func {
+	if call == nil {
+		return nil
+	}
+	fn, _ := typeutil.Callee(info, call).(*types.Func)
+	return fn
+}
+
+// funcPath returns the import path of fn's package ("" for universe objects).
+func funcPath(fn *types.Func) string {
+	if fn == nil || fn.Pkg() == nil {
+		return ""
+	}
+	return fn.Pkg().Path()
+}
+
+// recvName returns the name of fn's receiver type without pointer ("" for a
+// plain function).
+func recvName(fn *types.Func) string {
+	sig, ok := fn.Type().(*types.Signature)
+	if !ok || sig.Recv() == nil {
+		return ""
+	}
+	return typeName(sig.Recv().Type())
+}
+
+// typeName returns the name of t's named type, through one pointer.
+func typeName(t types.Type) string {
+	if p, ok := t.(*types.Pointer); ok {
+		t = p.Elem()
+	}
+	if n, ok := types.Unalias(t).(*types.Named); ok {
+		return n.Obj().Name()
+	}
+	return ""
+}
+
+// isNamed reports whether t (through one pointer) is the named type path.name.
+func isNamed(t types.Type, path, name string) bool {
+	if p, ok := t.(*types.Pointer); ok {
+		t = p.Elem()
+	}
+	n, ok := types.Unalias(t).(*types.Named)
+	return ok && n.Obj().Name() == name && n.Obj().Pkg() != nil && n.Obj().Pkg().Path() == path
+}
+
+// qualName renders fn as pkg.Func or pkg.Recv.Method with the package's
+// name, for messages.
+func qualName(fn *types.Func) string {
+	pkg := ""
+	if fn.Pkg() != nil {
+		pkg = fn.Pkg().Name()
+	}
+	if r := recvName(fn); r != "" {
+		return pkg + "." + r + "." + fn.Name()
+	}
+	return pkg + "." + fn.Name()
+}
+
+// effectOf classifies a call as an external effect: something outside the
+// database that a redelivery repeats. It returns a short description, or "".
+func effectOf(info *types.Info, call *ast.CallExpr) string {
+	fn := callee(info, call)
+	if fn == nil {
+		return ""
+	}
+	path, recv, name := funcPath(fn), recvName(fn), fn.Name()
+	switch {
+	case path == "net/http" && recv == "Client" && (name == "Do" || name == "Get" || name == "Post" || name == "PostForm" || name == "Head"),
+		path == "net/http" && recv == "" && (name == "Get" || name == "Post" || name == "PostForm" || name == "Head"):
+		return "an HTTP request (" + qualName(fn) + ")"
+	case path == "net/smtp" && (name == "SendMail" || recv == "Client" && (name == "Mail" || name == "Data")):
+		return "an email (" + qualName(fn) + ")"
+	case path == pathGRPC && recv == "ClientConn" && (name == "Invoke" || name == "NewStream"):
+		return "a gRPC call (" + qualName(fn) + ")"
+	case isGRPCClientMethod(fn):
+		return "a gRPC call (" + qualName(fn) + ")"
+	case path == pathSQS && recv == "Client" && name != "SendMessage" && name != "SendMessageBatch":
+		return "" // the consumer's own receive/ack mechanics and queue administration
+	case keyedOverwrite(path, name):
+		return "" // idempotent when the key comes from the message
+	case strings.HasPrefix(path, pathAWSSvc) && recv == "Client" && awsMutates(name):
+		return "an AWS call (" + qualName(fn) + ")"
+	case strings.HasPrefix(path, pathWatermill+"-sql") || strings.HasPrefix(path, pathWatermill+"/components/forwarder"):
+		return "" // publishing into the database transaction: an outbox
+	case strings.HasPrefix(path, pathWatermill) && name == "Publish":
+		return "a publish (" + qualName(fn) + ")"
+	case isSaramaPath(path) && (name == "SendMessage" || name == "SendMessages"):
+		return "a publish (" + qualName(fn) + ")"
+	case path == pathKgo && recv == "Client" && (name == "Produce" || name == "ProduceSync" || name == "TryProduce"):
+		return "a publish (" + qualName(fn) + ")"
+	case path == pathKafkaGo && recv == "Writer" && name == "WriteMessages":
+		return "a publish (" + qualName(fn) + ")"
+	}
+	return ""
+}
+
+// awsMutates reports whether an AWS SDK operation changes something outside
+// (sends, publishes, writes, starts); reads (Get, List, Describe, Query,
+// Scan) and accessors are not effects.
+func awsMutates(op string) bool {
+	for _, verb := range []string{"Send", "Publish", "Put", "Update", "Delete", "Create", "Invoke", "Start", "Write", "TransactWrite", "BatchWrite", "Upload", "Copy"} {
+		if strings.HasPrefix(op, verb) {
+			return true
+		}
+	}
+	return false
+}
+
+// keyedOverwrite reports whether an AWS operation overwrites or deletes by
+// key (S3 PutObject/DeleteObject, DynamoDB PutItem/DeleteItem/BatchWriteItem):
+// repeating it with the same key leaves the same state, so it is not reported
+// as an effect. DynamoDB UpdateItem is (it may ADD).
+func keyedOverwrite(path, op string) bool {
+	switch path {
+	case pathAWSSvc + "s3":
+		return op == "PutObject" || op == "DeleteObject" || op == "DeleteObjects"
+	case pathAWSSvc + "dynamodb":
+		return op == "PutItem" || op == "DeleteItem" || op == "BatchWriteItem"
+	}
+	return false
+}
+
+// isGRPCClientMethod matches generated gRPC client stubs: a method whose last
+// parameter is ...grpc.CallOption.
+func isGRPCClientMethod(fn *types.Func) bool {
+	sig := fn.Type().(*types.Signature)
+	if sig.Recv() == nil || !sig.Variadic() || sig.Params().Len() == 0 {
+		return false
+	}
+	last, ok := sig.Params().At(sig.Params().Len() - 1).Type().(*types.Slice)
+	return ok && isNamed(last.Elem(), pathGRPC, "CallOption")
+}
+
+// dbHandle says what a database call goes through.
+type dbHandle int
+
+const (
+	handleNone dbHandle = iota
+	handlePool          // *sql.DB, *sql.Conn, *pgxpool.Pool
+	handleTx            // *sql.Tx, pgx.Tx
+)
+
+// dbCall classifies a call of Exec/Query methods on a database handle, and
+// returns the handle kind and the method name.
+func dbCall(info *types.Info, call *ast.CallExpr) (dbHandle, string) {
+	fn := callee(info, call)
+	if fn == nil {
+		return handleNone, ""
+	}
+	name := fn.Name()
+	if !strings.HasPrefix(name, "Exec") && !strings.HasPrefix(name, "Query") && name != "SendBatch" && name != "CopyFrom" {
+		return handleNone, ""
+	}
+	path, recv := funcPath(fn), recvName(fn)
+	switch {
+	case path == "database/sql" && (recv == "DB" || recv == "Conn"),
+		isPgxpool(path) && recv == "Pool":
+		// Not a *pgx.Conn or *pgxpool.Conn: once a transaction began on
+		// one, its Exec runs inside that transaction.
+		return handlePool, name
+	case path == "database/sql" && recv == "Tx", isPgx(path) && recv == "Tx", isPgxpool(path) && recv == "Tx":
+		return handleTx, name
+	}
+	return handleNone, ""
+}
+
+// sqlText returns the SQL of a database call: its first string constant
+// argument, upper-cased, or "".
+func sqlText(info *types.Info, call *ast.CallExpr) string {
+	for _, a := range call.Args {
+		if tv, ok := info.Types[a]; ok && tv.Value != nil && tv.Value.Kind() == constant.String {
+			return strings.ToUpper(constant.StringVal(tv.Value))
+		}
+	}
+	return ""
+}
+
+// isWriteSQL reports whether a statement changes rows.
+func isWriteSQL(sql string) bool {
+	s := strings.TrimSpace(sql)
+	for _, kw := range []string{"INSERT", "UPDATE", "DELETE", "UPSERT", "MERGE", "REPLACE"} {
+		if strings.HasPrefix(s, kw) {
+			return true
+		}
+	}
+	return strings.HasPrefix(s, "WITH") && (strings.Contains(s, "INSERT") || strings.Contains(s, "UPDATE") || strings.Contains(s, "DELETE"))
+}
+
+// mongoWrites are the MongoDB Collection methods that change documents.
+var mongoWrites = map[string]bool{
+	"InsertOne": true, "InsertMany": true, "UpdateOne": true, "UpdateMany": true, "UpdateByID": true,
+	"ReplaceOne": true, "DeleteOne": true, "DeleteMany": true, "BulkWrite": true,
+	"FindOneAndUpdate": true, "FindOneAndReplace": true, "FindOneAndDelete": true,
+}
+
+// dbWriteOf returns a description if call writes rows (through any handle):
+// an Exec, a Query whose SQL is a write, or a MongoDB write.
+func dbWriteOf(info *types.Info, call *ast.CallExpr) string {
+	if fn := callee(info, call); fn != nil && (strings.HasPrefix(funcPath(fn), "go.mongodb.org/mongo-driver") || strings.HasPrefix(funcPath(fn), "github.com/mongodb/mongo-go-driver")) && recvName(fn) == "Collection" && mongoWrites[fn.Name()] {
+		return "a MongoDB write (" + qualName(fn) + ")"
+	}
+	h, name := dbCall(info, call)
+	if h == handleNone {
+		return ""
+	}
+	if strings.HasPrefix(name, "Exec") || name == "SendBatch" || name == "CopyFrom" || isWriteSQL(sqlText(info, call)) {
+		return "a database write (" + qualName(callee(info, call)) + ")"
+	}
+	return ""
+}
+
+// ackOf classifies a call that tells the broker a message is done: an offset
+// mark or commit, an SQS delete, a Watermill Ack. It returns a description.
+func ackOf(info *types.Info, call *ast.CallExpr) string {
+	fn := callee(info, call)
+	if fn == nil {
+		return ""
+	}
+	path, recv, name := funcPath(fn), recvName(fn), fn.Name()
+	switch {
+	case isSaramaPath(path) && (name == "MarkMessage" || name == "MarkOffset" || name == "Commit"),
+		path == pathKgo && recv == "Client" && strings.HasPrefix(name, "Commit") || path == pathKgo && recv == "Client" && strings.HasPrefix(name, "MarkCommit"),
+		path == pathKafkaGo && recv == "Reader" && name == "CommitMessages",
+		path == pathSQS && recv == "Client" && (name == "DeleteMessage" || name == "DeleteMessageBatch"),
+		strings.HasPrefix(path, pathWatermill) && recv == "Message" && name == "Ack":
+		return qualName(fn)
+	}
+	return ""
+}
+
+// txParam returns the name of a parameter of a database transaction type
+// (*sql.Tx, pgx.Tx), or "".
+func txParam(info *types.Info, ft *ast.FuncType) string {
+	if ft == nil || ft.Params == nil {
+		return ""
+	}
+	for _, f := range ft.Params.List {
+		t := info.TypeOf(f.Type)
+		if t == nil || !isTxType(t) {
+			continue
+		}
+		for _, n := range f.Names {
+			if n.Name != "_" {
+				return n.Name
+			}
+		}
+	}
+	return ""
+}
+
+func isTxType(t types.Type) bool {
+	return isNamed(t, "database/sql", "Tx") || isNamed(t, "github.com/jackc/pgx/v5", "Tx") || isNamed(t, "github.com/jackc/pgx/v4", "Tx")
+}
+
+// ctxParam returns the name of a context.Context parameter, or "".
+func ctxParam(info *types.Info, ft *ast.FuncType) string {
+	if ft == nil || ft.Params == nil {
+		return ""
+	}
+	for _, f := range ft.Params.List {
+		if t := info.TypeOf(f.Type); t != nil && isNamed(t, "context", "Context") {
+			for _, n := range f.Names {
+				if n.Name != "_" {
+					return n.Name
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// funcType returns the signature syntax of a FuncDecl or FuncLit.
+func funcType(n ast.Node) *ast.FuncType {
+	switch n := n.(type) {
+	case *ast.FuncDecl:
+		return n.Type
+	case *ast.FuncLit:
+		return n.Type
+	}
+	return nil
+}
+
+// funcBody returns the body of a FuncDecl or FuncLit.
+func funcBody(n ast.Node) *ast.BlockStmt {
+	switch n := n.(type) {
+	case *ast.FuncDecl:
+		return n.Body
+	case *ast.FuncLit:
+		return n.Body
+	}
+	return nil
+}
+
+// usedFunc returns the package-local function an identifier or selector
+// refers to, if pass declares it.
+func usedFunc(pass *analysis.Pass, e ast.Expr) *types.Func {
+	var id *ast.Ident
+	switch e := ast.Unparen(e).(type) {
+	case *ast.Ident:
+		id = e
+	case *ast.SelectorExpr:
+		id = e.Sel
+	case *ast.IndexExpr: // generic instantiation
+		return usedFunc(pass, e.X)
+	default:
+		return nil
+	}
+	fn, _ := pass.TypesInfo.Uses[id].(*types.Func)
+	if fn == nil || fn.Pkg() != pass.Pkg {
+		return nil
+	}
+	return fn.Origin()
+}

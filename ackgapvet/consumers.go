@@ -1,0 +1,507 @@
+package ackgapvet
+
+import (
+	"fmt"
+	"go/ast"
+	"go/types"
+	"reflect"
+	"strings"
+
+	"golang.org/x/tools/go/analysis"
+	"golang.org/x/tools/go/analysis/passes/inspect"
+	"golang.org/x/tools/go/ast/inspector"
+)
+
+// Root kinds: what made a function a consumer entry point.
+const (
+	KindWatermill = "watermill handler"
+	KindAckgap    = "ackgap handler"
+	KindSarama    = "Sarama ConsumeClaim"
+	KindFranz     = "franz-go poll loop"
+	KindKafkaGo   = "kafka-go reader loop"
+	KindSQS       = "SQS receive loop"
+	KindLambda    = "Lambda SQS handler"
+)
+
+// Root is a consumer entry point: a handler or a receive loop.
+type Root struct {
+	// Kind says what kind of entry point it is (KindWatermill, ...).
+	Kind string
+	// Name is the function's name, or "func literal".
+	Name string
+	// Node is the *ast.FuncDecl or *ast.FuncLit.
+	Node ast.Node
+}
+
+// Summary is what a function does that matters under redelivery, directly or
+// through the functions it calls. It is exported as a fact on every function
+// that does something, so a consumer in another package sees it.
+type Summary struct {
+	// Effect describes the first external effect (HTTP, gRPC, SMTP, AWS,
+	// publish), "" if none.
+	Effect string
+	// Write describes the first database write, "" if none.
+	Write string
+}
+
+// AFact marks Summary as an analysis fact.
+func (*Summary) AFact() {}
+
+// String renders the summary for fact logs and test output.
+func (s *Summary) String() string { return fmt.Sprintf("effect=%q write=%q", s.Effect, s.Write) }
+
+// Consumers is the result of [ConsumersAnalyzer]: the entry points of a
+// package, the functions reachable from them, and what every function does.
+type Consumers struct {
+	// Roots lists the entry points in source order.
+	Roots []*Root
+
+	pass      *analysis.Pass
+	reach     map[ast.Node]*Root
+	decls     map[*types.Func]*ast.FuncDecl
+	summaries map[*types.Func]*Summary
+	// handlerTypes are this package's function types called on a consumer
+	// path, with the kind of the root that calls them.
+	handlerTypes map[*types.TypeName]string
+}
+
+// HandlerTypeFact marks a named function type whose values a consumer calls
+// (a wrapper's handler type): a function passed as it in another package is
+// an entry point of Kind.
+type HandlerTypeFact struct {
+	// Kind is the kind of the consumer that calls it (KindSarama, ...).
+	Kind string
+}
+
+// AFact marks HandlerTypeFact as an analysis fact.
+func (*HandlerTypeFact) AFact() {}
+
+// String renders the fact for fact logs and test output.
+func (f *HandlerTypeFact) String() string { return "handler type of " + f.Kind }
+
+// RootOf returns the entry point from which fn (a FuncDecl or FuncLit) is
+// reached, or nil if fn is on no consumer path.
+func (c *Consumers) RootOf(fn ast.Node) *Root { return c.reach[fn] }
+
+// Summary returns what fn does, for a function of this package or, through
+// facts, of an imported one; nil when it does nothing that matters.
+func (c *Consumers) Summary(fn *types.Func) *Summary {
+	if fn == nil {
+		return nil
+	}
+	fn = fn.Origin()
+	if fn.Pkg() == c.pass.Pkg {
+		if s := c.summaries[fn]; s != nil && (s.Effect != "" || s.Write != "") {
+			return s
+		}
+		return nil
+	}
+	var s Summary
+	if c.pass.ImportObjectFact(fn, &s) {
+		return &s
+	}
+	return nil
+}
+
+// Local reports whether fn is declared, with a body, in this package.
+func (c *Consumers) Local(fn *types.Func) bool {
+	return fn != nil && c.decls[fn.Origin()] != nil
+}
+
+// ConsumersAnalyzer finds consumer entry points (Watermill and ackgap
+// handlers, Sarama ConsumeClaim methods, franz-go poll loops, kafka-go reader
+// loops, SQS ReceiveMessage loops, Lambda SQSEvent handlers) and follows
+// calls from them within the package; it exports a [Summary] fact for every
+// function with an external effect or a database write, so calls across
+// packages are followed too. Every check requires it.
+var ConsumersAnalyzer = &analysis.Analyzer{
+	Name:       "ackgapconsumers",
+	Doc:        "find consumer entry points and summarise what functions do (used by the ackgapvet checks; reports nothing)",
+	Requires:   []*analysis.Analyzer{inspect.Analyzer},
+	Run:        runConsumers,
+	ResultType: reflect.TypeFor[*Consumers](),
+	FactTypes:  []analysis.Fact{new(Summary), new(HandlerTypeFact)},
+}
+
+// registrars are the Watermill/ackgap functions whose function arguments
+// become handlers.
+var registrars = map[string]bool{
+	"AddHandler": true, "AddConsumerHandler": true, "AddNoPublisherHandler": true,
+	"AddBatchHandler": true, "Adapt": true, "ConsumerHandler": true, "JSON": true,
+	"NewProcessor": true, "Handle": true,
+}
+
+// summarized reports whether the functions of pass's package get a
+// [Summary]. The standard library and the libraries whose calls the checks
+// classify directly (brokers, drivers, AWS, gRPC, OpenTelemetry, ackgap
+// itself) do not: their internals make HTTP calls and writes (an SQS
+// ReceiveMessage is an HTTP request) that are not the application's effects.
+// A package outside a module (GOPATH mode) with no dot in its first path
+// element is taken for the standard library.
+func summarized(pass *analysis.Pass) bool {
+	path := pass.Pkg.Path()
+	first, _, _ := strings.Cut(path, "/")
+	if pass.Module == nil && !strings.Contains(first, ".") {
+		return false
+	}
+	if strings.HasPrefix(path, pathAckgap+"/examples/") {
+		return true
+	}
+	for _, p := range []string{
+		pathWatermill, pathAckgap, "github.com/IBM/sarama", "github.com/Shopify/sarama",
+		"github.com/twmb/franz-go", pathKafkaGo, "github.com/aws/", pathGRPC,
+		"github.com/jackc/", "modernc.org/", "go.opentelemetry.io/", "golang.org/x/", "google.golang.org/",
+	} {
+		if strings.HasPrefix(path, p) {
+			return false
+		}
+	}
+	return true
+}
+
+func runConsumers(pass *analysis.Pass) (any, error) {
+	ins := pass.ResultOf[inspect.Analyzer].(*inspector.Inspector)
+	c := &Consumers{
+		pass:         pass,
+		reach:        map[ast.Node]*Root{},
+		decls:        map[*types.Func]*ast.FuncDecl{},
+		summaries:    map[*types.Func]*Summary{},
+		handlerTypes: map[*types.TypeName]string{},
+	}
+	for _, f := range pass.Files {
+		for _, d := range f.Decls {
+			if fd, ok := d.(*ast.FuncDecl); ok && fd.Body != nil {
+				if fn, ok := pass.TypesInfo.Defs[fd.Name].(*types.Func); ok {
+					c.decls[fn] = fd
+				}
+			}
+		}
+	}
+	seen := map[ast.Node]bool{}
+	addRoot := func(kind, name string, n ast.Node) {
+		if n == nil || seen[n] {
+			return
+		}
+		seen[n] = true
+		c.Roots = append(c.Roots, &Root{Kind: kind, Name: name, Node: n})
+	}
+	rootOfExpr := func(kind string, e ast.Expr) {
+		if lit, ok := ast.Unparen(e).(*ast.FuncLit); ok {
+			addRoot(kind, "func literal", lit)
+			return
+		}
+		if fn := usedFunc(pass, e); fn != nil && c.decls[fn] != nil {
+			addRoot(kind, fn.Name(), c.decls[fn])
+		}
+	}
+	enclosing := func(stack []ast.Node) (ast.Node, string) {
+		for i := len(stack) - 1; i >= 0; i-- {
+			switch n := stack[i].(type) {
+			case *ast.FuncLit:
+				return n, "func literal"
+			case *ast.FuncDecl:
+				return n, n.Name.Name
+			}
+		}
+		return nil, ""
+	}
+	nodeTypes := []ast.Node{(*ast.CallExpr)(nil), (*ast.FuncDecl)(nil), (*ast.FuncLit)(nil), (*ast.CompositeLit)(nil)}
+	// Rounds: a function type called from a consumer path becomes a handler
+	// type, and values passed as it become roots in the next round.
+	for range 3 {
+		c.findRoots(ins, nodeTypes, addRoot, rootOfExpr, enclosing)
+		c.follow()
+		if !c.markHandlerTypes() {
+			break
+		}
+	}
+	for obj, kind := range c.handlerTypes {
+		pass.ExportObjectFact(obj, &HandlerTypeFact{Kind: kind})
+	}
+
+	// Summaries, bottom-up with a cycle guard, exported as facts.
+	if len(c.Roots) == 0 && !summarized(pass) {
+		return c, nil
+	}
+	for fn := range c.decls {
+		c.summarize(fn, map[*types.Func]bool{})
+	}
+	if !summarized(pass) {
+		return c, nil // used here, not exported
+	}
+	for fn, s := range c.summaries {
+		if s.Effect != "" || s.Write != "" {
+			pass.ExportObjectFact(fn, s)
+		}
+	}
+	return c, nil
+}
+
+// findRoots walks the package for entry points.
+func (c *Consumers) findRoots(ins *inspector.Inspector, nodeTypes []ast.Node, addRoot func(kind, name string, n ast.Node), rootOfExpr func(kind string, e ast.Expr), enclosing func(stack []ast.Node) (ast.Node, string)) {
+	pass := c.pass
+	ins.WithStack(nodeTypes, func(n ast.Node, push bool, stack []ast.Node) bool {
+		if !push {
+			return true
+		}
+		switch n := n.(type) {
+		case *ast.FuncDecl:
+			if n.Name.Name == "ConsumeClaim" && n.Recv != nil && isSaramaHandlerSig(pass.TypesInfo, n.Type) {
+				addRoot(KindSarama, n.Name.Name, n)
+			}
+			if hasLambdaSQSParam(pass.TypesInfo, n.Type) {
+				addRoot(KindLambda, n.Name.Name, n)
+			}
+		case *ast.FuncLit:
+			if hasLambdaSQSParam(pass.TypesInfo, n.Type) {
+				addRoot(KindLambda, "func literal", n)
+			}
+		case *ast.CompositeLit: // batch.Config{Handler: h, BatchHandler: b}
+			for _, e := range n.Elts {
+				kv, ok := e.(*ast.KeyValueExpr)
+				if !ok {
+					continue
+				}
+				if key, ok := kv.Key.(*ast.Ident); ok {
+					if field, ok := pass.TypesInfo.Uses[key].(*types.Var); ok {
+						if kind := c.handlerKind(field.Type()); kind != "" {
+							rootOfExpr(kind, kv.Value)
+						}
+					}
+				}
+			}
+		case *ast.CallExpr:
+			// An argument passed as a handler type, or a conversion to one.
+			if tv, ok := pass.TypesInfo.Types[n.Fun]; ok && tv.IsType() && len(n.Args) == 1 {
+				if kind := c.handlerKind(tv.Type); kind != "" {
+					rootOfExpr(kind, n.Args[0])
+				}
+			} else if sig, ok := pass.TypesInfo.TypeOf(n.Fun).(*types.Signature); ok {
+				for i, a := range n.Args {
+					if kind := c.handlerKind(paramType(sig, i)); kind != "" {
+						rootOfExpr(kind, a)
+					}
+				}
+			}
+			fn := callee(pass.TypesInfo, n)
+			if fn == nil {
+				return true
+			}
+			path, recv, name := funcPath(fn), recvName(fn), fn.Name()
+			switch {
+			case registrars[name] && (strings.HasPrefix(path, pathWatermill) || strings.HasPrefix(path, pathAckgap)):
+				kind := KindWatermill
+				if strings.HasPrefix(path, pathAckgap) {
+					kind = KindAckgap
+				}
+				for _, a := range n.Args {
+					if t := pass.TypesInfo.TypeOf(a); t != nil {
+						if _, ok := t.Underlying().(*types.Signature); ok {
+							rootOfExpr(kind, a)
+						}
+					}
+				}
+			case path == pathKgo && recv == "Client" && (name == "PollFetches" || name == "PollRecords"):
+				fnNode, fname := enclosing(stack)
+				addRoot(KindFranz, fname, fnNode)
+			case path == pathKafkaGo && recv == "Reader" && (name == "ReadMessage" || name == "FetchMessage"):
+				fnNode, fname := enclosing(stack)
+				addRoot(KindKafkaGo, fname, fnNode)
+			case path == pathSQS && recv == "Client" && name == "ReceiveMessage":
+				fnNode, fname := enclosing(stack)
+				addRoot(KindSQS, fname, fnNode)
+			}
+		}
+		return true
+	})
+}
+
+// follow records, for every function reachable from a root through uses of
+// package-local functions, the root that reaches it.
+func (c *Consumers) follow() {
+	for _, r := range c.Roots {
+		queue := []ast.Node{r.Node}
+		for len(queue) > 0 {
+			n := queue[0]
+			queue = queue[1:]
+			if _, done := c.reach[n]; done {
+				continue
+			}
+			c.reach[n] = r
+			ast.Inspect(n, func(m ast.Node) bool {
+				switch m := m.(type) {
+				case *ast.FuncLit:
+					if m != n {
+						queue = append(queue, m)
+					}
+				case *ast.Ident:
+					if fn, ok := c.pass.TypesInfo.Uses[m].(*types.Func); ok && fn.Pkg() == c.pass.Pkg {
+						if d := c.decls[fn.Origin()]; d != nil {
+							queue = append(queue, d)
+						}
+					}
+				}
+				return true
+			})
+		}
+	}
+}
+
+// markHandlerTypes marks the package's named function types whose values are
+// called on a consumer path; it reports whether it marked a new one.
+func (c *Consumers) markHandlerTypes() bool {
+	changed := false
+	for n, r := range c.reach {
+		ast.Inspect(n, func(m ast.Node) bool {
+			call, ok := m.(*ast.CallExpr)
+			if !ok {
+				return true
+			}
+			named, ok := types.Unalias(c.pass.TypesInfo.TypeOf(call.Fun)).(*types.Named)
+			if !ok || named.Obj().Pkg() != c.pass.Pkg {
+				return true
+			}
+			if _, ok := named.Underlying().(*types.Signature); ok && c.handlerTypes[named.Obj()] == "" {
+				c.handlerTypes[named.Obj()] = r.Kind
+				changed = true
+			}
+			return true
+		})
+	}
+	return changed
+}
+
+func (c *Consumers) summarize(fn *types.Func, visiting map[*types.Func]bool) *Summary {
+	if s, ok := c.summaries[fn]; ok {
+		return s
+	}
+	if visiting[fn] {
+		return &Summary{}
+	}
+	visiting[fn] = true
+	s := &Summary{}
+	ast.Inspect(c.decls[fn].Body, func(n ast.Node) bool {
+		call, ok := n.(*ast.CallExpr)
+		if !ok {
+			return true
+		}
+		if d := effectOf(c.pass.TypesInfo, call); d != "" && s.Effect == "" {
+			s.Effect = d
+		}
+		if d := dbWriteOf(c.pass.TypesInfo, call); d != "" && s.Write == "" {
+			s.Write = d
+		}
+		cf := callee(c.pass.TypesInfo, call)
+		if cf == nil {
+			return true
+		}
+		var sub *Summary
+		if cf.Pkg() == c.pass.Pkg {
+			if c.decls[cf.Origin()] != nil {
+				sub = c.summarize(cf.Origin(), visiting)
+			}
+		} else {
+			sub = c.Summary(cf)
+		}
+		if sub != nil {
+			if sub.Effect != "" && s.Effect == "" {
+				s.Effect = viaDesc(cf, sub.Effect)
+			}
+			if sub.Write != "" && s.Write == "" {
+				s.Write = viaDesc(cf, sub.Write)
+			}
+		}
+		return true
+	})
+	c.summaries[fn] = s
+	return s
+}
+
+// viaDesc says that a call to fn leads to desc.
+func viaDesc(fn *types.Func, desc string) string {
+	if strings.HasPrefix(desc, "calls ") {
+		return "calls " + qualName(fn) + ", which " + desc
+	}
+	return "calls " + qualName(fn) + ", which makes " + desc
+}
+
+// handlerKind returns the kind of entry point a value of type t is: KindAckgap
+// or KindWatermill for a named function type of ackgap or Watermill whose
+// name ends in HandlerFunc (router.HandlerFunc, batch.BatchHandlerFunc,
+// message.HandlerFunc, message.NoPublishHandlerFunc), the root's kind for a
+// function type called on a consumer path (this package's, or another's
+// through a [HandlerTypeFact]), "" for anything else.
+func (c *Consumers) handlerKind(t types.Type) string {
+	n, ok := types.Unalias(t).(*types.Named)
+	if !ok || n.Obj().Pkg() == nil {
+		return ""
+	}
+	if _, ok := n.Underlying().(*types.Signature); !ok {
+		return ""
+	}
+	if kind := c.handlerTypes[n.Obj()]; kind != "" {
+		return kind
+	}
+	var fact HandlerTypeFact
+	if n.Obj().Pkg() != c.pass.Pkg && c.pass.ImportObjectFact(n.Obj(), &fact) {
+		return fact.Kind
+	}
+	if !strings.HasSuffix(n.Obj().Name(), "HandlerFunc") {
+		return ""
+	}
+	switch path := n.Obj().Pkg().Path(); {
+	case strings.HasPrefix(path, pathAckgap):
+		return KindAckgap
+	case strings.HasPrefix(path, pathWatermill):
+		return KindWatermill
+	}
+	return ""
+}
+
+// paramType returns the type of the parameter argument i binds to, through a
+// variadic tail; nil past the end.
+func paramType(sig *types.Signature, i int) types.Type {
+	ps := sig.Params()
+	switch {
+	case sig.Variadic() && i >= ps.Len()-1:
+		if sl, ok := ps.At(ps.Len() - 1).Type().(*types.Slice); ok {
+			return sl.Elem()
+		}
+		return nil
+	case i < ps.Len():
+		return ps.At(i).Type()
+	}
+	return nil
+}
+
+func isSaramaHandlerSig(info *types.Info, ft *ast.FuncType) bool {
+	if ft.Params == nil || ft.Params.NumFields() != 2 {
+		return false
+	}
+	var ps []types.Type
+	for _, f := range ft.Params.List {
+		t := info.TypeOf(f.Type)
+		for range max(1, len(f.Names)) {
+			ps = append(ps, t)
+		}
+	}
+	for _, t := range ps {
+		n, ok := t.(*types.Named)
+		if !ok || n.Obj().Pkg() == nil || !isSaramaPath(n.Obj().Pkg().Path()) {
+			return false
+		}
+	}
+	return true
+}
+
+func hasLambdaSQSParam(info *types.Info, ft *ast.FuncType) bool {
+	if ft.Params == nil {
+		return false
+	}
+	for _, f := range ft.Params.List {
+		if t := info.TypeOf(f.Type); t != nil && isNamed(t, pathLambdaEvt, "SQSEvent") {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,58 @@
+// Package ackgapvet is a static checker for Go consumers of Kafka, SQS and
+// Watermill: it finds the code that a redelivered message would hurt, before
+// a duplicate does.
+//
+// [ConsumersAnalyzer] finds the entry points: Watermill handlers (AddHandler,
+// AddConsumerHandler, AddNoPublisherHandler) and ackgap's router and batch
+// handlers, Sarama ConsumeClaim methods, franz-go PollFetches/PollRecords
+// loops, segmentio/kafka-go ReadMessage/FetchMessage loops, aws-sdk-go-v2
+// SQS ReceiveMessage loops and aws-lambda-go handlers taking
+// events.SQSEvent. It follows uses of functions from them within the package,
+// and exports a [Summary] fact (first external effect, first database write)
+// for every function, so a call into another package is judged by what that
+// package's function does. The standard library and the libraries the checks
+// classify directly (brokers, drivers, AWS, gRPC, OpenTelemetry, ackgap) get
+// no facts: their internals are not the application's effects.
+//
+// The checks, each its own analyzer (see [Analyzers]):
+//
+//   - effect: HTTP, gRPC, SMTP, mutating AWS calls and publishes on a consumer
+//     path or inside an open transaction; record them in the outbox. Writes
+//     by key (S3 PutObject, DynamoDB PutItem/BatchWriteItem/DeleteItem) and
+//     publishes into the transaction (watermill-sql) are not effects.
+//   - pooltx: a write through *sql.DB, *sql.Conn or *pgxpool.Pool where a
+//     transaction is in scope; use the transaction (suggested fix).
+//   - earlyack: an offset mark/commit, DeleteMessage or msg.Ack() before the
+//     work in the same block, and Watermill's InstantAck.
+//   - autocommit: kafka-go ReadMessage with a GroupID before work; franz-go
+//     consumer groups without kgo.DisableAutoCommit. (Sarama's auto-commit
+//     commits only marked offsets, so its risk is earlyack's.)
+//   - checkact: SELECT for an id then INSERT of it into the same table
+//     without ON CONFLICT; Watermill's Deduplicator as the only guard.
+//   - idemkey: POST/PUT/PATCH without an Idempotency-Key header (a helper
+//     taking the request counts as setting one); SET n = n + ... with no
+//     dedupe insert in the same function, outside ackgap handlers.
+//   - transition: an ackgap TransitionResult dropped.
+//   - httpclient: http.DefaultClient, http.Get/Post, http.Client without
+//     Timeout on consumer paths.
+//   - bgcontext: context.Background/TODO where the message's context is in
+//     scope (suggested fix).
+//   - sleep: time.Sleep in handlers (not between polls of a receive loop).
+//   - visibility: a literal SQS VisibilityTimeout under six times the longest
+//     literal context.WithTimeout on a consumer path.
+//   - lambdabatch: a Lambda SQS handler returning an error from inside its
+//     Records loop instead of events.SQSEventResponse.
+//
+// Every finding carries a [Severity] from the names around it (see
+// [DefaultSeverityPatterns], [SetSeverityPatterns], [SeverityEnv]). A
+// finding is suppressed by //ackgapvet:ignore <check> <reason> on its line or
+// the line above; the reason is required.
+//
+// Run it with cmd/ackgapvet (standalone: text, JSON, SARIF; or as go vet's
+// -vettool), or from Go with [Run] and [WriteText], [WriteJSON],
+// [WriteSARIF]:
+//
+//	rep, err := ackgapvet.Run(&ackgapvet.RunConfig{Patterns: []string{"./..."}})
+//	if err != nil { ... }
+//	err = ackgapvet.WriteSARIF(os.Stdout, rep)
+package ackgapvet

@@ -1,0 +1,39 @@
+package golangci_test
+
+import (
+	"testing"
+
+	"github.com/golangci/plugin-module-register/register"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ackgap/ackgap/ackgapvet"
+	"github.com/ackgap/ackgap/ackgapvet/golangci"
+)
+
+func TestPlugin(t *testing.T) {
+	newPlugin, err := register.GetPlugin(golangci.Name)
+	require.NoError(t, err, "registered by init")
+
+	p, err := newPlugin(map[string]any{})
+	require.NoError(t, err)
+	all, err := p.BuildAnalyzers()
+	require.NoError(t, err)
+	require.Equal(t, ackgapvet.Analyzers(), all)
+	require.Equal(t, register.LoadModeTypesInfo, p.GetLoadMode())
+
+	p, err = newPlugin(map[string]any{"checks": []string{"effect", "earlyack"}})
+	require.NoError(t, err)
+	some, err := p.BuildAnalyzers()
+	require.NoError(t, err)
+	require.Equal(t, []string{"effect", "earlyack"}, []string{some[0].Name, some[1].Name})
+	require.Len(t, some, 2)
+}
+
+func TestPluginBadSettings(t *testing.T) {
+	_, err := golangci.New(map[string]any{"chekcs": []string{"effect"}})
+	require.ErrorContains(t, err, `unknown field "chekcs"`)
+	_, err = golangci.New(map[string]any{"checks": []string{"effect", "nosuch"}})
+	require.ErrorContains(t, err, `unknown check "nosuch"`)
+	_, err = golangci.New(map[string]any{"severity": "urgent=x"})
+	require.ErrorContains(t, err, "want <critical|high|medium|low>=<regexp>")
+}

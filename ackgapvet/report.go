@@ -1,0 +1,215 @@
+package ackgapvet
+
+import (
+	"errors"
+	"fmt"
+	"go/ast"
+	"go/token"
+	"os"
+	"regexp"
+	"strings"
+	"sync"
+
+	"golang.org/x/tools/go/analysis"
+)
+
+// Severity ranks a finding by its blast radius: what a repeated effect
+// touches.
+type Severity string
+
+// Severities, highest first.
+const (
+	SeverityCritical Severity = "critical" // money moves twice
+	SeverityHigh     Severity = "high"     // a person is messaged twice
+	SeverityMedium   Severity = "medium"   // a counter or inventory drifts; the default
+	SeverityLow      Severity = "low"      // a cache is refreshed twice
+)
+
+// SeverityEnv names the environment variable that overrides the blast-radius
+// patterns, in the form accepted by [SetSeverityPatterns]. It works in every
+// way of running the checker (standalone, go vet -vettool, analysistest).
+const SeverityEnv = "ACKGAPVET_SEVERITY"
+
+// DefaultSeverityPatterns are the blast-radius patterns used unless
+// [SetSeverityPatterns] or [SeverityEnv] says otherwise. Patterns are
+// case-insensitive regular expressions matched against the names around a
+// finding (the called function, the handler, string arguments such as topic
+// names and URLs); the first severity whose pattern matches wins, highest
+// first.
+var DefaultSeverityPatterns = map[Severity]string{
+	SeverityCritical: `charge|payment|refund|transfer|payout|invoice|billing|wallet|ledger`,
+	SeverityHigh:     `email|mail|sms|push|notif|message_user|webhook`,
+	SeverityMedium:   `inventory|stock|counter|balance|quota|incr|count`,
+	SeverityLow:      `cache|refresh|warm|dlq|dead.?letter`,
+}
+
+var (
+	severityMu    sync.Mutex
+	severityRules []severityRule
+	severityErr   error
+	severityOnce  sync.Once
+)
+
+type severityRule struct {
+	sev Severity
+	re  *regexp.Regexp
+}
+
+// SetSeverityPatterns replaces the blast-radius patterns. spec is a
+// semicolon-separated list of severity=regexp, e.g.
+// "critical=charge|payout;low=cache"; severities not named keep their
+// default pattern. It returns an error naming a bad severity or pattern and
+// then changes nothing.
+func SetSeverityPatterns(spec string) error {
+	pats := map[Severity]string{}
+	for k, v := range DefaultSeverityPatterns {
+		pats[k] = v
+	}
+	var errs []error
+	for part := range strings.SplitSeq(spec, ";") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(part, "=")
+		sev := Severity(strings.TrimSpace(k))
+		if _, known := DefaultSeverityPatterns[sev]; !ok || !known {
+			errs = append(errs, fmt.Errorf("severity pattern %q: want <critical|high|medium|low>=<regexp>", part))
+			continue
+		}
+		pats[sev] = v
+	}
+	rules, err := compileSeverity(pats)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("invalid %s: %w", SeverityEnv, err)
+	}
+	severityMu.Lock()
+	severityRules = rules
+	severityMu.Unlock()
+	return nil
+}
+
+func compileSeverity(pats map[Severity]string) ([]severityRule, error) {
+	var rules []severityRule
+	var errs []error
+	for _, sev := range []Severity{SeverityCritical, SeverityHigh, SeverityMedium, SeverityLow} {
+		if pats[sev] == "" {
+			continue
+		}
+		re, err := regexp.Compile("(?i)" + pats[sev])
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", sev, err))
+			continue
+		}
+		rules = append(rules, severityRule{sev, re})
+	}
+	return rules, errors.Join(errs...)
+}
+
+func currentRules() ([]severityRule, error) {
+	severityOnce.Do(func() {
+		if spec := os.Getenv(SeverityEnv); spec != "" {
+			severityErr = SetSeverityPatterns(spec)
+		}
+	})
+	severityMu.Lock()
+	defer severityMu.Unlock()
+	if severityRules == nil {
+		rules, err := compileSeverity(DefaultSeverityPatterns)
+		if err != nil {
+			return nil, err
+		}
+		severityRules = rules
+	}
+	return severityRules, severityErr
+}
+
+// SeverityOf ranks the names around a finding; SeverityMedium when nothing
+// matches.
+func SeverityOf(names ...string) Severity {
+	rules, _ := currentRules()
+	for _, r := range rules {
+		for _, n := range names {
+			if n != "" && r.re.MatchString(n) {
+				return r.sev
+			}
+		}
+	}
+	return SeverityMedium
+}
+
+// IgnoreDirective is the comment that suppresses a finding on its line or the
+// line below: //ackgapvet:ignore <check> <reason>. The reason is required; a
+// directive without one suppresses nothing.
+const IgnoreDirective = "//ackgapvet:ignore"
+
+// reporter reports diagnostics with a severity prefix, honouring ignore
+// directives.
+type reporter struct {
+	pass    *analysis.Pass
+	ignores map[string]map[int][]string // file -> line -> checks
+}
+
+func newReporter(pass *analysis.Pass) (*reporter, error) {
+	if _, err := currentRules(); err != nil {
+		return nil, err
+	}
+	r := &reporter{pass: pass, ignores: map[string]map[int][]string{}}
+	for _, f := range pass.Files {
+		for _, cg := range f.Comments {
+			for _, c := range cg.List {
+				rest, ok := strings.CutPrefix(c.Text, IgnoreDirective)
+				if !ok {
+					continue
+				}
+				fields := strings.Fields(rest)
+				if len(fields) < 2 { // no reason: not honoured
+					continue
+				}
+				p := pass.Fset.Position(c.Slash)
+				if r.ignores[p.Filename] == nil {
+					r.ignores[p.Filename] = map[int][]string{}
+				}
+				r.ignores[p.Filename][p.Line] = append(r.ignores[p.Filename][p.Line], fields[0])
+			}
+		}
+	}
+	return r, nil
+}
+
+func (r *reporter) ignored(pos token.Pos) bool {
+	p := r.pass.Fset.Position(pos)
+	for _, line := range []int{p.Line, p.Line - 1} {
+		for _, check := range r.ignores[p.Filename][line] {
+			if check == r.pass.Analyzer.Name || check == "all" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// report emits a finding at n: "<severity>: <msg>", with optional fixes.
+func (r *reporter) report(n ast.Node, sev Severity, msg string, fixes ...analysis.SuggestedFix) {
+	if r.ignored(n.Pos()) {
+		return
+	}
+	r.pass.Report(analysis.Diagnostic{
+		Pos:            n.Pos(),
+		End:            n.End(),
+		Category:       string(sev),
+		Message:        string(sev) + ": " + msg,
+		SuggestedFixes: fixes,
+	})
+}
+
+// replaceFix suggests replacing node n with text.
+func replaceFix(msg string, n ast.Node, text string) analysis.SuggestedFix {
+	return analysis.SuggestedFix{
+		Message:   msg,
+		TextEdits: []analysis.TextEdit{{Pos: n.Pos(), End: n.End(), NewText: []byte(text)}},
+	}
+}

@@ -1,0 +1,207 @@
+package ackgapvet
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"go/token"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"golang.org/x/tools/go/analysis"
+	"golang.org/x/tools/go/analysis/checker"
+	"golang.org/x/tools/go/packages"
+)
+
+// RunConfig configures [Run]. A nil *RunConfig means all defaults.
+type RunConfig struct {
+	// Dir is the directory patterns are resolved in. Default: the current
+	// directory.
+	Dir string
+	// Patterns are go/packages patterns. Default: "./...".
+	Patterns []string
+	// Tests also loads and checks the packages' test files. Default: false.
+	Tests bool
+	// Checks names the checks to run (analyzer names). Default: all of
+	// [Analyzers].
+	Checks []string
+	// Env is the environment of the go command that loads packages. Default:
+	// the process's environment.
+	Env []string
+}
+
+// Finding is one diagnostic, with its position resolved.
+type Finding struct {
+	// Check is the analyzer name, e.g. "effect".
+	Check string `json:"check"`
+	// Severity is the blast radius of the finding.
+	Severity Severity `json:"severity"`
+	// File is the file's path; Line and Column are 1-based, Column in bytes.
+	File      string `json:"file"`
+	Line      int    `json:"line"`
+	Column    int    `json:"column"`
+	EndLine   int    `json:"end_line,omitempty"`
+	EndColumn int    `json:"end_column,omitempty"`
+	// Message says the risk and the fix, without the severity prefix.
+	Message string `json:"message"`
+	// Fixes are suggested edits, when one is mechanical.
+	Fixes []Fix `json:"fixes,omitempty"`
+}
+
+// Fix is a suggested fix: a message and its edits.
+type Fix struct {
+	Message string `json:"message"`
+	Edits   []Edit `json:"edits"`
+}
+
+// Edit replaces the text between two positions (1-based lines, byte
+// columns) with NewText.
+type Edit struct {
+	File      string `json:"file"`
+	Line      int    `json:"line"`
+	Column    int    `json:"column"`
+	EndLine   int    `json:"end_line"`
+	EndColumn int    `json:"end_column"`
+	NewText   string `json:"new_text"`
+}
+
+// Report is the outcome of [Run].
+type Report struct {
+	// Findings, sorted by file, line and column, then check.
+	Findings []Finding `json:"findings"`
+	// Skipped lists packages that did not load or type-check, with their
+	// first error: they were not checked.
+	Skipped []string `json:"skipped,omitempty"`
+}
+
+// Run loads the packages of cfg.Patterns with go/packages (full syntax, so
+// facts flow across packages) and runs the checks on them. It returns an
+// error for an unknown check name or when loading fails as a whole; packages
+// that fail to type-check are listed in Report.Skipped.
+func Run(cfg *RunConfig) (*Report, error) {
+	if cfg == nil {
+		cfg = &RunConfig{}
+	}
+	analyzers, err := Select(cfg.Checks)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := currentRules(); err != nil {
+		return nil, err
+	}
+	patterns := cfg.Patterns
+	if len(patterns) == 0 {
+		patterns = []string{"./..."}
+	}
+	env := cfg.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	pkgs, err := packages.Load(&packages.Config{
+		Mode:  packages.LoadAllSyntax | packages.NeedModule,
+		Dir:   cfg.Dir,
+		Tests: cfg.Tests,
+		Env:   env,
+	}, patterns...)
+	if err != nil {
+		return nil, fmt.Errorf("load packages: %w", err)
+	}
+	rep := &Report{}
+	packages.Visit(pkgs, nil, func(p *packages.Package) {
+		if len(p.Errors) > 0 {
+			rep.Skipped = append(rep.Skipped, p.PkgPath+": "+p.Errors[0].Error())
+		}
+	})
+	if len(pkgs) == 0 {
+		return nil, errors.New("no packages match " + strings.Join(patterns, " "))
+	}
+	graph, err := checker.Analyze(analyzers, pkgs, nil)
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	for act := range graph.All() {
+		if !act.IsRoot {
+			continue
+		}
+		if act.Err != nil && !act.Package.IllTyped {
+			return nil, fmt.Errorf("%s: %s: %w", act.Package.PkgPath, act.Analyzer.Name, act.Err)
+		}
+		for _, d := range act.Diagnostics {
+			f := toFinding(act.Package.Fset, act.Analyzer, d)
+			key := fmt.Sprintf("%s:%d:%d:%s:%s", f.File, f.Line, f.Column, f.Check, f.Message)
+			if !seen[key] {
+				seen[key] = true
+				rep.Findings = append(rep.Findings, f)
+			}
+		}
+	}
+	slices.SortFunc(rep.Findings, func(a, b Finding) int {
+		return cmp.Or(cmp.Compare(a.File, b.File), cmp.Compare(a.Line, b.Line), cmp.Compare(a.Column, b.Column), cmp.Compare(a.Check, b.Check))
+	})
+	return rep, nil
+}
+
+// Select returns the checks named (analyzer names, e.g. "effect"), in the
+// order given; all of [Analyzers] for none. An unknown name is an error that
+// names it (all unknown names at once).
+func Select(names []string) ([]*analysis.Analyzer, error) {
+	all := Analyzers()
+	if len(names) == 0 {
+		return all, nil
+	}
+	var out []*analysis.Analyzer
+	var errs []error
+	for _, n := range names {
+		i := slices.IndexFunc(all, func(a *analysis.Analyzer) bool { return a.Name == n })
+		if i < 0 {
+			errs = append(errs, fmt.Errorf("unknown check %q", n))
+			continue
+		}
+		out = append(out, all[i])
+	}
+	return out, errors.Join(errs...)
+}
+
+func toFinding(fset *token.FileSet, a *analysis.Analyzer, d analysis.Diagnostic) Finding {
+	start := fset.Position(d.Pos)
+	f := Finding{
+		Check:    a.Name,
+		Severity: Severity(d.Category),
+		File:     relPath(start.Filename),
+		Line:     start.Line,
+		Column:   start.Column,
+		Message:  strings.TrimPrefix(d.Message, d.Category+": "),
+	}
+	if f.Severity == "" {
+		f.Severity = SeverityMedium
+	}
+	if d.End.IsValid() {
+		end := fset.Position(d.End)
+		f.EndLine, f.EndColumn = end.Line, end.Column
+	}
+	for _, sf := range d.SuggestedFixes {
+		fix := Fix{Message: sf.Message}
+		for _, e := range sf.TextEdits {
+			s, en := fset.Position(e.Pos), fset.Position(e.End)
+			fix.Edits = append(fix.Edits, Edit{File: relPath(s.Filename), Line: s.Line, Column: s.Column, EndLine: en.Line, EndColumn: en.Column, NewText: string(e.NewText)})
+		}
+		f.Fixes = append(f.Fixes, fix)
+	}
+	return f
+}
+
+// relPath makes a path relative to the working directory when it lies below
+// it, as code-scanning UIs expect.
+func relPath(p string) string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return p
+	}
+	if r, err := filepath.Rel(wd, p); err == nil && !strings.HasPrefix(r, "..") {
+		return filepath.ToSlash(r)
+	}
+	return p
+}

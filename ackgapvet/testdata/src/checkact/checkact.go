@@ -1,0 +1,35 @@
+package checkact
+
+import (
+	"context"
+	"database/sql"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/ThreeDotsLabs/watermill/message/router/middleware"
+	"github.com/ackgap/ackgap/router"
+)
+
+func register(r *router.Router[*sql.Tx], wr *message.Router) {
+	_ = r.AddHandler("payments", "orders", nil, func(ctx context.Context, tx *sql.Tx, msg *message.Message) error {
+		var n int
+		if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM processed WHERE event_id = $1", msg.UUID).Scan(&n); err != nil { // want `medium: checks for the id in processed, then inserts it at line \d+: two concurrent deliveries both pass the check`
+			return err
+		}
+		if n > 0 {
+			return nil
+		}
+		_, err := tx.ExecContext(ctx, "INSERT INTO processed (event_id) VALUES ($1)", msg.UUID)
+		return err
+	})
+	_ = r.AddHandler("payments2", "orders", nil, func(ctx context.Context, tx *sql.Tx, msg *message.Message) error {
+		var state string
+		if err := tx.QueryRowContext(ctx, "SELECT state FROM orders WHERE id = $1", msg.UUID).Scan(&state); err != nil { // clean: the insert goes elsewhere and dedupes itself
+			return err
+		}
+		_, err := tx.ExecContext(ctx, "INSERT INTO processed (event_id) VALUES ($1) ON CONFLICT DO NOTHING", msg.UUID)
+		return err
+	})
+	d := middleware.Deduplicator{Timeout: time.Minute} // want `medium: Watermill's Deduplicator as the only guard keeps keys in memory`
+	wr.AddMiddleware(d.Middleware)
+}

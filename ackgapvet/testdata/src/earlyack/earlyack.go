@@ -1,0 +1,77 @@
+package earlyack
+
+import (
+	"context"
+	"database/sql"
+	"net/http"
+
+	"github.com/IBM/sarama"
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/ThreeDotsLabs/watermill/message/router/middleware"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+)
+
+type early struct{ db *sql.DB }
+
+func (h *early) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.ConsumerGroupClaim) error {
+	for msg := range claim.Messages() {
+		sess.MarkMessage(msg, "") // want `medium: acks with sarama.ConsumerGroupSession.MarkMessage before the work \(a database write \(sql.DB.ExecContext\) at line \d+\): a crash or error in between loses the message`
+		if _, err := h.db.ExecContext(sess.Context(), "INSERT INTO seen VALUES ($1)", msg.Value); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+type late struct{ db *sql.DB }
+
+// ConsumeClaim marks after the work: clean.
+func (h *late) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.ConsumerGroupClaim) error {
+	for msg := range claim.Messages() {
+		if _, err := h.db.ExecContext(sess.Context(), "INSERT INTO seen VALUES ($1)", msg.Value); err != nil {
+			return err
+		}
+		sess.MarkMessage(msg, "")
+	}
+	return nil
+}
+
+func poll(ctx context.Context, c *sqs.Client, url *string, client *http.Client) {
+	for {
+		out, err := c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: url})
+		if err != nil {
+			continue
+		}
+		for _, m := range out.Messages {
+			if m.Body == nil { // poison: delete and skip, clean
+				_, _ = c.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: url, ReceiptHandle: m.ReceiptHandle})
+				continue
+			}
+			_, _ = c.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: url, ReceiptHandle: m.ReceiptHandle}) // want `critical: acks with sqs.Client.DeleteMessage before the work \(calls earlyack.sendPayout, which makes an HTTP request`
+			sendPayout(client, *m.Body)
+		}
+	}
+}
+
+func sendPayout(client *http.Client, body string) {
+	_, _ = client.Get("http://payouts.local/" + body)
+}
+
+func pollLate(ctx context.Context, c *sqs.Client, url *string, client *http.Client) {
+	for {
+		out, _ := c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: url})
+		for _, m := range out.Messages {
+			sendPayout(client, *m.Body)
+			_, _ = c.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: url, ReceiptHandle: m.ReceiptHandle}) // clean: after the work
+		}
+	}
+}
+
+func register(r *message.Router, db *sql.DB) {
+	r.AddMiddleware(middleware.InstantAck) // want `medium: middleware.InstantAck acks every message before its handler runs`
+	r.AddNoPublisherHandler("h", "t", nil, func(msg *message.Message) error {
+		msg.Ack() // want `acks with message.Message.Ack before the work`
+		_, err := db.Exec("UPDATE stock SET n = 0")
+		return err
+	})
+}

@@ -1,0 +1,115 @@
+package effect
+
+import (
+	"context"
+	"database/sql"
+	"net/http"
+
+	wsql "github.com/ThreeDotsLabs/watermill-sql/v3/pkg/sql"
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/ackgap/ackgap/middleware"
+	"github.com/ackgap/ackgap/router"
+	"github.com/ackgap/ackgap/stores"
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"example.com/payments"
+)
+
+type handlers struct {
+	pub message.Publisher
+	pay *payments.Client
+}
+
+func register(r *message.Router, ar *router.Router[*sql.Tx], h *handlers) {
+	r.AddNoPublisherHandler("charge", "orders", nil, func(msg *message.Message) error {
+		if payments.Amount(string(msg.Payload)) == 0 { // clean: no effect
+			return nil
+		}
+		return h.pay.Charge(msg.Context(), string(msg.Payload)) // want `critical: calls payments.Client.Charge, which makes an HTTP request \(http.Client.Do\) on the consumer path of watermill handler \(func literal\) repeats on every redelivery; record it in the outbox`
+	})
+	r.AddNoPublisherHandler("receipts", "orders", nil, h.notify)
+
+	// A safe ackgap handler: guarded transition and an outbox row.
+	_ = ar.AddHandler("billing", "orders", nil, func(ctx context.Context, tx *sql.Tx, msg *message.Message) error {
+		res, err := middleware.TransitionIfState(ctx, &stores.TransitionParams{Table: "orders", Key: msg.UUID, To: "charging"})
+		if err != nil {
+			return err
+		}
+		if err := res.Err(); err != nil {
+			return err
+		}
+		return middleware.QueueOutbox(ctx, &stores.OutboxInsertParams{Topic: "charges", Key: msg.UUID})
+	})
+}
+
+func (h *handlers) notify(msg *message.Message) error {
+	return h.pub.Publish("emails", msg) // want `high: a publish \(message.Publisher.Publish\) on the consumer path of watermill handler notify`
+}
+
+// relay is a proper outbox relay: it claims in a transaction, commits, then
+// calls out. Not on a consumer path, not inside the transaction: clean.
+func relay(ctx context.Context, db *sql.DB, client *http.Client, url string) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	var key string
+	if err := tx.QueryRowContext(ctx, "UPDATE outbox SET claimed = now() RETURNING key").Scan(&key); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Idempotency-Key", key)
+	_, err = client.Do(req)
+	return err
+}
+
+// archive calls out while its transaction is open.
+func archive(ctx context.Context, db *sql.DB, client *http.Client) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, "INSERT INTO archive VALUES (1)"); err != nil {
+		return err
+	}
+	if _, err := client.Get("http://cache.local/refresh"); err != nil { // want `low: an HTTP request \(http.Client.Get\) while a database transaction is open repeats`
+		return err
+	}
+	//ackgapvet:ignore effect the cache refresh is advisory and idempotent
+	_, _ = client.Get("http://cache.local/refresh")
+	//ackgapvet:ignore effect
+	_, _ = client.Get("http://cache.local/refresh") // want `low: an HTTP request`
+	return tx.Commit()
+}
+
+// outboxPublish publishes through watermill-sql into the transaction: that
+// is an outbox, clean.
+func outboxPublish(tx *sql.Tx, msg *message.Message) error {
+	pub, err := wsql.NewPublisher(tx)
+	if err != nil {
+		return err
+	}
+	return pub.Publish("charges", msg)
+}
+
+func lambdaHandler(ctx context.Context, ev events.SQSEvent, q *sqs.Client, store *s3.Client) error {
+	for _, r := range ev.Records {
+		if _, err := store.PutObject(ctx, &s3.PutObjectInput{Key: &r.MessageId}); err != nil { // clean: overwrite by key
+			return err
+		}
+		if _, err := q.SendMessage(ctx, &sqs.SendMessageInput{MessageBody: &r.Body}); err != nil { // want `medium: an AWS call \(sqs.Client.SendMessage\) on the consumer path of Lambda SQS handler lambdaHandler repeats`
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,25 @@
+// Package sarama is a stub of IBM/sarama.
+package sarama
+
+import "context"
+
+type ConsumerMessage struct {
+	Key, Value []byte
+	Offset     int64
+}
+
+type ConsumerGroupSession interface {
+	MarkMessage(msg *ConsumerMessage, metadata string)
+	Commit()
+	Context() context.Context
+}
+
+type ConsumerGroupClaim interface {
+	Messages() <-chan *ConsumerMessage
+}
+
+type ProducerMessage struct{ Topic string }
+
+type SyncProducer interface {
+	SendMessage(msg *ProducerMessage) (int32, int64, error)
+}

@@ -1,0 +1,3 @@
+module github.com/ThreeDotsLabs/watermill
+
+go 1.26

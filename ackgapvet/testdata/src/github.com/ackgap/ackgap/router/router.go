@@ -1,0 +1,20 @@
+// Package router is a stub of ackgap's router package.
+package router
+
+import (
+	"context"
+
+	"github.com/ThreeDotsLabs/watermill/message"
+)
+
+type HandlerFunc[TTx any] func(ctx context.Context, tx TTx, msg *message.Message) error
+
+type Router[TTx any] struct{}
+
+func New[TTx any](store any) (*Router[TTx], error) { return &Router[TTx]{}, nil }
+
+func (r *Router[TTx]) AddHandler(consumer, topic string, sub message.Subscriber, h HandlerFunc[TTx]) error {
+	return nil
+}
+
+func ConsumerHandler[TTx any](h HandlerFunc[TTx]) message.NoPublishHandlerFunc { return nil }

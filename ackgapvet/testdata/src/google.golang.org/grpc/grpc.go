@@ -1,0 +1,4 @@
+// Package grpc is a stub of grpc-go.
+package grpc
+
+type CallOption interface{}

@@ -1,0 +1,35 @@
+package httpclient
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill/message"
+)
+
+var (
+	bare  = &http.Client{}                         // want `medium: http.Client without Timeout in a package with consumers`
+	timed = &http.Client{Timeout: 5 * time.Second} // clean
+)
+
+func register(r *message.Router) {
+	r.AddNoPublisherHandler("notify", "orders", nil, func(msg *message.Message) error {
+		_, err := http.Post("https://sms.example/send", "text/plain", nil) // want `high: http.Post uses http.DefaultClient, which has no timeout, on the consumer path`
+		if err != nil {
+			return err
+		}
+		req, _ := http.NewRequest(http.MethodGet, "https://example.com", nil)
+		_, err = http.DefaultClient.Do(req) // want `medium: http.DefaultClient, which has no timeout, on the consumer path`
+		if err != nil {
+			return err
+		}
+		_, err = timed.Do(req) // clean
+		return err
+	})
+}
+
+// health is not a consumer: clean.
+func health() error {
+	_, err := http.Get("http://localhost/health")
+	return err
+}

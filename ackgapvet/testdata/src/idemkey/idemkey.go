@@ -1,0 +1,71 @@
+package idemkey
+
+import (
+	"context"
+	"database/sql"
+	"net/http"
+
+	"github.com/ThreeDotsLabs/watermill/message"
+)
+
+func register(r *message.Router, client *http.Client, db *sql.DB) {
+	r.AddNoPublisherHandler("charge", "orders", nil, func(msg *message.Message) error {
+		ctx := msg.Context()
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, "https://pay.example/charges", nil) // want `critical: HTTP POST on the consumer path of watermill handler \(func literal\) without an Idempotency-Key header`
+		if err != nil {
+			return err
+		}
+		_, err = client.Do(req)
+		return err
+	})
+	r.AddNoPublisherHandler("charge-keyed", "orders", nil, func(msg *message.Message) error {
+		req, err := http.NewRequestWithContext(msg.Context(), http.MethodPost, "https://pay.example/charges", nil)
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Idempotency-Key", msg.UUID) // clean
+		_, err = client.Do(req)
+		return err
+	})
+	r.AddNoPublisherHandler("charge-helper", "orders", nil, func(msg *message.Message) error {
+		req, err := http.NewRequest("PUT", "https://pay.example/charges/1", nil)
+		if err != nil {
+			return err
+		}
+		withKey(req, msg.UUID) // clean: the key is set through a helper
+		_, err = client.Do(req)
+		return err
+	})
+	r.AddNoPublisherHandler("lookup", "orders", nil, func(msg *message.Message) error {
+		req, err := http.NewRequest(http.MethodGet, "https://pay.example/charges/1", nil) // clean: a GET
+		if err != nil {
+			return err
+		}
+		_, err = client.Do(req)
+		return err
+	})
+	r.AddNoPublisherHandler("count", "orders", nil, func(msg *message.Message) error {
+		_, err := db.ExecContext(context.Background(), "UPDATE counters SET hits = hits + 1 WHERE id = $1", msg.UUID) // want `medium: increments hits with no dedupe record in the same transaction`
+		return err
+	})
+	r.AddNoPublisherHandler("count-deduped", "orders", nil, func(msg *message.Message) error {
+		tx, err := db.Begin()
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback()
+		res, err := tx.Exec("INSERT INTO inbox (event_id) VALUES ($1) ON CONFLICT DO NOTHING", msg.UUID)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return nil
+		}
+		if _, err := tx.Exec("UPDATE counters SET hits = hits + 1 WHERE id = $1", msg.UUID); err != nil { // clean: inbox row in the same tx
+			return err
+		}
+		return tx.Commit()
+	})
+}
+
+func withKey(req *http.Request, key string) { req.Header.Set("Idempotency-Key", key) }

@@ -1,0 +1,38 @@
+package pooltx
+
+import (
+	"context"
+	"database/sql"
+
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/ackgap/ackgap/router"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+func register(r *router.Router[*sql.Tx], db *sql.DB) {
+	_ = r.AddHandler("stock", "orders", nil, func(ctx context.Context, tx *sql.Tx, msg *message.Message) error {
+		var n int
+		if err := db.QueryRowContext(ctx, "SELECT count(*) FROM inventory").Scan(&n); err != nil { // clean: a read
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, "UPDATE orders SET state = 'reserved' WHERE id = $1", msg.UUID); err != nil { // clean
+			return err
+		}
+		_, err := db.ExecContext(ctx, "UPDATE inventory SET reserved = reserved + 1 WHERE sku = $1", msg.UUID) // want `medium: writes through db instead of the transaction tx on the consumer path of ackgap handler \(func literal\), while a database transaction is open: .*; use tx`
+		return err
+	})
+}
+
+func apply(ctx context.Context, tx pgx.Tx, pool *pgxpool.Pool) error {
+	if _, err := tx.Exec(ctx, "INSERT INTO ledger VALUES (1)"); err != nil { // clean
+		return err
+	}
+	_, err := pool.Exec(ctx, "INSERT INTO payments VALUES (1)") // want `critical: writes through pool instead of the transaction tx while a database transaction is open`
+	return err
+}
+
+func noTx(ctx context.Context, pool *pgxpool.Pool) error {
+	_, err := pool.Exec(ctx, "INSERT INTO payments VALUES (1)") // clean: no transaction here
+	return err
+}

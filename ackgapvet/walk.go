@@ -1,0 +1,207 @@
+package ackgapvet
+
+import (
+	"go/ast"
+	"go/constant"
+	"go/token"
+	"go/types"
+	"strings"
+
+	"golang.org/x/tools/go/analysis"
+	"golang.org/x/tools/go/analysis/passes/inspect"
+	"golang.org/x/tools/go/ast/inspector"
+)
+
+// site is where a node sits: the functions around it and what they give.
+type site struct {
+	// Funcs are the enclosing FuncDecl/FuncLit nodes, outermost first.
+	Funcs []ast.Node
+	// Root is the consumer entry point that reaches the innermost function
+	// (or an enclosing one), nil off consumer paths.
+	Root *Root
+	// Tx is the name of a transaction parameter in scope, "" if none.
+	Tx string
+	// Ctx is the name of a context parameter in scope, "" if none.
+	Ctx string
+	// InTx reports whether a database transaction is open here: a
+	// transaction parameter is in scope, or the node lies between a Begin
+	// and its Commit in the same function.
+	InTx bool
+}
+
+// Inner returns the innermost enclosing function.
+func (s *site) Inner() ast.Node {
+	if len(s.Funcs) == 0 {
+		return nil
+	}
+	return s.Funcs[len(s.Funcs)-1]
+}
+
+// names returns the names of the enclosing functions and root, for severity.
+func (s *site) names() []string {
+	var ns []string
+	for _, f := range s.Funcs {
+		if fd, ok := f.(*ast.FuncDecl); ok {
+			ns = append(ns, fd.Name.Name)
+		}
+	}
+	if s.Root != nil {
+		ns = append(ns, s.Root.Name)
+	}
+	return ns
+}
+
+// where describes the site for messages.
+func (s *site) where() string {
+	var parts []string
+	if s.Root != nil {
+		name := s.Root.Name
+		if name == "func literal" {
+			name = "(func literal)"
+		}
+		parts = append(parts, "on the consumer path of "+s.Root.Kind+" "+name)
+	}
+	if s.InTx {
+		parts = append(parts, "while a database transaction is open")
+	}
+	return strings.Join(parts, ", ")
+}
+
+// walk calls visit for every node of the given types with its site.
+func walk(pass *analysis.Pass, c *Consumers, types []ast.Node, visit func(n ast.Node, s *site)) {
+	ins := pass.ResultOf[inspect.Analyzer].(*inspector.Inspector)
+	ranges := txRanges(pass)
+	filter := append([]ast.Node{(*ast.FuncDecl)(nil), (*ast.FuncLit)(nil)}, types...)
+	want := map[string]bool{}
+	for _, t := range types {
+		want[nodeKind(t)] = true
+	}
+	ins.WithStack(filter, func(n ast.Node, push bool, stack []ast.Node) bool {
+		if !push || !want[nodeKind(n)] {
+			return true
+		}
+		s := &site{}
+		for _, p := range stack[:len(stack)-1] {
+			switch p.(type) {
+			case *ast.FuncDecl, *ast.FuncLit:
+				s.Funcs = append(s.Funcs, p)
+				if r := c.RootOf(p); r != nil {
+					s.Root = r
+				}
+				if tx := txParam(pass.TypesInfo, funcType(p)); tx != "" {
+					s.Tx, s.InTx = tx, true
+				}
+				if cx := ctxParam(pass.TypesInfo, funcType(p)); cx != "" {
+					s.Ctx = cx
+				}
+			}
+		}
+		if f := s.Inner(); f != nil {
+			for _, r := range ranges[f] {
+				if n.Pos() >= r[0] && n.Pos() < r[1] {
+					s.InTx = true
+				}
+			}
+		}
+		visit(n, s)
+		return true
+	})
+}
+
+func nodeKind(n ast.Node) string {
+	switch n.(type) {
+	case *ast.CallExpr:
+		return "call"
+	case *ast.CompositeLit:
+		return "lit"
+	case *ast.SelectorExpr:
+		return "sel"
+	case *ast.Ident:
+		return "ident"
+	case *ast.ReturnStmt:
+		return "return"
+	case *ast.FuncDecl, *ast.FuncLit:
+		return "func"
+	}
+	return ""
+}
+
+// txRanges finds, per function, the spans between a Begin call and the
+// first non-deferred Commit after it (or the function's end).
+func txRanges(pass *analysis.Pass) map[ast.Node][][2]token.Pos {
+	out := map[ast.Node][][2]token.Pos{}
+	for _, f := range pass.Files {
+		var stack []ast.Node
+		ast.Inspect(f, func(n ast.Node) bool {
+			if n == nil {
+				stack = stack[:len(stack)-1]
+				return true
+			}
+			stack = append(stack, n)
+			fnNode, ok := n.(*ast.FuncDecl)
+			var body *ast.BlockStmt
+			if ok {
+				body = fnNode.Body
+			} else if lit, ok := n.(*ast.FuncLit); ok {
+				body = lit.Body
+			}
+			if body == nil {
+				return true
+			}
+			var begins, commits []token.Pos
+			ast.Inspect(body, func(m ast.Node) bool {
+				switch m := m.(type) {
+				case *ast.FuncLit:
+					return false
+				case *ast.DeferStmt:
+					return false
+				case *ast.CallExpr:
+					fn := callee(pass.TypesInfo, m)
+					if fn == nil {
+						return true
+					}
+					path, recv, name := funcPath(fn), recvName(fn), fn.Name()
+					db := path == "database/sql" || isPgx(path) || isPgxpool(path)
+					if db && (name == "Begin" || name == "BeginTx") && recv != "" {
+						begins = append(begins, m.End())
+					}
+					if db && (name == "Commit" || name == "Rollback") && recv == "Tx" {
+						commits = append(commits, m.Pos())
+					}
+				}
+				return true
+			})
+			for _, b := range begins {
+				end := body.End()
+				for _, cm := range commits {
+					if cm > b && cm < end {
+						end = cm
+					}
+				}
+				out[n] = append(out[n], [2]token.Pos{b, end})
+			}
+			return true
+		})
+	}
+	return out
+}
+
+// constStrings returns the string constants in a call's arguments, nested
+// ones included (a topic in a record literal), for severity and messages.
+func constStrings(info *types.Info, call *ast.CallExpr) []string {
+	var out []string
+	for _, a := range call.Args {
+		ast.Inspect(a, func(n ast.Node) bool {
+			e, ok := n.(ast.Expr)
+			if !ok {
+				return true
+			}
+			if tv, ok := info.Types[e]; ok && tv.Value != nil && tv.Value.Kind() == constant.String {
+				out = append(out, constant.StringVal(tv.Value))
+				return false
+			}
+			return true
+		})
+	}
+	return out
+}

@@ -1,0 +1,137 @@
+// Command ackgapvet checks Kafka, SQS and Watermill consumers for the code a
+// redelivered message would hurt: effects made from a handler or inside a
+// transaction, writes around the handler's transaction, acks before the work,
+// check-then-act dedupes, missing idempotency keys, ignored guarded
+// transitions and lease risks. See package ackgapvet for the checks.
+//
+// Three ways to run it:
+//
+//	go run github.com/ackgap/ackgap/cmd/ackgapvet ./...
+//	go run github.com/ackgap/ackgap/cmd/ackgapvet -format sarif ./... > ackgapvet.sarif
+//	go vet -vettool=$(which ackgapvet) ./...
+//
+// Standalone, it writes findings to standard output as vet-style text
+// (default), JSON (-format json) or SARIF 2.1.0 (-format sarif). Under go vet
+// it speaks vet's protocol (unitchecker) and go vet prints the findings.
+//
+// Suppress a finding with a comment on its line or the line above:
+//
+//	//ackgapvet:ignore <check> <reason>
+//
+// Exit codes (standalone): 0 no findings, 1 usage or load error, 3 findings.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"golang.org/x/tools/go/analysis/unitchecker"
+
+	"github.com/ackgap/ackgap/ackgapvet"
+)
+
+// Exit codes of the standalone mode.
+const (
+	exitClean    = 0
+	exitError    = 1
+	exitFindings = 3
+)
+
+func main() {
+	args := os.Args[1:]
+	if vetMode(args) {
+		unitchecker.Main(ackgapvet.Analyzers()...) // does not return
+	}
+	os.Exit(run(args, os.Stdout, os.Stderr))
+}
+
+// vetMode reports whether go vet invoked the tool: it asks -V=full and -flags,
+// then passes a vet.cfg file.
+func vetMode(args []string) bool {
+	if len(args) == 0 {
+		return false
+	}
+	return args[0] == "-V=full" || args[0] == "-flags" || strings.HasSuffix(args[len(args)-1], ".cfg")
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("ackgapvet", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	format := fs.String("format", envOr("ACKGAPVET_FORMAT", "text"), "output: text, json or sarif (env ACKGAPVET_FORMAT)")
+	severity := fs.String("severity", os.Getenv(ackgapvet.SeverityEnv), "blast-radius patterns, e.g. 'critical=charge|payout;low=cache' (env "+ackgapvet.SeverityEnv+")")
+	checks := fs.String("checks", os.Getenv("ACKGAPVET_CHECKS"), "comma-separated checks to run; default all (env ACKGAPVET_CHECKS)")
+	tests := fs.Bool("test", false, "also check test files")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, `ackgapvet: find the consumers that a duplicate delivery would hurt.
+
+Usage:
+  ackgapvet [flags] [packages]        (default ./...)
+  go vet -vettool=$(which ackgapvet) [packages]
+
+Example:
+  ackgapvet ./...
+  ackgapvet -format sarif ./... > ackgapvet.sarif
+
+Suppress a finding: //ackgapvet:ignore <check> <reason> on its line or the line above.
+Exit codes: 0 no findings, 1 usage or load error, 3 findings.
+
+Flags:
+`)
+		fs.PrintDefaults()
+		fmt.Fprintln(stderr, "\nChecks:")
+		for _, a := range ackgapvet.Analyzers() {
+			short, _, _ := strings.Cut(a.Doc, "\n")
+			fmt.Fprintf(stderr, "  %-11s %s\n", a.Name, short)
+		}
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitClean
+		}
+		return exitError
+	}
+	write, ok := map[string]func(io.Writer, *ackgapvet.Report) error{
+		"text": ackgapvet.WriteText, "json": ackgapvet.WriteJSON, "sarif": ackgapvet.WriteSARIF,
+	}[*format]
+	if !ok {
+		fmt.Fprintf(stderr, "ackgapvet: -format %q: want text, json or sarif\n", *format)
+		return exitError
+	}
+	if *severity != "" {
+		if err := ackgapvet.SetSeverityPatterns(*severity); err != nil {
+			fmt.Fprintln(stderr, "ackgapvet:", err)
+			return exitError
+		}
+	}
+	cfg := &ackgapvet.RunConfig{Patterns: fs.Args(), Tests: *tests}
+	if *checks != "" {
+		cfg.Checks = strings.Split(*checks, ",")
+	}
+	rep, err := ackgapvet.Run(cfg)
+	if err != nil {
+		fmt.Fprintln(stderr, "ackgapvet:", err)
+		return exitError
+	}
+	for _, s := range rep.Skipped {
+		fmt.Fprintln(stderr, "ackgapvet: skipped (does not type-check):", s)
+	}
+	if err := write(stdout, rep); err != nil {
+		fmt.Fprintln(stderr, "ackgapvet:", err)
+		return exitError
+	}
+	if len(rep.Findings) > 0 {
+		return exitFindings
+	}
+	return exitClean
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}

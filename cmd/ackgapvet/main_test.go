@@ -1,0 +1,173 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ackgap/ackgap/ackgapvet"
+)
+
+// build compiles the command once per test binary.
+func build(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "ackgapvet")
+	cmd := exec.Command("go", "build", "-o", bin, ".")
+	cmd.Env = append(os.Environ(), "GOWORK=off")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	return bin
+}
+
+// shopEnv runs commands in testdata/shop, offline: its one dependency is a
+// local stub (replace directive).
+func shopCmd(t *testing.T, name string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Dir = filepath.Join("testdata", "shop")
+	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod", "GOPROXY=off", "ACKGAPVET_FORMAT=", "ACKGAPVET_SEVERITY=", "ACKGAPVET_CHECKS=")
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		return o.String(), e.String(), exit.ExitCode()
+	}
+	require.NoError(t, err)
+	return o.String(), e.String(), 0
+}
+
+const chargeMsg = "calls pay.Charge, which makes an HTTP request (http.Client.Do) on the consumer path of watermill handler (func literal) repeats on every redelivery"
+
+func TestCommand(t *testing.T) {
+	bin := build(t)
+
+	t.Run("text", func(t *testing.T) {
+		out, errOut, code := shopCmd(t, bin, ".")
+		require.Equal(t, exitFindings, code, errOut)
+		require.Equal(t, "shop.go:15:10: critical: "+chargeMsg+"; record it in the outbox in the handler's transaction and let the relay make it with an idempotency key [effect]\n", out)
+	})
+
+	t.Run("json", func(t *testing.T) {
+		out, errOut, code := shopCmd(t, bin, "-format", "json", ".")
+		require.Equal(t, exitFindings, code, errOut)
+		var rep ackgapvet.Report
+		require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
+		require.Len(t, rep.Findings, 1, "the ignored cache warm-up is suppressed")
+		f := rep.Findings[0]
+		require.Equal(t, "effect", f.Check)
+		require.Equal(t, ackgapvet.SeverityCritical, f.Severity)
+		require.Equal(t, "shop.go", f.File)
+		require.Equal(t, 15, f.Line)
+		require.Contains(t, f.Message, chargeMsg)
+	})
+
+	t.Run("sarif", func(t *testing.T) {
+		out, errOut, code := shopCmd(t, bin, "-format", "sarif", ".")
+		require.Equal(t, exitFindings, code, errOut)
+		var log struct {
+			Version string `json:"version"`
+			Runs    []struct {
+				Tool struct {
+					Driver struct {
+						Name  string `json:"name"`
+						Rules []struct {
+							ID string `json:"id"`
+						} `json:"rules"`
+					} `json:"driver"`
+				} `json:"tool"`
+				Results []struct {
+					RuleID    string `json:"ruleId"`
+					Level     string `json:"level"`
+					Locations []struct {
+						PhysicalLocation struct {
+							ArtifactLocation struct {
+								URI string `json:"uri"`
+							} `json:"artifactLocation"`
+							Region struct {
+								StartLine int `json:"startLine"`
+							} `json:"region"`
+						} `json:"physicalLocation"`
+					} `json:"locations"`
+				} `json:"results"`
+			} `json:"runs"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(out), &log), out)
+		require.Equal(t, "2.1.0", log.Version)
+		require.Len(t, log.Runs, 1)
+		require.Equal(t, "ackgapvet", log.Runs[0].Tool.Driver.Name)
+		require.Len(t, log.Runs[0].Tool.Driver.Rules, len(ackgapvet.Analyzers()))
+		require.Len(t, log.Runs[0].Results, 1)
+		res := log.Runs[0].Results[0]
+		require.Equal(t, "effect", res.RuleID)
+		require.Equal(t, "error", res.Level)
+		require.Equal(t, "shop.go", res.Locations[0].PhysicalLocation.ArtifactLocation.URI)
+		require.Equal(t, 15, res.Locations[0].PhysicalLocation.Region.StartLine)
+	})
+
+	t.Run("json suggested fix", func(t *testing.T) {
+		out, errOut, code := shopCmd(t, bin, "-format", "json", "-checks", "pooltx", "./ledger")
+		require.Equal(t, exitFindings, code, errOut)
+		var rep ackgapvet.Report
+		require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
+		require.Len(t, rep.Findings, 1)
+		f := rep.Findings[0]
+		require.Equal(t, "pooltx", f.Check)
+		require.Equal(t, "ledger/ledger.go", f.File)
+		require.Equal(t, 27, f.Line)
+		require.Contains(t, f.Message, "writes through db instead of the transaction tx")
+		require.Equal(t, []ackgapvet.Fix{{Message: "use the transaction tx", Edits: []ackgapvet.Edit{{
+			File: "ledger/ledger.go", Line: 27, Column: 12, EndLine: 27, EndColumn: 14, NewText: "tx",
+		}}}}, f.Fixes)
+	})
+
+	t.Run("clean", func(t *testing.T) {
+		out, errOut, code := shopCmd(t, bin, "./clean")
+		require.Equal(t, exitClean, code, errOut)
+		require.Empty(t, out)
+	})
+
+	t.Run("severity override", func(t *testing.T) {
+		out, errOut, code := shopCmd(t, bin, "-severity", "low=charge;critical=nomatch", "./...")
+		require.Equal(t, exitFindings, code, errOut)
+		require.Contains(t, out, "shop.go:15:10: low: ")
+	})
+
+	t.Run("bad input", func(t *testing.T) {
+		_, errOut, code := shopCmd(t, bin, "-format", "xml", "./...")
+		require.Equal(t, exitError, code)
+		require.Contains(t, errOut, `-format "xml": want text, json or sarif`)
+		_, errOut, code = shopCmd(t, bin, "-checks", "effect,nosuch", "./...")
+		require.Equal(t, exitError, code)
+		require.Contains(t, errOut, `unknown check "nosuch"`)
+		_, errOut, code = shopCmd(t, bin, "-severity", "urgent=x", "./...")
+		require.Equal(t, exitError, code)
+		require.Contains(t, errOut, "want <critical|high|medium|low>=<regexp>")
+	})
+
+	t.Run("go vet -vettool", func(t *testing.T) {
+		abs, err := filepath.Abs(bin)
+		require.NoError(t, err)
+		_, errOut, code := shopCmd(t, "go", "vet", "-vettool="+abs, "./...")
+		require.NotEqual(t, 0, code, errOut)
+		require.Contains(t, errOut, "shop.go:15:10: critical: "+chargeMsg)
+		require.NotContains(t, errOut, "cache.example", "suppressed")
+
+		_, errOut, code = shopCmd(t, "go", "vet", "-vettool="+abs, "./clean")
+		require.Equal(t, 0, code, errOut)
+	})
+}
+
+func TestVetMode(t *testing.T) {
+	require.True(t, vetMode([]string{"-V=full"}))
+	require.True(t, vetMode([]string{"-flags"}))
+	require.True(t, vetMode([]string{"-effect", "/tmp/x/vet.cfg"}))
+	require.False(t, vetMode([]string{"./..."}))
+	require.False(t, vetMode(nil))
+}
