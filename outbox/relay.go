@@ -307,12 +307,21 @@ func New(store stores.OutboxStore, cfg *Config) (*Relay, error) {
 }
 
 // PollOnly returns store without its stores.OutboxListener, if it has one:
-// a relay on it polls every Config.PollInterval and is never woken.
+// a relay on it polls every Config.PollInterval and is never woken. A
+// stores.OutboxManySettler stays one.
 func PollOnly(store stores.OutboxStore) stores.OutboxStore {
+	if s, ok := store.(stores.OutboxManySettler); ok {
+		return pollOnlySettler{pollOnly{store}, s}
+	}
 	return pollOnly{store}
 }
 
 type pollOnly struct{ stores.OutboxStore }
+
+type pollOnlySettler struct {
+	pollOnly
+	stores.OutboxManySettler
+}
 
 // Run carries out due rows until ctx ends, then returns nil. It claims as
 // many due rows as it has free slots (Config.Concurrency) and calls their
@@ -356,7 +365,11 @@ func (r *Relay) Run(ctx context.Context) error {
 	var workers sync.WaitGroup
 	finished := make(chan time.Time, r.cfg.Concurrency) // a retry's due time, or zero
 	inflight := 0
-	defer r.drain(&workers, hardStop)
+	rec := r.startRecorder(ctx)
+	defer func() {
+		r.drain(&workers, hardStop)
+		rec.stop()
+	}()
 
 	poll := time.NewTimer(0)
 	defer poll.Stop()
@@ -375,7 +388,7 @@ func (r *Relay) Run(ctx context.Context) error {
 			for _, row := range rows {
 				inflight++
 				workers.Go(func() {
-					rep := r.carryOut(workCtx, row, claimed)
+					rep := r.carryOut(workCtx, row, claimed, rec)
 					var due time.Time
 					if rep.Outcome == OutcomeRetry {
 						due = time.Now().Add(rep.Delay)
@@ -418,11 +431,13 @@ func (r *Relay) RunOnce(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	claimed := r.cfg.Now()
+	rec := r.startRecorder(ctx)
 	var wg sync.WaitGroup
 	for _, row := range rows {
-		wg.Go(func() { r.carryOut(ctx, row, claimed) })
+		wg.Go(func() { r.carryOut(ctx, row, claimed, rec) })
 	}
 	wg.Wait()
+	rec.stop()
 	return len(rows), nil
 }
 
@@ -495,10 +510,10 @@ func (r *Relay) prune(ctx context.Context) {
 	}
 }
 
-// carryOut calls row's effect and records the outcome. ctx is the work
-// context: when it is cancelled (the relay's hard stop) mid-effect, the
-// outcome is left unrecorded.
-func (r *Relay) carryOut(ctx context.Context, row stores.ClaimedOutboxRow, claimed time.Time) *Report {
+// carryOut calls row's effect and records the outcome through rec. ctx is
+// the work context: when it is cancelled (the relay's hard stop)
+// mid-effect, the outcome is left unrecorded.
+func (r *Relay) carryOut(ctx context.Context, row stores.ClaimedOutboxRow, claimed time.Time, rec *recorder) *Report {
 	rep := &Report{Row: row.OutboxRow, Claim: row.Claim, Claimed: claimed}
 	defer func() {
 		r.log(rep)
@@ -511,7 +526,7 @@ func (r *Relay) carryOut(ctx context.Context, row stores.ClaimedOutboxRow, claim
 		// that may be what crashes the relay.
 		rep.Err = fmt.Errorf("%w: claimed %d times, the limit is %d, and no earlier attempt recorded an outcome (relays crashed, stopped or could not record)",
 			ErrAttemptsExhausted, row.Attempts, r.cfg.MaxAttempts)
-		r.record(ctx, rep, OutcomeDead)
+		rec.record(rep, OutcomeDead)
 		return rep
 	}
 	effectCtx, cancel := context.WithTimeout(ctx, r.cfg.EffectTimeout)
@@ -523,15 +538,15 @@ func (r *Relay) carryOut(ctx context.Context, row stores.ClaimedOutboxRow, claim
 	case err != nil && ctx.Err() != nil:
 		rep.Outcome, rep.RecordErr = OutcomeUnrecorded, fmt.Errorf("relay stopped mid-effect, the lease will lapse: %w", ctx.Err())
 	case err == nil:
-		r.record(ctx, rep, OutcomeDone)
+		rec.record(rep, OutcomeDone)
 	case ackgap.IsPermanent(err):
-		r.record(ctx, rep, OutcomeDead)
+		rec.record(rep, OutcomeDead)
 	case row.Attempts >= r.cfg.MaxAttempts:
 		rep.Err = fmt.Errorf("%w (%d of %d): %w", ErrAttemptsExhausted, row.Attempts, r.cfg.MaxAttempts, err)
-		r.record(ctx, rep, OutcomeDead)
+		rec.record(rep, OutcomeDead)
 	default:
 		rep.Delay = r.backoff(row.Attempts, err)
-		r.record(ctx, rep, OutcomeRetry)
+		rec.record(rep, OutcomeRetry)
 	}
 	return rep
 }
@@ -544,34 +559,6 @@ func call(ctx context.Context, effect Effect, row stores.OutboxRow) (err error) 
 		}
 	}()
 	return effect(ctx, row)
-}
-
-// record writes the outcome, guarded by the claim, on a context detached
-// from the relay's stop and bounded by RecordTimeout.
-func (r *Relay) record(ctx context.Context, rep *Report, outcome Outcome) {
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.RecordTimeout)
-	defer cancel()
-	c := rep.Claim
-	var res *stores.OutboxSettleResult
-	var err error
-	switch outcome {
-	case OutcomeDone:
-		res, err = r.store.MarkOutboxDoneIfClaimed(rctx, &stores.OutboxMarkDoneParams{ID: c.ID, ClaimToken: c.Token})
-	case OutcomeRetry:
-		res, err = r.store.RetryOutboxIfClaimed(rctx, &stores.OutboxRetryParams{
-			ID: c.ID, ClaimToken: c.Token, Delay: rep.Delay, LastError: lastError(rep.Err),
-		})
-	case OutcomeDead:
-		res, err = r.store.MarkOutboxDeadIfClaimed(rctx, &stores.OutboxMarkDeadParams{ID: c.ID, ClaimToken: c.Token, LastError: lastError(rep.Err)})
-	}
-	switch {
-	case err != nil:
-		rep.Outcome, rep.RecordErr = OutcomeUnrecorded, err
-	case !res.Changed:
-		rep.Outcome = OutcomeClaimLost
-	default:
-		rep.Outcome, rep.Recorded = outcome, r.cfg.Now()
-	}
 }
 
 // backoff returns the delay before attempt+1: RetryInitialInterval
