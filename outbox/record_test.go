@@ -20,7 +20,7 @@ import (
 // set-based settle calls (and the rows in them).
 type countingStore struct {
 	stores.OutboxStore
-	settler                   stores.OutboxManySettler
+	settler                  stores.OutboxManySettler
 	perRow, settles, settled atomic.Int64
 }
 
