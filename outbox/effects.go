@@ -40,8 +40,16 @@ type Effect func(ctx context.Context, row stores.OutboxRow) error
 // id middleware.MetadataEventIDKey ("event_id") set to the idempotency
 // key. A republished row carries the same event id, so a downstream
 // consumer behind the inbox skips the copy as a duplicate. A Publish error
-// is retried. Watermill's Publish takes no context: a publisher that
-// blocks past ctx blocks the relay's stop too.
+// is retried.
+//
+// Watermill's Publish takes no context, so the effect calls it on a
+// goroutine of its own and stops waiting when ctx ends (Config.EffectTimeout,
+// or the relay's hard stop): it returns an error wrapping ctx.Err(), the
+// row is retried under the same event id, and the relay's stop is not held
+// up. The abandoned call may still publish its copy later: that is a
+// duplicate the consumer's inbox skips. Its goroutine ends when pub.Publish
+// returns; a publisher that never returns keeps one goroutine per
+// abandoned call, so give the publisher a timeout of its own too.
 func Publish(pub message.Publisher, topic string) Effect {
 	return func(ctx context.Context, row stores.OutboxRow) error {
 		msg := message.NewMessage(row.IdempotencyKey, row.Payload)
@@ -50,10 +58,18 @@ func Publish(pub message.Publisher, topic string) Effect {
 		}
 		msg.Metadata.Set(middleware.MetadataEventIDKey, row.IdempotencyKey)
 		msg.SetContext(ctx)
-		if err := pub.Publish(topic, msg); err != nil {
-			return fmt.Errorf("publish to %s: %w", topic, err)
+		done := make(chan error, 1)
+		go func() { done <- pub.Publish(topic, msg) }()
+		select {
+		case err := <-done:
+			if err != nil {
+				return fmt.Errorf("publish to %s: %w", topic, err)
+			}
+			return nil
+		case <-ctx.Done():
+			return fmt.Errorf("publish to %s: no answer before the effect's deadline (the copy may still land; "+
+				"the retry carries the same event id): %w", topic, ctx.Err())
 		}
-		return nil
 	}
 }
 
