@@ -83,8 +83,9 @@ type Config struct {
 	// than Lease. Default: half of Lease (30 s with the default Lease).
 	EffectTimeout time.Duration
 	// PollInterval is the time between two claims when nothing woke the
-	// relay. Stores with notifications (pgxstore: LISTEN/NOTIFY) wake it at
-	// once after a commit, and polling is the fallback; SQLite is only
+	// relay. Stores with notifications (pgxstore: LISTEN/NOTIFY) wake it
+	// soon after a commit (pgxstore: within its Config.NotifyInterval,
+	// 10 ms by default), and polling is the fallback; SQLite is only
 	// polled. Default PollIntervalDefault (1 s).
 	PollInterval time.Duration
 	// MaxAttempts is how many times a row's effect is tried, the first
