@@ -101,11 +101,26 @@ func (e *HTTPStatusError) Error() string {
 	return s
 }
 
+// defaultHTTPClient is the [HTTP] effect's client when none is given:
+// http.DefaultTransport's settings, but keeping up to ConcurrencyDefault
+// idle connections per host (http.DefaultTransport keeps 2, so a relay
+// with 100 effects in flight to one provider would open and close a
+// connection for nearly every call).
+var defaultHTTPClient = func() *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = ConcurrencyDefault
+	t.MaxIdleConns = max(t.MaxIdleConns, ConcurrencyDefault)
+	return &http.Client{Transport: t}
+}()
+
 // HTTP returns an [Effect] that POSTs the row's payload to url with
-// client (nil means http.DefaultClient), with the row's headers as request
+// client, with the row's headers as request
 // headers (content-type, traceparent) and the header Idempotency-Key set
 // to the row's idempotency key (a row header of that name is replaced).
 // The request's context is the effect's, so Config.EffectTimeout bounds it.
+// A nil client means a shared client with http.DefaultTransport's settings
+// that keeps up to ConcurrencyDefault idle connections per host; a client
+// of your own should keep as many as the relay's Config.Concurrency.
 //
 // The response decides:
 //   - 2xx: done.
@@ -118,7 +133,7 @@ func (e *HTTPStatusError) Error() string {
 //   - no response (connection refused, reset, timeout): retried.
 func HTTP(client *http.Client, url string) Effect {
 	if client == nil {
-		client = http.DefaultClient
+		client = defaultHTTPClient
 	}
 	return func(ctx context.Context, row stores.OutboxRow) error {
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(row.Payload))
