@@ -119,3 +119,41 @@ func recordSetBased[TTx any](t *testing.T, b *backend[TTx]) {
 		})
 	}
 }
+
+// TestRecordGuardedByClaim: a row whose lease lapsed mid-effect and that
+// another claimer took is not marked by the relay that called first (its
+// set-based record reports OutcomeClaimLost); the other claimer's outcome
+// stands.
+func TestRecordGuardedByClaim(t *testing.T) {
+	t.Parallel()
+	bothStores(t, func(t *testing.T, b *backend[*sqlTx]) { recordGuardedByClaim(t, b) }, func(t *testing.T, b *backend[pgx.Tx]) { recordGuardedByClaim(t, b) })
+}
+
+func recordGuardedByClaim[TTx any](t *testing.T, b *backend[TTx]) {
+	ctx := context.Background()
+	ids := insert(t, b.store, charge("charge:guard"))
+	started, proceed := make(chan struct{}), make(chan struct{})
+	effect := func(context.Context, stores.OutboxRow) error {
+		close(started)
+		<-proceed
+		return nil
+	}
+	reps := newReports()
+	relay, err := outbox.New(outbox.PollOnly(b.store), fast(map[string]outbox.Effect{"charge": effect}, reps))
+	require.NoError(t, err)
+	running(t, relay)
+	<-started
+	// Another relay, whose clock says the lease lapsed, claims the row.
+	other, err := b.store.ClaimOutbox(ctx, &stores.OutboxClaimParams{Lease: time.Minute, Now: time.Now().Add(time.Hour)})
+	require.NoError(t, err)
+	require.Len(t, other.Rows, 1)
+	close(proceed)
+	rep := reps.next(t)
+	require.Equal(t, outbox.OutcomeClaimLost, rep.Outcome, "the first relay's record found another claim")
+	row := rowOf(t, b.store, ids[0])
+	require.Equal(t, stores.OutboxClaimed, row.State, "nothing written by the first relay")
+	require.Equal(t, 2, row.Attempts)
+	res, err := b.store.MarkOutboxDoneIfClaimed(ctx, &stores.OutboxMarkDoneParams{ID: ids[0], ClaimToken: other.Rows[0].Claim.Token})
+	require.NoError(t, err)
+	require.True(t, res.Changed, "the second claim still holds the row")
+}
