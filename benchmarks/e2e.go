@@ -60,9 +60,9 @@ const (
 	// e2eRunTimeout bounds one run: a run whose effects are not all called
 	// by then fails.
 	e2eRunTimeout = time.Minute
-	// e2eRelayConcurrency is the relay's Concurrency, as examples/billing
-	// runs it.
-	e2eRelayConcurrency = 8
+	// e2eRelayConcurrency is the relay's Concurrency: the default, so a
+	// provider that answers after 20 ms is not the bottleneck.
+	e2eRelayConcurrency = outbox.ConcurrencyDefault
 	// e2ePollInterval is the relay's PollInterval: the fallback on
 	// PostgreSQL, whose NOTIFY wakes the relay at each commit; the only
 	// wake-up on SQLite.

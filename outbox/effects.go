@@ -39,8 +39,16 @@ type Effect func(ctx context.Context, row stores.OutboxRow) error
 // id ackgap.MetadataEventIDKey ("event_id") set to the idempotency
 // key. A republished row carries the same event id, so a downstream
 // consumer behind the inbox skips the copy as a duplicate. A Publish error
-// is retried. Watermill's Publish takes no context: a publisher that
-// blocks past ctx blocks the relay's stop too.
+// is retried.
+//
+// Watermill's Publish takes no context, so the effect calls it on a
+// goroutine of its own and stops waiting when ctx ends (Config.EffectTimeout,
+// or the relay's hard stop): it returns an error wrapping ctx.Err(), the
+// row is retried under the same event id, and the relay's stop is not held
+// up. The abandoned call may still publish its copy later: that is a
+// duplicate the consumer's inbox skips. Its goroutine ends when pub.Publish
+// returns; a publisher that never returns keeps one goroutine per
+// abandoned call, so give the publisher a timeout of its own too.
 func Publish(pub message.Publisher, topic string) Effect {
 	return func(ctx context.Context, row stores.OutboxRow) error {
 		msg := message.NewMessage(row.IdempotencyKey, row.Payload)
@@ -49,10 +57,18 @@ func Publish(pub message.Publisher, topic string) Effect {
 		}
 		msg.Metadata.Set(ackgap.MetadataEventIDKey, row.IdempotencyKey)
 		msg.SetContext(ctx)
-		if err := pub.Publish(topic, msg); err != nil {
-			return fmt.Errorf("publish to %s: %w", topic, err)
+		done := make(chan error, 1)
+		go func() { done <- pub.Publish(topic, msg) }()
+		select {
+		case err := <-done:
+			if err != nil {
+				return fmt.Errorf("publish to %s: %w", topic, err)
+			}
+			return nil
+		case <-ctx.Done():
+			return fmt.Errorf("publish to %s: no answer before the effect's deadline (the copy may still land; "+
+				"the retry carries the same event id): %w", topic, ctx.Err())
 		}
-		return nil
 	}
 }
 
@@ -84,11 +100,26 @@ func (e *HTTPStatusError) Error() string {
 	return s
 }
 
+// defaultHTTPClient is the [HTTP] effect's client when none is given:
+// http.DefaultTransport's settings, but keeping up to ConcurrencyDefault
+// idle connections per host (http.DefaultTransport keeps 2, so a relay
+// with 100 effects in flight to one provider would open and close a
+// connection for nearly every call).
+var defaultHTTPClient = func() *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = ConcurrencyDefault
+	t.MaxIdleConns = max(t.MaxIdleConns, ConcurrencyDefault)
+	return &http.Client{Transport: t}
+}()
+
 // HTTP returns an [Effect] that POSTs the row's payload to url with
-// client (nil means http.DefaultClient), with the row's headers as request
+// client, with the row's headers as request
 // headers (content-type, traceparent) and the header Idempotency-Key set
 // to the row's idempotency key (a row header of that name is replaced).
 // The request's context is the effect's, so Config.EffectTimeout bounds it.
+// A nil client means a shared client with http.DefaultTransport's settings
+// that keeps up to ConcurrencyDefault idle connections per host; a client
+// of your own should keep as many as the relay's Config.Concurrency.
 //
 // The response decides:
 //   - 2xx: done.
@@ -101,7 +132,7 @@ func (e *HTTPStatusError) Error() string {
 //   - no response (connection refused, reset, timeout): retried.
 func HTTP(client *http.Client, url string) Effect {
 	if client == nil {
-		client = http.DefaultClient
+		client = defaultHTTPClient
 	}
 	return func(ctx context.Context, row stores.OutboxRow) error {
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(row.Payload))

@@ -8,9 +8,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/ThreeDotsLabs/watermill/pubsub/gochannel"
 	"github.com/stretchr/testify/require"
 
@@ -153,4 +155,73 @@ func TestRetryAfterError(t *testing.T) {
 	require.ErrorIs(t, err, cause)
 	require.Equal(t, "retry after 2s: rate limited", err.Error())
 	require.Equal(t, "retry after 0s", outbox.RetryAfter(-time.Second, nil).Error())
+}
+
+// blockingPublisher blocks its first Publish until release is closed;
+// later calls return at once. It keeps every message it was given.
+type blockingPublisher struct {
+	release chan struct{}
+	mu      sync.Mutex
+	calls   int
+	got     []*message.Message
+}
+
+func (p *blockingPublisher) Publish(_ string, msgs ...*message.Message) error {
+	p.mu.Lock()
+	p.calls++
+	first := p.calls == 1
+	p.mu.Unlock()
+	if first {
+		<-p.release
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.got = append(p.got, msgs...)
+	return nil
+}
+
+func (p *blockingPublisher) Close() error { return nil }
+
+// TestPublishHonoursEffectTimeout: a publisher that blocks does not hold
+// the relay: the effect gives up at Config.EffectTimeout, the row is
+// retried under the same event id and done; the blocked call, released
+// later, lands a copy with that event id too (the duplicate a consumer's
+// inbox skips).
+func TestPublishHonoursEffectTimeout(t *testing.T) {
+	t.Parallel()
+	b := sqliteBackend(t)
+	pub := &blockingPublisher{release: make(chan struct{})}
+	released := false
+	defer func() {
+		if !released {
+			close(pub.release)
+		}
+	}()
+	ids := insert(t, b.store, stores.OutboxInsertParams{Kind: "order.charged", IdempotencyKey: "order.charged:o1", Payload: []byte(`{}`)})
+	reps := newReports()
+	cfg := fast(map[string]outbox.Effect{"order.charged": outbox.Publish(pub, "orders.charged")}, reps)
+	cfg.EffectTimeout = 200 * time.Millisecond
+	relay, err := outbox.New(b.store, cfg)
+	require.NoError(t, err)
+	stop := running(t, relay)
+
+	first := reps.next(t)
+	require.Equal(t, outbox.OutcomeRetry, first.Outcome)
+	require.ErrorIs(t, first.Err, context.DeadlineExceeded)
+	require.Equal(t, outbox.OutcomeDone, reps.next(t).Outcome, "the retry publishes")
+	stop()
+	require.Equal(t, stores.OutboxDone, rowOf(t, b.store, ids[0]).State)
+
+	close(pub.release)
+	released = true
+	require.Eventually(t, func() bool {
+		pub.mu.Lock()
+		defer pub.mu.Unlock()
+		return len(pub.got) == 2
+	}, 10*time.Second, 5*time.Millisecond, "the abandoned call lands its copy late")
+	pub.mu.Lock()
+	defer pub.mu.Unlock()
+	for _, msg := range pub.got {
+		require.Equal(t, "order.charged:o1", msg.Metadata.Get(ackgap.MetadataEventIDKey), "one event id on both copies")
+	}
 }

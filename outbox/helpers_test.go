@@ -62,7 +62,7 @@ func sqliteBackend(t *testing.T) *backend[*sqlTx] {
 	return &backend[*sqlTx]{name: "sqlite", store: s, env: []string{envStore + "=sqlite", envSQLitePath + "=" + path}}
 }
 
-func pgBackend(t *testing.T, maxConns int32) *backend[pgx.Tx] {
+func pgBackend(t testing.TB, maxConns int32) *backend[pgx.Tx] {
 	t.Helper()
 	pool, schema := testdb.Schema(t, maxConns)
 	s, err := pgxstore.New(pool, nil)

@@ -10,7 +10,7 @@ import (
 // Operator is implemented by stores that an operator can inspect and
 // repair without writing SQL: the ackgap command (cmd/ackgap) runs on it.
 // It needs no transaction type, so one command serves every store. Both
-// pgxstore and sqlitestore implement it and pass storetest.RunOperator.
+// pgxstore and sqlitestore implement it and pass its part of storetest.Run.
 //
 // Every method reads or writes outside any handler transaction; writes are
 // guarded by the rows' state in their WHERE clause, so running one twice

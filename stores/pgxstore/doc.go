@@ -19,7 +19,10 @@
 // (middleware.QueueOutbox) are held back too and sent with the next
 // statement or with COMMIT, pipelined, followed by a pg_notify that wakes
 // the outbox relays (after the COMMIT, in a transaction of its own: see
-// migration 003). A message whose handler applies one guarded transition
+// migration 003). Notifications are coalesced: at most one per
+// Config.NotifyInterval (10 ms) per Store, so a relay learns of a row at
+// most that long after its commit; later commits of the interval leave the
+// notify out. A message whose handler applies one guarded transition
 // and queues its outbox rows takes two round trips: BEGIN + inbox insert +
 // UPDATE; the rows + COMMIT + notify (four with InsertOutboxTx). A
 // duplicate takes two as well: its UPDATE is rolled back with the

@@ -38,4 +38,6 @@ func ExampleMigrations() {
 	// DROP TRIGGER ackgap_outbox_notify ON "billing"."ag_outbox";
 	// DROP FUNCTION "billing"."ag_outbox_notify"();
 	// ALTER TABLE "billing"."ag_inbox" ADD COLUMN trace_parent text;
+	// 004_outbox_autovacuum
+	// ALTER TABLE "billing"."ag_outbox" SET (
 }

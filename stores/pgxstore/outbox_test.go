@@ -84,7 +84,7 @@ func TestOutboxMigrationsInSchema(t *testing.T) {
 	require.NoError(t, err)
 	up, err := store.Migrate(ctx, &stores.MigrateParams{})
 	require.NoError(t, err)
-	require.Equal(t, []int{1, 2, 3}, up.Applied)
+	require.Equal(t, []int{1, 2, 3, 4}, up.Applied)
 
 	notified := make(chan struct{}, 4)
 	lctx, cancel := context.WithCancel(ctx)
@@ -135,7 +135,7 @@ func TestOutboxMigrationsInSchema(t *testing.T) {
 
 	down, err := store.Migrate(ctx, &stores.MigrateParams{Down: true, TargetVersion: 1})
 	require.NoError(t, err)
-	require.Equal(t, []int{3, 2}, down.Applied)
+	require.Equal(t, []int{4, 3, 2}, down.Applied)
 	_, err = store.Migrate(ctx, &stores.MigrateParams{})
 	require.NoError(t, err)
 }

@@ -35,12 +35,27 @@ type Config struct {
 	// TablePrefix starts every table and index name. Default
 	// stores.TablePrefixDefault ("ackgap_").
 	TablePrefix string
+	// NotifyInterval coalesces the pg_notify that wakes outbox relays after
+	// a commit that wrote outbox rows: at most one per interval per Store
+	// (the first commit of an interval carries it in its COMMIT's round
+	// trip; later ones arm one more, sent on a pooled connection at the
+	// interval's end). What it costs: a relay learns of a row up to
+	// NotifyInterval (plus a round trip) after its commit, instead of at
+	// once. What it saves: a notification (a statement, and NOTIFY's
+	// queue work in PostgreSQL) per commit, and a waking of every listening
+	// relay per commit. A tiny interval (1 ns) notifies with every commit,
+	// as before. Default NotifyIntervalDefault (10 ms); must not be
+	// negative.
+	NotifyInterval time.Duration
 }
 
 // WithDefaults returns a copy of c with defaults filled in.
 func (c Config) WithDefaults() Config {
 	if c.TablePrefix == "" {
 		c.TablePrefix = stores.TablePrefixDefault
+	}
+	if c.NotifyInterval == 0 {
+		c.NotifyInterval = NotifyIntervalDefault
 	}
 	return c
 }
@@ -52,6 +67,9 @@ func (c Config) validate() error {
 	}
 	// The longest name built from the prefix is prefix+"inbox_received_at_idx".
 	errs = append(errs, storekit.ValidIdentifier("TablePrefix", c.TablePrefix+"inbox_received_at_idx"))
+	if c.NotifyInterval < 0 {
+		errs = append(errs, fmt.Errorf("NotifyInterval is %s, must not be negative", c.NotifyInterval))
+	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("invalid config: %w", err)
 	}
@@ -71,6 +89,8 @@ type Store struct {
 	// (transitionShape -> string); transitionsCount bounds it.
 	transitions      sync.Map
 	transitionsCount atomic.Int64
+	// notifier coalesces the relays' wake-ups (Config.NotifyInterval).
+	notifier *notifier
 }
 
 var (
@@ -97,7 +117,7 @@ func New(pool *pgxpool.Pool, cfg *Config) (*Store, error) {
 		return nil, err
 	}
 	n := sqlbuild.TableNames(c.Schema, c.TablePrefix)
-	return &Store{pool: pool, cfg: c, names: n, q: queries{
+	s := &Store{pool: pool, cfg: c, names: n, q: queries{
 		inboxInsert: `INSERT INTO ` + n.Inbox + ` (consumer, event_id, payload_hash, received_at, trace_parent)
 VALUES ($1, $2, $3, COALESCE($4::timestamptz, now()), $5) ON CONFLICT DO NOTHING`,
 		inboxHash: `SELECT payload_hash, trace_parent FROM ` + n.Inbox + ` WHERE consumer = $1 AND event_id = $2`,
@@ -119,7 +139,9 @@ ON CONFLICT (idempotency_key) DO UPDATE SET kind = o.kind WHERE 1 / (o.payload_h
 		prune: `DELETE FROM ` + n.Inbox + ` WHERE (consumer, event_id) IN (
 SELECT consumer, event_id FROM ` + n.Inbox + ` WHERE received_at < $1 AND ($2 = '' OR consumer = $2)
 ORDER BY received_at LIMIT $3 FOR UPDATE SKIP LOCKED)`,
-	}}, nil
+	}}
+	s.notifier = &notifier{interval: c.NotifyInterval, send: s.NotifyOutbox}
+	return s, nil
 }
 
 // TxFromContext returns the pgx.Tx that the inbox middleware opened for the

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -139,12 +140,16 @@ func (t *inboxTx) send(ctx context.Context, commit bool, stmt string, args ...an
 	if stmt != "" {
 		b.Queue(stmt, args...)
 	}
+	trail := false // the commit does not carry the relays' notification
 	if commit {
 		b.Queue("commit")
 		if t.notify {
 			// Resolved once per store; a failure only costs the wake-up.
-			if channel, err := t.store.outboxChannel(ctx, t.pgConn); err == nil {
+			channel, err := t.store.outboxChannel(ctx, t.pgConn)
+			if err == nil && t.store.notifier.lead(time.Now()) {
 				b.Queue("select pg_notify($1, '')", channel)
+			} else {
+				trail = err == nil
 			}
 		}
 	}
@@ -213,6 +218,9 @@ func (t *inboxTx) send(ctx context.Context, commit bool, stmt string, args ...an
 	t.end()
 	if commitTag.String() == "ROLLBACK" {
 		return pgconn.CommandTag{}, pgx.ErrTxCommitRollback // the transaction had failed before
+	}
+	if trail {
+		t.store.notifier.trail(time.Now())
 	}
 	return pgconn.CommandTag{}, nil
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/ackgap/ackgap/stores"
 )
 
-// RunOperator runs the conformance suite of [stores.Operator], the part of
+// runOperator runs the conformance suite of [stores.Operator], the part of
 // a store the ackgap command uses. The harness's Store must implement
 // stores.Operator; setup is called once per subtest, as for [Run].
 //
@@ -19,8 +19,8 @@ import (
 // row; event lookup across consumers with the outbox rows the event wrote;
 // every outbox filter and paging; deletes guarded by state, twice changing
 // nothing the second time; bad params refused.
-func RunOperator[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TTx]) {
-	// t0 is the suite's clock, as in RunOutbox.
+func runOperator[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TTx]) {
+	// t0 is the suite's clock, as in runOutbox.
 	t0 := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
 	const lease = time.Minute
 

@@ -25,7 +25,9 @@ import (
 // its delay passed and keeps the error; dead rows are never claimed and
 // come back through redrive with attempts reset; pruning deletes only done
 // rows older than the cutoff; stats count the backlog and find its oldest
-// row; concurrent claimers never get the same row; bad params are refused.
+// row; concurrent claimers never get the same row; bad params are refused;
+// and, when the store implements stores.OutboxManySettler, one settle call
+// records a claim's done, retried and dead rows behind each row's guard.
 func runOutbox[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TTx]) {
 	// t0 is the suite's clock: every call passes Now relative to it, so
 	// leases and delays lapse without sleeping.
@@ -289,6 +291,8 @@ func runOutbox[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TTx]) {
 		}
 		require.Greater(t, calls.Load(), int64(rows/7), "the claimers took turns")
 	})
+
+	runOutboxSettleMany(t, setup, t0, lease)
 
 	t.Run("InvalidParams", func(t *testing.T) {
 		o, _ := outboxSetup(t, setup)

@@ -86,6 +86,8 @@ func Run[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TTx]) {
 	part("OutboxStore", ok, runOutbox[TTx])
 	_, ok = probe.Store.(stores.BatchStore[TTx])
 	part("BatchStore", ok, runBatch[TTx])
+	_, ok = probe.Store.(stores.Operator)
+	part("Operator", ok, runOperator[TTx])
 	part("QueuedOutbox", probe.Pipelines, runOutboxQueuer[TTx])
 	part("DeferredInbox", probe.Pipelines, runInboxDeferrer[TTx])
 }

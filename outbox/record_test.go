@@ -1,0 +1,159 @@
+package outbox_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ackgap/ackgap"
+	"github.com/ackgap/ackgap/outbox"
+	"github.com/ackgap/ackgap/stores"
+)
+
+// countingStore counts how the relay records outcomes: per-row calls and
+// set-based settle calls (and the rows in them).
+type countingStore struct {
+	stores.OutboxStore
+	settler                  stores.OutboxManySettler
+	perRow, settles, settled atomic.Int64
+}
+
+func (c *countingStore) MarkOutboxDoneIfClaimed(ctx context.Context, p *stores.OutboxMarkDoneParams) (*stores.OutboxSettleResult, error) {
+	c.perRow.Add(1)
+	return c.OutboxStore.MarkOutboxDoneIfClaimed(ctx, p)
+}
+
+func (c *countingStore) RetryOutboxIfClaimed(ctx context.Context, p *stores.OutboxRetryParams) (*stores.OutboxSettleResult, error) {
+	c.perRow.Add(1)
+	return c.OutboxStore.RetryOutboxIfClaimed(ctx, p)
+}
+
+func (c *countingStore) MarkOutboxDeadIfClaimed(ctx context.Context, p *stores.OutboxMarkDeadParams) (*stores.OutboxSettleResult, error) {
+	c.perRow.Add(1)
+	return c.OutboxStore.MarkOutboxDeadIfClaimed(ctx, p)
+}
+
+// settlingStore is a countingStore that also offers the set-based path.
+type settlingStore struct{ *countingStore }
+
+func (s settlingStore) SettleOutboxManyIfClaimed(ctx context.Context, p *stores.OutboxSettleManyParams) (*stores.OutboxSettleManyResult, error) {
+	s.settles.Add(1)
+	s.settled.Add(int64(len(p.Rows)))
+	return s.settler.SettleOutboxManyIfClaimed(ctx, p)
+}
+
+// TestRecordSetBased: a relay on a store with stores.OutboxManySettler
+// records every outcome (done, retry, dead) through it and never row by
+// row; on a store without it, row by row. Either way every row ends as its
+// effect said, on both stores.
+func TestRecordSetBased(t *testing.T) {
+	t.Parallel()
+	bothStores(t, func(t *testing.T, b *backend[*sqlTx]) { recordSetBased(t, b) }, func(t *testing.T, b *backend[pgx.Tx]) { recordSetBased(t, b) })
+}
+
+func recordSetBased[TTx any](t *testing.T, b *backend[TTx]) {
+	const n = 120
+	ids := insert(t, b.store, charges(n)...)
+	// Row i: done, except every 10th fails for good and every 7th fails
+	// once then succeeds.
+	var failedOnce [n]atomic.Bool
+	effect := func(_ context.Context, row stores.OutboxRow) error {
+		var i int
+		_, _ = fmt.Sscanf(row.IdempotencyKey, "charge:o%05d", &i)
+		switch {
+		case i%10 == 0:
+			return ackgap.Permanent("test", errors.New("refused"))
+		case i%7 == 0 && !failedOnce[i].Swap(true):
+			return errors.New("try again")
+		}
+		return nil
+	}
+	for _, settle := range []bool{true, false} {
+		t.Run(fmt.Sprintf("settler=%v", settle), func(t *testing.T) {
+			if !settle {
+				ids = insert(t, b.store, func() []stores.OutboxInsertParams {
+					rows := charges(n)
+					for i := range rows {
+						rows[i].IdempotencyKey = "charge:o" + fmt.Sprintf("%05d", i) + ":b"
+					}
+					return rows
+				}()...)
+				for i := range failedOnce {
+					failedOnce[i].Store(false)
+				}
+			}
+			cs := &countingStore{OutboxStore: outbox.PollOnly(b.store)}
+			var s stores.OutboxStore = cs
+			if settle {
+				cs.settler = b.store.(stores.OutboxManySettler)
+				s = settlingStore{cs}
+			}
+			cfg := fast(map[string]outbox.Effect{"charge": effect}, nil)
+			cfg.Concurrency = 50
+			relay, err := outbox.New(s, cfg)
+			require.NoError(t, err)
+			stop := running(t, relay)
+			require.Eventually(t, func() bool { return backlog(t, b.store) == 0 }, 30*time.Second, 20*time.Millisecond)
+			stop()
+			rows := rowsByID(t, b.store)
+			for i, id := range ids {
+				want := stores.OutboxDone
+				if i%10 == 0 {
+					want = stores.OutboxDead
+				}
+				require.Equal(t, want, rows[id].State, "row %d", i)
+			}
+			if settle {
+				require.Zero(t, cs.perRow.Load(), "no per-row recording")
+				require.GreaterOrEqual(t, cs.settled.Load(), int64(n+n/7-n/70), "every outcome, retries included")
+				require.LessOrEqual(t, cs.settles.Load(), cs.settled.Load())
+			} else {
+				require.GreaterOrEqual(t, cs.perRow.Load(), int64(n))
+			}
+		})
+	}
+}
+
+// TestRecordGuardedByClaim: a row whose lease lapsed mid-effect and that
+// another claimer took is not marked by the relay that called first (its
+// set-based record reports OutcomeClaimLost); the other claimer's outcome
+// stands.
+func TestRecordGuardedByClaim(t *testing.T) {
+	t.Parallel()
+	bothStores(t, func(t *testing.T, b *backend[*sqlTx]) { recordGuardedByClaim(t, b) }, func(t *testing.T, b *backend[pgx.Tx]) { recordGuardedByClaim(t, b) })
+}
+
+func recordGuardedByClaim[TTx any](t *testing.T, b *backend[TTx]) {
+	ctx := context.Background()
+	ids := insert(t, b.store, charge("charge:guard"))
+	started, proceed := make(chan struct{}), make(chan struct{})
+	effect := func(context.Context, stores.OutboxRow) error {
+		close(started)
+		<-proceed
+		return nil
+	}
+	reps := newReports()
+	relay, err := outbox.New(outbox.PollOnly(b.store), fast(map[string]outbox.Effect{"charge": effect}, reps))
+	require.NoError(t, err)
+	running(t, relay)
+	<-started
+	// Another relay, whose clock says the lease lapsed, claims the row.
+	other, err := b.store.ClaimOutbox(ctx, &stores.OutboxClaimParams{Lease: time.Minute, Now: time.Now().Add(time.Hour)})
+	require.NoError(t, err)
+	require.Len(t, other.Rows, 1)
+	close(proceed)
+	rep := reps.next(t)
+	require.Equal(t, outbox.OutcomeClaimLost, rep.Outcome, "the first relay's record found another claim")
+	row := rowOf(t, b.store, ids[0])
+	require.Equal(t, stores.OutboxClaimed, row.State, "nothing written by the first relay")
+	require.Equal(t, 2, row.Attempts)
+	res, err := b.store.MarkOutboxDoneIfClaimed(ctx, &stores.OutboxMarkDoneParams{ID: ids[0], ClaimToken: other.Rows[0].Claim.Token})
+	require.NoError(t, err)
+	require.True(t, res.Changed, "the second claim still holds the row")
+}

@@ -1,0 +1,98 @@
+package stores
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// OutboxManySettler is implemented by stores that record the outcomes of
+// many claimed rows in one statement (one commit), instead of one Mark or
+// Retry call per row. The outbox relay uses it when the store has it (both
+// pgxstore and sqlitestore do) and falls back to the per-row methods of
+// [OutboxStore] otherwise; storetest.Run checks it when the store
+// implements it.
+type OutboxManySettler interface {
+	// SettleOutboxManyIfClaimed gives each row of p.Rows its new state, in
+	// one statement, if that row is still claimed under its ClaimToken: done
+	// (done_at = now), pending (due at now + Delay, last_error = LastError)
+	// or dead (last_error = LastError), exactly as MarkOutboxDoneIfClaimed,
+	// RetryOutboxIfClaimed and MarkOutboxDeadIfClaimed would. A row no
+	// longer claimed under its token (its lease lapsed and another claimer
+	// took it, or an operator moved it) is left alone and reported
+	// unchanged: the guard is in the statement's WHERE clause, per row. It
+	// returns an error, and writes nothing, when p is invalid
+	// ([OutboxSettleManyParams.Validate]) or the statement failed.
+	SettleOutboxManyIfClaimed(ctx context.Context, p *OutboxSettleManyParams) (*OutboxSettleManyResult, error)
+}
+
+// OutboxSettlement is the outcome of one claimed row, an element of
+// [OutboxSettleManyParams.Rows].
+type OutboxSettlement struct {
+	// ID is the claimed row's id (OutboxClaim.ID). Required.
+	ID int64
+	// ClaimToken is the claim's token (OutboxClaim.Token). Required.
+	ClaimToken string
+	// State is the row's new state: OutboxDone, OutboxPending (a retry) or
+	// OutboxDead. Required.
+	State OutboxState
+	// Delay is, for OutboxPending, how long after now the row is due
+	// again; 0 means at once. Not negative; ignored for other states.
+	// Stored with microsecond precision.
+	Delay time.Duration
+	// LastError is kept on the row for OutboxPending and OutboxDead;
+	// ignored for OutboxDone (the row keeps its last error).
+	LastError string
+}
+
+// OutboxSettleManyParams are the input of
+// [OutboxManySettler.SettleOutboxManyIfClaimed].
+type OutboxSettleManyParams struct {
+	// Rows are the outcomes to record, at most OutboxClaimLimitMax (1000),
+	// each ID at most once. Empty records nothing.
+	Rows []OutboxSettlement
+	// Now is done_at of done rows and the time retry delays count from;
+	// zero means the store's clock.
+	Now time.Time
+}
+
+// Validate returns every problem with p at once (errors.Join), or nil.
+func (p *OutboxSettleManyParams) Validate() error {
+	var errs []error
+	if len(p.Rows) > OutboxClaimLimitMax {
+		errs = append(errs, fmt.Errorf("Rows has %d rows, at most %d", len(p.Rows), OutboxClaimLimitMax))
+	}
+	seen := make(map[int64]bool, len(p.Rows))
+	for i, r := range p.Rows {
+		if r.ClaimToken == "" {
+			errs = append(errs, fmt.Errorf("Rows[%d] (id %d): ClaimToken is empty", i, r.ID))
+		}
+		switch r.State {
+		case OutboxDone, OutboxPending, OutboxDead:
+		default:
+			errs = append(errs, fmt.Errorf("Rows[%d] (id %d): State is %q, must be done, pending or dead", i, r.ID, r.State))
+		}
+		if r.Delay < 0 {
+			errs = append(errs, fmt.Errorf("Rows[%d] (id %d): Delay is %s, must not be negative", i, r.ID, r.Delay))
+		}
+		if seen[r.ID] {
+			errs = append(errs, fmt.Errorf("Rows[%d]: id %d appears twice", i, r.ID))
+		}
+		seen[r.ID] = true
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("invalid outbox settle: %w", err)
+	}
+	return nil
+}
+
+// OutboxSettleManyResult is the output of
+// [OutboxManySettler.SettleOutboxManyIfClaimed].
+type OutboxSettleManyResult struct {
+	// Changed has one entry per element of OutboxSettleManyParams.Rows, in
+	// the same order: true when that row was still claimed under its token
+	// and now has its new state, false when its claim was lost and nothing
+	// was written to it.
+	Changed []bool
+}

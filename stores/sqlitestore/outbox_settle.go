@@ -1,0 +1,56 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+
+	"github.com/ackgap/ackgap/stores"
+)
+
+var _ stores.OutboxManySettler = (*Store)(nil)
+
+// SettleOutboxManyIfClaimed implements
+// [stores.OutboxManySettler.SettleOutboxManyIfClaimed] in one write
+// transaction (one commit, one WAL sync for every row of p): a prepared
+// guarded UPDATE per row, whose WHERE clause holds the row's guard (state
+// claimed, the row's claim token). SQLite runs them in process, so the
+// cost is the commit, not the statements.
+func (s *Store) SettleOutboxManyIfClaimed(ctx context.Context, p *stores.OutboxSettleManyParams) (*stores.OutboxSettleManyResult, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	res := &stores.OutboxSettleManyResult{Changed: make([]bool, len(p.Rows))}
+	if len(p.Rows) == 0 {
+		return res, nil
+	}
+	now := micros(p.Now)
+	err := s.writeTx(ctx, "settle outbox rows", func(tx *sql.Tx) error {
+		stmt, err := tx.PrepareContext(ctx, `UPDATE `+s.names.Outbox+`
+SET state = ?3,
+    done_at = CASE WHEN ?3 = 'done' THEN ?4 ELSE done_at END,
+    available_at = CASE WHEN ?3 = 'pending' THEN ?4 + ?5 ELSE available_at END,
+    last_error = CASE WHEN ?3 = 'done' THEN last_error ELSE ?6 END,
+    claimed_until = NULL, claim_token = NULL
+WHERE id = ?1 AND state = 'claimed' AND claim_token = ?2`)
+		if err != nil {
+			return err
+		}
+		defer stmt.Close()
+		for i, r := range p.Rows {
+			out, err := stmt.ExecContext(ctx, r.ID, r.ClaimToken, string(r.State), now, r.Delay.Microseconds(), r.LastError)
+			if err != nil {
+				return err
+			}
+			n, err := out.RowsAffected()
+			if err != nil {
+				return err
+			}
+			res.Changed[i] = n == 1
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}

@@ -1,0 +1,82 @@
+package storetest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ackgap/ackgap/stores"
+)
+
+// runOutboxSettleMany checks [stores.OutboxManySettler] when the store
+// implements it: one call records done, retry and dead rows of a claim,
+// each behind its own guard, and leaves a row whose claim was lost alone.
+func runOutboxSettleMany[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TTx], t0 time.Time, lease time.Duration) {
+	t.Run("SettleManyIfClaimed", func(t *testing.T) {
+		o, h := outboxSetup(t, setup)
+		s, ok := o.(stores.OutboxManySettler)
+		if !ok {
+			t.Skipf("%T does not implement stores.OutboxManySettler", o)
+		}
+		ctx := context.Background()
+		ids := addRows(t, h, row("charge", "k1", t0, t0), row("charge", "k2", t0, t0), row("charge", "k3", t0, t0),
+			row("charge", "k4", t0, t0))
+		first := claim(t, o, &stores.OutboxClaimParams{Lease: lease, Now: t0}).Rows
+		require.Len(t, first, 4)
+		// k4's lease lapses and another relay claims it: the first claim's
+		// token for k4 is stale.
+		fresh := claim(t, o, &stores.OutboxClaimParams{Lease: lease, Now: t0.Add(2 * lease)}).Rows
+		require.Len(t, fresh, 4, "every lease lapsed")
+		// Re-take k1..k3 under the fresh claim's token and settle them with
+		// it; settle k4 with the stale one.
+		now := t0.Add(2*lease + time.Second)
+		res, err := s.SettleOutboxManyIfClaimed(ctx, &stores.OutboxSettleManyParams{Now: now, Rows: []stores.OutboxSettlement{
+			{ID: ids[0], ClaimToken: fresh[0].Claim.Token, State: stores.OutboxDone},
+			{ID: ids[1], ClaimToken: fresh[1].Claim.Token, State: stores.OutboxPending, Delay: time.Hour, LastError: "503"},
+			{ID: ids[2], ClaimToken: fresh[2].Claim.Token, State: stores.OutboxDead, LastError: "400"},
+			{ID: ids[3], ClaimToken: first[3].Claim.Token, State: stores.OutboxDone},
+		}})
+		require.NoError(t, err)
+		require.Equal(t, []bool{true, true, true, false}, res.Changed, "k4's claim was lost: nothing written to it")
+
+		byID := map[int64]stores.OutboxRow{}
+		for _, r := range listAll(t, o) {
+			byID[r.ID] = r
+		}
+		require.Equal(t, []any{stores.OutboxDone, ""}, []any{byID[ids[0]].State, byID[ids[0]].LastError})
+		require.Equal(t, []any{stores.OutboxPending, "503"}, []any{byID[ids[1]].State, byID[ids[1]].LastError})
+		require.WithinDuration(t, now.Add(time.Hour), byID[ids[1]].AvailableAt, time.Millisecond, "due after its delay, from Now")
+		require.Equal(t, []any{stores.OutboxDead, "400"}, []any{byID[ids[2]].State, byID[ids[2]].LastError})
+		require.Equal(t, []any{stores.OutboxClaimed, 2}, []any{byID[ids[3]].State, byID[ids[3]].Attempts}, "the stale settle wrote nothing")
+
+		// The tokens are spent: settling again changes nothing.
+		res, err = s.SettleOutboxManyIfClaimed(ctx, &stores.OutboxSettleManyParams{Rows: []stores.OutboxSettlement{
+			{ID: ids[0], ClaimToken: fresh[0].Claim.Token, State: stores.OutboxDead, LastError: "late"},
+		}})
+		require.NoError(t, err)
+		require.Equal(t, []bool{false}, res.Changed)
+
+		// The retried row comes back after its delay; the done row has its
+		// done_at (pruning finds it); the dead one is never claimed.
+		require.Empty(t, claim(t, o, &stores.OutboxClaimParams{Lease: lease, Now: now.Add(lease / 2)}).Rows, "k2 waits for its delay, k4 for its lease")
+		got := claim(t, o, &stores.OutboxClaimParams{Lease: lease, Now: now.Add(time.Hour + lease)})
+		require.ElementsMatch(t, []int64{ids[1], ids[3]}, claimedIDs(got), "k2 after its delay, k4 after its second lease")
+		pruned, err := o.PruneOutboxIfDone(ctx, &stores.OutboxPruneParams{Before: now.Add(time.Second)})
+		require.NoError(t, err)
+		require.Equal(t, int64(1), pruned.Deleted, "the done row has done_at = Now")
+
+		empty, err := s.SettleOutboxManyIfClaimed(ctx, &stores.OutboxSettleManyParams{})
+		require.NoError(t, err)
+		require.Empty(t, empty.Changed)
+		_, err = s.SettleOutboxManyIfClaimed(ctx, &stores.OutboxSettleManyParams{Rows: []stores.OutboxSettlement{
+			{ID: 1, State: "claimed", Delay: -time.Second}, {ID: 1, ClaimToken: "t", State: stores.OutboxDone},
+		}})
+		require.ErrorContains(t, err, "invalid outbox settle")
+		require.ErrorContains(t, err, "ClaimToken is empty")
+		require.ErrorContains(t, err, `State is "claimed"`)
+		require.ErrorContains(t, err, "Delay is -1s")
+		require.ErrorContains(t, err, "id 1 appears twice")
+	})
+}
