@@ -10,7 +10,7 @@ import (
 
 // Geometry of a histogram picture, in SVG user units.
 const (
-	chartW, chartH = 720.0, 200.0
+	chartW, chartH = 960.0, 200.0
 	chartTop       = 16.0
 	chartBottom    = 40.0 // room for the bucket labels
 )
