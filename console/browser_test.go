@@ -101,8 +101,7 @@ func startConsumerApp(t *testing.T) *consumerApp {
 	})
 	<-r.Running()
 
-	h, err := console.New(store, &console.Config{Prefix: "/ackgap", Token: token, Recorder: rec, StatsTTL: time.Millisecond,
-		Refresh: time.Hour})
+	h, err := console.New(store, &console.Config{Prefix: "/ackgap", Token: token, Recorder: rec, StatsTTL: time.Millisecond})
 	require.NoError(t, err)
 	mux := http.NewServeMux()
 	mux.Handle("/ackgap/", h)

@@ -261,7 +261,8 @@ func TestPages(t *testing.T) {
 		code, body := b.get("/")
 		require.Equal(t, http.StatusOK, code)
 		require.Regexp(t, `<td>audit</td><td class="n">1</td>`, body)
-		require.Regexp(t, `<td>billing</td><td class="n">3</td>`, body)
+		require.Regexp(t, `<td>billing</td><td class="n">3</td><td class="n">3.0</td>`, body,
+			"3 rows applied within the last minute: 3 per minute, not 3 spread over the hour's window")
 		require.Contains(t, body, "Duplicates and dead-lettered deliveries are known only to a console mounted")
 		require.Regexp(t, `(?s)<td>charge</td>\s*<td class="n"><a [^>]*>1</a></td>.*?class="dead-link">2</a>`, body, "charge: 1 pending, 2 dead")
 		require.Contains(t, body, `id="oldest-due"`, "a pending row is due")

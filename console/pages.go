@@ -50,10 +50,8 @@ func (h *Handler) funcs() template.FuncMap {
 			}
 			return t.UTC().Format("2006-01-02 15:04:05.000Z")
 		},
-		"perMinute": func(s stores.InboxConsumerStats, window time.Duration) string {
-			return strconv.FormatFloat(s.PerMinute(window), 'f', 1, 64)
-		},
-		"seconds": fmtSeconds,
+		"perMinute": perMinute,
+		"seconds":   fmtSeconds,
 		"clip": func(s string, n int) string {
 			if len(s) <= n {
 				return s
@@ -105,6 +103,18 @@ func (h *Handler) storeFailed(w http.ResponseWriter, r *http.Request, what strin
 		return
 	}
 	h.fail(w, r, http.StatusInternalServerError, "The database refused "+what+"; see the process's log.")
+}
+
+// perMinute returns the consumer's rows per minute over the stats'
+// window, or over the time since its oldest row when that is shorter (a
+// consumer that started 10 s ago is not averaged over an hour), at least
+// one minute.
+func perMinute(c stores.InboxConsumerStats, st *stores.StatsResult) string {
+	window := st.Window
+	if !c.Oldest.IsZero() {
+		window = min(window, st.Now.Sub(c.Oldest))
+	}
+	return strconv.FormatFloat(c.PerMinute(max(window, time.Minute)), 'f', 1, 64)
 }
 
 // kindRow is one kind's outbox counts on the overview.
