@@ -31,11 +31,12 @@ const (
 	StatsTTLDefault = 5 * time.Second
 	// RefreshDefault is the auto-refresh interval when Config.Refresh is 0.
 	RefreshDefault = 5 * time.Second
-	// RedriveMax is the most rows one "redrive every dead row of this
-	// filter" request moves; click again for more.
-	RedriveMax = 1000
-	// redriveBatch is the rows per statement of a bulk redrive.
-	redriveBatch = 500
+	// BulkMax is the most rows one bulk write (redrive every dead row of a
+	// filter, prune the done rows of a filter) changes; click again for
+	// more.
+	BulkMax = 1000
+	// bulkBatch is the rows per statement of a bulk write.
+	bulkBatch = 500
 )
 
 // Config configures [New]. nil means every default: read-only, no
@@ -196,6 +197,7 @@ func New(store stores.Operator, cfg *Config) (*Handler, error) {
 	m.Handle("POST "+p+"/logout", h.cop.Handler(http.HandlerFunc(h.logout)))
 	m.Handle("POST "+p+"/outbox/{id}/redrive", h.write(h.redriveOne))
 	m.Handle("POST "+p+"/outbox/redrive", h.write(h.redriveFilter))
+	m.Handle("POST "+p+"/outbox/prune", h.write(h.pruneFilter))
 	h.mux = m
 	return h, nil
 }

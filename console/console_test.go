@@ -501,3 +501,43 @@ func TestLive(t *testing.T) {
 		require.Contains(t, body, `href="/ackgap/live"`)
 	})
 }
+
+func TestPrune(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s seeder) {
+		ids := seed(t, s)
+		old := time.Now().Add(-48 * time.Hour)
+		s.inbox(t, "billing", "order-old", stores.OutboxInsertParams{Kind: "email", IdempotencyKey: "email:order-old",
+			Payload: []byte(`{}`), Now: old, AvailableAt: old})
+		ctx := context.Background()
+		claimed, err := s.ClaimOutbox(ctx, &stores.OutboxClaimParams{Kinds: []string{"email"}, Lease: time.Minute})
+		require.NoError(t, err)
+		require.Len(t, claimed.Rows, 1)
+		_, err = s.MarkOutboxDoneIfClaimed(ctx, &stores.OutboxMarkDoneParams{ID: claimed.Rows[0].ID, ClaimToken: claimed.Rows[0].Claim.Token})
+		require.NoError(t, err)
+
+		b := setup(t, s, &console.Config{Token: token})
+		csrf := b.login("/outbox?state=done")
+		code, body := b.get("/outbox?state=done")
+		require.Equal(t, http.StatusOK, code)
+		require.Contains(t, body, `id="prune"`)
+
+		code, _, _ = b.post("/outbox/prune", url.Values{"older": {"24h"}})
+		require.Equal(t, http.StatusForbidden, code, "no CSRF token")
+		code, _, _ = b.post("/outbox/prune", url.Values{"csrf": {csrf}, "older": {"10m"}})
+		require.Equal(t, http.StatusBadRequest, code, "younger than an hour")
+		code, _, _ = b.post("/outbox/prune", url.Values{"csrf": {csrf}})
+		require.Equal(t, http.StatusBadRequest, code, "no age")
+
+		code, _, loc := b.post("/outbox/prune", url.Values{"csrf": {csrf}, "older": {"24h"}, "kind": {"email"}})
+		require.Equal(t, http.StatusSeeOther, code)
+		require.Equal(t, "/ackgap/outbox?kind=email&pruned=1&state=done", loc)
+		res, err := s.FindOutbox(ctx, &stores.FindOutboxParams{Kind: "email"})
+		require.NoError(t, err)
+		require.Len(t, res.Rows, 1, "the done row of 48 h ago is gone, today's is kept")
+		require.Equal(t, "email:order-1", res.Rows[0].IdempotencyKey)
+		require.Equal(t, stores.OutboxDead, b.state(ids["charge:order-1"]), "dead rows are never pruned")
+		require.Regexp(t, `console: prune" who="session [0-9a-f]{8} from 127\.0\.0\.1:\d+" kind=email key_prefix="" older=24h0m0s deleted=1`, b.log.String())
+		_, body = b.get("/outbox?kind=email&pruned=1&state=done")
+		require.Contains(t, body, "1 done row(s) deleted")
+	})
+}

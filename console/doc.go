@@ -26,7 +26,7 @@
 //     idempotency key prefix, a page at a time; one row with its attempts,
 //     last error and the traceparent of the consumer span whose
 //     transaction wrote it; redrive one dead row, or every dead row of a
-//     filter.
+//     filter; delete the done rows of a filter older than an age.
 //   - Event (Prefix + "/event?id=..."): which consumers applied an event id,
 //     when, and the outbox rows its deliveries wrote.
 //   - Live (Prefix + "/live", with a [Recorder]): histograms of the ack gap
@@ -40,13 +40,13 @@
 // # Safe by default
 //
 // The console is read-only unless [Config.Token] is set. Every write
-// (redrive) then needs a session opened with the token (the login page, or
+// (redrive, prune) then needs a session opened with the token (the login page, or
 // an "Authorization: Bearer" header for scripts), a CSRF token bound to
 // that session in the form, and a same-origin request
 // ([http.CrossOriginProtection]); it is logged with who (remote address
 // and session) and what. Payloads are hidden unless [Config.ShowPayloads].
 // Every query runs under [Config.QueryTimeout], every list is capped at
-// [Config.PageSize] rows, a bulk redrive at [RedriveMax] rows per click,
+// [Config.PageSize] rows, a bulk write at [BulkMax] rows per click,
 // and the overview's counts are cached for [Config.StatsTTL], so that the
 // console cannot load the database however many browsers watch it.
 package console

@@ -235,7 +235,8 @@ func (h *Handler) outboxList(w http.ResponseWriter, r *http.Request) {
 	}
 	h.render(w, r, http.StatusOK, "outbox", "Outbox", "outbox", map[string]any{
 		"Filter": f, "Rows": rows, "Next": next, "PageSize": h.cfg.PageSize, "Redriven": q.Get("redriven"),
-		"States": []string{"", "pending", "claimed", "done", "dead"}, "RedriveMax": RedriveMax,
+		"States": []string{"", "pending", "claimed", "done", "dead"}, "BulkMax": BulkMax,
+		"Pruned": q.Get("pruned"), "PruneAges": pruneAges,
 		"CanRedrive": f.State == "" || f.State == string(stores.OutboxDead),
 	})
 }
@@ -359,9 +360,53 @@ func (h *Handler) redriveOne(w http.ResponseWriter, r *http.Request, who string)
 	http.Redirect(w, r, h.cfg.Prefix+"/outbox/"+strconv.FormatInt(id, 10)+"?redriven="+strconv.FormatInt(res.Redriven, 10), http.StatusSeeOther)
 }
 
+// bulk pages through the rows matching p, bulkBatch at a time by id, at
+// most BulkMax, and calls apply on each page's ids; apply's writes are
+// guarded by the rows' state, so a row that changed meanwhile is left
+// alone. It returns how many rows apply changed.
+func (h *Handler) bulk(r *http.Request, p stores.FindOutboxParams, apply func(ctx context.Context, ids []int64) (int64, error)) (int64, error) {
+	var changed int64
+	for seen := 0; seen < BulkMax; {
+		p.Limit = min(bulkBatch, BulkMax-seen)
+		ctx, cancel := h.query(r)
+		res, err := h.store.FindOutbox(ctx, &p)
+		if err == nil && len(res.Rows) > 0 {
+			ids := make([]int64, len(res.Rows))
+			for i, row := range res.Rows {
+				ids[i] = row.ID
+			}
+			var n int64
+			n, err = apply(ctx, ids)
+			changed += n
+			p.AfterID = ids[len(ids)-1]
+		}
+		cancel()
+		if err != nil {
+			return changed, err
+		}
+		if len(res.Rows) < p.Limit {
+			break
+		}
+		seen += len(res.Rows)
+	}
+	return changed, nil
+}
+
+// filterQuery returns the outbox page's query for f in state, with the
+// result of a bulk write.
+func filterQuery(f outboxFilter, state, key, value string) string {
+	q := url.Values{"state": {state}, key: {value}}
+	if f.Kind != "" {
+		q.Set("kind", f.Kind)
+	}
+	if f.Key != "" {
+		q.Set("key", f.Key)
+	}
+	return q.Encode()
+}
+
 // redriveFilter moves the dead rows of a filter (kind, key prefix) back to
-// pending, at most RedriveMax, redriveBatch per statement, each guarded by
-// the rows' state.
+// pending, at most BulkMax.
 func (h *Handler) redriveFilter(w http.ResponseWriter, r *http.Request, who string) {
 	if err := r.ParseForm(); err != nil {
 		h.fail(w, r, http.StatusBadRequest, "Bad form.")
@@ -373,42 +418,63 @@ func (h *Handler) redriveFilter(w http.ResponseWriter, r *http.Request, who stri
 		return
 	}
 	p := stores.FindOutboxParams{States: []stores.OutboxState{stores.OutboxDead}, Kind: f.Kind, KeyPrefix: f.Key}
-	var redriven int64
-	for seen := 0; seen < RedriveMax; {
-		p.Limit = min(redriveBatch, RedriveMax-seen)
-		ctx, cancel := h.query(r)
-		res, err := h.store.FindOutbox(ctx, &p)
-		if err == nil && len(res.Rows) > 0 {
-			ids := make([]int64, len(res.Rows))
-			for i, row := range res.Rows {
-				ids[i] = row.ID
-			}
-			var rr *stores.OutboxRedriveResult
-			rr, err = h.store.RedriveOutboxIfDead(ctx, &stores.OutboxRedriveParams{IDs: ids, Limit: len(ids)})
-			if err == nil {
-				redriven += rr.Redriven
-				p.AfterID = ids[len(ids)-1]
-			}
-		}
-		cancel()
+	redriven, err := h.bulk(r, p, func(ctx context.Context, ids []int64) (int64, error) {
+		res, err := h.store.RedriveOutboxIfDead(ctx, &stores.OutboxRedriveParams{IDs: ids, Limit: len(ids)})
 		if err != nil {
-			h.cfg.Logger.Error("console: redrive failed", "who", who, "kind", f.Kind, "key_prefix", f.Key, "redriven", redriven, "err", err)
-			h.storeFailed(w, r, "the redrive (after "+strconv.FormatInt(redriven, 10)+" rows)", err)
-			return
+			return 0, err
 		}
-		if len(res.Rows) < p.Limit {
-			break
-		}
-		seen += len(res.Rows)
-	}
+		return res.Redriven, nil
+	})
 	h.forget()
+	if err != nil {
+		h.cfg.Logger.Error("console: redrive failed", "who", who, "kind", f.Kind, "key_prefix", f.Key, "redriven", redriven, "err", err)
+		h.storeFailed(w, r, "the redrive (after "+strconv.FormatInt(redriven, 10)+" rows)", err)
+		return
+	}
 	h.cfg.Logger.Info("console: redrive", "who", who, "kind", f.Kind, "key_prefix", f.Key, "redriven", redriven)
-	q := url.Values{"state": {"dead"}, "redriven": {strconv.FormatInt(redriven, 10)}}
-	if f.Kind != "" {
-		q.Set("kind", f.Kind)
+	http.Redirect(w, r, h.cfg.Prefix+"/outbox?"+filterQuery(f, "dead", "redriven", strconv.FormatInt(redriven, 10)), http.StatusSeeOther)
+}
+
+// pruneAges are the ages the prune form offers; the handler takes any
+// duration of at least an hour.
+var pruneAges = []string{"1h", "24h", "168h", "720h"}
+
+// pruneMinAge is the youngest done row a prune from the console deletes.
+const pruneMinAge = time.Hour
+
+// pruneFilter deletes the done rows of a filter (kind, key prefix)
+// created more than "older" ago, at most BulkMax. Pending, claimed and
+// dead rows are never deleted.
+func (h *Handler) pruneFilter(w http.ResponseWriter, r *http.Request, who string) {
+	if err := r.ParseForm(); err != nil {
+		h.fail(w, r, http.StatusBadRequest, "Bad form.")
+		return
 	}
-	if f.Key != "" {
-		q.Set("key", f.Key)
+	f, bad := h.parseFilter(r.PostForm)
+	if bad != "" {
+		h.fail(w, r, http.StatusBadRequest, "Bad filter: "+bad+".")
+		return
 	}
-	http.Redirect(w, r, h.cfg.Prefix+"/outbox?"+q.Encode(), http.StatusSeeOther)
+	older, err := time.ParseDuration(r.PostFormValue("older"))
+	if err != nil || older < pruneMinAge {
+		h.fail(w, r, http.StatusBadRequest, "Bad age: older must be a duration of at least "+pruneMinAge.String()+" (e.g. 168h).")
+		return
+	}
+	done := []stores.OutboxState{stores.OutboxDone}
+	p := stores.FindOutboxParams{States: done, Kind: f.Kind, KeyPrefix: f.Key, CreatedBefore: h.cfg.Now().Add(-older)}
+	deleted, err := h.bulk(r, p, func(ctx context.Context, ids []int64) (int64, error) {
+		res, err := h.store.DeleteOutboxIfState(ctx, &stores.DeleteOutboxParams{IDs: ids, States: done})
+		if err != nil {
+			return 0, err
+		}
+		return res.Deleted, nil
+	})
+	h.forget()
+	if err != nil {
+		h.cfg.Logger.Error("console: prune failed", "who", who, "kind", f.Kind, "key_prefix", f.Key, "older", older, "deleted", deleted, "err", err)
+		h.storeFailed(w, r, "the prune (after "+strconv.FormatInt(deleted, 10)+" rows)", err)
+		return
+	}
+	h.cfg.Logger.Info("console: prune", "who", who, "kind", f.Kind, "key_prefix", f.Key, "older", older, "deleted", deleted)
+	http.Redirect(w, r, h.cfg.Prefix+"/outbox?"+filterQuery(f, "done", "pruned", strconv.FormatInt(deleted, 10)), http.StatusSeeOther)
 }
