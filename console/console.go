@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -73,6 +74,11 @@ type Config struct {
 	// (when the browser runs the page's script). Default RefreshDefault
 	// (5 s).
 	Refresh time.Duration
+	// TraceURL, when set, turns trace ids into links to a tracing backend:
+	// "{trace_id}" in it is replaced by the 32 hex digits, e.g.
+	// "http://jaeger:16686/trace/{trace_id}". It must be an http or https
+	// URL. Default "": trace ids are shown as text.
+	TraceURL string
 	// Logger receives one record per write (who, what, result) and the
 	// store errors pages show. Default slog.Default().
 	Logger *slog.Logger
@@ -114,6 +120,11 @@ func (c Config) validate() error {
 	}
 	if c.Token != "" && len(c.Token) < tokenMinLen {
 		errs = append(errs, fmt.Errorf("Token has %d bytes, must have at least %d", len(c.Token), tokenMinLen))
+	}
+	if c.TraceURL != "" {
+		if u, err := url.Parse(strings.ReplaceAll(c.TraceURL, "{trace_id}", "0")); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs = append(errs, fmt.Errorf("TraceURL is %q, must be an http or https URL", c.TraceURL))
+		}
 	}
 	if c.QueryTimeout < 0 {
 		errs = append(errs, fmt.Errorf("QueryTimeout is %s, must not be negative", c.QueryTimeout))

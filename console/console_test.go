@@ -246,9 +246,10 @@ func TestConfigValidate(t *testing.T) {
 	s, err := sqlitestore.Open(context.Background(), testdb.SQLitePath(t), nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
-	_, err = console.New(s, &console.Config{Prefix: "ackgap/", Token: "short", PageSize: console.PageSizeMax + 1, QueryTimeout: -1})
+	_, err = console.New(s, &console.Config{Prefix: "ackgap/", Token: "short", PageSize: console.PageSizeMax + 1, QueryTimeout: -1,
+		TraceURL: "javascript:alert(1)/{trace_id}"})
 	require.ErrorContains(t, err, "invalid config")
-	for _, field := range []string{"Prefix", "Token", "PageSize", "QueryTimeout"} {
+	for _, field := range []string{"Prefix", "Token", "PageSize", "QueryTimeout", "TraceURL"} {
 		require.ErrorContains(t, err, field, "every bad field is named at once")
 	}
 }
@@ -358,6 +359,17 @@ func TestQueryTimeoutIsBusy(t *testing.T) {
 			require.Equal(t, http.StatusServiceUnavailable, code, path)
 			require.Contains(t, body, "database is busy", path)
 		}
+	})
+}
+
+func TestTraceURL(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s seeder) {
+		ids := seed(t, s)
+		b := setup(t, s, &console.Config{TraceURL: "http://jaeger:16686/trace/{trace_id}"})
+		_, body := b.get("/outbox/" + itoa(ids["charge:order-1"]))
+		require.Contains(t, body, `<a href="http://jaeger:16686/trace/0af7651916cd43dd8448eb211c80319c" id="trace-link">`)
+		_, body = b.get("/event?id=order-1")
+		require.Contains(t, body, `<a href="http://jaeger:16686/trace/0af7651916cd43dd8448eb211c80319c">`)
 	})
 }
 

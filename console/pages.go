@@ -51,6 +51,7 @@ func (h *Handler) funcs() template.FuncMap {
 			return t.UTC().Format("2006-01-02 15:04:05.000Z")
 		},
 		"perMinute": perMinute,
+		"traceLink": h.traceLink,
 		"seconds":   fmtSeconds,
 		"clip": func(s string, n int) string {
 			if len(s) <= n {
@@ -103,6 +104,17 @@ func (h *Handler) storeFailed(w http.ResponseWriter, r *http.Request, what strin
 		return
 	}
 	h.fail(w, r, http.StatusInternalServerError, "The database refused "+what+"; see the process's log.")
+}
+
+// traceLink returns the link of a W3C traceparent's trace in
+// Config.TraceURL, or "" when there is no TraceURL or tp is not a
+// traceparent.
+func (h *Handler) traceLink(tp string) string {
+	p, ok := parseTraceParent(tp)
+	if h.cfg.TraceURL == "" || !ok {
+		return ""
+	}
+	return strings.ReplaceAll(h.cfg.TraceURL, "{trace_id}", p.TraceID)
 }
 
 // perMinute returns the consumer's rows per minute over the stats'

@@ -19,7 +19,7 @@ import (
 const consoleShutdownTimeout = 5 * time.Second
 
 func (a *app) consoleCommand() *cobra.Command {
-	var listen, token string
+	var listen, token, traceURL string
 	var payloads bool
 	var queryTimeout time.Duration
 	cmd := &cobra.Command{
@@ -34,14 +34,16 @@ It listens on 127.0.0.1:8080 unless --listen says otherwise, and is read-only
 unless a token is given (--token or, better, ACKGAP_CONSOLE_TOKEN, which does
 not show in the process list; 16 bytes at least): then redrives need a login
 with the token, a CSRF token and a same-origin request, and each is logged on
-stderr with who and what. Payloads stay hidden unless --payloads. It stops on
-Ctrl-C or SIGTERM.`,
+stderr with who and what. Payloads stay hidden unless --payloads. --trace-url
+links trace ids to a tracing backend, as in "ackgap event". It stops on Ctrl-C
+or SIGTERM.`,
 		Example: `  ackgap console --dsn sqlite:./app.db
   ACKGAP_CONSOLE_TOKEN=$(openssl rand -hex 16) ackgap console --listen 127.0.0.1:8080`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			a.fallback(cmd, "token", "ACKGAP_CONSOLE_TOKEN", &token)
 			a.fallback(cmd, "listen", "ACKGAP_CONSOLE_LISTEN", &listen)
+			a.fallback(cmd, "trace-url", "ACKGAP_TRACE_URL", &traceURL)
 			host, _, err := net.SplitHostPort(listen)
 			if err != nil {
 				return usageErrorf("--listen %q: %v", listen, err)
@@ -53,7 +55,8 @@ Ctrl-C or SIGTERM.`,
 			}
 			defer closeFn()
 			logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
-			h, err := console.New(s, &console.Config{Token: token, ShowPayloads: payloads, QueryTimeout: queryTimeout, Logger: logger})
+			h, err := console.New(s, &console.Config{Token: token, ShowPayloads: payloads, QueryTimeout: queryTimeout,
+				TraceURL: traceURL, Logger: logger})
 			if err != nil {
 				return usageErrorf("%w", err)
 			}
@@ -93,6 +96,7 @@ Ctrl-C or SIGTERM.`,
 	fs.StringVar(&listen, "listen", "127.0.0.1:8080", "address to listen on, host:port (env ACKGAP_CONSOLE_LISTEN)")
 	fs.StringVar(&token, "token", "", "enable redrives for whoever logs in with it, at least 16 bytes (env ACKGAP_CONSOLE_TOKEN)")
 	fs.BoolVar(&payloads, "payloads", false, "show outbox payloads (they may hold personal data)")
+	fs.StringVar(&traceURL, "trace-url", "", "link trace ids to this URL, {trace_id} replaced (env ACKGAP_TRACE_URL)")
 	fs.DurationVar(&queryTimeout, "query-timeout", console.QueryTimeoutDefault, "bound of each database query")
 	return cmd
 }
