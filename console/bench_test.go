@@ -9,11 +9,15 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/metric"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 
 	"github.com/ackgap/ackgap/console"
 	"github.com/ackgap/ackgap/internal/testdb"
 	"github.com/ackgap/ackgap/stores"
 	"github.com/ackgap/ackgap/stores/pgxstore"
+	"github.com/ackgap/ackgap/telemetry"
 )
 
 // BenchmarkOverviewPostgres renders the overview over 1,000,000 inbox
@@ -59,5 +63,34 @@ FROM generate_series(1, 100000) AS i`)
 		if w.Code != http.StatusOK || !strings.Contains(w.Body.String(), "consumer-3") {
 			b.Fatalf("overview: %d %s", w.Code, w.Body.String())
 		}
+	}
+}
+
+// BenchmarkRecorderRecord measures what a Recorder adds to each
+// measurement telemetry records (an ack gap with its attributes): the
+// SDK's aggregation into the instrument's buckets, with nobody looking.
+// "none" is a MeterProvider without a reader, "recorder" one with the
+// Recorder's reader only.
+func BenchmarkRecorderRecord(b *testing.B) {
+	attrs := metric.WithAttributes(semconv.MessagingSystemKey.String(telemetry.SystemAWSSQS),
+		semconv.MessagingDestinationName("orders"), telemetry.AttrConsumer.String("billing"))
+	for _, tc := range []struct {
+		name string
+		opts []sdkmetric.Option
+	}{
+		{"none", nil},
+		{"recorder", []sdkmetric.Option{sdkmetric.WithReader(console.NewRecorder().Reader())}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			mp := sdkmetric.NewMeterProvider(tc.opts...)
+			defer func() { _ = mp.Shutdown(context.Background()) }()
+			h, err := mp.Meter(telemetry.ScopeName).Float64Histogram(telemetry.MetricAckGap)
+			require.NoError(b, err)
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				h.Record(ctx, 0.012, attrs)
+			}
+		})
 	}
 }

@@ -21,9 +21,11 @@ import (
 //	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(rec.Reader()))
 //	tel, err := telemetry.New(&telemetry.Config{MeterProvider: mp})
 //
-// It costs nothing while nobody looks: the SDK adds each measurement to
-// the instrument's fixed buckets (telemetry's bucket boundaries), and the
-// Recorder reads them only when a page is rendered. Counts are cumulative
+// It costs next to nothing while nobody looks: the SDK adds each
+// measurement to the instrument's fixed buckets (telemetry's bucket
+// boundaries), about 70 ns per measurement on a 2-core test machine
+// (BenchmarkRecorderRecord), and the Recorder reads them only when a page
+// is rendered. Counts are cumulative
 // since the process started. A Recorder serves one MeterProvider; it is
 // safe for concurrent use.
 type Recorder struct {
