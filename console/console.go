@@ -60,7 +60,8 @@ type Config struct {
 	// from this process's telemetry. Default nil.
 	Recorder *Recorder
 	// QueryTimeout bounds each store call. A call that runs out shows
-	// "database busy" (HTTP 503) and changes nothing. Default
+	// "database busy" (HTTP 503) and changes nothing (the batches of a bulk
+	// write before it stay written). Default
 	// QueryTimeoutDefault (5 s).
 	QueryTimeout time.Duration
 	// PageSize is the outbox rows per page. Default PageSizeDefault (50),

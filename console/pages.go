@@ -95,12 +95,13 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, code int, msg str
 }
 
 // storeFailed shows a store error: a timeout or an unavailable store is
-// 503 "database busy" (nothing changed, try again); anything else is 500.
+// 503 "database busy" (try again: the failed statement changed nothing);
+// anything else is 500.
 // The error's text is logged, not shown.
 func (h *Handler) storeFailed(w http.ResponseWriter, r *http.Request, what string, err error) {
 	h.cfg.Logger.Error("console: store", "what", what, "err", err)
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ackgap.ErrStoreUnavailable) {
-		h.fail(w, r, http.StatusServiceUnavailable, "The database is busy or unreachable ("+what+"): nothing was changed; try again.")
+		h.fail(w, r, http.StatusServiceUnavailable, "The database is busy or unreachable ("+what+"); try again.")
 		return
 	}
 	h.fail(w, r, http.StatusInternalServerError, "The database refused "+what+"; see the process's log.")
