@@ -8,11 +8,40 @@ import (
 	"encoding/hex"
 	"net/http"
 	"strings"
+	"time"
 )
 
 // sessionCookie holds a session: a random id and its HMAC under the
 // handler's secret. Sessions end when the process restarts.
 const sessionCookie = "ackgap_console_session"
+
+// Token throttle: after loginFailMax wrong tokens (logins and bearer
+// tokens) within loginWindow, every login and bearer request is refused
+// until the oldest failure is loginWindow old, so the token cannot be
+// guessed at speed.
+const (
+	loginFailMax = 10
+	loginWindow  = time.Minute
+)
+
+// throttled records a failed login when failed is true, and reports
+// whether logins are refused now.
+func (h *Handler) throttled(failed bool) bool {
+	h.loginMu.Lock()
+	defer h.loginMu.Unlock()
+	now := time.Now()
+	keep := h.loginFails[:0]
+	for _, t := range h.loginFails {
+		if now.Sub(t) < loginWindow {
+			keep = append(keep, t)
+		}
+	}
+	h.loginFails = keep
+	if failed {
+		h.loginFails = append(h.loginFails, now)
+	}
+	return len(h.loginFails) >= loginFailMax
+}
 
 // session is who makes a request: "" when nobody logged in.
 type session struct {
@@ -46,10 +75,9 @@ func (h *Handler) sessionOf(r *http.Request) (session, bool) {
 	return session{id: id, who: "session " + id[:8] + " from " + r.RemoteAddr, csrf: h.mac("csrf", id)}, true
 }
 
-// bearer reports whether the request carries the token as a bearer token.
-func (h *Handler) bearer(r *http.Request) bool {
-	v, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	return ok && h.tokenOK(v)
+// bearer returns the request's bearer token, if it has one.
+func bearer(r *http.Request) (string, bool) {
+	return strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 }
 
 func (h *Handler) tokenOK(v string) bool {
@@ -75,8 +103,16 @@ func (h *Handler) write(fn func(w http.ResponseWriter, r *http.Request, who stri
 			refuse(http.StatusForbidden, "Cross-origin request refused.")
 			return
 		}
-		if h.bearer(r) {
-			fn(w, r, "bearer token from "+r.RemoteAddr)
+		if v, ok := bearer(r); ok {
+			switch {
+			case h.throttled(false):
+				refuse(http.StatusTooManyRequests, "Too many wrong tokens in the last minute: wait, then try again.")
+			case h.tokenOK(v):
+				fn(w, r, "bearer token from "+r.RemoteAddr)
+			default:
+				h.throttled(true)
+				refuse(http.StatusUnauthorized, "Wrong bearer token.")
+			}
 			return
 		}
 		s, ok := h.sessionOf(r)
@@ -103,7 +139,13 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	next := h.safeNext(r.PostFormValue("next"))
+	if h.throttled(false) {
+		h.cfg.Logger.Warn("console: login refused: too many wrong tokens", "remote", r.RemoteAddr)
+		h.fail(w, r, http.StatusTooManyRequests, "Too many wrong tokens in the last minute: wait, then try again.")
+		return
+	}
 	if !h.tokenOK(r.PostFormValue("token")) {
+		h.throttled(true)
 		h.cfg.Logger.Warn("console: login refused", "remote", r.RemoteAddr)
 		h.render(w, r, http.StatusUnauthorized, "login", "Log in", "", map[string]any{"Next": next, "Wrong": true})
 		return

@@ -161,6 +161,9 @@ type Handler struct {
 	mux    *http.ServeMux
 	cop    *http.CrossOriginProtection
 
+	loginMu    sync.Mutex
+	loginFails []time.Time // wrong tokens within loginWindow
+
 	statsMu   sync.Mutex
 	stats     *stores.StatsResult
 	statsAt   time.Time

@@ -451,6 +451,29 @@ func TestWritesNeedTokenAndCSRF(t *testing.T) {
 	})
 }
 
+func TestLoginThrottle(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s seeder) {
+		b := setup(t, s, &console.Config{Token: token})
+		for range 10 {
+			code, _, _ := b.post("/login", url.Values{"token": {"wrong-token-0123456789"}})
+			require.Equal(t, http.StatusUnauthorized, code)
+		}
+		code, body, _ := b.post("/login", url.Values{"token": {token}})
+		require.Equal(t, http.StatusTooManyRequests, code, "after 10 wrong tokens in a minute, even the right one waits")
+		require.Contains(t, body, "Too many wrong tokens")
+		code, _, _ = b.post("/outbox/redrive", nil, "Authorization", "Bearer "+token)
+		require.Equal(t, http.StatusTooManyRequests, code, "bearer tokens wait too")
+
+		b = setup(t, s, &console.Config{Token: token})
+		for range 10 {
+			code, _, _ := b.post("/outbox/redrive", nil, "Authorization", "Bearer wrong")
+			require.Equal(t, http.StatusUnauthorized, code)
+		}
+		code, _, _ = b.post("/login", url.Values{"token": {token}})
+		require.Equal(t, http.StatusTooManyRequests, code, "wrong bearer tokens count as well")
+	})
+}
+
 func TestRedriveFilter(t *testing.T) {
 	eachBackend(t, func(t *testing.T, s seeder) {
 		ids := seed(t, s)
