@@ -524,7 +524,7 @@ func TestLive(t *testing.T) {
 		code, body := b.get("/live")
 		require.Equal(t, http.StatusOK, code)
 		require.Contains(t, body, "aws_sqs · orders")
-		require.Contains(t, body, "4 acks")
+		require.Contains(t, body, "4 acks · mean 15.1ms · p50 ≤10ms · p99 ≤100ms", "ack gaps 0.5, 5, 5 and 50 ms")
 		require.Contains(t, body, `<span class="neg">1 negative (25.0%)</span>`)
 		require.Equal(t, 2, strings.Count(body, `class="bar neg"`), "the buckets ending at -1 and at 0 are red")
 		require.Contains(t, body, "<svg")

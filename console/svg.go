@@ -32,6 +32,7 @@ type chart struct {
 	Bars         []bar
 	Count        uint64
 	Mean         string
+	P50, P99     string // the upper bound of the bucket holding the quantile: "≤25ms"
 	Negative     uint64
 	NegativePct  string
 	HasNegatives bool // the instrument is signed (lease headroom)
@@ -48,6 +49,7 @@ func newChart(title string, h *histogram, signed bool) *chart {
 	c.Count = h.Count
 	if h.Count > 0 {
 		c.Mean = fmtSeconds(h.Sum / float64(h.Count))
+		c.P50, c.P99 = h.quantileBound(0.5), h.quantileBound(0.99)
 	}
 	if signed {
 		c.Negative = h.negative()
@@ -116,4 +118,21 @@ func fmtSeconds(s float64) string {
 func trimFloat(f float64) string {
 	s := strconv.FormatFloat(f, 'f', 1, 64)
 	return strings.TrimSuffix(s, ".0")
+}
+
+// quantileBound returns the bucket that holds the q quantile, as its
+// upper bound ("≤25ms", or ">5m" for the last bucket): buckets give the
+// quantile to within a bucket, no closer.
+func (h *histogram) quantileBound(q float64) string {
+	var sum uint64
+	for i, n := range h.Counts {
+		sum += n
+		if float64(sum) >= q*float64(h.Count) && sum > 0 {
+			if i < len(h.Bounds) {
+				return "≤" + fmtSeconds(h.Bounds[i])
+			}
+			return ">" + fmtSeconds(h.Bounds[len(h.Bounds)-1])
+		}
+	}
+	return ""
 }
