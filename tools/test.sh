@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs ackgap's whole test suite from a fresh machine of the go-svc kind:
 # starts PostgreSQL if it is down, installs and starts the local Kafka
-# (kfake) and SQS (fauxqs) servers on loopback, checks formatting and vet,
+# (kfake) and SQS (fauxqs) servers on loopback, installs Chromium for the
+# console's browser test when it is missing, checks formatting and vet,
 # then runs every test with the race detector. The servers stop on exit.
 #
 #   tools/test.sh              # everything
@@ -49,6 +50,14 @@ if ! pg_isready -q -h 127.0.0.1 -p 5432; then
 	pg_isready -h 127.0.0.1 -p 5432
 fi
 export TEST_DATABASE_URL=${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test?sslmode=disable}
+
+# Chromium for the console's browser test (console/browser_test.go), from
+# Debian's chromium package when it is missing.
+if [[ ! -x ${ACKGAP_CHROMIUM:-/usr/bin/chromium} ]]; then
+	echo "test: installing chromium" >&2
+	apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+fi
 
 tools/brokers.sh install
 tools/brokers.sh start

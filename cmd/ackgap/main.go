@@ -2,7 +2,9 @@
 // and print the migrations, see the inbox and the outbox at a glance, find
 // what happened to one event, list, redrive and prune outbox rows without
 // writing SQL, and check a deployment (database, SQS queues, Kafka topics
-// and group) against ackgap's rules with "ackgap doctor".
+// and group) against ackgap's rules with "ackgap doctor". "ackgap console"
+// serves the same on web pages (package console), on 127.0.0.1:8080 and
+// read-only unless told otherwise.
 //
 // Install it with
 //

@@ -112,8 +112,8 @@ func (a *app) rootCommand() *cobra.Command {
 		Short: "Operate ackgap's inbox and outbox tables on PostgreSQL or SQLite",
 		Long: `ackgap operates the tables of github.com/ackgap/ackgap: it applies and prints
 the migrations, shows the inbox and the outbox at a glance, finds what happened
-to one event, lists, redrives and prunes outbox rows, and checks a deployment
-against ackgap's rules (doctor).
+to one event, lists, redrives and prunes outbox rows, checks a deployment
+against ackgap's rules (doctor), and serves the same on web pages (console).
 
 The database comes from --dsn (or ACKGAP_DSN): postgres://... or postgresql://...
 for PostgreSQL, sqlite:PATH for an SQLite file. --schema (ACKGAP_SCHEMA) and
@@ -143,7 +143,7 @@ failed ("doctor").`,
 	pf.StringVar(&a.schema, "schema", "", "PostgreSQL schema of ackgap's tables; default the search_path (env ACKGAP_SCHEMA)")
 	pf.StringVar(&a.prefix, "prefix", "", `table name prefix; default "ackgap_" (env ACKGAP_PREFIX)`)
 	pf.BoolVar(&a.json, "json", false, "print JSON instead of a table")
-	root.AddCommand(a.migrateCommand(), a.statusCommand(), a.eventCommand(), a.outboxCommand(), a.doctorCommand())
+	root.AddCommand(a.migrateCommand(), a.statusCommand(), a.eventCommand(), a.outboxCommand(), a.doctorCommand(), a.consoleCommand())
 	return root
 }
 

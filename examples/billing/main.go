@@ -81,6 +81,8 @@ func realMain(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	plot := fs.String("plot", "", "write histograms of the ack gap and lease headroom to this SVG file")
 	dsn := fs.String("dsn", "", "PostgreSQL URL (postgres://...); empty: SQLite in a temp dir")
 	keep := fs.Bool("keep", false, "keep the PostgreSQL schema (or the SQLite file) at exit")
+	fs.StringVar(&o.Console, "console", "", "serve the web console on this address (e.g. 127.0.0.1:8080) during the run")
+	hold := fs.Bool("hold", false, "with -console: keep the process and the console up after the run, until Ctrl-C")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -105,9 +107,25 @@ func realMain(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return 2
 	}
 
+	if *hold && o.Console == "" {
+		fmt.Fprintln(stderr, "billing: -hold needs -console")
+		return 2
+	}
 	o.OtelOut = stdout
+	o.ConsoleReady = func(url, token string) {
+		fmt.Fprintf(stdout, "console on %s (log in with token %s to redrive)\n", url, token)
+	}
+	printed := false
+	if *hold {
+		o.Hold = func(s *Summary) {
+			s.Print(stdout)
+			printed = true
+			fmt.Fprintln(stdout, "holding: the console stays up until Ctrl-C")
+			<-ctx.Done()
+		}
+	}
 	sum, err := runDemo(ctx, *dsn, *keep, o)
-	if sum != nil {
+	if sum != nil && !printed {
 		sum.Print(stdout)
 		if *plot != "" {
 			if perr := writePlot(*plot, sum); perr != nil {

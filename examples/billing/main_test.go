@@ -735,3 +735,41 @@ func TestServices(t *testing.T) {
 	calls, sent := svc.mailer.counts()
 	require.Equal(t, []int{2, 1}, []int{calls, sent})
 }
+
+// -console serves the web console during the run, and -hold keeps it up
+// after the summary until the context ends.
+func TestRealMainConsoleHold(t *testing.T) {
+	t.Parallel()
+	var out, errOut bytes.Buffer
+	require.Equal(t, 2, realMain(context.Background(), []string{"-hold"}, &out, &errOut))
+	require.Contains(t, errOut.String(), "-hold needs -console")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stdout := &lockedWriter{w: &out}
+	read := func() string {
+		stdout.mu.Lock()
+		defer stdout.mu.Unlock()
+		return out.String()
+	}
+	code := make(chan int, 1)
+	go func() {
+		code <- realMain(ctx, []string{"-n", "50", "-partitions", "2", "-console", "127.0.0.1:0", "-hold"}, stdout, &lockedWriter{w: &errOut})
+	}()
+	require.Eventually(t, func() bool { return strings.Contains(read(), "holding:") }, 2*time.Minute, 20*time.Millisecond)
+	m := regexp.MustCompile(`console on (http://127\.0\.0\.1:\d+/) \(log in with token [0-9a-f]{32} to redrive\)`).FindStringSubmatch(read())
+	require.NotNil(t, m, read())
+	for path, want := range map[string]string{"": "<td>billing</td>", "live": "gochannel", "outbox?state=done": "charge:"} {
+		resp, err := http.Get(m[1] + path)
+		require.NoError(t, err)
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, resp.StatusCode, path)
+		require.Contains(t, string(body), want, path)
+	}
+	cancel()
+	require.Equal(t, 0, <-code, "stderr: %s", errOut.String())
+	require.Contains(t, read(), "OK: every order moved once")
+	require.Equal(t, 1, strings.Count(read(), "charges made"), "the summary is printed once")
+}

@@ -20,6 +20,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 
+	"github.com/ackgap/ackgap/console"
 	"github.com/ackgap/ackgap/middleware"
 	"github.com/ackgap/ackgap/stores"
 	"github.com/ackgap/ackgap/telemetry"
@@ -73,7 +74,9 @@ type observability struct {
 // OtelOTLP; out receives OtelStdout's JSON) and a telemetry.Telemetry on
 // it that also reports the outbox's backlog gauges from ob. Close it once
 // the routers stopped.
-func newObservability(ctx context.Context, mode string, out io.Writer, ob stores.OutboxStore) (*observability, error) {
+// rec, when not nil, is the web console's recorder (-console): a second
+// reader of the same measurements.
+func newObservability(ctx context.Context, mode string, out io.Writer, ob stores.OutboxStore, rec *console.Recorder) (*observability, error) {
 	res, err := resource.New(ctx, resource.WithTelemetrySDK(),
 		resource.WithAttributes(semconv.ServiceName(ServiceName)), resource.WithFromEnv())
 	if err != nil {
@@ -88,6 +91,9 @@ func newObservability(ctx context.Context, mode string, out io.Writer, ob stores
 		sdktrace.WithSpanProcessor(o.timings),
 	}
 	mpOpts := []sdkmetric.Option{sdkmetric.WithResource(res), sdkmetric.WithReader(o.reader)}
+	if rec != nil {
+		mpOpts = append(mpOpts, sdkmetric.WithReader(rec.Reader()))
+	}
 	spans, metrics, err := exporters(ctx, mode, out)
 	if err != nil {
 		return nil, err

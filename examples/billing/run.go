@@ -20,6 +20,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 
 	"github.com/ackgap/ackgap"
+	"github.com/ackgap/ackgap/console"
 	"github.com/ackgap/ackgap/middleware"
 	"github.com/ackgap/ackgap/router"
 	"github.com/ackgap/ackgap/stores"
@@ -157,6 +158,16 @@ type Options struct {
 	OtelOut io.Writer
 	// Logger receives Watermill's logs. Nil means none.
 	Logger watermill.LoggerAdapter
+	// Console, when set, is the address (host:port) the web console
+	// (package console) is served on from the start of the run, with the
+	// live ack gap and lease headroom of this process. Empty means none.
+	Console string
+	// ConsoleReady, when set, gets the console's URL once it serves, and
+	// the token that enables its redrive (new per run).
+	ConsoleReady func(url, token string)
+	// Hold, when set, is called with the summary at the end of the run,
+	// before anything is closed: the console stays up until it returns.
+	Hold func(s *Summary)
 }
 
 // WithDefaults returns a copy of o with zero sizes set to their defaults;
@@ -875,7 +886,11 @@ func run[TTx any](ctx context.Context, b *backend[TTx], o Options) (s *Summary, 
 		}
 	}()
 	// Closed after the routers and the relays (deferred before them).
-	obs, err := newObservability(ctx, o.Otel, o.OtelOut, b.outbox)
+	var rec *console.Recorder
+	if o.Console != "" {
+		rec = console.NewRecorder()
+	}
+	obs, err := newObservability(ctx, o.Otel, o.OtelOut, b.outbox, rec)
 	if err != nil {
 		return nil, err
 	}
@@ -884,6 +899,13 @@ func run[TTx any](ctx context.Context, b *backend[TTx], o Options) (s *Summary, 
 			err = errors.Join(err, cerr)
 		}
 	}()
+	if o.Console != "" {
+		stopConsole, err := serveConsole(o.Console, b.store, rec, o.ConsoleReady)
+		if err != nil {
+			return nil, err
+		}
+		defer func() { err = errors.Join(err, stopConsole()) }()
+	}
 	lost := &lostReplies{keys: p.lostReplies}
 	var rl *relays
 	defer func() {
@@ -1108,6 +1130,9 @@ func run[TTx any](ctx context.Context, b *backend[TTx], o Options) (s *Summary, 
 			s.CrashedInstance, s.ReplacementInstance, s.CrashGaveUp = cr.crashed, cr.replacement, cr.gaveUp
 			s.CrashEffect = br.crashEffect()
 		}
+	}
+	if o.Hold != nil {
+		o.Hold(s)
 	}
 	return s, nil
 }
