@@ -410,10 +410,13 @@ func (p *Processor[TTx]) runOne(ctx context.Context, tx TTx, msg *message.Messag
 	orig := msg.Context()
 	msg.SetContext(middleware.WithTx(withValuesOf(ctx, orig), p.store, tx, p.cfg.Consumer, eventID))
 	err := callOne(p.perMessage, msg)
+	if err == nil {
+		err = middleware.Flush(msg.Context())
+	}
 	msg.SetContext(orig)
 	if err == nil {
-		// A queued statement (QueueOutbox, QueueTransition) is sent ahead
-		// of the RELEASE and may fail it.
+		// A queued statement (ackgap.AddOutbox, a transition the handler
+		// did not read) is sent ahead of the RELEASE and may fail it.
 		if err = p.store.ReleaseSavepointTx(ctx, tx, SavepointMessage); err == nil {
 			return nil
 		}

@@ -135,16 +135,20 @@ func charge[TTx any](fail func(order string) error) router.HandlerFunc[TTx] {
 			return fmt.Errorf("ackgap.EventIDFromContext returned %q", id)
 		}
 		order := msg.Metadata.Get("order")
-		res, err := middleware.TransitionIfState(ctx, &stores.TransitionParams{
+		pending, err := ackgap.ApplyTransition(ctx, &ackgap.Transition{
 			Table: "orders", Key: order, From: []string{"pending"}, To: "charging", VersionColumn: "version",
 		})
+		if err != nil {
+			return err
+		}
+		res, err := pending.Result(ctx)
 		if err != nil {
 			return err
 		}
 		if !res.Applied() {
 			return res.Err()
 		}
-		if err := middleware.QueueOutbox(ctx, &stores.OutboxInsertParams{Kind: "charge", IdempotencyKey: "charge:" + order, Payload: msg.Payload}); err != nil {
+		if err := ackgap.AddOutbox(ctx, &ackgap.OutboxEntry{Kind: "charge", IdempotencyKey: "charge:" + order, Payload: msg.Payload}); err != nil {
 			return err
 		}
 		if fail != nil {
@@ -159,11 +163,11 @@ func charge[TTx any](fail func(order string) error) router.HandlerFunc[TTx] {
 func setCharge[TTx any](store stores.BatchStore[TTx], calls *[][]string) batch.BatchHandlerFunc[TTx] {
 	return func(ctx context.Context, tx TTx, msgs []*message.Message) error {
 		var ids []string
-		rows := make([]stores.OutboxInsertParams, 0, len(msgs))
+		rows := make([]ackgap.OutboxEntry, 0, len(msgs))
 		for _, msg := range msgs {
 			order := msg.Metadata.Get("order")
 			ids = append(ids, msg.Metadata.Get(ackgap.MetadataEventIDKey))
-			res, err := store.TransitionIfStateTx(ctx, tx, &stores.TransitionParams{
+			res, err := store.TransitionIfStateTx(ctx, tx, &ackgap.Transition{
 				Table: "orders", Key: order, From: []string{"pending"}, To: "charging", VersionColumn: "version",
 			})
 			if err != nil {
@@ -172,7 +176,7 @@ func setCharge[TTx any](store stores.BatchStore[TTx], calls *[][]string) batch.B
 			if err := res.Err(); err != nil {
 				return err
 			}
-			rows = append(rows, stores.OutboxInsertParams{Kind: "charge", IdempotencyKey: "charge:" + order, Payload: msg.Payload})
+			rows = append(rows, ackgap.OutboxEntry{Kind: "charge", IdempotencyKey: "charge:" + order, Payload: msg.Payload})
 		}
 		if calls != nil {
 			*calls = append(*calls, ids)
@@ -245,8 +249,8 @@ func suite[TTx any](t *testing.T, newEnv func(t *testing.T) *env[TTx]) {
 		// batch (found by a fresh-user trial on PostgreSQL).
 		p := newProcessor(t, e.store, batch.Config[TTx]{Handler: func(ctx context.Context, _ TTx, msg *message.Message) error {
 			order := msg.Metadata.Get("order")
-			if err := middleware.QueueTransition(ctx, &stores.TransitionParams{Table: "orders", Key: order, From: []string{"pending"}, To: "charging", VersionColumn: "version"},
-				&stores.OutboxInsertParams{Kind: "charge", IdempotencyKey: "charge:" + order}); err != nil {
+			if _, err := ackgap.ApplyTransition(ctx, &ackgap.Transition{Table: "orders", Key: order, From: []string{"pending"}, To: "charging", VersionColumn: "version"},
+				&ackgap.OutboxEntry{Kind: "charge", IdempotencyKey: "charge:" + order}); err != nil {
 				return err
 			}
 			if order == "o2" {
@@ -467,7 +471,7 @@ func suite[TTx any](t *testing.T, newEnv func(t *testing.T) *env[TTx]) {
 			if msg.Metadata.Get("order") != "o2" {
 				return nil
 			}
-			_, err := middleware.AddOutbox(ctx, &stores.OutboxInsertParams{Kind: "noop", IdempotencyKey: "noop"})
+			err := ackgap.AddOutbox(ctx, &ackgap.OutboxEntry{Kind: "noop", IdempotencyKey: "noop"})
 			if err != nil {
 				return err
 			}

@@ -97,7 +97,11 @@ func TestDeferredHandlerFailsBeforeAnyStatement(t *testing.T) {
 	require.ErrorIs(t, err, boom)
 	require.Equal(t, middleware.OutcomeFailed, (*reports)[0].Outcome)
 	_, err = inbox(func(msg *message.Message) ([]*message.Message, error) {
-		_, err := middleware.TransitionIfState(msg.Context(), &stores.TransitionParams{Table: "orders", Key: "o1", From: []string{"pending"}, To: "charging"})
+		pending, err := ackgap.ApplyTransition(msg.Context(), &ackgap.Transition{Table: "orders", Key: "o1", From: []string{"pending"}, To: "charging"})
+		if err != nil {
+			return nil, err
+		}
+		_, err = pending.Result(msg.Context())
 		return nil, err
 	})(event("e1", `{}`))
 	require.NoError(t, err)

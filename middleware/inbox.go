@@ -245,10 +245,16 @@ func (in *inbox[TTx]) handle(msg *message.Message, h message.HandlerFunc, rep *R
 		rep.Outcome = OutcomeFailed
 	}()
 
-	msg.SetContext(withTx(ctx, &boundTx[TTx]{store: in.store, tx: tx, consumerName: in.cfg.Consumer, eventIDString: id}))
+	bound := &boundTx[TTx]{store: in.store, tx: tx, consumerName: in.cfg.Consumer, eventIDString: id}
+	msg.SetContext(withTx(ctx, bound))
 	defer msg.SetContext(ctx)
 	rep.HandlerStarted = in.cfg.Now()
 	produced, err = h(msg)
+	if err == nil {
+		// Transitions the handler did not read go to the store now, to run
+		// with the commit (or at once, on a store that does not pipeline).
+		err = bound.flush(msg.Context())
+	}
 	if err == nil && ctx.Err() != nil {
 		err = fmt.Errorf("ackgap inbox: context ended before commit: %w", ctx.Err())
 	}

@@ -59,14 +59,18 @@ func setup(t *testing.T, cfg *middleware.InboxConfig) (message.HandlerMiddleware
 func (b *bundle) charge(msg *message.Message) ([]*message.Message, error) {
 	b.calls++
 	ctx := msg.Context()
-	res, err := middleware.TransitionIfState(ctx, &stores.TransitionParams{Table: "orders", Key: "o1", From: []string{"pending"}, To: "charging"})
+	pending, err := ackgap.ApplyTransition(ctx, &ackgap.Transition{Table: "orders", Key: "o1", From: []string{"pending"}, To: "charging"})
+	if err != nil {
+		return nil, err
+	}
+	res, err := pending.Result(ctx)
 	if err != nil {
 		return nil, err
 	}
 	if err := res.Err(); err != nil {
 		return nil, err
 	}
-	_, err = middleware.AddOutbox(ctx, &stores.OutboxInsertParams{Kind: "charge", IdempotencyKey: "charge:o1", Payload: msg.Payload})
+	err = ackgap.AddOutbox(ctx, &ackgap.OutboxEntry{Kind: "charge", IdempotencyKey: "charge:o1", Payload: msg.Payload})
 	return nil, err
 }
 
@@ -215,9 +219,9 @@ func TestCancelledContextRollsBack(t *testing.T) {
 }
 
 func TestHelpersOutsideInbox(t *testing.T) {
-	_, err := middleware.AddOutbox(context.Background(), &stores.OutboxInsertParams{Kind: "k", IdempotencyKey: "k"})
+	err := ackgap.AddOutbox(context.Background(), &ackgap.OutboxEntry{Kind: "k", IdempotencyKey: "k"})
 	require.ErrorIs(t, err, ackgap.ErrNoTransaction)
-	_, err = middleware.TransitionIfState(context.Background(), &stores.TransitionParams{})
+	_, err = ackgap.ApplyTransition(context.Background(), &ackgap.Transition{})
 	require.ErrorIs(t, err, ackgap.ErrNoTransaction)
 	_, ok := ackgap.TxFromContext[*sql.Tx](context.Background())
 	require.False(t, ok)
@@ -306,7 +310,7 @@ func TestDatabaseGoesAwayMidTransaction(t *testing.T) {
 			_, err := pool.Exec(context.Background(), `SELECT pg_terminate_backend($1)`, pid)
 			require.NoError(t, err)
 		}
-		_, err := middleware.AddOutbox(ctx, &stores.OutboxInsertParams{Kind: "charge", IdempotencyKey: "charge:o1"})
+		err := ackgap.AddOutbox(ctx, &ackgap.OutboxEntry{Kind: "charge", IdempotencyKey: "charge:o1"})
 		return nil, err
 	})
 	_, err = h(event("e1", `{}`))

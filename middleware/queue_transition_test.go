@@ -73,17 +73,19 @@ func qtStores(t *testing.T) []qtStore {
 }
 
 // moveOrder is a handler that moves its order pending -> charging with
-// QueueTransition and records a charge and a receipt behind it.
+// ackgap.ApplyTransition, without reading the outcome, and records a
+// charge and a receipt behind it.
 func moveOrder(from ...string) message.HandlerFunc {
 	if len(from) == 0 {
 		from = []string{"pending"}
 	}
 	return func(msg *message.Message) ([]*message.Message, error) {
 		order := msg.Metadata.Get("order")
-		return nil, middleware.QueueTransition(msg.Context(),
-			&stores.TransitionParams{Table: "orders", Key: order, From: from, To: "charging", VersionColumn: "version"},
-			&stores.OutboxInsertParams{Kind: "charge", IdempotencyKey: "charge:" + order, Payload: msg.Payload},
-			&stores.OutboxInsertParams{Kind: "email.receipt", IdempotencyKey: "receipt:" + order, Payload: msg.Payload})
+		_, err := ackgap.ApplyTransition(msg.Context(),
+			&ackgap.Transition{Table: "orders", Key: order, From: from, To: "charging", VersionColumn: "version"},
+			&ackgap.OutboxEntry{Kind: "charge", IdempotencyKey: "charge:" + order, Payload: msg.Payload},
+			&ackgap.OutboxEntry{Kind: "email.receipt", IdempotencyKey: "receipt:" + order, Payload: msg.Payload})
+		return nil, err
 	}
 }
 
@@ -215,6 +217,72 @@ func TestQueueTransitionConcurrentDistinctEvents(t *testing.T) {
 				s.query(t, `SELECT version FROM orders WHERE id = '`+order+`'`, &v)
 				require.Equal(t, 1, v)
 			}
+		})
+	}
+}
+
+// TestApplyTransitionRead: a handler that reads a transition's outcome
+// decides what a refusal does (here: ack, nothing written), and gets the
+// rows written only when it applied; a transition that ran because the
+// handler read a later one, and was refused, fails the commit unless it
+// was read too. On both stores, whether they pipeline or not.
+func TestApplyTransitionRead(t *testing.T) {
+	for _, s := range qtStores(t) {
+		t.Run(s.name, func(t *testing.T) {
+			inbox := s.inbox(t)
+			s.exec(t, `INSERT INTO orders (id, status) VALUES ('o1', 'pending'), ('o2', 'shipped'), ('o3', 'pending')`)
+			var outcomes []ackgap.TransitionOutcome
+			readAndSkip := inbox(func(msg *message.Message) ([]*message.Message, error) {
+				ctx, order := msg.Context(), msg.Metadata.Get("order")
+				pending, err := ackgap.ApplyTransition(ctx,
+					&ackgap.Transition{Table: "orders", Key: order, From: []string{"pending"}, To: "charging"},
+					&ackgap.OutboxEntry{Kind: "charge", IdempotencyKey: "charge:" + order})
+				if err != nil {
+					return nil, err
+				}
+				res, err := pending.Result(ctx)
+				if err != nil {
+					return nil, err
+				}
+				outcomes = append(outcomes, res.Outcome)
+				return nil, nil // a refusal is acked: the handler read it
+			})
+			count := func(where string) (n int) {
+				s.query(t, `SELECT count(*) FROM ackgap_outbox WHERE `+where, &n)
+				return n
+			}
+			_, err := readAndSkip(orderEvent("e1", "o1", `{}`))
+			require.NoError(t, err)
+			_, err = readAndSkip(orderEvent("e2", "o2", `{}`))
+			require.NoError(t, err, "the handler read the refusal and returned nil")
+			require.Equal(t, []ackgap.TransitionOutcome{ackgap.TransitionApplied, ackgap.TransitionRefused}, outcomes)
+			require.Equal(t, 1, count(`idempotency_key = 'charge:o1'`))
+			require.Zero(t, count(`idempotency_key = 'charge:o2'`), "no rows for a refused transition")
+
+			// Two transitions; only the second is read: the first (refused)
+			// runs first and, unread, fails the commit.
+			readSecond := inbox(func(msg *message.Message) ([]*message.Message, error) {
+				ctx := msg.Context()
+				if _, err := ackgap.ApplyTransition(ctx, &ackgap.Transition{Table: "orders", Key: "o2", From: []string{"pending"}, To: "charging"}); err != nil {
+					return nil, err
+				}
+				pending, err := ackgap.ApplyTransition(ctx, &ackgap.Transition{Table: "orders", Key: "o3", From: []string{"pending"}, To: "charging"})
+				if err != nil {
+					return nil, err
+				}
+				res, err := pending.Result(ctx)
+				if err != nil {
+					return nil, err
+				}
+				require.True(t, res.Applied())
+				return nil, nil
+			})
+			_, err = readSecond(orderEvent("e3", "o3", `{}`))
+			require.ErrorIs(t, err, ackgap.ErrTransitionRefused)
+			require.True(t, ackgap.IsPermanent(err))
+			var status string
+			s.query(t, `SELECT status FROM orders WHERE id = 'o3'`, &status)
+			require.Equal(t, "pending", status, "everything rolled back with the unread refusal")
 		})
 	}
 }

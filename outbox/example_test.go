@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/ackgap/ackgap"
 	"github.com/ackgap/ackgap/outbox"
 	"github.com/ackgap/ackgap/stores"
 	"github.com/ackgap/ackgap/stores/sqlitestore"
@@ -35,7 +36,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	if _, err := store.InsertOutboxTx(ctx, res.Tx, &stores.OutboxInsertParams{
+	if _, err := store.InsertOutboxTx(ctx, res.Tx, &ackgap.OutboxEntry{
 		Kind: "email.receipt", IdempotencyKey: "receipt:o1", Payload: []byte("Thank you for order o1"),
 	}); err != nil {
 		panic(err)

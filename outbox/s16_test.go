@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ackgap/ackgap"
 	"github.com/ackgap/ackgap/middleware"
 	"github.com/ackgap/ackgap/outbox"
 	"github.com/ackgap/ackgap/router"
@@ -72,9 +73,9 @@ func s16[TTx any](t *testing.T, b *backend[TTx]) {
 	<-consumer.Running()
 
 	ids := insert(t, b.store,
-		stores.OutboxInsertParams{Kind: "order.event", IdempotencyKey: "K1", Payload: []byte(`{"order":"O1"}`)},
-		stores.OutboxInsertParams{Kind: "order.event", IdempotencyKey: "K2", Payload: []byte(`{"order":"O2"}`)},
-		stores.OutboxInsertParams{Kind: "order.event", IdempotencyKey: "K3", Payload: []byte(`{"order":"O3"}`)})
+		ackgap.OutboxEntry{Kind: "order.event", IdempotencyKey: "K1", Payload: []byte(`{"order":"O1"}`)},
+		ackgap.OutboxEntry{Kind: "order.event", IdempotencyKey: "K2", Payload: []byte(`{"order":"O2"}`)},
+		ackgap.OutboxEntry{Kind: "order.event", IdempotencyKey: "K3", Payload: []byte(`{"order":"O3"}`)})
 	o2 := ids[1]
 	reps := newReports()
 	relay, err := outbox.New(&failDoneOnce{OutboxStore: b.store, id: o2}, &outbox.Config{

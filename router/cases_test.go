@@ -38,7 +38,7 @@ var depositHandler = router.JSON(func(ctx context.Context, tx pgx.Tx, msg *messa
 	}
 	time.Sleep(50 * time.Millisecond)
 	id, _ := ackgap.EventIDFromContext(ctx)
-	_, err := middleware.AddOutbox(ctx, &stores.OutboxInsertParams{Kind: "notify", IdempotencyKey: "deposit:" + id, Payload: msg.Payload})
+	err := ackgap.AddOutbox(ctx, &ackgap.OutboxEntry{Kind: "notify", IdempotencyKey: "deposit:" + id, Payload: msg.Payload})
 	return err
 })
 

@@ -57,8 +57,12 @@ INSERT INTO orders VALUES ('o1', 'pending'); INSERT INTO customers VALUES ('c1',
 	}
 	charge := func(ctx context.Context, tx *sql.Tx, msg *message.Message) error {
 		orderID := string(msg.Payload)
-		res, err := middleware.TransitionIfState(ctx, &stores.TransitionParams{
+		pending, err := ackgap.ApplyTransition(ctx, &ackgap.Transition{
 			Table: "orders", Key: orderID, From: []string{"pending"}, To: "charging"})
+		if err != nil {
+			return err // rolled back, retried, then nacked
+		}
+		res, err := pending.Result(ctx)
 		if err != nil {
 			return err // rolled back, retried, then nacked
 		}
@@ -71,7 +75,7 @@ INSERT INTO orders VALUES ('o1', 'pending'); INSERT INTO customers VALUES ('c1',
 		if _, err := tx.ExecContext(ctx, `UPDATE customers SET orders = orders + 1 WHERE id = 'c1'`); err != nil {
 			return err
 		}
-		_, err = middleware.AddOutbox(ctx, &stores.OutboxInsertParams{
+		err = ackgap.AddOutbox(ctx, &ackgap.OutboxEntry{
 			Kind: "charge", IdempotencyKey: "charge:" + orderID, Payload: msg.Payload})
 		return err // nil: the inbox commits, then Watermill acks
 	}

@@ -49,8 +49,12 @@ INSERT INTO orders VALUES ('o1', 'pending')`); err != nil {
 	}
 	err = r.AddHandler("billing", "orders.placed", pubsub,
 		func(ctx context.Context, tx *sql.Tx, msg *message.Message) error {
-			res, err := middleware.TransitionIfState(ctx, &stores.TransitionParams{
+			pending, err := ackgap.ApplyTransition(ctx, &ackgap.Transition{
 				Table: "orders", Key: string(msg.Payload), From: []string{"pending"}, To: "charging"})
+			if err != nil {
+				return err
+			}
+			res, err := pending.Result(ctx)
 			if err != nil {
 				return err
 			}

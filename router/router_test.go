@@ -75,14 +75,18 @@ INSERT INTO orders VALUES ('o1', 'pending'), ('o2', 'cancelled')`)
 }
 
 var charge = router.JSON(func(ctx context.Context, _ *sql.Tx, _ *message.Message, o order) error {
-	res, err := middleware.TransitionIfState(ctx, &stores.TransitionParams{Table: "orders", Key: o.OrderID, From: []string{"pending"}, To: "charging"})
+	pending, err := ackgap.ApplyTransition(ctx, &ackgap.Transition{Table: "orders", Key: o.OrderID, From: []string{"pending"}, To: "charging"})
+	if err != nil {
+		return err
+	}
+	res, err := pending.Result(ctx)
 	if err != nil {
 		return err
 	}
 	if err := res.Err(); err != nil {
 		return err
 	}
-	_, err = middleware.AddOutbox(ctx, &stores.OutboxInsertParams{Kind: "charge", IdempotencyKey: "charge:" + o.OrderID})
+	err = ackgap.AddOutbox(ctx, &ackgap.OutboxEntry{Kind: "charge", IdempotencyKey: "charge:" + o.OrderID})
 	return err
 })
 

@@ -42,7 +42,11 @@ func TestZombieCannotApplyStaleChange(t *testing.T) {
 
 	transition := func(from, to string) router.HandlerFunc[TTxPG] {
 		return func(ctx context.Context, _ TTxPG, _ *message.Message) error {
-			res, err := middleware.TransitionIfState(ctx, &stores.TransitionParams{Table: "orders", Key: "o1", From: []string{from}, To: to})
+			pending, err := ackgap.ApplyTransition(ctx, &ackgap.Transition{Table: "orders", Key: "o1", From: []string{from}, To: to})
+			if err != nil {
+				return err
+			}
+			res, err := pending.Result(ctx)
 			if err != nil {
 				return err
 			}

@@ -118,7 +118,7 @@ func run(ctx context.Context, listen string, events int, out io.Writer, ready ch
 	// rows stay pending and the backlog gauge shows them.
 	if err := r.AddHandler("billing", "orders", sub, func(ctx context.Context, _ *sql.Tx, msg *message.Message) error {
 		id, _ := ackgap.EventIDFromContext(ctx)
-		_, err := middleware.AddOutbox(ctx, &stores.OutboxInsertParams{Kind: "receipt", IdempotencyKey: "receipt:" + id, Payload: msg.Payload})
+		err := ackgap.AddOutbox(ctx, &ackgap.OutboxEntry{Kind: "receipt", IdempotencyKey: "receipt:" + id, Payload: msg.Payload})
 		return err
 	}); err != nil {
 		return err

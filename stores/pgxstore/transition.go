@@ -23,9 +23,9 @@ const pgCardinalityViolation = "21000"
 // queuedTransition is a guarded transition held back by
 // QueueTransitionTx, with the arguments of its outbox rows.
 type queuedTransition struct {
-	tp   stores.TransitionParams // with defaults, validated
-	rows [][]any                 // outboxArgs of each row
-	keys []string                // the rows' idempotency keys
+	tp   ackgap.Transition // with defaults, validated
+	rows [][]any           // outboxArgs of each row
+	keys []string          // the rows' idempotency keys
 }
 
 // QueueTransitionTx implements [stores.Store.QueueTransitionTx]
@@ -186,7 +186,7 @@ func transitionArgs(q *queuedTransition, inbox *stores.BeginInboxParams) []any {
 
 // buildTransitionSQL writes the text of a queued transition of shape sh,
 // with the placeholders transitionArgs lays out.
-func buildTransitionSQL(inboxTable, outboxTable string, tp *stores.TransitionParams, sh transitionShape) string {
+func buildTransitionSQL(inboxTable, outboxTable string, tp *ackgap.Transition, sh transitionShape) string {
 	n := 0
 	next := func() string {
 		n++

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ackgap/ackgap"
 	"github.com/ackgap/ackgap/stores"
 )
 
@@ -20,10 +21,10 @@ func TestTransitionSQLPlaceholders(t *testing.T) {
 	for _, inbox := range []*stores.BeginInboxParams{nil, {Consumer: "c", EventID: "e"}} {
 		for _, from := range [][]string{{"a"}, {"a", "b"}, {"a", "b", "c"}} {
 			for rows := range 3 {
-				for _, set := range [][]stores.Assignment{nil, {{Column: "note", Value: "x"}, {Column: "by", Value: 1}}} {
-					p := &stores.QueueTransitionParams{Transition: stores.TransitionParams{Table: "orders", Key: "o1", From: from, To: "b", Set: set}}
+				for _, set := range [][]ackgap.Assignment{nil, {{Column: "note", Value: "x"}, {Column: "by", Value: 1}}} {
+					p := &stores.QueueTransitionParams{Transition: ackgap.Transition{Table: "orders", Key: "o1", From: from, To: "b", Set: set}}
 					for i := range rows {
-						p.Outbox = append(p.Outbox, stores.OutboxInsertParams{Kind: "k", IdempotencyKey: "key" + strconv.Itoa(i)})
+						p.Outbox = append(p.Outbox, ackgap.OutboxEntry{Kind: "k", IdempotencyKey: "key" + strconv.Itoa(i)})
 					}
 					q, err := newQueuedTransition(p)
 					require.NoError(t, err)

@@ -29,14 +29,14 @@ func ValidIdentifier(what, name string) error { return ident.Valid(what, name) }
 // OutcomeOf classifies a guarded UPDATE: applied when it changed a row;
 // otherwise already applied when the row is in state to, refused when it
 // is in another state or missing (found false).
-func OutcomeOf(applied, found bool, current, to string) stores.TransitionOutcome {
+func OutcomeOf(applied, found bool, current, to string) ackgap.TransitionOutcome {
 	switch {
 	case applied:
-		return stores.TransitionApplied
+		return ackgap.TransitionApplied
 	case found && current == to:
-		return stores.TransitionAlreadyApplied
+		return ackgap.TransitionAlreadyApplied
 	default:
-		return stores.TransitionRefused
+		return ackgap.TransitionRefused
 	}
 }
 
@@ -128,7 +128,7 @@ func VerdictNow[TTx any](tx TTx) *stores.BeginInboxResult[TTx] {
 
 // QueueOutboxNow is [stores.Store.QueueOutboxTx] for a store that does
 // not pipeline: it inserts the row at once with s.InsertOutboxTx.
-func QueueOutboxNow[TTx any](ctx context.Context, s stores.Store[TTx], tx TTx, p *stores.OutboxInsertParams) error {
+func QueueOutboxNow[TTx any](ctx context.Context, s stores.Store[TTx], tx TTx, p *ackgap.OutboxEntry) error {
 	_, err := s.InsertOutboxTx(ctx, tx, p)
 	return err
 }

@@ -174,7 +174,7 @@ func runInbox[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TTx]) {
 			}
 			// Bump the version whatever the state: only the inbox stands
 			// between this change and a double apply.
-			_, err = h.Store.TransitionIfStateTx(ctx, res.Tx, &stores.TransitionParams{
+			_, err = h.Store.TransitionIfStateTx(ctx, res.Tx, &ackgap.Transition{
 				Table: stateTable, Key: "o1", From: []string{"open"}, To: "open", VersionColumn: "version",
 			})
 			time.Sleep(20 * time.Millisecond) // hold the transaction so the others pile up on the key
@@ -231,26 +231,26 @@ func runInbox[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TTx]) {
 		ctx := context.Background()
 		require.NoError(t, h.Exec(ctx, createStateTable))
 		require.NoError(t, h.Exec(ctx, `INSERT INTO "Order ""Items""" (id, status) VALUES ('o1', 'pending'), ('o2', 'cancelled'), ('x'' OR ''1''=''1', 'pending')`))
-		tr := func(key string) *stores.TransitionResult {
+		tr := func(key string) *ackgap.TransitionResult {
 			res := begin(t, h, "c1", "e-"+key+time.Now().String(), nil)
-			out, err := h.Store.TransitionIfStateTx(ctx, res.Tx, &stores.TransitionParams{
+			out, err := h.Store.TransitionIfStateTx(ctx, res.Tx, &ackgap.Transition{
 				Table: stateTable, Key: key, From: []string{"pending"}, To: "charging",
-				Set: []stores.Assignment{{Column: "note", Value: "by " + key}}, VersionColumn: "version",
+				Set: []ackgap.Assignment{{Column: "note", Value: "by " + key}}, VersionColumn: "version",
 			})
 			require.NoError(t, err)
 			require.NoError(t, h.Store.CommitTx(ctx, res.Tx))
 			return out
 		}
-		require.Equal(t, &stores.TransitionResult{Outcome: stores.TransitionApplied, Found: true, Previous: "pending"}, tr("o1"))
+		require.Equal(t, &ackgap.TransitionResult{Outcome: ackgap.TransitionApplied, Found: true, Previous: "pending"}, tr("o1"))
 		already := tr("o1")
-		require.Equal(t, stores.TransitionAlreadyApplied, already.Outcome)
+		require.Equal(t, ackgap.TransitionAlreadyApplied, already.Outcome)
 		require.NoError(t, already.Err())
 		refused := tr("o2")
-		require.Equal(t, &stores.TransitionResult{Outcome: stores.TransitionRefused, Found: true, Previous: "cancelled"}, refused)
+		require.Equal(t, &ackgap.TransitionResult{Outcome: ackgap.TransitionRefused, Found: true, Previous: "cancelled"}, refused)
 		require.ErrorIs(t, refused.Err(), ackgap.ErrTransitionRefused)
 		require.True(t, ackgap.IsPermanent(refused.Err()))
 		missing := tr("nope")
-		require.Equal(t, stores.TransitionRefused, missing.Outcome)
+		require.Equal(t, ackgap.TransitionRefused, missing.Outcome)
 		require.False(t, missing.Found)
 		require.ErrorIs(t, missing.Err(), ackgap.ErrTransitionRefused)
 
@@ -266,7 +266,7 @@ func runInbox[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TTx]) {
 
 		res := begin(t, h, "c1", "invalid", nil)
 		defer func() { _ = h.Store.RollbackTx(ctx, res.Tx) }()
-		_, err := h.Store.TransitionIfStateTx(ctx, res.Tx, &stores.TransitionParams{Table: stateTable, Key: "o1", To: "x"})
+		_, err := h.Store.TransitionIfStateTx(ctx, res.Tx, &ackgap.Transition{Table: stateTable, Key: "o1", To: "x"})
 		require.ErrorContains(t, err, "From is empty")
 	})
 
@@ -276,10 +276,10 @@ func runInbox[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TTx]) {
 		require.NoError(t, h.Exec(ctx, createStateTable))
 		require.NoError(t, h.Exec(ctx, `INSERT INTO "Order ""Items""" (id, status) VALUES ('o1', 'pending')`))
 		res := begin(t, h, "c1", "e1", nil)
-		out, err := h.Store.TransitionIfStateTx(ctx, res.Tx, &stores.TransitionParams{Table: stateTable, Key: "o1", From: []string{"pending"}, To: "charging"})
+		out, err := h.Store.TransitionIfStateTx(ctx, res.Tx, &ackgap.Transition{Table: stateTable, Key: "o1", From: []string{"pending"}, To: "charging"})
 		require.NoError(t, err)
-		require.Equal(t, stores.TransitionApplied, out.Outcome)
-		_, err = h.Store.InsertOutboxTx(ctx, res.Tx, &stores.OutboxInsertParams{Kind: "charge", IdempotencyKey: "charge:o1", Payload: []byte("{}")})
+		require.Equal(t, ackgap.TransitionApplied, out.Outcome)
+		_, err = h.Store.InsertOutboxTx(ctx, res.Tx, &ackgap.OutboxEntry{Kind: "charge", IdempotencyKey: "charge:o1", Payload: []byte("{}")})
 		require.NoError(t, err)
 		require.NoError(t, h.Store.RollbackTx(ctx, res.Tx))
 
@@ -297,21 +297,21 @@ func runInbox[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TTx]) {
 		ctx := context.Background()
 		at := time.Now().Add(time.Hour).Truncate(time.Millisecond)
 		res := begin(t, h, "c1", "e1", nil)
-		first, err := h.Store.InsertOutboxTx(ctx, res.Tx, &stores.OutboxInsertParams{
+		first, err := h.Store.InsertOutboxTx(ctx, res.Tx, &ackgap.OutboxEntry{
 			Kind: "charge", IdempotencyKey: "charge:o1", Payload: []byte(`{"amount":100}`),
 			Headers: map[string]string{"traceparent": "00-abc-def-01"}, AvailableAt: at, Consumer: "c1", EventID: "e1",
 		})
 		require.NoError(t, err)
 		require.False(t, first.Duplicate)
-		same, err := h.Store.InsertOutboxTx(ctx, res.Tx, &stores.OutboxInsertParams{Kind: "charge", IdempotencyKey: "charge:o1", Payload: []byte(`{"amount":100}`)})
+		same, err := h.Store.InsertOutboxTx(ctx, res.Tx, &ackgap.OutboxEntry{Kind: "charge", IdempotencyKey: "charge:o1", Payload: []byte(`{"amount":100}`)})
 		require.NoError(t, err)
 		require.Equal(t, &stores.OutboxInsertResult{ID: first.ID, Duplicate: true}, same)
-		_, err = h.Store.InsertOutboxTx(ctx, res.Tx, &stores.OutboxInsertParams{Kind: "charge", IdempotencyKey: "charge:o1", Payload: []byte(`{"amount":250}`)})
+		_, err = h.Store.InsertOutboxTx(ctx, res.Tx, &ackgap.OutboxEntry{Kind: "charge", IdempotencyKey: "charge:o1", Payload: []byte(`{"amount":250}`)})
 		require.ErrorIs(t, err, ackgap.ErrIdempotencyConflict)
 		require.Equal(t, ackgap.ReasonIdempotencyConflict, ackgap.ReasonOf(err))
-		_, err = h.Store.InsertOutboxTx(ctx, res.Tx, &stores.OutboxInsertParams{Kind: "email.receipt", IdempotencyKey: "receipt:o1"})
+		_, err = h.Store.InsertOutboxTx(ctx, res.Tx, &ackgap.OutboxEntry{Kind: "email.receipt", IdempotencyKey: "receipt:o1"})
 		require.NoError(t, err, "an empty payload is allowed")
-		_, err = h.Store.InsertOutboxTx(ctx, res.Tx, &stores.OutboxInsertParams{Kind: "", IdempotencyKey: ""})
+		_, err = h.Store.InsertOutboxTx(ctx, res.Tx, &ackgap.OutboxEntry{Kind: "", IdempotencyKey: ""})
 		require.ErrorContains(t, err, "Kind is empty")
 		require.ErrorContains(t, err, "IdempotencyKey is empty")
 		require.NoError(t, h.Store.CommitTx(ctx, res.Tx))

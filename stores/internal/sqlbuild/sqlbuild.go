@@ -13,6 +13,7 @@ import (
 	"strings"
 	"text/template"
 
+	"github.com/ackgap/ackgap"
 	"github.com/ackgap/ackgap/internal/ident"
 	"github.com/ackgap/ackgap/stores"
 )
@@ -32,7 +33,7 @@ var SQLite = Dialect{Placeholder: func(n int) string { return "?" + strconv.Itoa
 // Transition returns the guarded UPDATE for p with its arguments, and the
 // SELECT that reads the row's current state (one column) when the UPDATE
 // changed nothing. p must have passed WithDefaults and Validate.
-func Transition(d Dialect, p *stores.TransitionParams) (update string, args []any, current string, currentArgs []any) {
+func Transition(d Dialect, p *ackgap.Transition) (update string, args []any, current string, currentArgs []any) {
 	table := ident.Quote(p.Table)
 	if p.Schema != "" {
 		table = ident.Quote(p.Schema) + "." + table
