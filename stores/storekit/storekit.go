@@ -27,13 +27,14 @@ func QuoteIdentifier(name string) string { return ident.Quote(name) }
 func ValidIdentifier(what, name string) error { return ident.Valid(what, name) }
 
 // OutcomeOf classifies a guarded UPDATE: applied when it changed a row;
-// otherwise already applied when the row is in state to, refused when it
-// is in another state or missing (found false).
+// otherwise already applied when the row is in state to (to not ""),
+// refused when it is in another state, fails a guard, or is missing (found
+// false).
 func OutcomeOf(applied, found bool, current, to string) ackgap.TransitionOutcome {
 	switch {
 	case applied:
 		return ackgap.TransitionApplied
-	case found && current == to:
+	case found && to != "" && current == to:
 		return ackgap.TransitionAlreadyApplied
 	default:
 		return ackgap.TransitionRefused

@@ -14,7 +14,9 @@
 // error; a rollback frees the key; rows are scoped by consumer; 16
 // concurrent deliveries of one event apply exactly once; payload-hash
 // mismatches are reported; guarded transitions apply, report already
-// applied and refuse; outbox rows are written, deduplicated by idempotency
+// applied and refuse; guarded changes on any column (a guard with a bound
+// value, a set relative to the current value, a quoted column name) keep
+// those outcomes, run at once and queued; outbox rows are written, deduplicated by idempotency
 // key and rolled back with their transaction; pruning deletes by age;
 // migrations go down and up again.
 package storetest
@@ -268,6 +270,101 @@ func runInbox[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TTx]) {
 		defer func() { _ = h.Store.RollbackTx(ctx, res.Tx) }()
 		_, err := h.Store.TransitionIfStateTx(ctx, res.Tx, &ackgap.Transition{Table: stateTable, Key: "o1", To: "x"})
 		require.ErrorContains(t, err, "From is empty")
+	})
+
+	t.Run("GuardedChange", func(t *testing.T) {
+		h := setup(t)
+		ctx := context.Background()
+		require.NoError(t, h.Exec(ctx, `CREATE TABLE "Stock ""Items""" (sku TEXT PRIMARY KEY, "on hand" INTEGER NOT NULL, version INTEGER NOT NULL DEFAULT 0, status TEXT NOT NULL DEFAULT 'open')`))
+		require.NoError(t, h.Exec(ctx, `INSERT INTO "Stock ""Items""" (sku, "on hand") VALUES ('s1', 5)`))
+		const table = `Stock "Items"`
+		tr := func(p *ackgap.Transition) *ackgap.TransitionResult {
+			t.Helper()
+			p.Table, p.KeyColumn = table, "sku"
+			res := begin(t, h, "c1", "e-"+time.Now().String(), nil)
+			out, err := h.Store.TransitionIfStateTx(ctx, res.Tx, p)
+			require.NoError(t, err)
+			require.NoError(t, h.Store.CommitTx(ctx, res.Tx))
+			return out
+		}
+		row := func() (onHand, version int, status string) {
+			t.Helper()
+			require.NoError(t, h.QueryRow(ctx, `SELECT "on hand", version, status FROM "Stock ""Items""" WHERE sku = 's1'`, &onHand, &version, &status))
+			return onHand, version, status
+		}
+		reserve := func(n int) *ackgap.Transition {
+			return &ackgap.Transition{Key: "s1",
+				Guards: []ackgap.Guard{{Column: "on hand", Op: ackgap.GuardGreaterOrEqual, Value: n}},
+				Set:    []ackgap.Assignment{{Column: "on hand", Op: ackgap.SetSubtract, Value: n}}, VersionColumn: "version"}
+		}
+
+		require.Equal(t, &ackgap.TransitionResult{Outcome: ackgap.TransitionApplied, Found: true}, tr(reserve(3)), "stock >= 3: take 3")
+		onHand, version, _ := row()
+		require.Equal(t, []int{2, 1}, []int{onHand, version})
+		refused := tr(reserve(3))
+		require.Equal(t, &ackgap.TransitionResult{Outcome: ackgap.TransitionRefused, Found: true}, refused, "stock 2 < 3: refused, never already applied")
+		require.ErrorIs(t, refused.Err(), ackgap.ErrTransitionRefused)
+		require.True(t, ackgap.IsPermanent(refused.Err()))
+		missing := reserve(1)
+		missing.Key = "nope"
+		require.Equal(t, &ackgap.TransitionResult{Outcome: ackgap.TransitionRefused}, tr(missing))
+		onHand, version, _ = row()
+		require.Equal(t, []int{2, 1}, []int{onHand, version}, "a refused change writes nothing")
+
+		// Optimistic concurrency: version = v, and a set relative to the
+		// current value.
+		restock := func(v int) *ackgap.Transition {
+			return &ackgap.Transition{Key: "s1",
+				Guards: []ackgap.Guard{{Column: "version", Op: ackgap.GuardEqual, Value: v}},
+				Set:    []ackgap.Assignment{{Column: "on hand", Op: ackgap.SetAdd, Value: 10}}, VersionColumn: "version"}
+		}
+		require.Equal(t, ackgap.TransitionRefused, tr(restock(0)).Outcome, "a stale version is refused")
+		require.Equal(t, ackgap.TransitionApplied, tr(restock(1)).Outcome)
+		onHand, version, _ = row()
+		require.Equal(t, []int{12, 2}, []int{onHand, version})
+
+		// A state guard and a column guard together keep the three outcomes.
+		closeIf := func(min int) *ackgap.Transition {
+			return &ackgap.Transition{Key: "s1", From: []string{"open"}, To: "closed",
+				Guards: []ackgap.Guard{{Column: "on hand", Op: ackgap.GuardGreater, Value: min}}}
+		}
+		require.Equal(t, &ackgap.TransitionResult{Outcome: ackgap.TransitionRefused, Found: true, Previous: "open"}, tr(closeIf(100)))
+		require.Equal(t, ackgap.TransitionApplied, tr(closeIf(1)).Outcome)
+		require.Equal(t, ackgap.TransitionAlreadyApplied, tr(closeIf(1)).Outcome)
+
+		// The queued form: applied with its rows, refused fails the
+		// transaction (at once, with the statement that carries it, or at
+		// the commit) and leaves nothing.
+		res := begin(t, h, "c1", "queued-1", nil)
+		q := &stores.QueueTransitionParams{Transition: *reserve(2), Outbox: []ackgap.OutboxEntry{{Kind: "reserved", IdempotencyKey: "reserved:s1:2"}}}
+		q.Transition.Table, q.Transition.KeyColumn = table, "sku"
+		require.NoError(t, h.Store.QueueTransitionTx(ctx, res.Tx, q))
+		require.NoError(t, h.Store.CommitTx(ctx, res.Tx))
+		onHand, version, _ = row()
+		require.Equal(t, []int{10, 3}, []int{onHand, version})
+		require.Len(t, listOutbox(t, h), 1)
+
+		res = begin(t, h, "c1", "queued-2", nil)
+		q = &stores.QueueTransitionParams{Transition: *reserve(11), Outbox: []ackgap.OutboxEntry{{Kind: "reserved", IdempotencyKey: "reserved:s1:11"}}}
+		q.Transition.Table, q.Transition.KeyColumn = table, "sku"
+		err := h.Store.QueueTransitionTx(ctx, res.Tx, q)
+		if err == nil {
+			err = h.Store.CommitTx(ctx, res.Tx)
+		}
+		require.ErrorIs(t, err, ackgap.ErrTransitionRefused)
+		require.NoError(t, h.Store.RollbackTx(ctx, res.Tx))
+		onHand, version, _ = row()
+		require.Equal(t, []int{10, 3}, []int{onHand, version})
+		require.Len(t, listOutbox(t, h), 1, "no row for a refused change")
+
+		res = begin(t, h, "c1", "invalid", nil)
+		defer func() { _ = h.Store.RollbackTx(ctx, res.Tx) }()
+		_, err = h.Store.TransitionIfStateTx(ctx, res.Tx, &ackgap.Transition{Table: table, Key: "s1",
+			Guards: []ackgap.Guard{{Column: "on hand", Op: "LIKE", Value: 1}}, Set: []ackgap.Assignment{{Column: "on hand", Op: "*", Value: 2}}})
+		require.ErrorContains(t, err, "Guards[0].Op")
+		require.ErrorContains(t, err, "Set[0].Op")
+		_, err = h.Store.TransitionIfStateTx(ctx, res.Tx, &ackgap.Transition{Table: table, Key: "s1", Set: []ackgap.Assignment{{Column: "status", Value: "x"}}})
+		require.ErrorContains(t, err, "needs a guard")
 	})
 
 	t.Run("TransitionRolledBackWithInbox", func(t *testing.T) {
