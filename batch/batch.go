@@ -53,8 +53,8 @@ type Config[TTx any] struct {
 	// Handler handles one message in the batch's transaction, under a
 	// savepoint of its own: an error or a panic undoes that message only.
 	// It gets the same context as behind the inbox middleware:
-	// ackgap.TxFromContext, EventIDFromContext, TransitionIfState,
-	// AddOutbox and QueueOutbox work in it, and ackgap.Permanent marks the
+	// ackgap.TxFromContext, EventIDFromContext, ApplyTransition and
+	// AddOutbox work in it, and ackgap.Permanent marks the
 	// message rejected (dead-letter) instead of failed (redeliver). Default
 	// nil: then BatchHandler is required, and when it fails every message
 	// of the batch fails.

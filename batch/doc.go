@@ -39,8 +39,8 @@
 //     sqsbroker.BatchConsumer) do.
 //
 // The per-message Handler sees the same context as behind the inbox
-// middleware: ackgap.TxFromContext, TransitionIfState, AddOutbox and
-// QueueOutbox work in it. The BatchHandler gets the transaction and the
+// middleware: ackgap.TxFromContext, ackgap.ApplyTransition and
+// ackgap.AddOutbox work in it. The BatchHandler gets the transaction and the
 // batch's messages that are neither rejected nor duplicates, and writes
 // its outbox rows with stores.BatchStore.InsertOutboxManyTx.
 //

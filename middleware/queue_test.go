@@ -15,12 +15,12 @@ import (
 	"github.com/ackgap/ackgap/stores/pgxstore"
 )
 
-// TestQueueOutbox: rows added with QueueOutbox commit with the message's
+// TestAddOutbox: rows added with ackgap.AddOutbox commit with the message's
 // transaction and record who wrote them, on a store that queues them
 // (pgxstore) and on one that inserts them at once (sqlitestore); a key
 // reused with another payload fails the delivery with a permanent error
 // and rolls everything back, inbox row included.
-func TestQueueOutbox(t *testing.T) {
+func TestAddOutbox(t *testing.T) {
 	type target struct {
 		inbox  message.HandlerMiddleware
 		lister stores.OutboxLister

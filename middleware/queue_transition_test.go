@@ -20,7 +20,7 @@ import (
 )
 
 // qtStore is a migrated store with an orders table, for the
-// QueueTransition tests: pgxstore queues the transition, sqlitestore runs
+// ApplyTransition tests: pgxstore queues the transition, sqlitestore runs
 // it at once.
 type qtStore struct {
 	name   string
@@ -95,12 +95,12 @@ func orderEvent(id, order, payload string) *message.Message {
 	return msg
 }
 
-// TestQueueTransition: applied writes the rows; already applied writes
+// TestApplyTransitionUnread: applied writes the rows; already applied writes
 // nothing and is acked; refused is a permanent error and commits nothing
 // (not even the inbox row, so a redrive applies); a duplicate is acked
 // and writes nothing; a row whose key exists with another payload fails
 // permanently and commits nothing. On both stores.
-func TestQueueTransition(t *testing.T) {
+func TestApplyTransitionUnread(t *testing.T) {
 	for _, s := range qtStores(t) {
 		t.Run(s.name, func(t *testing.T) {
 			inbox := s.inbox(t)
@@ -148,10 +148,10 @@ SELECT kind, 'charge:o4', payload, payload_hash, headers, consumer, event_id, cr
 	}
 }
 
-// TestQueueTransitionConcurrentDuplicates: 16 concurrent copies of one
+// TestApplyTransitionUnreadConcurrentDuplicates: 16 concurrent copies of one
 // event whose transition would apply each time (From includes To, so only
 // the inbox stands between them and a double apply): exactly one applies.
-func TestQueueTransitionConcurrentDuplicates(t *testing.T) {
+func TestApplyTransitionUnreadConcurrentDuplicates(t *testing.T) {
 	for _, s := range qtStores(t) {
 		t.Run(s.name, func(t *testing.T) {
 			inbox := s.inbox(t)
@@ -183,13 +183,13 @@ func TestQueueTransitionConcurrentDuplicates(t *testing.T) {
 	}
 }
 
-// TestQueueTransitionConcurrentDistinctEvents: two different events move
+// TestApplyTransitionUnreadConcurrentDistinctEvents: two different events move
 // the same order at once (order.placed and order.repriced both want
 // pending -> charging). One applies; the other finds the order already
 // charging once the first committed, which is "already applied" (acked,
 // nothing written), never a refusal: the check must read the row as the
 // UPDATE found it after waiting, not as the statement's snapshot had it.
-func TestQueueTransitionConcurrentDistinctEvents(t *testing.T) {
+func TestApplyTransitionUnreadConcurrentDistinctEvents(t *testing.T) {
 	for _, s := range qtStores(t) {
 		t.Run(s.name, func(t *testing.T) {
 			inbox := s.inbox(t)

@@ -1,5 +1,5 @@
 // Package outbox carries out the external effects that handlers record as
-// outbox rows (middleware.AddOutbox): each exactly once as far as the
+// outbox rows (ackgap.AddOutbox): each exactly once as far as the
 // other side can tell, because every call carries the row's idempotency
 // key, derived from the business event (docs/design.md invariant 7).
 //

@@ -31,7 +31,7 @@ func Example() {
 		panic(err)
 	}
 
-	// What the inbox middleware and middleware.AddOutbox do for a handler.
+	// What the inbox middleware and ackgap.AddOutbox do for a handler.
 	res, err := store.BeginInbox(ctx, &stores.BeginInboxParams{Consumer: "billing", EventID: "order.placed:o1"})
 	if err != nil {
 		panic(err)

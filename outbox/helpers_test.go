@@ -88,7 +88,7 @@ func bothStores(t *testing.T, sqlite func(t *testing.T, b *backend[*sqlTx]), pg 
 var events atomic.Int64
 
 // insert writes rows in one inbox transaction, as a handler's
-// middleware.AddOutbox calls do, and returns their ids.
+// stores.Store.InsertOutboxTx calls do, and returns their ids.
 func insert[TTx any](t testing.TB, s stores.Store[TTx], rows ...ackgap.OutboxEntry) []int64 {
 	t.Helper()
 	ctx := context.Background()

@@ -75,9 +75,9 @@ INSERT INTO orders VALUES ('o1', 'pending'); INSERT INTO customers VALUES ('c1',
 		if _, err := tx.ExecContext(ctx, `UPDATE customers SET orders = orders + 1 WHERE id = 'c1'`); err != nil {
 			return err
 		}
-		err = ackgap.AddOutbox(ctx, &ackgap.OutboxEntry{
+		return ackgap.AddOutbox(ctx, &ackgap.OutboxEntry{
 			Kind: "charge", IdempotencyKey: "charge:" + orderID, Payload: msg.Payload})
-		return err // nil: the inbox commits, then Watermill acks
+		// nil: the inbox commits, then Watermill acks
 	}
 	wr.AddConsumerHandler("billing", "orders.placed", pubsub, router.ConsumerHandler(charge)).
 		AddMiddleware(chain...)

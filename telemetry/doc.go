@@ -61,8 +61,8 @@
 //
 // # From the consumer to the effect
 //
-// An outbox row written behind the middleware (middleware.AddOutbox,
-// QueueOutbox, QueueTransition) keeps the consumer span's traceparent in
+// An outbox row written behind the middleware (ackgap.AddOutbox,
+// ackgap.ApplyTransition) keeps the consumer span's traceparent in
 // its headers. [Telemetry.OutboxEffect] wraps a relay effect: each call is
 // a client (HTTP) or producer (publish) span linked to that consumer span,
 // and the request or message it sends carries the effect span's own trace
