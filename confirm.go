@@ -69,18 +69,23 @@ type Settlement struct {
 	Err error
 }
 
-// Delivery is what a broker adapter knows about one delivery of a message,
-// carried in the message context ([WithDelivery], [DeliveryFromContext]).
-// The adapter fills the exported fields before it hands the message out and
-// does not change them afterwards; they are read by observers on the
-// handler's goroutine. Settle and OnSettled are safe for concurrent use.
-// A Delivery must not be copied after first use.
+// Delivery is one copy of a message as a consumer received it, and its
+// one timeline: what the broker adapter knows about the copy (partition,
+// offset, lease), what the inbox did on each attempt ([InboxReport], via
+// [Delivery.RecordInbox]) and how the broker settled it ([Settlement]:
+// ack or nack, and when the broker confirmed the ack). It is carried in
+// the message context ([WithDelivery], [DeliveryFromContext]); "delivery"
+// means this everywhere in ackgap.
 //
-// It is the hook between broker adapters and observers (package
-// telemetry): an adapter says what it knows about one delivery (partition,
-// offset, lease) and reports how the delivery ended (ack or nack, and when
-// the broker confirmed the ack), without the observer importing the
-// adapter or the adapter importing the observer.
+// It is the one hook between broker adapters, the inbox and observers
+// (package telemetry reads everything from it): none of them imports the
+// others. The adapter fills the exported fields before it hands the
+// message out and does not change them afterwards; they are read on the
+// handler's goroutine. An observer that finds no Delivery in a message's
+// context (a subscriber that does not fill the hook) puts a zero one there
+// (ConfirmationUnobserved) before the inbox runs. RecordInbox, Inbox,
+// Settle and OnSettled are safe for concurrent use. A Delivery must not be
+// copied after first use.
 //
 // The adapter puts a [Delivery] in the message context before it hands
 // the message out:
@@ -136,6 +141,7 @@ type Delivery struct {
 	Confirmation ConfirmationMode
 
 	mu      sync.Mutex
+	inbox   []InboxReport
 	settled bool
 	result  Settlement
 	fn      func(Settlement)   // the first registration, the common case

@@ -41,10 +41,10 @@ INSERT INTO orders VALUES ('o1', 'pending'); INSERT INTO stock VALUES ('sku-1', 
 	}
 	pubsub := gochannel.NewGoChannel(gochannel.Config{Persistent: true}, watermill.NopLogger{})
 	defer pubsub.Close()
-	outcomes := make(chan middleware.Outcome, 1)
+	outcomes := make(chan ackgap.Outcome, 1)
 	r, err := router.New[*sql.Tx](store, &router.Config{
 		DeadLetter:  pubsub,
-		InboxConfig: middleware.InboxConfig{Observer: func(_ context.Context, rep *middleware.Report) { outcomes <- rep.Outcome }},
+		InboxConfig: middleware.InboxConfig{Observer: func(_ context.Context, rep *ackgap.InboxReport) { outcomes <- rep.Outcome }},
 	})
 	if err != nil {
 		panic(err)

@@ -42,9 +42,11 @@ type Config[TTx any] struct {
 	// extraction and limit, PayloadMismatch (which also applies to an
 	// event id that arrives again earlier in the same batch with another
 	// payload), RollbackTimeout and Now, with the defaults of
-	// middleware.InboxConfig. Its Observer, when set, receives a
-	// middleware.Report per message once its outcome is final (after the
-	// commit), with the message's context, before Trace's end: Received is
+	// middleware.InboxConfig. Once a message's outcome is final (after
+	// the commit), before Trace's end, its ackgap.InboxReport is recorded
+	// on the message's ackgap.Delivery (when its context has one) and
+	// given to the Observer (when set), with the message's context:
+	// Received is
 	// when Process started, HandlerStarted when the batch handler or the
 	// message's Handler was called (zero if neither was), Committed when
 	// the commit returned (applied only). It is called on Process's
@@ -66,8 +68,8 @@ type Config[TTx any] struct {
 	// anything with it, and returns the function Process calls with the
 	// message's error (nil for applied and duplicate) once its outcome is
 	// final, before Process returns: the function that
-	// telemetry.Telemetry.Begin returns, with Observer set to that
-	// Telemetry's Observer. Default nil.
+	// telemetry.Telemetry.Begin returns, which reads the inbox's report
+	// from the message's ackgap.Delivery. Default nil.
 	Trace func(msg *message.Message) (end func(err error))
 }
 
@@ -143,7 +145,7 @@ type MessageResult struct {
 	// Outcome is applied or duplicate (ack the message), rejected
 	// (dead-letter it: Err is permanent) or failed (nack it for
 	// redelivery: Err says why).
-	Outcome middleware.Outcome
+	Outcome ackgap.Outcome
 	// Err is nil for applied and duplicate.
 	Err error
 	// HandlerStarted is when the batch handler, or the message's Handler,
@@ -156,7 +158,7 @@ type MessageResult struct {
 }
 
 // Count returns how many messages had outcome o.
-func (r *Result) Count(o middleware.Outcome) int {
+func (r *Result) Count(o ackgap.Outcome) int {
 	n := 0
 	for i := range r.Messages {
 		if r.Messages[i].Outcome == o {
@@ -197,13 +199,19 @@ func (p *Processor[TTx]) Process(ctx context.Context, msgs []*message.Message) (
 	res, err := p.process(ctx, msgs, received)
 	for i, msg := range msgs {
 		r := &res.Messages[i]
-		if p.cfg.Observer != nil {
-			rep := &middleware.Report{Consumer: p.cfg.Consumer, EventID: r.EventID, Outcome: r.Outcome, Err: r.Err,
+		d, hasDelivery := ackgap.DeliveryFromContext(msg.Context())
+		if p.cfg.Observer != nil || hasDelivery {
+			rep := &ackgap.InboxReport{Consumer: p.cfg.Consumer, EventID: r.EventID, Outcome: r.Outcome, Err: r.Err,
 				Received: received, HandlerStarted: r.HandlerStarted, FirstTraceParent: r.FirstTraceParent}
-			if r.Outcome == middleware.OutcomeApplied {
+			if r.Outcome == ackgap.OutcomeApplied {
 				rep.Committed = res.Committed
 			}
-			p.cfg.Observer(msg.Context(), rep)
+			if hasDelivery {
+				d.RecordInbox(rep)
+			}
+			if p.cfg.Observer != nil {
+				p.cfg.Observer(msg.Context(), rep)
+			}
 		}
 		if ends != nil {
 			ends[i](r.Err)
@@ -222,7 +230,7 @@ func (p *Processor[TTx]) ProcessErrors(ctx context.Context, msgs []*message.Mess
 	res, _ := p.Process(ctx, msgs)
 	errs := make([]error, len(msgs))
 	for i := range res.Messages {
-		if o := res.Messages[i].Outcome; o != middleware.OutcomeApplied && o != middleware.OutcomeDuplicate {
+		if o := res.Messages[i].Outcome; o != ackgap.OutcomeApplied && o != ackgap.OutcomeDuplicate {
 			errs[i] = res.Messages[i].Err
 		}
 	}
@@ -244,7 +252,7 @@ func (p *Processor[TTx]) process(ctx context.Context, msgs []*message.Message, r
 		id, err := p.cfg.EventIDOf(msg)
 		r.EventID = id
 		if err != nil {
-			r.Outcome, r.Err = middleware.OutcomeRejected, err
+			r.Outcome, r.Err = ackgap.OutcomeRejected, err
 			continue
 		}
 		hash := stores.PayloadHash(msg.Payload)
@@ -279,9 +287,9 @@ func (p *Processor[TTx]) process(ctx context.Context, msgs []*message.Message, r
 				held, r.FirstTraceParent = o.StoredHash, o.TraceParent
 			}
 			if held != nil && !bytes.Equal(held, hashes[i]) && p.cfg.PayloadMismatch == middleware.PayloadMismatchReject {
-				r.Outcome, r.Err = middleware.OutcomeRejected, p.conflict(r.EventID)
+				r.Outcome, r.Err = ackgap.OutcomeRejected, p.conflict(r.EventID)
 			} else {
-				r.Outcome = middleware.OutcomeDuplicate
+				r.Outcome = ackgap.OutcomeDuplicate
 			}
 			continue
 		}
@@ -291,9 +299,9 @@ func (p *Processor[TTx]) process(ctx context.Context, msgs []*message.Message, r
 		r, o := &res.Messages[i], begun.Rows[rowOf[i]]
 		switch {
 		case o.Duplicate && o.PayloadMismatch && p.cfg.PayloadMismatch == middleware.PayloadMismatchReject:
-			r.Outcome, r.Err = middleware.OutcomeRejected, p.conflict(r.EventID)
+			r.Outcome, r.Err = ackgap.OutcomeRejected, p.conflict(r.EventID)
 		case o.Duplicate:
-			r.Outcome, r.FirstTraceParent = middleware.OutcomeDuplicate, o.TraceParent
+			r.Outcome, r.FirstTraceParent = ackgap.OutcomeDuplicate, o.TraceParent
 		default:
 			todo = append(todo, i)
 		}
@@ -308,10 +316,10 @@ func (p *Processor[TTx]) process(ctx context.Context, msgs []*message.Message, r
 	// inbox, so the copy is no duplicate of anything applied.
 	for i := range msgs {
 		j := repeatOf[i]
-		if j < 0 || res.Messages[i].Outcome != middleware.OutcomeDuplicate || begun.Rows[j].Duplicate {
+		if j < 0 || res.Messages[i].Outcome != ackgap.OutcomeDuplicate || begun.Rows[j].Duplicate {
 			continue
 		}
-		if first := res.Messages[msgOfRow[j]]; first.Outcome == middleware.OutcomeFailed || first.Outcome == middleware.OutcomeRejected {
+		if first := res.Messages[msgOfRow[j]]; first.Outcome == ackgap.OutcomeFailed || first.Outcome == ackgap.OutcomeRejected {
 			r := &res.Messages[i]
 			r.Outcome, r.FirstTraceParent = first.Outcome, ""
 			r.Err = fmt.Errorf("ackgap batch: the first copy of event id %q in this batch was not applied: %w", r.EventID, first.Err)
@@ -359,7 +367,7 @@ func (p *Processor[TTx]) apply(ctx context.Context, tx TTx, msgs []*message.Mess
 		}
 		if err == nil {
 			for _, i := range todo {
-				res.Messages[i].Outcome = middleware.OutcomeApplied
+				res.Messages[i].Outcome = ackgap.OutcomeApplied
 			}
 			return nil
 		}
@@ -383,12 +391,12 @@ func (p *Processor[TTx]) apply(ctx context.Context, tx TTx, msgs []*message.Mess
 		err = p.store.ClassifyError(err) // the handler's own statements return driver errors
 		switch {
 		case err == nil:
-			r.Outcome = middleware.OutcomeApplied
+			r.Outcome = ackgap.OutcomeApplied
 			continue
 		case ackgap.IsPermanent(err):
-			r.Outcome, r.Err = middleware.OutcomeRejected, err
+			r.Outcome, r.Err = ackgap.OutcomeRejected, err
 		default:
-			r.Outcome, r.Err = middleware.OutcomeFailed, err
+			r.Outcome, r.Err = ackgap.OutcomeFailed, err
 		}
 		undone = append(undone, r.EventID)
 	}
@@ -448,7 +456,7 @@ func (p *Processor[TTx]) rollback(ctx context.Context, tx TTx) {
 // failAll marks every message failed with err and returns r and err.
 func (r *Result) failAll(err error) (*Result, error) {
 	for i := range r.Messages {
-		r.Messages[i].Outcome, r.Messages[i].Err = middleware.OutcomeFailed, err
+		r.Messages[i].Outcome, r.Messages[i].Err = ackgap.OutcomeFailed, err
 	}
 	r.Committed = time.Time{}
 	return r, err

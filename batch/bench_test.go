@@ -59,7 +59,7 @@ func benchProcess[TTx any](b *testing.B, newEnv func(t testing.TB) *env[TTx]) {
 						msgs[i].Metadata.Set(ackgap.MetadataEventIDKey, id)
 					}
 					res, err := p.Process(ctx, msgs)
-					if err != nil || res.Count(middleware.OutcomeApplied) != size {
+					if err != nil || res.Count(ackgap.OutcomeApplied) != size {
 						b.Fatalf("want %d applied, got %v, %v", size, res.Messages[0], err)
 					}
 				}

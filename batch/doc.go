@@ -14,9 +14,9 @@
 //	res, err := p.Process(ctx, msgs)
 //	for i, m := range res.Messages {
 //		switch m.Outcome {
-//		case middleware.OutcomeApplied, middleware.OutcomeDuplicate: // ack msgs[i]
-//		case middleware.OutcomeRejected: // dead-letter msgs[i] (m.Err is permanent)
-//		case middleware.OutcomeFailed: // nack msgs[i]: it is redelivered
+//		case ackgap.OutcomeApplied, ackgap.OutcomeDuplicate: // ack msgs[i]
+//		case ackgap.OutcomeRejected: // dead-letter msgs[i] (m.Err is permanent)
+//		case ackgap.OutcomeFailed: // nack msgs[i]: it is redelivered
 //		}
 //	}
 //

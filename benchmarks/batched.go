@@ -79,7 +79,7 @@ func runBatched(ctx context.Context, c *cell, d time.Duration) (result, error) {
 					return
 				}
 				for _, m := range res.Messages {
-					if m.Outcome == middleware.OutcomeFailed || m.Outcome == middleware.OutcomeRejected {
+					if m.Outcome == ackgap.OutcomeFailed || m.Outcome == ackgap.OutcomeRejected {
 						errs.add(m.Err)
 					}
 				}

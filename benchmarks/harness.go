@@ -16,6 +16,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 	wmw "github.com/ThreeDotsLabs/watermill/message/router/middleware"
 
+	"github.com/ackgap/ackgap"
 	"github.com/ackgap/ackgap/brokers/gochannelbroker"
 	"github.com/ackgap/ackgap/middleware"
 	"github.com/ackgap/ackgap/router"
@@ -310,8 +311,8 @@ func runRouted(ctx context.Context, c *cell, d time.Duration) (result, error) {
 	var r runner
 	switch c.kind {
 	case kindSafe, kindSafeAdd, kindInbox:
-		obs := func(_ context.Context, rep *middleware.Report) {
-			if rep.Outcome == middleware.OutcomeFailed || rep.Outcome == middleware.OutcomeRejected {
+		obs := func(_ context.Context, rep *ackgap.InboxReport) {
+			if rep.Outcome == ackgap.OutcomeFailed || rep.Outcome == ackgap.OutcomeRejected {
 				errs.add(rep.Err)
 			}
 		}

@@ -54,11 +54,11 @@ func s16[TTx any](t *testing.T, b *backend[TTx]) {
 	// Publish returns once the consumer acked: the broker's confirmation.
 	pubsub := gochannel.NewGoChannel(gochannel.Config{BlockPublishUntilSubscriberAck: true}, nil)
 	var mu sync.Mutex
-	outcomes := map[middleware.Outcome]int{}
+	outcomes := map[ackgap.Outcome]int{}
 	deliveries := map[string]int{}
 	consumer, err := router.New(b.store, &router.Config{
 		DeadLetter: pubsub, CloseTimeout: 5 * time.Second,
-		InboxConfig: middleware.InboxConfig{Observer: func(_ context.Context, r *middleware.Report) {
+		InboxConfig: middleware.InboxConfig{Observer: func(_ context.Context, r *ackgap.InboxReport) {
 			mu.Lock()
 			defer mu.Unlock()
 			outcomes[r.Outcome]++
@@ -104,8 +104,8 @@ func s16[TTx any](t *testing.T, b *backend[TTx]) {
 	mu.Lock()
 	defer mu.Unlock()
 	require.Equal(t, map[string]int{"K1": 1, "K2": 2, "K3": 1}, deliveries, "O2 republished with the same event id K2")
-	require.Equal(t, 3, outcomes[middleware.OutcomeApplied])
-	require.Equal(t, 1, outcomes[middleware.OutcomeDuplicate], "duplicates_skipped=1 downstream")
+	require.Equal(t, 3, outcomes[ackgap.OutcomeApplied])
+	require.Equal(t, 1, outcomes[ackgap.OutcomeDuplicate], "duplicates_skipped=1 downstream")
 	published, republished := 0, 0
 	for _, r := range reps.list {
 		if r.Outcome == outbox.OutcomeDone {

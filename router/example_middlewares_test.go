@@ -41,7 +41,7 @@ INSERT INTO orders VALUES ('o1', 'pending'); INSERT INTO customers VALUES ('c1',
 	}
 	pubsub := gochannel.NewGoChannel(gochannel.Config{Persistent: true}, watermill.NopLogger{})
 	defer pubsub.Close()
-	done := make(chan middleware.Outcome, 3)
+	done := make(chan ackgap.Outcome, 3)
 
 	// Your router, your handler; ackgap's chain on it.
 	wr, err := message.NewRouter(message.RouterConfig{}, watermill.NopLogger{})
@@ -50,7 +50,7 @@ INSERT INTO orders VALUES ('o1', 'pending'); INSERT INTO customers VALUES ('c1',
 	}
 	chain, err := router.Middlewares[*sql.Tx](store, "billing", &router.Config{
 		DeadLetter:  pubsub, // dead-letter topic "ackgap.dead_letter"
-		InboxConfig: middleware.InboxConfig{Observer: func(_ context.Context, r *middleware.Report) { done <- r.Outcome }},
+		InboxConfig: middleware.InboxConfig{Observer: func(_ context.Context, r *ackgap.InboxReport) { done <- r.Outcome }},
 	})
 	if err != nil {
 		panic(err)

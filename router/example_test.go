@@ -39,10 +39,10 @@ INSERT INTO orders VALUES ('o1', 'pending')`); err != nil {
 
 	pubsub := gochannel.NewGoChannel(gochannel.Config{Persistent: true}, watermill.NopLogger{})
 	defer pubsub.Close()
-	outcomes := make(chan middleware.Outcome, 2)
+	outcomes := make(chan ackgap.Outcome, 2)
 	r, err := router.New[*sql.Tx](store, &router.Config{
 		DeadLetter:  pubsub,
-		InboxConfig: middleware.InboxConfig{Observer: func(_ context.Context, rep *middleware.Report) { outcomes <- rep.Outcome }},
+		InboxConfig: middleware.InboxConfig{Observer: func(_ context.Context, rep *ackgap.InboxReport) { outcomes <- rep.Outcome }},
 	})
 	if err != nil {
 		panic(err)

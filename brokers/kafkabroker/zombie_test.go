@@ -101,13 +101,13 @@ func TestZombieCannotApplyStaleChange(t *testing.T) {
 	})
 	require.NoError(t, pub.Publish(topic, event(t, "E2", "o1")))
 	eventually(t, 30*time.Second, "member B to apply E2", func() bool { return len(repB.outcomes("E2")) > 0 })
-	require.Equal(t, []middleware.Outcome{middleware.OutcomeApplied}, repB.outcomes("E1"))
-	require.Equal(t, []middleware.Outcome{middleware.OutcomeApplied}, repB.outcomes("E2"))
+	require.Equal(t, []ackgap.Outcome{ackgap.OutcomeApplied}, repB.outcomes("E1"))
+	require.Equal(t, []ackgap.Outcome{ackgap.OutcomeApplied}, repB.outcomes("E2"))
 
 	// A wakes up with its stale E1: the inbox stops it.
 	close(wake)
 	eventually(t, 30*time.Second, "member A to finish its stale E1", func() bool { return len(repA.outcomes("E1")) > 0 })
-	require.Equal(t, []middleware.Outcome{middleware.OutcomeDuplicate}, repA.outcomes("E1"))
+	require.Equal(t, []ackgap.Outcome{ackgap.OutcomeDuplicate}, repA.outcomes("E1"))
 	var status string
 	require.NoError(t, pool.QueryRow(ctx, `SELECT status FROM orders WHERE id = 'o1'`).Scan(&status))
 	require.Equal(t, "shipped", status)

@@ -28,7 +28,6 @@ import (
 	"github.com/ackgap/ackgap/brokers/sqsbroker"
 	"github.com/ackgap/ackgap/internal/sqlitebrokertest"
 	"github.com/ackgap/ackgap/internal/testdb"
-	"github.com/ackgap/ackgap/middleware"
 	"github.com/ackgap/ackgap/router"
 	"github.com/ackgap/ackgap/stores"
 	"github.com/ackgap/ackgap/stores/sqlitestore"
@@ -246,11 +245,11 @@ func (b *backend) applied(t testing.TB) map[string]int {
 // observed collects inbox reports and the subscriber's ack reports.
 type observed struct {
 	mu    sync.Mutex
-	inbox []middleware.Report
+	inbox []ackgap.InboxReport
 	acks  []sqsbroker.AckReport
 }
 
-func (o *observed) observeInbox(_ context.Context, r *middleware.Report) {
+func (o *observed) observeInbox(_ context.Context, r *ackgap.InboxReport) {
 	o.mu.Lock()
 	o.inbox = append(o.inbox, *r)
 	o.mu.Unlock()
@@ -263,10 +262,10 @@ func (o *observed) observeAck(_ context.Context, r *sqsbroker.AckReport) {
 }
 
 // outcomes returns how many deliveries had each inbox outcome.
-func (o *observed) outcomes() map[middleware.Outcome]int {
+func (o *observed) outcomes() map[ackgap.Outcome]int {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	out := map[middleware.Outcome]int{}
+	out := map[ackgap.Outcome]int{}
 	for _, r := range o.inbox {
 		out[r.Outcome]++
 	}
