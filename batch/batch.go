@@ -126,9 +126,20 @@ func New[TTx any](store stores.BatchStore[TTx], cfg *Config[TTx]) (*Processor[TT
 
 // Result is what [Processor.Process] did with a batch.
 type Result struct {
-	// Messages holds one result per message given to Process, in their
-	// order.
-	Messages []MessageResult
+	// Messages holds the inbox's report on each message given to
+	// Process, in their order: the same record the inbox middleware makes
+	// of one pass, recorded on the message's ackgap.Delivery. Consumer is
+	// the processor's; EventID "" when the message had none; Outcome is
+	// applied or duplicate (ack the message), rejected (dead-letter it:
+	// Err is permanent) or failed (nack it for redelivery: Err says why);
+	// Err is nil for applied and duplicate; Received is when Process
+	// started; HandlerStarted when the batch handler, or the message's
+	// Handler, was called for it (the later of the two; zero if neither
+	// was); Committed is the batch's commit, for applied messages only;
+	// FirstTraceParent is, for a duplicate, the W3C traceparent of the
+	// delivery that applied the event (kept with its inbox row, or the
+	// first copy in this batch), when it was traced.
+	Messages []ackgap.InboxReport
 	// BatchHandlerErr is the BatchHandler's error (or panic) when it failed
 	// and the batch fell back to Handler; nil otherwise.
 	BatchHandlerErr error
@@ -136,25 +147,6 @@ type Result struct {
 	// committed (Process returned an error, or every message was rejected
 	// before the database was asked).
 	Committed time.Time
-}
-
-// MessageResult is the outcome of one message of a batch.
-type MessageResult struct {
-	// EventID is the message's event id; "" when it had none.
-	EventID string
-	// Outcome is applied or duplicate (ack the message), rejected
-	// (dead-letter it: Err is permanent) or failed (nack it for
-	// redelivery: Err says why).
-	Outcome ackgap.Outcome
-	// Err is nil for applied and duplicate.
-	Err error
-	// HandlerStarted is when the batch handler, or the message's Handler,
-	// was called for it (the later of the two); zero if neither was.
-	HandlerStarted time.Time
-	// FirstTraceParent is, for a duplicate, the W3C traceparent of the
-	// delivery that applied the event (kept with its inbox row, or the
-	// first copy in this batch), when it was traced; "" otherwise.
-	FirstTraceParent string
 }
 
 // Count returns how many messages had outcome o.
@@ -199,19 +191,14 @@ func (p *Processor[TTx]) Process(ctx context.Context, msgs []*message.Message) (
 	res, err := p.process(ctx, msgs, received)
 	for i, msg := range msgs {
 		r := &res.Messages[i]
-		d, hasDelivery := ackgap.DeliveryFromContext(msg.Context())
-		if p.cfg.Observer != nil || hasDelivery {
-			rep := &ackgap.InboxReport{Consumer: p.cfg.Consumer, EventID: r.EventID, Outcome: r.Outcome, Err: r.Err,
-				Received: received, HandlerStarted: r.HandlerStarted, FirstTraceParent: r.FirstTraceParent}
-			if r.Outcome == ackgap.OutcomeApplied {
-				rep.Committed = res.Committed
-			}
-			if hasDelivery {
-				d.RecordInbox(rep)
-			}
-			if p.cfg.Observer != nil {
-				p.cfg.Observer(msg.Context(), rep)
-			}
+		if r.Outcome == ackgap.OutcomeApplied {
+			r.Committed = res.Committed
+		}
+		if d, ok := ackgap.DeliveryFromContext(msg.Context()); ok {
+			d.RecordInbox(r)
+		}
+		if p.cfg.Observer != nil {
+			p.cfg.Observer(msg.Context(), r)
 		}
 		if ends != nil {
 			ends[i](r.Err)
@@ -239,7 +226,10 @@ func (p *Processor[TTx]) ProcessErrors(ctx context.Context, msgs []*message.Mess
 
 // process is Process without its Trace and Observer.
 func (p *Processor[TTx]) process(ctx context.Context, msgs []*message.Message, received time.Time) (*Result, error) {
-	res := &Result{Messages: make([]MessageResult, len(msgs))}
+	res := &Result{Messages: make([]ackgap.InboxReport, len(msgs))}
+	for i := range res.Messages {
+		res.Messages[i].Consumer, res.Messages[i].Received = p.cfg.Consumer, received
+	}
 	rows := make([]stores.InboxManyRow, 0, len(msgs))
 	rowOf := make([]int, len(msgs))    // index into rows, or -1
 	repeatOf := make([]int, len(msgs)) // for a later copy of an id in msgs, its first copy's row; else -1
