@@ -204,7 +204,7 @@ func TestS11VisibilityExpiresMidProcessing(t *testing.T) {
 			start := time.Now()
 			require.NoError(t, newPublisher(t).Publish(name, event("E1")))
 
-			var acks []sqsbroker.AckReport
+			var acks []ackReport
 			if heartbeat {
 				acks = o.waitAcks(t, 1, 15*time.Second)
 			} else {
@@ -247,7 +247,7 @@ func TestS11VisibilityExpiresMidProcessing(t *testing.T) {
 			require.Equal(t, []int{1, 2}, []int{first.ReceiveCount, second.ReceiveCount})
 			for _, a := range acks {
 				require.NoError(t, a.Err, "a stale receipt handle is not an error")
-				require.Contains(t, []sqsbroker.AckOutcome{sqsbroker.AckDeleted, sqsbroker.AckStale}, a.Outcome)
+				require.Contains(t, []ackgap.SettleOutcome{sqsbroker.AckDeleted, sqsbroker.AckStale}, a.Outcome)
 			}
 			require.True(t, first.LeaseExpired(), "the first delivery's lease ran out before its delete")
 			require.Negative(t, first.LeaseHeadroom())
@@ -439,7 +439,7 @@ func TestCloseDrains(t *testing.T) {
 	acks := o.ackReports()
 	require.Len(t, acks, 3)
 	require.Equal(t, sqsbroker.AckDeleted, acks[0].Outcome, "the in-flight message finished and was deleted")
-	require.Equal(t, []sqsbroker.AckOutcome{sqsbroker.AckReleased, sqsbroker.AckReleased}, []sqsbroker.AckOutcome{acks[1].Outcome, acks[2].Outcome})
+	require.Equal(t, []ackgap.SettleOutcome{sqsbroker.AckReleased, sqsbroker.AckReleased}, []ackgap.SettleOutcome{acks[1].Outcome, acks[2].Outcome})
 	require.Len(t, b.applied(t), 1)
 	visible, inFlight := queueCounts(t, c, url)
 	require.Equal(t, 2, visible, "the two released messages are visible at once")
