@@ -130,8 +130,8 @@ type SettleOutcome string
 //
 // What each adapter fills:
 //
-//   - Kafka (brokers/kafkabroker): ConsumerGroup, Partition, Offset,
-//     HasOffset; Confirmed is the return of the offset commit carrying the
+//   - Kafka (brokers/kafkabroker): ConsumerGroup, Destination (the
+//     topic), Partition, Offset, HasOffset, Received; Confirmed is the return of the offset commit carrying the
 //     message (per-ack or periodic).
 //   - SQS (brokers/sqsbroker, the subscriber and the batch consumer):
 //     Destination (the queue), MessageID (the SQS MessageId), EventID,
