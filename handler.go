@@ -316,8 +316,8 @@ func AddOutbox(ctx context.Context, e *OutboxEntry) error {
 // transaction (ctx is the message's context) and, only if it applies,
 // adds the outbox rows then (filled in like [AddOutbox]): the common shape
 // of a handler that changes one row and records the effects of the change.
-// It validates t and then at once and returns ErrNoTransaction outside the
-// inbox middleware.
+// It validates t and the rows at once, and returns ErrNoTransaction
+// outside the inbox middleware (or package batch).
 //
 // The handler reads the outcome when it needs it, with
 // [PendingTransition.Result]; until then the transition is held back. What
@@ -331,14 +331,14 @@ func AddOutbox(ctx context.Context, e *OutboxEntry) error {
 //     wrapping ErrTransitionRefused (reason ReasonTransitionRefused),
 //     everything is rolled back and the message is dead-lettered.
 //
-// A transition the handler does not read is sent with the commit (before
-// any outbox row added after it by AddOutbox is visible to it, but after
-// the handler's own statements: read the result first when your SQL must
-// see the change). On PostgreSQL (pgxstore) it is then one statement with
-// the inbox insert and the rows, in the commit's round trip, so a handler
-// that does nothing else costs one round trip; reading the result costs
-// one round trip more. A row whose key exists with another payload is a
-// permanent ErrIdempotencyConflict.
+// A transition the handler does not read runs when the handler returned
+// nil, before the commit, on every store: after the handler's own
+// statements and the rows it added with AddOutbox (read the result first
+// when your SQL must see the change). On PostgreSQL (pgxstore) it is then
+// one statement with the inbox insert and its rows, sent with the COMMIT,
+// so a handler that does nothing else costs one round trip; reading the
+// result costs one round trip more. A row whose key exists with another
+// payload is a permanent ErrIdempotencyConflict.
 func ApplyTransition(ctx context.Context, t *Transition, then ...*OutboxEntry) (*PendingTransition, error) {
 	ops, ok := opsFromContext(ctx)
 	if !ok {

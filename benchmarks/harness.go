@@ -29,11 +29,12 @@ type kind string
 // measure the framework on GoChannel with a handler that does nothing.
 const (
 	// kindSafe is the billing handler through ackgap (router.New): inbox,
-	// guarded transition, two outbox rows (middleware.QueueOutbox),
-	// commit, ack.
+	// guarded transition and two outbox rows (ackgap.ApplyTransition,
+	// unread), commit, ack, as examples/billing does.
 	kindSafe kind = "safe"
-	// kindSafeAdd is kindSafe with the outbox rows written by
-	// middleware.AddOutbox, one round trip each, as examples/billing does.
+	// kindSafeAdd is kindSafe by a handler that reads the transition's
+	// outcome (PendingTransition.Result), then adds the rows with
+	// ackgap.AddOutbox.
 	kindSafeAdd kind = "safe-addoutbox"
 	// kindUnsafe is the guarded UPDATE alone in a plain Watermill handler.
 	kindUnsafe kind = "unsafe"
