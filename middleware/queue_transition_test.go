@@ -277,6 +277,15 @@ func TestApplyTransitionRead(t *testing.T) {
 				require.True(t, res.Applied())
 				return nil, nil
 			})
+			invalid := inbox(func(msg *message.Message) ([]*message.Message, error) {
+				_, err := ackgap.ApplyTransition(msg.Context(), &ackgap.Transition{Table: "orders", Key: "o3", To: "charging"},
+					&ackgap.OutboxEntry{Kind: "charge"})
+				return nil, err
+			})
+			_, err = invalid(orderEvent("e4", "o3", `{}`))
+			require.ErrorContains(t, err, "invalid transition", "a transition is validated when applied")
+			require.ErrorContains(t, err, "From is empty")
+
 			_, err = readSecond(orderEvent("e3", "o3", `{}`))
 			require.ErrorIs(t, err, ackgap.ErrTransitionRefused)
 			require.True(t, ackgap.IsPermanent(err))
