@@ -67,20 +67,53 @@ type Settlement struct {
 	// [ErrAckNotConfirmed]) or a message was given up without an ack or
 	// nack (a subscriber stopped).
 	Err error
+
+	// The adapter's detail, where it has it (SQS); zero otherwise.
+
+	// Outcome is the adapter's word for how it finished with the message
+	// (sqsbroker.AckDeleted, AckStale, AckFailed, AckNacked, AckReleased,
+	// AckAbandoned); "" when the adapter has none.
+	Outcome SettleOutcome
+	// Answered is when the broker answered the settling request with
+	// success, in time or not: the delete of an ack (even after the lease
+	// deadline, when Confirmed stays zero), the visibility change of a
+	// nack or a release. Zero when it did not answer with success.
+	Answered time.Time
+	// HandedOut is when the handler got the message (the router took it
+	// from the subscriber); zero if it never did.
+	HandedOut time.Time
+	// LeaseExtensions counts the successful extensions of the lease (SQS
+	// visibility heartbeat); LeaseLost is true when the broker refused one:
+	// the message was visible again by then.
+	LeaseExtensions int
+	LeaseLost       bool
+	// AdapterErr is the adapter's own failure with the message, when
+	// there is one besides Err: it did not unmarshal, the nack's
+	// visibility change or the delete failed.
+	AdapterErr error
 }
 
-// Delivery is what a broker adapter knows about one delivery of a message,
-// carried in the message context ([WithDelivery], [DeliveryFromContext]).
-// The adapter fills the exported fields before it hands the message out and
-// does not change them afterwards; they are read by observers on the
-// handler's goroutine. Settle and OnSettled are safe for concurrent use.
-// A Delivery must not be copied after first use.
+// SettleOutcome is a broker adapter's word for how it finished with a
+// message (see [Settlement.Outcome]).
+type SettleOutcome string
+
+// Delivery is one copy of a message as a consumer received it, and its
+// one timeline: what the broker adapter knows about the copy (partition,
+// offset, lease), what the inbox did on each attempt ([InboxReport], via
+// [Delivery.RecordInbox]) and how the broker settled it ([Settlement]:
+// ack or nack, and when the broker confirmed the ack). It is carried in
+// the message context ([WithDelivery], [DeliveryFromContext]); "delivery"
+// means this everywhere in ackgap.
 //
-// It is the hook between broker adapters and observers (package
-// telemetry): an adapter says what it knows about one delivery (partition,
-// offset, lease) and reports how the delivery ended (ack or nack, and when
-// the broker confirmed the ack), without the observer importing the
-// adapter or the adapter importing the observer.
+// It is the one hook between broker adapters, the inbox and observers
+// (package telemetry reads everything from it): none of them imports the
+// others. The adapter fills the exported fields before it hands the
+// message out and does not change them afterwards; they are read on the
+// handler's goroutine. An observer that finds no Delivery in a message's
+// context (a subscriber that does not fill the hook) puts a zero one there
+// (ConfirmationUnobserved) before the inbox runs. RecordInbox, Inbox,
+// Settle and OnSettled are safe for concurrent use. A Delivery must not be
+// copied after first use.
 //
 // The adapter puts a [Delivery] in the message context before it hands
 // the message out:
@@ -97,15 +130,21 @@ type Settlement struct {
 //
 // What each adapter fills:
 //
-//   - Kafka (brokers/kafkabroker): ConsumerGroup, Partition, Offset,
-//     HasOffset; Confirmed is the return of the offset commit carrying the
+//   - Kafka (brokers/kafkabroker): ConsumerGroup, Destination (the
+//     topic), Partition, Offset, HasOffset, Received; Confirmed is the return of the offset commit carrying the
 //     message (per-ack or periodic).
-//   - SQS: MessageID (the SQS MessageId), ReceiveCount
-//     (ApproximateReceiveCount), LeaseDeadline (receive time plus the
-//     visibility timeout); Settle with Confirmed when DeleteMessage (or its
-//     batch entry) returned successfully, Settlement.LeaseDeadline as last
-//     extended by the heartbeat, and an error wrapping ErrAckNotConfirmed
-//     when the delete failed or the receipt handle had expired.
+//   - SQS (brokers/sqsbroker, the subscriber and the batch consumer):
+//     Destination (the queue), MessageID (the SQS MessageId), EventID,
+//     ReceiveCount (ApproximateReceiveCount), Received, BatchSize,
+//     LeaseDeadline (receive time plus the visibility timeout); Settle
+//     with Confirmed when DeleteMessage (or its batch entry) returned
+//     successfully within the lease, Settlement.LeaseDeadline as last
+//     extended by the heartbeat, an error wrapping ErrAckNotConfirmed when
+//     the delete failed, came late or the receipt handle had expired, and
+//     the detail: Outcome (sqsbroker.AckDeleted, ...), Answered,
+//     HandedOut, LeaseExtensions, LeaseLost, AdapterErr. Messages never
+//     handed out (released, not unmarshalled) are settled too, for
+//     sqsbroker.SubscriberConfig.AckObserver.
 //   - GoChannel (brokers/gochannelbroker): Confirmation ConfirmationAtAck
 //     and nothing else: the ack is final.
 type Delivery struct {
@@ -134,8 +173,21 @@ type Delivery struct {
 	// Confirmation says whether the adapter reports settlement through
 	// Settle. Default ConfirmationUnobserved.
 	Confirmation ConfirmationMode
+	// Destination is the queue or topic the copy came from; "" when the
+	// adapter does not fill it.
+	Destination string
+	// EventID is the event id as the adapter read it from the message's
+	// attributes or headers, before any unmarshalling ("" when none, or
+	// not read): the inbox's reports carry the one it checked.
+	EventID string
+	// Received is when the adapter received the copy from the broker
+	// (zero when it does not fill it); BatchSize how many copies the
+	// broker returned with it (0 when it does not batch).
+	Received  time.Time
+	BatchSize int
 
 	mu      sync.Mutex
+	inbox   []InboxReport
 	settled bool
 	result  Settlement
 	fn      func(Settlement)   // the first registration, the common case
@@ -189,6 +241,42 @@ func (d *Delivery) OnSettled(fn func(Settlement)) bool {
 	}
 	d.mu.Unlock()
 	return true
+}
+
+// Settlement returns how d was settled, and false until it is.
+func (d *Delivery) Settlement() (Settlement, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.result, d.settled
+}
+
+// LeaseHeadroom is the lease deadline (as last extended) minus the time
+// the broker answered the settling request ([Settlement.Answered]): how
+// much lease was left when the broker confirmed the delete. Negative means
+// the message was visible again before: a duplicate delivery may be under
+// way. It is 0 before the settlement, when nothing was answered, or when
+// the broker has no lease.
+func (d *Delivery) LeaseHeadroom() time.Duration {
+	s, ok := d.Settlement()
+	lease := s.LeaseDeadline
+	if lease.IsZero() {
+		lease = d.LeaseDeadline
+	}
+	if !ok || s.Answered.IsZero() || lease.IsZero() {
+		return 0
+	}
+	return lease.Sub(s.Answered)
+}
+
+// LeaseExpired reports whether the lease ran out before the adapter was
+// done with the message: an extension was refused, or the settling
+// request was answered after the lease deadline.
+func (d *Delivery) LeaseExpired() bool {
+	s, ok := d.Settlement()
+	if !ok {
+		return false
+	}
+	return s.LeaseLost || d.LeaseHeadroom() < 0
 }
 
 type deliveryKey struct{}

@@ -79,3 +79,22 @@ func TestDeliveryContext(t *testing.T) {
 	_, ok = ackgap.DeliveryFromContext(ackgap.WithDelivery(context.Background(), nil))
 	require.False(t, ok, "a nil delivery is none")
 }
+
+// TestDeliveryTimeline: the inbox's reports and the settlement land on one
+// record, in order, and Inbox returns copies.
+func TestDeliveryTimeline(t *testing.T) {
+	d := &ackgap.Delivery{Confirmation: ackgap.ConfirmationReported}
+	d.RecordInbox(&ackgap.InboxReport{Consumer: "billing", EventID: "E1", Outcome: ackgap.OutcomeFailed})
+	d.RecordInbox(&ackgap.InboxReport{Consumer: "billing", EventID: "E1", Outcome: ackgap.OutcomeApplied})
+	got := d.Inbox()
+	require.Len(t, got, 2)
+	require.Equal(t, []ackgap.Outcome{ackgap.OutcomeFailed, ackgap.OutcomeApplied}, []ackgap.Outcome{got[0].Outcome, got[1].Outcome})
+	got[0].Outcome = ackgap.OutcomeDuplicate
+	require.Equal(t, ackgap.OutcomeFailed, d.Inbox()[0].Outcome, "Inbox returns copies")
+
+	var settled ackgap.Settlement
+	require.True(t, d.OnSettled(func(s ackgap.Settlement) { settled = s }))
+	require.True(t, d.Settle(ackgap.Settlement{Acked: true}))
+	require.True(t, settled.Acked)
+	require.Len(t, d.Inbox(), 2, "settling keeps the inbox's part of the timeline")
+}

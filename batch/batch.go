@@ -42,9 +42,11 @@ type Config[TTx any] struct {
 	// extraction and limit, PayloadMismatch (which also applies to an
 	// event id that arrives again earlier in the same batch with another
 	// payload), RollbackTimeout and Now, with the defaults of
-	// middleware.InboxConfig. Its Observer, when set, receives a
-	// middleware.Report per message once its outcome is final (after the
-	// commit), with the message's context, before Trace's end: Received is
+	// middleware.InboxConfig. Once a message's outcome is final (after
+	// the commit), before Trace's end, its ackgap.InboxReport is recorded
+	// on the message's ackgap.Delivery (when its context has one) and
+	// given to the Observer (when set), with the message's context:
+	// Received is
 	// when Process started, HandlerStarted when the batch handler or the
 	// message's Handler was called (zero if neither was), Committed when
 	// the commit returned (applied only). It is called on Process's
@@ -53,8 +55,8 @@ type Config[TTx any] struct {
 	// Handler handles one message in the batch's transaction, under a
 	// savepoint of its own: an error or a panic undoes that message only.
 	// It gets the same context as behind the inbox middleware:
-	// ackgap.TxFromContext, EventIDFromContext, TransitionIfState,
-	// AddOutbox and QueueOutbox work in it, and ackgap.Permanent marks the
+	// ackgap.TxFromContext, EventIDFromContext, ApplyTransition and
+	// AddOutbox work in it, and ackgap.Permanent marks the
 	// message rejected (dead-letter) instead of failed (redeliver). Default
 	// nil: then BatchHandler is required, and when it fails every message
 	// of the batch fails.
@@ -66,8 +68,8 @@ type Config[TTx any] struct {
 	// anything with it, and returns the function Process calls with the
 	// message's error (nil for applied and duplicate) once its outcome is
 	// final, before Process returns: the function that
-	// telemetry.Telemetry.Begin returns, with Observer set to that
-	// Telemetry's Observer. Default nil.
+	// telemetry.Telemetry.Begin returns, which reads the inbox's report
+	// from the message's ackgap.Delivery. Default nil.
 	Trace func(msg *message.Message) (end func(err error))
 }
 
@@ -124,9 +126,20 @@ func New[TTx any](store stores.BatchStore[TTx], cfg *Config[TTx]) (*Processor[TT
 
 // Result is what [Processor.Process] did with a batch.
 type Result struct {
-	// Messages holds one result per message given to Process, in their
-	// order.
-	Messages []MessageResult
+	// Messages holds the inbox's report on each message given to
+	// Process, in their order: the same record the inbox middleware makes
+	// of one pass, recorded on the message's ackgap.Delivery. Consumer is
+	// the processor's; EventID "" when the message had none; Outcome is
+	// applied or duplicate (ack the message), rejected (dead-letter it:
+	// Err is permanent) or failed (nack it for redelivery: Err says why);
+	// Err is nil for applied and duplicate; Received is when Process
+	// started; HandlerStarted when the batch handler, or the message's
+	// Handler, was called for it (the later of the two; zero if neither
+	// was); Committed is the batch's commit, for applied messages only;
+	// FirstTraceParent is, for a duplicate, the W3C traceparent of the
+	// delivery that applied the event (kept with its inbox row, or the
+	// first copy in this batch), when it was traced.
+	Messages []ackgap.InboxReport
 	// BatchHandlerErr is the BatchHandler's error (or panic) when it failed
 	// and the batch fell back to Handler; nil otherwise.
 	BatchHandlerErr error
@@ -136,27 +149,8 @@ type Result struct {
 	Committed time.Time
 }
 
-// MessageResult is the outcome of one message of a batch.
-type MessageResult struct {
-	// EventID is the message's event id; "" when it had none.
-	EventID string
-	// Outcome is applied or duplicate (ack the message), rejected
-	// (dead-letter it: Err is permanent) or failed (nack it for
-	// redelivery: Err says why).
-	Outcome middleware.Outcome
-	// Err is nil for applied and duplicate.
-	Err error
-	// HandlerStarted is when the batch handler, or the message's Handler,
-	// was called for it (the later of the two); zero if neither was.
-	HandlerStarted time.Time
-	// FirstTraceParent is, for a duplicate, the W3C traceparent of the
-	// delivery that applied the event (kept with its inbox row, or the
-	// first copy in this batch), when it was traced; "" otherwise.
-	FirstTraceParent string
-}
-
 // Count returns how many messages had outcome o.
-func (r *Result) Count(o middleware.Outcome) int {
+func (r *Result) Count(o ackgap.Outcome) int {
 	n := 0
 	for i := range r.Messages {
 		if r.Messages[i].Outcome == o {
@@ -197,13 +191,14 @@ func (p *Processor[TTx]) Process(ctx context.Context, msgs []*message.Message) (
 	res, err := p.process(ctx, msgs, received)
 	for i, msg := range msgs {
 		r := &res.Messages[i]
+		if r.Outcome == ackgap.OutcomeApplied {
+			r.Committed = res.Committed
+		}
+		if d, ok := ackgap.DeliveryFromContext(msg.Context()); ok {
+			d.RecordInbox(r)
+		}
 		if p.cfg.Observer != nil {
-			rep := &middleware.Report{Consumer: p.cfg.Consumer, EventID: r.EventID, Outcome: r.Outcome, Err: r.Err,
-				Received: received, HandlerStarted: r.HandlerStarted, FirstTraceParent: r.FirstTraceParent}
-			if r.Outcome == middleware.OutcomeApplied {
-				rep.Committed = res.Committed
-			}
-			p.cfg.Observer(msg.Context(), rep)
+			p.cfg.Observer(msg.Context(), r)
 		}
 		if ends != nil {
 			ends[i](r.Err)
@@ -222,7 +217,7 @@ func (p *Processor[TTx]) ProcessErrors(ctx context.Context, msgs []*message.Mess
 	res, _ := p.Process(ctx, msgs)
 	errs := make([]error, len(msgs))
 	for i := range res.Messages {
-		if o := res.Messages[i].Outcome; o != middleware.OutcomeApplied && o != middleware.OutcomeDuplicate {
+		if o := res.Messages[i].Outcome; o != ackgap.OutcomeApplied && o != ackgap.OutcomeDuplicate {
 			errs[i] = res.Messages[i].Err
 		}
 	}
@@ -231,7 +226,10 @@ func (p *Processor[TTx]) ProcessErrors(ctx context.Context, msgs []*message.Mess
 
 // process is Process without its Trace and Observer.
 func (p *Processor[TTx]) process(ctx context.Context, msgs []*message.Message, received time.Time) (*Result, error) {
-	res := &Result{Messages: make([]MessageResult, len(msgs))}
+	res := &Result{Messages: make([]ackgap.InboxReport, len(msgs))}
+	for i := range res.Messages {
+		res.Messages[i].Consumer, res.Messages[i].Received = p.cfg.Consumer, received
+	}
 	rows := make([]stores.InboxManyRow, 0, len(msgs))
 	rowOf := make([]int, len(msgs))    // index into rows, or -1
 	repeatOf := make([]int, len(msgs)) // for a later copy of an id in msgs, its first copy's row; else -1
@@ -244,7 +242,7 @@ func (p *Processor[TTx]) process(ctx context.Context, msgs []*message.Message, r
 		id, err := p.cfg.EventIDOf(msg)
 		r.EventID = id
 		if err != nil {
-			r.Outcome, r.Err = middleware.OutcomeRejected, err
+			r.Outcome, r.Err = ackgap.OutcomeRejected, err
 			continue
 		}
 		hash := stores.PayloadHash(msg.Payload)
@@ -279,9 +277,9 @@ func (p *Processor[TTx]) process(ctx context.Context, msgs []*message.Message, r
 				held, r.FirstTraceParent = o.StoredHash, o.TraceParent
 			}
 			if held != nil && !bytes.Equal(held, hashes[i]) && p.cfg.PayloadMismatch == middleware.PayloadMismatchReject {
-				r.Outcome, r.Err = middleware.OutcomeRejected, p.conflict(r.EventID)
+				r.Outcome, r.Err = ackgap.OutcomeRejected, p.conflict(r.EventID)
 			} else {
-				r.Outcome = middleware.OutcomeDuplicate
+				r.Outcome = ackgap.OutcomeDuplicate
 			}
 			continue
 		}
@@ -291,9 +289,9 @@ func (p *Processor[TTx]) process(ctx context.Context, msgs []*message.Message, r
 		r, o := &res.Messages[i], begun.Rows[rowOf[i]]
 		switch {
 		case o.Duplicate && o.PayloadMismatch && p.cfg.PayloadMismatch == middleware.PayloadMismatchReject:
-			r.Outcome, r.Err = middleware.OutcomeRejected, p.conflict(r.EventID)
+			r.Outcome, r.Err = ackgap.OutcomeRejected, p.conflict(r.EventID)
 		case o.Duplicate:
-			r.Outcome, r.FirstTraceParent = middleware.OutcomeDuplicate, o.TraceParent
+			r.Outcome, r.FirstTraceParent = ackgap.OutcomeDuplicate, o.TraceParent
 		default:
 			todo = append(todo, i)
 		}
@@ -308,10 +306,10 @@ func (p *Processor[TTx]) process(ctx context.Context, msgs []*message.Message, r
 	// inbox, so the copy is no duplicate of anything applied.
 	for i := range msgs {
 		j := repeatOf[i]
-		if j < 0 || res.Messages[i].Outcome != middleware.OutcomeDuplicate || begun.Rows[j].Duplicate {
+		if j < 0 || res.Messages[i].Outcome != ackgap.OutcomeDuplicate || begun.Rows[j].Duplicate {
 			continue
 		}
-		if first := res.Messages[msgOfRow[j]]; first.Outcome == middleware.OutcomeFailed || first.Outcome == middleware.OutcomeRejected {
+		if first := res.Messages[msgOfRow[j]]; first.Outcome == ackgap.OutcomeFailed || first.Outcome == ackgap.OutcomeRejected {
 			r := &res.Messages[i]
 			r.Outcome, r.FirstTraceParent = first.Outcome, ""
 			r.Err = fmt.Errorf("ackgap batch: the first copy of event id %q in this batch was not applied: %w", r.EventID, first.Err)
@@ -359,7 +357,7 @@ func (p *Processor[TTx]) apply(ctx context.Context, tx TTx, msgs []*message.Mess
 		}
 		if err == nil {
 			for _, i := range todo {
-				res.Messages[i].Outcome = middleware.OutcomeApplied
+				res.Messages[i].Outcome = ackgap.OutcomeApplied
 			}
 			return nil
 		}
@@ -383,12 +381,12 @@ func (p *Processor[TTx]) apply(ctx context.Context, tx TTx, msgs []*message.Mess
 		err = p.store.ClassifyError(err) // the handler's own statements return driver errors
 		switch {
 		case err == nil:
-			r.Outcome = middleware.OutcomeApplied
+			r.Outcome = ackgap.OutcomeApplied
 			continue
 		case ackgap.IsPermanent(err):
-			r.Outcome, r.Err = middleware.OutcomeRejected, err
+			r.Outcome, r.Err = ackgap.OutcomeRejected, err
 		default:
-			r.Outcome, r.Err = middleware.OutcomeFailed, err
+			r.Outcome, r.Err = ackgap.OutcomeFailed, err
 		}
 		undone = append(undone, r.EventID)
 	}
@@ -410,10 +408,13 @@ func (p *Processor[TTx]) runOne(ctx context.Context, tx TTx, msg *message.Messag
 	orig := msg.Context()
 	msg.SetContext(middleware.WithTx(withValuesOf(ctx, orig), p.store, tx, p.cfg.Consumer, eventID))
 	err := callOne(p.perMessage, msg)
+	if err == nil {
+		err = middleware.Flush(msg.Context())
+	}
 	msg.SetContext(orig)
 	if err == nil {
-		// A queued statement (QueueOutbox, QueueTransition) is sent ahead
-		// of the RELEASE and may fail it.
+		// A queued statement (ackgap.AddOutbox, a transition the handler
+		// did not read) is sent ahead of the RELEASE and may fail it.
 		if err = p.store.ReleaseSavepointTx(ctx, tx, SavepointMessage); err == nil {
 			return nil
 		}
@@ -445,7 +446,7 @@ func (p *Processor[TTx]) rollback(ctx context.Context, tx TTx) {
 // failAll marks every message failed with err and returns r and err.
 func (r *Result) failAll(err error) (*Result, error) {
 	for i := range r.Messages {
-		r.Messages[i].Outcome, r.Messages[i].Err = middleware.OutcomeFailed, err
+		r.Messages[i].Outcome, r.Messages[i].Err = ackgap.OutcomeFailed, err
 	}
 	r.Committed = time.Time{}
 	return r, err

@@ -135,16 +135,20 @@ func charge[TTx any](fail func(order string) error) router.HandlerFunc[TTx] {
 			return fmt.Errorf("ackgap.EventIDFromContext returned %q", id)
 		}
 		order := msg.Metadata.Get("order")
-		res, err := middleware.TransitionIfState(ctx, &stores.TransitionParams{
+		pending, err := ackgap.ApplyTransition(ctx, &ackgap.Transition{
 			Table: "orders", Key: order, From: []string{"pending"}, To: "charging", VersionColumn: "version",
 		})
+		if err != nil {
+			return err
+		}
+		res, err := pending.Result(ctx)
 		if err != nil {
 			return err
 		}
 		if !res.Applied() {
 			return res.Err()
 		}
-		if err := middleware.QueueOutbox(ctx, &stores.OutboxInsertParams{Kind: "charge", IdempotencyKey: "charge:" + order, Payload: msg.Payload}); err != nil {
+		if err := ackgap.AddOutbox(ctx, &ackgap.OutboxEntry{Kind: "charge", IdempotencyKey: "charge:" + order, Payload: msg.Payload}); err != nil {
 			return err
 		}
 		if fail != nil {
@@ -159,11 +163,11 @@ func charge[TTx any](fail func(order string) error) router.HandlerFunc[TTx] {
 func setCharge[TTx any](store stores.BatchStore[TTx], calls *[][]string) batch.BatchHandlerFunc[TTx] {
 	return func(ctx context.Context, tx TTx, msgs []*message.Message) error {
 		var ids []string
-		rows := make([]stores.OutboxInsertParams, 0, len(msgs))
+		rows := make([]ackgap.OutboxEntry, 0, len(msgs))
 		for _, msg := range msgs {
 			order := msg.Metadata.Get("order")
 			ids = append(ids, msg.Metadata.Get(ackgap.MetadataEventIDKey))
-			res, err := store.TransitionIfStateTx(ctx, tx, &stores.TransitionParams{
+			res, err := store.TransitionIfStateTx(ctx, tx, &ackgap.Transition{
 				Table: "orders", Key: order, From: []string{"pending"}, To: "charging", VersionColumn: "version",
 			})
 			if err != nil {
@@ -172,7 +176,7 @@ func setCharge[TTx any](store stores.BatchStore[TTx], calls *[][]string) batch.B
 			if err := res.Err(); err != nil {
 				return err
 			}
-			rows = append(rows, stores.OutboxInsertParams{Kind: "charge", IdempotencyKey: "charge:" + order, Payload: msg.Payload})
+			rows = append(rows, ackgap.OutboxEntry{Kind: "charge", IdempotencyKey: "charge:" + order, Payload: msg.Payload})
 		}
 		if calls != nil {
 			*calls = append(*calls, ids)
@@ -190,8 +194,8 @@ func newProcessor[TTx any](t *testing.T, store stores.BatchStore[TTx], cfg batch
 	return p
 }
 
-func outcomes(res *batch.Result) []middleware.Outcome {
-	out := make([]middleware.Outcome, len(res.Messages))
+func outcomes(res *batch.Result) []ackgap.Outcome {
+	out := make([]ackgap.Outcome, len(res.Messages))
 	for i, m := range res.Messages {
 		out[i] = m.Outcome
 	}
@@ -199,10 +203,10 @@ func outcomes(res *batch.Result) []middleware.Outcome {
 }
 
 const (
-	applied   = middleware.OutcomeApplied
-	duplicate = middleware.OutcomeDuplicate
-	rejected  = middleware.OutcomeRejected
-	failed    = middleware.OutcomeFailed
+	applied   = ackgap.OutcomeApplied
+	duplicate = ackgap.OutcomeDuplicate
+	rejected  = ackgap.OutcomeRejected
+	failed    = ackgap.OutcomeFailed
 )
 
 func suite[TTx any](t *testing.T, newEnv func(t *testing.T) *env[TTx]) {
@@ -222,7 +226,7 @@ func suite[TTx any](t *testing.T, newEnv func(t *testing.T) *env[TTx]) {
 		msgs := events(5)
 		res, err := p.Process(ctx, msgs)
 		require.NoError(t, err)
-		require.Equal(t, []middleware.Outcome{applied, applied, failed, applied, applied}, outcomes(res))
+		require.Equal(t, []ackgap.Outcome{applied, applied, failed, applied, applied}, outcomes(res))
 		require.ErrorIs(t, res.Messages[2].Err, ackgap.ErrStoreUnavailable)
 		require.False(t, res.Committed.IsZero())
 		require.Equal(t, [4]int{4, 4, 4, 4}, e.state(t), "N-1 state changes, outbox rows and inbox rows; none for the failed one")
@@ -230,7 +234,7 @@ func suite[TTx any](t *testing.T, newEnv func(t *testing.T) *env[TTx]) {
 		broken = false
 		res, err = p.Process(ctx, []*message.Message{msgs[2]})
 		require.NoError(t, err)
-		require.Equal(t, []middleware.Outcome{applied}, outcomes(res), "the redelivery of the failed message applies")
+		require.Equal(t, []ackgap.Outcome{applied}, outcomes(res), "the redelivery of the failed message applies")
 		require.Equal(t, [4]int{5, 5, 5, 5}, e.state(t))
 	})
 
@@ -245,8 +249,8 @@ func suite[TTx any](t *testing.T, newEnv func(t *testing.T) *env[TTx]) {
 		// batch (found by a fresh-user trial on PostgreSQL).
 		p := newProcessor(t, e.store, batch.Config[TTx]{Handler: func(ctx context.Context, _ TTx, msg *message.Message) error {
 			order := msg.Metadata.Get("order")
-			if err := middleware.QueueTransition(ctx, &stores.TransitionParams{Table: "orders", Key: order, From: []string{"pending"}, To: "charging", VersionColumn: "version"},
-				&stores.OutboxInsertParams{Kind: "charge", IdempotencyKey: "charge:" + order}); err != nil {
+			if _, err := ackgap.ApplyTransition(ctx, &ackgap.Transition{Table: "orders", Key: order, From: []string{"pending"}, To: "charging", VersionColumn: "version"},
+				&ackgap.OutboxEntry{Kind: "charge", IdempotencyKey: "charge:" + order}); err != nil {
 				return err
 			}
 			if order == "o2" {
@@ -261,7 +265,7 @@ func suite[TTx any](t *testing.T, newEnv func(t *testing.T) *env[TTx]) {
 		require.Equal(t, applied, got[2])
 		// Failed where the transition was queued (pgxstore); rejected where
 		// it ran at once and the handler returned its refusal (SQLite).
-		require.Contains(t, []middleware.Outcome{failed, rejected}, got[1])
+		require.Contains(t, []ackgap.Outcome{failed, rejected}, got[1])
 		require.Equal(t, [4]int{2, 2, 2, 2}, e.state(t))
 	})
 
@@ -278,7 +282,7 @@ func suite[TTx any](t *testing.T, newEnv func(t *testing.T) *env[TTx]) {
 		msgs := events(2)
 		res, err := p.Process(ctx, []*message.Message{msgs[0], msgs[1], event("e1", "o1", `{"order":"o1"}`)})
 		require.NoError(t, err)
-		require.Equal(t, []middleware.Outcome{failed, applied, failed}, outcomes(res),
+		require.Equal(t, []ackgap.Outcome{failed, applied, failed}, outcomes(res),
 			"the copy of e1 is no duplicate of anything applied: it is redelivered with it")
 		require.Equal(t, [4]int{1, 1, 1, 1}, e.state(t))
 	})
@@ -295,7 +299,7 @@ func suite[TTx any](t *testing.T, newEnv func(t *testing.T) *env[TTx]) {
 		})})
 		res, err := p.Process(ctx, events(3))
 		require.NoError(t, err)
-		require.Equal(t, []middleware.Outcome{applied, failed, applied}, outcomes(res))
+		require.Equal(t, []ackgap.Outcome{applied, failed, applied}, outcomes(res))
 		require.ErrorContains(t, res.Messages[1].Err, "handler bug")
 		require.Equal(t, [4]int{2, 2, 2, 2}, e.state(t))
 	})
@@ -308,7 +312,7 @@ func suite[TTx any](t *testing.T, newEnv func(t *testing.T) *env[TTx]) {
 		p := newProcessor(t, e.store, batch.Config[TTx]{Handler: charge[TTx](nil)})
 		res, err := p.Process(ctx, events(2))
 		require.NoError(t, err)
-		require.Equal(t, []middleware.Outcome{applied, rejected}, outcomes(res))
+		require.Equal(t, []ackgap.Outcome{applied, rejected}, outcomes(res))
 		require.ErrorIs(t, res.Messages[1].Err, ackgap.ErrTransitionRefused)
 		require.True(t, ackgap.IsPermanent(res.Messages[1].Err))
 		require.Equal(t, [4]int{1, 1, 1, 1}, e.state(t), "the rejected message left no inbox row: a redrive applies it")
@@ -322,10 +326,10 @@ func suite[TTx any](t *testing.T, newEnv func(t *testing.T) *env[TTx]) {
 		msgs := events(4)
 		res, err := p.Process(ctx, []*message.Message{msgs[0], msgs[1], event("e1", "o1", `{"order":"o1"}`)})
 		require.NoError(t, err)
-		require.Equal(t, []middleware.Outcome{applied, applied, duplicate}, outcomes(res), "a duplicate inside the batch")
+		require.Equal(t, []ackgap.Outcome{applied, applied, duplicate}, outcomes(res), "a duplicate inside the batch")
 		res, err = p.Process(ctx, []*message.Message{msgs[0], msgs[2], event("e2", "o2", "another payload"), event("e3", "o3", "another payload")})
 		require.NoError(t, err)
-		require.Equal(t, []middleware.Outcome{duplicate, applied, rejected, rejected}, outcomes(res),
+		require.Equal(t, []ackgap.Outcome{duplicate, applied, rejected, rejected}, outcomes(res),
 			"a duplicate of an earlier batch; an id reused with another payload, from an earlier batch and from this one")
 		require.ErrorIs(t, res.Messages[2].Err, ackgap.ErrEventIDConflict)
 		require.Equal(t, ackgap.ReasonEventIDConflict, ackgap.ReasonOf(res.Messages[3].Err))
@@ -334,7 +338,7 @@ func suite[TTx any](t *testing.T, newEnv func(t *testing.T) *env[TTx]) {
 		skip := newProcessor(t, e.store, batch.Config[TTx]{Handler: charge[TTx](nil), InboxConfig: middleware.InboxConfig{PayloadMismatch: middleware.PayloadMismatchSkip}})
 		res, err = skip.Process(ctx, []*message.Message{event("e2", "o2", "another payload"), msgs[3], event("e4", "o4", "another payload")})
 		require.NoError(t, err)
-		require.Equal(t, []middleware.Outcome{duplicate, applied, duplicate}, outcomes(res))
+		require.Equal(t, []ackgap.Outcome{duplicate, applied, duplicate}, outcomes(res))
 		require.Equal(t, [4]int{4, 4, 4, 4}, e.state(t))
 
 		// Copies of an applied id in one batch are compared with the
@@ -342,7 +346,7 @@ func suite[TTx any](t *testing.T, newEnv func(t *testing.T) *env[TTx]) {
 		// reused one is rejected, the exact copy behind it is a duplicate.
 		res, err = p.Process(ctx, []*message.Message{event("e1", "o1", "another payload"), event("e1", "o1", `{"order":"o1"}`)})
 		require.NoError(t, err)
-		require.Equal(t, []middleware.Outcome{rejected, duplicate}, outcomes(res))
+		require.Equal(t, []ackgap.Outcome{rejected, duplicate}, outcomes(res))
 		require.Equal(t, [4]int{4, 4, 4, 4}, e.state(t))
 	})
 
@@ -352,7 +356,7 @@ func suite[TTx any](t *testing.T, newEnv func(t *testing.T) *env[TTx]) {
 		p := newProcessor(t, e.store, batch.Config[TTx]{Handler: charge[TTx](nil), InboxConfig: middleware.InboxConfig{MaxEventIDBytes: 4}})
 		res, err := p.Process(ctx, []*message.Message{event("", "o1", "x"), event("e-too-long", "o1", "x"), event("\xff\xfe", "o1", "x"), event("e\x00", "o1", "x")})
 		require.NoError(t, err)
-		require.Equal(t, []middleware.Outcome{rejected, rejected, rejected, rejected}, outcomes(res))
+		require.Equal(t, []ackgap.Outcome{rejected, rejected, rejected, rejected}, outcomes(res))
 		require.ErrorIs(t, res.Messages[0].Err, ackgap.ErrMissingEventID)
 		require.ErrorIs(t, res.Messages[1].Err, ackgap.ErrEventIDTooLong)
 		for _, r := range res.Messages[2:] {
@@ -374,10 +378,10 @@ func suite[TTx any](t *testing.T, newEnv func(t *testing.T) *env[TTx]) {
 		msgs := events(4)
 		res, err := p.Process(ctx, []*message.Message{msgs[0], msgs[1], msgs[0]})
 		require.NoError(t, err)
-		require.Equal(t, []middleware.Outcome{applied, applied, duplicate}, outcomes(res))
+		require.Equal(t, []ackgap.Outcome{applied, applied, duplicate}, outcomes(res))
 		res, err = p.Process(ctx, []*message.Message{msgs[1], msgs[2], event("", "o9", "x"), msgs[3]})
 		require.NoError(t, err)
-		require.Equal(t, []middleware.Outcome{duplicate, applied, rejected, applied}, outcomes(res))
+		require.Equal(t, []ackgap.Outcome{duplicate, applied, rejected, applied}, outcomes(res))
 		require.NoError(t, res.BatchHandlerErr)
 		require.Equal(t, [][]string{{"e1", "e2"}, {"e3", "e4"}}, calls, "called once per batch with the messages to apply")
 		require.Equal(t, [4]int{4, 4, 4, 4}, e.state(t))
@@ -395,7 +399,7 @@ func suite[TTx any](t *testing.T, newEnv func(t *testing.T) *env[TTx]) {
 		res, err := p.Process(ctx, events(3))
 		require.NoError(t, err)
 		require.ErrorIs(t, res.BatchHandlerErr, ackgap.ErrTransitionRefused)
-		require.Equal(t, []middleware.Outcome{applied, rejected, applied}, outcomes(res))
+		require.Equal(t, []ackgap.Outcome{applied, rejected, applied}, outcomes(res))
 		require.Equal(t, [4]int{2, 2, 2, 2}, e.state(t), "the batch handler's writes were undone; the per-message handler applied o1 and o3 once")
 	})
 
@@ -411,7 +415,7 @@ func suite[TTx any](t *testing.T, newEnv func(t *testing.T) *env[TTx]) {
 		}})
 		res, err := p.Process(ctx, events(2))
 		require.NoError(t, err)
-		require.Equal(t, []middleware.Outcome{failed, failed}, outcomes(res))
+		require.Equal(t, []ackgap.Outcome{failed, failed}, outcomes(res))
 		require.ErrorContains(t, res.Messages[0].Err, "set-based bug")
 		require.Equal(t, [4]int{0, 0, 0, 0}, e.state(t), "nothing applied, no inbox rows: the redelivery applies them")
 	})
@@ -442,7 +446,7 @@ func suite[TTx any](t *testing.T, newEnv func(t *testing.T) *env[TTx]) {
 		for i, res := range results {
 			require.NoError(t, errs[i])
 			for _, m := range res.Messages {
-				require.Contains(t, []middleware.Outcome{applied, duplicate}, m.Outcome)
+				require.Contains(t, []ackgap.Outcome{applied, duplicate}, m.Outcome)
 				if m.Outcome == applied {
 					appliedBy[m.EventID]++
 				}
@@ -467,7 +471,7 @@ func suite[TTx any](t *testing.T, newEnv func(t *testing.T) *env[TTx]) {
 			if msg.Metadata.Get("order") != "o2" {
 				return nil
 			}
-			_, err := middleware.AddOutbox(ctx, &stores.OutboxInsertParams{Kind: "noop", IdempotencyKey: "noop"})
+			err := ackgap.AddOutbox(ctx, &ackgap.OutboxEntry{Kind: "noop", IdempotencyKey: "noop"})
 			if err != nil {
 				return err
 			}
@@ -476,14 +480,14 @@ func suite[TTx any](t *testing.T, newEnv func(t *testing.T) *env[TTx]) {
 		msgs := events(3)
 		res, err := p.Process(ctx, msgs)
 		require.ErrorContains(t, err, "commit")
-		require.Equal(t, []middleware.Outcome{failed, failed, failed}, outcomes(res), "no message is acked")
+		require.Equal(t, []ackgap.Outcome{failed, failed, failed}, outcomes(res), "no message is acked")
 		require.True(t, res.Committed.IsZero())
 		require.Equal(t, [4]int{0, 0, 0, 0}, e.state(t), "nothing committed, inbox rows included: all are redelivered")
 
 		ok := newProcessor(t, e.store, batch.Config[TTx]{Handler: charge[TTx](nil)})
 		res, err = ok.Process(ctx, msgs)
 		require.NoError(t, err)
-		require.Equal(t, []middleware.Outcome{applied, applied, applied}, outcomes(res), "their redelivery applies them")
+		require.Equal(t, []ackgap.Outcome{applied, applied, applied}, outcomes(res), "their redelivery applies them")
 	})
 
 	t.Run("CancelledContextAcksNothing", func(t *testing.T) {
@@ -499,7 +503,7 @@ func suite[TTx any](t *testing.T, newEnv func(t *testing.T) *env[TTx]) {
 		}})
 		res, err := p.Process(cctx, events(2))
 		require.ErrorIs(t, err, context.Canceled)
-		require.Equal(t, []middleware.Outcome{failed, failed}, outcomes(res))
+		require.Equal(t, []ackgap.Outcome{failed, failed}, outcomes(res))
 		require.Equal(t, [4]int{0, 0, 0, 0}, e.state(t))
 	})
 

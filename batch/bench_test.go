@@ -30,13 +30,13 @@ func benchProcess[TTx any](b *testing.B, newEnv func(t testing.TB) *env[TTx]) {
 				cfg := batch.Config[TTx]{InboxConfig: middleware.InboxConfig{Consumer: "bench"}}
 				if mode == "Handler" {
 					cfg.Handler = func(ctx context.Context, _ TTx, msg *message.Message) error {
-						return middleware.QueueOutbox(ctx, &stores.OutboxInsertParams{Kind: "charge", IdempotencyKey: msg.UUID, Payload: msg.Payload})
+						return ackgap.AddOutbox(ctx, &ackgap.OutboxEntry{Kind: "charge", IdempotencyKey: msg.UUID, Payload: msg.Payload})
 					}
 				} else {
 					cfg.BatchHandler = func(ctx context.Context, tx TTx, msgs []*message.Message) error {
-						rows := make([]stores.OutboxInsertParams, len(msgs))
+						rows := make([]ackgap.OutboxEntry, len(msgs))
 						for i, msg := range msgs {
-							rows[i] = stores.OutboxInsertParams{Kind: "charge", IdempotencyKey: msg.UUID, Payload: msg.Payload, Consumer: "bench",
+							rows[i] = ackgap.OutboxEntry{Kind: "charge", IdempotencyKey: msg.UUID, Payload: msg.Payload, Consumer: "bench",
 								EventID: msg.Metadata.Get(ackgap.MetadataEventIDKey)}
 						}
 						_, err := e.store.InsertOutboxManyTx(ctx, tx, &stores.OutboxInsertManyParams{Rows: rows})
@@ -59,7 +59,7 @@ func benchProcess[TTx any](b *testing.B, newEnv func(t testing.TB) *env[TTx]) {
 						msgs[i].Metadata.Set(ackgap.MetadataEventIDKey, id)
 					}
 					res, err := p.Process(ctx, msgs)
-					if err != nil || res.Count(middleware.OutcomeApplied) != size {
+					if err != nil || res.Count(ackgap.OutcomeApplied) != size {
 						b.Fatalf("want %d applied, got %v, %v", size, res.Messages[0], err)
 					}
 				}

@@ -14,9 +14,9 @@
 //	res, err := p.Process(ctx, msgs)
 //	for i, m := range res.Messages {
 //		switch m.Outcome {
-//		case middleware.OutcomeApplied, middleware.OutcomeDuplicate: // ack msgs[i]
-//		case middleware.OutcomeRejected: // dead-letter msgs[i] (m.Err is permanent)
-//		case middleware.OutcomeFailed: // nack msgs[i]: it is redelivered
+//		case ackgap.OutcomeApplied, ackgap.OutcomeDuplicate: // ack msgs[i]
+//		case ackgap.OutcomeRejected: // dead-letter msgs[i] (m.Err is permanent)
+//		case ackgap.OutcomeFailed: // nack msgs[i]: it is redelivered
 //		}
 //	}
 //
@@ -39,8 +39,8 @@
 //     sqsbroker.BatchConsumer) do.
 //
 // The per-message Handler sees the same context as behind the inbox
-// middleware: ackgap.TxFromContext, TransitionIfState, AddOutbox and
-// QueueOutbox work in it. The BatchHandler gets the transaction and the
+// middleware: ackgap.TxFromContext, ackgap.ApplyTransition and
+// ackgap.AddOutbox work in it. The BatchHandler gets the transaction and the
 // batch's messages that are neither rejected nor duplicates, and writes
 // its outbox rows with stores.BatchStore.InsertOutboxManyTx.
 //

@@ -22,8 +22,9 @@ type backend interface {
 	// counts reads what the run left in the database.
 	counts(ctx context.Context) (counts, error)
 	// safeRouter returns an ackgap router (router.New on the store) with
-	// the billing handler (queue: its outbox rows through
-	// middleware.QueueOutbox, else AddOutbox) subscribed to topics as
+	// the billing handler (queue: the transition unread, with its rows;
+	// else read with PendingTransition.Result, then the rows through
+	// ackgap.AddOutbox) subscribed to topics as
 	// consumer "billing"; with inboxOnly, an empty handler instead.
 	safeRouter(cfg *router.Config, sub message.Subscriber, topics []string, queue, inboxOnly bool) (runner, error)
 	// unsafe is the guarded UPDATE alone, in autocommit: no inbox, no

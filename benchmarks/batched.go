@@ -13,6 +13,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/ackgap/ackgap"
 	"github.com/ackgap/ackgap/batch"
 	"github.com/ackgap/ackgap/middleware"
 	"github.com/ackgap/ackgap/stores"
@@ -78,7 +79,7 @@ func runBatched(ctx context.Context, c *cell, d time.Duration) (result, error) {
 					return
 				}
 				for _, m := range res.Messages {
-					if m.Outcome == middleware.OutcomeFailed || m.Outcome == middleware.OutcomeRejected {
+					if m.Outcome == ackgap.OutcomeFailed || m.Outcome == ackgap.OutcomeRejected {
 						errs.add(m.Err)
 					}
 				}
@@ -182,15 +183,15 @@ func chargeOrders[TTx any](store stores.BatchStore[TTx], transition func(ctx con
 		if err != nil {
 			return err
 		}
-		rows := make([]stores.OutboxInsertParams, 0, 2*len(moved))
+		rows := make([]ackgap.OutboxEntry, 0, 2*len(moved))
 		for _, id := range moved {
 			chargeKey, charge, receiptKey, receipt, err := effects(byOrder[id])
 			if err != nil {
 				return err
 			}
 			rows = append(rows,
-				stores.OutboxInsertParams{Kind: kindCharge, IdempotencyKey: chargeKey, Payload: charge, Headers: outboxHeaders, Consumer: consumer, EventID: eventOf[id]},
-				stores.OutboxInsertParams{Kind: kindReceipt, IdempotencyKey: receiptKey, Payload: receipt, Headers: outboxHeaders, Consumer: consumer, EventID: eventOf[id]})
+				ackgap.OutboxEntry{Kind: kindCharge, IdempotencyKey: chargeKey, Payload: charge, Headers: outboxHeaders, Consumer: consumer, EventID: eventOf[id]},
+				ackgap.OutboxEntry{Kind: kindReceipt, IdempotencyKey: receiptKey, Payload: receipt, Headers: outboxHeaders, Consumer: consumer, EventID: eventOf[id]})
 		}
 		_, err = store.InsertOutboxManyTx(ctx, tx, &stores.OutboxInsertManyParams{Rows: rows})
 		return err

@@ -8,9 +8,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 
 	"github.com/ackgap/ackgap"
-	"github.com/ackgap/ackgap/middleware"
 	"github.com/ackgap/ackgap/router"
-	"github.com/ackgap/ackgap/stores"
 )
 
 // Names shared by every workload: the same consumer, tables, states and
@@ -67,11 +65,11 @@ func effects(ev *orderPlaced) (chargeKey string, charge []byte, receiptKey strin
 }
 
 // chargeOrder is examples/billing's handler (chargeOrder in
-// examples/billing/billing.go) when queue is true: middleware.QueueTransition
+// examples/billing/billing.go) when queue is true: ackgap.ApplyTransition
 // moves the order and, only if that applied, records the two outbox rows,
 // all sent with the commit. With queue false it is the same work written
-// the way a handler that reads the outcome does: TransitionIfState, then
-// middleware.AddOutbox per row (one round trip each). It is a copy because
+// the way a handler that reads the outcome does: PendingTransition.Result,
+// then ackgap.AddOutbox per row (sent with the commit). It is a copy because
 // the example is a main package.
 func chargeOrder[TTx any](queue bool) router.HandlerFunc[TTx] {
 	return router.JSON[TTx](func(ctx context.Context, _ TTx, _ *message.Message, ev orderPlaced) error {
@@ -82,17 +80,22 @@ func chargeOrder[TTx any](queue bool) router.HandlerFunc[TTx] {
 		if err != nil {
 			return err
 		}
-		transition := &stores.TransitionParams{
+		transition := &ackgap.Transition{
 			Table: "orders", Key: ev.OrderID, From: []string{statusPending}, To: statusCharging, VersionColumn: "version",
 		}
-		rows := []*stores.OutboxInsertParams{
+		rows := []*ackgap.OutboxEntry{
 			{Kind: kindCharge, IdempotencyKey: chargeKey, Payload: charge, Headers: outboxHeaders},
 			{Kind: kindReceipt, IdempotencyKey: receiptKey, Payload: receipt, Headers: outboxHeaders},
 		}
 		if queue {
-			return middleware.QueueTransition(ctx, transition, rows...)
+			_, err := ackgap.ApplyTransition(ctx, transition, rows...)
+			return err
 		}
-		res, err := middleware.TransitionIfState(ctx, transition)
+		pending, err := ackgap.ApplyTransition(ctx, transition)
+		if err != nil {
+			return err
+		}
+		res, err := pending.Result(ctx)
 		if err != nil {
 			return err
 		}
@@ -100,7 +103,7 @@ func chargeOrder[TTx any](queue bool) router.HandlerFunc[TTx] {
 			return err
 		}
 		for _, row := range rows {
-			if _, err := middleware.AddOutbox(ctx, row); err != nil {
+			if err := ackgap.AddOutbox(ctx, row); err != nil {
 				return err
 			}
 		}

@@ -23,7 +23,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/ackgap/ackgap/middleware"
+	"github.com/ackgap/ackgap"
 	"github.com/ackgap/ackgap/outbox"
 	"github.com/ackgap/ackgap/router"
 	"github.com/ackgap/ackgap/stores"
@@ -416,9 +416,9 @@ func (c *e2eCell) run(ctx context.Context, n, probes int, tag string, res *e2eRe
 
 	var deliveries atomic.Int64
 	cfg := &router.Config{DeadLetter: discard{}, HandlerTimeout: e2eHandlerTimeout}
-	cfg.Observer = func(_ context.Context, rep *middleware.Report) {
+	cfg.Observer = func(_ context.Context, rep *ackgap.InboxReport) {
 		deliveries.Add(1)
-		if rep.Outcome == middleware.OutcomeFailed || rep.Outcome == middleware.OutcomeRejected {
+		if rep.Outcome == ackgap.OutcomeFailed || rep.Outcome == ackgap.OutcomeRejected {
 			errs.add(rep.Err)
 		}
 	}
@@ -432,7 +432,7 @@ func (c *e2eCell) run(ctx context.Context, n, probes int, tag string, res *e2eRe
 		if err != nil {
 			return err
 		}
-		cfg.Middlewares, cfg.Observer = []message.HandlerMiddleware{mw}, tel.tel.Observer(cfg.Observer)
+		cfg.Middlewares = []message.HandlerMiddleware{mw}
 	}
 
 	var relayed atomic.Int64

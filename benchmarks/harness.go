@@ -16,6 +16,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 	wmw "github.com/ThreeDotsLabs/watermill/message/router/middleware"
 
+	"github.com/ackgap/ackgap"
 	"github.com/ackgap/ackgap/brokers/gochannelbroker"
 	"github.com/ackgap/ackgap/middleware"
 	"github.com/ackgap/ackgap/router"
@@ -28,11 +29,12 @@ type kind string
 // measure the framework on GoChannel with a handler that does nothing.
 const (
 	// kindSafe is the billing handler through ackgap (router.New): inbox,
-	// guarded transition, two outbox rows (middleware.QueueOutbox),
-	// commit, ack.
+	// guarded transition and two outbox rows (ackgap.ApplyTransition,
+	// unread), commit, ack, as examples/billing does.
 	kindSafe kind = "safe"
-	// kindSafeAdd is kindSafe with the outbox rows written by
-	// middleware.AddOutbox, one round trip each, as examples/billing does.
+	// kindSafeAdd is kindSafe by a handler that reads the transition's
+	// outcome (PendingTransition.Result), then adds the rows with
+	// ackgap.AddOutbox.
 	kindSafeAdd kind = "safe-addoutbox"
 	// kindUnsafe is the guarded UPDATE alone in a plain Watermill handler.
 	kindUnsafe kind = "unsafe"
@@ -310,8 +312,8 @@ func runRouted(ctx context.Context, c *cell, d time.Duration) (result, error) {
 	var r runner
 	switch c.kind {
 	case kindSafe, kindSafeAdd, kindInbox:
-		obs := func(_ context.Context, rep *middleware.Report) {
-			if rep.Outcome == middleware.OutcomeFailed || rep.Outcome == middleware.OutcomeRejected {
+		obs := func(_ context.Context, rep *ackgap.InboxReport) {
+			if rep.Outcome == ackgap.OutcomeFailed || rep.Outcome == ackgap.OutcomeRejected {
 				errs.add(rep.Err)
 			}
 		}

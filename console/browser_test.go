@@ -26,7 +26,6 @@ import (
 	"github.com/ackgap/ackgap/brokers/gochannelbroker"
 	"github.com/ackgap/ackgap/console"
 	"github.com/ackgap/ackgap/internal/testdb"
-	"github.com/ackgap/ackgap/middleware"
 	"github.com/ackgap/ackgap/outbox"
 	"github.com/ackgap/ackgap/router"
 	"github.com/ackgap/ackgap/stores"
@@ -73,7 +72,7 @@ func startConsumerApp(t *testing.T) *consumerApp {
 	t.Cleanup(func() { _ = mp.Shutdown(ctx); _ = tp.Shutdown(ctx) })
 	tel, err := telemetry.New(&telemetry.Config{MeterProvider: mp, TracerProvider: tp})
 	require.NoError(t, err)
-	mw, obs, err := tel.RouterOptions("orders", telemetry.SystemGoChannel)
+	mw, err := tel.Middleware("orders", telemetry.SystemGoChannel)
 	require.NoError(t, err)
 
 	broker := gochannelbroker.New(nil)
@@ -83,12 +82,11 @@ func startConsumerApp(t *testing.T) *consumerApp {
 	require.NoError(t, err)
 	app.pub = pub
 	r, err := router.New[pgx.Tx](store, &router.Config{DeadLetter: pub, Middlewares: []message.HandlerMiddleware{mw},
-		InboxConfig: middleware.InboxConfig{Observer: obs}, Logger: watermill.NopLogger{}})
+		Logger: watermill.NopLogger{}})
 	require.NoError(t, err)
 	require.NoError(t, r.AddHandler("billing", "orders", sub, func(ctx context.Context, _ pgx.Tx, msg *message.Message) error {
 		id, _ := ackgap.EventIDFromContext(ctx)
-		_, err := middleware.AddOutbox(ctx, &stores.OutboxInsertParams{Kind: "charge", IdempotencyKey: "charge:" + id, Payload: msg.Payload})
-		return err
+		return ackgap.AddOutbox(ctx, &ackgap.OutboxEntry{Kind: "charge", IdempotencyKey: "charge:" + id, Payload: msg.Payload})
 	}))
 	routerCtx, stopRouter := context.WithCancel(ctx)
 	routerDone := make(chan error, 1)

@@ -47,7 +47,7 @@ const traceParent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 // seeder writes rows through a store's public API, as a handler does.
 type seeder interface {
 	stores.Operator
-	inbox(t *testing.T, consumer, eventID string, rows ...stores.OutboxInsertParams)
+	inbox(t *testing.T, consumer, eventID string, rows ...ackgap.OutboxEntry)
 }
 
 type genericSeeder[TTx any] struct {
@@ -55,7 +55,7 @@ type genericSeeder[TTx any] struct {
 	s stores.Store[TTx]
 }
 
-func (g *genericSeeder[TTx]) inbox(t *testing.T, consumer, eventID string, rows ...stores.OutboxInsertParams) {
+func (g *genericSeeder[TTx]) inbox(t *testing.T, consumer, eventID string, rows ...ackgap.OutboxEntry) {
 	t.Helper()
 	ctx := context.Background()
 	res, err := g.s.BeginInbox(ctx, &stores.BeginInboxParams{Consumer: consumer, EventID: eventID,
@@ -111,8 +111,8 @@ func eachBackend(t *testing.T, f func(t *testing.T, s seeder)) {
 // idempotency key.
 func seed(t *testing.T, s seeder) map[string]int64 {
 	t.Helper()
-	out := func(kind, key string) stores.OutboxInsertParams {
-		return stores.OutboxInsertParams{Kind: kind, IdempotencyKey: key, Payload: []byte(`{"card":"4242-secret"}`)}
+	out := func(kind, key string) ackgap.OutboxEntry {
+		return ackgap.OutboxEntry{Kind: kind, IdempotencyKey: key, Payload: []byte(`{"card":"4242-secret"}`)}
 	}
 	s.inbox(t, "audit", "order-1")
 	s.inbox(t, "billing", "order-1", out("charge", "charge:order-1"), out("email", "email:order-1"))
@@ -541,7 +541,7 @@ func TestPrune(t *testing.T) {
 	eachBackend(t, func(t *testing.T, s seeder) {
 		ids := seed(t, s)
 		old := time.Now().Add(-48 * time.Hour)
-		s.inbox(t, "billing", "order-old", stores.OutboxInsertParams{Kind: "email", IdempotencyKey: "email:order-old",
+		s.inbox(t, "billing", "order-old", ackgap.OutboxEntry{Kind: "email", IdempotencyKey: "email:order-old",
 			Payload: []byte(`{}`), Now: old, AvailableAt: old})
 		ctx := context.Background()
 		claimed, err := s.ClaimOutbox(ctx, &stores.OutboxClaimParams{Kinds: []string{"email"}, Lease: time.Minute})

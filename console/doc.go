@@ -8,7 +8,7 @@
 //	rec := console.NewRecorder()
 //	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(rec.Reader()))
 //	tel, _ := telemetry.New(&telemetry.Config{MeterProvider: mp})
-//	// ... routers built with tel.RouterOptions ...
+//	// ... routers with tel.Middleware(destination, system) in Middlewares ...
 //	h, err := console.New(store, &console.Config{Prefix: "/ackgap", Recorder: rec})
 //	mux.Handle("/ackgap/", h)
 //

@@ -40,6 +40,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill/pubsub/gochannel"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ackgap/ackgap"
 	"github.com/ackgap/ackgap/middleware"
 	"github.com/ackgap/ackgap/router"
 	"github.com/ackgap/ackgap/stores"
@@ -104,13 +105,13 @@ func capture[TTx any](t testing.TB, s *Setup[TTx]) state {
 // recorder collects the inbox reports of one setup.
 type recorder struct {
 	mu      sync.Mutex
-	reports []middleware.Report
+	reports []ackgap.InboxReport
 	changed chan struct{}
 }
 
 func newRecorder() *recorder { return &recorder{changed: make(chan struct{}, 1)} }
 
-func (r *recorder) observe(_ context.Context, rep *middleware.Report) {
+func (r *recorder) observe(_ context.Context, rep *ackgap.InboxReport) {
 	r.mu.Lock()
 	r.reports = append(r.reports, *rep)
 	r.mu.Unlock()
@@ -120,10 +121,10 @@ func (r *recorder) observe(_ context.Context, rep *middleware.Report) {
 	}
 }
 
-func (r *recorder) outcomes() []middleware.Outcome {
+func (r *recorder) outcomes() []ackgap.Outcome {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := make([]middleware.Outcome, 0, len(r.reports))
+	out := make([]ackgap.Outcome, 0, len(r.reports))
 	for _, rep := range r.reports {
 		out = append(out, rep.Outcome)
 	}
@@ -153,7 +154,7 @@ func reference[TTx any](t *testing.T, setup func(t *testing.T) *Setup[TTx]) stat
 	rec := newRecorder()
 	_, err := deliverFunc(t, s, rec, nil)(s.Message())
 	require.NoError(t, err, "a single delivery must succeed")
-	require.Equal(t, []middleware.Outcome{middleware.OutcomeApplied}, rec.outcomes())
+	require.Equal(t, []ackgap.Outcome{ackgap.OutcomeApplied}, rec.outcomes())
 	return capture(t, s)
 }
 
@@ -168,7 +169,7 @@ func SequentialDuplicate[TTx any](t *testing.T, setup func(t *testing.T) *Setup[
 	first := capture(t, s)
 	_, err = deliver(s.Message())
 	require.NoError(t, err, "a duplicate is acked, not failed")
-	require.Equal(t, []middleware.Outcome{middleware.OutcomeApplied, middleware.OutcomeDuplicate}, rec.outcomes())
+	require.Equal(t, []ackgap.Outcome{ackgap.OutcomeApplied, ackgap.OutcomeDuplicate}, rec.outcomes())
 	require.Equal(t, first, capture(t, s), "the duplicate changed state or the outbox")
 }
 
@@ -231,7 +232,7 @@ func CrashInAckGap[TTx any](t *testing.T, setup func(t *testing.T) *Setup[TTx]) 
 	}
 	require.NoError(t, r.Close())
 	require.NoError(t, <-done)
-	require.Equal(t, []middleware.Outcome{middleware.OutcomeApplied, middleware.OutcomeDuplicate}, rec.outcomes())
+	require.Equal(t, []ackgap.Outcome{ackgap.OutcomeApplied, ackgap.OutcomeDuplicate}, rec.outcomes())
 	require.Equal(t, afterCommit, capture(t, s), "the redelivery after the lost ack changed state or the outbox")
 }
 
@@ -261,7 +262,7 @@ func ConcurrentDuplicate[TTx any](t *testing.T, setup func(t *testing.T) *Setup[
 	close(start)
 	require.NoError(t, <-errs)
 	require.NoError(t, <-errs)
-	require.ElementsMatch(t, []middleware.Outcome{middleware.OutcomeApplied, middleware.OutcomeDuplicate}, rec.outcomes())
+	require.ElementsMatch(t, []ackgap.Outcome{ackgap.OutcomeApplied, ackgap.OutcomeDuplicate}, rec.outcomes())
 	require.Equal(t, want, capture(t, s), "two concurrent copies did not leave the state of one delivery")
 }
 
@@ -290,6 +291,6 @@ func FailedAttemptRetried[TTx any](t *testing.T, setup func(t *testing.T) *Setup
 	require.Equal(t, before, capture(t, s), "a failed attempt left state or outbox rows behind")
 	_, err = deliver(s.Message())
 	require.NoError(t, err, "the retry must apply")
-	require.Equal(t, []middleware.Outcome{middleware.OutcomeFailed, middleware.OutcomeApplied}, rec.outcomes())
+	require.Equal(t, []ackgap.Outcome{ackgap.OutcomeFailed, ackgap.OutcomeApplied}, rec.outcomes())
 	require.Equal(t, want, capture(t, s), "the retry did not leave the state of one delivery")
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/ackgap/ackgap"
 	"github.com/ackgap/ackgap/consumertest"
 	"github.com/ackgap/ackgap/internal/testdb"
-	"github.com/ackgap/ackgap/middleware"
 	"github.com/ackgap/ackgap/router"
 	"github.com/ackgap/ackgap/stores"
 	"github.com/ackgap/ackgap/stores/pgxstore"
@@ -34,19 +33,23 @@ type orderRow struct {
 // charge is written once, store-agnostic, and tested on both stores.
 func charge[TTx any]() router.HandlerFunc[TTx] {
 	return router.JSON(func(ctx context.Context, _ TTx, _ *message.Message, p placed) error {
-		res, err := middleware.TransitionIfState(ctx, &stores.TransitionParams{
+		pending, err := ackgap.ApplyTransition(ctx, &ackgap.Transition{
 			Table: "orders", Key: p.OrderID, From: []string{"pending"}, To: "charging", VersionColumn: "version",
 		})
+		if err != nil {
+			return err
+		}
+		res, err := pending.Result(ctx)
 		if err != nil {
 			return err
 		}
 		if err := res.Err(); err != nil {
 			return err
 		}
-		if _, err := middleware.AddOutbox(ctx, &stores.OutboxInsertParams{Kind: "charge", IdempotencyKey: "charge:" + p.OrderID, Payload: []byte(`{"amount":100}`)}); err != nil {
+		if err := ackgap.AddOutbox(ctx, &ackgap.OutboxEntry{Kind: "charge", IdempotencyKey: "charge:" + p.OrderID, Payload: []byte(`{"amount":100}`)}); err != nil {
 			return err
 		}
-		_, err = middleware.AddOutbox(ctx, &stores.OutboxInsertParams{Kind: "email.receipt", IdempotencyKey: "receipt:" + p.OrderID})
+		err = ackgap.AddOutbox(ctx, &ackgap.OutboxEntry{Kind: "email.receipt", IdempotencyKey: "receipt:" + p.OrderID})
 		return err
 	})
 }

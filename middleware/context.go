@@ -2,141 +2,161 @@ package middleware
 
 import (
 	"context"
+	"errors"
 
 	"github.com/ackgap/ackgap"
 	"github.com/ackgap/ackgap/internal/inboxctx"
 	"github.com/ackgap/ackgap/stores"
 )
 
-// deliveryKey is the context key of the store-agnostic view of the
-// message's transaction.
-type deliveryKey struct{}
-
-// delivery binds one message's transaction to its store, consumer and
-// event id.
-type delivery interface {
-	consumer() string
-	eventID() string
-	transition(ctx context.Context, p *stores.TransitionParams) (*stores.TransitionResult, error)
-	insertOutbox(ctx context.Context, p *stores.OutboxInsertParams) (*stores.OutboxInsertResult, error)
-	queueOutbox(ctx context.Context, p *stores.OutboxInsertParams) error
-	queueTransition(ctx context.Context, p *stores.QueueTransitionParams) error
-}
-
+// boundTx binds one message's transaction to its store, consumer and event
+// id; it is what ackgap.AddOutbox and ackgap.ApplyTransition work through.
 type boundTx[TTx any] struct {
 	store         stores.Store[TTx]
 	tx            TTx
 	consumerName  string
 	eventIDString string
+	// held are the transitions of ApplyTransition, in order; unsent until
+	// the handler reads one (Result) or Flush.
+	held []*heldTransition
 }
 
-func (b *boundTx[TTx]) consumer() string { return b.consumerName }
-func (b *boundTx[TTx]) eventID() string  { return b.eventIDString }
-func (b *boundTx[TTx]) transition(ctx context.Context, p *stores.TransitionParams) (*stores.TransitionResult, error) {
-	return b.store.TransitionIfStateTx(ctx, b.tx, p)
+// heldTransition is a guarded transition of ApplyTransition and its rows.
+type heldTransition struct {
+	t    ackgap.Transition
+	rows []ackgap.OutboxEntry
+	// done: run already (res or err set); read: the handler read it.
+	done, read bool
+	res        *ackgap.TransitionResult
+	err        error
+	// queued: handed to the store's QueueTransitionTx by Flush.
+	queued bool
 }
-func (b *boundTx[TTx]) insertOutbox(ctx context.Context, p *stores.OutboxInsertParams) (*stores.OutboxInsertResult, error) {
-	return b.store.InsertOutboxTx(ctx, b.tx, p)
+
+// AddOutbox implements ackgap.AddOutbox.
+func (b *boundTx[TTx]) AddOutbox(ctx context.Context, e *ackgap.OutboxEntry) error {
+	row := b.fill(ctx, e)
+	return b.store.QueueOutboxTx(ctx, b.tx, &row)
 }
-func (b *boundTx[TTx]) queueOutbox(ctx context.Context, p *stores.OutboxInsertParams) error {
-	return b.store.QueueOutboxTx(ctx, b.tx, p)
+
+// ApplyTransition implements ackgap.ApplyTransition: it validates and
+// holds t and its rows; the returned func resolves it.
+func (b *boundTx[TTx]) ApplyTransition(ctx context.Context, t *ackgap.Transition, rows []*ackgap.OutboxEntry) (func(context.Context) (*ackgap.TransitionResult, error), error) {
+	h := &heldTransition{t: *t, rows: make([]ackgap.OutboxEntry, len(rows))}
+	if err := h.t.WithDefaults().Validate(); err != nil {
+		return nil, err
+	}
+	for i, r := range rows {
+		if err := r.Validate(); err != nil {
+			return nil, err
+		}
+		h.rows[i] = b.fill(ctx, r)
+	}
+	b.held = append(b.held, h)
+	return func(ctx context.Context) (*ackgap.TransitionResult, error) {
+		if h.queued {
+			return nil, errFlushed
+		}
+		if !h.done {
+			// Earlier transitions run first, in order.
+			for _, e := range b.held {
+				if e == h {
+					break
+				}
+				if err := b.run(ctx, e); err != nil {
+					return nil, err
+				}
+			}
+		}
+		h.read = true
+		if err := b.run(ctx, h); err != nil {
+			return nil, err
+		}
+		return h.res, nil
+	}, nil
 }
-func (b *boundTx[TTx]) queueTransition(ctx context.Context, p *stores.QueueTransitionParams) error {
-	return b.store.QueueTransitionTx(ctx, b.tx, p)
+
+// errFlushed: Result was called on a transition handed to the store
+// unread, after the handler returned.
+var errFlushed = errors.New("ackgap: PendingTransition.Result called after the handler returned")
+
+// run applies h at once, if not done yet: the transition through
+// TransitionIfStateTx, then, if it applied, its rows through QueueOutboxTx.
+func (b *boundTx[TTx]) run(ctx context.Context, h *heldTransition) error {
+	if h.done {
+		return h.err
+	}
+	h.done = true
+	h.res, h.err = b.store.TransitionIfStateTx(ctx, b.tx, &h.t)
+	if h.err != nil || !h.res.Applied() {
+		return h.err
+	}
+	for i := range h.rows {
+		if h.err = b.store.QueueOutboxTx(ctx, b.tx, &h.rows[i]); h.err != nil {
+			h.res = nil
+			return h.err
+		}
+	}
+	return nil
+}
+
+// flush hands every transition the handler did not read to the store
+// (QueueTransitionTx: a store that pipelines sends it with the commit) and
+// fails for one that ran and was refused without the handler reading it.
+func (b *boundTx[TTx]) flush(ctx context.Context) error {
+	held := b.held
+	b.held = nil
+	for _, h := range held {
+		switch {
+		case h.done && !h.read && h.err == nil:
+			if err := h.res.Err(); err != nil {
+				return err
+			}
+		case !h.done:
+			h.queued = true
+			if err := b.store.QueueTransitionTx(ctx, b.tx, &stores.QueueTransitionParams{Transition: h.t, Outbox: h.rows}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // WithTx returns a copy of ctx in which tx is the message's transaction,
 // as the inbox middleware sets it: ackgap.TxFromContext,
-// ackgap.EventIDFromContext,
-// TransitionIfState, QueueTransition, AddOutbox and QueueOutbox then work
-// on tx through store, recording consumer and eventID on outbox rows. It
-// is for code that opens the transaction itself, such as package batch
-// (one transaction, a savepoint per message); the caller commits or rolls
-// back tx.
+// ackgap.EventIDFromContext, ackgap.AddOutbox and ackgap.ApplyTransition
+// then work on tx through store, recording consumer and eventID on outbox
+// rows. It is for code that opens the transaction itself, such as package
+// batch (one transaction, a savepoint per message); the caller calls
+// [Flush] with the returned context once the handler returned nil, then
+// commits (or releases its savepoint) or rolls back tx.
 func WithTx[TTx any](ctx context.Context, store stores.Store[TTx], tx TTx, consumer, eventID string) context.Context {
 	return withTx(ctx, &boundTx[TTx]{store: store, tx: tx, consumerName: consumer, eventIDString: eventID})
 }
 
 func withTx[TTx any](ctx context.Context, b *boundTx[TTx]) context.Context {
 	ctx = inboxctx.With(ctx, b.tx, b.eventIDString)
-	return context.WithValue(ctx, deliveryKey{}, delivery(b))
+	return inboxctx.WithOps(ctx, b)
 }
 
-// TransitionIfState applies a guarded transition in the message's
-// transaction, whatever the store: see stores.TransitionParams. It returns
-// ackgap.ErrNoTransaction outside the inbox middleware. A refused
-// transition is a result, not an error; return result.Err() to dead-letter
-// the message.
-func TransitionIfState(ctx context.Context, p *stores.TransitionParams) (*stores.TransitionResult, error) {
-	d, ok := ctx.Value(deliveryKey{}).(delivery)
-	if !ok {
-		return nil, ackgap.ErrNoTransaction
-	}
-	return d.transition(ctx, p)
+// flusher is the part of boundTx that Flush needs, whatever TTx.
+type flusher interface {
+	flush(ctx context.Context) error
 }
 
-// AddOutbox adds an outbox row in the message's transaction, whatever the
-// store, recording the consumer and event id that wrote it when p leaves
-// them empty, and the delivery's traceparent in the row's headers when the
-// message is traced (package telemetry) and p sets none. It returns ackgap.ErrNoTransaction outside the inbox
-// middleware, and a permanent error wrapping ackgap.ErrIdempotencyConflict
-// when the key exists with another payload. The same key with the same
-// payload is a duplicate result, not an error.
-func AddOutbox(ctx context.Context, p *stores.OutboxInsertParams) (*stores.OutboxInsertResult, error) {
-	d, ok := ctx.Value(deliveryKey{}).(delivery)
+// Flush hands the guarded transitions of ackgap.ApplyTransition that the
+// handler did not read to the store, to run before or with the commit, and
+// returns the permanent refusal (ackgap.ErrTransitionRefused) of one that
+// ran and that the handler did not read. ctx is a context from [WithTx]
+// (the message's, after the handler returned nil); call it once, before
+// the commit; outside WithTx it does nothing and returns nil. The inbox
+// middleware calls it itself. An error means: roll back.
+func Flush(ctx context.Context) error {
+	f, ok := inboxctx.Ops(ctx).(flusher)
 	if !ok {
-		return nil, ackgap.ErrNoTransaction
+		return nil
 	}
-	row := fill(ctx, d, p)
-	return d.insertOutbox(ctx, &row)
-}
-
-// QueueOutbox adds an outbox row to the message's transaction like
-// [AddOutbox], for handlers that do not read the row's id or duplicate
-// flag: on a store that pipelines (pgxstore) the
-// insert is held back and sent with the transaction's next statement or
-// its commit, in the same round trip, instead of costing one of its own;
-// on other stores it is inserted at once. It validates p at once and
-// returns ackgap.ErrNoTransaction outside the inbox middleware. A key that
-// exists with another payload is still a permanent error wrapping
-// ackgap.ErrIdempotencyConflict, but it may come from the handler's next
-// statement or from the commit, which then fails and rolls everything back:
-// the message is dead-lettered either way.
-func QueueOutbox(ctx context.Context, p *stores.OutboxInsertParams) error {
-	d, ok := ctx.Value(deliveryKey{}).(delivery)
-	if !ok {
-		return ackgap.ErrNoTransaction
-	}
-	row := fill(ctx, d, p)
-	return d.queueOutbox(ctx, &row)
-}
-
-// QueueTransition applies the guarded transition p in the message's
-// transaction and, only if it applies, adds the outbox rows then (filled
-// in with the consumer and event id like AddOutbox): the common shape of a
-// handler that moves one row and records the effects of the move. The
-// handler does not learn the outcome; use TransitionIfState when it must.
-// A transition already applied writes nothing and the message is acked; a
-// refused one is a permanent error wrapping ackgap.ErrTransitionRefused
-// (dead-lettered, everything rolled back); a row whose key exists with
-// another payload, a permanent ackgap.ErrIdempotencyConflict.
-//
-// On a store that pipelines (pgxstore) all of it
-// is one statement held back and sent with the transaction's next
-// statement or its commit, so those errors may come from there; with
-// pgxstore a handler that does nothing else costs one round trip. On other
-// stores it runs at once. It returns ackgap.ErrNoTransaction outside the
-// inbox middleware, and invalid params at once.
-func QueueTransition(ctx context.Context, p *stores.TransitionParams, then ...*stores.OutboxInsertParams) error {
-	d, ok := ctx.Value(deliveryKey{}).(delivery)
-	if !ok {
-		return ackgap.ErrNoTransaction
-	}
-	q := &stores.QueueTransitionParams{Transition: *p, Outbox: make([]stores.OutboxInsertParams, len(then))}
-	for i, row := range then {
-		q.Outbox[i] = fill(ctx, d, row)
-	}
-	return d.queueTransition(ctx, q)
+	return f.flush(ctx)
 }
 
 // fill returns a copy of p with the consumer and event id of the message
@@ -144,13 +164,13 @@ func QueueTransition(ctx context.Context, p *stores.TransitionParams, then ...*s
 // (ackgap.TraceParentFromContext) and p's headers have no traceparent,
 // that traceparent added to a copy of the headers: the relay's span for
 // the row then links to the span of the delivery that wrote it.
-func fill(ctx context.Context, d delivery, p *stores.OutboxInsertParams) stores.OutboxInsertParams {
+func (b *boundTx[TTx]) fill(ctx context.Context, p *ackgap.OutboxEntry) ackgap.OutboxEntry {
 	row := *p
 	if row.Consumer == "" {
-		row.Consumer = d.consumer()
+		row.Consumer = b.consumerName
 	}
 	if row.EventID == "" {
-		row.EventID = d.eventID()
+		row.EventID = b.eventIDString
 	}
 	if tp := ackgap.TraceParentFromContext(ctx); tp != "" && row.Headers[ackgap.TraceParentHeader] == "" {
 		h := make(map[string]string, len(row.Headers)+1)

@@ -20,7 +20,7 @@ import (
 // pgSetup returns an inbox middleware on PostgreSQL, whose store defers
 // the inbox insert to the handler's first statement, the pool (orders
 // holding o1, pending) and the reports it made.
-func pgSetup(t *testing.T) (message.HandlerMiddleware, *pgxpool.Pool, *[]middleware.Report) {
+func pgSetup(t *testing.T) (message.HandlerMiddleware, *pgxpool.Pool, *[]ackgap.InboxReport) {
 	t.Helper()
 	ctx := context.Background()
 	pool, _ := testdb.Schema(t, 0)
@@ -31,9 +31,9 @@ func pgSetup(t *testing.T) (message.HandlerMiddleware, *pgxpool.Pool, *[]middlew
 	_, err = pool.Exec(ctx, `CREATE TABLE orders (id text PRIMARY KEY, status text NOT NULL, version int NOT NULL DEFAULT 0);
 INSERT INTO orders VALUES ('o1', 'pending')`)
 	require.NoError(t, err)
-	var reports []middleware.Report
+	var reports []ackgap.InboxReport
 	inbox, err := middleware.Inbox[pgx.Tx](store, &middleware.InboxConfig{Consumer: "c1",
-		Observer: func(_ context.Context, r *middleware.Report) { reports = append(reports, *r) }})
+		Observer: func(_ context.Context, r *ackgap.InboxReport) { reports = append(reports, *r) }})
 	require.NoError(t, err)
 	return inbox, pool, &reports
 }
@@ -72,7 +72,7 @@ func TestDeferredDuplicateWhateverTheHandlerReturns(t *testing.T) {
 		require.Empty(t, produced, "a duplicate produces nothing")
 		require.ErrorIs(t, stmtErrs[len(stmtErrs)-1], ackgap.ErrDuplicate)
 		rep := (*reports)[len(*reports)-1]
-		require.Equal(t, middleware.OutcomeDuplicate, rep.Outcome)
+		require.Equal(t, ackgap.OutcomeDuplicate, rep.Outcome)
 		require.Equal(t, tp, rep.FirstTraceParent)
 	}
 	var version int
@@ -84,7 +84,7 @@ func TestDeferredDuplicateWhateverTheHandlerReturns(t *testing.T) {
 	_, err = inbox(handler(func(err error) error { return err }))(event("e1", `{"other":true}`))
 	require.ErrorIs(t, err, ackgap.ErrEventIDConflict)
 	require.True(t, ackgap.IsPermanent(err))
-	require.Equal(t, middleware.OutcomeRejected, (*reports)[len(*reports)-1].Outcome)
+	require.Equal(t, ackgap.OutcomeRejected, (*reports)[len(*reports)-1].Outcome)
 }
 
 // TestDeferredHandlerFailsBeforeAnyStatement: a handler that fails before
@@ -95,13 +95,17 @@ func TestDeferredHandlerFailsBeforeAnyStatement(t *testing.T) {
 	boom := errors.New("boom")
 	_, err := inbox(func(*message.Message) ([]*message.Message, error) { return nil, boom })(event("e1", `{}`))
 	require.ErrorIs(t, err, boom)
-	require.Equal(t, middleware.OutcomeFailed, (*reports)[0].Outcome)
+	require.Equal(t, ackgap.OutcomeFailed, (*reports)[0].Outcome)
 	_, err = inbox(func(msg *message.Message) ([]*message.Message, error) {
-		_, err := middleware.TransitionIfState(msg.Context(), &stores.TransitionParams{Table: "orders", Key: "o1", From: []string{"pending"}, To: "charging"})
+		pending, err := ackgap.ApplyTransition(msg.Context(), &ackgap.Transition{Table: "orders", Key: "o1", From: []string{"pending"}, To: "charging"})
+		if err != nil {
+			return nil, err
+		}
+		_, err = pending.Result(msg.Context())
 		return nil, err
 	})(event("e1", `{}`))
 	require.NoError(t, err)
-	require.Equal(t, middleware.OutcomeApplied, (*reports)[1].Outcome)
+	require.Equal(t, ackgap.OutcomeApplied, (*reports)[1].Outcome)
 	var status string
 	require.NoError(t, pool.QueryRow(ctx, `SELECT status FROM orders`).Scan(&status))
 	require.Equal(t, "charging", status)

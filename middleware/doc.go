@@ -20,9 +20,8 @@
 // as a duplicate whatever the handler returns; the handler's code before
 // its first statement did run, so it must not call out (docs/design.md
 // invariant 7: effects go through the outbox). Otherwise the handler runs with the transaction in the message
-// context ([TxFromContext], [TransitionIfState], [AddOutbox],
-// [QueueOutbox]: AddOutbox when the handler reads the row's id, QueueOutbox,
-// cheaper on PostgreSQL, when it does not); a nil
+// context (ackgap.TxFromContext, ackgap.ApplyTransition,
+// ackgap.AddOutbox); a nil
 // return commits, and the commit's error is returned, so Watermill acks
 // only after the commit (docs/design.md invariant 4). A handler error, a panic,
 // a cancelled context or a failed commit rolls back everything, inbox row

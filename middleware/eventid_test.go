@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ackgap/ackgap"
-	"github.com/ackgap/ackgap/middleware"
 )
 
 // TestCheckEventID: what an event id may hold. Anything valid UTF-8
@@ -44,7 +43,7 @@ func TestInvalidEventIDIsRejected(t *testing.T) {
 		require.True(t, ackgap.IsPermanent(err), "goes to the dead-letter path")
 		require.Equal(t, ackgap.ReasonEventIDInvalid, ackgap.ReasonOf(err))
 		require.Zero(t, b.calls)
-		require.Equal(t, []middleware.Outcome{middleware.OutcomeRejected}, b.outcomes())
+		require.Equal(t, []ackgap.Outcome{ackgap.OutcomeRejected}, b.outcomes())
 		require.Empty(t, b.reports[0].EventID, "an invalid id is not reported (spans and logs take text)")
 		require.Equal(t, "pending", b.status(t))
 	}

@@ -34,53 +34,12 @@ const (
 	PayloadMismatchSkip
 )
 
-// Outcome is what the inbox did with one delivery.
-type Outcome string
-
-const (
-	// OutcomeApplied: the handler ran and its transaction committed.
-	OutcomeApplied Outcome = "applied"
-	// OutcomeDuplicate: the event was in the inbox; nothing was written
-	// and the message is acked. With a store that pipelines the inbox
-	// insert (pgxstore) the handler ran up to its first statement, which
-	// failed with ackgap.ErrDuplicate and was rolled back; with others it
-	// was not called.
-	OutcomeDuplicate Outcome = "duplicate"
-	// OutcomeRejected: the message cannot be processed (no event id, an
-	// over-long one, an id reused with another payload); a permanent error
-	// was returned. Package batch also reports a handler's permanent error
-	// (ackgap.Permanent) as rejected, since it dead-letters rather than
-	// retries; behind the router that error is OutcomeFailed here and the
-	// router's dead-letter step follows.
-	OutcomeRejected Outcome = "rejected"
-	// OutcomeFailed: the handler failed, panicked, was cancelled, or the
-	// commit failed; everything was rolled back and an error returned.
-	OutcomeFailed Outcome = "failed"
-)
-
-// Report describes one delivery through the inbox; the Observer receives
-// it when the middleware returns (after the commit, before the ack).
-type Report struct {
-	Consumer string
-	// EventID is "" when the message had none.
-	EventID string
-	Outcome Outcome
-	// Err is the error returned to the router (nil for applied and
-	// duplicate).
-	Err error
-	// FirstTraceParent is, for a duplicate, the W3C traceparent of the
-	// delivery that applied the event, when that delivery was traced and
-	// the store keeps it (stores.BeginInboxResult.TraceParent); "" otherwise.
-	FirstTraceParent string
-	// Received is when the middleware got the message; HandlerStarted when
-	// the handler was called (zero if it was not); Committed when the
-	// commit returned nil (zero unless applied).
-	Received, HandlerStarted, Committed time.Time
-}
-
-// ObserverFunc receives a [Report] per delivery. It is called on the
-// handler's goroutine and must not block.
-type ObserverFunc func(ctx context.Context, r *Report)
+// ObserverFunc receives an ackgap.InboxReport per pass of a message
+// through the inbox (one per attempt). It is called on the handler's
+// goroutine and must not block. The same report is recorded on the
+// message's ackgap.Delivery, where telemetry reads it: an observer is for
+// code of your own.
+type ObserverFunc func(ctx context.Context, r *ackgap.InboxReport)
 
 // InboxConfig configures [Inbox].
 type InboxConfig struct {
@@ -97,7 +56,8 @@ type InboxConfig struct {
 	// PayloadMismatch says what to do when an event id arrives again with
 	// another payload. Default PayloadMismatchReject.
 	PayloadMismatch PayloadMismatchPolicy
-	// Observer, when set, receives a Report per delivery. Default nil.
+	// Observer, when set, receives an ackgap.InboxReport per attempt.
+	// Default nil.
 	Observer ObserverFunc
 	// RollbackTimeout bounds a rollback on a context that may already be
 	// cancelled. Default RollbackTimeoutDefault (5 s).
@@ -186,33 +146,40 @@ func (in *inbox[TTx]) classify(err error) error {
 
 func (in *inbox[TTx]) middleware(h message.HandlerFunc) message.HandlerFunc {
 	return func(msg *message.Message) ([]*message.Message, error) {
-		rep := &Report{Consumer: in.cfg.Consumer, Received: in.cfg.Now()}
+		rep := &ackgap.InboxReport{Consumer: in.cfg.Consumer, Received: in.cfg.Now()}
 		defer func() {
 			// A panic has rolled back already (see handle); report it and let
 			// it go on to the router's recoverer.
 			if p := recover(); p != nil {
-				rep.Outcome, rep.Err = OutcomeFailed, fmt.Errorf("ackgap inbox: handler panicked: %v", p)
-				if in.cfg.Observer != nil {
-					in.cfg.Observer(msg.Context(), rep)
-				}
+				rep.Outcome, rep.Err = ackgap.OutcomeFailed, fmt.Errorf("ackgap inbox: handler panicked: %v", p)
+				in.report(msg.Context(), rep)
 				panic(p)
 			}
 		}()
 		produced, err := in.handle(msg, h, rep)
 		rep.Err = err
-		if in.cfg.Observer != nil {
-			in.cfg.Observer(msg.Context(), rep)
-		}
+		in.report(msg.Context(), rep)
 		return produced, err
 	}
 }
 
-func (in *inbox[TTx]) handle(msg *message.Message, h message.HandlerFunc, rep *Report) (produced []*message.Message, err error) {
+// report records rep on the message's ackgap.Delivery, when its context
+// has one, and gives it to the Observer.
+func (in *inbox[TTx]) report(ctx context.Context, rep *ackgap.InboxReport) {
+	if d, ok := ackgap.DeliveryFromContext(ctx); ok {
+		d.RecordInbox(rep)
+	}
+	if in.cfg.Observer != nil {
+		in.cfg.Observer(ctx, rep)
+	}
+}
+
+func (in *inbox[TTx]) handle(msg *message.Message, h message.HandlerFunc, rep *ackgap.InboxReport) (produced []*message.Message, err error) {
 	ctx := msg.Context()
 	id, err := in.cfg.EventIDOf(msg)
 	rep.EventID = id
 	if err != nil {
-		rep.Outcome = OutcomeRejected
+		rep.Outcome = ackgap.OutcomeRejected
 		return nil, err
 	}
 	params := &stores.BeginInboxParams{
@@ -224,7 +191,7 @@ func (in *inbox[TTx]) handle(msg *message.Message, h message.HandlerFunc, rep *R
 	// handler returned; one that does not has resolved it already.
 	begun, err := in.store.BeginInboxDeferred(ctx, params)
 	if err != nil {
-		rep.Outcome = OutcomeFailed
+		rep.Outcome = ackgap.OutcomeFailed
 		return nil, fmt.Errorf("ackgap inbox: begin: %w", err)
 	}
 	if begun.Duplicate {
@@ -242,13 +209,19 @@ func (in *inbox[TTx]) handle(msg *message.Message, h message.HandlerFunc, rep *R
 		rbCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), in.cfg.RollbackTimeout)
 		defer cancel()
 		_ = in.store.RollbackTx(rbCtx, tx)
-		rep.Outcome = OutcomeFailed
+		rep.Outcome = ackgap.OutcomeFailed
 	}()
 
-	msg.SetContext(withTx(ctx, &boundTx[TTx]{store: in.store, tx: tx, consumerName: in.cfg.Consumer, eventIDString: id}))
+	bound := &boundTx[TTx]{store: in.store, tx: tx, consumerName: in.cfg.Consumer, eventIDString: id}
+	msg.SetContext(withTx(ctx, bound))
 	defer msg.SetContext(ctx)
 	rep.HandlerStarted = in.cfg.Now()
 	produced, err = h(msg)
+	if err == nil {
+		// Transitions the handler did not read go to the store now, to run
+		// with the commit (or at once, on a store that does not pipeline).
+		err = bound.flush(msg.Context())
+	}
 	if err == nil && ctx.Err() != nil {
 		err = fmt.Errorf("ackgap inbox: context ended before commit: %w", ctx.Err())
 	}
@@ -271,13 +244,13 @@ func (in *inbox[TTx]) handle(msg *message.Message, h message.HandlerFunc, rep *R
 				return nil, in.duplicate(verdict, rep)
 			}
 		}
-		rep.Outcome = OutcomeFailed
+		rep.Outcome = ackgap.OutcomeFailed
 		// The transaction is over either way; a redelivery finds the inbox
 		// row if the commit happened after all.
 		return nil, fmt.Errorf("ackgap inbox: commit: %w", in.classify(err))
 	}
 	rep.Committed = in.cfg.Now()
-	rep.Outcome = OutcomeApplied
+	rep.Outcome = ackgap.OutcomeApplied
 	return produced, nil
 }
 
@@ -294,14 +267,14 @@ func (in *inbox[TTx]) verdict(ctx context.Context, tx TTx) *stores.BeginInboxRes
 // duplicate sets rep for a delivery whose inbox row was there and returns
 // nil (acked as a duplicate) or, for an id reused with another payload
 // under PayloadMismatchReject, a permanent error (dead-lettered).
-func (in *inbox[TTx]) duplicate(begun *stores.BeginInboxResult[TTx], rep *Report) error {
+func (in *inbox[TTx]) duplicate(begun *stores.BeginInboxResult[TTx], rep *ackgap.InboxReport) error {
 	rep.FirstTraceParent = begun.TraceParent
 	if begun.PayloadMismatch && in.cfg.PayloadMismatch == PayloadMismatchReject {
-		rep.Outcome = OutcomeRejected
+		rep.Outcome = ackgap.OutcomeRejected
 		return ackgap.Permanent(ackgap.ReasonEventIDConflict,
 			fmt.Errorf("%w: consumer %q, event id %q", ackgap.ErrEventIDConflict, in.cfg.Consumer, rep.EventID))
 	}
-	rep.Outcome = OutcomeDuplicate
+	rep.Outcome = ackgap.OutcomeDuplicate
 	return nil
 }
 

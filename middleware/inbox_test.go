@@ -25,7 +25,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 type bundle struct {
 	store   *sqlitestore.Store
-	reports []middleware.Report
+	reports []ackgap.InboxReport
 	calls   int
 }
 
@@ -49,7 +49,7 @@ func setup(t *testing.T, cfg *middleware.InboxConfig) (message.HandlerMiddleware
 	if c.Consumer == "" {
 		c.Consumer = "c1"
 	}
-	c.Observer = func(_ context.Context, r *middleware.Report) { b.reports = append(b.reports, *r) }
+	c.Observer = func(_ context.Context, r *ackgap.InboxReport) { b.reports = append(b.reports, *r) }
 	inbox, err := middleware.Inbox[*sql.Tx](store, &c)
 	require.NoError(t, err)
 	return inbox, b
@@ -59,14 +59,18 @@ func setup(t *testing.T, cfg *middleware.InboxConfig) (message.HandlerMiddleware
 func (b *bundle) charge(msg *message.Message) ([]*message.Message, error) {
 	b.calls++
 	ctx := msg.Context()
-	res, err := middleware.TransitionIfState(ctx, &stores.TransitionParams{Table: "orders", Key: "o1", From: []string{"pending"}, To: "charging"})
+	pending, err := ackgap.ApplyTransition(ctx, &ackgap.Transition{Table: "orders", Key: "o1", From: []string{"pending"}, To: "charging"})
+	if err != nil {
+		return nil, err
+	}
+	res, err := pending.Result(ctx)
 	if err != nil {
 		return nil, err
 	}
 	if err := res.Err(); err != nil {
 		return nil, err
 	}
-	_, err = middleware.AddOutbox(ctx, &stores.OutboxInsertParams{Kind: "charge", IdempotencyKey: "charge:o1", Payload: msg.Payload})
+	err = ackgap.AddOutbox(ctx, &ackgap.OutboxEntry{Kind: "charge", IdempotencyKey: "charge:o1", Payload: msg.Payload})
 	return nil, err
 }
 
@@ -84,8 +88,8 @@ func (b *bundle) outboxRows(t *testing.T) []stores.OutboxRow {
 	return res.Rows
 }
 
-func (b *bundle) outcomes() []middleware.Outcome {
-	var out []middleware.Outcome
+func (b *bundle) outcomes() []ackgap.Outcome {
+	var out []ackgap.Outcome
 	for _, r := range b.reports {
 		out = append(out, r.Outcome)
 	}
@@ -108,7 +112,7 @@ func TestAppliedThenDuplicate(t *testing.T) {
 	_, err = h(event("e1", `{"amount":100}`))
 	require.NoError(t, err, "a duplicate is acked")
 	require.Equal(t, 1, b.calls, "the duplicate skipped the handler")
-	require.Equal(t, []middleware.Outcome{middleware.OutcomeApplied, middleware.OutcomeDuplicate}, b.outcomes())
+	require.Equal(t, []ackgap.Outcome{ackgap.OutcomeApplied, ackgap.OutcomeDuplicate}, b.outcomes())
 	require.Equal(t, "charging", b.status(t))
 	rows := b.outboxRows(t)
 	require.Len(t, rows, 1)
@@ -125,7 +129,7 @@ func TestMissingEventIDIsRejectedNotPassed(t *testing.T) {
 	require.True(t, ackgap.IsPermanent(err), "goes to the dead-letter path")
 	require.Equal(t, ackgap.ReasonMissingEventID, ackgap.ReasonOf(err))
 	require.Zero(t, b.calls)
-	require.Equal(t, []middleware.Outcome{middleware.OutcomeRejected}, b.outcomes())
+	require.Equal(t, []ackgap.Outcome{ackgap.OutcomeRejected}, b.outcomes())
 	require.Equal(t, "pending", b.status(t))
 }
 
@@ -152,7 +156,7 @@ func TestEventIDReusedWithAnotherPayload(t *testing.T) {
 	require.Equal(t, ackgap.ReasonEventIDConflict, ackgap.ReasonOf(err), "case S14: quarantined, not a plain duplicate")
 	_, err = h(event("e1", `{"amount":100}`))
 	require.NoError(t, err)
-	require.Equal(t, []middleware.Outcome{middleware.OutcomeApplied, middleware.OutcomeRejected, middleware.OutcomeDuplicate}, b.outcomes())
+	require.Equal(t, []ackgap.Outcome{ackgap.OutcomeApplied, ackgap.OutcomeRejected, ackgap.OutcomeDuplicate}, b.outcomes())
 	require.Len(t, b.outboxRows(t), 1)
 
 	inbox, b = setup(t, &middleware.InboxConfig{PayloadMismatch: middleware.PayloadMismatchSkip})
@@ -161,7 +165,7 @@ func TestEventIDReusedWithAnotherPayload(t *testing.T) {
 	require.NoError(t, err)
 	_, err = h(event("e1", `{"sent_at":2}`))
 	require.NoError(t, err)
-	require.Equal(t, []middleware.Outcome{middleware.OutcomeApplied, middleware.OutcomeDuplicate}, b.outcomes())
+	require.Equal(t, []ackgap.Outcome{ackgap.OutcomeApplied, ackgap.OutcomeDuplicate}, b.outcomes())
 }
 
 func TestHandlerErrorRollsBackEverything(t *testing.T) {
@@ -180,7 +184,7 @@ func TestHandlerErrorRollsBackEverything(t *testing.T) {
 	_, err = inbox(b.charge)(event("e1", `{}`))
 	require.NoError(t, err, "the retry is not dropped as a duplicate")
 	require.Equal(t, "charging", b.status(t))
-	require.Equal(t, []middleware.Outcome{middleware.OutcomeFailed, middleware.OutcomeApplied}, b.outcomes())
+	require.Equal(t, []ackgap.Outcome{ackgap.OutcomeFailed, ackgap.OutcomeApplied}, b.outcomes())
 }
 
 func TestPanicRollsBackAndReports(t *testing.T) {
@@ -192,7 +196,7 @@ func TestPanicRollsBackAndReports(t *testing.T) {
 	require.PanicsWithValue(t, "handler bug", func() { _, _ = h(event("e1", `{}`)) })
 	require.Equal(t, "pending", b.status(t))
 	require.Empty(t, b.outboxRows(t))
-	require.Equal(t, []middleware.Outcome{middleware.OutcomeFailed}, b.outcomes())
+	require.Equal(t, []ackgap.Outcome{ackgap.OutcomeFailed}, b.outcomes())
 	_, err := inbox(b.charge)(event("e1", `{}`))
 	require.NoError(t, err)
 	require.Equal(t, "charging", b.status(t))
@@ -215,9 +219,9 @@ func TestCancelledContextRollsBack(t *testing.T) {
 }
 
 func TestHelpersOutsideInbox(t *testing.T) {
-	_, err := middleware.AddOutbox(context.Background(), &stores.OutboxInsertParams{Kind: "k", IdempotencyKey: "k"})
+	err := ackgap.AddOutbox(context.Background(), &ackgap.OutboxEntry{Kind: "k", IdempotencyKey: "k"})
 	require.ErrorIs(t, err, ackgap.ErrNoTransaction)
-	_, err = middleware.TransitionIfState(context.Background(), &stores.TransitionParams{})
+	_, err = ackgap.ApplyTransition(context.Background(), &ackgap.Transition{})
 	require.ErrorIs(t, err, ackgap.ErrNoTransaction)
 	_, ok := ackgap.TxFromContext[*sql.Tx](context.Background())
 	require.False(t, ok)
@@ -287,9 +291,9 @@ func TestDatabaseGoesAwayMidTransaction(t *testing.T) {
 	require.NoError(t, err)
 	_, err = pool.Exec(ctx, `CREATE TABLE orders (id text PRIMARY KEY, status text NOT NULL); INSERT INTO orders VALUES ('o1', 'pending')`)
 	require.NoError(t, err)
-	var outcomes []middleware.Outcome
+	var outcomes []ackgap.Outcome
 	inbox, err := middleware.Inbox[pgx.Tx](store, &middleware.InboxConfig{Consumer: "c1",
-		Observer: func(_ context.Context, r *middleware.Report) { outcomes = append(outcomes, r.Outcome) }})
+		Observer: func(_ context.Context, r *ackgap.InboxReport) { outcomes = append(outcomes, r.Outcome) }})
 	require.NoError(t, err)
 
 	kill := true
@@ -306,7 +310,7 @@ func TestDatabaseGoesAwayMidTransaction(t *testing.T) {
 			_, err := pool.Exec(context.Background(), `SELECT pg_terminate_backend($1)`, pid)
 			require.NoError(t, err)
 		}
-		_, err := middleware.AddOutbox(ctx, &stores.OutboxInsertParams{Kind: "charge", IdempotencyKey: "charge:o1"})
+		err := ackgap.AddOutbox(ctx, &ackgap.OutboxEntry{Kind: "charge", IdempotencyKey: "charge:o1"})
 		return nil, err
 	})
 	_, err = h(event("e1", `{}`))
@@ -323,7 +327,7 @@ func TestDatabaseGoesAwayMidTransaction(t *testing.T) {
 	res, err := store.ListOutbox(ctx, &stores.OutboxListParams{})
 	require.NoError(t, err)
 	require.Len(t, res.Rows, 1)
-	require.Equal(t, []middleware.Outcome{middleware.OutcomeFailed, middleware.OutcomeApplied}, outcomes)
+	require.Equal(t, []ackgap.Outcome{ackgap.OutcomeFailed, ackgap.OutcomeApplied}, outcomes)
 }
 
 // TestStoreClosed: a closed database is reported as unavailable, and the
@@ -333,5 +337,5 @@ func TestStoreClosed(t *testing.T) {
 	require.NoError(t, b.store.Close())
 	_, err := inbox(b.charge)(event("e1", `{}`))
 	require.ErrorIs(t, err, ackgap.ErrStoreUnavailable)
-	require.Equal(t, []middleware.Outcome{middleware.OutcomeFailed}, b.outcomes())
+	require.Equal(t, []ackgap.Outcome{ackgap.OutcomeFailed}, b.outcomes())
 }

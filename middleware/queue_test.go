@@ -15,12 +15,12 @@ import (
 	"github.com/ackgap/ackgap/stores/pgxstore"
 )
 
-// TestQueueOutbox: rows added with QueueOutbox commit with the message's
+// TestAddOutbox: rows added with ackgap.AddOutbox commit with the message's
 // transaction and record who wrote them, on a store that queues them
 // (pgxstore) and on one that inserts them at once (sqlitestore); a key
 // reused with another payload fails the delivery with a permanent error
 // and rolls everything back, inbox row included.
-func TestQueueOutbox(t *testing.T) {
+func TestAddOutbox(t *testing.T) {
 	type target struct {
 		inbox  message.HandlerMiddleware
 		lister stores.OutboxLister
@@ -52,14 +52,18 @@ func TestQueueOutbox(t *testing.T) {
 	}
 	charge := func(msg *message.Message) ([]*message.Message, error) {
 		ctx := msg.Context()
-		res, err := middleware.TransitionIfState(ctx, &stores.TransitionParams{Table: "orders", Key: "o1", From: []string{"pending"}, To: "charging"})
+		pending, err := ackgap.ApplyTransition(ctx, &ackgap.Transition{Table: "orders", Key: "o1", From: []string{"pending"}, To: "charging"})
+		if err != nil {
+			return nil, err
+		}
+		res, err := pending.Result(ctx)
 		if err != nil {
 			return nil, err
 		}
 		if err := res.Err(); err != nil {
 			return nil, err
 		}
-		return nil, middleware.QueueOutbox(ctx, &stores.OutboxInsertParams{Kind: "charge", IdempotencyKey: "charge:o1", Payload: msg.Payload})
+		return nil, ackgap.AddOutbox(ctx, &ackgap.OutboxEntry{Kind: "charge", IdempotencyKey: "charge:o1", Payload: msg.Payload})
 	}
 	for name, setup := range targets {
 		t.Run(name+"/applied", func(t *testing.T) {
@@ -75,7 +79,7 @@ func TestQueueOutbox(t *testing.T) {
 		t.Run(name+"/conflict", func(t *testing.T) {
 			tg := setup(t)
 			_, err := tg.inbox(func(msg *message.Message) ([]*message.Message, error) {
-				return nil, middleware.QueueOutbox(msg.Context(), &stores.OutboxInsertParams{Kind: "charge", IdempotencyKey: "charge:o1", Payload: []byte(`{"amount":100}`)})
+				return nil, ackgap.AddOutbox(msg.Context(), &ackgap.OutboxEntry{Kind: "charge", IdempotencyKey: "charge:o1", Payload: []byte(`{"amount":100}`)})
 			})(event("e0", `{}`))
 			require.NoError(t, err)
 
@@ -92,6 +96,6 @@ func TestQueueOutbox(t *testing.T) {
 }
 
 func TestQueueOutboxOutsideInbox(t *testing.T) {
-	err := middleware.QueueOutbox(context.Background(), &stores.OutboxInsertParams{Kind: "k", IdempotencyKey: "k"})
+	err := ackgap.AddOutbox(context.Background(), &ackgap.OutboxEntry{Kind: "k", IdempotencyKey: "k"})
 	require.ErrorIs(t, err, ackgap.ErrNoTransaction)
 }

@@ -20,7 +20,7 @@ import (
 )
 
 // qtStore is a migrated store with an orders table, for the
-// QueueTransition tests: pgxstore queues the transition, sqlitestore runs
+// ApplyTransition tests: pgxstore queues the transition, sqlitestore runs
 // it at once.
 type qtStore struct {
 	name   string
@@ -73,17 +73,19 @@ func qtStores(t *testing.T) []qtStore {
 }
 
 // moveOrder is a handler that moves its order pending -> charging with
-// QueueTransition and records a charge and a receipt behind it.
+// ackgap.ApplyTransition, without reading the outcome, and records a
+// charge and a receipt behind it.
 func moveOrder(from ...string) message.HandlerFunc {
 	if len(from) == 0 {
 		from = []string{"pending"}
 	}
 	return func(msg *message.Message) ([]*message.Message, error) {
 		order := msg.Metadata.Get("order")
-		return nil, middleware.QueueTransition(msg.Context(),
-			&stores.TransitionParams{Table: "orders", Key: order, From: from, To: "charging", VersionColumn: "version"},
-			&stores.OutboxInsertParams{Kind: "charge", IdempotencyKey: "charge:" + order, Payload: msg.Payload},
-			&stores.OutboxInsertParams{Kind: "email.receipt", IdempotencyKey: "receipt:" + order, Payload: msg.Payload})
+		_, err := ackgap.ApplyTransition(msg.Context(),
+			&ackgap.Transition{Table: "orders", Key: order, From: from, To: "charging", VersionColumn: "version"},
+			&ackgap.OutboxEntry{Kind: "charge", IdempotencyKey: "charge:" + order, Payload: msg.Payload},
+			&ackgap.OutboxEntry{Kind: "email.receipt", IdempotencyKey: "receipt:" + order, Payload: msg.Payload})
+		return nil, err
 	}
 }
 
@@ -93,12 +95,12 @@ func orderEvent(id, order, payload string) *message.Message {
 	return msg
 }
 
-// TestQueueTransition: applied writes the rows; already applied writes
+// TestApplyTransitionUnread: applied writes the rows; already applied writes
 // nothing and is acked; refused is a permanent error and commits nothing
 // (not even the inbox row, so a redrive applies); a duplicate is acked
 // and writes nothing; a row whose key exists with another payload fails
 // permanently and commits nothing. On both stores.
-func TestQueueTransition(t *testing.T) {
+func TestApplyTransitionUnread(t *testing.T) {
 	for _, s := range qtStores(t) {
 		t.Run(s.name, func(t *testing.T) {
 			inbox := s.inbox(t)
@@ -146,10 +148,10 @@ SELECT kind, 'charge:o4', payload, payload_hash, headers, consumer, event_id, cr
 	}
 }
 
-// TestQueueTransitionConcurrentDuplicates: 16 concurrent copies of one
+// TestApplyTransitionUnreadConcurrentDuplicates: 16 concurrent copies of one
 // event whose transition would apply each time (From includes To, so only
 // the inbox stands between them and a double apply): exactly one applies.
-func TestQueueTransitionConcurrentDuplicates(t *testing.T) {
+func TestApplyTransitionUnreadConcurrentDuplicates(t *testing.T) {
 	for _, s := range qtStores(t) {
 		t.Run(s.name, func(t *testing.T) {
 			inbox := s.inbox(t)
@@ -181,13 +183,13 @@ func TestQueueTransitionConcurrentDuplicates(t *testing.T) {
 	}
 }
 
-// TestQueueTransitionConcurrentDistinctEvents: two different events move
+// TestApplyTransitionUnreadConcurrentDistinctEvents: two different events move
 // the same order at once (order.placed and order.repriced both want
 // pending -> charging). One applies; the other finds the order already
 // charging once the first committed, which is "already applied" (acked,
 // nothing written), never a refusal: the check must read the row as the
 // UPDATE found it after waiting, not as the statement's snapshot had it.
-func TestQueueTransitionConcurrentDistinctEvents(t *testing.T) {
+func TestApplyTransitionUnreadConcurrentDistinctEvents(t *testing.T) {
 	for _, s := range qtStores(t) {
 		t.Run(s.name, func(t *testing.T) {
 			inbox := s.inbox(t)
@@ -215,6 +217,81 @@ func TestQueueTransitionConcurrentDistinctEvents(t *testing.T) {
 				s.query(t, `SELECT version FROM orders WHERE id = '`+order+`'`, &v)
 				require.Equal(t, 1, v)
 			}
+		})
+	}
+}
+
+// TestApplyTransitionRead: a handler that reads a transition's outcome
+// decides what a refusal does (here: ack, nothing written), and gets the
+// rows written only when it applied; a transition that ran because the
+// handler read a later one, and was refused, fails the commit unless it
+// was read too. On both stores, whether they pipeline or not.
+func TestApplyTransitionRead(t *testing.T) {
+	for _, s := range qtStores(t) {
+		t.Run(s.name, func(t *testing.T) {
+			inbox := s.inbox(t)
+			s.exec(t, `INSERT INTO orders (id, status) VALUES ('o1', 'pending'), ('o2', 'shipped'), ('o3', 'pending')`)
+			var outcomes []ackgap.TransitionOutcome
+			readAndSkip := inbox(func(msg *message.Message) ([]*message.Message, error) {
+				ctx, order := msg.Context(), msg.Metadata.Get("order")
+				pending, err := ackgap.ApplyTransition(ctx,
+					&ackgap.Transition{Table: "orders", Key: order, From: []string{"pending"}, To: "charging"},
+					&ackgap.OutboxEntry{Kind: "charge", IdempotencyKey: "charge:" + order})
+				if err != nil {
+					return nil, err
+				}
+				res, err := pending.Result(ctx)
+				if err != nil {
+					return nil, err
+				}
+				outcomes = append(outcomes, res.Outcome)
+				return nil, nil // a refusal is acked: the handler read it
+			})
+			count := func(where string) (n int) {
+				s.query(t, `SELECT count(*) FROM ackgap_outbox WHERE `+where, &n)
+				return n
+			}
+			_, err := readAndSkip(orderEvent("e1", "o1", `{}`))
+			require.NoError(t, err)
+			_, err = readAndSkip(orderEvent("e2", "o2", `{}`))
+			require.NoError(t, err, "the handler read the refusal and returned nil")
+			require.Equal(t, []ackgap.TransitionOutcome{ackgap.TransitionApplied, ackgap.TransitionRefused}, outcomes)
+			require.Equal(t, 1, count(`idempotency_key = 'charge:o1'`))
+			require.Zero(t, count(`idempotency_key = 'charge:o2'`), "no rows for a refused transition")
+
+			// Two transitions; only the second is read: the first (refused)
+			// runs first and, unread, fails the commit.
+			readSecond := inbox(func(msg *message.Message) ([]*message.Message, error) {
+				ctx := msg.Context()
+				if _, err := ackgap.ApplyTransition(ctx, &ackgap.Transition{Table: "orders", Key: "o2", From: []string{"pending"}, To: "charging"}); err != nil {
+					return nil, err
+				}
+				pending, err := ackgap.ApplyTransition(ctx, &ackgap.Transition{Table: "orders", Key: "o3", From: []string{"pending"}, To: "charging"})
+				if err != nil {
+					return nil, err
+				}
+				res, err := pending.Result(ctx)
+				if err != nil {
+					return nil, err
+				}
+				require.True(t, res.Applied())
+				return nil, nil
+			})
+			invalid := inbox(func(msg *message.Message) ([]*message.Message, error) {
+				_, err := ackgap.ApplyTransition(msg.Context(), &ackgap.Transition{Table: "orders", Key: "o3", To: "charging"},
+					&ackgap.OutboxEntry{Kind: "charge"})
+				return nil, err
+			})
+			_, err = invalid(orderEvent("e4", "o3", `{}`))
+			require.ErrorContains(t, err, "invalid transition", "a transition is validated when applied")
+			require.ErrorContains(t, err, "From is empty")
+
+			_, err = readSecond(orderEvent("e3", "o3", `{}`))
+			require.ErrorIs(t, err, ackgap.ErrTransitionRefused)
+			require.True(t, ackgap.IsPermanent(err))
+			var status string
+			s.query(t, `SELECT status FROM orders WHERE id = 'o3'`, &status)
+			require.Equal(t, "pending", status, "everything rolled back with the unread refusal")
 		})
 	}
 }

@@ -1,5 +1,5 @@
 // Package outbox carries out the external effects that handlers record as
-// outbox rows (middleware.AddOutbox): each exactly once as far as the
+// outbox rows (ackgap.AddOutbox): each exactly once as far as the
 // other side can tell, because every call carries the row's idempotency
 // key, derived from the business event (docs/design.md invariant 7).
 //
@@ -72,7 +72,7 @@
 //
 //   - the consumer's transaction: the inbox row, the guarded UPDATE and the
 //     two outbox rows, one commit (two round trips with
-//     middleware.QueueOutbox);
+//     ackgap.AddOutbox);
 //   - the claim: each outbox row rewritten once (state, attempts, claim
 //     token, lease), in one statement and commit per claim of at least half
 //     of Config.Concurrency rows (50 by default);

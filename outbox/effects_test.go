@@ -197,7 +197,7 @@ func TestPublishHonoursEffectTimeout(t *testing.T) {
 			close(pub.release)
 		}
 	}()
-	ids := insert(t, b.store, stores.OutboxInsertParams{Kind: "order.charged", IdempotencyKey: "order.charged:o1", Payload: []byte(`{}`)})
+	ids := insert(t, b.store, ackgap.OutboxEntry{Kind: "order.charged", IdempotencyKey: "order.charged:o1", Payload: []byte(`{}`)})
 	reps := newReports()
 	cfg := fast(map[string]outbox.Effect{"order.charged": outbox.Publish(pub, "orders.charged")}, reps)
 	cfg.EffectTimeout = 200 * time.Millisecond

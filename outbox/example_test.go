@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/ackgap/ackgap"
 	"github.com/ackgap/ackgap/outbox"
 	"github.com/ackgap/ackgap/stores"
 	"github.com/ackgap/ackgap/stores/sqlitestore"
@@ -30,12 +31,12 @@ func Example() {
 		panic(err)
 	}
 
-	// What the inbox middleware and middleware.AddOutbox do for a handler.
+	// What the inbox middleware and ackgap.AddOutbox do for a handler.
 	res, err := store.BeginInbox(ctx, &stores.BeginInboxParams{Consumer: "billing", EventID: "order.placed:o1"})
 	if err != nil {
 		panic(err)
 	}
-	if _, err := store.InsertOutboxTx(ctx, res.Tx, &stores.OutboxInsertParams{
+	if _, err := store.InsertOutboxTx(ctx, res.Tx, &ackgap.OutboxEntry{
 		Kind: "email.receipt", IdempotencyKey: "receipt:o1", Payload: []byte("Thank you for order o1"),
 	}); err != nil {
 		panic(err)

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/ackgap/ackgap"
 	"github.com/ackgap/ackgap/internal/testdb"
 	"github.com/ackgap/ackgap/outbox"
 	"github.com/ackgap/ackgap/stores"
@@ -87,8 +88,8 @@ func bothStores(t *testing.T, sqlite func(t *testing.T, b *backend[*sqlTx]), pg 
 var events atomic.Int64
 
 // insert writes rows in one inbox transaction, as a handler's
-// middleware.AddOutbox calls do, and returns their ids.
-func insert[TTx any](t testing.TB, s stores.Store[TTx], rows ...stores.OutboxInsertParams) []int64 {
+// stores.Store.InsertOutboxTx calls do, and returns their ids.
+func insert[TTx any](t testing.TB, s stores.Store[TTx], rows ...ackgap.OutboxEntry) []int64 {
 	t.Helper()
 	ctx := context.Background()
 	res, err := s.BeginInbox(ctx, &stores.BeginInboxParams{Consumer: "test", EventID: fmt.Sprintf("e%d", events.Add(1))})
@@ -104,15 +105,15 @@ func insert[TTx any](t testing.TB, s stores.Store[TTx], rows ...stores.OutboxIns
 }
 
 // charge is an outbox row for the test provider.
-func charge(key string) stores.OutboxInsertParams {
-	return stores.OutboxInsertParams{
+func charge(key string) ackgap.OutboxEntry {
+	return ackgap.OutboxEntry{
 		Kind: "charge", IdempotencyKey: key, Payload: []byte(`{"order":"` + key + `","amount_cents":100}`),
 		Headers: map[string]string{"content-type": "application/json", "traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"},
 	}
 }
 
-func charges(n int) []stores.OutboxInsertParams {
-	rows := make([]stores.OutboxInsertParams, n)
+func charges(n int) []ackgap.OutboxEntry {
+	rows := make([]ackgap.OutboxEntry, n)
 	for i := range rows {
 		rows[i] = charge(fmt.Sprintf("charge:o%05d", i))
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ackgap/ackgap"
 	"github.com/ackgap/ackgap/outbox"
 	"github.com/ackgap/ackgap/stores"
 )
@@ -62,7 +63,7 @@ func measureLatency[TTx any](t *testing.T, b *backend[TTx], relayStore stores.Ou
 	for i := range latencySamples {
 		res, err := b.store.BeginInbox(ctx, &stores.BeginInboxParams{Consumer: "latency", EventID: fmt.Sprint(i)})
 		require.NoError(t, err)
-		_, err = b.store.InsertOutboxTx(ctx, res.Tx, &stores.OutboxInsertParams{Kind: "ping", IdempotencyKey: fmt.Sprint("ping:", i)})
+		_, err = b.store.InsertOutboxTx(ctx, res.Tx, &ackgap.OutboxEntry{Kind: "ping", IdempotencyKey: fmt.Sprint("ping:", i)})
 		require.NoError(t, err)
 		commit := time.Now()
 		require.NoError(t, b.store.CommitTx(ctx, res.Tx))

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ackgap/ackgap"
 	"github.com/ackgap/ackgap/outbox"
 	"github.com/ackgap/ackgap/stores"
 )
@@ -98,7 +99,7 @@ func TestSlowProviderHoldsNoConnection(t *testing.T) {
 	for i := range 20 {
 		res, err := b.store.BeginInbox(ctx, &stores.BeginInboxParams{Consumer: "consumer", EventID: fmt.Sprintf("during-%d", i)})
 		require.NoError(t, err, "a connection was free for the consumer")
-		_, err = b.store.InsertOutboxTx(ctx, res.Tx, &stores.OutboxInsertParams{Kind: "later", IdempotencyKey: fmt.Sprintf("later:%d", i)})
+		_, err = b.store.InsertOutboxTx(ctx, res.Tx, &ackgap.OutboxEntry{Kind: "later", IdempotencyKey: fmt.Sprintf("later:%d", i)})
 		require.NoError(t, err)
 		require.NoError(t, b.store.CommitTx(ctx, res.Tx))
 	}

@@ -77,7 +77,7 @@ func recordSetBased[TTx any](t *testing.T, b *backend[TTx]) {
 	for _, settle := range []bool{true, false} {
 		t.Run(fmt.Sprintf("settler=%v", settle), func(t *testing.T) {
 			if !settle {
-				ids = insert(t, b.store, func() []stores.OutboxInsertParams {
+				ids = insert(t, b.store, func() []ackgap.OutboxEntry {
 					rows := charges(n)
 					for i := range rows {
 						rows[i].IdempotencyKey = "charge:o" + fmt.Sprintf("%05d", i) + ":b"

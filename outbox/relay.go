@@ -68,7 +68,7 @@ const (
 // Config configures a [Relay]. Fields left zero take the default named in
 // their doc; negative values are configuration errors.
 type Config struct {
-	// Effects maps an outbox row kind (stores.OutboxInsertParams.Kind) to
+	// Effects maps an outbox row kind (ackgap.OutboxEntry.Kind) to
 	// the effect that carries it out. The relay claims only rows of these
 	// kinds: rows of other kinds wait for a relay that has them. Required,
 	// at least one; kinds non-empty, effects non-nil.

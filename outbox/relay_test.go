@@ -141,7 +141,7 @@ func TestAttempts(t *testing.T) {
 		}
 		return errors.New("provider down")
 	}
-	ids := insert(t, b.store, stores.OutboxInsertParams{Kind: "k", IdempotencyKey: "fails"}, stores.OutboxInsertParams{Kind: "k", IdempotencyKey: "panics"})
+	ids := insert(t, b.store, ackgap.OutboxEntry{Kind: "k", IdempotencyKey: "fails"}, ackgap.OutboxEntry{Kind: "k", IdempotencyKey: "panics"})
 	reps := newReports()
 	cfg := fast(map[string]outbox.Effect{"k": effect}, reps)
 	cfg.MaxAttempts = 3
@@ -160,7 +160,7 @@ func TestAttempts(t *testing.T) {
 	require.Contains(t, rowOf(t, b.store, ids[1]).LastError, `panicked: boom`)
 
 	// A row whose earlier claims all ended without an outcome.
-	poison := insert(t, b.store, stores.OutboxInsertParams{Kind: "k", IdempotencyKey: "poison"})[0]
+	poison := insert(t, b.store, ackgap.OutboxEntry{Kind: "k", IdempotencyKey: "poison"})[0]
 	for range 3 {
 		res, err := b.store.ClaimOutbox(ctx, &stores.OutboxClaimParams{Lease: time.Microsecond, Kinds: []string{"k"}})
 		require.NoError(t, err)
@@ -195,7 +195,7 @@ func TestOrderNone(t *testing.T) {
 		return nil
 	}
 	for _, k := range []string{"k0", "k1", "k2", "k3"} {
-		insert(t, b.store, stores.OutboxInsertParams{Kind: "k", IdempotencyKey: k})
+		insert(t, b.store, ackgap.OutboxEntry{Kind: "k", IdempotencyKey: k})
 	}
 	cfg := fast(map[string]outbox.Effect{"k": effect}, nil)
 	cfg.Concurrency = 1
@@ -239,7 +239,7 @@ func TestGracefulStop(t *testing.T) {
 	cfg.StopTimeout = time.Hour
 	relay, err := outbox.New(b.store, cfg)
 	require.NoError(t, err)
-	id := insert(t, b.store, stores.OutboxInsertParams{Kind: "k", IdempotencyKey: "finishes"})[0]
+	id := insert(t, b.store, ackgap.OutboxEntry{Kind: "k", IdempotencyKey: "finishes"})[0]
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- relay.Run(ctx) }()
@@ -258,7 +258,7 @@ func TestGracefulStop(t *testing.T) {
 	cfg.StopTimeout = 50 * time.Millisecond
 	relay, err = outbox.New(b.store, cfg)
 	require.NoError(t, err)
-	id = insert(t, b.store, stores.OutboxInsertParams{Kind: "k", IdempotencyKey: "stubborn"})[0]
+	id = insert(t, b.store, ackgap.OutboxEntry{Kind: "k", IdempotencyKey: "stubborn"})[0]
 	ctx, cancel = context.WithCancel(context.Background())
 	go func() { done <- relay.Run(ctx) }()
 	require.Equal(t, "stubborn", <-started)
@@ -278,7 +278,7 @@ func TestRunTwiceIsRefused(t *testing.T) {
 		return nil
 	}}, nil))
 	require.NoError(t, err)
-	insert(t, b.store, stores.OutboxInsertParams{Kind: "k", IdempotencyKey: "k1"})
+	insert(t, b.store, ackgap.OutboxEntry{Kind: "k", IdempotencyKey: "k1"})
 	stop := running(t, relay)
 	<-called // Run is running
 	ctx, cancel := context.WithCancel(context.Background())
@@ -294,7 +294,7 @@ func TestKindsAndPrune(t *testing.T) {
 	t.Parallel()
 	b := sqliteBackend(t)
 	ctx := context.Background()
-	ids := insert(t, b.store, stores.OutboxInsertParams{Kind: "mine", IdempotencyKey: "m1"}, stores.OutboxInsertParams{Kind: "theirs", IdempotencyKey: "t1"})
+	ids := insert(t, b.store, ackgap.OutboxEntry{Kind: "mine", IdempotencyKey: "m1"}, ackgap.OutboxEntry{Kind: "theirs", IdempotencyKey: "t1"})
 	now := time.Now()
 	cfg := fast(map[string]outbox.Effect{"mine": func(context.Context, stores.OutboxRow) error { return nil }}, nil)
 	cfg.DoneRetention = time.Hour
@@ -323,7 +323,7 @@ func TestKindsAndPrune(t *testing.T) {
 func TestPermanentFromEffect(t *testing.T) {
 	t.Parallel()
 	b := sqliteBackend(t)
-	id := insert(t, b.store, stores.OutboxInsertParams{Kind: "k", IdempotencyKey: "k1"})[0]
+	id := insert(t, b.store, ackgap.OutboxEntry{Kind: "k", IdempotencyKey: "k1"})[0]
 	relay, err := outbox.New(b.store, fast(map[string]outbox.Effect{"k": func(context.Context, stores.OutboxRow) error {
 		return ackgap.Permanent("card_declined", errors.New("insufficient funds"))
 	}}, nil))

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ackgap/ackgap"
 	"github.com/ackgap/ackgap/middleware"
 	"github.com/ackgap/ackgap/outbox"
 	"github.com/ackgap/ackgap/router"
@@ -53,11 +54,11 @@ func s16[TTx any](t *testing.T, b *backend[TTx]) {
 	// Publish returns once the consumer acked: the broker's confirmation.
 	pubsub := gochannel.NewGoChannel(gochannel.Config{BlockPublishUntilSubscriberAck: true}, nil)
 	var mu sync.Mutex
-	outcomes := map[middleware.Outcome]int{}
+	outcomes := map[ackgap.Outcome]int{}
 	deliveries := map[string]int{}
 	consumer, err := router.New(b.store, &router.Config{
 		DeadLetter: pubsub, CloseTimeout: 5 * time.Second,
-		InboxConfig: middleware.InboxConfig{Observer: func(_ context.Context, r *middleware.Report) {
+		InboxConfig: middleware.InboxConfig{Observer: func(_ context.Context, r *ackgap.InboxReport) {
 			mu.Lock()
 			defer mu.Unlock()
 			outcomes[r.Outcome]++
@@ -72,9 +73,9 @@ func s16[TTx any](t *testing.T, b *backend[TTx]) {
 	<-consumer.Running()
 
 	ids := insert(t, b.store,
-		stores.OutboxInsertParams{Kind: "order.event", IdempotencyKey: "K1", Payload: []byte(`{"order":"O1"}`)},
-		stores.OutboxInsertParams{Kind: "order.event", IdempotencyKey: "K2", Payload: []byte(`{"order":"O2"}`)},
-		stores.OutboxInsertParams{Kind: "order.event", IdempotencyKey: "K3", Payload: []byte(`{"order":"O3"}`)})
+		ackgap.OutboxEntry{Kind: "order.event", IdempotencyKey: "K1", Payload: []byte(`{"order":"O1"}`)},
+		ackgap.OutboxEntry{Kind: "order.event", IdempotencyKey: "K2", Payload: []byte(`{"order":"O2"}`)},
+		ackgap.OutboxEntry{Kind: "order.event", IdempotencyKey: "K3", Payload: []byte(`{"order":"O3"}`)})
 	o2 := ids[1]
 	reps := newReports()
 	relay, err := outbox.New(&failDoneOnce{OutboxStore: b.store, id: o2}, &outbox.Config{
@@ -103,8 +104,8 @@ func s16[TTx any](t *testing.T, b *backend[TTx]) {
 	mu.Lock()
 	defer mu.Unlock()
 	require.Equal(t, map[string]int{"K1": 1, "K2": 2, "K3": 1}, deliveries, "O2 republished with the same event id K2")
-	require.Equal(t, 3, outcomes[middleware.OutcomeApplied])
-	require.Equal(t, 1, outcomes[middleware.OutcomeDuplicate], "duplicates_skipped=1 downstream")
+	require.Equal(t, 3, outcomes[ackgap.OutcomeApplied])
+	require.Equal(t, 1, outcomes[ackgap.OutcomeDuplicate], "duplicates_skipped=1 downstream")
 	published, republished := 0, 0
 	for _, r := range reps.list {
 		if r.Outcome == outbox.OutcomeDone {

@@ -38,7 +38,7 @@ var depositHandler = router.JSON(func(ctx context.Context, tx pgx.Tx, msg *messa
 	}
 	time.Sleep(50 * time.Millisecond)
 	id, _ := ackgap.EventIDFromContext(ctx)
-	_, err := middleware.AddOutbox(ctx, &stores.OutboxInsertParams{Kind: "notify", IdempotencyKey: "deposit:" + id, Payload: msg.Payload})
+	err := ackgap.AddOutbox(ctx, &ackgap.OutboxEntry{Kind: "notify", IdempotencyKey: "deposit:" + id, Payload: msg.Payload})
 	return err
 })
 
@@ -74,10 +74,10 @@ func depositMsg(eventID string, amount int) *message.Message {
 func TestS13CheckThenActRace(t *testing.T) {
 	store, balance := pgSetup(t)
 	var mu sync.Mutex
-	var outcomes []middleware.Outcome
+	var outcomes []ackgap.Outcome
 	chain := func() message.HandlerFunc {
 		inbox, err := middleware.Inbox[pgx.Tx](store, &middleware.InboxConfig{Consumer: "c1",
-			Observer: func(_ context.Context, r *middleware.Report) {
+			Observer: func(_ context.Context, r *ackgap.InboxReport) {
 				mu.Lock()
 				outcomes = append(outcomes, r.Outcome)
 				mu.Unlock()
@@ -93,7 +93,7 @@ func TestS13CheckThenActRace(t *testing.T) {
 	require.NoError(t, <-errs, "both deliveries are acked")
 	require.NoError(t, <-errs, "both deliveries are acked")
 	require.Equal(t, 100, balance())
-	require.ElementsMatch(t, []middleware.Outcome{middleware.OutcomeApplied, middleware.OutcomeDuplicate}, outcomes)
+	require.ElementsMatch(t, []ackgap.Outcome{ackgap.OutcomeApplied, ackgap.OutcomeDuplicate}, outcomes)
 	rows, err := store.ListOutbox(context.Background(), &stores.OutboxListParams{})
 	require.NoError(t, err)
 	require.Len(t, rows.Rows, 1)
@@ -110,7 +110,7 @@ func TestS14SameIDDifferentPayload(t *testing.T) {
 	dl := b.deadLetter(t)
 	require.Equal(t, ackgap.ReasonEventIDConflict, dl.Metadata.Get(ackgap.MetadataDeadLetterReason))
 	b.pub(t, depositMsg("E1", 100))
-	require.Equal(t, []middleware.Outcome{middleware.OutcomeApplied, middleware.OutcomeRejected, middleware.OutcomeDuplicate}, b.wait(t, 3))
+	require.Equal(t, []ackgap.Outcome{ackgap.OutcomeApplied, ackgap.OutcomeRejected, ackgap.OutcomeDuplicate}, b.wait(t, 3))
 	require.Equal(t, 100, balance())
 }
 
@@ -133,7 +133,7 @@ func TestS15MissingOrUnstableID(t *testing.T) {
 	b.pub(t, message.NewMessage(watermill.NewUUID(), []byte(`{"account":"A1","amount":1000}`)))
 	dl := b.deadLetter(t)
 	require.Equal(t, ackgap.ReasonMissingEventID, dl.Metadata.Get(ackgap.MetadataDeadLetterReason))
-	require.Equal(t, []middleware.Outcome{middleware.OutcomeApplied, middleware.OutcomeDuplicate, middleware.OutcomeApplied, middleware.OutcomeRejected}, b.wait(t, 4))
+	require.Equal(t, []ackgap.Outcome{ackgap.OutcomeApplied, ackgap.OutcomeDuplicate, ackgap.OutcomeApplied, ackgap.OutcomeRejected}, b.wait(t, 4))
 	require.Equal(t, 11, balance())
 }
 
@@ -187,9 +187,9 @@ func TestS03CancellationIsNotPoison(t *testing.T) {
 	defer dead.Close()
 	dlq, err := dead.Subscribe(context.Background(), router.DeadLetterTopicDefault)
 	require.NoError(t, err)
-	var outcomes []middleware.Outcome
+	var outcomes []ackgap.Outcome
 	r, err := router.New[pgx.Tx](store, &router.Config{DeadLetter: dead,
-		InboxConfig: middleware.InboxConfig{Observer: func(_ context.Context, rep *middleware.Report) { outcomes = append(outcomes, rep.Outcome) }}})
+		InboxConfig: middleware.InboxConfig{Observer: func(_ context.Context, rep *ackgap.InboxReport) { outcomes = append(outcomes, rep.Outcome) }}})
 	require.NoError(t, err)
 	chain, err := r.Middleware("c1")
 	require.NoError(t, err)
@@ -215,7 +215,7 @@ func TestS03CancellationIsNotPoison(t *testing.T) {
 	time.AfterFunc(100*time.Millisecond, cancel)
 	_, err = h(msg)
 	require.ErrorIs(t, err, context.Canceled, "returned to Watermill, which nacks")
-	require.Equal(t, []middleware.Outcome{middleware.OutcomeFailed}, outcomes, "not retried")
+	require.Equal(t, []ackgap.Outcome{ackgap.OutcomeFailed}, outcomes, "not retried")
 	require.Equal(t, 0, balance())
 	select {
 	case m := <-dlq:

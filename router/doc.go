@@ -6,12 +6,10 @@
 //	r, err := router.New[*sql.Tx](store, &router.Config{DeadLetter: pub})
 //	err = r.AddHandler("billing", "orders.placed", sub,
 //		func(ctx context.Context, tx *sql.Tx, msg *message.Message) error {
-//			res, err := middleware.TransitionIfState(ctx, &stores.TransitionParams{
+//			// Held back and sent with the commit; refused: dead-letter.
+//			_, err := ackgap.ApplyTransition(ctx, &ackgap.Transition{
 //				Table: "orders", Key: id, From: []string{"pending"}, To: "charging"})
-//			if err != nil {
-//				return err
-//			}
-//			return res.Err() // refused: dead-letter, do not retry
+//			return err
 //		})
 //	err = r.Run(ctx)
 //

@@ -6,7 +6,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ackgap/ackgap"
-	"github.com/ackgap/ackgap/middleware"
 	"github.com/ackgap/ackgap/router"
 )
 
@@ -21,7 +20,7 @@ func TestInvalidEventIDIsDeadLettered(t *testing.T) {
 		dl := b.deadLetter(t)
 		require.Equal(t, ackgap.ReasonEventIDInvalid, dl.Metadata.Get(ackgap.MetadataDeadLetterReason))
 		require.Equal(t, id, dl.Metadata.Get(ackgap.MetadataEventIDKey), "the id's bytes travel for redrive")
-		require.Equal(t, []middleware.Outcome{middleware.OutcomeRejected}, b.wait(t, 1))
+		require.Equal(t, []ackgap.Outcome{ackgap.OutcomeRejected}, b.wait(t, 1))
 		require.Equal(t, "pending", b.status(t, "o1"))
 	}
 }

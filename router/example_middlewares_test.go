@@ -41,7 +41,7 @@ INSERT INTO orders VALUES ('o1', 'pending'); INSERT INTO customers VALUES ('c1',
 	}
 	pubsub := gochannel.NewGoChannel(gochannel.Config{Persistent: true}, watermill.NopLogger{})
 	defer pubsub.Close()
-	done := make(chan middleware.Outcome, 3)
+	done := make(chan ackgap.Outcome, 3)
 
 	// Your router, your handler; ackgap's chain on it.
 	wr, err := message.NewRouter(message.RouterConfig{}, watermill.NopLogger{})
@@ -50,15 +50,19 @@ INSERT INTO orders VALUES ('o1', 'pending'); INSERT INTO customers VALUES ('c1',
 	}
 	chain, err := router.Middlewares[*sql.Tx](store, "billing", &router.Config{
 		DeadLetter:  pubsub, // dead-letter topic "ackgap.dead_letter"
-		InboxConfig: middleware.InboxConfig{Observer: func(_ context.Context, r *middleware.Report) { done <- r.Outcome }},
+		InboxConfig: middleware.InboxConfig{Observer: func(_ context.Context, r *ackgap.InboxReport) { done <- r.Outcome }},
 	})
 	if err != nil {
 		panic(err)
 	}
 	charge := func(ctx context.Context, tx *sql.Tx, msg *message.Message) error {
 		orderID := string(msg.Payload)
-		res, err := middleware.TransitionIfState(ctx, &stores.TransitionParams{
+		pending, err := ackgap.ApplyTransition(ctx, &ackgap.Transition{
 			Table: "orders", Key: orderID, From: []string{"pending"}, To: "charging"})
+		if err != nil {
+			return err // rolled back, retried, then nacked
+		}
+		res, err := pending.Result(ctx)
 		if err != nil {
 			return err // rolled back, retried, then nacked
 		}
@@ -71,9 +75,9 @@ INSERT INTO orders VALUES ('o1', 'pending'); INSERT INTO customers VALUES ('c1',
 		if _, err := tx.ExecContext(ctx, `UPDATE customers SET orders = orders + 1 WHERE id = 'c1'`); err != nil {
 			return err
 		}
-		_, err = middleware.AddOutbox(ctx, &stores.OutboxInsertParams{
+		return ackgap.AddOutbox(ctx, &ackgap.OutboxEntry{
 			Kind: "charge", IdempotencyKey: "charge:" + orderID, Payload: msg.Payload})
-		return err // nil: the inbox commits, then Watermill acks
+		// nil: the inbox commits, then Watermill acks
 	}
 	wr.AddConsumerHandler("billing", "orders.placed", pubsub, router.ConsumerHandler(charge)).
 		AddMiddleware(chain...)

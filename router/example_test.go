@@ -39,18 +39,22 @@ INSERT INTO orders VALUES ('o1', 'pending')`); err != nil {
 
 	pubsub := gochannel.NewGoChannel(gochannel.Config{Persistent: true}, watermill.NopLogger{})
 	defer pubsub.Close()
-	outcomes := make(chan middleware.Outcome, 2)
+	outcomes := make(chan ackgap.Outcome, 2)
 	r, err := router.New[*sql.Tx](store, &router.Config{
 		DeadLetter:  pubsub,
-		InboxConfig: middleware.InboxConfig{Observer: func(_ context.Context, rep *middleware.Report) { outcomes <- rep.Outcome }},
+		InboxConfig: middleware.InboxConfig{Observer: func(_ context.Context, rep *ackgap.InboxReport) { outcomes <- rep.Outcome }},
 	})
 	if err != nil {
 		panic(err)
 	}
 	err = r.AddHandler("billing", "orders.placed", pubsub,
 		func(ctx context.Context, tx *sql.Tx, msg *message.Message) error {
-			res, err := middleware.TransitionIfState(ctx, &stores.TransitionParams{
+			pending, err := ackgap.ApplyTransition(ctx, &ackgap.Transition{
 				Table: "orders", Key: string(msg.Payload), From: []string{"pending"}, To: "charging"})
+			if err != nil {
+				return err
+			}
+			res, err := pending.Result(ctx)
 			if err != nil {
 				return err
 			}

@@ -7,8 +7,7 @@ import (
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill/message"
-
-	"github.com/ackgap/ackgap/middleware"
+	"github.com/ackgap/ackgap"
 )
 
 // observed records inbox outcomes and reads the dead-letter topic, for
@@ -16,14 +15,14 @@ import (
 type observed struct {
 	dlq  <-chan *message.Message
 	mu   sync.Mutex
-	seen []middleware.Outcome
+	seen []ackgap.Outcome
 	ch   chan struct{}
 }
 
 func newObserved() *observed { return &observed{ch: make(chan struct{}, 100)} }
 
 // observe is a middleware.ObserverFunc.
-func (o *observed) observe(_ context.Context, r *middleware.Report) {
+func (o *observed) observe(_ context.Context, r *ackgap.InboxReport) {
 	o.mu.Lock()
 	o.seen = append(o.seen, r.Outcome)
 	o.mu.Unlock()
@@ -31,11 +30,11 @@ func (o *observed) observe(_ context.Context, r *middleware.Report) {
 }
 
 // wait returns the outcomes once there are at least n, failing after 10 s.
-func (o *observed) wait(t *testing.T, n int) []middleware.Outcome {
+func (o *observed) wait(t *testing.T, n int) []ackgap.Outcome {
 	t.Helper()
 	for {
 		o.mu.Lock()
-		got := append([]middleware.Outcome(nil), o.seen...)
+		got := append([]ackgap.Outcome(nil), o.seen...)
 		o.mu.Unlock()
 		if len(got) >= n {
 			return got

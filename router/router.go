@@ -139,8 +139,7 @@ func (c Config) validate() error {
 
 // HandlerFunc handles one message inside its inbox transaction. tx is the
 // store's own transaction (pgx.Tx, *sql.Tx); ctx is the message context,
-// which also carries tx for middleware.TransitionIfState and
-// middleware.AddOutbox. Return nil to commit and ack; an error rolls back
+// which also carries tx for ackgap.ApplyTransition and ackgap.AddOutbox. Return nil to commit and ack; an error rolls back
 // and nacks (retried), ackgap.Permanent rolls back and dead-letters.
 // Do no network I/O here: record external effects as outbox rows.
 type HandlerFunc[TTx any] func(ctx context.Context, tx TTx, msg *message.Message) error

@@ -75,14 +75,18 @@ INSERT INTO orders VALUES ('o1', 'pending'), ('o2', 'cancelled')`)
 }
 
 var charge = router.JSON(func(ctx context.Context, _ *sql.Tx, _ *message.Message, o order) error {
-	res, err := middleware.TransitionIfState(ctx, &stores.TransitionParams{Table: "orders", Key: o.OrderID, From: []string{"pending"}, To: "charging"})
+	pending, err := ackgap.ApplyTransition(ctx, &ackgap.Transition{Table: "orders", Key: o.OrderID, From: []string{"pending"}, To: "charging"})
+	if err != nil {
+		return err
+	}
+	res, err := pending.Result(ctx)
 	if err != nil {
 		return err
 	}
 	if err := res.Err(); err != nil {
 		return err
 	}
-	_, err = middleware.AddOutbox(ctx, &stores.OutboxInsertParams{Kind: "charge", IdempotencyKey: "charge:" + o.OrderID})
+	err = ackgap.AddOutbox(ctx, &ackgap.OutboxEntry{Kind: "charge", IdempotencyKey: "charge:" + o.OrderID})
 	return err
 })
 
@@ -108,7 +112,7 @@ func TestDuplicateIsAckedAndSkipped(t *testing.T) {
 	b.publish(t, "e1", `{"order_id":"o1"}`)
 	// One applied, one duplicate; the order of the two reports is not
 	// asserted (it was seen reversed once on a loaded machine).
-	require.ElementsMatch(t, []middleware.Outcome{middleware.OutcomeApplied, middleware.OutcomeDuplicate}, b.wait(t, 2))
+	require.ElementsMatch(t, []ackgap.Outcome{ackgap.OutcomeApplied, ackgap.OutcomeDuplicate}, b.wait(t, 2))
 	require.Equal(t, "charging", b.status(t, "o1"))
 }
 
@@ -119,7 +123,7 @@ func TestBadPayloadIsDeadLetteredWithOriginalBytes(t *testing.T) {
 	require.Equal(t, `{not json`, string(dl.Payload))
 	require.Equal(t, ackgap.ReasonBadPayload, dl.Metadata.Get(ackgap.MetadataDeadLetterReason))
 	require.Equal(t, "e1", dl.Metadata.Get(ackgap.MetadataEventIDKey), "the event id travels to the dead-letter topic for redrive")
-	require.Equal(t, []middleware.Outcome{middleware.OutcomeFailed}, b.wait(t, 1), "one attempt only: permanent errors are not retried")
+	require.Equal(t, []ackgap.Outcome{ackgap.OutcomeFailed}, b.wait(t, 1), "one attempt only: permanent errors are not retried")
 	// The partition moves on: the next message is processed.
 	b.publish(t, "e2", `{"order_id":"o1"}`)
 	b.wait(t, 2)
@@ -161,7 +165,7 @@ func TestTransientErrorRetriedThenApplied(t *testing.T) {
 		return nil
 	})
 	b.publish(t, "e1", `{"order_id":"o1"}`)
-	require.Equal(t, []middleware.Outcome{middleware.OutcomeFailed, middleware.OutcomeFailed, middleware.OutcomeApplied}, b.wait(t, 3))
+	require.Equal(t, []ackgap.Outcome{ackgap.OutcomeFailed, ackgap.OutcomeFailed, ackgap.OutcomeApplied}, b.wait(t, 3))
 	require.Equal(t, "charging", b.status(t, "o1"))
 }
 
@@ -172,7 +176,7 @@ func TestAttemptsExhaustedIsDeadLettered(t *testing.T) {
 	b.publish(t, "e1", `{"order_id":"o1"}`)
 	dl := b.deadLetter(t)
 	require.Equal(t, ackgap.ReasonAttemptsExhausted, dl.Metadata.Get(ackgap.MetadataDeadLetterReason))
-	require.Equal(t, []middleware.Outcome{middleware.OutcomeFailed, middleware.OutcomeFailed}, b.wait(t, 2))
+	require.Equal(t, []ackgap.Outcome{ackgap.OutcomeFailed, ackgap.OutcomeFailed}, b.wait(t, 2))
 }
 
 func TestPanicIsRetriedNotFatal(t *testing.T) {
@@ -185,7 +189,7 @@ func TestPanicIsRetriedNotFatal(t *testing.T) {
 		return charge(ctx, tx, msg)
 	})
 	b.publish(t, "e1", `{"order_id":"o1"}`)
-	require.Equal(t, []middleware.Outcome{middleware.OutcomeFailed, middleware.OutcomeApplied}, b.wait(t, 2))
+	require.Equal(t, []ackgap.Outcome{ackgap.OutcomeFailed, ackgap.OutcomeApplied}, b.wait(t, 2))
 	require.Equal(t, "charging", b.status(t, "o1"))
 }
 

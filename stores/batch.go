@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/ackgap/ackgap"
 	"github.com/ackgap/ackgap/internal/ident"
 )
 
@@ -162,7 +163,7 @@ type DeleteInboxResult struct {
 // OutboxInsertManyParams are the input of [BatchStore.InsertOutboxManyTx].
 type OutboxInsertManyParams struct {
 	// Rows are the outbox rows, each as for [Store.InsertOutboxTx].
-	Rows []OutboxInsertParams
+	Rows []ackgap.OutboxEntry
 }
 
 // Validate returns every problem with the rows at once (errors.Join), or

@@ -22,6 +22,14 @@
 // helpers (BeginInboxNow, VerdictNow, QueueOutboxNow, QueueTransitionNow).
 // storetest.Run checks it, and storetest.RunBenchmarks runs one benchmark
 // workload on every store.
+// The types a handler also touches (ackgap.Transition with its Guards and
+// Set, ackgap.TransitionResult, ackgap.OutboxEntry) live in the root
+// package ackgap, so that a handler needs one ackgap import; the contract's
+// methods take them as they are. The inbox middleware calls
+// TransitionIfStateTx for a transition whose outcome the handler reads
+// (ackgap.PendingTransition.Result) and QueueTransitionTx for one it does
+// not, and QueueOutboxTx for ackgap.AddOutbox.
+//
 // Helpers a store author shares with ackgap's own stores (quoting
 // identifiers, classifying a guarded UPDATE, the idempotency-conflict
 // error, the plan of a multi-row outbox insert) live in stores/storekit,
@@ -32,8 +40,9 @@
 //     write, under a unique constraint on (consumer, event id); the insert
 //     itself is the dedupe check, never a SELECT before it.
 //   - A duplicate is a result ([BeginInboxResult.Duplicate]), not an error.
-//   - A guarded write puts its guard in the WHERE clause and reports what it
-//     changed; it never reads and then writes.
+//   - A guarded write puts its guard in the WHERE clause (the state guard
+//     and every ackgap.Guard, values bound, identifiers quoted) and reports
+//     what it changed; it never reads and then writes.
 //   - Driver errors that mean the database is unreachable are translated to
 //     ackgap.ErrStoreUnavailable in one place.
 package stores

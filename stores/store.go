@@ -3,6 +3,8 @@ package stores
 import (
 	"context"
 	"time"
+
+	"github.com/ackgap/ackgap"
 )
 
 // Store is the contract a database implements for ackgap. TTx is the
@@ -66,8 +68,8 @@ type Store[TTx any] interface {
 	RollbackTx(ctx context.Context, tx TTx) error
 
 	// TransitionIfStateTx applies a guarded transition in tx: one UPDATE
-	// whose WHERE clause holds the guard. See [TransitionParams].
-	TransitionIfStateTx(ctx context.Context, tx TTx, p *TransitionParams) (*TransitionResult, error)
+	// whose WHERE clause holds the guard. See [ackgap.Transition].
+	TransitionIfStateTx(ctx context.Context, tx TTx, p *ackgap.Transition) (*ackgap.TransitionResult, error)
 
 	// QueueTransitionTx validates p and adds it to tx: a store may hold it
 	// back and send it as one statement with the transaction's next
@@ -76,7 +78,7 @@ type Store[TTx any] interface {
 	// applies, the rows are inserted (deduplicated by idempotency key like
 	// QueueOutboxTx); if it was already applied, nothing is written; if it
 	// is refused, the call (or the statement that carries it, or CommitTx,
-	// which then rolls back) fails with the error of TransitionResult.Err
+	// which then rolls back) fails with the error of ackgap.TransitionResult.Err
 	// (permanent, ackgap.ErrTransitionRefused); a row whose key exists with
 	// another payload fails it with ackgap.ErrIdempotencyConflict
 	// (permanent). The caller learns nothing else: handlers that read the
@@ -86,7 +88,7 @@ type Store[TTx any] interface {
 	// InsertOutboxTx adds an outbox row in tx. A row with the same
 	// idempotency key and payload is a duplicate result; the same key with
 	// another payload returns ackgap.ErrIdempotencyConflict.
-	InsertOutboxTx(ctx context.Context, tx TTx, p *OutboxInsertParams) (*OutboxInsertResult, error)
+	InsertOutboxTx(ctx context.Context, tx TTx, p *ackgap.OutboxEntry) (*OutboxInsertResult, error)
 
 	// QueueOutboxTx adds an outbox row to tx like InsertOutboxTx, except
 	// that a store may write it later: with the next statement sent
@@ -99,7 +101,7 @@ type Store[TTx any] interface {
 	// ackgap.ErrIdempotencyConflict (permanent): after a failed statement
 	// the transaction can only be rolled back, and a failed CommitTx has
 	// rolled it back, inbox row included. A rollback discards queued rows.
-	QueueOutboxTx(ctx context.Context, tx TTx, p *OutboxInsertParams) error
+	QueueOutboxTx(ctx context.Context, tx TTx, p *ackgap.OutboxEntry) error
 
 	// Migrate brings the store's tables to p.TargetVersion (0 with
 	// p.Down for none; the newest when zero and not Down).
@@ -108,13 +110,13 @@ type Store[TTx any] interface {
 
 // QueueTransitionParams are the input of [Store.QueueTransitionTx].
 type QueueTransitionParams struct {
-	// Transition is the guarded transition; see [TransitionParams].
-	Transition TransitionParams
+	// Transition is the guarded transition; see [ackgap.Transition].
+	Transition ackgap.Transition
 	// Outbox rows are written only when the transition applies. Each is
 	// validated like an InsertOutboxTx row; two rows with one idempotency
 	// key and one payload are written once, with another payload they are
 	// an ackgap.ErrIdempotencyConflict at once.
-	Outbox []OutboxInsertParams
+	Outbox []ackgap.OutboxEntry
 }
 
 // InboxPruner deletes old inbox rows; package retention runs it on a
@@ -169,91 +171,6 @@ type BeginInboxResult[TTx any] struct {
 	// delivery that applied the event ("" when it was not traced or the
 	// store does not keep it).
 	TraceParent string
-}
-
-// Assignment sets Column to Value in a guarded transition. Column is quoted
-// as an identifier; Value is bound as a parameter.
-type Assignment struct {
-	Column string
-	Value  any
-}
-
-// TransitionParams describe a guarded transition: set StateColumn to To on
-// the row whose KeyColumn equals Key, only if StateColumn is one of From.
-// The guard is in the UPDATE's WHERE clause, so two concurrent transitions
-// of one row cannot both apply. Identifiers are quoted; Key, From, To and
-// Set values are bound as parameters.
-type TransitionParams struct {
-	// Schema optionally qualifies Table ("" = the connection's default).
-	Schema string
-	// Table is the table name, unqualified. Required.
-	Table string
-	// KeyColumn is the primary-key column. Default "id".
-	KeyColumn string
-	// Key identifies the row. Required.
-	Key any
-	// StateColumn is the state column. Default "status".
-	StateColumn string
-	// From lists the states the transition starts from. Required, non-empty.
-	From []string
-	// To is the target state. Required.
-	To string
-	// Set lists further columns set by the same UPDATE when it applies.
-	Set []Assignment
-	// VersionColumn, when set, is an integer column incremented by one each
-	// time a transition applies (optimistic-concurrency version).
-	VersionColumn string
-}
-
-// TransitionOutcome says what a guarded transition did.
-type TransitionOutcome string
-
-const (
-	// TransitionApplied: the row was in a From state and is now in To.
-	TransitionApplied TransitionOutcome = "applied"
-	// TransitionAlreadyApplied: the row was already in To and To is not one
-	// of From; nothing was written.
-	TransitionAlreadyApplied TransitionOutcome = "already_applied"
-	// TransitionRefused: the row is in a state the transition does not
-	// start from, or there is no row; nothing was written.
-	TransitionRefused TransitionOutcome = "refused"
-)
-
-// TransitionResult is the output of [Store.TransitionIfStateTx].
-type TransitionResult struct {
-	Outcome TransitionOutcome
-	// Found is false when no row has the key (Outcome is then Refused).
-	Found bool
-	// Previous is the state the row was in: for a transition that did not
-	// apply, the state the guard found ("" when not Found); for one that
-	// applied, From when From has one state, else "" (the UPDATE does not
-	// return the old value).
-	Previous string
-}
-
-// OutboxInsertParams are the input of [Store.InsertOutboxTx].
-type OutboxInsertParams struct {
-	// Kind names the effect that carries the row out ("charge",
-	// "email.receipt"). Required.
-	Kind string
-	// IdempotencyKey is unique per outbox and derived from the business
-	// event ("charge:<order id>"), so every retry of the effect carries the
-	// same key. Required, at most 255 bytes.
-	IdempotencyKey string
-	// Payload is the effect's body.
-	Payload []byte
-	// Headers travel with the row to the effect (trace context, content
-	// type). May be nil.
-	Headers map[string]string
-	// AvailableAt is the earliest time the relay may carry the row out;
-	// zero means Now.
-	AvailableAt time.Time
-	// Consumer and EventID record which message wrote the row; the
-	// middleware helpers fill them in.
-	Consumer string
-	EventID  string
-	// Now is the row's created_at; zero means the store's clock.
-	Now time.Time
 }
 
 // OutboxInsertResult is the output of [Store.InsertOutboxTx].
@@ -356,6 +273,3 @@ const OutboxListLimitDefault = 1000
 
 // PruneLimitDefault is the row cap of PruneInbox when Limit is 0.
 const PruneLimitDefault = 1000
-
-// IdempotencyKeyMaxBytes is the longest idempotency key an outbox accepts.
-const IdempotencyKeyMaxBytes = 255

@@ -20,7 +20,8 @@ import (
 )
 
 // TestSQSBatchConsumer: the batched mode on the real SQS server, traced
-// through batch.Config.Trace and Observer. Each message of a received
+// through batch.Config.Trace alone (the inbox reports on the message's
+// ackgap.Delivery). Each message of a received
 // batch has its consumer span, linked to the producer's, with the events
 // received <= handler_start <= commit <= ack <= broker_confirmed (the
 // DeleteMessageBatch that covered it), an ack gap and a lease headroom; a
@@ -40,7 +41,7 @@ func TestSQSBatchConsumer(t *testing.T) {
 	begin, err := b.tel.Begin(queue, telemetry.SystemAWSSQS)
 	require.NoError(t, err)
 	p, err := batch.New[*sql.Tx](store, &batch.Config[*sql.Tx]{
-		InboxConfig: middleware.InboxConfig{Consumer: "billing", Observer: b.tel.Observer(nil)}, Handler: apply, Trace: begin,
+		InboxConfig: middleware.InboxConfig{Consumer: "billing"}, Handler: apply, Trace: begin,
 	})
 	require.NoError(t, err)
 	bc, err := sqsbroker.NewBatchConsumer(ctx, p.ProcessErrors, &sqsbroker.SubscriberConfig{OptFns: opt, Queue: queue, AttemptTimeout: 5 * time.Second}, watermill.NopLogger{})

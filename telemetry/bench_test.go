@@ -57,9 +57,9 @@ func BenchmarkRouterChain(b *testing.B) {
 	chain := func(b *testing.B, tel *telemetry.Telemetry) message.HandlerFunc {
 		cfg := &router.Config{DeadLetter: nopPublisher{}}
 		if tel != nil {
-			mw, obs, err := tel.RouterOptions("orders", telemetry.SystemKafka)
+			mw, err := tel.Middleware("orders", telemetry.SystemKafka)
 			require.NoError(b, err)
-			cfg.Middlewares, cfg.Observer = []message.HandlerMiddleware{mw}, obs
+			cfg.Middlewares = []message.HandlerMiddleware{mw}
 		}
 		mws, err := router.Middlewares[memTx](memStore{}, "bench", cfg)
 		require.NoError(b, err)

@@ -14,11 +14,10 @@
 //		TracerProvider: tp, MeterProvider: mp, Propagator: propagation.TraceContext{},
 //	})
 //	defer tel.Close()
-//	mw, obs, err := tel.RouterOptions("", telemetry.SystemKafka)
+//	mw, err := tel.Middleware("", telemetry.SystemKafka)
 //	r, err := router.New(store, &router.Config{
 //		DeadLetter:  pub,
-//		Middlewares: []message.HandlerMiddleware{mw}, // outermost
-//		InboxConfig: middleware.InboxConfig{Observer: obs},
+//		Middlewares: []message.HandlerMiddleware{mw}, // outermost: the one hook
 //	})
 //
 // # Spans
@@ -37,7 +36,7 @@
 //
 // The span's events are, in order: received, handler_start (per attempt),
 // commit, ack (or nack), broker_confirmed. Each carries the time it
-// happened, as recorded by the middleware, the inbox (middleware.Report)
+// happened, as recorded by the middleware, the inbox (ackgap.InboxReport)
 // or the broker adapter, so the span shows the ack gap as it was. A
 // duplicate has no handler_start and no commit; a failed handler has
 // status Error, error.type and a nack, no ack. A message that the router
@@ -61,8 +60,8 @@
 //
 // # From the consumer to the effect
 //
-// An outbox row written behind the middleware (middleware.AddOutbox,
-// QueueOutbox, QueueTransition) keeps the consumer span's traceparent in
+// An outbox row written behind the middleware (ackgap.AddOutbox,
+// ackgap.ApplyTransition) keeps the consumer span's traceparent in
 // its headers. [Telemetry.OutboxEffect] wraps a relay effect: each call is
 // a client (HTTP) or producer (publish) span linked to that consumer span,
 // and the request or message it sends carries the effect span's own trace

@@ -17,7 +17,6 @@ import (
 
 	"github.com/ackgap/ackgap"
 	"github.com/ackgap/ackgap/brokers/gochannelbroker"
-	"github.com/ackgap/ackgap/middleware"
 	"github.com/ackgap/ackgap/router"
 	"github.com/ackgap/ackgap/stores"
 	"github.com/ackgap/ackgap/stores/sqlitestore"
@@ -42,7 +41,7 @@ func Example() {
 		panic(err)
 	}
 	defer tel.Close()
-	mw, obs, err := tel.RouterOptions("", telemetry.SystemGoChannel)
+	mw, err := tel.Middleware("", telemetry.SystemGoChannel)
 	if err != nil {
 		panic(err)
 	}
@@ -64,8 +63,7 @@ func Example() {
 
 	r, err := router.New(store, &router.Config{
 		DeadLetter:  pub,
-		Middlewares: []message.HandlerMiddleware{mw}, // outermost
-		InboxConfig: middleware.InboxConfig{Observer: obs},
+		Middlewares: []message.HandlerMiddleware{mw}, // outermost: the one hook
 	})
 	if err != nil {
 		panic(err)

@@ -21,7 +21,6 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/ackgap/ackgap/internal/testdb"
-	"github.com/ackgap/ackgap/middleware"
 	"github.com/ackgap/ackgap/router"
 	"github.com/ackgap/ackgap/stores"
 	"github.com/ackgap/ackgap/stores/sqlitestore"
@@ -243,11 +242,11 @@ ON CONFLICT (event_id) DO UPDATE SET n = applied.n + 1`, msg.Metadata.Get("event
 func runRouter(t testing.TB, b *bundle, store stores.Store[*sql.Tx], system, topic string, sub message.Subscriber,
 	dead message.Publisher, h router.HandlerFunc[*sql.Tx], tune func(*router.Config)) {
 	t.Helper()
-	mw, obs, err := b.tel.RouterOptions("", system)
+	mw, err := b.tel.Middleware("", system)
 	require.NoError(t, err)
 	cfg := &router.Config{
 		DeadLetter: dead, DeadLetterTopic: topic + ".dlq",
-		Middlewares: []message.HandlerMiddleware{mw}, InboxConfig: middleware.InboxConfig{Observer: obs},
+		Middlewares: []message.HandlerMiddleware{mw},
 		MaxAttempts: 1,
 	}
 	if tune != nil {

@@ -142,7 +142,7 @@ const (
 // span of the delivery that applied the event.
 const LinkFirstDelivery = "first_delivery"
 
-// Values of [AttrOutcome]: middleware.Outcome's values, plus
+// Values of [AttrOutcome]: ackgap.Outcome's values, plus
 // OutcomeDeadLettered (the router sent the message to the dead-letter
 // topic and acked it) and OutcomeUnknown (no inbox report: the middleware
 // ran without the inbox behind it).

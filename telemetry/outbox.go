@@ -39,7 +39,7 @@ const LinkWroteRow = "wrote_row"
 // trace.SpanKindClient for outbox.HTTP, trace.SpanKindProducer for
 // outbox.Publish); it starts a trace of its own, linked (AttrLinkKind
 // LinkWroteRow) to the span whose traceparent the row's headers carry
-// (middleware.AddOutbox, QueueOutbox and QueueTransition record it when
+// (ackgap.AddOutbox and ackgap.ApplyTransition record it when
 // the consumer runs behind [Telemetry.Middleware]), and records the row's
 // kind, id, idempotency key, event id and attempt. The effect gets the
 // span in its context and the row with its trace context replaced by the

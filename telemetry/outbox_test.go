@@ -19,7 +19,6 @@ import (
 
 	"github.com/ackgap/ackgap"
 	"github.com/ackgap/ackgap/brokers/gochannelbroker"
-	"github.com/ackgap/ackgap/middleware"
 	"github.com/ackgap/ackgap/outbox"
 	"github.com/ackgap/ackgap/stores"
 	"github.com/ackgap/ackgap/telemetry"
@@ -51,7 +50,7 @@ func TestOutboxEffectFollowsTheEvent(t *testing.T) {
 	t.Cleanup(srv.Close)
 
 	queue := func(ctx context.Context, tx *sql.Tx, msg *message.Message) error {
-		return middleware.QueueOutbox(ctx, &stores.OutboxInsertParams{
+		return ackgap.AddOutbox(ctx, &ackgap.OutboxEntry{
 			Kind: "charge", IdempotencyKey: "charge:" + msg.Metadata.Get("event_id"), Payload: msg.Payload})
 	}
 	broker := gochannelbroker.New(nil)

@@ -17,7 +17,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ackgap/ackgap"
-	"github.com/ackgap/ackgap/middleware"
 )
 
 // consumer is one Middleware: a messaging system and a destination.
@@ -79,15 +78,15 @@ type process struct {
 	metrics     bool
 	destination string
 	group       string
-	delivery    *ackgap.Delivery // nil: the adapter does not fill the hook
+	delivery    *ackgap.Delivery // the message's timeline (the adapter's, or one of ours)
 	start       time.Time
 
-	// Written by observe, on the handler's goroutine, before the chain
-	// returns; read-only afterwards.
+	// Written by observe, from the delivery's inbox reports, when the
+	// chain returned; read-only afterwards.
 	attempts  int
 	consumer  string
 	eventID   string
-	outcome   middleware.Outcome
+	outcome   ackgap.Outcome
 	lastErr   error
 	committed time.Time
 
@@ -132,9 +131,14 @@ func (c *consumer) start(msg *message.Message) (end func(err error)) {
 		return func(error) { span.End() }
 	}
 	p := &process{c: c, span: span, recording: recording, metrics: metrics, destination: dest, start: start}
-	if d, ok := ackgap.DeliveryFromContext(parent); ok {
-		p.delivery, p.group = d, d.ConsumerGroup
+	d, ok := ackgap.DeliveryFromContext(parent)
+	if !ok {
+		// The subscriber does not fill the hook: a record of our own, for
+		// the inbox to report on.
+		d = &ackgap.Delivery{}
+		ctx = ackgap.WithDelivery(ctx, d)
 	}
+	p.delivery, p.group = d, d.ConsumerGroup
 	if recording {
 		p.begin(msg)
 	}
@@ -152,7 +156,7 @@ func (c *consumer) start(msg *message.Message) (end func(err error)) {
 func (p *process) begin(msg *message.Message) {
 	id := msg.UUID
 	d := p.delivery
-	if d != nil && d.MessageID != "" {
+	if d.MessageID != "" {
 		id = d.MessageID
 	}
 	attrs := make([]attribute.KeyValue, 0, 11)
@@ -169,14 +173,12 @@ func (p *process) begin(msg *message.Message) {
 	if p.group != "" {
 		attrs = append(attrs, semconv.MessagingConsumerGroupName(p.group))
 	}
-	if d != nil {
-		if d.HasOffset {
-			attrs = append(attrs, semconv.MessagingDestinationPartitionID(strconv.Itoa(int(d.Partition))),
-				semconv.MessagingKafkaOffset(int(d.Offset)))
-		}
-		if d.ReceiveCount > 0 {
-			attrs = append(attrs, AttrDeliveryAttempt.Int(d.ReceiveCount))
-		}
+	if d.HasOffset {
+		attrs = append(attrs, semconv.MessagingDestinationPartitionID(strconv.Itoa(int(d.Partition))),
+			semconv.MessagingKafkaOffset(int(d.Offset)))
+	}
+	if d.ReceiveCount > 0 {
+		attrs = append(attrs, AttrDeliveryAttempt.Int(d.ReceiveCount))
 	}
 	p.span.SetAttributes(attrs...)
 	// The producer's context is a link, not the parent: the message may be
@@ -192,14 +194,14 @@ func (p *process) begin(msg *message.Message) {
 }
 
 // observe records one inbox report (one attempt).
-func (p *process) observe(r *middleware.Report) {
+func (p *process) observe(r *ackgap.InboxReport) {
 	p.attempts++
 	p.consumer = r.Consumer
 	if r.EventID != "" {
 		p.eventID = r.EventID
 	}
 	p.outcome, p.lastErr = r.Outcome, r.Err
-	if r.Outcome == middleware.OutcomeApplied {
+	if r.Outcome == ackgap.OutcomeApplied {
 		p.committed = r.Committed
 	}
 	if !p.recording {
@@ -241,6 +243,9 @@ func traceParent(sc trace.SpanContext) string {
 // message's ack and nack.
 func (p *process) returned(msg *message.Message, parent context.Context, err error) {
 	end := time.Now()
+	for _, r := range p.delivery.Inbox() {
+		p.observe(&r)
+	}
 	outcome, errType := p.classify(msg, err)
 	p.finalOutcome = outcome
 	if p.recording {
@@ -276,11 +281,11 @@ func (p *process) returned(msg *message.Message, parent context.Context, err err
 			t.duplicates.Add(p.ctx, 1, t.attrs.get(k))
 		}
 	}
-	if d := p.delivery; d != nil && d.OnSettled(p.settled) {
+	if p.delivery.OnSettled(p.settled) {
 		return
 	}
 	mode := ackgap.ConfirmationUnobserved
-	if p.delivery != nil && p.delivery.Confirmation == ackgap.ConfirmationAtAck {
+	if p.delivery.Confirmation == ackgap.ConfirmationAtAck {
 		mode = ackgap.ConfirmationAtAck
 	}
 	go p.watch(msg, parent, mode)
@@ -291,7 +296,7 @@ func (p *process) returned(msg *message.Message, parent context.Context, err err
 func (p *process) classify(msg *message.Message, err error) (outcome, errType string) {
 	if err != nil {
 		outcome = OutcomeFailed
-		if p.outcome == middleware.OutcomeRejected {
+		if p.outcome == ackgap.OutcomeRejected {
 			outcome = OutcomeRejected
 		}
 		return outcome, errorType(err)
@@ -299,7 +304,7 @@ func (p *process) classify(msg *message.Message, err error) (outcome, errType st
 	switch p.outcome {
 	case "":
 		return OutcomeUnknown, ""
-	case middleware.OutcomeFailed, middleware.OutcomeRejected:
+	case ackgap.OutcomeFailed, ackgap.OutcomeRejected:
 		// The chain returned nil after the inbox failed: the router's
 		// dead-letter middleware published the message and acks it.
 		reason := msg.Metadata.Get(ackgap.MetadataDeadLetterReason)
@@ -421,7 +426,7 @@ func (p *process) measure(s ackgap.Settlement, confirmation string, gapEnd, fail
 		}
 	}
 	lease := s.LeaseDeadline
-	if lease.IsZero() && p.delivery != nil {
+	if lease.IsZero() {
 		lease = p.delivery.LeaseDeadline
 	}
 	if !lease.IsZero() {

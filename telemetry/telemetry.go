@@ -13,8 +13,6 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 	"go.opentelemetry.io/otel/trace"
-
-	"github.com/ackgap/ackgap/middleware"
 )
 
 // ScopeName is the instrumentation scope of the tracer and meter: this
@@ -191,9 +189,12 @@ func (t *Telemetry) Close() error {
 // destination (the topic or queue; "" means the topic the Watermill
 // handler subscribed, from message.SubscribeTopicFromCtx). Put it first in
 // router.Config.Middlewares, outside the dead-letter and retry
-// middlewares, and install [Telemetry.Observer] as router.Config.Observer:
-// the middleware makes the span, the observer tells it what the inbox did.
-// It returns an error wrapping "invalid config" when system is empty.
+// middlewares: it is the one hook telemetry needs. It makes the span and
+// reads the rest of the message's timeline from its ackgap.Delivery (the
+// broker adapter's, or one it puts in the message context when the
+// subscriber fills none): the inbox's report on each attempt, then the
+// settlement (ack or nack, the broker's confirmation, the lease). It
+// returns an error wrapping "invalid config" when system is empty.
 func (t *Telemetry) Middleware(destination, system string) (message.HandlerMiddleware, error) {
 	c, err := t.consumer(destination, system)
 	if err != nil {
@@ -214,44 +215,12 @@ func (t *Telemetry) consumer(destination, system string) (*consumer, error) {
 	return c, nil
 }
 
-// Observer returns the inbox observer for router.Config.Observer (or
-// middleware.InboxConfig.Observer); next, when not nil, is called after it
-// with the same report, so an observer of your own keeps working. Reports
-// of messages that did not pass through [Telemetry.Middleware] are only
-// passed on.
-func (t *Telemetry) Observer(next middleware.ObserverFunc) middleware.ObserverFunc {
-	return func(ctx context.Context, r *middleware.Report) {
-		if p, ok := ctx.Value(processKey{}).(*process); ok {
-			p.observe(r)
-		}
-		if next != nil {
-			next(ctx, r)
-		}
-	}
-}
-
-// RouterOptions returns [Telemetry.Middleware] and [Telemetry.Observer]
-// (with no next observer), for router.Config:
-//
-//	mw, obs, err := tel.RouterOptions("", telemetry.SystemKafka)
-//	cfg.Middlewares = append([]message.HandlerMiddleware{mw}, cfg.Middlewares...)
-//	cfg.Observer = obs
-//
-// It returns an error wrapping "invalid config" when system is empty.
-func (t *Telemetry) RouterOptions(destination, system string) (message.HandlerMiddleware, middleware.ObserverFunc, error) {
-	mw, err := t.Middleware(destination, system)
-	if err != nil {
-		return nil, nil, err
-	}
-	return mw, t.Observer(nil), nil
-}
-
 // Begin returns a function that starts a message's consumer span as
 // [Telemetry.Middleware] does before it calls the handler, for code that
 // drives a message's processing itself rather than through a Watermill
 // handler chain (package batch: batch.Config.Trace). The message's
-// context then carries the span, the traceparent the inbox keeps, and what
-// [Telemetry.Observer] needs. Call the end it returns once, with the
+// context then carries the span, the traceparent the inbox keeps, and the
+// ackgap.Delivery the inbox reports on. Call the end it returns once, with the
 // processing's error (nil: the message is to be acked), when the outcome
 // is final and before the ack; the span then ends at the broker's
 // confirmation when an ackgap.Delivery in the message's context reports

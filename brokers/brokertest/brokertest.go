@@ -343,7 +343,7 @@ func runChild[TTx any](newBroker NewBrokerFunc, sf StoreFactory[TTx]) error {
 	r, err := router.New(store, &router.Config{
 		DeadLetter:  discard{},
 		Middlewares: []message.HandlerMiddleware{hang},
-		InboxConfig: middleware.InboxConfig{Observer: func(_ context.Context, rep *middleware.Report) {
+		InboxConfig: middleware.InboxConfig{Observer: func(_ context.Context, rep *ackgap.InboxReport) {
 			say("%s %s %s", lineOutcome, rep.EventID, rep.Outcome)
 		}},
 	})

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ackgap/ackgap"
 	"github.com/ackgap/ackgap/brokers/kafkabroker"
 	"github.com/ackgap/ackgap/middleware"
 	"github.com/ackgap/ackgap/router"
@@ -60,7 +61,7 @@ func TestS06FailedCommitNotMarkedAtClose(t *testing.T) {
 	eventually(t, 30*time.Second, "E1's failed commit", func() bool { return len(rep.outcomes("E1")) == 1 })
 	require.NoError(t, rn.close())
 
-	require.Equal(t, []middleware.Outcome{middleware.OutcomeFailed}, rep.outcomes("E1"))
+	require.Equal(t, []ackgap.Outcome{ackgap.OutcomeFailed}, rep.outcomes("E1"))
 	require.Empty(t, rep.outcomes("E2"), "m2 must not start while m1 is unsettled")
 	require.Empty(t, b.applied(t), "nothing committed")
 
@@ -74,8 +75,8 @@ func TestS06FailedCommitNotMarkedAtClose(t *testing.T) {
 		return len(rep2.outcomes("E1")) == 1 && len(rep2.outcomes("E2")) == 1
 	})
 	require.NoError(t, rn2.close())
-	require.Equal(t, []middleware.Outcome{middleware.OutcomeApplied}, rep2.outcomes("E1"), "m1 was redelivered: its offset was not committed")
-	require.Equal(t, []middleware.Outcome{middleware.OutcomeApplied}, rep2.outcomes("E2"))
+	require.Equal(t, []ackgap.Outcome{ackgap.OutcomeApplied}, rep2.outcomes("E1"), "m1 was redelivered: its offset was not committed")
+	require.Equal(t, []ackgap.Outcome{ackgap.OutcomeApplied}, rep2.outcomes("E2"))
 	require.Equal(t, map[string]int{"E1": 1, "E2": 1}, b.applied(t))
 	assertNothingRedelivered(t, topic, group)
 }

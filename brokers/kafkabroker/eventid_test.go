@@ -43,7 +43,7 @@ func TestInvalidEventIDIsDeadLettered(t *testing.T) {
 	rn := start(t, r)
 	eventually(t, 60*time.Second, "the record after the invalid id", func() bool { return len(rep.outcomes("evt-after")) == 1 })
 	require.NoError(t, rn.close())
-	require.Equal(t, []middleware.Outcome{middleware.OutcomeRejected}, rep.outcomes(""), "rejected once, not retried")
+	require.Equal(t, []ackgap.Outcome{ackgap.OutcomeRejected}, rep.outcomes(""), "rejected once, not retried")
 	require.Equal(t, map[string]int{"evt-after": 1}, b.applied(t))
 
 	dead := readAll(t, dlqTopic, 1)[0]

@@ -80,7 +80,7 @@ func testAckGapCrash[TTx any](t *testing.T, b backend[TTx]) {
 	waitClosed(t, committed, "the first delivery to commit")
 	require.Equal(t, map[string]int{"evt-crash": 1}, b.applied(t))
 	require.NoError(t, rn1.close())
-	require.Equal(t, []middleware.Outcome{middleware.OutcomeApplied}, rep.outcomes("evt-crash"))
+	require.Equal(t, []ackgap.Outcome{ackgap.OutcomeApplied}, rep.outcomes("evt-crash"))
 
 	r2, err := router.New(b.store, &router.Config{
 		DeadLetter: pub, DeadLetterTopic: topic + ".dlq", InboxConfig: middleware.InboxConfig{Observer: rep.observe}, Logger: testLogger(),
@@ -91,7 +91,7 @@ func testAckGapCrash[TTx any](t *testing.T, b backend[TTx]) {
 	eventually(t, 60*time.Second, "the redelivery", func() bool { return len(rep.outcomes("evt-crash")) == 2 })
 	require.NoError(t, rn2.close())
 
-	require.Equal(t, []middleware.Outcome{middleware.OutcomeApplied, middleware.OutcomeDuplicate}, rep.outcomes("evt-crash"))
+	require.Equal(t, []ackgap.Outcome{ackgap.OutcomeApplied, ackgap.OutcomeDuplicate}, rep.outcomes("evt-crash"))
 	require.Equal(t, map[string]int{"evt-crash": 1}, b.applied(t), "state changed once")
 	require.Zero(t, topicSize(t, topic+".dlq"))
 	assertNothingRedelivered(t, topic, group) // the duplicate was acked
@@ -136,8 +136,8 @@ func TestPoisonToDeadLetter(t *testing.T) {
 	eventually(t, 60*time.Second, "the message after the poison", func() bool { return len(rep.outcomes("evt-after")) == 1 })
 	require.NoError(t, rn.close())
 
-	require.Equal(t, []middleware.Outcome{middleware.OutcomeFailed}, rep.outcomes("evt-poison"), "tried once, not retried")
-	require.Equal(t, []middleware.Outcome{middleware.OutcomeApplied}, rep.outcomes("evt-after"))
+	require.Equal(t, []ackgap.Outcome{ackgap.OutcomeFailed}, rep.outcomes("evt-poison"), "tried once, not retried")
+	require.Equal(t, []ackgap.Outcome{ackgap.OutcomeApplied}, rep.outcomes("evt-after"))
 	require.Equal(t, partitions["evt-poison"], partitions["evt-after"], "same partition")
 	require.Equal(t, map[string]int{"evt-after": 1}, b.applied(t), "the poison's write was rolled back")
 
@@ -185,7 +185,7 @@ func TestShutdownIsNotPoison(t *testing.T) {
 	rn1 := start(t, r1)
 	waitClosed(t, entered, "the handler to start")
 	require.NoError(t, rn1.close())
-	require.Equal(t, []middleware.Outcome{middleware.OutcomeFailed}, rep.outcomes("evt-slow"))
+	require.Equal(t, []ackgap.Outcome{ackgap.OutcomeFailed}, rep.outcomes("evt-slow"))
 	require.ErrorIs(t, rep.snapshot()[0].Err, context.Canceled)
 	require.Empty(t, b.applied(t), "rolled back")
 	require.Zero(t, topicSize(t, topic+".dlq"), "a cancelled handler is not poison")
@@ -195,7 +195,7 @@ func TestShutdownIsNotPoison(t *testing.T) {
 	rn2 := start(t, r2)
 	eventually(t, 60*time.Second, "the redelivery", func() bool { return len(rep.outcomes("evt-slow")) == 2 })
 	require.NoError(t, rn2.close())
-	require.Equal(t, []middleware.Outcome{middleware.OutcomeFailed, middleware.OutcomeApplied}, rep.outcomes("evt-slow"))
+	require.Equal(t, []ackgap.Outcome{ackgap.OutcomeFailed, ackgap.OutcomeApplied}, rep.outcomes("evt-slow"))
 	require.Equal(t, map[string]int{"evt-slow": 1}, b.applied(t))
 }
 
@@ -236,7 +236,7 @@ func TestGracefulShutdown(t *testing.T) {
 	require.NoError(t, <-closed)
 
 	require.NoError(t, ctxErr, "the in-flight handler's context stayed live during Close")
-	require.Equal(t, []middleware.Outcome{middleware.OutcomeApplied}, rep.outcomes("evt-inflight"))
+	require.Equal(t, []ackgap.Outcome{ackgap.OutcomeApplied}, rep.outcomes("evt-inflight"))
 	require.Equal(t, map[string]int{"evt-inflight": 1}, b.applied(t))
 	assertNothingRedelivered(t, topic, group)
 }
@@ -262,7 +262,7 @@ func TestCommitInterval(t *testing.T) {
 	sub := newSubscriber(t, group, func(c *kafkabroker.SubscriberConfig) { c.CommitInterval = time.Hour })
 	require.NoError(t, r.AddHandler("billing", topic, sub, applyHandler(b)))
 	rn := start(t, r)
-	eventually(t, 60*time.Second, "all events applied", func() bool { return rep.count(middleware.OutcomeApplied) == n })
+	eventually(t, 60*time.Second, "all events applied", func() bool { return rep.count(ackgap.OutcomeApplied) == n })
 	require.NoError(t, rn.close())
 	require.Len(t, b.applied(t), n)
 	assertNothingRedelivered(t, topic, group)

@@ -58,6 +58,6 @@ func TestKcatProducerInterop(t *testing.T) {
 	require.Equal(t, map[string]int{"kcat-1": 1, "kcat-2": 1}, b.applied(t))
 	// The two copies may sit on different partitions: which one reports
 	// first is timing, that one applied and one was a duplicate is not.
-	require.ElementsMatch(t, []middleware.Outcome{middleware.OutcomeApplied, middleware.OutcomeDuplicate}, rep.outcomes("kcat-1"))
+	require.ElementsMatch(t, []ackgap.Outcome{ackgap.OutcomeApplied, ackgap.OutcomeDuplicate}, rep.outcomes("kcat-1"))
 	require.Equal(t, []string{"kcat", "kcat"}, producers, "other headers arrive as metadata")
 }

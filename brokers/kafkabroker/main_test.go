@@ -27,7 +27,6 @@ import (
 	"github.com/ackgap/ackgap/brokers/kafkabroker"
 	"github.com/ackgap/ackgap/internal/sqlitebrokertest"
 	"github.com/ackgap/ackgap/internal/testdb"
-	"github.com/ackgap/ackgap/middleware"
 	"github.com/ackgap/ackgap/router"
 	"github.com/ackgap/ackgap/stores"
 	"github.com/ackgap/ackgap/stores/pgxstore"
@@ -227,23 +226,23 @@ func collect(t testing.TB, next func() bool, scan func(...any) error, closeRows 
 	return out
 }
 
-// reports collects the inbox's middleware.Report per delivery.
+// reports collects the inbox's ackgap.InboxReport per delivery.
 type reports struct {
 	mu  sync.Mutex
-	all []middleware.Report
+	all []ackgap.InboxReport
 }
 
-func (r *reports) observe(_ context.Context, rep *middleware.Report) {
+func (r *reports) observe(_ context.Context, rep *ackgap.InboxReport) {
 	r.mu.Lock()
 	r.all = append(r.all, *rep)
 	r.mu.Unlock()
 }
 
 // outcomes returns the outcomes seen for eventID, in order.
-func (r *reports) outcomes(eventID string) []middleware.Outcome {
+func (r *reports) outcomes(eventID string) []ackgap.Outcome {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var out []middleware.Outcome
+	var out []ackgap.Outcome
 	for _, rep := range r.all {
 		if rep.EventID == eventID {
 			out = append(out, rep.Outcome)
@@ -253,7 +252,7 @@ func (r *reports) outcomes(eventID string) []middleware.Outcome {
 }
 
 // count returns how many deliveries had outcome o.
-func (r *reports) count(o middleware.Outcome) int {
+func (r *reports) count(o ackgap.Outcome) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	n := 0
@@ -265,10 +264,10 @@ func (r *reports) count(o middleware.Outcome) int {
 	return n
 }
 
-func (r *reports) snapshot() []middleware.Report {
+func (r *reports) snapshot() []ackgap.InboxReport {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]middleware.Report(nil), r.all...)
+	return append([]ackgap.InboxReport(nil), r.all...)
 }
 
 // running is a router started by start.

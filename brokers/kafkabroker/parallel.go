@@ -527,7 +527,7 @@ func (l *partLoop) due() *message.Message {
 		}
 		p.d = &ackgap.Delivery{
 			ConsumerGroup: l.sub.cfg.ConsumerGroup, Partition: p.rec.Partition, Offset: p.rec.Offset, HasOffset: true,
-			Confirmation: ackgap.ConfirmationReported,
+			Confirmation: ackgap.ConfirmationReported, Destination: p.rec.Topic, Received: time.Now(),
 		}
 		ctx, cancel := context.WithCancel(l.sub.msgCtx)
 		ctx = context.WithValue(ctx, recordKey{}, recordInfo{

@@ -186,7 +186,7 @@ func TestParallelKeyOrder(t *testing.T) {
 	require.NoError(t, r.AddHandler("billing", topic, sub, b.apply))
 	started := time.Now()
 	rn := start(t, r)
-	eventually(t, 5*time.Minute, "10,000 events applied", func() bool { return rep.count(middleware.OutcomeApplied) == n })
+	eventually(t, 5*time.Minute, "10,000 events applied", func() bool { return rep.count(ackgap.OutcomeApplied) == n })
 	elapsed := time.Since(started)
 	require.NoError(t, rn.close())
 	t.Logf("%d events applied in %s including the group join (%.0f events/s)", n, elapsed.Round(time.Millisecond), n/elapsed.Seconds())
@@ -259,7 +259,7 @@ func TestParallelFailedMessageHoldsWatermark(t *testing.T) {
 	rep1 := &reports{}
 	rn, _ := run(rep1)
 	eventually(t, 2*time.Minute, "the first run's events applied", func() bool {
-		return rep1.count(middleware.OutcomeApplied) == len(firstRun)
+		return rep1.count(ackgap.OutcomeApplied) == len(firstRun)
 	})
 	eventually(t, time.Minute, "the watermark committed", func() bool {
 		return committedOffset(t, group, topic, 0) == failAt
@@ -289,7 +289,7 @@ func TestParallelFailedMessageHoldsWatermark(t *testing.T) {
 			continue
 		}
 		id := fmt.Sprintf("evt-%03d", i)
-		require.Contains(t, rep2.outcomes(id), middleware.OutcomeDuplicate, "event %s, applied before the restart, is redelivered and skipped", id)
+		require.Contains(t, rep2.outcomes(id), ackgap.OutcomeDuplicate, "event %s, applied before the restart, is redelivered and skipped", id)
 		skipped++
 	}
 	for i := range failAt {
@@ -436,9 +436,9 @@ func TestParallelRebalanceKeyOrder(t *testing.T) {
 		return start(t, r)
 	}
 	first := member()
-	eventually(t, 2*time.Minute, "a fifth of the events applied", func() bool { return rep.count(middleware.OutcomeApplied) >= n/5 })
+	eventually(t, 2*time.Minute, "a fifth of the events applied", func() bool { return rep.count(ackgap.OutcomeApplied) >= n/5 })
 	second := member()
-	eventually(t, 5*time.Minute, "every event applied", func() bool { return rep.count(middleware.OutcomeApplied) == n })
+	eventually(t, 5*time.Minute, "every event applied", func() bool { return rep.count(ackgap.OutcomeApplied) == n })
 	require.NoError(t, second.close())
 	require.NoError(t, first.close())
 
@@ -453,7 +453,7 @@ func TestParallelRebalanceKeyOrder(t *testing.T) {
 	for id, c := range applied {
 		require.Equal(t, 1, c, "event %s applied %d times", id, c)
 	}
-	t.Logf("duplicates skipped by the inbox across the rebalance: %d", rep.count(middleware.OutcomeDuplicate))
+	t.Logf("duplicates skipped by the inbox across the rebalance: %d", rep.count(ackgap.OutcomeDuplicate))
 	assertNothingRedelivered(t, topic, group)
 }
 
@@ -602,7 +602,7 @@ func TestParallelBehindMiddlewares(t *testing.T) {
 	wr.AddConsumerHandler("billing", topic, sub, router.ConsumerHandler(b.apply)).AddMiddleware(chain...)
 	runErr := make(chan error, 1)
 	go func() { runErr <- wr.Run(context.Background()) }()
-	eventually(t, 2*time.Minute, "every event applied", func() bool { return rep.count(middleware.OutcomeApplied) == n })
+	eventually(t, 2*time.Minute, "every event applied", func() bool { return rep.count(ackgap.OutcomeApplied) == n })
 	require.NoError(t, wr.Close())
 	require.NoError(t, <-runErr)
 
@@ -770,7 +770,7 @@ func TestParallelOrderingModes(t *testing.T) {
 				return b.apply(ctx, tx, msg)
 			}))
 			rn := start(t, r)
-			eventually(t, 3*time.Minute, "every event applied", func() bool { return rep.count(middleware.OutcomeApplied) == n })
+			eventually(t, 3*time.Minute, "every event applied", func() bool { return rep.count(ackgap.OutcomeApplied) == n })
 			require.NoError(t, rn.close())
 
 			for name, p := range peak {

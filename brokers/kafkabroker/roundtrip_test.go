@@ -76,7 +76,7 @@ func testRoundTrip[TTx any](t *testing.T, b backend[TTx]) {
 	}))
 	runStart := time.Now()
 	rn := start(t, r)
-	eventually(t, 60*time.Second, "200 events applied", func() bool { return rep.count(middleware.OutcomeApplied) == n })
+	eventually(t, 60*time.Second, "200 events applied", func() bool { return rep.count(ackgap.OutcomeApplied) == n })
 	require.NoError(t, rn.close())
 
 	// Throughput: first delivery into the inbox to the last commit.
@@ -100,8 +100,8 @@ func testRoundTrip[TTx any](t *testing.T, b backend[TTx]) {
 	for id := range want {
 		require.Equal(t, 1, applied[id], "event %s applied %d times", id, applied[id])
 	}
-	require.Equal(t, n, rep.count(middleware.OutcomeApplied))
-	require.Equal(t, 0, rep.count(middleware.OutcomeDuplicate))
+	require.Equal(t, n, rep.count(ackgap.OutcomeApplied))
+	require.Equal(t, 0, rep.count(ackgap.OutcomeDuplicate))
 
 	// Metadata end to end, and one partition per partition key.
 	partitionOf := map[string]int32{}
@@ -170,11 +170,11 @@ func testRedelivery[TTx any](t *testing.T, b backend[TTx], maxAttempts int, fail
 		return nil
 	}))
 	rn := start(t, r)
-	eventually(t, 60*time.Second, "both events applied", func() bool { return rep.count(middleware.OutcomeApplied) == 2 })
+	eventually(t, 60*time.Second, "both events applied", func() bool { return rep.count(ackgap.OutcomeApplied) == 2 })
 	require.NoError(t, rn.close())
 
-	require.Equal(t, []middleware.Outcome{middleware.OutcomeFailed, middleware.OutcomeApplied}, rep.outcomes("evt-flaky"))
-	require.Equal(t, []middleware.Outcome{middleware.OutcomeApplied}, rep.outcomes("evt-next"))
+	require.Equal(t, []ackgap.Outcome{ackgap.OutcomeFailed, ackgap.OutcomeApplied}, rep.outcomes("evt-flaky"))
+	require.Equal(t, []ackgap.Outcome{ackgap.OutcomeApplied}, rep.outcomes("evt-next"))
 	require.Equal(t, map[string]int{"evt-flaky": 1, "evt-next": 1}, b.applied(t))
 	mu.Lock()
 	require.Len(t, offsets["evt-flaky"], 2)

@@ -103,7 +103,7 @@ func (t *tracker) add(topic string, msg *message.Message) *delivery {
 	offset, ok2 := kafka.MessagePartitionOffsetFromCtx(msg.Context())
 	d := &delivery{committed: make(chan struct{}), ack: &ackgap.Delivery{
 		ConsumerGroup: t.group, Partition: partition, Offset: offset, HasOffset: ok1 && ok2,
-		Confirmation: ackgap.ConfirmationReported,
+		Confirmation: ackgap.ConfirmationReported, Destination: topic, Received: time.Now(),
 	}}
 	msg.SetContext(ackgap.WithDelivery(msg.Context(), d.ack))
 	if !ok1 || !ok2 {

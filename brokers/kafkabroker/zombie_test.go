@@ -42,7 +42,11 @@ func TestZombieCannotApplyStaleChange(t *testing.T) {
 
 	transition := func(from, to string) router.HandlerFunc[TTxPG] {
 		return func(ctx context.Context, _ TTxPG, _ *message.Message) error {
-			res, err := middleware.TransitionIfState(ctx, &stores.TransitionParams{Table: "orders", Key: "o1", From: []string{from}, To: to})
+			pending, err := ackgap.ApplyTransition(ctx, &ackgap.Transition{Table: "orders", Key: "o1", From: []string{from}, To: to})
+			if err != nil {
+				return err
+			}
+			res, err := pending.Result(ctx)
 			if err != nil {
 				return err
 			}
@@ -97,13 +101,13 @@ func TestZombieCannotApplyStaleChange(t *testing.T) {
 	})
 	require.NoError(t, pub.Publish(topic, event(t, "E2", "o1")))
 	eventually(t, 30*time.Second, "member B to apply E2", func() bool { return len(repB.outcomes("E2")) > 0 })
-	require.Equal(t, []middleware.Outcome{middleware.OutcomeApplied}, repB.outcomes("E1"))
-	require.Equal(t, []middleware.Outcome{middleware.OutcomeApplied}, repB.outcomes("E2"))
+	require.Equal(t, []ackgap.Outcome{ackgap.OutcomeApplied}, repB.outcomes("E1"))
+	require.Equal(t, []ackgap.Outcome{ackgap.OutcomeApplied}, repB.outcomes("E2"))
 
 	// A wakes up with its stale E1: the inbox stops it.
 	close(wake)
 	eventually(t, 30*time.Second, "member A to finish its stale E1", func() bool { return len(repA.outcomes("E1")) > 0 })
-	require.Equal(t, []middleware.Outcome{middleware.OutcomeDuplicate}, repA.outcomes("E1"))
+	require.Equal(t, []ackgap.Outcome{ackgap.OutcomeDuplicate}, repA.outcomes("E1"))
 	var status string
 	require.NoError(t, pool.QueryRow(ctx, `SELECT status FROM orders WHERE id = 'o1'`).Scan(&status))
 	require.Equal(t, "shipped", status)

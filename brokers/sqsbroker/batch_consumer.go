@@ -213,8 +213,8 @@ func (bc *BatchConsumer) work(pollCtx, batchCtx context.Context, stop <-chan str
 
 // process runs one received batch and settles its messages.
 func (bc *BatchConsumer) process(ctx context.Context, ms []types.Message, ls []*lease, leases *leases) {
-	reps := make([]*AckReport, len(ms))
-	deliveries := make([]*ackgap.Delivery, len(ms))
+	reps := make([]*ackReport, len(ms))
+	handedOut := make([]bool, len(ms))
 	errs := make([]error, len(ms)) // why each message is not acked
 	msgs := make([]*message.Message, 0, len(ms))
 	idx := make([]int, 0, len(ms))
@@ -222,22 +222,15 @@ func (bc *BatchConsumer) process(ctx context.Context, ms []types.Message, ls []*
 	defer cancel()
 	for i := range ms {
 		m := &ms[i]
-		n, _ := strconv.Atoi(m.Attributes[string(types.MessageSystemAttributeNameApproximateReceiveCount)])
-		eventID := ""
-		if a, ok := m.MessageAttributes[ackgap.MetadataEventIDKey]; ok {
-			eventID = aws.ToString(a.StringValue)
-		}
-		reps[i] = &AckReport{Queue: bc.queue.Name, MessageID: aws.ToString(m.MessageId), EventID: eventID,
-			ReceiveCount: n, BatchSize: len(ms), Received: ls[i].received}
+		reps[i] = newReport(bc.queue.Name, m, len(ms), ls[i].received, leases.deadline(ls[i]))
 		msg, err := bc.cfg.Unmarshaler.Unmarshal(m)
 		if err != nil {
 			errs[i] = err
 			reps[i].Err = err
 			continue
 		}
-		deliveries[i] = &ackgap.Delivery{MessageID: reps[i].MessageID, ReceiveCount: n,
-			LeaseDeadline: leases.deadline(ls[i]), Confirmation: ackgap.ConfirmationReported}
-		msg.SetContext(ackgap.WithDelivery(ctx, deliveries[i]))
+		handedOut[i] = true
+		msg.SetContext(ackgap.WithDelivery(ctx, reps[i].d))
 		reps[i].HandedOut = time.Now()
 		msgs = append(msgs, msg)
 		idx = append(idx, i)
@@ -274,17 +267,14 @@ func (bc *BatchConsumer) process(ctx context.Context, ms []types.Message, ls []*
 	bc.deleteBatch(ms, acked, reps, states)
 	bc.nackBatch(ls, nacked, reps, leases)
 	for i := range ms {
-		rep, st := reps[i], states[i]
-		rep.LeaseDeadline, rep.Extensions, rep.LeaseLost = st.deadline, st.extensions, st.lost
+		rep := reps[i]
+		rep.d.Settle(settlement(rep, states[i]))
 		msgCtx := context.Background()
-		if deliveries[i] != nil {
-			msgCtx = ackgap.WithDelivery(msgCtx, deliveries[i])
+		if handedOut[i] {
+			msgCtx = ackgap.WithDelivery(msgCtx, rep.d)
 		}
 		if obs := bc.cfg.AckObserver; obs != nil {
-			obs(msgCtx, rep)
-		}
-		if deliveries[i] != nil {
-			deliveries[i].Settle(settlement(rep, st))
+			obs(msgCtx, rep.d)
 		}
 	}
 }
@@ -296,7 +286,7 @@ func (bc *BatchConsumer) requestCtx() (context.Context, context.CancelFunc) {
 }
 
 // deleteBatch deletes the acked messages ms[acked], ten per request.
-func (bc *BatchConsumer) deleteBatch(ms []types.Message, acked []int, reps []*AckReport, states []leaseState) {
+func (bc *BatchConsumer) deleteBatch(ms []types.Message, acked []int, reps []*ackReport, states []leaseState) {
 	for start := 0; start < len(acked); start += maxBatchEntries {
 		chunk := acked[start:min(start+maxBatchEntries, len(acked))]
 		entries := make([]types.DeleteMessageBatchRequestEntry, len(chunk))
@@ -336,7 +326,7 @@ func (bc *BatchConsumer) deleteBatch(ms []types.Message, acked []int, reps []*Ac
 
 // nackBatch makes the messages ls[nacked] visible again after NackDelay,
 // ten per request.
-func (bc *BatchConsumer) nackBatch(ls []*lease, nacked []int, reps []*AckReport, leases *leases) {
+func (bc *BatchConsumer) nackBatch(ls []*lease, nacked []int, reps []*ackReport, leases *leases) {
 	for start := 0; start < len(nacked); start += maxBatchEntries {
 		chunk := nacked[start:min(start+maxBatchEntries, len(nacked))]
 		batch := make([]*lease, len(chunk))

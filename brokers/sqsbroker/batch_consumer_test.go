@@ -85,7 +85,7 @@ func TestBatchConsumer(t *testing.T) {
 	dlqVisible, _ := queueCounts(t, c, dlqURL)
 	require.Equal(t, 1, dlqVisible, "the message without an event id went to the dead-letter queue by the redrive policy")
 
-	outcomes := map[sqsbroker.AckOutcome]int{}
+	outcomes := map[ackgap.SettleOutcome]int{}
 	for _, r := range o.ackReports() {
 		outcomes[r.Outcome]++
 		require.LessOrEqual(t, r.BatchSize, 10)

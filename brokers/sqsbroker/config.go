@@ -162,8 +162,9 @@ type SubscriberConfig struct {
 	// MetadataMessageID). The subscriber keeps the receipt handle itself,
 	// so a custom Unmarshaler cannot break acks or leases.
 	Unmarshaler wsqs.Unmarshaler
-	// AckObserver, when set, receives an [AckReport] per message when the
-	// subscriber is done with it (deleted, nacked, released or failed).
+	// AckObserver, when set, receives the ackgap.Delivery of each message
+	// once the subscriber settled it (deleted, nacked, released or failed):
+	// see [AckObserverFunc].
 	// Called on the worker's goroutine; it must not block. Default nil.
 	AckObserver AckObserverFunc
 }

@@ -15,7 +15,6 @@ import (
 
 	"github.com/ackgap/ackgap"
 	"github.com/ackgap/ackgap/brokers/sqsbroker"
-	"github.com/ackgap/ackgap/middleware"
 	"github.com/ackgap/ackgap/router"
 )
 
@@ -71,5 +70,5 @@ func TestDeadLetterTooManyAttributes(t *testing.T) {
 	}
 	visible, inFlight := queueCounts(t, c, url)
 	require.Equal(t, 0, visible+inFlight, "source message deleted")
-	require.Equal(t, map[middleware.Outcome]int{middleware.OutcomeFailed: 1}, o.outcomes(), "handled once")
+	require.Equal(t, map[ackgap.Outcome]int{ackgap.OutcomeFailed: 1}, o.outcomes(), "handled once")
 }

@@ -70,9 +70,11 @@
 // visibility to NackDelay (1 s) so the message returns in a second rather
 // than after the rest of its timeout; a message that keeps failing is
 // moved to the queue's dead-letter queue by its redrive policy after
-// maxReceiveCount receives. [AckReport] gives each message's timeline
-// (received, handed out, settled, confirmed) and its lease headroom: the
-// lease deadline minus the time SQS confirmed the delete. A negative
+// maxReceiveCount receives. Each message's ackgap.Delivery holds its
+// timeline (received, handed out, settled, answered: Delivery.Received and
+// the Settlement; SubscriberConfig.AckObserver receives it) and its lease
+// headroom (Delivery.LeaseHeadroom): the lease deadline minus the time SQS
+// confirmed the delete. A negative
 // headroom means SQS may already have delivered the message again; a
 // delete with an old receipt handle then succeeds without removing it
 // (SQS DeleteMessage API reference), and the inbox skips the copy. Neither

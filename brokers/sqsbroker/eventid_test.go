@@ -14,7 +14,6 @@ import (
 
 	"github.com/ackgap/ackgap"
 	"github.com/ackgap/ackgap/brokers/sqsbroker"
-	"github.com/ackgap/ackgap/middleware"
 	"github.com/ackgap/ackgap/router"
 )
 
@@ -92,6 +91,6 @@ func TestInvalidEventIDIsDeadLettered(t *testing.T) {
 	require.Equal(t, `{"id":"bad"}`, string(m.Payload))
 	visible, inFlight := queueCounts(t, c, url)
 	require.Equal(t, 0, visible+inFlight, "source message deleted")
-	require.Equal(t, map[middleware.Outcome]int{middleware.OutcomeRejected: 1}, o.outcomes())
+	require.Equal(t, map[ackgap.Outcome]int{ackgap.OutcomeRejected: 1}, o.outcomes())
 	require.Empty(t, b.applied(t))
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill"
+	"github.com/ackgap/ackgap"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
@@ -47,10 +48,10 @@ func TestFIFOReleaseAfterNack(t *testing.T) {
 		require.NoError(t, err)
 	}
 
-	var reports []AckReport
+	var reports []*ackgap.Delivery
 	s, err := NewSubscriber(ctx, &SubscriberConfig{
 		OptFns: []func(*sqs.Options){opt}, Queue: name, AttemptTimeout: time.Second, DisableHeartbeat: true,
-		AckObserver: func(_ context.Context, r *AckReport) { reports = append(reports, *r) },
+		AckObserver: func(_ context.Context, d *ackgap.Delivery) { reports = append(reports, d) },
 	}, watermill.NopLogger{})
 	require.NoError(t, err)
 	sub := s.newSubscription(ctx)
@@ -72,7 +73,12 @@ func TestFIFOReleaseAfterNack(t *testing.T) {
 	<-done
 
 	require.Len(t, reports, 3)
-	require.Equal(t, []AckOutcome{AckNacked, AckReleased, AckReleased}, []AckOutcome{reports[0].Outcome, reports[1].Outcome, reports[2].Outcome})
+	outcome := func(d *ackgap.Delivery) ackgap.SettleOutcome {
+		s, ok := d.Settlement()
+		require.True(t, ok, "settled before it is observed")
+		return s.Outcome
+	}
+	require.Equal(t, []ackgap.SettleOutcome{AckNacked, AckReleased, AckReleased}, []ackgap.SettleOutcome{outcome(reports[0]), outcome(reports[1]), outcome(reports[2])})
 	require.Equal(t, []string{"E0", "E1", "E2"}, []string{reports[0].EventID, reports[1].EventID, reports[2].EventID})
 	attrs, err := c.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: q.QueueUrl, AttributeNames: []types.QueueAttributeName{
 		types.QueueAttributeNameApproximateNumberOfMessages, types.QueueAttributeNameApproximateNumberOfMessagesNotVisible,

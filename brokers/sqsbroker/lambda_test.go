@@ -105,10 +105,10 @@ func TestLambdaPartialBatchS12(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, resp.BatchItemFailures)
 	require.Equal(t, map[string]int{"E1": 1, "E2": 1, "E3": 1, "E4": 1, "E5": 1}, b.applied(t))
-	require.Equal(t, map[middleware.Outcome]int{
-		middleware.OutcomeApplied:   5, // E1, E2, E4, E5, then E3
-		middleware.OutcomeFailed:    3, // E3's three attempts in place
-		middleware.OutcomeDuplicate: 4, // E1, E2, E4, E5 redelivered
+	require.Equal(t, map[ackgap.Outcome]int{
+		ackgap.OutcomeApplied:   5, // E1, E2, E4, E5, then E3
+		ackgap.OutcomeFailed:    3, // E3's three attempts in place
+		ackgap.OutcomeDuplicate: 4, // E1, E2, E4, E5 redelivered
 	}, o.outcomes())
 }
 

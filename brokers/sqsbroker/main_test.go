@@ -28,7 +28,6 @@ import (
 	"github.com/ackgap/ackgap/brokers/sqsbroker"
 	"github.com/ackgap/ackgap/internal/sqlitebrokertest"
 	"github.com/ackgap/ackgap/internal/testdb"
-	"github.com/ackgap/ackgap/middleware"
 	"github.com/ackgap/ackgap/router"
 	"github.com/ackgap/ackgap/stores"
 	"github.com/ackgap/ackgap/stores/sqlitestore"
@@ -246,41 +245,67 @@ func (b *backend) applied(t testing.TB) map[string]int {
 // observed collects inbox reports and the subscriber's ack reports.
 type observed struct {
 	mu    sync.Mutex
-	inbox []middleware.Report
-	acks  []sqsbroker.AckReport
+	inbox []ackgap.InboxReport
+	acks  []ackReport
 }
 
-func (o *observed) observeInbox(_ context.Context, r *middleware.Report) {
+func (o *observed) observeInbox(_ context.Context, r *ackgap.InboxReport) {
 	o.mu.Lock()
 	o.inbox = append(o.inbox, *r)
 	o.mu.Unlock()
 }
 
-func (o *observed) observeAck(_ context.Context, r *sqsbroker.AckReport) {
+func (o *observed) observeAck(_ context.Context, d *ackgap.Delivery) {
+	r := ackOf(d)
 	o.mu.Lock()
-	o.acks = append(o.acks, *r)
+	o.acks = append(o.acks, r)
 	o.mu.Unlock()
 }
 
+// ackReport is one settled message as these tests read it, flattened from
+// its ackgap.Delivery and the Delivery's Settlement.
+type ackReport struct {
+	d                                       *ackgap.Delivery
+	Queue, MessageID, EventID               string
+	ReceiveCount, BatchSize                 int
+	Received, HandedOut, Settled, Confirmed time.Time // Confirmed: the settlement's Answered
+	LeaseDeadline                           time.Time
+	Extensions                              int
+	LeaseLost                               bool
+	Outcome                                 ackgap.SettleOutcome
+	Err                                     error // the settlement's AdapterErr
+}
+
+func ackOf(d *ackgap.Delivery) ackReport {
+	s, _ := d.Settlement()
+	return ackReport{d: d, Queue: d.Destination, MessageID: d.MessageID, EventID: d.EventID,
+		ReceiveCount: d.ReceiveCount, BatchSize: d.BatchSize, Received: d.Received, HandedOut: s.HandedOut,
+		Settled: s.At, Confirmed: s.Answered, LeaseDeadline: s.LeaseDeadline, Extensions: s.LeaseExtensions,
+		LeaseLost: s.LeaseLost, Outcome: s.Outcome, Err: s.AdapterErr}
+}
+
+func (r ackReport) LeaseHeadroom() time.Duration { return r.d.LeaseHeadroom() }
+func (r ackReport) LeaseExpired() bool           { return r.d.LeaseExpired() }
+
 // outcomes returns how many deliveries had each inbox outcome.
-func (o *observed) outcomes() map[middleware.Outcome]int {
+func (o *observed) outcomes() map[ackgap.Outcome]int {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	out := map[middleware.Outcome]int{}
+	out := map[ackgap.Outcome]int{}
 	for _, r := range o.inbox {
 		out[r.Outcome]++
 	}
 	return out
 }
 
-func (o *observed) ackReports() []sqsbroker.AckReport {
+func (o *observed) ackReports() []ackReport {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return append([]sqsbroker.AckReport(nil), o.acks...)
+	return append([]ackReport(nil), o.acks...)
 }
 
 // waitAcks waits until at least n ack reports arrived.
-func (o *observed) waitAcks(t testing.TB, n int, within time.Duration) []sqsbroker.AckReport {
+func (o *observed) waitAcks(t testing.TB, n int, within time.Duration) []ackReport {
 	t.Helper()
 	eventually(t, within, fmt.Sprintf("%d ack reports", n), func() bool { return len(o.ackReports()) >= n })
 	return o.ackReports()
@@ -352,7 +377,7 @@ func runRouter(t testing.TB, b *backend, sub *sqsbroker.Subscriber, cfg router.C
 }
 
 // headroom summarises the lease headroom of reports with a confirmation.
-func headroom(reps []sqsbroker.AckReport) (lo, hi time.Duration) {
+func headroom(reps []ackReport) (lo, hi time.Duration) {
 	var hs []time.Duration
 	for _, r := range reps {
 		if !r.Confirmed.IsZero() {

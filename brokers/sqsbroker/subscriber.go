@@ -25,95 +25,60 @@ const abandonGrace = time.Second
 // fails for a reason other than a lost lease.
 const deleteAttempts = 3
 
-// AckOutcome says how the subscriber finished with one received message.
-type AckOutcome string
-
+// The values of ackgap.Settlement.Outcome the subscriber and the batch
+// consumer report: how they finished with one received message.
 const (
 	// AckDeleted: acked, and DeleteMessage returned success. When the
-	// delete came after the lease deadline ([AckReport.LeaseExpired]) SQS
+	// delete came after the lease deadline ([ackgap.Delivery.LeaseExpired]) SQS
 	// may have delivered the message again meanwhile, and a delete with the
 	// old receipt handle succeeds without removing the message (SQS
 	// DeleteMessage API reference): the copy is a duplicate the inbox
 	// absorbs.
-	AckDeleted AckOutcome = "deleted"
+	AckDeleted ackgap.SettleOutcome = "deleted"
 	// AckStale: acked, and DeleteMessage refused the receipt handle
 	// (ReceiptHandleIsInvalid): the lease was lost and another delivery
 	// holds the message. Not an error: the inbox absorbs that delivery.
-	AckStale AckOutcome = "stale"
+	AckStale ackgap.SettleOutcome = "stale"
 	// AckFailed: acked, but DeleteMessage failed (Err says why); the
 	// message is delivered again when its lease lapses, and the inbox
 	// absorbs it.
-	AckFailed AckOutcome = "delete_failed"
+	AckFailed ackgap.SettleOutcome = "delete_failed"
 	// AckNacked: nacked (or the message did not unmarshal: Err); its
 	// visibility was set to NackDelay.
-	AckNacked AckOutcome = "nacked"
+	AckNacked ackgap.SettleOutcome = "nacked"
 	// AckReleased: received but never handed out, because the
 	// subscription was closing (or, on a FIFO queue, because an earlier
 	// message of its group in the batch was nacked); its visibility was
 	// set to 0.
-	AckReleased AckOutcome = "released"
+	AckReleased ackgap.SettleOutcome = "released"
 	// AckAbandoned: still in the handler when CloseTimeout ran out; its
 	// context was cancelled and its heartbeat stopped; SQS delivers it
 	// again when its lease lapses.
-	AckAbandoned AckOutcome = "abandoned"
+	AckAbandoned ackgap.SettleOutcome = "abandoned"
 )
 
-// AckReport is the timeline of one received message, given to
-// SubscriberConfig.AckObserver: received -> handed out -> acked or nacked
-// -> broker confirmed, with the lease as the subscriber last set it.
-type AckReport struct {
-	// Queue is the queue name.
-	Queue string
-	// MessageID is the SQS MessageId; EventID the event_id attribute
-	// ("" if none).
+// ackReport is what the subscriber records about one received message
+// until it settles its ackgap.Delivery with it (see settle).
+type ackReport struct {
+	d *ackgap.Delivery
+	// HandedOut, Settled (when acked or nacked), Confirmed (when SQS
+	// answered the delete or visibility change with success), Outcome and
+	// Err become the settlement's HandedOut, At, Answered, Outcome and
+	// AdapterErr.
+	HandedOut, Settled, Confirmed time.Time
+	Outcome                       ackgap.SettleOutcome
+	Err                           error
+	// MessageID and EventID are d's, for logs.
 	MessageID, EventID string
-	// ReceiveCount is ApproximateReceiveCount (0 if SQS did not send it).
-	ReceiveCount int
-	// BatchSize is how many messages the ReceiveMessage response that
-	// returned this one held.
-	BatchSize int
-	// Received is when ReceiveMessage returned the message; HandedOut when
-	// the router took it (zero if never); Settled when it was acked or
-	// nacked (zero if never); Confirmed when SQS confirmed the delete or
-	// visibility change (zero if it did not).
-	Received, HandedOut, Settled, Confirmed time.Time
-	// LeaseDeadline is when SQS makes the message visible again as of the
-	// last extension (or the receive): the receive time plus the visibility
-	// timeout, then each extension's request time plus the visibility
-	// timeout.
-	LeaseDeadline time.Time
-	// Extensions counts the heartbeat's successful extensions.
-	Extensions int
-	// LeaseLost is true when SQS refused an extension: the message was
-	// visible again by then.
-	LeaseLost bool
-	// Outcome says what the subscriber did; Err is set for AckFailed and
-	// for a message that did not unmarshal or whose nack failed.
-	Outcome AckOutcome
-	Err     error
 }
 
-// LeaseHeadroom is LeaseDeadline minus Confirmed: how much lease was left
-// when SQS confirmed the delete. Negative means the message was visible
-// again before the delete: a duplicate delivery may be under way. It is 0
-// when nothing was confirmed.
-func (r *AckReport) LeaseHeadroom() time.Duration {
-	if r.Confirmed.IsZero() {
-		return 0
-	}
-	return r.LeaseDeadline.Sub(r.Confirmed)
-}
-
-// LeaseExpired reports whether the lease ran out before the subscriber
-// was done with the message: the heartbeat lost it, or the delete or
-// visibility change was confirmed after LeaseDeadline.
-func (r *AckReport) LeaseExpired() bool {
-	return r.LeaseLost || (!r.Confirmed.IsZero() && r.Confirmed.After(r.LeaseDeadline))
-}
-
-// AckObserverFunc receives an [AckReport]; ctx is the message's context
-// (background for a message never handed out).
-type AckObserverFunc func(ctx context.Context, r *AckReport)
+// AckObserverFunc receives the ackgap.Delivery of each received message
+// once the subscriber settled it (Delivery.Settlement then reports how:
+// Outcome, Answered, the lease as last extended, LeaseExtensions,
+// LeaseLost, AdapterErr), with its whole timeline (Received, BatchSize,
+// the inbox's reports). ctx is the message's context (background for a
+// message never handed out).
+type AckObserverFunc func(ctx context.Context, d *ackgap.Delivery)
 
 // Subscriber reads one SQS queue for a Watermill router: it implements
 // message.Subscriber. See the package doc for its life cycle. It is safe
@@ -393,22 +358,32 @@ func (sub *subscription) process(msgs []types.Message, leases []*lease) {
 	}
 }
 
-func (sub *subscription) report(m *types.Message, l *lease, batch int) *AckReport {
+func (sub *subscription) report(m *types.Message, l *lease, batch int) *ackReport {
+	return newReport(sub.s.queue.Name, m, batch, l.received, sub.leases.deadline(l))
+}
+
+// newReport starts the report of m, received from queue in a batch of
+// batch at received, with its lease ending at deadline.
+func newReport(queue string, m *types.Message, batch int, received, deadline time.Time) *ackReport {
 	n, _ := strconv.Atoi(m.Attributes[string(types.MessageSystemAttributeNameApproximateReceiveCount)])
 	eventID := ""
 	if a, ok := m.MessageAttributes[ackgap.MetadataEventIDKey]; ok {
 		eventID = aws.ToString(a.StringValue)
 	}
-	return &AckReport{
-		Queue: sub.s.queue.Name, MessageID: aws.ToString(m.MessageId), EventID: eventID,
-		ReceiveCount: n, BatchSize: batch, Received: l.received,
+	d := &ackgap.Delivery{
+		Destination: queue, MessageID: aws.ToString(m.MessageId), EventID: eventID,
+		ReceiveCount: n, BatchSize: batch, Received: received,
+		LeaseDeadline: deadline, Confirmation: ackgap.ConfirmationReported,
 	}
+	return &ackReport{d: d, MessageID: d.MessageID, EventID: eventID}
 }
 
-func (sub *subscription) observe(ctx context.Context, rep *AckReport, st leaseState) {
-	rep.LeaseDeadline, rep.Extensions, rep.LeaseLost = st.deadline, st.extensions, st.lost
+// observe settles rep's Delivery with rep and st, then gives it to the
+// AckObserver.
+func (sub *subscription) observe(ctx context.Context, rep *ackReport, st leaseState) {
+	rep.d.Settle(settlement(rep, st))
 	if obs := sub.s.cfg.AckObserver; obs != nil {
-		obs(ctx, rep)
+		obs(ctx, rep.d)
 	}
 }
 
@@ -430,11 +405,7 @@ func (sub *subscription) handle(m *types.Message, l *lease, batch int) (nacked b
 	}
 	ctx, cancel := context.WithCancel(sub.msgCtx)
 	defer cancel()
-	delivery := &ackgap.Delivery{
-		MessageID: rep.MessageID, ReceiveCount: rep.ReceiveCount,
-		LeaseDeadline: sub.leases.deadline(l), Confirmation: ackgap.ConfirmationReported,
-	}
-	msg.SetContext(ackgap.WithDelivery(ctx, delivery))
+	msg.SetContext(ackgap.WithDelivery(ctx, rep.d))
 
 	select {
 	case <-sub.stop:
@@ -471,20 +442,25 @@ func (sub *subscription) handle(m *types.Message, l *lease, batch int) (nacked b
 		sub.nack(l, rep)
 	}
 	sub.observe(msg.Context(), rep, st)
-	delivery.Settle(settlement(rep, st))
 	return settled && !acked
 }
 
-// settlement is what the ackgap.Delivery hook reports for rep: a nack, a
-// confirmed ack, or an ack that SQS did not confirm in time.
-func settlement(rep *AckReport, st leaseState) ackgap.Settlement {
-	s := ackgap.Settlement{Acked: rep.Outcome != AckNacked && rep.Outcome != AckAbandoned, At: rep.Settled, LeaseDeadline: st.deadline}
+// settlement is what the ackgap.Delivery hook reports for rep: a nack (or
+// a release), a confirmed ack, or an ack that SQS did not confirm in time;
+// with the subscriber's detail (outcome, answer, hand-out, lease).
+func settlement(rep *ackReport, st leaseState) ackgap.Settlement {
+	s := ackgap.Settlement{
+		Acked: rep.Outcome != AckNacked && rep.Outcome != AckAbandoned && rep.Outcome != AckReleased, At: rep.Settled,
+		LeaseDeadline: st.deadline, Outcome: rep.Outcome, Answered: rep.Confirmed, HandedOut: rep.HandedOut,
+		LeaseExtensions: st.extensions, LeaseLost: st.lost, AdapterErr: rep.Err,
+	}
+	expired := st.lost || (!rep.Confirmed.IsZero() && rep.Confirmed.After(st.deadline))
 	switch {
 	case rep.Outcome == AckAbandoned:
 		s.At = time.Now()
 		s.Err = errors.New("sqsbroker: still in the handler after CloseTimeout; abandoned to the lease")
 	case !s.Acked:
-	case rep.Outcome == AckDeleted && !rep.LeaseExpired():
+	case rep.Outcome == AckDeleted && !expired:
 		s.Confirmed = rep.Confirmed
 	case rep.Outcome == AckDeleted:
 		s.Err = fmt.Errorf("%w: DeleteMessage returned %s after the lease deadline %s; SQS may deliver the message again",
@@ -525,7 +501,7 @@ func (sub *subscription) requestCtx() (context.Context, context.CancelFunc) {
 }
 
 // delete deletes an acked message.
-func (sub *subscription) delete(l *lease, rep *AckReport, st leaseState) {
+func (sub *subscription) delete(l *lease, rep *ackReport, st leaseState) {
 	var err error
 	for attempt := range deleteAttempts {
 		if attempt > 0 {
@@ -556,7 +532,7 @@ func (sub *subscription) delete(l *lease, rep *AckReport, st leaseState) {
 }
 
 // nack makes a nacked message visible again after NackDelay.
-func (sub *subscription) nack(l *lease, rep *AckReport) {
+func (sub *subscription) nack(l *lease, rep *ackReport) {
 	rep.Outcome = AckNacked
 	ctx, cancel := sub.requestCtx()
 	defer cancel()

@@ -17,7 +17,6 @@ import (
 
 	"github.com/ackgap/ackgap"
 	"github.com/ackgap/ackgap/brokers/sqsbroker"
-	"github.com/ackgap/ackgap/middleware"
 	"github.com/ackgap/ackgap/router"
 )
 
@@ -66,7 +65,7 @@ func TestRoundTrip(t *testing.T) {
 	for id, k := range applied {
 		require.Equal(t, 1, k, "event %s applied %d times", id, k)
 	}
-	require.Equal(t, map[middleware.Outcome]int{middleware.OutcomeApplied: n, middleware.OutcomeDuplicate: 1}, o.outcomes())
+	require.Equal(t, map[ackgap.Outcome]int{ackgap.OutcomeApplied: n, ackgap.OutcomeDuplicate: 1}, o.outcomes())
 	for _, a := range acks {
 		// A second receive would mean a ReceiveMessage response was lost
 		// (see httpclient.go) or a lease lapsed.
@@ -146,7 +145,7 @@ func TestNackRedeliveredAfterNackDelay(t *testing.T) {
 	require.GreaterOrEqual(t, gap, 900*time.Millisecond, "not before NackDelay")
 	require.Less(t, gap, 20*time.Second, "after NackDelay (1s), not after the 30s visibility timeout")
 	require.Equal(t, map[string]int{"E1": 1}, b.applied(t))
-	require.Equal(t, map[middleware.Outcome]int{middleware.OutcomeFailed: 1, middleware.OutcomeApplied: 1}, o.outcomes())
+	require.Equal(t, map[ackgap.Outcome]int{ackgap.OutcomeFailed: 1, ackgap.OutcomeApplied: 1}, o.outcomes())
 	visible, inFlight := queueCounts(t, c, url)
 	require.Equal(t, 0, visible+inFlight)
 	t.Logf("nacked message redelivered %s after the nack (NackDelay 1s, visibility timeout 30s)", gap.Round(time.Millisecond))
@@ -205,7 +204,7 @@ func TestS11VisibilityExpiresMidProcessing(t *testing.T) {
 			start := time.Now()
 			require.NoError(t, newPublisher(t).Publish(name, event("E1")))
 
-			var acks []sqsbroker.AckReport
+			var acks []ackReport
 			if heartbeat {
 				acks = o.waitAcks(t, 1, 15*time.Second)
 			} else {
@@ -222,7 +221,7 @@ func TestS11VisibilityExpiresMidProcessing(t *testing.T) {
 			if heartbeat {
 				require.Len(t, acks, 1, "one delivery")
 				require.Equal(t, int32(1), handlerRuns.Load())
-				require.Equal(t, map[middleware.Outcome]int{middleware.OutcomeApplied: 1}, o.outcomes())
+				require.Equal(t, map[ackgap.Outcome]int{ackgap.OutcomeApplied: 1}, o.outcomes())
 				a := acks[0]
 				require.Equal(t, sqsbroker.AckDeleted, a.Outcome)
 				require.False(t, a.LeaseExpired())
@@ -240,7 +239,7 @@ func TestS11VisibilityExpiresMidProcessing(t *testing.T) {
 				return
 			}
 			require.Len(t, acks, 2, "two deliveries")
-			require.Equal(t, map[middleware.Outcome]int{middleware.OutcomeApplied: 1, middleware.OutcomeDuplicate: 1}, o.outcomes())
+			require.Equal(t, map[ackgap.Outcome]int{ackgap.OutcomeApplied: 1, ackgap.OutcomeDuplicate: 1}, o.outcomes())
 			first, second := acks[0], acks[1]
 			if first.ReceiveCount > second.ReceiveCount {
 				first, second = second, first
@@ -248,7 +247,7 @@ func TestS11VisibilityExpiresMidProcessing(t *testing.T) {
 			require.Equal(t, []int{1, 2}, []int{first.ReceiveCount, second.ReceiveCount})
 			for _, a := range acks {
 				require.NoError(t, a.Err, "a stale receipt handle is not an error")
-				require.Contains(t, []sqsbroker.AckOutcome{sqsbroker.AckDeleted, sqsbroker.AckStale}, a.Outcome)
+				require.Contains(t, []ackgap.SettleOutcome{sqsbroker.AckDeleted, sqsbroker.AckStale}, a.Outcome)
 			}
 			require.True(t, first.LeaseExpired(), "the first delivery's lease ran out before its delete")
 			require.Negative(t, first.LeaseHeadroom())
@@ -319,7 +318,7 @@ func TestBatchWaitsItsTurn(t *testing.T) {
 	last := acks[n-1]
 	require.Greater(t, last.HandedOut.Sub(last.Received), 2*time.Second, "the last one waited longer than the visibility timeout")
 	require.GreaterOrEqual(t, last.Extensions, 5)
-	require.Equal(t, map[middleware.Outcome]int{middleware.OutcomeApplied: n}, o.outcomes())
+	require.Equal(t, map[ackgap.Outcome]int{ackgap.OutcomeApplied: n}, o.outcomes())
 	require.Len(t, b.applied(t), n)
 	visible, inFlight := queueCounts(t, c, url)
 	require.Equal(t, 0, visible+inFlight)
@@ -363,7 +362,7 @@ func TestDeadLetterQueue(t *testing.T) {
 	require.Equal(t, `{"id":"E1"}`, string(m.Payload))
 	visible, inFlight := queueCounts(t, c, url)
 	require.Equal(t, 0, visible+inFlight, "source message deleted after the dead-letter publish")
-	require.Equal(t, map[middleware.Outcome]int{middleware.OutcomeFailed: 1}, o.outcomes())
+	require.Equal(t, map[ackgap.Outcome]int{ackgap.OutcomeFailed: 1}, o.outcomes())
 	require.Empty(t, b.applied(t))
 }
 
@@ -440,7 +439,7 @@ func TestCloseDrains(t *testing.T) {
 	acks := o.ackReports()
 	require.Len(t, acks, 3)
 	require.Equal(t, sqsbroker.AckDeleted, acks[0].Outcome, "the in-flight message finished and was deleted")
-	require.Equal(t, []sqsbroker.AckOutcome{sqsbroker.AckReleased, sqsbroker.AckReleased}, []sqsbroker.AckOutcome{acks[1].Outcome, acks[2].Outcome})
+	require.Equal(t, []ackgap.SettleOutcome{sqsbroker.AckReleased, sqsbroker.AckReleased}, []ackgap.SettleOutcome{acks[1].Outcome, acks[2].Outcome})
 	require.Len(t, b.applied(t), 1)
 	visible, inFlight := queueCounts(t, c, url)
 	require.Equal(t, 2, visible, "the two released messages are visible at once")

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/ackgap/ackgap"
 	"github.com/ackgap/ackgap/internal/testdb"
 	"github.com/ackgap/ackgap/stores"
 	"github.com/ackgap/ackgap/stores/pgxstore"
@@ -84,7 +85,7 @@ func (c *cli) json(v any, want int, args ...string) {
 // seeder writes inbox and outbox rows through a store's public API.
 type seeder interface {
 	stores.Operator
-	inbox(t *testing.T, consumer, eventID string, at time.Time, rows ...stores.OutboxInsertParams)
+	inbox(t *testing.T, consumer, eventID string, at time.Time, rows ...ackgap.OutboxEntry)
 }
 
 type backend struct {
@@ -143,8 +144,8 @@ func seed(t *testing.T, c *cli, s seeder) {
 	t.Helper()
 	c.ok("migrate", "up")
 	at := func(hh, mm int) time.Time { return time.Date(2026, 1, 2, hh, mm, 0, 0, time.UTC) }
-	out := func(kind, key string, created time.Time) stores.OutboxInsertParams {
-		return stores.OutboxInsertParams{Kind: kind, IdempotencyKey: key, Payload: []byte(`{"secret":"card-4242"}`),
+	out := func(kind, key string, created time.Time) ackgap.OutboxEntry {
+		return ackgap.OutboxEntry{Kind: kind, IdempotencyKey: key, Payload: []byte(`{"secret":"card-4242"}`),
 			Headers: map[string]string{"content-type": "application/json"}, Now: created, AvailableAt: created}
 	}
 	s.inbox(t, "audit", "order-1", at(2, 0))

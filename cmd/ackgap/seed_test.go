@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ackgap/ackgap"
 	"github.com/ackgap/ackgap/stores"
 )
 
@@ -24,7 +25,7 @@ type genericSeeder[TTx any] struct {
 	s stores.Store[TTx]
 }
 
-func (g *genericSeeder[TTx]) inbox(t *testing.T, consumer, eventID string, at time.Time, rows ...stores.OutboxInsertParams) {
+func (g *genericSeeder[TTx]) inbox(t *testing.T, consumer, eventID string, at time.Time, rows ...ackgap.OutboxEntry) {
 	t.Helper()
 	ctx := context.Background()
 	res, err := g.s.BeginInbox(ctx, &stores.BeginInboxParams{Consumer: consumer, EventID: eventID,

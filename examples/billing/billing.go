@@ -10,7 +10,6 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 
 	"github.com/ackgap/ackgap"
-	"github.com/ackgap/ackgap/middleware"
 	"github.com/ackgap/ackgap/router"
 	"github.com/ackgap/ackgap/stores"
 )
@@ -73,7 +72,7 @@ func ReceiptKey(orderID string) string { return "receipt:" + orderID }
 func EventID(orderID string) string { return EventIDPrefix + orderID }
 
 // chargeOrder is the demo's handler, written once for every store: it uses
-// only middleware.QueueTransition, which runs in the message's inbox
+// only ackgap.ApplyTransition, which runs in the message's inbox
 // transaction whatever its type. It moves the order pending -> charging
 // (guarded, version bumped) and, only if that move applied, records the
 // charge and the receipt e-mail in the outbox. An order another event
@@ -97,10 +96,11 @@ func chargeOrder[TTx any](ctx context.Context, _ TTx, _ *message.Message, ev Ord
 		return err
 	}
 	headers := map[string]string{"content-type": "application/json"}
-	return middleware.QueueTransition(ctx,
-		&stores.TransitionParams{Table: "orders", Key: ev.OrderID, From: []string{StatusPending}, To: StatusCharging, VersionColumn: "version"},
-		&stores.OutboxInsertParams{Kind: KindCharge, IdempotencyKey: ChargeKey(ev.OrderID), Payload: charge, Headers: headers},
-		&stores.OutboxInsertParams{Kind: KindReceipt, IdempotencyKey: ReceiptKey(ev.OrderID), Payload: receipt, Headers: headers})
+	_, err = ackgap.ApplyTransition(ctx,
+		&ackgap.Transition{Table: "orders", Key: ev.OrderID, From: []string{StatusPending}, To: StatusCharging, VersionColumn: "version"},
+		&ackgap.OutboxEntry{Kind: KindCharge, IdempotencyKey: ChargeKey(ev.OrderID), Payload: charge, Headers: headers},
+		&ackgap.OutboxEntry{Kind: KindReceipt, IdempotencyKey: ReceiptKey(ev.OrderID), Payload: receipt, Headers: headers})
+	return err
 }
 
 // handler returns chargeOrder as a router handler for transaction type TTx.

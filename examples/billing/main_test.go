@@ -581,7 +581,7 @@ func handlerEdges[TTx any](t *testing.T, b *backend[TTx]) {
 	require.NoError(t, err)
 	var mu sync.Mutex
 	var deadReasons []string
-	var outcomes []middleware.Outcome
+	var outcomes []ackgap.Outcome
 	dlDone := make(chan struct{})
 	go func() {
 		defer close(dlDone)
@@ -594,7 +594,7 @@ func handlerEdges[TTx any](t *testing.T, b *backend[TTx]) {
 	}()
 	r, err := router.New(b.store, &router.Config{
 		DeadLetter: pubsub,
-		InboxConfig: middleware.InboxConfig{Observer: func(_ context.Context, rep *middleware.Report) {
+		InboxConfig: middleware.InboxConfig{Observer: func(_ context.Context, rep *ackgap.InboxReport) {
 			mu.Lock()
 			defer mu.Unlock()
 			outcomes = append(outcomes, rep.Outcome)
@@ -646,12 +646,12 @@ func handlerEdges[TTx any](t *testing.T, b *backend[TTx]) {
 	require.NoError(t, pubsub.Close())
 	mu.Lock()
 	defer mu.Unlock()
-	require.Equal(t, []middleware.Outcome{
-		middleware.OutcomeFailed, // refused: rolled back, dead-lettered
-		middleware.OutcomeApplied,
-		middleware.OutcomeFailed, // bad JSON
-		middleware.OutcomeFailed, // no email
-		middleware.OutcomeApplied,
+	require.Equal(t, []ackgap.Outcome{
+		ackgap.OutcomeFailed, // refused: rolled back, dead-lettered
+		ackgap.OutcomeApplied,
+		ackgap.OutcomeFailed, // bad JSON
+		ackgap.OutcomeFailed, // no email
+		ackgap.OutcomeApplied,
 	}, outcomes)
 }
 

@@ -164,14 +164,15 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 }
 
 // routerOptions returns the tracing middleware for system (the first of
-// router.Config.Middlewares) and the inbox observer, which reports to
-// telemetry and then to next.
+// router.Config.Middlewares) and the inbox observer next: telemetry reads
+// the inbox's reports from each message's ackgap.Delivery, so next is the
+// only observer.
 func (o *observability) routerOptions(system string, next middleware.ObserverFunc) (message.HandlerMiddleware, middleware.ObserverFunc, error) {
 	mw, err := o.tel.Middleware("", system)
 	if err != nil {
 		return nil, nil, err
 	}
-	return mw, o.tel.Observer(next), nil
+	return mw, next, nil
 }
 
 // results waits up to SpanWait for the consumer spans still open, and

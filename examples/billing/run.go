@@ -21,7 +21,6 @@ import (
 
 	"github.com/ackgap/ackgap"
 	"github.com/ackgap/ackgap/console"
-	"github.com/ackgap/ackgap/middleware"
 	"github.com/ackgap/ackgap/router"
 	"github.com/ackgap/ackgap/stores"
 )
@@ -487,7 +486,7 @@ func publishPartitions(ctx context.Context, br demoBroker, p *plan, byPartition 
 // tally counts inbox outcomes (router.Config.Observer), per event.
 type tally struct {
 	mu       sync.Mutex
-	outcomes map[middleware.Outcome]int
+	outcomes map[ackgap.Outcome]int
 	events   map[string]*eventTally
 	// remaining counts events not yet applied with every expected
 	// duplicate seen.
@@ -513,7 +512,7 @@ type eventTally struct {
 }
 
 func newTally(p *plan) *tally {
-	t := &tally{outcomes: map[middleware.Outcome]int{}, events: make(map[string]*eventTally, len(p.events)), remaining: len(p.events)}
+	t := &tally{outcomes: map[ackgap.Outcome]int{}, events: make(map[string]*eventTally, len(p.events)), remaining: len(p.events)}
 	for id, n := range p.expectedDups {
 		t.events[id] = &eventTally{expectedDups: n}
 	}
@@ -523,7 +522,7 @@ func newTally(p *plan) *tally {
 // observe is the router's Observer: called once per pass through the
 // inbox, after the commit and before the ack. It must not block; it takes
 // a mutex held for a few map operations.
-func (t *tally) observe(_ context.Context, r *middleware.Report) {
+func (t *tally) observe(_ context.Context, r *ackgap.InboxReport) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.outcomes[r.Outcome]++
@@ -533,7 +532,7 @@ func (t *tally) observe(_ context.Context, r *middleware.Report) {
 		return
 	}
 	switch r.Outcome {
-	case middleware.OutcomeApplied:
+	case ackgap.OutcomeApplied:
 		e.applied++
 		if e.applied == 1 {
 			e.committed = r.Committed
@@ -541,7 +540,7 @@ func (t *tally) observe(_ context.Context, r *middleware.Report) {
 		} else {
 			t.twice++
 		}
-	case middleware.OutcomeDuplicate:
+	case ackgap.OutcomeDuplicate:
 		e.dups++
 		if e.firstDup.IsZero() || r.Received.Before(e.firstDup) {
 			e.firstDup = r.Received
@@ -1102,8 +1101,8 @@ func run[TTx any](ctx context.Context, b *backend[TTx], o Options) (s *Summary, 
 		Events: o.Events, Partitions: o.Partitions, Instances: fl.count(), Published: p.published,
 		Deliveries:         f.deliveries.Load(),
 		InjectedSequential: p.nSeq, InjectedCrash: p.nCrash, CrashesDone: int(f.crashes.Load()), InjectedConcurrent: p.nConc,
-		Applied: t.outcomes[middleware.OutcomeApplied], Duplicates: t.outcomes[middleware.OutcomeDuplicate],
-		Failed: t.outcomes[middleware.OutcomeFailed], Rejected: t.outcomes[middleware.OutcomeRejected],
+		Applied: t.outcomes[ackgap.OutcomeApplied], Duplicates: t.outcomes[ackgap.OutcomeDuplicate],
+		Failed: t.outcomes[ackgap.OutcomeFailed], Rejected: t.outcomes[ackgap.OutcomeRejected],
 		AppliedTwice: t.twice, UnknownEvents: t.unknown,
 		DeadLettered: dead, DeadLetterReasons: reasons,
 		OrdersMoved: orders.moved, OrdersMovedTwice: orders.movedTwice, OrdersNotMoved: orders.notMoved,

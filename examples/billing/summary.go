@@ -65,7 +65,7 @@ type Summary struct {
 	CrashEffect string
 
 	// Applied, Duplicates, Failed and Rejected count the inbox outcomes
-	// (middleware.Outcome*), one per pass through the inbox, retries
+	// (ackgap.Outcome*), one per pass through the inbox, retries
 	// included.
 	Applied, Duplicates, Failed, Rejected int
 	// AppliedTwice counts events the inbox applied more than once (must be

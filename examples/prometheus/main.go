@@ -35,7 +35,6 @@ import (
 
 	"github.com/ackgap/ackgap"
 	"github.com/ackgap/ackgap/brokers/gochannelbroker"
-	"github.com/ackgap/ackgap/middleware"
 	"github.com/ackgap/ackgap/router"
 	"github.com/ackgap/ackgap/stores"
 	"github.com/ackgap/ackgap/stores/sqlitestore"
@@ -98,7 +97,7 @@ func run(ctx context.Context, listen string, events int, out io.Writer, ready ch
 		return err
 	}
 	defer func() { err = errors.Join(err, tel.Close()) }()
-	mw, obs, err := tel.RouterOptions("orders", telemetry.SystemGoChannel)
+	mw, err := tel.Middleware("orders", telemetry.SystemGoChannel)
 	if err != nil {
 		return err
 	}
@@ -109,7 +108,6 @@ func run(ctx context.Context, listen string, events int, out io.Writer, ready ch
 	sub, _ := broker.Subscriber("billing")
 	r, err := router.New[*sql.Tx](store, &router.Config{
 		DeadLetter: pub, Middlewares: []message.HandlerMiddleware{mw}, Logger: watermill.NopLogger{},
-		InboxConfig: middleware.InboxConfig{Observer: obs},
 	})
 	if err != nil {
 		return err
@@ -118,7 +116,7 @@ func run(ctx context.Context, listen string, events int, out io.Writer, ready ch
 	// rows stay pending and the backlog gauge shows them.
 	if err := r.AddHandler("billing", "orders", sub, func(ctx context.Context, _ *sql.Tx, msg *message.Message) error {
 		id, _ := ackgap.EventIDFromContext(ctx)
-		_, err := middleware.AddOutbox(ctx, &stores.OutboxInsertParams{Kind: "receipt", IdempotencyKey: "receipt:" + id, Payload: msg.Payload})
+		err := ackgap.AddOutbox(ctx, &ackgap.OutboxEntry{Kind: "receipt", IdempotencyKey: "receipt:" + id, Payload: msg.Payload})
 		return err
 	}); err != nil {
 		return err

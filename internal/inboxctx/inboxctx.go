@@ -34,3 +34,17 @@ func EventID(ctx context.Context) (string, bool) {
 	id, ok := ctx.Value(eventIDKey{}).(string)
 	return id, ok
 }
+
+// opsKey is the context key of the message's transaction bound to its
+// store (package ackgap's helpers read it; package middleware sets it).
+type opsKey struct{}
+
+// WithOps returns a copy of ctx carrying ops.
+func WithOps(ctx context.Context, ops any) context.Context {
+	return context.WithValue(ctx, opsKey{}, ops)
+}
+
+// Ops returns what WithOps put in ctx, or nil.
+func Ops(ctx context.Context) any {
+	return ctx.Value(opsKey{})
+}

@@ -16,7 +16,7 @@
 // inbox insert are held back and sent with its first statement (an Exec
 // with arguments, such as a guarded transition's UPDATE, rides behind
 // them in the same round trip). Outbox rows added with QueueOutboxTx
-// (middleware.QueueOutbox) are held back too and sent with the next
+// (ackgap.AddOutbox) are held back too and sent with the next
 // statement or with COMMIT, pipelined, followed by a pg_notify that wakes
 // the outbox relays (after the COMMIT, in a transaction of its own: see
 // migration 003). Notifications are coalesced: at most one per

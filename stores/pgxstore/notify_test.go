@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ackgap/ackgap"
 	"github.com/ackgap/ackgap/internal/testdb"
 	"github.com/ackgap/ackgap/stores"
 	"github.com/ackgap/ackgap/stores/pgxstore"
@@ -54,7 +55,7 @@ func TestNotifyCoalesced(t *testing.T) {
 		key := fmt.Sprintf("coalesce-%d", i)
 		res, err := store.BeginInbox(ctx, &stores.BeginInboxParams{Consumer: "c1", EventID: key})
 		require.NoError(t, err)
-		require.NoError(t, store.QueueOutboxTx(ctx, res.Tx, &stores.OutboxInsertParams{Kind: "charge", IdempotencyKey: key}))
+		require.NoError(t, store.QueueOutboxTx(ctx, res.Tx, &ackgap.OutboxEntry{Kind: "charge", IdempotencyKey: key}))
 		require.NoError(t, store.CommitTx(ctx, res.Tx))
 	}
 	last := time.Now()

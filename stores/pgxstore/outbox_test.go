@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ackgap/ackgap"
 	"github.com/ackgap/ackgap/internal/testdb"
 	"github.com/ackgap/ackgap/stores"
 	"github.com/ackgap/ackgap/stores/pgxstore"
@@ -37,9 +38,9 @@ func TestListenOutbox(t *testing.T) {
 	insert := func(s *pgxstore.Store, key string, commit bool) {
 		res, err := s.BeginInbox(ctx, &stores.BeginInboxParams{Consumer: "c1", EventID: key})
 		require.NoError(t, err)
-		_, err = s.InsertOutboxTx(ctx, res.Tx, &stores.OutboxInsertParams{Kind: "charge", IdempotencyKey: key})
+		_, err = s.InsertOutboxTx(ctx, res.Tx, &ackgap.OutboxEntry{Kind: "charge", IdempotencyKey: key})
 		require.NoError(t, err)
-		_, err = s.InsertOutboxTx(ctx, res.Tx, &stores.OutboxInsertParams{Kind: "charge", IdempotencyKey: key + "-2"})
+		_, err = s.InsertOutboxTx(ctx, res.Tx, &ackgap.OutboxEntry{Kind: "charge", IdempotencyKey: key + "-2"})
 		require.NoError(t, err)
 		if commit {
 			require.NoError(t, s.CommitTx(ctx, res.Tx))
@@ -95,7 +96,7 @@ func TestOutboxMigrationsInSchema(t *testing.T) {
 	<-notified
 	res, err := store.BeginInbox(ctx, &stores.BeginInboxParams{Consumer: "c1", EventID: "e1"})
 	require.NoError(t, err)
-	_, err = store.InsertOutboxTx(ctx, res.Tx, &stores.OutboxInsertParams{Kind: "charge", IdempotencyKey: "k1"})
+	_, err = store.InsertOutboxTx(ctx, res.Tx, &ackgap.OutboxEntry{Kind: "charge", IdempotencyKey: "k1"})
 	require.NoError(t, err)
 	require.NoError(t, store.CommitTx(ctx, res.Tx))
 	select {
@@ -107,7 +108,7 @@ func TestOutboxMigrationsInSchema(t *testing.T) {
 	begun, err := store.BeginInboxDeferred(ctx, &stores.BeginInboxParams{Consumer: "c1", EventID: "e2"})
 	require.NoError(t, err)
 	tx := begun.Tx
-	require.NoError(t, store.QueueOutboxTx(ctx, tx, &stores.OutboxInsertParams{Kind: "charge", IdempotencyKey: "k2"}))
+	require.NoError(t, store.QueueOutboxTx(ctx, tx, &ackgap.OutboxEntry{Kind: "charge", IdempotencyKey: "k2"}))
 	require.NoError(t, store.CommitTx(ctx, tx))
 	select {
 	case <-notified:
@@ -117,7 +118,7 @@ func TestOutboxMigrationsInSchema(t *testing.T) {
 	// Rows written in a transaction of the caller's own: NotifyOutbox.
 	own, err := pool.Begin(ctx)
 	require.NoError(t, err)
-	_, err = store.InsertOutboxTx(ctx, own, &stores.OutboxInsertParams{Kind: "charge", IdempotencyKey: "k3"})
+	_, err = store.InsertOutboxTx(ctx, own, &ackgap.OutboxEntry{Kind: "charge", IdempotencyKey: "k3"})
 	require.NoError(t, err)
 	require.NoError(t, own.Commit(ctx))
 	require.NoError(t, store.NotifyOutbox(ctx))

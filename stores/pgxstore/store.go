@@ -223,7 +223,7 @@ func (s *Store) RollbackTx(ctx context.Context, tx pgx.Tx) error {
 // UPDATE ... WHERE key = $k AND state IN (from...); only when it changed
 // nothing, a SELECT of the current state to tell already applied from
 // refused.
-func (s *Store) TransitionIfStateTx(ctx context.Context, tx pgx.Tx, p *stores.TransitionParams) (*stores.TransitionResult, error) {
+func (s *Store) TransitionIfStateTx(ctx context.Context, tx pgx.Tx, p *ackgap.Transition) (*ackgap.TransitionResult, error) {
 	tp := p.WithDefaults()
 	if err := tp.Validate(); err != nil {
 		return nil, err
@@ -234,7 +234,7 @@ func (s *Store) TransitionIfStateTx(ctx context.Context, tx pgx.Tx, p *stores.Tr
 		return nil, interpretError("transition", err)
 	}
 	if tag.RowsAffected() > 0 {
-		return &stores.TransitionResult{Outcome: stores.TransitionApplied, Found: true, Previous: storekit.AppliedFrom(tp.From)}, nil
+		return &ackgap.TransitionResult{Outcome: ackgap.TransitionApplied, Found: true, Previous: storekit.AppliedFrom(tp.From)}, nil
 	}
 	var state string
 	err = tx.QueryRow(ctx, current, currentArgs...).Scan(&state)
@@ -242,11 +242,11 @@ func (s *Store) TransitionIfStateTx(ctx context.Context, tx pgx.Tx, p *stores.Tr
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return nil, interpretError("read state", err)
 	}
-	return &stores.TransitionResult{Outcome: storekit.OutcomeOf(false, found, state, tp.To), Found: found, Previous: state}, nil
+	return &ackgap.TransitionResult{Outcome: storekit.OutcomeOf(false, found, state, tp.To), Found: found, Previous: state}, nil
 }
 
 // InsertOutboxTx implements [stores.Store.InsertOutboxTx].
-func (s *Store) InsertOutboxTx(ctx context.Context, tx pgx.Tx, p *stores.OutboxInsertParams) (*stores.OutboxInsertResult, error) {
+func (s *Store) InsertOutboxTx(ctx context.Context, tx pgx.Tx, p *ackgap.OutboxEntry) (*stores.OutboxInsertResult, error) {
 	args, hash, err := outboxArgs(p)
 	if err != nil {
 		return nil, err
@@ -280,7 +280,7 @@ func (s *Store) InsertOutboxTx(ctx context.Context, tx pgx.Tx, p *stores.OutboxI
 // another payload fails that statement (the transaction is then aborted:
 // roll it back), or the commit (which rolls it back), with
 // storekit.IdempotencyConflict.
-func (s *Store) QueueOutboxTx(ctx context.Context, tx pgx.Tx, p *stores.OutboxInsertParams) error {
+func (s *Store) QueueOutboxTx(ctx context.Context, tx pgx.Tx, p *ackgap.OutboxEntry) error {
 	t, ok := tx.(*inboxTx)
 	if !ok || t.store != s || t.ended {
 		_, err := s.InsertOutboxTx(ctx, tx, p)
@@ -297,7 +297,7 @@ func (s *Store) QueueOutboxTx(ctx context.Context, tx pgx.Tx, p *stores.OutboxIn
 
 // outboxArgs validates p and returns the arguments of the outbox inserts
 // (outboxInsert, outboxQueued) and the payload's hash.
-func outboxArgs(p *stores.OutboxInsertParams) (args []any, hash []byte, err error) {
+func outboxArgs(p *ackgap.OutboxEntry) (args []any, hash []byte, err error) {
 	if err := p.Validate(); err != nil {
 		return nil, nil, err
 	}

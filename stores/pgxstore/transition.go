@@ -13,6 +13,7 @@ import (
 
 	"github.com/ackgap/ackgap"
 	"github.com/ackgap/ackgap/stores"
+	"github.com/ackgap/ackgap/stores/internal/sqlbuild"
 	"github.com/ackgap/ackgap/stores/storekit"
 )
 
@@ -23,9 +24,9 @@ const pgCardinalityViolation = "21000"
 // queuedTransition is a guarded transition held back by
 // QueueTransitionTx, with the arguments of its outbox rows.
 type queuedTransition struct {
-	tp   stores.TransitionParams // with defaults, validated
-	rows [][]any                 // outboxArgs of each row
-	keys []string                // the rows' idempotency keys
+	tp   ackgap.Transition // with defaults, validated
+	rows [][]any           // outboxArgs of each row
+	keys []string          // the rows' idempotency keys
 }
 
 // QueueTransitionTx implements [stores.Store.QueueTransitionTx]
@@ -103,7 +104,11 @@ func (q *queuedTransition) mapError(err error) error {
 	if errors.As(err, &pgErr) {
 		switch pgErr.Code {
 		case pgCardinalityViolation:
-			return ackgap.Permanent(ackgap.ReasonTransitionRefused, fmt.Errorf("%w: %s %s=%v is not in %s %v or has no row (queued transition to %q)",
+			if q.tp.To == "" {
+				return ackgap.Permanent(ackgap.ReasonTransitionRefused, fmt.Errorf("%w: %s %s=%v does not pass the guard or has no row",
+					ackgap.ErrTransitionRefused, q.tp.Table, q.tp.KeyColumn, q.tp.Key))
+			}
+			return ackgap.Permanent(ackgap.ReasonTransitionRefused, fmt.Errorf("%w: %s %s=%v is not in %s %v, does not pass the guard, or has no row (queued transition to %q)",
 				ackgap.ErrTransitionRefused, q.tp.Table, q.tp.KeyColumn, q.tp.Key, q.tp.StateColumn, q.tp.From, q.tp.To))
 		case pgDivisionByZero:
 			return storekit.IdempotencyConflict(strings.Join(q.keys, ", "))
@@ -134,9 +139,13 @@ func (s *Store) transitionSQL(q *queuedTransition, inbox *stores.BeginInboxParam
 	shape := transitionShape{
 		schema: q.tp.Schema, table: q.tp.Table, key: q.tp.KeyColumn, state: q.tp.StateColumn, version: q.tp.VersionColumn,
 		from: len(q.tp.From), rows: len(q.rows), inbox: inbox != nil, toInFrom: slices.Contains(q.tp.From, q.tp.To),
+		noState: q.tp.To == "",
 	}
 	for _, a := range q.tp.Set {
-		shape.set += storekit.QuoteIdentifier(a.Column) + ","
+		shape.set += storekit.QuoteIdentifier(a.Column) + string(a.Op) + ","
+	}
+	for _, g := range q.tp.Guards {
+		shape.guards += storekit.QuoteIdentifier(g.Column) + string(g.Op) + ","
 	}
 	if sql, ok := s.transitions.Load(shape); ok {
 		return sql.(string), args
@@ -155,28 +164,35 @@ const transitionSQLMax = 256
 // transitionShape is what the text of a queued transition depends on.
 type transitionShape struct {
 	schema, table, key, state, version string
-	set                                string // the quoted Set columns, each followed by a comma
+	set                                string // the quoted Set columns, each with its op and a comma
+	guards                             string // the quoted Guards columns, each with its op and a comma
 	from, rows                         int
-	inbox, toInFrom                    bool
+	inbox, toInFrom, noState           bool
 }
 
 // transitionArgs lays out the arguments of a queued transition: the inbox
 // row's five (consumer, event id, payload hash, received at, trace
-// parent) when inbox is folded in, To, the Set values, Key, the From
-// states, then nine per outbox row (outboxArgs' order).
+// parent) when inbox is folded in, To (unless ""), the Set values, Key,
+// the From states, the Guards values, then nine per outbox row
+// (outboxArgs' order).
 func transitionArgs(q *queuedTransition, inbox *stores.BeginInboxParams) []any {
 	tp := &q.tp
-	args := make([]any, 0, 5+2+len(tp.Set)+len(tp.From)+9*len(q.rows))
+	args := make([]any, 0, 5+2+len(tp.Set)+len(tp.From)+len(tp.Guards)+9*len(q.rows))
 	if inbox != nil {
 		args = append(args, inbox.Consumer, inbox.EventID, inbox.PayloadHash, nullTime(inbox.Now), nullString(inbox.TraceParent))
 	}
-	args = append(args, tp.To)
+	if tp.To != "" {
+		args = append(args, tp.To)
+	}
 	for _, a := range tp.Set {
 		args = append(args, a.Value)
 	}
 	args = append(args, tp.Key)
 	for _, f := range tp.From {
 		args = append(args, f)
+	}
+	for _, g := range tp.Guards {
+		args = append(args, g.Value)
 	}
 	for _, r := range q.rows {
 		args = append(args, r...)
@@ -186,7 +202,7 @@ func transitionArgs(q *queuedTransition, inbox *stores.BeginInboxParams) []any {
 
 // buildTransitionSQL writes the text of a queued transition of shape sh,
 // with the placeholders transitionArgs lays out.
-func buildTransitionSQL(inboxTable, outboxTable string, tp *stores.TransitionParams, sh transitionShape) string {
+func buildTransitionSQL(inboxTable, outboxTable string, tp *ackgap.Transition, sh transitionShape) string {
 	n := 0
 	next := func() string {
 		n++
@@ -204,24 +220,28 @@ func buildTransitionSQL(inboxTable, outboxTable string, tp *stores.TransitionPar
 		table = storekit.QuoteIdentifier(tp.Schema) + "." + table
 	}
 	state, key := storekit.QuoteIdentifier(tp.StateColumn), storekit.QuoteIdentifier(tp.KeyColumn)
-	to := next()
-	b.WriteString(", t AS (UPDATE " + table + " SET " + state + " = " + to)
-	if tp.VersionColumn != "" {
-		v := storekit.QuoteIdentifier(tp.VersionColumn)
-		b.WriteString(", " + v + " = " + v + " + 1")
+	bind := func(any) string { return next() }
+	var set []string
+	to := ""
+	if !sh.noState {
+		to = next()
+		set = append(set, state+" = "+to)
 	}
-	for _, a := range tp.Set {
-		b.WriteString(", " + storekit.QuoteIdentifier(a.Column) + " = " + next())
-	}
+	set = append(set, sqlbuild.SetClauses(tp, bind)...)
 	keyArg := next()
-	b.WriteString(" WHERE " + key + " = " + keyArg + " AND " + state + " IN (")
-	for i := range sh.from {
-		if i > 0 {
-			b.WriteString(", ")
+	b.WriteString(", t AS (UPDATE " + table + " SET " + strings.Join(set, ", ") + " WHERE " + key + " = " + keyArg)
+	if !sh.noState {
+		b.WriteString(" AND " + state + " IN (")
+		for i := range sh.from {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(next())
 		}
-		b.WriteString(next())
+		b.WriteString(")")
 	}
-	b.WriteString(") AND EXISTS (SELECT 1 FROM i) RETURNING 1)")
+	b.WriteString(sqlbuild.GuardClauses(tp, bind))
+	b.WriteString(" AND EXISTS (SELECT 1 FROM i) RETURNING 1)")
 	if sh.rows > 0 {
 		b.WriteString(", o AS (INSERT INTO " + outboxTable + ` AS o (kind, idempotency_key, payload, payload_hash, headers, consumer, event_id, created_at, available_at)
 SELECT v.kind, v.idempotency_key, v.payload, v.payload_hash, v.headers, v.consumer, v.event_id, COALESCE(v.created_at, now()), COALESCE(v.available_at, v.created_at, now())
@@ -238,7 +258,7 @@ WHERE EXISTS (SELECT 1 FROM t)
 ON CONFLICT (idempotency_key) DO UPDATE SET kind = o.kind WHERE 1 / (o.payload_hash = excluded.payload_hash)::int = 0)`)
 	}
 	b.WriteString("\nSELECT EXISTS (SELECT 1 FROM i), (SELECT 1 FROM (VALUES (1), (2)) AS refused (n) WHERE EXISTS (SELECT 1 FROM i) AND NOT EXISTS (SELECT 1 FROM t)")
-	if !sh.toInFrom {
+	if !sh.toInFrom && !sh.noState {
 		// Already in To is not a refusal. The state is read with FOR SHARE:
 		// a row another transaction moved while the UPDATE waited on it is
 		// then read as that transaction left it, not as this statement's

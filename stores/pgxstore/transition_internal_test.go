@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ackgap/ackgap"
 	"github.com/ackgap/ackgap/stores"
 )
 
@@ -18,12 +19,20 @@ func TestTransitionSQLPlaceholders(t *testing.T) {
 	s.names.Inbox, s.names.Outbox = `"ackgap_inbox"`, `"ackgap_outbox"`
 	placeholder := regexp.MustCompile(`\$(\d+)`)
 	for _, inbox := range []*stores.BeginInboxParams{nil, {Consumer: "c", EventID: "e"}} {
-		for _, from := range [][]string{{"a"}, {"a", "b"}, {"a", "b", "c"}} {
+		for _, from := range [][]string{nil, {"a"}, {"a", "b"}, {"a", "b", "c"}} {
 			for rows := range 3 {
-				for _, set := range [][]stores.Assignment{nil, {{Column: "note", Value: "x"}, {Column: "by", Value: 1}}} {
-					p := &stores.QueueTransitionParams{Transition: stores.TransitionParams{Table: "orders", Key: "o1", From: from, To: "b", Set: set}}
+				for _, set := range [][]ackgap.Assignment{nil, {{Column: "note", Value: "x"}, {Column: "stock", Value: 2, Op: ackgap.SetSubtract}}} {
+					to, guards := "b", []ackgap.Guard(nil)
+					if from == nil {
+						// No state: a guard on another column.
+						to, guards = "", []ackgap.Guard{{Column: "stock", Op: ackgap.GuardGreaterOrEqual, Value: 2}, {Column: "v", Op: ackgap.GuardEqual, Value: 7}}
+						if set == nil {
+							continue
+						}
+					}
+					p := &stores.QueueTransitionParams{Transition: ackgap.Transition{Table: "orders", Key: "o1", From: from, To: to, Guards: guards, Set: set}}
 					for i := range rows {
-						p.Outbox = append(p.Outbox, stores.OutboxInsertParams{Kind: "k", IdempotencyKey: "key" + strconv.Itoa(i)})
+						p.Outbox = append(p.Outbox, ackgap.OutboxEntry{Kind: "k", IdempotencyKey: "key" + strconv.Itoa(i)})
 					}
 					q, err := newQueuedTransition(p)
 					require.NoError(t, err)

@@ -26,7 +26,7 @@ func TestQueuedRowVisibleToNextStatement(t *testing.T) {
 	store, _ := migrated(t, nil)
 	res, err := store.BeginInbox(ctx, &stores.BeginInboxParams{Consumer: "c1", EventID: "e1"})
 	require.NoError(t, err)
-	row := &stores.OutboxInsertParams{Kind: "charge", IdempotencyKey: "charge:o1", Payload: []byte(`{}`)}
+	row := &ackgap.OutboxEntry{Kind: "charge", IdempotencyKey: "charge:o1", Payload: []byte(`{}`)}
 	require.NoError(t, store.QueueOutboxTx(ctx, res.Tx, row))
 	var n int
 	require.NoError(t, res.Tx.QueryRow(ctx, `SELECT count(*) FROM ackgap_outbox`).Scan(&n))
@@ -46,13 +46,13 @@ func TestQueuedConflictAtNextStatement(t *testing.T) {
 	store, pool := migrated(t, nil)
 	first, err := store.BeginInbox(ctx, &stores.BeginInboxParams{Consumer: "c1", EventID: "e1"})
 	require.NoError(t, err)
-	_, err = store.InsertOutboxTx(ctx, first.Tx, &stores.OutboxInsertParams{Kind: "charge", IdempotencyKey: "charge:o1", Payload: []byte(`{"amount":1}`)})
+	_, err = store.InsertOutboxTx(ctx, first.Tx, &ackgap.OutboxEntry{Kind: "charge", IdempotencyKey: "charge:o1", Payload: []byte(`{"amount":1}`)})
 	require.NoError(t, err)
 	require.NoError(t, store.CommitTx(ctx, first.Tx))
 
 	res, err := store.BeginInbox(ctx, &stores.BeginInboxParams{Consumer: "c1", EventID: "e2"})
 	require.NoError(t, err)
-	require.NoError(t, store.QueueOutboxTx(ctx, res.Tx, &stores.OutboxInsertParams{Kind: "charge", IdempotencyKey: "charge:o1", Payload: []byte(`{"amount":2}`)}))
+	require.NoError(t, store.QueueOutboxTx(ctx, res.Tx, &ackgap.OutboxEntry{Kind: "charge", IdempotencyKey: "charge:o1", Payload: []byte(`{"amount":2}`)}))
 	_, err = res.Tx.Exec(ctx, `SELECT 1`)
 	require.ErrorIs(t, err, ackgap.ErrIdempotencyConflict)
 	require.True(t, ackgap.IsPermanent(err))
@@ -73,7 +73,7 @@ func TestQueueOnOtherTxInsertsAtOnce(t *testing.T) {
 	tx, err := pool.Begin(ctx)
 	require.NoError(t, err)
 	defer func() { _ = tx.Rollback(ctx) }()
-	require.NoError(t, store.QueueOutboxTx(ctx, tx, &stores.OutboxInsertParams{Kind: "charge", IdempotencyKey: "charge:o1"}))
+	require.NoError(t, store.QueueOutboxTx(ctx, tx, &ackgap.OutboxEntry{Kind: "charge", IdempotencyKey: "charge:o1"}))
 	var n int
 	require.NoError(t, tx.Conn().QueryRow(ctx, `SELECT count(*) FROM ackgap_outbox`).Scan(&n))
 	require.Equal(t, 1, n)
@@ -82,14 +82,14 @@ func TestQueueOnOtherTxInsertsAtOnce(t *testing.T) {
 // TestRoundTrips counts what one message costs on PostgreSQL through the
 // inbox middleware, once every statement is prepared on the connection:
 // applied, a billing handler (guarded transition, two outbox rows) takes
-// one round trip with QueueTransition (BEGIN + one statement for the
-// inbox insert, the UPDATE and the rows + COMMIT + pg_notify), two with
-// TransitionIfState and QueueOutbox (BEGIN + inbox insert + UPDATE; both
-// rows + COMMIT + pg_notify) and four with AddOutbox (each row alone); a
-// duplicate takes two (the first round trip; the hash read, after a
-// ROLLBACK where there was no COMMIT). A handler that sends nothing costs
-// one (BEGIN + inbox insert + COMMIT). No round trip hides in the
-// middleware.
+// one round trip when it does not read the transition's outcome
+// (ackgap.ApplyTransition with its rows: BEGIN + one statement for the
+// inbox insert, the UPDATE and the rows + COMMIT + pg_notify) and two when
+// it reads it (PendingTransition.Result: BEGIN + inbox insert + UPDATE;
+// then both rows of ackgap.AddOutbox + COMMIT + pg_notify); a duplicate
+// takes two (the first round trip; the hash read, after a ROLLBACK where
+// there was no COMMIT). A handler that sends nothing costs one (BEGIN +
+// inbox insert + COMMIT). No round trip hides in the middleware.
 func TestRoundTrips(t *testing.T) {
 	ctx := context.Background()
 	_, base := migrated(t, nil)
@@ -108,36 +108,37 @@ func TestRoundTrips(t *testing.T) {
 	store, err := pgxstore.New(pool, &pgxstore.Config{NotifyInterval: time.Nanosecond})
 	require.NoError(t, err)
 
-	for _, mode := range []string{"transition", "queue", "add", "empty"} {
+	for _, mode := range []string{"transition", "read", "empty"} {
 		inbox, err := middleware.Inbox[pgx.Tx](store, &middleware.InboxConfig{Consumer: "billing"})
 		require.NoError(t, err)
 		h := inbox(func(msg *message.Message) ([]*message.Message, error) {
 			ctx := msg.Context()
 			order := msg.Metadata.Get("order")
-			p := &stores.TransitionParams{Table: "orders", Key: order, From: []string{"pending"}, To: "charging", VersionColumn: "version"}
+			p := &ackgap.Transition{Table: "orders", Key: order, From: []string{"pending"}, To: "charging", VersionColumn: "version"}
 			if mode == "empty" {
 				return nil, nil
 			}
-			if mode == "transition" {
-				return nil, middleware.QueueTransition(ctx, p,
-					&stores.OutboxInsertParams{Kind: "charge", IdempotencyKey: "charge:" + order, Payload: msg.Payload},
-					&stores.OutboxInsertParams{Kind: "receipt", IdempotencyKey: "receipt:" + order, Payload: msg.Payload})
+			rows := []*ackgap.OutboxEntry{
+				{Kind: "charge", IdempotencyKey: "charge:" + order, Payload: msg.Payload},
+				{Kind: "receipt", IdempotencyKey: "receipt:" + order, Payload: msg.Payload},
 			}
-			res, err := middleware.TransitionIfState(ctx, p)
+			if mode == "transition" {
+				_, err := ackgap.ApplyTransition(ctx, p, rows...)
+				return nil, err
+			}
+			pending, err := ackgap.ApplyTransition(ctx, p)
+			if err != nil {
+				return nil, err
+			}
+			res, err := pending.Result(ctx)
 			if err != nil {
 				return nil, err
 			}
 			if err := res.Err(); err != nil {
 				return nil, err
 			}
-			for _, kind := range []string{"charge", "receipt"} {
-				row := &stores.OutboxInsertParams{Kind: kind, IdempotencyKey: kind + ":" + order, Payload: msg.Payload}
-				if mode == "queue" {
-					err = middleware.QueueOutbox(ctx, row)
-				} else {
-					_, err = middleware.AddOutbox(ctx, row)
-				}
-				if err != nil {
+			for _, row := range rows {
+				if err := ackgap.AddOutbox(ctx, row); err != nil {
 					return nil, err
 				}
 			}
@@ -158,7 +159,7 @@ func TestRoundTrips(t *testing.T) {
 			require.NoError(t, err)
 		}
 		deliver(prefix + "0") // prepares every statement on the one connection
-		want := map[string]int64{"transition": 1, "queue": 2, "add": 4, "empty": 1}[mode]
+		want := map[string]int64{"transition": 1, "read": 2, "empty": 1}[mode]
 		require.Equal(t, want, deliver(prefix+"1"), "round trips of an applied message, %s", mode)
 		require.Equal(t, int64(2), deliver(prefix+"1"), "round trips of a duplicate, %s", mode)
 	}
@@ -226,8 +227,8 @@ func TestQueueTransitionOnOtherTxRunsAtOnce(t *testing.T) {
 	_, err := pool.Exec(ctx, `CREATE TABLE orders (id text PRIMARY KEY, status text NOT NULL); INSERT INTO orders VALUES ('o1', 'pending')`)
 	require.NoError(t, err)
 	p := &stores.QueueTransitionParams{
-		Transition: stores.TransitionParams{Table: "orders", Key: "o1", From: []string{"pending"}, To: "charging"},
-		Outbox:     []stores.OutboxInsertParams{{Kind: "charge", IdempotencyKey: "charge:o1"}, {Kind: "charge", IdempotencyKey: "charge:o1"}},
+		Transition: ackgap.Transition{Table: "orders", Key: "o1", From: []string{"pending"}, To: "charging"},
+		Outbox:     []ackgap.OutboxEntry{{Kind: "charge", IdempotencyKey: "charge:o1"}, {Kind: "charge", IdempotencyKey: "charge:o1"}},
 	}
 	tx, err := pool.Begin(ctx)
 	require.NoError(t, err)

@@ -243,7 +243,7 @@ func (s *Store) RollbackTx(_ context.Context, tx *sql.Tx) error {
 // UPDATE ... WHERE key = ?k AND state IN (from...); only when it changed
 // nothing, a SELECT of the current state to tell already applied from
 // refused. Schema must be empty or name an attached database.
-func (s *Store) TransitionIfStateTx(ctx context.Context, tx *sql.Tx, p *stores.TransitionParams) (*stores.TransitionResult, error) {
+func (s *Store) TransitionIfStateTx(ctx context.Context, tx *sql.Tx, p *ackgap.Transition) (*ackgap.TransitionResult, error) {
 	tp := p.WithDefaults()
 	if err := tp.Validate(); err != nil {
 		return nil, err
@@ -254,7 +254,7 @@ func (s *Store) TransitionIfStateTx(ctx context.Context, tx *sql.Tx, p *stores.T
 		return nil, interpretError("transition", err)
 	}
 	if n, err := res.RowsAffected(); err == nil && n > 0 {
-		return &stores.TransitionResult{Outcome: stores.TransitionApplied, Found: true, Previous: storekit.AppliedFrom(tp.From)}, nil
+		return &ackgap.TransitionResult{Outcome: ackgap.TransitionApplied, Found: true, Previous: storekit.AppliedFrom(tp.From)}, nil
 	}
 	var state string
 	err = s.txQueryRow(ctx, tx, current, currentArgs...).Scan(&state)
@@ -262,7 +262,7 @@ func (s *Store) TransitionIfStateTx(ctx context.Context, tx *sql.Tx, p *stores.T
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return nil, interpretError("read state", err)
 	}
-	return &stores.TransitionResult{Outcome: storekit.OutcomeOf(false, found, state, tp.To), Found: found, Previous: state}, nil
+	return &ackgap.TransitionResult{Outcome: storekit.OutcomeOf(false, found, state, tp.To), Found: found, Previous: state}, nil
 }
 
 // BeginInboxDeferred implements [stores.Store.BeginInboxDeferred]: SQLite
@@ -286,12 +286,12 @@ func (s *Store) QueueTransitionTx(ctx context.Context, tx *sql.Tx, p *stores.Que
 
 // QueueOutboxTx implements [stores.Store.QueueOutboxTx] at once
 // (storekit.QueueOutboxNow).
-func (s *Store) QueueOutboxTx(ctx context.Context, tx *sql.Tx, p *stores.OutboxInsertParams) error {
+func (s *Store) QueueOutboxTx(ctx context.Context, tx *sql.Tx, p *ackgap.OutboxEntry) error {
 	return storekit.QueueOutboxNow[*sql.Tx](ctx, s, tx, p)
 }
 
 // InsertOutboxTx implements [stores.Store.InsertOutboxTx].
-func (s *Store) InsertOutboxTx(ctx context.Context, tx *sql.Tx, p *stores.OutboxInsertParams) (*stores.OutboxInsertResult, error) {
+func (s *Store) InsertOutboxTx(ctx context.Context, tx *sql.Tx, p *ackgap.OutboxEntry) (*stores.OutboxInsertResult, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}

@@ -27,16 +27,17 @@ func QuoteIdentifier(name string) string { return ident.Quote(name) }
 func ValidIdentifier(what, name string) error { return ident.Valid(what, name) }
 
 // OutcomeOf classifies a guarded UPDATE: applied when it changed a row;
-// otherwise already applied when the row is in state to, refused when it
-// is in another state or missing (found false).
-func OutcomeOf(applied, found bool, current, to string) stores.TransitionOutcome {
+// otherwise already applied when the row is in state to (to not ""),
+// refused when it is in another state, fails a guard, or is missing (found
+// false).
+func OutcomeOf(applied, found bool, current, to string) ackgap.TransitionOutcome {
 	switch {
 	case applied:
-		return stores.TransitionApplied
-	case found && current == to:
-		return stores.TransitionAlreadyApplied
+		return ackgap.TransitionApplied
+	case found && to != "" && current == to:
+		return ackgap.TransitionAlreadyApplied
 	default:
-		return stores.TransitionRefused
+		return ackgap.TransitionRefused
 	}
 }
 
@@ -128,7 +129,7 @@ func VerdictNow[TTx any](tx TTx) *stores.BeginInboxResult[TTx] {
 
 // QueueOutboxNow is [stores.Store.QueueOutboxTx] for a store that does
 // not pipeline: it inserts the row at once with s.InsertOutboxTx.
-func QueueOutboxNow[TTx any](ctx context.Context, s stores.Store[TTx], tx TTx, p *stores.OutboxInsertParams) error {
+func QueueOutboxNow[TTx any](ctx context.Context, s stores.Store[TTx], tx TTx, p *ackgap.OutboxEntry) error {
 	_, err := s.InsertOutboxTx(ctx, tx, p)
 	return err
 }

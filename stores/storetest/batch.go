@@ -119,12 +119,12 @@ func runBatch[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TTx]) {
 		apply := func(order, event string) {
 			t.Helper()
 			require.NoError(t, bs.SavepointTx(ctx, tx, "msg"))
-			out, err := h.Store.TransitionIfStateTx(ctx, tx, &stores.TransitionParams{
+			out, err := h.Store.TransitionIfStateTx(ctx, tx, &ackgap.Transition{
 				Table: stateTable, Key: order, From: []string{"pending"}, To: "charging", VersionColumn: "version",
 			})
 			require.NoError(t, err)
 			require.True(t, out.Applied())
-			_, err = h.Store.InsertOutboxTx(ctx, tx, &stores.OutboxInsertParams{Kind: "charge", IdempotencyKey: "charge:" + order, Consumer: "c1", EventID: event})
+			_, err = h.Store.InsertOutboxTx(ctx, tx, &ackgap.OutboxEntry{Kind: "charge", IdempotencyKey: "charge:" + order, Consumer: "c1", EventID: event})
 			require.NoError(t, err)
 		}
 		apply("o1", "e1")
@@ -160,10 +160,10 @@ func runBatch[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TTx]) {
 		require.NoError(t, err)
 		tx := res.Tx
 		require.NoError(t, bs.SavepointTx(ctx, tx, "msg"))
-		_, err = h.Store.TransitionIfStateTx(ctx, tx, &stores.TransitionParams{Table: "no_such_table", Key: "o1", From: []string{"a"}, To: "b"})
+		_, err = h.Store.TransitionIfStateTx(ctx, tx, &ackgap.Transition{Table: "no_such_table", Key: "o1", From: []string{"a"}, To: "b"})
 		require.Error(t, err)
 		require.NoError(t, bs.RollbackToSavepointTx(ctx, tx, "msg"))
-		out, err := h.Store.TransitionIfStateTx(ctx, tx, &stores.TransitionParams{Table: stateTable, Key: "o1", From: []string{"pending"}, To: "charging"})
+		out, err := h.Store.TransitionIfStateTx(ctx, tx, &ackgap.Transition{Table: stateTable, Key: "o1", From: []string{"pending"}, To: "charging"})
 		require.NoError(t, err, "the transaction works again after the rollback to the savepoint")
 		require.True(t, out.Applied())
 		require.NoError(t, h.Store.CommitTx(ctx, tx))
@@ -176,11 +176,11 @@ func runBatch[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TTx]) {
 	t.Run("InsertOutboxMany", func(t *testing.T) {
 		bs, h := batchStore(t)
 		ctx := context.Background()
-		addRows(t, h, stores.OutboxInsertParams{Kind: "charge", IdempotencyKey: "charge:o0", Payload: []byte(`{"amount":1}`)})
+		addRows(t, h, ackgap.OutboxEntry{Kind: "charge", IdempotencyKey: "charge:o0", Payload: []byte(`{"amount":1}`)})
 		at := time.Now().Add(time.Hour).Truncate(time.Millisecond)
 		res, err := bs.BeginInboxMany(ctx, &stores.BeginInboxManyParams{Consumer: "c1", Rows: rows("e1")})
 		require.NoError(t, err)
-		out, err := bs.InsertOutboxManyTx(ctx, res.Tx, &stores.OutboxInsertManyParams{Rows: []stores.OutboxInsertParams{
+		out, err := bs.InsertOutboxManyTx(ctx, res.Tx, &stores.OutboxInsertManyParams{Rows: []ackgap.OutboxEntry{
 			{Kind: "charge", IdempotencyKey: "charge:o1", Payload: []byte(`{"amount":100}`), Headers: map[string]string{"traceparent": "00-abc-def-01"},
 				AvailableAt: at, Consumer: "c1", EventID: "e1"},
 			{Kind: "charge", IdempotencyKey: "charge:o0", Payload: []byte(`{"amount":1}`)},
@@ -189,14 +189,14 @@ func runBatch[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TTx]) {
 		}})
 		require.NoError(t, err)
 		require.Equal(t, []bool{false, true, false, true}, out.Duplicate)
-		_, err = bs.InsertOutboxManyTx(ctx, res.Tx, &stores.OutboxInsertManyParams{Rows: []stores.OutboxInsertParams{{Kind: "", IdempotencyKey: "k"}}})
+		_, err = bs.InsertOutboxManyTx(ctx, res.Tx, &stores.OutboxInsertManyParams{Rows: []ackgap.OutboxEntry{{Kind: "", IdempotencyKey: "k"}}})
 		require.ErrorContains(t, err, "Rows[0]: invalid outbox row: Kind is empty")
-		_, err = bs.InsertOutboxManyTx(ctx, res.Tx, &stores.OutboxInsertManyParams{Rows: []stores.OutboxInsertParams{
+		_, err = bs.InsertOutboxManyTx(ctx, res.Tx, &stores.OutboxInsertManyParams{Rows: []ackgap.OutboxEntry{
 			{Kind: "charge", IdempotencyKey: "charge:o9", Payload: []byte("a")}, {Kind: "charge", IdempotencyKey: "charge:o9", Payload: []byte("b")},
 		}})
 		require.ErrorIs(t, err, ackgap.ErrIdempotencyConflict, "the same key twice in one call with two payloads")
 		require.NoError(t, bs.SavepointTx(ctx, res.Tx, "msg"))
-		_, err = bs.InsertOutboxManyTx(ctx, res.Tx, &stores.OutboxInsertManyParams{Rows: []stores.OutboxInsertParams{
+		_, err = bs.InsertOutboxManyTx(ctx, res.Tx, &stores.OutboxInsertManyParams{Rows: []ackgap.OutboxEntry{
 			{Kind: "charge", IdempotencyKey: "charge:o2", Payload: []byte("x")}, {Kind: "charge", IdempotencyKey: "charge:o0", Payload: []byte(`{"amount":2}`)},
 		}})
 		require.ErrorIs(t, err, ackgap.ErrIdempotencyConflict, "a stored key with another payload")
@@ -251,7 +251,7 @@ func runBatch[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TTx]) {
 						if r.Duplicate {
 							continue
 						}
-						if _, err = h.Store.TransitionIfStateTx(ctx, res.Tx, &stores.TransitionParams{
+						if _, err = h.Store.TransitionIfStateTx(ctx, res.Tx, &ackgap.Transition{
 							Table: stateTable, Key: ids[i], From: []string{"open"}, To: "open", VersionColumn: "version",
 						}); err != nil {
 							break

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/ackgap/ackgap"
 	"github.com/ackgap/ackgap/stores"
 )
 
@@ -142,7 +143,7 @@ func benchBilling[TTx any](h *Harness[TTx], queue bool, i, row int) error {
 		if i%2 == 1 {
 			to = "b"
 		}
-		out, err := h.Store.TransitionIfStateTx(ctx, res.Tx, &stores.TransitionParams{
+		out, err := h.Store.TransitionIfStateTx(ctx, res.Tx, &ackgap.Transition{
 			Table: stateTable, Key: "r" + strconv.Itoa(row), From: []string{"a", "b"}, To: to, VersionColumn: "version",
 		})
 		if err != nil {
@@ -152,7 +153,7 @@ func benchBilling[TTx any](h *Harness[TTx], queue bool, i, row int) error {
 			return fmt.Errorf("transition not applied: %+v", out)
 		}
 		headers := map[string]string{"content-type": "application/json"}
-		for _, p := range []stores.OutboxInsertParams{
+		for _, p := range []ackgap.OutboxEntry{
 			{Kind: "charge", IdempotencyKey: "charge:" + n, Payload: []byte(`{"order_id":"` + n + `","amount_cents":100}`), Headers: headers, Consumer: "bench", EventID: "e" + n},
 			{Kind: "email.receipt", IdempotencyKey: "receipt:" + n, Payload: []byte(`{"order_id":"` + n + `","email":"a@example.com"}`), Headers: headers, Consumer: "bench", EventID: "e" + n},
 		} {

@@ -23,7 +23,7 @@ func runInboxDeferrer[TTx any](t *testing.T, setup func(t *testing.T) *Harness[T
 		require.NoError(t, h.Exec(context.Background(), `INSERT INTO "Order ""Items""" (id, status) VALUES ('o1', 'pending')`))
 		return pendingInbox[TTx]{t: t, s: h.Store}
 	}
-	bump := &stores.TransitionParams{Table: stateTable, Key: "o1", From: []string{"pending", "charging"}, To: "charging", VersionColumn: "version"}
+	bump := &ackgap.Transition{Table: stateTable, Key: "o1", From: []string{"pending", "charging"}, To: "charging", VersionColumn: "version"}
 	version := func(t *testing.T, h *Harness[TTx]) int {
 		var v int
 		require.NoError(t, h.QueryRow(context.Background(), `SELECT version FROM "Order ""Items""" WHERE id = 'o1'`, &v))
@@ -40,7 +40,7 @@ func runInboxDeferrer[TTx any](t *testing.T, setup func(t *testing.T) *Harness[T
 		require.NoError(t, err)
 		out, err := h.Store.TransitionIfStateTx(ctx, tx, bump)
 		require.NoError(t, err)
-		require.Equal(t, stores.TransitionApplied, out.Outcome)
+		require.Equal(t, ackgap.TransitionApplied, out.Outcome)
 		verdict, err := d.InboxVerdictTx(ctx, tx)
 		require.NoError(t, err)
 		require.False(t, verdict.Duplicate)
@@ -71,7 +71,7 @@ func runInboxDeferrer[TTx any](t *testing.T, setup func(t *testing.T) *Harness[T
 		verdict, err := d.InboxVerdictTx(ctx, tx)
 		require.NoError(t, err)
 		require.False(t, verdict.Duplicate)
-		_, err = h.Store.InsertOutboxTx(ctx, tx, &stores.OutboxInsertParams{Kind: "charge", IdempotencyKey: "charge:o1"})
+		_, err = h.Store.InsertOutboxTx(ctx, tx, &ackgap.OutboxEntry{Kind: "charge", IdempotencyKey: "charge:o1"})
 		require.NoError(t, err)
 		require.NoError(t, h.Store.CommitTx(ctx, tx))
 		require.Len(t, listOutbox(t, h), 1)

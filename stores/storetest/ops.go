@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ackgap/ackgap"
 	"github.com/ackgap/ackgap/stores"
 )
 
@@ -31,7 +32,7 @@ func runOperator[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TTx]) 
 		require.True(t, ok, "%T does not implement stores.Operator", h.Store)
 		return o, h
 	}
-	inbox := func(t *testing.T, h *Harness[TTx], consumer, eventID string, at time.Time, rows ...stores.OutboxInsertParams) {
+	inbox := func(t *testing.T, h *Harness[TTx], consumer, eventID string, at time.Time, rows ...ackgap.OutboxEntry) {
 		t.Helper()
 		ctx := context.Background()
 		res, err := h.Store.BeginInbox(ctx, &stores.BeginInboxParams{Consumer: consumer, EventID: eventID,

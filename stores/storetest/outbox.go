@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ackgap/ackgap"
 	"github.com/ackgap/ackgap/stores"
 )
 
@@ -244,9 +245,9 @@ func runOutbox[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TTx]) {
 		o, h := outboxSetup(t, setup)
 		ctx := context.Background()
 		const rows, claimers = 300, 6
-		params := make([]stores.OutboxInsertParams, rows)
+		params := make([]ackgap.OutboxEntry, rows)
 		for i := range params {
-			params[i] = stores.OutboxInsertParams{Kind: "charge", IdempotencyKey: fmt.Sprintf("k%03d", i), Payload: []byte("{}")}
+			params[i] = ackgap.OutboxEntry{Kind: "charge", IdempotencyKey: fmt.Sprintf("k%03d", i), Payload: []byte("{}")}
 		}
 		ids := addRows(t, h, params...)
 		var (
@@ -314,8 +315,8 @@ func outboxSetup[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TTx]) 
 
 // row is an outbox row of kind with key k, created at created and due at
 // available.
-func row(kind, k string, created, available time.Time) stores.OutboxInsertParams {
-	return stores.OutboxInsertParams{
+func row(kind, k string, created, available time.Time) ackgap.OutboxEntry {
+	return ackgap.OutboxEntry{
 		Kind: kind, IdempotencyKey: k, Payload: []byte(`{"key":"` + k + `"}`),
 		Headers: map[string]string{"h": k}, Now: created, AvailableAt: available,
 	}
@@ -324,7 +325,7 @@ func row(kind, k string, created, available time.Time) stores.OutboxInsertParams
 var outboxEvents atomic.Int64
 
 // addRows inserts rows in one inbox transaction and returns their ids.
-func addRows[TTx any](t *testing.T, h *Harness[TTx], rows ...stores.OutboxInsertParams) []int64 {
+func addRows[TTx any](t *testing.T, h *Harness[TTx], rows ...ackgap.OutboxEntry) []int64 {
 	t.Helper()
 	ctx := context.Background()
 	res := begin(t, h, "storetest", fmt.Sprintf("outbox-%d-%d", time.Now().UnixNano(), outboxEvents.Add(1)), nil)

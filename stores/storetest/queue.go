@@ -34,11 +34,11 @@ func runOutboxQueuer[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TT
 		ctx := context.Background()
 		at := time.Now().Add(time.Hour).Truncate(time.Millisecond)
 		res := begin(t, h, "c1", "e1", nil)
-		require.NoError(t, q.QueueOutboxTx(ctx, res.Tx, &stores.OutboxInsertParams{
+		require.NoError(t, q.QueueOutboxTx(ctx, res.Tx, &ackgap.OutboxEntry{
 			Kind: "charge", IdempotencyKey: "charge:o1", Payload: []byte(`{"amount":100}`),
 			Headers: map[string]string{"traceparent": "00-abc-def-01"}, AvailableAt: at, Consumer: "c1", EventID: "e1",
 		}))
-		require.NoError(t, q.QueueOutboxTx(ctx, res.Tx, &stores.OutboxInsertParams{Kind: "email.receipt", IdempotencyKey: "receipt:o1"}))
+		require.NoError(t, q.QueueOutboxTx(ctx, res.Tx, &ackgap.OutboxEntry{Kind: "email.receipt", IdempotencyKey: "receipt:o1"}))
 		require.NoError(t, h.Store.CommitTx(ctx, res.Tx))
 
 		rows := listOutbox(t, h)
@@ -56,18 +56,18 @@ func runOutboxQueuer[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TT
 	t.Run("QueuedDuplicateWritesNothing", func(t *testing.T) {
 		q, h := queuer(t)
 		ctx := context.Background()
-		addRows(t, h, stores.OutboxInsertParams{Kind: "charge", IdempotencyKey: "charge:o1", Payload: []byte(`{"amount":100}`)})
+		addRows(t, h, ackgap.OutboxEntry{Kind: "charge", IdempotencyKey: "charge:o1", Payload: []byte(`{"amount":100}`)})
 		res := begin(t, h, "c1", "e2", nil)
-		require.NoError(t, q.QueueOutboxTx(ctx, res.Tx, &stores.OutboxInsertParams{Kind: "charge", IdempotencyKey: "charge:o1", Payload: []byte(`{"amount":100}`)}))
-		require.NoError(t, q.QueueOutboxTx(ctx, res.Tx, &stores.OutboxInsertParams{Kind: "charge", IdempotencyKey: "charge:o2", Payload: []byte(`{"amount":7}`)}))
-		require.NoError(t, q.QueueOutboxTx(ctx, res.Tx, &stores.OutboxInsertParams{Kind: "charge", IdempotencyKey: "charge:o2", Payload: []byte(`{"amount":7}`)}))
+		require.NoError(t, q.QueueOutboxTx(ctx, res.Tx, &ackgap.OutboxEntry{Kind: "charge", IdempotencyKey: "charge:o1", Payload: []byte(`{"amount":100}`)}))
+		require.NoError(t, q.QueueOutboxTx(ctx, res.Tx, &ackgap.OutboxEntry{Kind: "charge", IdempotencyKey: "charge:o2", Payload: []byte(`{"amount":7}`)}))
+		require.NoError(t, q.QueueOutboxTx(ctx, res.Tx, &ackgap.OutboxEntry{Kind: "charge", IdempotencyKey: "charge:o2", Payload: []byte(`{"amount":7}`)}))
 		require.NoError(t, h.Store.CommitTx(ctx, res.Tx), "the same key with the same payload is a duplicate, not an error")
 		rows := listOutbox(t, h)
 		require.Len(t, rows, 2)
 		require.Equal(t, "", rows[0].EventID, "the existing row was left as it was")
 	})
 
-	conflict := func(t *testing.T, before []stores.OutboxInsertParams, queued ...stores.OutboxInsertParams) {
+	conflict := func(t *testing.T, before []ackgap.OutboxEntry, queued ...ackgap.OutboxEntry) {
 		t.Helper()
 		q, h := queuer(t)
 		ctx := context.Background()
@@ -77,9 +77,9 @@ func runOutboxQueuer[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TT
 			addRows(t, h, before...)
 		}
 		res := begin(t, h, "c1", "e1", nil)
-		out, err := h.Store.TransitionIfStateTx(ctx, res.Tx, &stores.TransitionParams{Table: stateTable, Key: "o1", From: []string{"pending"}, To: "charging"})
+		out, err := h.Store.TransitionIfStateTx(ctx, res.Tx, &ackgap.Transition{Table: stateTable, Key: "o1", From: []string{"pending"}, To: "charging"})
 		require.NoError(t, err)
-		require.Equal(t, stores.TransitionApplied, out.Outcome)
+		require.Equal(t, ackgap.TransitionApplied, out.Outcome)
 		for i := range queued {
 			require.NoError(t, q.QueueOutboxTx(ctx, res.Tx, &queued[i]))
 		}
@@ -98,21 +98,21 @@ func runOutboxQueuer[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TT
 		require.NoError(t, h.Store.RollbackTx(ctx, again.Tx))
 	}
 	t.Run("QueuedConflictWithCommittedRowFailsCommit", func(t *testing.T) {
-		conflict(t, []stores.OutboxInsertParams{{Kind: "charge", IdempotencyKey: "charge:o1", Payload: []byte(`{"amount":100}`)}},
-			stores.OutboxInsertParams{Kind: "email.receipt", IdempotencyKey: "receipt:o1", Payload: []byte(`{}`)},
-			stores.OutboxInsertParams{Kind: "charge", IdempotencyKey: "charge:o1", Payload: []byte(`{"amount":250}`)})
+		conflict(t, []ackgap.OutboxEntry{{Kind: "charge", IdempotencyKey: "charge:o1", Payload: []byte(`{"amount":100}`)}},
+			ackgap.OutboxEntry{Kind: "email.receipt", IdempotencyKey: "receipt:o1", Payload: []byte(`{}`)},
+			ackgap.OutboxEntry{Kind: "charge", IdempotencyKey: "charge:o1", Payload: []byte(`{"amount":250}`)})
 	})
 	t.Run("QueuedConflictWithinTransactionFailsCommit", func(t *testing.T) {
 		conflict(t, nil,
-			stores.OutboxInsertParams{Kind: "charge", IdempotencyKey: "charge:o1", Payload: []byte(`{"amount":100}`)},
-			stores.OutboxInsertParams{Kind: "charge", IdempotencyKey: "charge:o1", Payload: []byte(`{"amount":250}`)})
+			ackgap.OutboxEntry{Kind: "charge", IdempotencyKey: "charge:o1", Payload: []byte(`{"amount":100}`)},
+			ackgap.OutboxEntry{Kind: "charge", IdempotencyKey: "charge:o1", Payload: []byte(`{"amount":250}`)})
 	})
 
 	t.Run("RollbackDiscardsQueuedRows", func(t *testing.T) {
 		q, h := queuer(t)
 		ctx := context.Background()
 		res := begin(t, h, "c1", "e1", nil)
-		require.NoError(t, q.QueueOutboxTx(ctx, res.Tx, &stores.OutboxInsertParams{Kind: "charge", IdempotencyKey: "charge:o1"}))
+		require.NoError(t, q.QueueOutboxTx(ctx, res.Tx, &ackgap.OutboxEntry{Kind: "charge", IdempotencyKey: "charge:o1"}))
 		require.NoError(t, h.Store.RollbackTx(ctx, res.Tx))
 		require.Empty(t, listOutbox(t, h))
 		again := begin(t, h, "c1", "e1", nil)
@@ -126,7 +126,7 @@ func runOutboxQueuer[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TT
 		ctx := context.Background()
 		res := begin(t, h, "c1", "e1", nil)
 		defer func() { _ = h.Store.RollbackTx(ctx, res.Tx) }()
-		err := q.QueueOutboxTx(ctx, res.Tx, &stores.OutboxInsertParams{})
+		err := q.QueueOutboxTx(ctx, res.Tx, &ackgap.OutboxEntry{})
 		require.ErrorContains(t, err, "Kind is empty")
 		require.ErrorContains(t, err, "IdempotencyKey is empty")
 	})

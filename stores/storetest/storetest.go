@@ -14,7 +14,9 @@
 // error; a rollback frees the key; rows are scoped by consumer; 16
 // concurrent deliveries of one event apply exactly once; payload-hash
 // mismatches are reported; guarded transitions apply, report already
-// applied and refuse; outbox rows are written, deduplicated by idempotency
+// applied and refuse; guarded changes on any column (a guard with a bound
+// value, a set relative to the current value, a quoted column name) keep
+// those outcomes, run at once and queued; outbox rows are written, deduplicated by idempotency
 // key and rolled back with their transaction; pruning deletes by age;
 // migrations go down and up again.
 package storetest
@@ -176,7 +178,7 @@ func runInbox[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TTx]) {
 			}
 			// Bump the version whatever the state: only the inbox stands
 			// between this change and a double apply.
-			_, err = h.Store.TransitionIfStateTx(ctx, res.Tx, &stores.TransitionParams{
+			_, err = h.Store.TransitionIfStateTx(ctx, res.Tx, &ackgap.Transition{
 				Table: stateTable, Key: "o1", From: []string{"open"}, To: "open", VersionColumn: "version",
 			})
 			time.Sleep(20 * time.Millisecond) // hold the transaction so the others pile up on the key
@@ -233,26 +235,26 @@ func runInbox[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TTx]) {
 		ctx := context.Background()
 		require.NoError(t, h.Exec(ctx, createStateTable))
 		require.NoError(t, h.Exec(ctx, `INSERT INTO "Order ""Items""" (id, status) VALUES ('o1', 'pending'), ('o2', 'cancelled'), ('x'' OR ''1''=''1', 'pending')`))
-		tr := func(key string) *stores.TransitionResult {
+		tr := func(key string) *ackgap.TransitionResult {
 			res := begin(t, h, "c1", "e-"+key+time.Now().String(), nil)
-			out, err := h.Store.TransitionIfStateTx(ctx, res.Tx, &stores.TransitionParams{
+			out, err := h.Store.TransitionIfStateTx(ctx, res.Tx, &ackgap.Transition{
 				Table: stateTable, Key: key, From: []string{"pending"}, To: "charging",
-				Set: []stores.Assignment{{Column: "note", Value: "by " + key}}, VersionColumn: "version",
+				Set: []ackgap.Assignment{{Column: "note", Value: "by " + key}}, VersionColumn: "version",
 			})
 			require.NoError(t, err)
 			require.NoError(t, h.Store.CommitTx(ctx, res.Tx))
 			return out
 		}
-		require.Equal(t, &stores.TransitionResult{Outcome: stores.TransitionApplied, Found: true, Previous: "pending"}, tr("o1"))
+		require.Equal(t, &ackgap.TransitionResult{Outcome: ackgap.TransitionApplied, Found: true, Previous: "pending"}, tr("o1"))
 		already := tr("o1")
-		require.Equal(t, stores.TransitionAlreadyApplied, already.Outcome)
+		require.Equal(t, ackgap.TransitionAlreadyApplied, already.Outcome)
 		require.NoError(t, already.Err())
 		refused := tr("o2")
-		require.Equal(t, &stores.TransitionResult{Outcome: stores.TransitionRefused, Found: true, Previous: "cancelled"}, refused)
+		require.Equal(t, &ackgap.TransitionResult{Outcome: ackgap.TransitionRefused, Found: true, Previous: "cancelled"}, refused)
 		require.ErrorIs(t, refused.Err(), ackgap.ErrTransitionRefused)
 		require.True(t, ackgap.IsPermanent(refused.Err()))
 		missing := tr("nope")
-		require.Equal(t, stores.TransitionRefused, missing.Outcome)
+		require.Equal(t, ackgap.TransitionRefused, missing.Outcome)
 		require.False(t, missing.Found)
 		require.ErrorIs(t, missing.Err(), ackgap.ErrTransitionRefused)
 
@@ -268,8 +270,103 @@ func runInbox[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TTx]) {
 
 		res := begin(t, h, "c1", "invalid", nil)
 		defer func() { _ = h.Store.RollbackTx(ctx, res.Tx) }()
-		_, err := h.Store.TransitionIfStateTx(ctx, res.Tx, &stores.TransitionParams{Table: stateTable, Key: "o1", To: "x"})
+		_, err := h.Store.TransitionIfStateTx(ctx, res.Tx, &ackgap.Transition{Table: stateTable, Key: "o1", To: "x"})
 		require.ErrorContains(t, err, "From is empty")
+	})
+
+	t.Run("GuardedChange", func(t *testing.T) {
+		h := setup(t)
+		ctx := context.Background()
+		require.NoError(t, h.Exec(ctx, `CREATE TABLE "Stock ""Items""" (sku TEXT PRIMARY KEY, "on hand" INTEGER NOT NULL, version INTEGER NOT NULL DEFAULT 0, status TEXT NOT NULL DEFAULT 'open')`))
+		require.NoError(t, h.Exec(ctx, `INSERT INTO "Stock ""Items""" (sku, "on hand") VALUES ('s1', 5)`))
+		const table = `Stock "Items"`
+		tr := func(p *ackgap.Transition) *ackgap.TransitionResult {
+			t.Helper()
+			p.Table, p.KeyColumn = table, "sku"
+			res := begin(t, h, "c1", "e-"+time.Now().String(), nil)
+			out, err := h.Store.TransitionIfStateTx(ctx, res.Tx, p)
+			require.NoError(t, err)
+			require.NoError(t, h.Store.CommitTx(ctx, res.Tx))
+			return out
+		}
+		row := func() (onHand, version int, status string) {
+			t.Helper()
+			require.NoError(t, h.QueryRow(ctx, `SELECT "on hand", version, status FROM "Stock ""Items""" WHERE sku = 's1'`, &onHand, &version, &status))
+			return onHand, version, status
+		}
+		reserve := func(n int) *ackgap.Transition {
+			return &ackgap.Transition{Key: "s1",
+				Guards: []ackgap.Guard{{Column: "on hand", Op: ackgap.GuardGreaterOrEqual, Value: n}},
+				Set:    []ackgap.Assignment{{Column: "on hand", Op: ackgap.SetSubtract, Value: n}}, VersionColumn: "version"}
+		}
+
+		require.Equal(t, &ackgap.TransitionResult{Outcome: ackgap.TransitionApplied, Found: true}, tr(reserve(3)), "stock >= 3: take 3")
+		onHand, version, _ := row()
+		require.Equal(t, []int{2, 1}, []int{onHand, version})
+		refused := tr(reserve(3))
+		require.Equal(t, &ackgap.TransitionResult{Outcome: ackgap.TransitionRefused, Found: true}, refused, "stock 2 < 3: refused, never already applied")
+		require.ErrorIs(t, refused.Err(), ackgap.ErrTransitionRefused)
+		require.True(t, ackgap.IsPermanent(refused.Err()))
+		missing := reserve(1)
+		missing.Key = "nope"
+		require.Equal(t, &ackgap.TransitionResult{Outcome: ackgap.TransitionRefused}, tr(missing))
+		onHand, version, _ = row()
+		require.Equal(t, []int{2, 1}, []int{onHand, version}, "a refused change writes nothing")
+
+		// Optimistic concurrency: version = v, and a set relative to the
+		// current value.
+		restock := func(v int) *ackgap.Transition {
+			return &ackgap.Transition{Key: "s1",
+				Guards: []ackgap.Guard{{Column: "version", Op: ackgap.GuardEqual, Value: v}},
+				Set:    []ackgap.Assignment{{Column: "on hand", Op: ackgap.SetAdd, Value: 10}}, VersionColumn: "version"}
+		}
+		require.Equal(t, ackgap.TransitionRefused, tr(restock(0)).Outcome, "a stale version is refused")
+		require.Equal(t, ackgap.TransitionApplied, tr(restock(1)).Outcome)
+		onHand, version, _ = row()
+		require.Equal(t, []int{12, 2}, []int{onHand, version})
+
+		// A state guard and a column guard together keep the three outcomes.
+		closeIf := func(min int) *ackgap.Transition {
+			return &ackgap.Transition{Key: "s1", From: []string{"open"}, To: "closed",
+				Guards: []ackgap.Guard{{Column: "on hand", Op: ackgap.GuardGreater, Value: min}}}
+		}
+		require.Equal(t, &ackgap.TransitionResult{Outcome: ackgap.TransitionRefused, Found: true, Previous: "open"}, tr(closeIf(100)))
+		require.Equal(t, ackgap.TransitionApplied, tr(closeIf(1)).Outcome)
+		require.Equal(t, ackgap.TransitionAlreadyApplied, tr(closeIf(1)).Outcome)
+
+		// The queued form: applied with its rows, refused fails the
+		// transaction (at once, with the statement that carries it, or at
+		// the commit) and leaves nothing.
+		res := begin(t, h, "c1", "queued-1", nil)
+		q := &stores.QueueTransitionParams{Transition: *reserve(2), Outbox: []ackgap.OutboxEntry{{Kind: "reserved", IdempotencyKey: "reserved:s1:2"}}}
+		q.Transition.Table, q.Transition.KeyColumn = table, "sku"
+		require.NoError(t, h.Store.QueueTransitionTx(ctx, res.Tx, q))
+		require.NoError(t, h.Store.CommitTx(ctx, res.Tx))
+		onHand, version, _ = row()
+		require.Equal(t, []int{10, 3}, []int{onHand, version})
+		require.Len(t, listOutbox(t, h), 1)
+
+		res = begin(t, h, "c1", "queued-2", nil)
+		q = &stores.QueueTransitionParams{Transition: *reserve(11), Outbox: []ackgap.OutboxEntry{{Kind: "reserved", IdempotencyKey: "reserved:s1:11"}}}
+		q.Transition.Table, q.Transition.KeyColumn = table, "sku"
+		err := h.Store.QueueTransitionTx(ctx, res.Tx, q)
+		if err == nil {
+			err = h.Store.CommitTx(ctx, res.Tx)
+		}
+		require.ErrorIs(t, err, ackgap.ErrTransitionRefused)
+		require.NoError(t, h.Store.RollbackTx(ctx, res.Tx))
+		onHand, version, _ = row()
+		require.Equal(t, []int{10, 3}, []int{onHand, version})
+		require.Len(t, listOutbox(t, h), 1, "no row for a refused change")
+
+		res = begin(t, h, "c1", "invalid", nil)
+		defer func() { _ = h.Store.RollbackTx(ctx, res.Tx) }()
+		_, err = h.Store.TransitionIfStateTx(ctx, res.Tx, &ackgap.Transition{Table: table, Key: "s1",
+			Guards: []ackgap.Guard{{Column: "on hand", Op: "LIKE", Value: 1}}, Set: []ackgap.Assignment{{Column: "on hand", Op: "*", Value: 2}}})
+		require.ErrorContains(t, err, "Guards[0].Op")
+		require.ErrorContains(t, err, "Set[0].Op")
+		_, err = h.Store.TransitionIfStateTx(ctx, res.Tx, &ackgap.Transition{Table: table, Key: "s1", Set: []ackgap.Assignment{{Column: "status", Value: "x"}}})
+		require.ErrorContains(t, err, "needs a guard")
 	})
 
 	t.Run("TransitionRolledBackWithInbox", func(t *testing.T) {
@@ -278,10 +375,10 @@ func runInbox[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TTx]) {
 		require.NoError(t, h.Exec(ctx, createStateTable))
 		require.NoError(t, h.Exec(ctx, `INSERT INTO "Order ""Items""" (id, status) VALUES ('o1', 'pending')`))
 		res := begin(t, h, "c1", "e1", nil)
-		out, err := h.Store.TransitionIfStateTx(ctx, res.Tx, &stores.TransitionParams{Table: stateTable, Key: "o1", From: []string{"pending"}, To: "charging"})
+		out, err := h.Store.TransitionIfStateTx(ctx, res.Tx, &ackgap.Transition{Table: stateTable, Key: "o1", From: []string{"pending"}, To: "charging"})
 		require.NoError(t, err)
-		require.Equal(t, stores.TransitionApplied, out.Outcome)
-		_, err = h.Store.InsertOutboxTx(ctx, res.Tx, &stores.OutboxInsertParams{Kind: "charge", IdempotencyKey: "charge:o1", Payload: []byte("{}")})
+		require.Equal(t, ackgap.TransitionApplied, out.Outcome)
+		_, err = h.Store.InsertOutboxTx(ctx, res.Tx, &ackgap.OutboxEntry{Kind: "charge", IdempotencyKey: "charge:o1", Payload: []byte("{}")})
 		require.NoError(t, err)
 		require.NoError(t, h.Store.RollbackTx(ctx, res.Tx))
 
@@ -299,21 +396,21 @@ func runInbox[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TTx]) {
 		ctx := context.Background()
 		at := time.Now().Add(time.Hour).Truncate(time.Millisecond)
 		res := begin(t, h, "c1", "e1", nil)
-		first, err := h.Store.InsertOutboxTx(ctx, res.Tx, &stores.OutboxInsertParams{
+		first, err := h.Store.InsertOutboxTx(ctx, res.Tx, &ackgap.OutboxEntry{
 			Kind: "charge", IdempotencyKey: "charge:o1", Payload: []byte(`{"amount":100}`),
 			Headers: map[string]string{"traceparent": "00-abc-def-01"}, AvailableAt: at, Consumer: "c1", EventID: "e1",
 		})
 		require.NoError(t, err)
 		require.False(t, first.Duplicate)
-		same, err := h.Store.InsertOutboxTx(ctx, res.Tx, &stores.OutboxInsertParams{Kind: "charge", IdempotencyKey: "charge:o1", Payload: []byte(`{"amount":100}`)})
+		same, err := h.Store.InsertOutboxTx(ctx, res.Tx, &ackgap.OutboxEntry{Kind: "charge", IdempotencyKey: "charge:o1", Payload: []byte(`{"amount":100}`)})
 		require.NoError(t, err)
 		require.Equal(t, &stores.OutboxInsertResult{ID: first.ID, Duplicate: true}, same)
-		_, err = h.Store.InsertOutboxTx(ctx, res.Tx, &stores.OutboxInsertParams{Kind: "charge", IdempotencyKey: "charge:o1", Payload: []byte(`{"amount":250}`)})
+		_, err = h.Store.InsertOutboxTx(ctx, res.Tx, &ackgap.OutboxEntry{Kind: "charge", IdempotencyKey: "charge:o1", Payload: []byte(`{"amount":250}`)})
 		require.ErrorIs(t, err, ackgap.ErrIdempotencyConflict)
 		require.Equal(t, ackgap.ReasonIdempotencyConflict, ackgap.ReasonOf(err))
-		_, err = h.Store.InsertOutboxTx(ctx, res.Tx, &stores.OutboxInsertParams{Kind: "email.receipt", IdempotencyKey: "receipt:o1"})
+		_, err = h.Store.InsertOutboxTx(ctx, res.Tx, &ackgap.OutboxEntry{Kind: "email.receipt", IdempotencyKey: "receipt:o1"})
 		require.NoError(t, err, "an empty payload is allowed")
-		_, err = h.Store.InsertOutboxTx(ctx, res.Tx, &stores.OutboxInsertParams{Kind: "", IdempotencyKey: ""})
+		_, err = h.Store.InsertOutboxTx(ctx, res.Tx, &ackgap.OutboxEntry{Kind: "", IdempotencyKey: ""})
 		require.ErrorContains(t, err, "Kind is empty")
 		require.ErrorContains(t, err, "IdempotencyKey is empty")
 		require.NoError(t, h.Store.CommitTx(ctx, res.Tx))

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"text/template"
 
+	"github.com/ackgap/ackgap"
 	"github.com/ackgap/ackgap/internal/ident"
 	"github.com/ackgap/ackgap/stores"
 )
@@ -30,9 +31,10 @@ var Postgres = Dialect{Placeholder: func(n int) string { return "$" + strconv.It
 var SQLite = Dialect{Placeholder: func(n int) string { return "?" + strconv.Itoa(n) }}
 
 // Transition returns the guarded UPDATE for p with its arguments, and the
-// SELECT that reads the row's current state (one column) when the UPDATE
-// changed nothing. p must have passed WithDefaults and Validate.
-func Transition(d Dialect, p *stores.TransitionParams) (update string, args []any, current string, currentArgs []any) {
+// SELECT that reads the row's current state (one column; the empty string
+// when p.To is "", which sets no state) when the UPDATE changed nothing.
+// p must have passed WithDefaults and Validate.
+func Transition(d Dialect, p *ackgap.Transition) (update string, args []any, current string, currentArgs []any) {
 	table := ident.Quote(p.Table)
 	if p.Schema != "" {
 		table = ident.Quote(p.Schema) + "." + table
@@ -40,35 +42,65 @@ func Transition(d Dialect, p *stores.TransitionParams) (update string, args []an
 	state := ident.Quote(p.StateColumn)
 	key := ident.Quote(p.KeyColumn)
 
-	var b strings.Builder
-	args = make([]any, 0, 2+len(p.From)+len(p.Set))
+	args = make([]any, 0, 2+len(p.From)+len(p.Set)+len(p.Guards))
 	bind := func(v any) string {
 		args = append(args, v)
 		return d.Placeholder(len(args))
 	}
-	b.WriteString("UPDATE ")
-	b.WriteString(table)
-	b.WriteString(" SET ")
-	b.WriteString(state)
-	b.WriteString(" = ")
-	b.WriteString(bind(p.To))
+	var set []string
+	if p.To != "" {
+		set = append(set, state+" = "+bind(p.To))
+	}
+	set = append(set, SetClauses(p, bind)...)
+	where := key + " = " + bind(p.Key)
+	if p.To != "" {
+		from := make([]string, len(p.From))
+		for i, f := range p.From {
+			from[i] = bind(f)
+		}
+		where += " AND " + state + " IN (" + strings.Join(from, ", ") + ")"
+	}
+	where += GuardClauses(p, bind)
+	update = "UPDATE " + table + " SET " + strings.Join(set, ", ") + " WHERE " + where
+	col := state
+	if p.To == "" {
+		col = "''"
+	}
+	current = "SELECT " + col + " FROM " + table + " WHERE " + key + " = " + d.Placeholder(1)
+	return update, args, current, []any{p.Key}
+}
+
+// SetClauses returns the assignments of p other than its state: the
+// version increment, then each of p.Set ("col" = $n, or "col" = "col" +
+// $n for SetAdd, - for SetSubtract), binding values with bind in that
+// order.
+func SetClauses(p *ackgap.Transition, bind func(any) string) []string {
+	var set []string
 	if p.VersionColumn != "" {
 		v := ident.Quote(p.VersionColumn)
-		b.WriteString(", " + v + " = " + v + " + 1")
+		set = append(set, v+" = "+v+" + 1")
 	}
 	for _, a := range p.Set {
-		b.WriteString(", " + ident.Quote(a.Column) + " = " + bind(a.Value))
-	}
-	b.WriteString(" WHERE " + key + " = " + bind(p.Key) + " AND " + state + " IN (")
-	for i, f := range p.From {
-		if i > 0 {
-			b.WriteString(", ")
+		c := ident.Quote(a.Column)
+		switch a.Op {
+		case ackgap.SetAdd, ackgap.SetSubtract:
+			set = append(set, c+" = "+c+" "+string(a.Op)+" "+bind(a.Value))
+		default:
+			set = append(set, c+" = "+bind(a.Value))
 		}
-		b.WriteString(bind(f))
 	}
-	b.WriteString(")")
-	current = "SELECT " + state + " FROM " + table + " WHERE " + key + " = " + d.Placeholder(1)
-	return b.String(), args, current, []any{p.Key}
+	return set
+}
+
+// GuardClauses returns p.Guards as WHERE conditions, each preceded by
+// " AND ", binding values with bind in order. p must have passed Validate,
+// which admits only the GuardOp constants.
+func GuardClauses(p *ackgap.Transition, bind func(any) string) string {
+	var b strings.Builder
+	for _, g := range p.Guards {
+		b.WriteString(" AND " + ident.Quote(g.Column) + " " + string(g.Op) + " " + bind(g.Value))
+	}
+	return b.String()
 }
 
 // Migration is stores.Migration, so the stores can return it.
