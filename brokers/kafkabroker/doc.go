@@ -78,6 +78,24 @@
 //		MaxInFlight:      64,
 //	}, logger)
 //
+// # Batched transactions
+//
+// [NewBatchConsumer] runs a topic through a [BatchFunc] (batch.Processor's
+// ProcessErrors: one transaction per batch, a savepoint per message) on top
+// of a [ParallelSubscriber]: a batch is what the partitions have ready, up
+// to MaxBatch (64) and BatchWait (1 ms) after its first message, and under
+// OrderingKey never two messages of one key. Messages are acked only after
+// the batch's commit; a failing message is rolled back to its savepoint
+// while the rest commits, and is nacked (holding its key and watermark) or,
+// when permanent or out of MaxAttempts, dead-lettered and acked.
+//
+//	p, err := batch.New[pgx.Tx](store, &batch.Config[pgx.Tx]{InboxConfig: middleware.InboxConfig{Consumer: "billing"}, Handler: charge})
+//	bc, err := kafkabroker.NewBatchConsumer(p.ProcessErrors, &kafkabroker.BatchConsumerConfig{
+//		ParallelConfig: kafkabroker.ParallelConfig{SubscriberConfig: kafkabroker.SubscriberConfig{Brokers: brokers, ConsumerGroup: "billing"}},
+//		Topic:          "orders", DeadLetter: pub, DeadLetterTopic: "orders.dlq",
+//	}, logger)
+//	go bc.Run(ctx)
+//
 // # Observability
 //
 // Each message handed out carries an ackgap.Delivery in its context
