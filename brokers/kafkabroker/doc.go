@@ -102,13 +102,18 @@
 // (ackgap.DeliveryFromContext): the consumer group, partition and offset,
 // and Confirmation ackgap.ConfirmationReported. The subscriber settles it
 // once: with the nack time, or with the ack time and the time the offset
-// commit carrying the message returned (per-ack commits: the synchronous
-// commit after the ack; CommitInterval: the first periodic commit after
-// it), or with an error wrapping ackgap.ErrAckNotConfirmed when the claim
-// ended or CloseTimeout ran out first. Package telemetry turns that into
-// the span's broker_confirmed event and the ack gap. Sarama reports a
-// failed commit on the group's error channel, not to the committer, so a
-// commit that returned with an error still counts as returned.
+// commit carrying the message was accepted by the group coordinator
+// (per-ack commits: the synchronous commit after the ack; CommitInterval:
+// the first periodic commit after it), or with an error wrapping
+// ackgap.ErrAckNotConfirmed when the claim ended, CloseTimeout ran out
+// first, or the coordinator refused the commit or did not answer
+// ([ErrCommitRefused], logged with the partition and offset). Package
+// telemetry turns that into the span's broker_confirmed event and the ack
+// gap. Sarama's ConsumerGroupSession.Commit reports a refused commit only
+// on the group's error channel, so [Subscriber] sends each OffsetCommit
+// itself, through a Kafka client of its own (one more connection), with
+// the session's generation and member id, and reads the answer per
+// partition, as [ParallelSubscriber] does.
 //
 // # Time limits
 //
