@@ -253,6 +253,13 @@ func (c *offsetCommitter) flush(only *partitionKey) bool {
 // send sends blocks in one request to the group coordinator and returns
 // each block's error (nil: accepted).
 func (c *offsetCommitter) send(blocks []commitBlock) []error {
+	return sendOffsetCommit(c.client, c.conf, c.group, c.gen, c.member, blocks)
+}
+
+// sendOffsetCommit sends blocks in one OffsetCommit request to group's
+// coordinator, with generation gen and member id member, and returns each
+// block's error (nil: the coordinator accepted it).
+func sendOffsetCommit(client sarama.Client, conf *sarama.Config, group string, gen int32, member string, blocks []commitBlock) []error {
 	errs := make([]error, len(blocks))
 	fail := func(err error) []error {
 		for i := range errs {
@@ -260,13 +267,13 @@ func (c *offsetCommitter) send(blocks []commitBlock) []error {
 		}
 		return errs
 	}
-	req := sarama.NewOffsetCommitRequest(c.conf, c.group)
-	req.ConsumerGroupGeneration = c.gen
-	req.ConsumerID = c.member
+	req := sarama.NewOffsetCommitRequest(conf, group)
+	req.ConsumerGroupGeneration = gen
+	req.ConsumerID = member
 	for _, b := range blocks {
 		req.AddBlock(b.k.topic, b.k.partition, b.offset, 0, "")
 	}
-	coord, err := c.client.Coordinator(c.group)
+	coord, err := client.Coordinator(group)
 	if err != nil {
 		return fail(fmt.Errorf("find the group coordinator: %w", err))
 	}
@@ -275,7 +282,7 @@ func (c *offsetCommitter) send(blocks []commitBlock) []error {
 		// The connection failed or timed out: the commit may or may not
 		// have landed. Unconfirmed either way; the next commit carries a
 		// watermark at least as high.
-		_ = c.client.RefreshCoordinator(c.group)
+		_ = client.RefreshCoordinator(group)
 		return fail(fmt.Errorf("OffsetCommit: %w", err))
 	}
 	refresh := false
@@ -292,7 +299,7 @@ func (c *offsetCommitter) send(blocks []commitBlock) []error {
 		}
 	}
 	if refresh {
-		_ = c.client.RefreshCoordinator(c.group)
+		_ = client.RefreshCoordinator(group)
 	}
 	return errs
 }

@@ -78,19 +78,42 @@
 //		MaxInFlight:      64,
 //	}, logger)
 //
+// # Batched transactions
+//
+// [NewBatchConsumer] runs a topic through a [BatchFunc] (batch.Processor's
+// ProcessErrors: one transaction per batch, a savepoint per message) on top
+// of a [ParallelSubscriber]: a batch is what the partitions have ready, up
+// to MaxBatch (64) and BatchWait (1 ms) after its first message, and under
+// OrderingKey never two messages of one key. Messages are acked only after
+// the batch's commit; a failing message is rolled back to its savepoint
+// while the rest commits, and is nacked (holding its key and watermark) or,
+// when permanent or out of MaxAttempts, dead-lettered and acked.
+//
+//	p, err := batch.New[pgx.Tx](store, &batch.Config[pgx.Tx]{InboxConfig: middleware.InboxConfig{Consumer: "billing"}, Handler: charge})
+//	bc, err := kafkabroker.NewBatchConsumer(p.ProcessErrors, &kafkabroker.BatchConsumerConfig{
+//		ParallelConfig: kafkabroker.ParallelConfig{SubscriberConfig: kafkabroker.SubscriberConfig{Brokers: brokers, ConsumerGroup: "billing"}},
+//		Topic:          "orders", DeadLetter: pub, DeadLetterTopic: "orders.dlq",
+//	}, logger)
+//	go bc.Run(ctx)
+//
 // # Observability
 //
 // Each message handed out carries an ackgap.Delivery in its context
 // (ackgap.DeliveryFromContext): the consumer group, partition and offset,
 // and Confirmation ackgap.ConfirmationReported. The subscriber settles it
 // once: with the nack time, or with the ack time and the time the offset
-// commit carrying the message returned (per-ack commits: the synchronous
-// commit after the ack; CommitInterval: the first periodic commit after
-// it), or with an error wrapping ackgap.ErrAckNotConfirmed when the claim
-// ended or CloseTimeout ran out first. Package telemetry turns that into
-// the span's broker_confirmed event and the ack gap. Sarama reports a
-// failed commit on the group's error channel, not to the committer, so a
-// commit that returned with an error still counts as returned.
+// commit carrying the message was accepted by the group coordinator
+// (per-ack commits: the synchronous commit after the ack; CommitInterval:
+// the first periodic commit after it), or with an error wrapping
+// ackgap.ErrAckNotConfirmed when the claim ended, CloseTimeout ran out
+// first, or the coordinator refused the commit or did not answer
+// ([ErrCommitRefused], logged with the partition and offset). Package
+// telemetry turns that into the span's broker_confirmed event and the ack
+// gap. Sarama's ConsumerGroupSession.Commit reports a refused commit only
+// on the group's error channel, so [Subscriber] sends each OffsetCommit
+// itself, through a Kafka client of its own (one more connection), with
+// the session's generation and member id, and reads the answer per
+// partition, as [ParallelSubscriber] does.
 //
 // # Time limits
 //

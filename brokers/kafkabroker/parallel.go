@@ -122,11 +122,21 @@ func (s *ParallelSubscriber) Subscribe(ctx context.Context, topic string) (<-cha
 		_ = client.Close()
 		return nil, fmt.Errorf("kafkabroker: subscribe to %q: %w", topic, err)
 	}
+	// Offset commits go on connections of their own: on the consumer's,
+	// each would wait behind the fetch in flight (up to FetchMaxWait),
+	// as Kafka answers a connection's requests in order.
+	commits, err := sarama.NewClient(s.cfg.Brokers, s.sc)
+	if err != nil {
+		_ = group.Close()
+		_ = client.Close()
+		return nil, fmt.Errorf("kafkabroker: subscribe to %q: %w", topic, err)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		_ = group.Close()
 		_ = client.Close()
+		_ = commits.Close()
 		return nil, ErrSubscriberClosed
 	}
 	runCtx, cancelRun := context.WithCancel(context.Background())
@@ -138,6 +148,7 @@ func (s *ParallelSubscriber) Subscribe(ctx context.Context, topic string) (<-cha
 		topic:      topic,
 		logger:     s.logger.With(watermill.LogFields{"topic": topic, "consumer_group": s.cfg.ConsumerGroup}),
 		client:     client,
+		commits:    commits,
 		group:      group,
 		out:        make(chan *message.Message),
 		msgCtx:     msgCtx,
@@ -260,8 +271,10 @@ type parallelSub struct {
 	topic  string
 	logger watermill.LoggerAdapter
 	client sarama.Client
-	group  sarama.ConsumerGroup
-	out    chan *message.Message
+	// commits is the client offset commits are sent with.
+	commits sarama.Client
+	group   sarama.ConsumerGroup
+	out     chan *message.Message
 
 	msgCtx     context.Context
 	cancelMsgs context.CancelFunc
@@ -304,7 +317,7 @@ func (sub *parallelSub) consume(runCtx context.Context) {
 
 // Setup starts the session's committer.
 func (sub *parallelSub) Setup(sess sarama.ConsumerGroupSession) error {
-	com := newOffsetCommitter(sub.client, sub.sc, sub.cfg.ConsumerGroup, sess.GenerationID(), sess.MemberID(), sub.cfg.CommitInterval,
+	com := newOffsetCommitter(sub.commits, sub.sc, sub.cfg.ConsumerGroup, sess.GenerationID(), sess.MemberID(), sub.cfg.CommitInterval,
 		sub.logger.With(watermill.LogFields{"member_id": sess.MemberID()}))
 	com.accepted = sub.accepted
 	go com.run()
@@ -381,7 +394,7 @@ func (sub *parallelSub) stop() error {
 		sub.cancelMsgs()
 		sub.cancelRun()
 		<-sub.consumed
-		sub.stopErr = errors.Join(sub.group.Close(), sub.client.Close())
+		sub.stopErr = errors.Join(sub.group.Close(), sub.client.Close(), sub.commits.Close())
 	})
 	<-sub.done
 	return sub.stopErr

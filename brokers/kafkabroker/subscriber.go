@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/IBM/sarama"
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill-kafka/v3/pkg/kafka"
 	"github.com/ThreeDotsLabs/watermill/message"
@@ -47,12 +48,16 @@ var ErrCloseTimedOut = errors.New("kafkabroker: close timed out")
 type Subscriber struct {
 	inner  *kafka.Subscriber
 	cfg    SubscriberConfig
+	sc     *sarama.Config
 	logger watermill.LoggerAdapter
 	track  *tracker
 
 	mu     sync.Mutex
 	closed bool
 	subs   []*subscription
+	// commits is the Kafka client the tracker sends offset commits with,
+	// connected by the first Subscribe.
+	commits sarama.Client
 
 	closeOnce sync.Once
 	closeErr  error
@@ -78,7 +83,8 @@ func NewSubscriber(cfg *SubscriberConfig, logger watermill.LoggerAdapter) (*Subs
 	if logger == nil {
 		logger = watermill.NopLogger{}
 	}
-	t := newTracker(sc.Consumer.Offsets.AutoCommit.Enable, c.CommitInterval, c.ConsumerGroup)
+	t := newTracker(sc.Consumer.Offsets.AutoCommit.Enable, c.CommitInterval, c.ConsumerGroup, sc,
+		logger.With(watermill.LogFields{"consumer_group": c.ConsumerGroup}))
 	if sc.Consumer.Offsets.AutoCommit.Enable {
 		// The tracker's committer makes the periodic commits, so that each
 		// commit's return is seen (ackgap.Delivery); Sarama keeps
@@ -96,7 +102,7 @@ func NewSubscriber(cfg *SubscriberConfig, logger watermill.LoggerAdapter) (*Subs
 	if err != nil {
 		return nil, fmt.Errorf("kafkabroker: subscriber: %w", err)
 	}
-	return &Subscriber{inner: inner, cfg: c, logger: logger, track: t}, nil
+	return &Subscriber{inner: inner, cfg: c, sc: sc, logger: logger, track: t}, nil
 }
 
 // Subscribe joins the consumer group for topic and returns its messages.
@@ -106,6 +112,9 @@ func NewSubscriber(cfg *SubscriberConfig, logger watermill.LoggerAdapter) (*Subs
 // was acked (and its offset committed) or, after a nack, redelivers the
 // same message. It returns [ErrSubscriberClosed] after Close.
 func (s *Subscriber) Subscribe(ctx context.Context, topic string) (<-chan *message.Message, error) {
+	if err := s.connectCommits(); err != nil {
+		return nil, fmt.Errorf("kafkabroker: subscribe to %q: %w", topic, err)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -141,6 +150,29 @@ func (s *Subscriber) Subscribe(ctx context.Context, topic string) (<-chan *messa
 		}
 	}()
 	return out, nil
+}
+
+// connectCommits connects the Kafka client offset commits are sent with,
+// once, without holding s.mu.
+func (s *Subscriber) connectCommits() error {
+	s.mu.Lock()
+	connected := s.commits != nil
+	s.mu.Unlock()
+	if connected {
+		return nil
+	}
+	client, err := sarama.NewClient(s.cfg.Brokers, s.sc)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.commits != nil || s.closed {
+		return client.Close() // another Subscribe won, or Close came first (Subscribe then returns ErrSubscriberClosed)
+	}
+	s.commits = client
+	s.track.setClient(client)
+	return nil
 }
 
 // Close stops every subscription: no new message is handed out, messages
@@ -182,6 +214,15 @@ func (s *Subscriber) Close() error {
 		}
 		for _, sub := range subs {
 			<-sub.done // the consumer closed its channels, or abandon made forward return
+		}
+		s.mu.Lock()
+		commits := s.commits
+		s.mu.Unlock()
+		if commits != nil {
+			// Commits still in flight fail and settle unconfirmed.
+			if err := commits.Close(); err != nil && s.closeErr == nil {
+				s.closeErr = fmt.Errorf("kafkabroker: close: %w", err)
+			}
 		}
 	})
 	return s.closeErr

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill-kafka/v3/pkg/kafka"
 	"github.com/ThreeDotsLabs/watermill/message"
 
@@ -22,11 +23,16 @@ import (
 //
 // The tracker also fills ackgap's confirmation hook (ackgap.Delivery in the
 // message context): it settles each message handed out with the time of
-// its ack and the time the offset commit carrying it returned. With
-// interval commits the periodic commit is ackgap's own (a committer per
-// group session, started in Setup and flushed in Cleanup) rather than
-// Sarama's ticker, which cannot be observed: Sarama commits from its own
-// goroutine and reports nothing back.
+// its ack and the time the group coordinator accepted the offset commit
+// carrying it, or with an error wrapping ackgap.ErrAckNotConfirmed and
+// ErrCommitRefused when the coordinator refused it or did not answer.
+// Sarama's ConsumerGroupSession.Commit reports a failed commit only on the
+// group's error channel, so the tracker sends every commit itself
+// (sendOffsetCommit, through a Kafka client of the Subscriber's own, with
+// the session's generation and member id) and reads the answer per
+// partition. With interval commits the periodic commit is the tracker's
+// too (a committer per group session, started in Setup and flushed in
+// Cleanup) rather than Sarama's ticker, which cannot be observed.
 
 type partitionKey struct {
 	topic     string
@@ -51,9 +57,11 @@ type delivery struct {
 	// it is settled exactly once.
 	ack *ackgap.Delivery
 	// ackedAt is when MarkMessage saw the ack; confirmedAt, with per-ack
-	// commits, when the commit returned. Both are written before committed
-	// is closed.
+	// commits, when the coordinator's answer accepting the commit came
+	// back, or commitErr why it was not accepted. All are written before
+	// committed is closed.
 	ackedAt, confirmedAt time.Time
+	commitErr            error
 }
 
 // Why a delivery was settled without a confirmed commit.
@@ -62,21 +70,33 @@ var (
 	errStopped    = fmt.Errorf("%w: kafkabroker: the subscriber stopped (CloseTimeout) before the offset commit returned", ackgap.ErrAckNotConfirmed)
 	errGivenUp    = errors.New("kafkabroker: the subscriber stopped (CloseTimeout) before the message was acked or nacked")
 	errNoSession  = fmt.Errorf("%w: kafkabroker: no committer for the group session (a bug)", ackgap.ErrAckNotConfirmed)
+	errNoClient   = errors.New("kafkabroker: no Kafka client to commit with (a bug)")
 )
 
 // settleCommitted settles d after its offset was marked (committed is
-// closed): with per-ack commits the commit has returned; with interval
-// commits the session's committer settles it after the next commit.
+// closed): with per-ack commits the commit has been answered; with
+// interval commits the session's committer settles it after the next
+// commit.
 func (t *tracker) settleCommitted(d *delivery) {
-	if !t.autoCommit {
-		d.ack.Settle(ackgap.Settlement{Acked: true, At: d.ackedAt, Confirmed: d.confirmedAt})
+	if t.autoCommit {
+		return
 	}
+	if d.commitErr != nil {
+		d.ack.Settle(ackgap.Settlement{Acked: true, At: d.ackedAt, Err: d.commitErr})
+		return
+	}
+	d.ack.Settle(ackgap.Settlement{Acked: true, At: d.ackedAt, Confirmed: d.confirmedAt})
 }
 
 type tracker struct {
 	autoCommit bool
 	interval   time.Duration // between periodic commits, with autoCommit
 	group      string
+	conf       *sarama.Config
+	logger     watermill.LoggerAdapter
+
+	clientMu sync.Mutex
+	client   sarama.Client // the Subscriber's own, for offset commits; set by Subscribe
 
 	mu         sync.Mutex
 	deliveries map[offsetKey]*delivery
@@ -84,11 +104,13 @@ type tracker struct {
 	committers map[sarama.ConsumerGroupSession]*committer
 }
 
-func newTracker(autoCommit bool, interval time.Duration, group string) *tracker {
+func newTracker(autoCommit bool, interval time.Duration, group string, conf *sarama.Config, logger watermill.LoggerAdapter) *tracker {
 	return &tracker{
 		autoCommit: autoCommit,
 		interval:   interval,
 		group:      group,
+		conf:       conf,
+		logger:     logger,
 		deliveries: make(map[offsetKey]*delivery),
 		claims:     make(map[partitionKey]chan struct{}),
 		committers: make(map[sarama.ConsumerGroupSession]*committer),
@@ -245,27 +267,86 @@ func (s *session) MarkMessage(m *sarama.ConsumerMessage, metadata string) {
 	s.pending = append(s.pending, d)
 }
 
-// Commit sends the marked offsets and waits for the broker's answer. Sarama
-// reports a failed commit on the group's error channel (watermill-kafka
-// logs it), not here: such a message is redelivered and the inbox skips it.
+// Commit commits the offsets marked since the last Commit and waits for
+// the coordinator's answer (tracker.commit); Sarama's own Commit is not
+// called, as it reports a refusal only on the group's error channel. A
+// refused message is settled unconfirmed; it is redelivered unless a later
+// commit covers it, and the inbox skips it.
 func (s *session) Commit() {
-	s.ConsumerGroupSession.Commit()
+	errs := s.t.commit(s.ConsumerGroupSession, s.pending)
 	at := time.Now()
-	for _, d := range s.pending {
-		d.confirmedAt = at
+	for i, d := range s.pending {
+		d.confirmedAt, d.commitErr = at, errs[i]
 		close(d.committed)
 	}
 	s.pending = s.pending[:0]
 }
 
+// setClient gives the tracker the Kafka client it commits with.
+func (t *tracker) setClient(c sarama.Client) {
+	t.clientMu.Lock()
+	t.client = c
+	t.clientMu.Unlock()
+}
+
+// commit sends one OffsetCommit request for ds (per partition, the
+// highest offset + 1) with s's generation and member id, and returns each
+// delivery's error: nil when the coordinator accepted the commit covering
+// it, else an error wrapping ackgap.ErrAckNotConfirmed and
+// ErrCommitRefused (logged with the partition and offset).
+func (t *tracker) commit(s sarama.ConsumerGroupSession, ds []*delivery) []error {
+	errs := make([]error, len(ds))
+	if len(ds) == 0 {
+		return errs
+	}
+	index := make(map[partitionKey]int)
+	var blocks []commitBlock
+	for _, d := range ds {
+		i, ok := index[d.key.partitionKey]
+		if !ok {
+			i = len(blocks)
+			index[d.key.partitionKey] = i
+			blocks = append(blocks, commitBlock{k: d.key.partitionKey, offset: -1})
+		}
+		blocks[i].offset = max(blocks[i].offset, d.key.offset+1)
+	}
+	t.clientMu.Lock()
+	client := t.client
+	t.clientMu.Unlock()
+	var blockErrs []error
+	if client == nil {
+		blockErrs = make([]error, len(blocks))
+		for i := range blockErrs {
+			blockErrs[i] = errNoClient
+		}
+	} else {
+		blockErrs = sendOffsetCommit(client, t.conf, t.group, s.GenerationID(), s.MemberID(), blocks)
+	}
+	for i, b := range blocks {
+		if blockErrs[i] == nil {
+			continue
+		}
+		// Watermill's LoggerAdapter has no warn level; Error it is.
+		t.logger.Error("Offset commit refused: the acked messages below it are unconfirmed and will be redelivered unless a later commit covers them",
+			blockErrs[i], watermill.LogFields{"topic": b.k.topic, "partition": b.k.partition, "offset": b.offset,
+				"consumer_group": t.group, "generation": s.GenerationID()})
+		blockErrs[i] = fmt.Errorf("%w: %w: topic %s partition %d offset %d: %w", ackgap.ErrAckNotConfirmed, ErrCommitRefused, b.k.topic, b.k.partition, b.offset, blockErrs[i])
+	}
+	for j, d := range ds {
+		errs[j] = blockErrs[index[d.key.partitionKey]]
+	}
+	return errs
+}
+
 // committer makes the periodic commits of one group session with interval
 // commits, so that the time each offset reached Kafka is known: every
-// interval it commits what was marked (sarama.ConsumerGroupSession.Commit,
-// which returns once the broker answered) and settles those deliveries.
+// interval it commits what was marked (tracker.commit, which reads the
+// coordinator's answer per partition) and settles those deliveries.
 // NewSubscriber moves Sarama's own auto-commit ticker out of the way
 // (saramaTickerIdle); Sarama still commits what is marked when the
 // session closes, after Cleanup's last commit.
 type committer struct {
+	t        *tracker
 	sess     sarama.ConsumerGroupSession
 	interval time.Duration
 
@@ -281,7 +362,7 @@ type committer struct {
 const saramaTickerIdle = 24 * time.Hour
 
 func (t *tracker) startCommitter(s sarama.ConsumerGroupSession) {
-	c := &committer{sess: s, interval: t.interval, stop: make(chan struct{}), done: make(chan struct{})}
+	c := &committer{t: t, sess: s, interval: t.interval, stop: make(chan struct{}), done: make(chan struct{})}
 	t.mu.Lock()
 	t.committers[s] = c
 	t.mu.Unlock()
@@ -327,8 +408,8 @@ func (c *committer) run() {
 }
 
 // flush commits the marked offsets and settles the deliveries marked
-// before it started. Sarama reports a failed commit on the group's error
-// channel, not here (see session.Commit).
+// before it started: confirmed when the coordinator accepted the commit,
+// unconfirmed otherwise.
 func (c *committer) flush() {
 	c.mu.Lock()
 	batch := c.pending
@@ -337,9 +418,13 @@ func (c *committer) flush() {
 	if len(batch) == 0 {
 		return
 	}
-	c.sess.Commit()
+	errs := c.t.commit(c.sess, batch)
 	at := time.Now()
-	for _, d := range batch {
+	for i, d := range batch {
+		if errs[i] != nil {
+			d.ack.Settle(ackgap.Settlement{Acked: true, At: d.ackedAt, Err: errs[i]})
+			continue
+		}
 		d.ack.Settle(ackgap.Settlement{Acked: true, At: d.ackedAt, Confirmed: at})
 	}
 }

@@ -1,0 +1,411 @@
+package kafkabroker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill"
+	"github.com/ThreeDotsLabs/watermill/message"
+
+	"github.com/ackgap/ackgap"
+)
+
+// BatchFunc runs msgs as one batch, in one database transaction, and
+// returns one error per message, in order: nil when the message may be
+// acked (applied, or a duplicate), else why not; it returns only once the
+// transaction committed or failed. batch.Processor's ProcessErrors method
+// is one. [BatchConsumer] acks, dead-letters or nacks each message after it
+// returned.
+type BatchFunc func(ctx context.Context, msgs []*message.Message) []error
+
+// Defaults of [BatchConsumerConfig].
+const (
+	// MaxBatchDefault is the default BatchConsumerConfig.MaxBatch: at most
+	// 64 messages per transaction, so that a per-message savepoint each
+	// stays within PostgreSQL's per-backend subtransaction cache (64).
+	MaxBatchDefault = 64
+	// BatchWaitDefault is the default BatchConsumerConfig.BatchWait: how
+	// long a batch waits for more messages after its first one.
+	BatchWaitDefault = time.Millisecond
+	// BatchWorkersDefault is the default BatchConsumerConfig.Workers:
+	// batches in their transactions at once.
+	BatchWorkersDefault = 4
+	// BatchMaxAttemptsDefault is the default BatchConsumerConfig.MaxAttempts.
+	BatchMaxAttemptsDefault = 5
+)
+
+// BatchConsumerConfig configures [NewBatchConsumer]. The embedded
+// ParallelConfig configures the [ParallelSubscriber] underneath, with its
+// defaults (OrderingKey, MaxInFlight 64 per partition). Fields left zero
+// take the default named in their doc.
+type BatchConsumerConfig struct {
+	ParallelConfig
+	// Topic is the topic to consume. Required.
+	Topic string
+	// MaxBatch is the most messages one batch (one transaction) holds.
+	// Default MaxBatchDefault (64); at least 1.
+	MaxBatch int
+	// BatchWait is how long a batch collects messages after its first one
+	// before it runs (it runs at once when MaxBatch is reached). Default
+	// BatchWaitDefault (1 ms); negative means no wait: only messages
+	// already handed out join.
+	BatchWait time.Duration
+	// Workers is how many batches run at once, each in its own
+	// transaction. Default BatchWorkersDefault (4); at least 1.
+	Workers int
+	// MaxAttempts is how many times a message whose handler keeps failing
+	// (not ackgap.Permanent, not ackgap.ErrStoreUnavailable, not a
+	// cancelled context) is tried, counted by this consumer, before it is
+	// dead-lettered with reason ackgap.ReasonAttemptsExhausted. Default
+	// BatchMaxAttemptsDefault (5); at least 1.
+	MaxAttempts int
+	// DeadLetter publishes rejected messages (a permanent error: no event
+	// id, an id reused with another payload, ackgap.Permanent) and those
+	// out of attempts to DeadLetterTopic, with metadata key
+	// ackgap.MetadataDeadLetterReason set. Required.
+	DeadLetter message.Publisher
+	// DeadLetterTopic is the dead-letter topic. Required.
+	DeadLetterTopic string
+}
+
+// WithDefaults returns a copy of c with every zero field set to its
+// default.
+func (c BatchConsumerConfig) WithDefaults() BatchConsumerConfig {
+	c.ParallelConfig = c.ParallelConfig.WithDefaults()
+	if c.MaxBatch == 0 {
+		c.MaxBatch = MaxBatchDefault
+	}
+	if c.BatchWait == 0 {
+		c.BatchWait = BatchWaitDefault
+	}
+	if c.Workers == 0 {
+		c.Workers = BatchWorkersDefault
+	}
+	if c.MaxAttempts == 0 {
+		c.MaxAttempts = BatchMaxAttemptsDefault
+	}
+	return c
+}
+
+func (c BatchConsumerConfig) validate() error {
+	var errs []error
+	if err := c.ParallelConfig.validate(); err != nil {
+		errs = append(errs, errors.Unwrap(err))
+	}
+	if c.Topic == "" {
+		errs = append(errs, errors.New("Topic is empty"))
+	}
+	if c.MaxBatch < 1 {
+		errs = append(errs, fmt.Errorf("MaxBatch is %d, must be at least 1", c.MaxBatch))
+	}
+	if c.Workers < 1 {
+		errs = append(errs, fmt.Errorf("Workers is %d, must be at least 1", c.Workers))
+	}
+	if c.MaxAttempts < 1 {
+		errs = append(errs, fmt.Errorf("MaxAttempts is %d, must be at least 1", c.MaxAttempts))
+	}
+	if c.DeadLetter == nil {
+		errs = append(errs, errors.New("DeadLetter is nil: rejected messages need a dead-letter publisher"))
+	}
+	if c.DeadLetterTopic == "" {
+		errs = append(errs, errors.New("DeadLetterTopic is empty"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("invalid config: %w", err)
+	}
+	return nil
+}
+
+// BatchConsumer runs the messages of one Kafka topic through a
+// [BatchFunc] in batches, one database transaction each (batch.Processor:
+// one inbox statement, a savepoint per message, one commit), on top of a
+// [ParallelSubscriber]. A batch is the messages the partitions have ready
+// (up to MaxBatch, waiting up to BatchWait after the first), from any
+// partition; Workers batches run at once.
+//
+// Order. Under OrderingKey (the default) the subscriber hands out one
+// message per record key at a time and the next of a key only after the
+// previous was acked, so a batch never holds two messages of one key and
+// concurrent batches never share a key: per-key order holds. Under
+// OrderingPartition a batch holds at most one message per partition.
+//
+// Acks. Every message is acked, nacked or dead-lettered only after the
+// BatchFunc returned, that is after the batch's commit (docs/design.md
+// invariant 4), and its offset is committed by the subscriber's watermark
+// commits: a message's ackgap.Delivery is settled confirmed once the
+// group coordinator accepted a commit covering it.
+//
+// A failing message. The batch rolls back to the message's savepoint and
+// the rest of the batch commits. The failing message is nacked: the
+// subscriber hands it out again after NackResendSleep, and it holds its
+// key (nothing of its key overtakes it) and its partition's watermark
+// until it is acked. A permanent error, or a message out of MaxAttempts,
+// is published to DeadLetterTopic and then acked, freeing its key; a
+// failed dead-letter publish nacks it instead. A busy database
+// (ackgap.ErrStoreUnavailable) or a cancelled context never dead-letters
+// and uses no attempt.
+//
+// Run and Close may be called from different goroutines; Close is safe
+// to call more than once.
+type BatchConsumer struct {
+	fn     BatchFunc
+	cfg    BatchConsumerConfig
+	sub    *ParallelSubscriber
+	logger watermill.LoggerAdapter
+
+	attemptsMu sync.Mutex
+	attempts   map[offsetKey]int // failed attempts of messages not yet acked
+
+	mu      sync.Mutex
+	started bool
+	closing chan struct{} // closed by Close
+	done    chan struct{} // closed when Run returns
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// NewBatchConsumer returns a BatchConsumer running fn on the messages of
+// cfg.Topic. It connects to Kafka only when Run is called. logger may be
+// nil (no logs). It returns an error wrapping "invalid config" naming
+// every bad field at once.
+func NewBatchConsumer(fn BatchFunc, cfg *BatchConsumerConfig, logger watermill.LoggerAdapter) (*BatchConsumer, error) {
+	if cfg == nil {
+		return nil, errors.New("invalid config: BatchConsumerConfig is nil: Brokers, ConsumerGroup, Topic and DeadLetter are required")
+	}
+	c := cfg.WithDefaults()
+	var errs []error
+	if fn == nil {
+		errs = append(errs, errors.New("invalid config: BatchFunc is nil"))
+	}
+	if err := c.validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	if logger == nil {
+		logger = watermill.NopLogger{}
+	}
+	sub, err := NewParallelSubscriber(&c.ParallelConfig, logger)
+	if err != nil {
+		return nil, err
+	}
+	return &BatchConsumer{
+		fn: fn, cfg: c, sub: sub,
+		logger:   logger.With(watermill.LogFields{"topic": c.Topic, "consumer_group": c.ConsumerGroup}),
+		attempts: make(map[offsetKey]int),
+		closing:  make(chan struct{}),
+		done:     make(chan struct{}),
+	}, nil
+}
+
+// Stats returns the underlying subscriber's partitions; see
+// [ParallelSubscriber.Stats].
+func (bc *BatchConsumer) Stats() []PartitionStats { return bc.sub.Stats() }
+
+// Run joins the consumer group and runs batches until ctx ends or Close
+// is called; then messages in flight get up to CloseTimeout, every
+// finished watermark is committed, and Run returns nil. It returns an
+// error when the brokers cannot be reached, and [ErrSubscriberClosed]
+// when called after Close or a second time.
+func (bc *BatchConsumer) Run(ctx context.Context) error {
+	bc.mu.Lock()
+	if bc.started {
+		bc.mu.Unlock()
+		return fmt.Errorf("kafkabroker: batch consumer already ran: %w", ErrSubscriberClosed)
+	}
+	bc.started = true
+	bc.mu.Unlock()
+	defer close(bc.done)
+	select {
+	case <-bc.closing:
+		return ErrSubscriberClosed
+	default:
+	}
+	msgs, err := bc.sub.Subscribe(ctx, bc.cfg.Topic)
+	if err != nil {
+		return err
+	}
+	// Batches outlive ctx by up to CloseTimeout, as messages in flight do.
+	batchCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	workersDone := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-bc.closing:
+		case <-workersDone:
+			return
+		}
+		t := time.NewTimer(bc.cfg.CloseTimeout)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			cancel()
+		case <-workersDone:
+		}
+	}()
+	var wg sync.WaitGroup
+	for range bc.cfg.Workers {
+		wg.Go(func() { bc.work(batchCtx, msgs) })
+	}
+	wg.Wait()
+	close(workersDone)
+	return nil
+}
+
+// Close stops Run (see [ParallelSubscriber.Close]) and waits for it to
+// return. Later calls return the first call's result.
+func (bc *BatchConsumer) Close() error {
+	bc.closeOnce.Do(func() {
+		close(bc.closing)
+		bc.closeErr = bc.sub.Close()
+		bc.mu.Lock()
+		started := bc.started
+		bc.mu.Unlock()
+		if started {
+			<-bc.done
+		}
+	})
+	return bc.closeErr
+}
+
+// work runs batches from msgs until it is closed.
+func (bc *BatchConsumer) work(ctx context.Context, msgs <-chan *message.Message) {
+	for {
+		first, ok := <-msgs
+		if !ok {
+			return
+		}
+		bc.process(ctx, bc.collect(msgs, first))
+	}
+}
+
+// collect returns a batch starting with first: what msgs hands out within
+// BatchWait, up to MaxBatch.
+func (bc *BatchConsumer) collect(msgs <-chan *message.Message, first *message.Message) []*message.Message {
+	batch := make([]*message.Message, 1, bc.cfg.MaxBatch)
+	batch[0] = first
+	var wait <-chan time.Time
+	if bc.cfg.BatchWait > 0 {
+		t := time.NewTimer(bc.cfg.BatchWait)
+		defer t.Stop()
+		wait = t.C
+	}
+	for len(batch) < bc.cfg.MaxBatch {
+		if wait == nil {
+			select {
+			case m, ok := <-msgs:
+				if !ok {
+					return batch
+				}
+				batch = append(batch, m)
+				continue
+			default:
+				return batch
+			}
+		}
+		select {
+		case m, ok := <-msgs:
+			if !ok {
+				return batch
+			}
+			batch = append(batch, m)
+		case <-wait:
+			return batch
+		}
+	}
+	return batch
+}
+
+// process runs batch through the BatchFunc and settles every message.
+func (bc *BatchConsumer) process(ctx context.Context, batch []*message.Message) {
+	verdicts := bc.fn(ctx, batch)
+	if len(verdicts) != len(batch) {
+		err := fmt.Errorf("kafkabroker: BatchFunc returned %d verdicts for %d messages", len(verdicts), len(batch))
+		bc.logger.Error("Batch not settled; its messages are redelivered", err, nil)
+		for _, m := range batch {
+			m.Nack()
+		}
+		return
+	}
+	for i, m := range batch {
+		bc.settle(m, verdicts[i])
+	}
+}
+
+// settle acks m (err nil), dead-letters and acks it (permanent, or out
+// of attempts), or nacks it.
+func (bc *BatchConsumer) settle(m *message.Message, err error) {
+	k, hasKey := bc.offsetOf(m)
+	if err == nil {
+		bc.forget(k, hasKey)
+		m.Ack()
+		return
+	}
+	reason := ""
+	switch {
+	case ackgap.IsPermanent(err):
+		reason = ackgap.ReasonOf(err)
+		if reason == "" {
+			reason = ackgap.ReasonPermanent
+		}
+	case errors.Is(err, ackgap.ErrStoreUnavailable) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+		// The database or the shutdown, not the message: no attempt used.
+	case hasKey && bc.failed(k) >= bc.cfg.MaxAttempts:
+		reason = ackgap.ReasonAttemptsExhausted
+	}
+	fields := watermill.LogFields{"event_id": m.Metadata.Get(ackgap.MetadataEventIDKey), "error": err.Error()}
+	if hasKey {
+		fields["partition"], fields["offset"] = k.partition, k.offset
+	}
+	if reason == "" {
+		bc.logger.Info("Message not applied; it is redelivered after NackResendSleep and holds its key", fields)
+		m.Nack()
+		return
+	}
+	fields["dead_letter_reason"] = reason
+	dl := message.NewMessage(m.UUID, m.Payload)
+	for key, v := range m.Metadata {
+		dl.Metadata.Set(key, v)
+	}
+	dl.Metadata.Set(ackgap.MetadataDeadLetterReason, reason)
+	if pubErr := bc.cfg.DeadLetter.Publish(bc.cfg.DeadLetterTopic, dl); pubErr != nil {
+		bc.logger.Error("Dead-letter publish failed; the message is redelivered", pubErr, fields)
+		m.Nack()
+		return
+	}
+	bc.logger.Info("Message dead-lettered", fields)
+	bc.forget(k, hasKey)
+	m.Ack()
+}
+
+// offsetOf returns m's topic, partition and offset.
+func (bc *BatchConsumer) offsetOf(m *message.Message) (offsetKey, bool) {
+	r, ok := recordFromContext(m.Context())
+	if !ok {
+		return offsetKey{}, false
+	}
+	return offsetKey{partitionKey{bc.cfg.Topic, r.partition}, r.offset}, true
+}
+
+// failed counts one more failed attempt of k and returns the count.
+func (bc *BatchConsumer) failed(k offsetKey) int {
+	bc.attemptsMu.Lock()
+	defer bc.attemptsMu.Unlock()
+	bc.attempts[k]++
+	return bc.attempts[k]
+}
+
+func (bc *BatchConsumer) forget(k offsetKey, ok bool) {
+	if !ok {
+		return
+	}
+	bc.attemptsMu.Lock()
+	delete(bc.attempts, k)
+	bc.attemptsMu.Unlock()
+}
