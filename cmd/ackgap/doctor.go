@@ -100,6 +100,9 @@ fails; warnings exit 0.`,
 			if len(o.kafkaBrokers) > 0 && (len(o.kafkaTopics) == 0 || o.kafkaGroup == "") {
 				return usageErrorf("--kafka-brokers needs --kafka-topic and --kafka-group")
 			}
+			if o.kafkaConsumer != "" && (a.dsn == "" || len(o.kafkaBrokers) == 0) {
+				return usageErrorf("--kafka-consumer names the inbox to compare with: it needs --dsn and --kafka-brokers")
+			}
 			ctx := cmd.Context()
 			var checks []check
 			if a.dsn != "" {

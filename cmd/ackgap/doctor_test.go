@@ -298,4 +298,8 @@ func TestDoctorKafkaBehindInbox(t *testing.T) {
 	require.Equal(t, checkFail, ch.Status, "%+v", ch)
 	require.Contains(t, ch.Detail, "applies them twice")
 	require.Contains(t, ch.Fix, "retention.Config.Retention")
+
+	res := (&cli{t: t, env: map[string]string{}}).run("doctor", "--kafka-brokers", strings.Join(brokers, ","), "--kafka-group", group,
+		"--kafka-topic", topic, "--kafka-consumer", "billing")
+	require.Equal(t, exitUsage, res.code, "--kafka-consumer without --dsn: %s", res.stderr)
 }
