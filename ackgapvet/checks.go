@@ -326,15 +326,20 @@ func kgoOptions(pass *analysis.Pass, call *ast.CallExpr) (group, disabled, inlin
 }
 
 // TransitionAnalyzer reports ackgap guarded transitions whose outcome is
-// ignored.
+// read and then ignored.
 var TransitionAnalyzer = newAnalyzer("transition",
-	`report an ackgap guarded transition whose result is ignored
+	`report an ackgap guarded transition whose result is read and ignored
 
-TransitionIfState returns what it changed: a transition refused by its guard
-(the row was not in the expected state) is not an error, so a handler that
-drops the *stores.TransitionResult goes on as if it applied. Reported on
-consumer paths and where a transaction is open. Fix: check res.Err() or
-res.Applied().`,
+ackgap.ApplyTransition holds a guarded transition for the message's
+transaction. Left unread it is safe: a transition refused by its guard (the
+row was not in the expected state) fails the commit and the message is
+dead-lettered. Reading it with PendingTransition.Result makes a refusal the
+handler's decision, and a refusal is not an error: a handler that drops the
+*ackgap.TransitionResult goes on as if the transition applied, and the
+message is acked. The same holds for any ackgap call returning a
+*ackgap.TransitionResult (the store contract's TransitionIfStateTx).
+Reported on consumer paths and where a transaction is open. Fix: check
+res.Err() or res.Applied(), or do not call Result.`,
 	func(pass *analysis.Pass, c *Consumers, r *reporter) {
 		walk(pass, c, callNode, func(n ast.Node, s *site) {
 			call := n.(*ast.CallExpr)
@@ -345,7 +350,7 @@ res.Applied().`,
 			res := fn.Type().(*types.Signature).Results()
 			idx := -1
 			for i := range res.Len() {
-				if isNamed(res.At(i).Type(), pathAckgap+"/stores", "TransitionResult") {
+				if isNamed(res.At(i).Type(), pathAckgap, "TransitionResult") {
 					idx = i
 				}
 			}
@@ -356,7 +361,7 @@ res.Applied().`,
 				return
 			}
 			r.report(call, SeverityOf(s.names()...), fmt.Sprintf(
-				"the result of %s is ignored: a transition refused by its guard is not an error, so the handler goes on as if it applied; check res.Err() or res.Applied()",
+				"the result of %s is ignored: reading it makes a refusal the handler's decision, and a refusal by the guard is not an error, so the handler goes on as if it applied and the message is acked; check res.Err() or res.Applied(), or leave the transition unread (an unread refusal fails the commit)",
 				qualName(fn)))
 		})
 	})

@@ -32,7 +32,9 @@
 //   - idemkey: POST/PUT/PATCH without an Idempotency-Key header (a helper
 //     taking the request counts as setting one); SET n = n + ... with no
 //     dedupe insert in the same function, outside ackgap handlers.
-//   - transition: an ackgap TransitionResult dropped.
+//   - transition: an ackgap TransitionResult read (PendingTransition.Result)
+//     and dropped; an unread ApplyTransition is safe (a refusal fails the
+//     commit).
 //   - httpclient: http.DefaultClient, http.Get/Post, http.Client without
 //     Timeout on consumer paths.
 //   - bgcontext: context.Background/TODO where the message's context is in

@@ -20,8 +20,7 @@
 //     (Config.EffectTimeout, shorter than the lease);
 //  3. records the outcome, guarded by the claim token, in one short
 //     statement shared with the other rows that finished meanwhile
-//     (stores.OutboxManySettler; row by row on stores without it): done;
-//     retry later (exponential backoff from
+//     (stores.OutboxStore.SettleOutboxManyIfClaimed): done; retry later (exponential backoff from
 //     Config.RetryInitialInterval, doubling, capped at
 //     Config.RetryMaxInterval, ±20% jitter; at least what a [RetryAfter]
 //     error asks); or dead (an ackgap.Permanent error, or

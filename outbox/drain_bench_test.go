@@ -31,7 +31,6 @@ const envLargeOutbox = "ACKGAP_BENCH_LARGE_OUTBOX"
 // timedClaims times every ClaimOutbox call of a relay.
 type timedClaims struct {
 	stores.OutboxStore
-	stores.OutboxManySettler
 	mu    sync.Mutex
 	times []time.Duration
 }
@@ -69,7 +68,7 @@ func BenchmarkRelayDrainLargeOutbox(b *testing.B) {
 		// and marks them killed; the second shows the claim after that.
 		explainClaim(b, be, table, "first claim")
 		explainClaim(b, be, table, "second claim")
-		timed := &timedClaims{OutboxStore: outbox.PollOnly(be.store), OutboxManySettler: be.store.(stores.OutboxManySettler)}
+		timed := &timedClaims{OutboxStore: outbox.PollOnly(be.store)}
 		var done sync.WaitGroup
 		done.Add(drainBacklog)
 		relay, err := outbox.New(timed, &outbox.Config{

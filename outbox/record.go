@@ -8,11 +8,10 @@ import (
 
 // recorder records the outcomes of finished effects: one goroutine takes
 // every outcome that is waiting when it is free and records them together,
-// in one stores.OutboxManySettler call (one statement, one commit), so a
-// claim whose effects finish together is recorded in one or two
-// statements instead of one per row (group commit). Each row keeps its
-// claim-token guard. A store without OutboxManySettler gets one guarded
-// call per row, as before.
+// in one stores.OutboxStore.SettleOutboxManyIfClaimed call (one statement,
+// one commit), so a claim whose effects finish together is recorded in one
+// or two statements instead of one per row (group commit). Each row keeps
+// its claim-token guard.
 type recorder struct {
 	r    *Relay
 	ctx  context.Context // values only: records run after Run's ctx ended
@@ -94,13 +93,6 @@ func (rec *recorder) loop() {
 // a context bounded by RecordTimeout, and sets each report's Outcome:
 // the one asked for, OutcomeClaimLost or OutcomeUnrecorded.
 func (r *Relay) recordMany(ctx context.Context, batch []*recordReq) {
-	settler, ok := r.store.(stores.OutboxManySettler)
-	if !ok {
-		for _, q := range batch {
-			r.record(ctx, q.rep, q.outcome)
-		}
-		return
-	}
 	rctx, cancel := context.WithTimeout(ctx, r.cfg.RecordTimeout)
 	defer cancel()
 	p := &stores.OutboxSettleManyParams{Rows: make([]stores.OutboxSettlement, len(batch))}
@@ -113,7 +105,7 @@ func (r *Relay) recordMany(ctx context.Context, batch []*recordReq) {
 			p.Rows[i].Delay = q.rep.Delay
 		}
 	}
-	res, err := settler.SettleOutboxManyIfClaimed(rctx, p)
+	res, err := r.store.SettleOutboxManyIfClaimed(rctx, p)
 	now := r.cfg.Now()
 	for i, q := range batch {
 		switch {
@@ -136,34 +128,5 @@ func settledState(o Outcome) stores.OutboxState {
 		return stores.OutboxPending
 	default:
 		return stores.OutboxDead
-	}
-}
-
-// record writes one outcome with the per-row methods of stores.OutboxStore
-// (stores without OutboxManySettler), guarded by the claim, on a context
-// bounded by RecordTimeout.
-func (r *Relay) record(ctx context.Context, rep *Report, outcome Outcome) {
-	rctx, cancel := context.WithTimeout(ctx, r.cfg.RecordTimeout)
-	defer cancel()
-	c := rep.Claim
-	var res *stores.OutboxSettleResult
-	var err error
-	switch outcome {
-	case OutcomeDone:
-		res, err = r.store.MarkOutboxDoneIfClaimed(rctx, &stores.OutboxMarkDoneParams{ID: c.ID, ClaimToken: c.Token})
-	case OutcomeRetry:
-		res, err = r.store.RetryOutboxIfClaimed(rctx, &stores.OutboxRetryParams{
-			ID: c.ID, ClaimToken: c.Token, Delay: rep.Delay, LastError: lastError(rep.Err),
-		})
-	case OutcomeDead:
-		res, err = r.store.MarkOutboxDeadIfClaimed(rctx, &stores.OutboxMarkDeadParams{ID: c.ID, ClaimToken: c.Token, LastError: lastError(rep.Err)})
-	}
-	switch {
-	case err != nil:
-		rep.Outcome, rep.RecordErr = OutcomeUnrecorded, err
-	case !res.Changed:
-		rep.Outcome = OutcomeClaimLost
-	default:
-		rep.Outcome, rep.Recorded = outcome, r.cfg.Now()
 	}
 }

@@ -20,7 +20,6 @@ import (
 // set-based settle calls (and the rows in them).
 type countingStore struct {
 	stores.OutboxStore
-	settler                  stores.OutboxManySettler
 	perRow, settles, settled atomic.Int64
 }
 
@@ -39,19 +38,15 @@ func (c *countingStore) MarkOutboxDeadIfClaimed(ctx context.Context, p *stores.O
 	return c.OutboxStore.MarkOutboxDeadIfClaimed(ctx, p)
 }
 
-// settlingStore is a countingStore that also offers the set-based path.
-type settlingStore struct{ *countingStore }
-
-func (s settlingStore) SettleOutboxManyIfClaimed(ctx context.Context, p *stores.OutboxSettleManyParams) (*stores.OutboxSettleManyResult, error) {
-	s.settles.Add(1)
-	s.settled.Add(int64(len(p.Rows)))
-	return s.settler.SettleOutboxManyIfClaimed(ctx, p)
+func (c *countingStore) SettleOutboxManyIfClaimed(ctx context.Context, p *stores.OutboxSettleManyParams) (*stores.OutboxSettleManyResult, error) {
+	c.settles.Add(1)
+	c.settled.Add(int64(len(p.Rows)))
+	return c.OutboxStore.SettleOutboxManyIfClaimed(ctx, p)
 }
 
-// TestRecordSetBased: a relay on a store with stores.OutboxManySettler
-// records every outcome (done, retry, dead) through it and never row by
-// row; on a store without it, row by row. Either way every row ends as its
-// effect said, on both stores.
+// TestRecordSetBased: a relay records every outcome (done, retry, dead)
+// through stores.OutboxStore.SettleOutboxManyIfClaimed and never row by
+// row, and every row ends as its effect said, on both stores.
 func TestRecordSetBased(t *testing.T) {
 	t.Parallel()
 	bothStores(t, func(t *testing.T, b *backend[*sqlTx]) { recordSetBased(t, b) }, func(t *testing.T, b *backend[pgx.Tx]) { recordSetBased(t, b) })
@@ -74,50 +69,25 @@ func recordSetBased[TTx any](t *testing.T, b *backend[TTx]) {
 		}
 		return nil
 	}
-	for _, settle := range []bool{true, false} {
-		t.Run(fmt.Sprintf("settler=%v", settle), func(t *testing.T) {
-			if !settle {
-				ids = insert(t, b.store, func() []ackgap.OutboxEntry {
-					rows := charges(n)
-					for i := range rows {
-						rows[i].IdempotencyKey = "charge:o" + fmt.Sprintf("%05d", i) + ":b"
-					}
-					return rows
-				}()...)
-				for i := range failedOnce {
-					failedOnce[i].Store(false)
-				}
-			}
-			cs := &countingStore{OutboxStore: outbox.PollOnly(b.store)}
-			var s stores.OutboxStore = cs
-			if settle {
-				cs.settler = b.store.(stores.OutboxManySettler)
-				s = settlingStore{cs}
-			}
-			cfg := fast(map[string]outbox.Effect{"charge": effect}, nil)
-			cfg.Concurrency = 50
-			relay, err := outbox.New(s, cfg)
-			require.NoError(t, err)
-			stop := running(t, relay)
-			require.Eventually(t, func() bool { return backlog(t, b.store) == 0 }, 30*time.Second, 20*time.Millisecond)
-			stop()
-			rows := rowsByID(t, b.store)
-			for i, id := range ids {
-				want := stores.OutboxDone
-				if i%10 == 0 {
-					want = stores.OutboxDead
-				}
-				require.Equal(t, want, rows[id].State, "row %d", i)
-			}
-			if settle {
-				require.Zero(t, cs.perRow.Load(), "no per-row recording")
-				require.GreaterOrEqual(t, cs.settled.Load(), int64(n+n/7-n/70), "every outcome, retries included")
-				require.LessOrEqual(t, cs.settles.Load(), cs.settled.Load())
-			} else {
-				require.GreaterOrEqual(t, cs.perRow.Load(), int64(n))
-			}
-		})
+	cs := &countingStore{OutboxStore: outbox.PollOnly(b.store)}
+	cfg := fast(map[string]outbox.Effect{"charge": effect}, nil)
+	cfg.Concurrency = 50
+	relay, err := outbox.New(cs, cfg)
+	require.NoError(t, err)
+	stop := running(t, relay)
+	require.Eventually(t, func() bool { return backlog(t, b.store) == 0 }, 30*time.Second, 20*time.Millisecond)
+	stop()
+	rows := rowsByID(t, b.store)
+	for i, id := range ids {
+		want := stores.OutboxDone
+		if i%10 == 0 {
+			want = stores.OutboxDead
+		}
+		require.Equal(t, want, rows[id].State, "row %d", i)
 	}
+	require.Zero(t, cs.perRow.Load(), "no per-row recording")
+	require.GreaterOrEqual(t, cs.settled.Load(), int64(n+n/7-n/70), "every outcome, retries included")
+	require.LessOrEqual(t, cs.settles.Load(), cs.settled.Load())
 }
 
 // TestRecordGuardedByClaim: a row whose lease lapsed mid-effect and that

@@ -316,21 +316,12 @@ func New(store stores.OutboxStore, cfg *Config) (*Relay, error) {
 }
 
 // PollOnly returns store without its stores.OutboxListener, if it has one:
-// a relay on it polls every Config.PollInterval and is never woken. A
-// stores.OutboxManySettler stays one.
+// a relay on it polls every Config.PollInterval and is never woken.
 func PollOnly(store stores.OutboxStore) stores.OutboxStore {
-	if s, ok := store.(stores.OutboxManySettler); ok {
-		return pollOnlySettler{pollOnly{store}, s}
-	}
 	return pollOnly{store}
 }
 
 type pollOnly struct{ stores.OutboxStore }
-
-type pollOnlySettler struct {
-	pollOnly
-	stores.OutboxManySettler
-}
 
 // Run carries out due rows until ctx ends, then returns nil. It claims as
 // many due rows as it has free slots (Config.Concurrency) and calls their

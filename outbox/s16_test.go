@@ -22,6 +22,7 @@ import (
 
 // failDoneOnce is a store whose "mark done" of one row fails once, after
 // the effect went through: the connection broke, the database restarted.
+// The statement that records it fails whole, with every row in it.
 type failDoneOnce struct {
 	stores.OutboxStore
 	id     int64
@@ -30,11 +31,13 @@ type failDoneOnce struct {
 
 var errInjected = errors.New("injected: connection reset while marking the row done")
 
-func (f *failDoneOnce) MarkOutboxDoneIfClaimed(ctx context.Context, p *stores.OutboxMarkDoneParams) (*stores.OutboxSettleResult, error) {
-	if p.ID == f.id && f.failed.CompareAndSwap(false, true) {
-		return nil, errInjected
+func (f *failDoneOnce) SettleOutboxManyIfClaimed(ctx context.Context, p *stores.OutboxSettleManyParams) (*stores.OutboxSettleManyResult, error) {
+	for _, r := range p.Rows {
+		if r.ID == f.id && r.State == stores.OutboxDone && f.failed.CompareAndSwap(false, true) {
+			return nil, errInjected
+		}
 	}
-	return f.OutboxStore.MarkOutboxDoneIfClaimed(ctx, p)
+	return f.OutboxStore.SettleOutboxManyIfClaimed(ctx, p)
 }
 
 // TestS16MarkDoneFailsOnce is case S16 (b): rows O1..O3 with keys K1..K3
@@ -78,8 +81,23 @@ func s16[TTx any](t *testing.T, b *backend[TTx]) {
 		ackgap.OutboxEntry{Kind: "order.event", IdempotencyKey: "K3", Payload: []byte(`{"order":"O3"}`)})
 	o2 := ids[1]
 	reps := newReports()
+	publish := outbox.Publish(pubsub, "orders.events")
+	// O2's first copy is recorded after O1's and O3's, so that the failed
+	// record statement holds O2 alone (the relay records the outcomes
+	// that finish together in one statement).
+	effect := func(ctx context.Context, row stores.OutboxRow) error {
+		err := publish(ctx, row)
+		for row.ID == o2 && row.Attempts == 1 && (len(reps.outcomes(ids[0])) == 0 || len(reps.outcomes(ids[2])) == 0) {
+			select {
+			case <-ctx.Done():
+				return err
+			case <-time.After(time.Millisecond):
+			}
+		}
+		return err
+	}
 	relay, err := outbox.New(&failDoneOnce{OutboxStore: b.store, id: o2}, &outbox.Config{
-		Effects: map[string]outbox.Effect{"order.event": outbox.Publish(pubsub, "orders.events")},
+		Effects: map[string]outbox.Effect{"order.event": effect},
 		Lease:   lease, PollInterval: 10 * time.Millisecond, Observer: reps.observe,
 	})
 	require.NoError(t, err)

@@ -30,6 +30,12 @@
 // (ackgap.PendingTransition.Result) and QueueTransitionTx for one it does
 // not, and QueueOutboxTx for ackgap.AddOutbox.
 //
+// A store that also serves the outbox relay implements [OutboxStore]
+// (both stores do): claim due rows under a lease, and record their outcomes
+// behind each row's claim token, many rows in one statement
+// (SettleOutboxManyIfClaimed, which the relay always uses). storetest.Run
+// runs the outbox part of the suite for every OutboxStore.
+//
 // Helpers a store author shares with ackgap's own stores (quoting
 // identifiers, classifying a guarded UPDATE, the idempotency-conflict
 // error, the plan of a multi-row outbox insert) live in stores/storekit,

@@ -16,7 +16,8 @@ import (
 //
 // The life of a row: pending -> claimed (ClaimOutbox) -> done
 // (MarkOutboxDoneIfClaimed), back to pending (RetryOutboxIfClaimed), or
-// dead (MarkOutboxDeadIfClaimed); dead -> pending (RedriveOutboxIfDead);
+// dead (MarkOutboxDeadIfClaimed), or any of the three for many rows at once
+// (SettleOutboxManyIfClaimed, which the relay uses); dead -> pending (RedriveOutboxIfDead);
 // done rows are deleted after a retention (PruneOutboxIfDone). A claimed
 // row whose lease lapsed is due again: a relay that crashed mid-effect
 // loses it to the next claimer, which repeats the effect with the same
@@ -24,7 +25,8 @@ import (
 //
 // Every method is one short statement (or one short transaction) and
 // holds nothing open between calls: a relay calls its effects between
-// ClaimOutbox and the Mark/Retry call, outside any transaction.
+// ClaimOutbox and the call that records the outcome, outside any
+// transaction.
 // Implementations are safe for concurrent use, by many relays in one or
 // many processes.
 type OutboxStore interface {
@@ -58,6 +60,20 @@ type OutboxStore interface {
 	// writes nothing and reports Changed false. Dead rows are never claimed;
 	// RedriveOutboxIfDead brings them back.
 	MarkOutboxDeadIfClaimed(ctx context.Context, p *OutboxMarkDeadParams) (*OutboxSettleResult, error)
+
+	// SettleOutboxManyIfClaimed gives each row of p.Rows its new state, in
+	// one statement (one commit), if that row is still claimed under its
+	// ClaimToken: done (done_at = now), pending (due at now + Delay,
+	// last_error = LastError) or dead (last_error = LastError), exactly as
+	// MarkOutboxDoneIfClaimed, RetryOutboxIfClaimed and
+	// MarkOutboxDeadIfClaimed would. A row no longer claimed under its
+	// token (its lease lapsed and another claimer took it, or an operator
+	// moved it) is left alone and reported unchanged: the guard is in the
+	// statement's WHERE clause, per row. The outbox relay records every
+	// outcome with it, so the outcomes of effects that finish together cost
+	// one statement. It returns an error, and writes nothing, when p is
+	// invalid ([OutboxSettleManyParams.Validate]) or the statement failed.
+	SettleOutboxManyIfClaimed(ctx context.Context, p *OutboxSettleManyParams) (*OutboxSettleManyResult, error)
 
 	// RedriveOutboxIfDead sets dead rows (those of p.IDs, or every dead row
 	// of p.Kind) back to pending, due now, with attempts reset to 0, at

@@ -1,31 +1,10 @@
 package stores
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"time"
 )
-
-// OutboxManySettler is implemented by stores that record the outcomes of
-// many claimed rows in one statement (one commit), instead of one Mark or
-// Retry call per row. The outbox relay uses it when the store has it (both
-// pgxstore and sqlitestore do) and falls back to the per-row methods of
-// [OutboxStore] otherwise; storetest.Run checks it when the store
-// implements it.
-type OutboxManySettler interface {
-	// SettleOutboxManyIfClaimed gives each row of p.Rows its new state, in
-	// one statement, if that row is still claimed under its ClaimToken: done
-	// (done_at = now), pending (due at now + Delay, last_error = LastError)
-	// or dead (last_error = LastError), exactly as MarkOutboxDoneIfClaimed,
-	// RetryOutboxIfClaimed and MarkOutboxDeadIfClaimed would. A row no
-	// longer claimed under its token (its lease lapsed and another claimer
-	// took it, or an operator moved it) is left alone and reported
-	// unchanged: the guard is in the statement's WHERE clause, per row. It
-	// returns an error, and writes nothing, when p is invalid
-	// ([OutboxSettleManyParams.Validate]) or the statement failed.
-	SettleOutboxManyIfClaimed(ctx context.Context, p *OutboxSettleManyParams) (*OutboxSettleManyResult, error)
-}
 
 // OutboxSettlement is the outcome of one claimed row, an element of
 // [OutboxSettleManyParams.Rows].
@@ -47,7 +26,7 @@ type OutboxSettlement struct {
 }
 
 // OutboxSettleManyParams are the input of
-// [OutboxManySettler.SettleOutboxManyIfClaimed].
+// [OutboxStore.SettleOutboxManyIfClaimed].
 type OutboxSettleManyParams struct {
 	// Rows are the outcomes to record, at most OutboxClaimLimitMax (1000),
 	// each ID at most once. Empty records nothing.
@@ -88,7 +67,7 @@ func (p *OutboxSettleManyParams) Validate() error {
 }
 
 // OutboxSettleManyResult is the output of
-// [OutboxManySettler.SettleOutboxManyIfClaimed].
+// [OutboxStore.SettleOutboxManyIfClaimed].
 type OutboxSettleManyResult struct {
 	// Changed has one entry per element of OutboxSettleManyParams.Rows, in
 	// the same order: true when that row was still claimed under its token

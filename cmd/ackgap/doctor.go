@@ -1,8 +1,10 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"sort"
@@ -16,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/spf13/cobra"
 
+	"github.com/ackgap/ackgap"
 	"github.com/ackgap/ackgap/brokers/kafkabroker"
 	"github.com/ackgap/ackgap/brokers/sqsbroker"
 	"github.com/ackgap/ackgap/retention"
@@ -51,6 +54,7 @@ type doctorOpts struct {
 	kafkaBrokers   []string
 	kafkaTopics    []string
 	kafkaGroup     string
+	kafkaConsumer  string
 }
 
 func (a *app) doctorCommand() *cobra.Command {
@@ -68,7 +72,9 @@ check with pass, warn or fail and the fix. Checks run for what is given:
                             <= --inbox-retention
   --kafka-brokers, --kafka-topic (repeat), --kafka-group
                             topic retention.ms <= --inbox-retention; the consumer
-                            group exists; its lag per partition
+                            group exists; its lag per partition; with --dsn too,
+                            whether its committed offsets are behind the inbox
+                            (records after them already applied, --kafka-consumer)
 
 SQS credentials come from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and
 AWS_SESSION_TOKEN; the region from --sqs-region or AWS_REGION; --sqs-endpoint
@@ -94,6 +100,9 @@ fails; warnings exit 0.`,
 			if len(o.kafkaBrokers) > 0 && (len(o.kafkaTopics) == 0 || o.kafkaGroup == "") {
 				return usageErrorf("--kafka-brokers needs --kafka-topic and --kafka-group")
 			}
+			if o.kafkaConsumer != "" && (a.dsn == "" || len(o.kafkaBrokers) == 0) {
+				return usageErrorf("--kafka-consumer names the inbox to compare with: it needs --dsn and --kafka-brokers")
+			}
 			ctx := cmd.Context()
 			var checks []check
 			if a.dsn != "" {
@@ -111,7 +120,16 @@ fails; warnings exit 0.`,
 				checks = append(checks, cs...)
 			}
 			if len(o.kafkaBrokers) > 0 {
-				checks = append(checks, doctorKafka(&o)...)
+				var lookup inboxLookup
+				if a.dsn != "" {
+					s, closeFn, err := a.open(ctx, openExisting)
+					if err != nil {
+						return err
+					}
+					defer closeFn()
+					lookup = storeLookup(s, cmp.Or(o.kafkaConsumer, o.kafkaGroup))
+				}
+				checks = append(checks, doctorKafka(ctx, &o, lookup, a.env.now())...)
 			}
 			return a.printChecks(cmd, checks)
 		},
@@ -125,6 +143,7 @@ fails; warnings exit 0.`,
 	f.StringSliceVar(&o.kafkaBrokers, "kafka-brokers", nil, "Kafka bootstrap brokers, host:port, comma-separated")
 	f.StringArrayVar(&o.kafkaTopics, "kafka-topic", nil, "Kafka topic to check (repeat for several)")
 	f.StringVar(&o.kafkaGroup, "kafka-group", "", "the consumer group of the topics")
+	f.StringVar(&o.kafkaConsumer, "kafka-consumer", "", "the inbox consumer name of the group's handler (default: the group id)")
 	return cmd
 }
 
@@ -316,8 +335,9 @@ func sqsChecks(ctx context.Context, c *sqs.Client, url string, o *doctorOpts) []
 	return append(checks, ci)
 }
 
-// doctorKafka checks topic retention, the consumer group and its lag.
-func doctorKafka(o *doctorOpts) []check {
+// doctorKafka checks topic retention, the consumer group and its lag, and,
+// when lookup is not nil, the group's committed offsets against the inbox.
+func doctorKafka(ctx context.Context, o *doctorOpts, lookup inboxLookup, now time.Time) []check {
 	sc := sarama.NewConfig()
 	sc.Version = kafkabroker.VersionDefault
 	sc.ClientID = "ackgap-doctor"
@@ -345,6 +365,11 @@ func doctorKafka(o *doctorOpts) []check {
 	}
 	for _, topic := range o.kafkaTopics {
 		checks = append(checks, kafkaLag(client, admin, topic, o.kafkaGroup))
+	}
+	if lookup != nil {
+		for _, topic := range o.kafkaTopics {
+			checks = append(checks, kafkaBehindInbox(ctx, client, admin, topic, o, lookup, now))
+		}
 	}
 	return checks
 }
@@ -378,36 +403,57 @@ func kafkaRetention(admin sarama.ClusterAdmin, topic string, o *doctorOpts) chec
 	return check{Name: name, Status: checkWarn, Detail: "retention.ms not reported", Fix: "check the topic's retention.ms by hand"}
 }
 
-func kafkaLag(client sarama.Client, admin sarama.ClusterAdmin, topic, group string) check {
-	name := "kafka group " + group + " lag on " + topic
+// partitionOffsets are a group's committed offset on one partition (-1
+// when none) and the partition's end (the next offset to be written).
+type partitionOffsets struct {
+	partition         int32
+	committed, newest int64
+}
+
+// groupOffsets returns group's committed offsets and the ends of topic's
+// partitions, ordered by partition.
+func groupOffsets(client sarama.Client, admin sarama.ClusterAdmin, topic, group string) ([]partitionOffsets, error) {
 	partitions, err := client.Partitions(topic)
 	if err != nil {
-		return check{Name: name, Status: checkFail, Detail: "partitions: " + err.Error()}
+		return nil, fmt.Errorf("partitions: %w", err)
 	}
 	resp, err := admin.ListConsumerGroupOffsets(group, map[string][]int32{topic: partitions})
 	if err != nil {
-		return check{Name: name, Status: checkFail, Detail: "committed offsets: " + err.Error()}
+		return nil, fmt.Errorf("committed offsets: %w", err)
 	}
 	sort.Slice(partitions, func(i, j int) bool { return partitions[i] < partitions[j] })
-	var parts []string
-	var missing []string
-	var total int64
+	out := make([]partitionOffsets, 0, len(partitions))
 	for _, p := range partitions {
 		newest, err := client.GetOffset(topic, p, sarama.OffsetNewest)
 		if err != nil {
-			return check{Name: name, Status: checkFail, Detail: fmt.Sprintf("partition %d newest offset: %v", p, err)}
+			return nil, fmt.Errorf("partition %d newest offset: %w", p, err)
 		}
 		committed := int64(-1)
 		if b := resp.GetBlock(topic, p); b != nil {
 			committed = b.Offset
 		}
-		if committed < 0 {
-			missing = append(missing, strconv.Itoa(int(p)))
-			parts = append(parts, fmt.Sprintf("p%d=- (end %d)", p, newest))
+		out = append(out, partitionOffsets{partition: p, committed: committed, newest: newest})
+	}
+	return out, nil
+}
+
+func kafkaLag(client sarama.Client, admin sarama.ClusterAdmin, topic, group string) check {
+	name := "kafka group " + group + " lag on " + topic
+	offsets, err := groupOffsets(client, admin, topic, group)
+	if err != nil {
+		return check{Name: name, Status: checkFail, Detail: err.Error()}
+	}
+	var parts []string
+	var missing []string
+	var total int64
+	for _, po := range offsets {
+		if po.committed < 0 {
+			missing = append(missing, strconv.Itoa(int(po.partition)))
+			parts = append(parts, fmt.Sprintf("p%d=- (end %d)", po.partition, po.newest))
 			continue
 		}
-		total += newest - committed
-		parts = append(parts, fmt.Sprintf("p%d=%d", p, newest-committed))
+		total += po.newest - po.committed
+		parts = append(parts, fmt.Sprintf("p%d=%d", po.partition, po.newest-po.committed))
 	}
 	c := check{Name: name, Status: checkPass, Detail: fmt.Sprintf("lag %d: %s", total, strings.Join(parts, " "))}
 	if len(missing) > 0 {
@@ -416,6 +462,157 @@ func kafkaLag(client sarama.Client, admin sarama.ClusterAdmin, topic, group stri
 			": the group starts there from its offset reset policy (kafkabroker reads from the oldest)"
 	}
 	return c
+}
+
+// Limits of the check of committed offsets against the inbox.
+const (
+	// kafkaScanMax caps the records read after each partition's committed
+	// offset: each costs one inbox lookup.
+	kafkaScanMax = 20
+	// kafkaCommitGrace is how long an applied message may wait for its
+	// offset commit before the doctor warns: longer than a consumer in
+	// good health takes to commit (kafkabroker commits right after the
+	// ack).
+	kafkaCommitGrace = time.Minute
+	// kafkaFetchTimeout bounds the wait for the records of one partition.
+	kafkaFetchTimeout = 10 * time.Second
+)
+
+// inboxLookup returns when the inbox row of eventID was written, and
+// whether there is one.
+type inboxLookup func(ctx context.Context, eventID string) (at time.Time, found bool, err error)
+
+// storeLookup looks event ids up in consumer's inbox rows of s.
+func storeLookup(s stores.Operator, consumer string) inboxLookup {
+	return func(ctx context.Context, eventID string) (time.Time, bool, error) {
+		res, err := s.LookupEvent(ctx, &stores.LookupEventParams{EventID: eventID, Consumer: consumer})
+		if err != nil || len(res.Inbox) == 0 {
+			return time.Time{}, false, err
+		}
+		return res.Inbox[0].ReceivedAt, true, nil
+	}
+}
+
+// kafkaBehindInbox reads the first records after the group's committed
+// offset on each partition of topic (at most kafkaScanMax) and looks their
+// event ids up in the inbox. A record there was applied (its transaction
+// committed) but its offset is not committed: a restart or a rebalance
+// delivers it again, and the inbox skips the copy only while it keeps the
+// row. Briefly that is the ack gap of a message in flight (pass); for
+// longer than kafkaCommitGrace the group's offset commits stall (warn);
+// past the inbox retention less one pruning interval the pruner may drop
+// the row first, and the copy is then applied twice (fail).
+func kafkaBehindInbox(ctx context.Context, client sarama.Client, admin sarama.ClusterAdmin, topic string, o *doctorOpts, lookup inboxLookup, now time.Time) check {
+	consumer := cmp.Or(o.kafkaConsumer, o.kafkaGroup)
+	name := "kafka group " + o.kafkaGroup + " offsets vs inbox on " + topic
+	offsets, err := groupOffsets(client, admin, topic, o.kafkaGroup)
+	if err != nil {
+		return check{Name: name, Status: checkFail, Detail: err.Error()}
+	}
+	kc, err := sarama.NewConsumerFromClient(client)
+	if err != nil {
+		return check{Name: name, Status: checkFail, Detail: "consumer: " + err.Error()}
+	}
+	defer kc.Close()
+	var parts []string
+	var read, applied, noID int
+	var oldest time.Time
+	for _, po := range offsets {
+		if po.committed < 0 || po.committed >= po.newest {
+			continue
+		}
+		n := min(po.newest-po.committed, kafkaScanMax)
+		recs, err := readRecords(ctx, kc, topic, po.partition, po.committed, int(n))
+		if errors.Is(err, sarama.ErrOffsetOutOfRange) {
+			// The topic's retention deleted the records from the committed
+			// offset on: the group skips to the oldest kept.
+			parts = append(parts, fmt.Sprintf("p%d: committed offset %d no longer on the topic", po.partition, po.committed))
+			continue
+		}
+		if err != nil {
+			return check{Name: name, Status: checkFail, Detail: err.Error()}
+		}
+		var here int
+		for _, rec := range recs {
+			read++
+			msg, err := kafkabroker.Marshaler{}.Unmarshal(rec)
+			id := ""
+			if err == nil {
+				id = msg.Metadata.Get(ackgap.MetadataEventIDKey)
+			}
+			if id == "" {
+				noID++
+				continue
+			}
+			at, found, err := lookup(ctx, id)
+			if err != nil {
+				return check{Name: name, Status: checkFail, Detail: "inbox lookup: " + err.Error(), Fix: "check --dsn and that the schema is migrated"}
+			}
+			if !found {
+				continue
+			}
+			here++
+			if oldest.IsZero() || at.Before(oldest) {
+				oldest = at
+			}
+		}
+		if here > 0 {
+			parts = append(parts, fmt.Sprintf("p%d: %d of the %d record(s) from offset %d applied", po.partition, here, len(recs), po.committed))
+		}
+		applied += here
+	}
+	scanned := fmt.Sprintf("read %d record(s) after the committed offsets", read)
+	if noID > 0 {
+		scanned += fmt.Sprintf(", %d without an event id", noID)
+	}
+	if applied == 0 {
+		if len(parts) > 0 {
+			scanned += "; " + strings.Join(parts, "; ")
+		}
+		return check{Name: name, Status: checkPass, Detail: fmt.Sprintf(
+			"not behind: none of the records after the committed offsets is in inbox %q (%s)", consumer, scanned)}
+	}
+	age := now.Sub(oldest)
+	detail := fmt.Sprintf("%s; in inbox %q but not committed, the oldest applied %s ago (%s)",
+		strings.Join(parts, "; "), consumer, age.Round(time.Second), scanned)
+	switch {
+	case age > o.inboxRetention-retention.IntervalDefault:
+		return check{Name: name, Status: checkFail,
+			Detail: detail + ": the pruner may delete these inbox rows before a restart or rebalance delivers the records again, which then applies them twice",
+			Fix: "find why the group's offset commits stall (refused commits, kafkabroker.ErrCommitRefused, in the consumer's logs; a message stuck at the committed offset holds back the commits after it) " +
+				"and let the group commit while the rows are kept, or raise retention.Config.Retention"}
+	case age > kafkaCommitGrace:
+		return check{Name: name, Status: checkWarn,
+			Detail: detail + ": a restart or rebalance delivers them again, and the inbox skips the copies as duplicates while it keeps their rows",
+			Fix: "the group's offset commits stall or the consumer stopped after applying: look for refused commits (kafkabroker.ErrCommitRefused) in its logs, " +
+				"and for a message stuck at the committed offset (retrying, or a hung handler), which holds back the commits after it"}
+	}
+	return check{Name: name, Status: checkPass, Detail: detail + ": the ack gap of messages in flight, committed shortly"}
+}
+
+// readRecords reads n records of topic's partition from offset on.
+func readRecords(ctx context.Context, kc sarama.Consumer, topic string, partition int32, offset int64, n int) ([]*sarama.ConsumerMessage, error) {
+	pc, err := kc.ConsumePartition(topic, partition, offset)
+	if err != nil {
+		return nil, fmt.Errorf("partition %d from offset %d: %w", partition, offset, err)
+	}
+	defer func() { _ = pc.Close() }() // waits for its fetches to end
+	timeout := time.NewTimer(kafkaFetchTimeout)
+	defer timeout.Stop()
+	recs := make([]*sarama.ConsumerMessage, 0, n)
+	for len(recs) < n {
+		select {
+		case rec := <-pc.Messages():
+			recs = append(recs, rec)
+		case err := <-pc.Errors():
+			return nil, fmt.Errorf("partition %d from offset %d: %w", partition, offset, err)
+		case <-timeout.C:
+			return nil, fmt.Errorf("partition %d from offset %d: %d of %d record(s) in %s", partition, offset, len(recs), n, kafkaFetchTimeout)
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return recs, nil
 }
 
 // seconds parses an SQS attribute in whole seconds; "" or junk is 0.

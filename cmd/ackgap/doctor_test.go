@@ -223,3 +223,83 @@ func (c *committer) ConsumeClaim(s sarama.ConsumerGroupSession, claim sarama.Con
 	<-s.Context().Done()
 	return nil
 }
+
+// TestDoctorKafkaBehindInbox: against kfake and SQLite, the group's
+// committed offsets compared with the inbox. Partition 0 holds e1, e2, e3
+// and the group committed offset 1 (e1 done). Good: the inbox holds only
+// e1, so nothing after the committed offset is applied (pass); e2 applied
+// 10 s ago is an ack gap in flight (pass). Bad: e2 applied two hours ago
+// and still not committed warns, and fails once the inbox retention could
+// prune its row before the redelivery.
+func TestDoctorKafkaBehindInbox(t *testing.T) {
+	brokers := strings.Split(envOr("KAFKA_BROKERS", "127.0.0.1:9092"), ",")
+	sc := sarama.NewConfig()
+	sc.Version = kafkabroker.VersionDefault
+	sc.Producer.Return.Successes = true
+	sc.Producer.Partitioner = sarama.NewManualPartitioner
+	client, err := sarama.NewClient(brokers, sc)
+	require.NoError(t, err, "kfake at %v (KAFKA_BROKERS): start it with tools/brokers.sh start", brokers)
+	defer client.Close()
+	admin, err := sarama.NewClusterAdminFromClient(client)
+	require.NoError(t, err)
+	topic := randomName("doctor-inbox")
+	retentionMS := "604800000"
+	require.NoError(t, admin.CreateTopic(topic, &sarama.TopicDetail{NumPartitions: 2, ReplicationFactor: 1,
+		ConfigEntries: map[string]*string{"retention.ms": &retentionMS}}, false))
+	producer, err := sarama.NewSyncProducerFromClient(client)
+	require.NoError(t, err)
+	defer producer.Close()
+	for _, id := range []string{"e1", "e2", "e3"} {
+		msg, err := kafkabroker.NewEvent(id, []byte(id))
+		require.NoError(t, err)
+		rec, err := kafkabroker.Marshaler{}.Marshal(topic, msg)
+		require.NoError(t, err)
+		rec.Partition = 0
+		_, _, err = producer.SendMessage(rec)
+		require.NoError(t, err)
+	}
+	group := randomName("doctor-group")
+	commitOffsets(t, brokers, group, topic, map[int32]int64{0: 1, 1: 0})
+
+	c, s := backends[1].open(t) // SQLite: the comparison goes through the store API alike
+	c.ok("migrate", "up")
+	s.inbox(t, "billing", "e1", t0.Add(-3*time.Hour))
+	s.inbox(t, "shipping", "e2", t0.Add(-10*time.Second))
+	name := "kafka group " + group + " offsets vs inbox on " + topic
+	doctor := func(r *doctorReport, code int, consumer string, extra ...string) check {
+		t.Helper()
+		c.json(r, code, append([]string{"doctor", "--kafka-brokers", strings.Join(brokers, ","), "--kafka-group", group,
+			"--kafka-topic", topic, "--kafka-consumer", consumer}, extra...)...)
+		for _, ch := range r.Checks {
+			if ch.Name == name {
+				return ch
+			}
+		}
+		require.Failf(t, "no check", "%q in %+v", name, r.Checks)
+		return check{}
+	}
+	var r doctorReport
+	ch := doctor(&r, exitOK, "billing")
+	require.Equal(t, checkPass, ch.Status, "%+v", ch)
+	require.Contains(t, ch.Detail, `not behind: none of the records after the committed offsets is in inbox "billing" (read 2 record(s)`)
+
+	ch = doctor(&r, exitOK, "shipping")
+	require.Equal(t, checkPass, ch.Status, "%+v", ch)
+	require.Contains(t, ch.Detail, `p0: 1 of the 2 record(s) from offset 1 applied; in inbox "shipping" but not committed, the oldest applied 10s ago`)
+	require.Contains(t, ch.Detail, "the ack gap of messages in flight")
+
+	s.inbox(t, "billing", "e2", t0.Add(-2*time.Hour))
+	ch = doctor(&r, exitOK, "billing")
+	require.Equal(t, checkWarn, ch.Status, "%+v", ch)
+	require.Contains(t, ch.Detail, `p0: 1 of the 2 record(s) from offset 1 applied; in inbox "billing" but not committed, the oldest applied 2h0m0s ago`)
+	require.Contains(t, ch.Fix, "kafkabroker.ErrCommitRefused")
+
+	ch = doctor(&r, exitDoctorFailed, "billing", "--inbox-retention", "2h")
+	require.Equal(t, checkFail, ch.Status, "%+v", ch)
+	require.Contains(t, ch.Detail, "applies them twice")
+	require.Contains(t, ch.Fix, "retention.Config.Retention")
+
+	res := (&cli{t: t, env: map[string]string{}}).run("doctor", "--kafka-brokers", strings.Join(brokers, ","), "--kafka-group", group,
+		"--kafka-topic", topic, "--kafka-consumer", "billing")
+	require.Equal(t, exitUsage, res.code, "--kafka-consumer without --dsn: %s", res.stderr)
+}

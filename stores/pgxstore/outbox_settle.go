@@ -6,10 +6,8 @@ import (
 	"github.com/ackgap/ackgap/stores"
 )
 
-var _ stores.OutboxManySettler = (*Store)(nil)
-
 // SettleOutboxManyIfClaimed implements
-// [stores.OutboxManySettler.SettleOutboxManyIfClaimed] in one UPDATE ...
+// [stores.OutboxStore.SettleOutboxManyIfClaimed] in one UPDATE ...
 // FROM unnest(...) in its own short transaction: one commit (and one WAL
 // flush) for every row of p, whose WHERE clause holds each row's guard
 // (state claimed, the row's claim token). Its RETURNING lists the rows it

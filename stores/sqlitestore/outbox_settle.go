@@ -7,10 +7,8 @@ import (
 	"github.com/ackgap/ackgap/stores"
 )
 
-var _ stores.OutboxManySettler = (*Store)(nil)
-
 // SettleOutboxManyIfClaimed implements
-// [stores.OutboxManySettler.SettleOutboxManyIfClaimed] in one write
+// [stores.OutboxStore.SettleOutboxManyIfClaimed] in one write
 // transaction (one commit, one WAL sync for every row of p): a prepared
 // guarded UPDATE per row, whose WHERE clause holds the row's guard (state
 // claimed, the row's claim token). SQLite runs them in process, so the

@@ -27,8 +27,8 @@ import (
 // come back through redrive with attempts reset; pruning deletes only done
 // rows older than the cutoff; stats count the backlog and find its oldest
 // row; concurrent claimers never get the same row; bad params are refused;
-// and, when the store implements stores.OutboxManySettler, one settle call
-// records a claim's done, retried and dead rows behind each row's guard.
+// and one SettleOutboxManyIfClaimed call records a claim's done, retried
+// and dead rows behind each row's guard.
 func runOutbox[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TTx]) {
 	// t0 is the suite's clock: every call passes Now relative to it, so
 	// leases and delays lapse without sleeping.

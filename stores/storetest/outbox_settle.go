@@ -10,16 +10,12 @@ import (
 	"github.com/ackgap/ackgap/stores"
 )
 
-// runOutboxSettleMany checks [stores.OutboxManySettler] when the store
-// implements it: one call records done, retry and dead rows of a claim,
+// runOutboxSettleMany checks [stores.OutboxStore.SettleOutboxManyIfClaimed]:
+// one call records done, retry and dead rows of a claim,
 // each behind its own guard, and leaves a row whose claim was lost alone.
 func runOutboxSettleMany[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TTx], t0 time.Time, lease time.Duration) {
 	t.Run("SettleManyIfClaimed", func(t *testing.T) {
 		o, h := outboxSetup(t, setup)
-		s, ok := o.(stores.OutboxManySettler)
-		if !ok {
-			t.Skipf("%T does not implement stores.OutboxManySettler", o)
-		}
 		ctx := context.Background()
 		ids := addRows(t, h, row("charge", "k1", t0, t0), row("charge", "k2", t0, t0), row("charge", "k3", t0, t0),
 			row("charge", "k4", t0, t0))
@@ -32,7 +28,7 @@ func runOutboxSettleMany[TTx any](t *testing.T, setup func(t *testing.T) *Harnes
 		// Re-take k1..k3 under the fresh claim's token and settle them with
 		// it; settle k4 with the stale one.
 		now := t0.Add(2*lease + time.Second)
-		res, err := s.SettleOutboxManyIfClaimed(ctx, &stores.OutboxSettleManyParams{Now: now, Rows: []stores.OutboxSettlement{
+		res, err := o.SettleOutboxManyIfClaimed(ctx, &stores.OutboxSettleManyParams{Now: now, Rows: []stores.OutboxSettlement{
 			{ID: ids[0], ClaimToken: fresh[0].Claim.Token, State: stores.OutboxDone},
 			{ID: ids[1], ClaimToken: fresh[1].Claim.Token, State: stores.OutboxPending, Delay: time.Hour, LastError: "503"},
 			{ID: ids[2], ClaimToken: fresh[2].Claim.Token, State: stores.OutboxDead, LastError: "400"},
@@ -52,7 +48,7 @@ func runOutboxSettleMany[TTx any](t *testing.T, setup func(t *testing.T) *Harnes
 		require.Equal(t, []any{stores.OutboxClaimed, 2}, []any{byID[ids[3]].State, byID[ids[3]].Attempts}, "the stale settle wrote nothing")
 
 		// The tokens are spent: settling again changes nothing.
-		res, err = s.SettleOutboxManyIfClaimed(ctx, &stores.OutboxSettleManyParams{Rows: []stores.OutboxSettlement{
+		res, err = o.SettleOutboxManyIfClaimed(ctx, &stores.OutboxSettleManyParams{Rows: []stores.OutboxSettlement{
 			{ID: ids[0], ClaimToken: fresh[0].Claim.Token, State: stores.OutboxDead, LastError: "late"},
 		}})
 		require.NoError(t, err)
@@ -67,10 +63,10 @@ func runOutboxSettleMany[TTx any](t *testing.T, setup func(t *testing.T) *Harnes
 		require.NoError(t, err)
 		require.Equal(t, int64(1), pruned.Deleted, "the done row has done_at = Now")
 
-		empty, err := s.SettleOutboxManyIfClaimed(ctx, &stores.OutboxSettleManyParams{})
+		empty, err := o.SettleOutboxManyIfClaimed(ctx, &stores.OutboxSettleManyParams{})
 		require.NoError(t, err)
 		require.Empty(t, empty.Changed)
-		_, err = s.SettleOutboxManyIfClaimed(ctx, &stores.OutboxSettleManyParams{Rows: []stores.OutboxSettlement{
+		_, err = o.SettleOutboxManyIfClaimed(ctx, &stores.OutboxSettleManyParams{Rows: []stores.OutboxSettlement{
 			{ID: 1, State: "claimed", Delay: -time.Second}, {ID: 1, ClaimToken: "t", State: stores.OutboxDone},
 		}})
 		require.ErrorContains(t, err, "invalid outbox settle")

@@ -14,5 +14,5 @@ import (
 func setup(wr *message.Router) (*router.Router[*sql.Tx], error) {
 	d := middleware.Deduplicator{Timeout: time.Minute}
 	wr.AddMiddleware(d.Middleware)
-	return router.New[*sql.Tx](nil)
+	return router.New[*sql.Tx](nil, nil)
 }

@@ -7,9 +7,8 @@ import (
 
 	wsql "github.com/ThreeDotsLabs/watermill-sql/v3/pkg/sql"
 	"github.com/ThreeDotsLabs/watermill/message"
-	"github.com/ackgap/ackgap/middleware"
+	"github.com/ackgap/ackgap"
 	"github.com/ackgap/ackgap/router"
-	"github.com/ackgap/ackgap/stores"
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -31,16 +30,15 @@ func register(r *message.Router, ar *router.Router[*sql.Tx], h *handlers) {
 	})
 	r.AddNoPublisherHandler("receipts", "orders", nil, h.notify)
 
-	// A safe ackgap handler: guarded transition and an outbox row.
+	// A safe ackgap handler: a guarded transition with its outbox row, and
+	// an outbox row of its own.
 	_ = ar.AddHandler("billing", "orders", nil, func(ctx context.Context, tx *sql.Tx, msg *message.Message) error {
-		res, err := middleware.TransitionIfState(ctx, &stores.TransitionParams{Table: "orders", Key: msg.UUID, To: "charging"})
-		if err != nil {
+		if _, err := ackgap.ApplyTransition(ctx,
+			&ackgap.Transition{Table: "orders", Key: msg.UUID, From: []string{"placed"}, To: "charging"},
+			&ackgap.OutboxEntry{Kind: "charge", IdempotencyKey: "charge:" + msg.UUID}); err != nil {
 			return err
 		}
-		if err := res.Err(); err != nil {
-			return err
-		}
-		return middleware.QueueOutbox(ctx, &stores.OutboxInsertParams{Topic: "charges", Key: msg.UUID})
+		return ackgap.AddOutbox(ctx, &ackgap.OutboxEntry{Kind: "email.receipt", IdempotencyKey: "receipt:" + msg.UUID})
 	})
 }
 

@@ -1,17 +1,12 @@
-// Package stores is a stub of ackgap's stores package.
+// Package stores is a stub of ackgap's stores package: the store contract.
 package stores
 
-type TransitionParams struct {
-	Table, Key, To string
-	From           []string
-}
+import (
+	"context"
 
-type TransitionResult struct{ Found bool }
+	"github.com/ackgap/ackgap"
+)
 
-func (r *TransitionResult) Applied() bool { return true }
-func (r *TransitionResult) Err() error    { return nil }
-
-type OutboxInsertParams struct {
-	Topic, Key string
-	Payload    []byte
+type Store[TTx any] interface {
+	TransitionIfStateTx(ctx context.Context, tx TTx, p *ackgap.Transition) (*ackgap.TransitionResult, error)
 }
