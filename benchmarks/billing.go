@@ -8,91 +8,61 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 
 	"github.com/ackgap/ackgap"
+	"github.com/ackgap/ackgap/examples/billing/orders"
 	"github.com/ackgap/ackgap/middleware"
 	"github.com/ackgap/ackgap/router"
-	"github.com/ackgap/ackgap/stores"
 )
 
-// Names shared by every workload: the same consumer, tables, states and
-// outbox rows as examples/billing.
+// Names shared by every workload: the consumer, tables, states and outbox
+// rows of examples/billing's handler (package orders), which every ackgap
+// workload runs.
 const (
-	consumer       = "billing"
-	topicPrefix    = "orders.placed."
-	statusPending  = "pending"
-	statusCharging = "charging"
-	kindCharge     = "charge"
-	kindReceipt    = "email.receipt"
+	consumer       = orders.Consumer
+	topicPrefix    = orders.TopicPrefix
+	statusPending  = orders.StatusPending
+	statusCharging = orders.StatusCharging
+	kindCharge     = orders.KindCharge
+	kindReceipt    = orders.KindReceipt
 	eventIDKey     = ackgap.MetadataEventIDKey
 )
 
-// ordersDDL is examples/billing's orders table; the same text runs on
-// PostgreSQL and SQLite.
-const ordersDDL = `CREATE TABLE orders (
-    id           TEXT    PRIMARY KEY,
-    status       TEXT    NOT NULL DEFAULT 'pending',
-    amount_cents INTEGER NOT NULL,
-    email        TEXT    NOT NULL,
-    version      INTEGER NOT NULL DEFAULT 0
-)`
+// outboxHeadersJSON is orders.OutboxHeaders as the hand-written and
+// ceiling workloads send it.
+const outboxHeadersJSON = `{"content-type":"application/json"}`
 
-// outboxHeaders are the headers of both outbox rows, and their JSON.
-var (
-	outboxHeaders     = map[string]string{"content-type": "application/json"}
-	outboxHeadersJSON = `{"content-type":"application/json"}`
-)
+// orderPlaced is the payload of an order.placed event.
+type orderPlaced = orders.OrderPlaced
 
-type chargePayload struct {
-	OrderID     string `json:"order_id"`
-	AmountCents int64  `json:"amount_cents"`
-}
-
-type receiptPayload struct {
-	OrderID     string `json:"order_id"`
-	Email       string `json:"email"`
-	AmountCents int64  `json:"amount_cents"`
-}
-
-// effects returns the two outbox rows of ev: the charge and the receipt,
-// with their idempotency keys and payloads.
+// effects returns the two outbox rows of ev as the hand-written and
+// ceiling workloads insert them: the charge and the receipt, with their
+// idempotency keys and payloads, from orders.Effects.
 func effects(ev *orderPlaced) (chargeKey string, charge []byte, receiptKey string, receipt []byte, err error) {
-	charge, err = json.Marshal(chargePayload{OrderID: ev.OrderID, AmountCents: ev.AmountCents})
+	rows, err := orders.Effects(ev)
 	if err != nil {
 		return "", nil, "", nil, err
 	}
-	receipt, err = json.Marshal(receiptPayload{OrderID: ev.OrderID, Email: ev.Email, AmountCents: ev.AmountCents})
-	if err != nil {
-		return "", nil, "", nil, err
-	}
-	return "charge:" + ev.OrderID, charge, "receipt:" + ev.OrderID, receipt, nil
+	return rows[0].IdempotencyKey, rows[0].Payload, rows[1].IdempotencyKey, rows[1].Payload, nil
 }
 
-// chargeOrder is examples/billing's handler (chargeOrder in
-// examples/billing/billing.go) when queue is true: middleware.QueueTransition
-// moves the order and, only if that applied, records the two outbox rows,
-// all sent with the commit. With queue false it is the same work written
-// the way a handler that reads the outcome does: TransitionIfState, then
-// middleware.AddOutbox per row (one round trip each). It is a copy because
-// the example is a main package.
+// chargeOrder is examples/billing's handler (orders.Handler) when queue is
+// true: middleware.QueueTransition moves the order and, only if that
+// applied, records the two outbox rows, all sent with the commit. With
+// queue false it is the same work written the way a handler that reads the
+// outcome does: TransitionIfState, then middleware.AddOutbox per row (one
+// round trip each).
 func chargeOrder[TTx any](queue bool) router.HandlerFunc[TTx] {
+	if queue {
+		return orders.Handler[TTx]()
+	}
 	return router.JSON[TTx](func(ctx context.Context, _ TTx, _ *message.Message, ev orderPlaced) error {
-		if ev.OrderID == "" || ev.AmountCents <= 0 || ev.Email == "" {
-			return ackgap.Permanent(ackgap.ReasonBadPayload, fmt.Errorf("%w: order.placed needs order_id, a positive amount_cents and email", ackgap.ErrBadPayload))
+		if err := orders.Validate(&ev); err != nil {
+			return err
 		}
-		chargeKey, charge, receiptKey, receipt, err := effects(&ev)
+		rows, err := orders.Effects(&ev)
 		if err != nil {
 			return err
 		}
-		transition := &stores.TransitionParams{
-			Table: "orders", Key: ev.OrderID, From: []string{statusPending}, To: statusCharging, VersionColumn: "version",
-		}
-		rows := []*stores.OutboxInsertParams{
-			{Kind: kindCharge, IdempotencyKey: chargeKey, Payload: charge, Headers: outboxHeaders},
-			{Kind: kindReceipt, IdempotencyKey: receiptKey, Payload: receipt, Headers: outboxHeaders},
-		}
-		if queue {
-			return middleware.QueueTransition(ctx, transition, rows...)
-		}
-		res, err := middleware.TransitionIfState(ctx, transition)
+		res, err := middleware.TransitionIfState(ctx, orders.Transition(&ev))
 		if err != nil {
 			return err
 		}

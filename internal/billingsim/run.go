@@ -1,4 +1,4 @@
-package main
+package billingsim
 
 import (
 	"context"
@@ -20,6 +20,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 
 	"github.com/ackgap/ackgap"
+	"github.com/ackgap/ackgap/examples/billing/orders"
 	"github.com/ackgap/ackgap/middleware"
 	"github.com/ackgap/ackgap/router"
 	"github.com/ackgap/ackgap/stores"
@@ -273,7 +274,7 @@ func (o Options) dupCounts() (seq, crash, conc int) {
 
 // event is one order.placed event as the producer publishes it.
 type event struct {
-	body      OrderPlaced
+	body      orders.OrderPlaced
 	id        string // event id, the same in every copy
 	partition int
 	payload   []byte
@@ -323,7 +324,7 @@ func newPlan(o Options) (*plan, error) {
 		expectedDups: make(map[string]int, o.Events),
 	}
 	for i := range p.events {
-		body := OrderPlaced{
+		body := orders.OrderPlaced{
 			OrderID:     fmt.Sprintf("ord-%06d", i+1),
 			AmountCents: int64(500 + (i*7919)%99500),
 			Email:       fmt.Sprintf("customer%06d@example.com", i+1),
@@ -332,7 +333,7 @@ func newPlan(o Options) (*plan, error) {
 		if err != nil {
 			return nil, err
 		}
-		p.events[i] = event{body: body, id: EventID(body.OrderID), partition: partitionOf(body.OrderID, o.Partitions), payload: payload}
+		p.events[i] = event{body: body, id: orders.EventID(body.OrderID), partition: partitionOf(body.OrderID, o.Partitions), payload: payload}
 		p.expectedDups[p.events[i].id] = 0
 	}
 	p.nSeq, p.nCrash, p.nConc = o.dupCounts()
@@ -365,7 +366,7 @@ func newPlan(o Options) (*plan, error) {
 	if !math.IsNaN(o.LostReplies) && o.LostReplies > 0 {
 		nLost := int(math.Round(float64(o.Events) * min(o.LostReplies, 1)))
 		for _, i := range rand.New(rand.NewPCG(o.Seed, 0x6c6f7374)).Perm(o.Events)[:nLost] {
-			p.lostReplies[ChargeKey(p.events[i].body.OrderID)] = true
+			p.lostReplies[orders.ChargeKey(p.events[i].body.OrderID)] = true
 		}
 	}
 	return p, nil
@@ -768,7 +769,7 @@ func (fl *fleet[TTx]) start(ctx context.Context, n int) (*instance, error) {
 	}
 	r, err := router.New(fl.store, &cfg)
 	if err == nil {
-		err = r.AddHandler(Consumer, topic, inst.sub, handler[TTx]())
+		err = r.AddHandler(orders.Consumer, topic, inst.sub, orders.Handler[TTx]())
 	}
 	if err != nil {
 		return nil, errors.Join(err, inst.sub.Close())
@@ -815,7 +816,10 @@ func (fl *fleet[TTx]) count() int {
 type backend[TTx any] struct {
 	// name is "sqlite" or "postgres"; location the file or schema.
 	name, location string
-	store          stores.Store[TTx]
+	// schema is the PostgreSQL schema the store and the orders live in;
+	// empty on SQLite.
+	schema string
+	store  stores.Store[TTx]
 	// outbox is the same store, as the relays use it.
 	outbox stores.OutboxStore
 	db     appDB
