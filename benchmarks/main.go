@@ -7,6 +7,7 @@
 //
 //	go run ./benchmarks                      # everything, about 4 minutes
 //	go run ./benchmarks -stores sqlite -concurrency 1 -duration 500ms
+//	go run ./benchmarks -soak 10m            # the soak: killed processes, resources, invariants
 //
 // See benchmarks/README.md for the workloads and what the columns mean.
 package main
@@ -25,6 +26,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ackgap/ackgap/internal/billingsim"
 )
 
 // allStores are the stores -stores accepts, in table order.
@@ -56,10 +59,14 @@ type options struct {
 	out         string
 	overhead    bool
 	cpuprofile  string
+	soak        soakOptions
 	args        []string
 }
 
 func main() {
+	if ran, code := billingsim.RunSoakChild(); ran {
+		os.Exit(code) // a consumer or relay process of the soak
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
@@ -74,6 +81,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintln(stderr, "benchmarks:", err)
 		return 2
+	}
+	if o.soak.duration > 0 {
+		return runSoak(ctx, o, stdout, stderr)
 	}
 	if o.cpuprofile != "" {
 		f, err := os.Create(o.cpuprofile)
@@ -96,7 +106,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	text := rep.markdown()
 	fmt.Fprint(stdout, text)
 	if o.out != "" {
-		if err := os.WriteFile(o.out, []byte(text), 0o644); err != nil {
+		if err := writeKeepingSoak(o.out, text); err != nil {
 			fmt.Fprintln(stderr, "benchmarks:", err)
 			return 1
 		}
@@ -126,6 +136,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.out, "out", outDefault, "markdown file to write the results to; empty: standard output only")
 	fs.BoolVar(&o.overhead, "overhead", true, "measure the framework overhead table (GoChannel, empty handlers, concurrency 1)")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
+	soakFlags(fs, &o.soak)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
