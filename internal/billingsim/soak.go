@@ -245,7 +245,8 @@ func (r *SoakReport) Markdown() string {
 // group on Kafka, competing consumers on SQS) and outbox relay processes,
 // on PostgreSQL, while this process publishes cfg.Rate events a second
 // (every SoakDupEvery-th twice at once) and SIGKILLs a consumer or a relay
-// every cfg.KillEvery, restarting it at once. The first consumer and the
+// every cfg.KillEvery, restarting it at once (on Kafka a consumer is
+// killed once the group is stable again). The first consumer and the
 // first relay are never killed: their goroutines, heap, pool connections
 // and file descriptors are sampled once soakWarmEvents events were applied
 // (cfg.Duration starts then, so a duration longer than cfg.KillEvery
@@ -372,6 +373,18 @@ loop:
 			role, n := roleConsumer, 1+rng.IntN(cfg.Consumers-1)
 			if rng.IntN(cfg.Consumers+cfg.Relays-2) >= cfg.Consumers-1 {
 				role, n = roleRelay, 1+rng.IntN(cfg.Relays-1)
+			}
+			if role == roleConsumer && cfg.Broker == BrokerKafka {
+				// Kill a member only once the group is stable: on kfake a
+				// member killed while a rebalance waits for it holds the
+				// group for the rebalance timeout (kafkabroker's
+				// HoldTimeout + CommitMargin, minutes), each member that
+				// joins meanwhile starts that wait again, and Sarama's
+				// JoinGroup gives up after Net.ReadTimeout (30 s) and
+				// joins again: the group never settles.
+				if err := br.ready(ctx, cfg.Consumers); err != nil {
+					return nil, fmt.Errorf("before killing %s %d: %w", role, n, err)
+				}
 			}
 			if err := s.killAndRestart(role, n); err != nil {
 				return nil, err
