@@ -11,6 +11,7 @@ import (
 	"github.com/ackgap/ackgap/examples/billing/orders"
 	"github.com/ackgap/ackgap/middleware"
 	"github.com/ackgap/ackgap/router"
+	"github.com/ackgap/ackgap/stores"
 )
 
 // Names shared by every workload: the consumer, tables, states and outbox
@@ -35,13 +36,13 @@ type orderPlaced = orders.OrderPlaced
 
 // effects returns the two outbox rows of ev as the hand-written and
 // ceiling workloads insert them: the charge and the receipt, with their
-// idempotency keys and payloads, from orders.Effects.
+// idempotency keys and payloads (orders.ChargeKey, ReceiptKey, Payloads).
 func effects(ev *orderPlaced) (chargeKey string, charge []byte, receiptKey string, receipt []byte, err error) {
-	rows, err := orders.Effects(ev)
+	charge, receipt, err = orders.Payloads(ev)
 	if err != nil {
 		return "", nil, "", nil, err
 	}
-	return rows[0].IdempotencyKey, rows[0].Payload, rows[1].IdempotencyKey, rows[1].Payload, nil
+	return orders.ChargeKey(ev.OrderID), charge, orders.ReceiptKey(ev.OrderID), receipt, nil
 }
 
 // chargeOrder is examples/billing's handler (orders.Handler) when queue is
@@ -58,7 +59,7 @@ func chargeOrder[TTx any](queue bool) router.HandlerFunc[TTx] {
 		if err := orders.Validate(&ev); err != nil {
 			return err
 		}
-		rows, err := orders.Effects(&ev)
+		charge, receipt, err := orders.Effects(&ev)
 		if err != nil {
 			return err
 		}
@@ -69,7 +70,7 @@ func chargeOrder[TTx any](queue bool) router.HandlerFunc[TTx] {
 		if err := res.Err(); err != nil || !res.Applied() {
 			return err
 		}
-		for _, row := range rows {
+		for _, row := range []*stores.OutboxInsertParams{&charge, &receipt} {
 			if _, err := middleware.AddOutbox(ctx, row); err != nil {
 				return err
 			}

@@ -111,22 +111,34 @@ func Transition(ev *OrderPlaced) *stores.TransitionParams {
 	return &stores.TransitionParams{Table: Table, Key: ev.OrderID, From: []string{StatusPending}, To: StatusCharging, VersionColumn: VersionColumn}
 }
 
+// Payloads returns the JSON bodies of ev's two outbox rows: the charge
+// ([ChargePayload]) and the receipt e-mail ([ReceiptPayload]). The error
+// is a JSON encoding error, which these payloads cannot produce.
+func Payloads(ev *OrderPlaced) (charge, receipt []byte, err error) {
+	charge, err = json.Marshal(ChargePayload{OrderID: ev.OrderID, AmountCents: ev.AmountCents})
+	if err != nil {
+		return nil, nil, err
+	}
+	receipt, err = json.Marshal(ReceiptPayload{OrderID: ev.OrderID, Email: ev.Email, AmountCents: ev.AmountCents})
+	if err != nil {
+		return nil, nil, err
+	}
+	return charge, receipt, nil
+}
+
 // Effects returns the two outbox rows of ev: the charge and the receipt
-// e-mail, with their idempotency keys. The error is a JSON encoding error,
-// which these payloads cannot produce.
-func Effects(ev *OrderPlaced) ([]*stores.OutboxInsertParams, error) {
-	charge, err := json.Marshal(ChargePayload{OrderID: ev.OrderID, AmountCents: ev.AmountCents})
+// e-mail, with their idempotency keys ([ChargeKey], [ReceiptKey]) and
+// [Payloads]. They are values, so that a handler passing their addresses
+// straight to middleware.QueueTransition allocates nothing more. The error
+// is [Payloads]'.
+func Effects(ev *OrderPlaced) (charge, receipt stores.OutboxInsertParams, err error) {
+	chargeBody, receiptBody, err := Payloads(ev)
 	if err != nil {
-		return nil, err
+		return charge, receipt, err
 	}
-	receipt, err := json.Marshal(ReceiptPayload{OrderID: ev.OrderID, Email: ev.Email, AmountCents: ev.AmountCents})
-	if err != nil {
-		return nil, err
-	}
-	return []*stores.OutboxInsertParams{
-		{Kind: KindCharge, IdempotencyKey: ChargeKey(ev.OrderID), Payload: charge, Headers: OutboxHeaders},
-		{Kind: KindReceipt, IdempotencyKey: ReceiptKey(ev.OrderID), Payload: receipt, Headers: OutboxHeaders},
-	}, nil
+	charge = stores.OutboxInsertParams{Kind: KindCharge, IdempotencyKey: ChargeKey(ev.OrderID), Payload: chargeBody, Headers: OutboxHeaders}
+	receipt = stores.OutboxInsertParams{Kind: KindReceipt, IdempotencyKey: ReceiptKey(ev.OrderID), Payload: receiptBody, Headers: OutboxHeaders}
+	return charge, receipt, nil
 }
 
 // Validate returns a permanent error (reason bad_payload) when ev lacks
@@ -155,11 +167,11 @@ func ChargeOrder[TTx any](ctx context.Context, _ TTx, _ *message.Message, ev Ord
 	if err := Validate(&ev); err != nil {
 		return err
 	}
-	rows, err := Effects(&ev)
+	charge, receipt, err := Effects(&ev)
 	if err != nil {
 		return err
 	}
-	return middleware.QueueTransition(ctx, Transition(&ev), rows...)
+	return middleware.QueueTransition(ctx, Transition(&ev), &charge, &receipt)
 }
 
 // Handler returns [ChargeOrder] as a router handler for transaction type
