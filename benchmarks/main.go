@@ -110,7 +110,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	text := rep.markdown()
 	fmt.Fprint(stdout, text)
 	if o.out != "" {
-		if err := writeKeepingSoak(o.out, text); err != nil {
+		if err := writeKeepingSections(o.out, text); err != nil {
 			fmt.Fprintln(stderr, "benchmarks:", err)
 			return 1
 		}
@@ -165,6 +165,9 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	}
 	if o.kafkaModes.events < 1 || o.kafkaModes.runs < 1 {
 		errs = append(errs, fmt.Errorf("-kafka-modes-events and -kafka-modes-runs must be positive"))
+	}
+	if o.kafkaModes.on && o.soak.duration > 0 {
+		errs = append(errs, errors.New("-kafka-modes and -soak are runs of their own: give one of them"))
 	}
 	for _, s := range split(*storesFlag) {
 		if !slices.Contains(allStores, s) {

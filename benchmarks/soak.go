@@ -87,30 +87,40 @@ func writeSection(path, text string) error {
 	return os.WriteFile(path, []byte(doc), 0o644)
 }
 
-// writeKeepingSoak writes the benchmarks' report text to path, keeping the
-// soak section the file had: the soak runs on its own, with -soak.
-func writeKeepingSoak(path, text string) error {
+// writeKeepingSections writes the benchmarks' report text to path,
+// keeping the sections of the file that other commands write, after text
+// in this order: the Kafka ordering modes (kmBegin to kmEnd, written by
+// -kafka-modes) and the soak (written by -soak).
+func writeKeepingSections(path, text string) error {
 	old, err := os.ReadFile(path)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
-	if start, end, ok := soakBounds(string(old)); ok {
-		text = strings.TrimRight(text, "\n") + "\n\n" + strings.TrimRight(string(old[start:end]), "\n") + "\n"
+	doc := string(old)
+	text = strings.TrimRight(text, "\n") + "\n"
+	if i, j := strings.Index(doc, kmBegin), strings.Index(doc, kmEnd); i >= 0 && j > i {
+		text += "\n" + doc[i:j+len(kmEnd)] + "\n"
+	}
+	if start, end, ok := soakBounds(doc); ok {
+		text += "\n" + strings.TrimRight(doc[start:end], "\n") + "\n"
 	}
 	return os.WriteFile(path, []byte(text), 0o644)
 }
 
 // soakBounds returns where doc's soak section starts (its "## Soak" line)
-// and ends (the next "## " heading, or the end of doc); ok is false when
-// doc has none.
+// and ends (the next "## " heading or Kafka modes section, or the end of
+// doc); ok is false when doc has none.
 func soakBounds(doc string) (start, end int, ok bool) {
 	start = strings.Index("\n"+doc, "\n"+soakSection+"\n")
 	if start < 0 {
 		return 0, 0, false
 	}
 	rest := doc[start+len(soakSection):]
-	if j := strings.Index(rest, "\n## "); j >= 0 {
-		return start, start + len(soakSection) + j + 1, true
+	end = len(doc)
+	for _, next := range []string{"\n## ", "\n" + kmBegin} {
+		if j := strings.Index(rest, next); j >= 0 {
+			end = min(end, start+len(soakSection)+j+1)
+		}
 	}
-	return start, len(doc), true
+	return start, end, true
 }

@@ -62,7 +62,7 @@ func TestSoak(t *testing.T) {
 func TestWriteKeepingSoak(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "RESULTS.md")
 	require.NoError(t, writeSection(out, "## Soak\n\nfigures\n"))
-	require.NoError(t, writeKeepingSoak(out, "# Results\n\n## Cells\n\ntable\n"))
+	require.NoError(t, writeKeepingSections(out, "# Results\n\n## Cells\n\ntable\n"))
 	b, err := os.ReadFile(out)
 	require.NoError(t, err)
 	require.Equal(t, "# Results\n\n## Cells\n\ntable\n\n## Soak\n\nfigures\n", string(b))
@@ -70,4 +70,30 @@ func TestWriteKeepingSoak(t *testing.T) {
 	b, err = os.ReadFile(out)
 	require.NoError(t, err)
 	require.Equal(t, "# Results\n\n## Cells\n\ntable\n\n## Soak\n\nnew\n", string(b))
+}
+
+// A benchmark run also keeps the Kafka modes section, and a soak run
+// after it replaces its own section only, wherever the two are.
+func TestWriteKeepingSections(t *testing.T) {
+	km := kmBegin + "\n\n## Kafka ordering modes\n\nmodes\n\n" + kmEnd
+	for name, old := range map[string]string{
+		"soak last":  "# Old\n\nstale\n\n" + km + "\n\nhand-written\n\n## Soak\n\nfigures\n",
+		"soak first": "# Old\n\n## Soak\n\nfigures\n\n" + km + "\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "RESULTS.md")
+			require.NoError(t, os.WriteFile(out, []byte(old), 0o644))
+			require.NoError(t, writeSection(out, "## Soak\n\nnew\n"))
+			b, err := os.ReadFile(out)
+			require.NoError(t, err)
+			require.Contains(t, string(b), km, "the soak run keeps the Kafka modes section whole")
+			require.Contains(t, string(b), "## Soak\n\nnew\n")
+			require.NotContains(t, string(b), "figures")
+
+			require.NoError(t, writeKeepingSections(out, "# Results\n\n## Cells\n\ntable\n"))
+			b, err = os.ReadFile(out)
+			require.NoError(t, err)
+			require.Equal(t, "# Results\n\n## Cells\n\ntable\n\n"+km+"\n\n## Soak\n\nnew\n", string(b))
+		})
+	}
 }
