@@ -126,8 +126,10 @@ func realMain(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 	}
 	sum, err := billingsim.RunDemo(ctx, *dsn, *keep, o)
-	if sum != nil && !printed {
-		sum.Print(stdout)
+	if sum != nil {
+		if !printed {
+			sum.Print(stdout)
+		}
 		if *plot != "" {
 			if perr := billingsim.WritePlot(*plot, sum); perr != nil {
 				err = errors.Join(err, perr)

@@ -121,13 +121,14 @@ func TestRealMainOTLP(t *testing.T) {
 }
 
 // -console serves the web console during the run, and -hold keeps it up
-// after the summary until the context ends.
+// after the summary until the context ends; -plot still writes the plot.
 func TestRealMainConsoleHold(t *testing.T) {
 	t.Parallel()
 	var out, errOut bytes.Buffer
 	require.Equal(t, 2, realMain(context.Background(), []string{"-hold"}, &out, &errOut))
 	require.Contains(t, errOut.String(), "-hold needs -console")
 
+	svg := filepath.Join(t.TempDir(), "gap.svg")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	stdout := &lockedWriter{w: &out}
@@ -138,7 +139,7 @@ func TestRealMainConsoleHold(t *testing.T) {
 	}
 	code := make(chan int, 1)
 	go func() {
-		code <- realMain(ctx, []string{"-n", "50", "-partitions", "2", "-console", "127.0.0.1:0", "-hold"}, stdout, &lockedWriter{w: &errOut})
+		code <- realMain(ctx, []string{"-n", "50", "-partitions", "2", "-console", "127.0.0.1:0", "-hold", "-plot", svg}, stdout, &lockedWriter{w: &errOut})
 	}()
 	require.Eventually(t, func() bool { return strings.Contains(read(), "holding:") }, 2*time.Minute, 20*time.Millisecond)
 	m := regexp.MustCompile(`console on (http://127\.0\.0\.1:\d+/) \(log in with token [0-9a-f]{32} to redrive\)`).FindStringSubmatch(read())
@@ -156,6 +157,9 @@ func TestRealMainConsoleHold(t *testing.T) {
 	require.Equal(t, 0, <-code, "stderr: %s", errOut.String())
 	require.Contains(t, read(), "OK: every order moved once")
 	require.Equal(t, 1, strings.Count(read(), "charges made"), "the summary is printed once")
+	require.Contains(t, read(), "plot written to "+svg, "-plot works with -hold")
+	_, err := os.Stat(svg)
+	require.NoError(t, err)
 }
 
 // lockedWriter serialises the writes to w, so that a test can read what a
