@@ -15,6 +15,7 @@ import (
 
 	"github.com/ackgap/ackgap"
 	"github.com/ackgap/ackgap/batch"
+	"github.com/ackgap/ackgap/examples/billing/orders"
 	"github.com/ackgap/ackgap/middleware"
 	"github.com/ackgap/ackgap/stores"
 )
@@ -190,8 +191,8 @@ func chargeOrders[TTx any](store stores.BatchStore[TTx], transition func(ctx con
 				return err
 			}
 			rows = append(rows,
-				ackgap.OutboxEntry{Kind: kindCharge, IdempotencyKey: chargeKey, Payload: charge, Headers: outboxHeaders, Consumer: consumer, EventID: eventOf[id]},
-				ackgap.OutboxEntry{Kind: kindReceipt, IdempotencyKey: receiptKey, Payload: receipt, Headers: outboxHeaders, Consumer: consumer, EventID: eventOf[id]})
+				ackgap.OutboxEntry{Kind: kindCharge, IdempotencyKey: chargeKey, Payload: charge, Headers: orders.OutboxHeaders, Consumer: consumer, EventID: eventOf[id]},
+				ackgap.OutboxEntry{Kind: kindReceipt, IdempotencyKey: receiptKey, Payload: receipt, Headers: orders.OutboxHeaders, Consumer: consumer, EventID: eventOf[id]})
 		}
 		_, err = store.InsertOutboxManyTx(ctx, tx, &stores.OutboxInsertManyParams{Rows: rows})
 		return err

@@ -45,4 +45,6 @@ func TestKafkaModesFlags(t *testing.T) {
 	_, err := parse([]string{"-kafka-modes-delays", "soon", "-kafka-modes-events", "0"}, &stderr)
 	require.ErrorContains(t, err, `-kafka-modes-delays: "soon"`)
 	require.ErrorContains(t, err, "-kafka-modes-events and -kafka-modes-runs must be positive")
+	_, err = parse([]string{"-kafka-modes", "-soak", "1m"}, &stderr)
+	require.ErrorContains(t, err, "-kafka-modes and -soak are runs of their own")
 }

@@ -7,6 +7,7 @@
 //
 //	go run ./benchmarks                      # everything, about 4 minutes
 //	go run ./benchmarks -stores sqlite -concurrency 1 -duration 500ms
+//	go run ./benchmarks -soak 10m            # the soak: killed processes, resources, invariants
 //
 // See benchmarks/README.md for the workloads and what the columns mean.
 package main
@@ -25,6 +26,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ackgap/ackgap/internal/billingsim"
 )
 
 // allStores are the stores -stores accepts, in table order.
@@ -57,10 +60,14 @@ type options struct {
 	overhead    bool
 	cpuprofile  string
 	kafkaModes  kmOptions
+	soak        soakOptions
 	args        []string
 }
 
 func main() {
+	if ran, code := billingsim.RunSoakChild(); ran {
+		os.Exit(code) // a consumer or relay process of the soak
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
@@ -75,6 +82,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintln(stderr, "benchmarks:", err)
 		return 2
+	}
+	if o.soak.duration > 0 {
+		return runSoak(ctx, o, stdout, stderr)
 	}
 	if o.cpuprofile != "" {
 		f, err := os.Create(o.cpuprofile)
@@ -100,7 +110,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	text := rep.markdown()
 	fmt.Fprint(stdout, text)
 	if o.out != "" {
-		if err := os.WriteFile(o.out, []byte(text), 0o644); err != nil {
+		if err := writeKeepingSections(o.out, text); err != nil {
 			fmt.Fprintln(stderr, "benchmarks:", err)
 			return 1
 		}
@@ -135,6 +145,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.kafkaModes.runs, "kafka-modes-runs", 2, "runs per cell of the Kafka ordering modes comparison")
 	kmDelays := fs.String("kafka-modes-delays", "0,20ms", "provider answer delays of the Kafka ordering modes comparison")
 	fs.BoolVar(&o.kafkaModes.hotKey, "kafka-modes-hot", true, "add a hot-key run (one key takes half the events) to the Kafka ordering modes comparison")
+	soakFlags(fs, &o.soak)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -154,6 +165,9 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	}
 	if o.kafkaModes.events < 1 || o.kafkaModes.runs < 1 {
 		errs = append(errs, fmt.Errorf("-kafka-modes-events and -kafka-modes-runs must be positive"))
+	}
+	if o.kafkaModes.on && o.soak.duration > 0 {
+		errs = append(errs, errors.New("-kafka-modes and -soak are runs of their own: give one of them"))
 	}
 	for _, s := range split(*storesFlag) {
 		if !slices.Contains(allStores, s) {

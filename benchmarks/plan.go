@@ -14,14 +14,6 @@ type event struct {
 	payload []byte
 }
 
-// orderPlaced is the payload of an order.placed event, as in
-// examples/billing.
-type orderPlaced struct {
-	OrderID     string `json:"order_id"`
-	AmountCents int64  `json:"amount_cents"`
-	Email       string `json:"email"`
-}
-
 // plan is the message stream of one cell: the unique events (one pending
 // order each) and, per message, the index of the event it carries. A
 // duplicate carries an event that an earlier message carried too. Every

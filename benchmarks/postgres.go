@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/ackgap/ackgap"
+	"github.com/ackgap/ackgap/examples/billing/orders"
 	"github.com/ackgap/ackgap/router"
 	"github.com/ackgap/ackgap/stores"
 	"github.com/ackgap/ackgap/stores/pgxstore"
@@ -88,7 +89,7 @@ func openPostgres(ctx context.Context, dsn string, maxConns int32) (*postgres, e
 		_, err = p.store.Migrate(ctx, &stores.MigrateParams{})
 	}
 	if err == nil {
-		_, err = p.pool.Exec(ctx, ordersDDL)
+		_, err = p.pool.Exec(ctx, orders.DDL)
 	}
 	if err == nil {
 		err = p.pool.QueryRow(ctx, `SELECT 'ackgap_outbox_' || md5($1 || '.ackgap_outbox')`, p.schema).Scan(&p.channel)

@@ -14,6 +14,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 
 	"github.com/ackgap/ackgap"
+	"github.com/ackgap/ackgap/examples/billing/orders"
 	"github.com/ackgap/ackgap/router"
 	"github.com/ackgap/ackgap/stores"
 	"github.com/ackgap/ackgap/stores/sqlitestore"
@@ -59,7 +60,7 @@ func openSQLite(ctx context.Context) (*sqlite, error) {
 		_, err = s.store.Migrate(ctx, &stores.MigrateParams{})
 	}
 	if err == nil {
-		_, err = s.db.ExecContext(ctx, ordersDDL)
+		_, err = s.db.ExecContext(ctx, orders.DDL)
 	}
 	s.prepared = map[string]*sql.Stmt{}
 	for _, q := range []string{liteInboxInsert, liteTransition, liteState, liteOutboxInsert, liteOutboxExisting} {

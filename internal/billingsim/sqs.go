@@ -1,4 +1,4 @@
-package main
+package billingsim
 
 import (
 	"bytes"
@@ -23,6 +23,7 @@ import (
 
 	"github.com/ackgap/ackgap"
 	"github.com/ackgap/ackgap/brokers/sqsbroker"
+	"github.com/ackgap/ackgap/examples/billing/orders"
 	"github.com/ackgap/ackgap/router"
 	"github.com/ackgap/ackgap/telemetry"
 )
@@ -64,17 +65,25 @@ type sqsBroker struct {
 	o                            Options
 }
 
-func openSQS(ctx context.Context, o Options, cfg *router.Config) (_ *sqsBroker, err error) {
-	s := &sqsBroker{endpoint: o.SQSEndpoint, transport: http.DefaultTransport.(*http.Transport).Clone(), o: o}
-	httpClient := &http.Client{Transport: s.transport}
-	s.optFns = []func(*sqs.Options){func(so *sqs.Options) {
-		so.BaseEndpoint = aws.String(s.endpoint)
+// sqsOptions returns the SQS client options for endpoint (a local server:
+// a fixed region and static credentials) and the transport they use, for
+// the caller to close its idle connections.
+func sqsOptions(endpoint string) ([]func(*sqs.Options), *http.Transport) {
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	httpClient := &http.Client{Transport: transport}
+	return []func(*sqs.Options){func(so *sqs.Options) {
+		so.BaseEndpoint = aws.String(endpoint)
 		so.Region = sqsRegion
 		so.Credentials = aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
 			return aws.Credentials{AccessKeyID: "test", SecretAccessKey: "test", Source: "billing demo"}, nil
 		})
 		so.HTTPClient = httpClient
-	}}
+	}}, transport
+}
+
+func openSQS(ctx context.Context, o Options, cfg *router.Config) (_ *sqsBroker, err error) {
+	s := &sqsBroker{endpoint: o.SQSEndpoint, o: o}
+	s.optFns, s.transport = sqsOptions(s.endpoint)
 	s.client = sqs.New(sqs.Options{}, s.optFns...)
 	var created []string
 	defer func() {
@@ -154,7 +163,7 @@ func (s *sqsBroker) location() string {
 
 func (s *sqsBroker) topology(instances int) (string, string) {
 	return "instances", fmt.Sprintf("%d router instances competing on one queue, %d workers each (consumer %q)",
-		instances, sqsbroker.WorkersDefault, Consumer)
+		instances, sqsbroker.WorkersDefault, orders.Consumer)
 }
 
 func (s *sqsBroker) producer() string {

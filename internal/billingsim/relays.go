@@ -1,4 +1,4 @@
-package main
+package billingsim
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/ackgap/ackgap/examples/billing/orders"
 	"github.com/ackgap/ackgap/outbox"
 	"github.com/ackgap/ackgap/stores"
 	"github.com/ackgap/ackgap/telemetry"
@@ -113,8 +114,8 @@ func startRelays(ctx context.Context, store stores.OutboxStore, n int, svc *serv
 	_, woken := store.(stores.OutboxListener)
 	rs := &relays{tally: &relayTally{outcomes: map[outbox.Outcome]int{}}, woken: woken, errs: make(chan error, n)}
 	effects := map[string]outbox.Effect{
-		KindCharge:  tel.OutboxEffect("POST charges", trace.SpanKindClient, lost.wrap(outbox.HTTP(svc.client, svc.chargesURL))),
-		KindReceipt: tel.OutboxEffect("POST receipts", trace.SpanKindClient, outbox.HTTP(svc.client, svc.receiptsURL)),
+		orders.KindCharge:  tel.OutboxEffect("POST charges", trace.SpanKindClient, lost.wrap(outbox.HTTP(svc.client, svc.chargesURL))),
+		orders.KindReceipt: tel.OutboxEffect("POST receipts", trace.SpanKindClient, outbox.HTTP(svc.client, svc.receiptsURL)),
 	}
 	for range n {
 		r, err := outbox.New(store, &outbox.Config{
@@ -207,14 +208,14 @@ func crashRelay(ctx context.Context, store stores.OutboxStore, n int, svc *servi
 	var cutRows, cutCharges atomic.Int64
 	r, err := outbox.New(store, &outbox.Config{
 		Effects: map[string]outbox.Effect{
-			KindCharge:  hang(outbox.HTTP(svc.client, svc.chargesURL)),
-			KindReceipt: hang(outbox.HTTP(svc.client, svc.receiptsURL)),
+			orders.KindCharge:  hang(outbox.HTTP(svc.client, svc.chargesURL)),
+			orders.KindReceipt: hang(outbox.HTTP(svc.client, svc.receiptsURL)),
 		},
 		Concurrency: n, Lease: CrashRelayLease, PollInterval: RelayPollInterval, StopTimeout: time.Millisecond,
 		Observer: func(_ context.Context, rep *outbox.Report) {
 			if rep.Outcome == outbox.OutcomeUnrecorded {
 				cutRows.Add(1)
-				if rep.Row.Kind == KindCharge {
+				if rep.Row.Kind == orders.KindCharge {
 					cutCharges.Add(1)
 				}
 			}

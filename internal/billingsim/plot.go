@@ -1,4 +1,4 @@
-package main
+package billingsim
 
 import (
 	"errors"
@@ -25,11 +25,11 @@ var percentileColors = []color.Color{
 	color.RGBA{R: 0x75, G: 0x70, B: 0xb3, A: 0xff},
 }
 
-// writePlot writes to path an SVG with a histogram of the run's ack gaps
+// WritePlot writes to path an SVG with a histogram of the run's ack gaps
 // and, when the broker has a lease, one of its lease headrooms, each with
 // its p50, p90 and p99 marked. It returns an error when there is no ack
 // gap to draw or the file cannot be written.
-func writePlot(path string, s *Summary) (err error) {
+func WritePlot(path string, s *Summary) (err error) {
 	t := &s.Timings
 	if t.AckGap.Count() == 0 {
 		return errors.New("plot: no ack gap was measured")

@@ -1,4 +1,4 @@
-package main
+package billingsim
 
 import (
 	"errors"
@@ -9,6 +9,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/ackgap/ackgap/examples/billing/orders"
 )
 
 // Summary is what one run did, counted by the demo (published, deliveries,
@@ -233,7 +235,7 @@ func (s *Summary) Print(w io.Writer) {
 	if s.Topology != "" {
 		row(s.TopologyLabel, "%s", s.Topology)
 	} else {
-		row("partitions", "%d (one router instance each, consumer %q)", s.Partitions, Consumer)
+		row("partitions", "%d (one router instance each, consumer %q)", s.Partitions, orders.Consumer)
 	}
 	if s.Producer != "" {
 		row("producer", "%s", s.Producer)

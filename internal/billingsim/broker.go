@@ -1,4 +1,4 @@
-package main
+package billingsim
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/ackgap/ackgap"
 	"github.com/ackgap/ackgap/brokers/gochannelbroker"
+	"github.com/ackgap/ackgap/examples/billing/orders"
 	"github.com/ackgap/ackgap/router"
 	"github.com/ackgap/ackgap/telemetry"
 )
@@ -125,16 +126,16 @@ func openGoChannel(o Options) *goChannelBroker {
 	return &goChannelBroker{b: b, pub: pub, partitions: o.Partitions}
 }
 
-func topic(partition int) string { return TopicPrefix + strconv.Itoa(partition) }
+func topic(partition int) string { return orders.TopicPrefix + strconv.Itoa(partition) }
 
 func (g *goChannelBroker) name() string { return BrokerGoChannel }
 
 func (g *goChannelBroker) location() string {
-	return fmt.Sprintf("in-process; %d topics %s<p>", g.partitions, TopicPrefix)
+	return fmt.Sprintf("in-process; %d topics %s<p>", g.partitions, orders.TopicPrefix)
 }
 
 func (g *goChannelBroker) topology(instances int) (string, string) {
-	return "partitions", fmt.Sprintf("%d (one router instance each, consumer %q)", g.partitions, Consumer)
+	return "partitions", fmt.Sprintf("%d (one router instance each, consumer %q)", g.partitions, orders.Consumer)
 }
 
 func (g *goChannelBroker) producer() string { return "" }
@@ -163,7 +164,7 @@ func (g *goChannelBroker) waitsForAck() bool { return true }
 // does nothing (the GoChannel is shared); closing the router ends its
 // subscription through the subscription's context.
 func (g *goChannelBroker) subscriber(_ context.Context, i int) (message.Subscriber, string, error) {
-	sub, err := g.b.Subscriber(Consumer)
+	sub, err := g.b.Subscriber(orders.Consumer)
 	return sub, topic(i % g.partitions), err
 }
 

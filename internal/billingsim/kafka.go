@@ -1,4 +1,4 @@
-package main
+package billingsim
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 
 	"github.com/ackgap/ackgap"
 	"github.com/ackgap/ackgap/brokers/kafkabroker"
+	"github.com/ackgap/ackgap/examples/billing/orders"
 	"github.com/ackgap/ackgap/router"
 	"github.com/ackgap/ackgap/telemetry"
 )
@@ -131,7 +132,7 @@ func (k *kafkaBroker) location() string {
 
 func (k *kafkaBroker) topology(instances int) (string, string) {
 	return "partitions", fmt.Sprintf("%d, shared by %d router instances in consumer group %s (consumer %q)",
-		k.partitions, instances, k.group, Consumer)
+		k.partitions, instances, k.group, orders.Consumer)
 }
 
 func (k *kafkaBroker) producer() string {

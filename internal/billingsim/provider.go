@@ -1,4 +1,4 @@
-package main
+package billingsim
 
 import (
 	"context"
@@ -11,14 +11,16 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/ackgap/ackgap/examples/billing/orders"
 )
 
 // Paths of the demo's two HTTP services.
 const (
-	// ChargesPath is the payment provider's endpoint: POST a chargePayload
+	// ChargesPath is the payment provider's endpoint: POST a orders.ChargePayload
 	// with an Idempotency-Key header.
 	ChargesPath = "/v1/charges"
-	// ReceiptsPath is the mailer's endpoint: POST a receiptPayload with an
+	// ReceiptsPath is the mailer's endpoint: POST a orders.ReceiptPayload with an
 	// Idempotency-Key header.
 	ReceiptsPath = "/v1/receipts"
 )
@@ -93,7 +95,7 @@ func (p *paymentProvider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write(s.body)
 		return
 	}
-	var c chargePayload
+	var c orders.ChargePayload
 	if err := json.Unmarshal(body, &c); err != nil || c.OrderID == "" || c.AmountCents <= 0 {
 		// Stored too: a retry with the same key and body gets the same 400.
 		p.store(w, key, hash, http.StatusBadRequest, map[string]string{"error": "order_id and a positive amount_cents required"})
@@ -150,7 +152,7 @@ func (m *mailer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	var rc receiptPayload
+	var rc orders.ReceiptPayload
 	err := json.NewDecoder(io.LimitReader(r.Body, maxRequestBody)).Decode(&rc)
 	m.mu.Lock()
 	defer m.mu.Unlock()
