@@ -52,7 +52,6 @@ const (
 	kmPartitions  = 4
 	kmKeys        = 1000
 	kmConsumer    = "billing"
-	kmRelayConc   = 64 // the ackgap relay's Concurrency: 20 ms calls need many at once
 	kmHandClaim   = 50 // the hand-written relay's claim size
 	kmPollEvery   = 10 * time.Millisecond
 	kmRunTimeout  = 5 * time.Minute
@@ -621,7 +620,9 @@ func (env *kmEnv) startRelay(ctx context.Context) (func() error, error) {
 			"charge":  outbox.HTTP(env.prov.client, env.prov.url),
 			"receipt": outbox.HTTP(env.prov.client, env.prov.url),
 		},
-		Concurrency: kmRelayConc, PollInterval: kmPollEvery,
+		// Concurrency: the default (outbox.ConcurrencyDefault, 100), which
+		// 20 ms calls need: 100 in flight carry out up to 5,000 rows/s.
+		PollInterval: kmPollEvery,
 	})
 	if err != nil {
 		return nil, err

@@ -149,7 +149,7 @@ func explainClaim(b *testing.B, be *backend[pgx.Tx], table, what string) {
 )
 UPDATE `+table+` AS o SET state = 'claimed', attempts = o.attempts + 1, claim_token = 'x',
     claimed_until = now() + interval '1 minute', available_at = now() + interval '1 minute'
-FROM due WHERE o.id = due.id RETURNING o.id`)
+WHERE o.id = ANY(ARRAY(SELECT id FROM due)) RETURNING o.id`)
 	require.NoError(b, err)
 	var plan []string
 	for rows.Next() {

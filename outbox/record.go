@@ -2,21 +2,32 @@ package outbox
 
 import (
 	"context"
+	"sync/atomic"
+	"time"
 
 	"github.com/ackgap/ackgap/stores"
 )
 
 // recorder records the outcomes of finished effects: one goroutine takes
-// every outcome that is waiting when it is free and records them together,
-// in one stores.OutboxStore.SettleOutboxManyIfClaimed call (one statement,
-// one commit), so a claim whose effects finish together is recorded in one
-// or two statements instead of one per row (group commit). Each row keeps
-// its claim-token guard.
+// every outcome that is waiting when it is free, waits up to
+// Config.RecordWait for those of the effects still in flight, and records
+// them together, in one stores.OutboxStore.SettleOutboxManyIfClaimed call
+// (one statement, one commit), so a claim whose effects finish together is
+// recorded in one statement instead of one per row (group commit). Each row
+// keeps its claim-token guard.
 type recorder struct {
 	r    *Relay
 	ctx  context.Context // values only: records run after Run's ctx ended
 	in   chan *recordReq
 	done chan struct{}
+	// busy counts the effects started (enter) whose outcome the loop has
+	// not yet taken from in nor was given up (leave): the outcomes worth
+	// waiting for. Only the loop takes from in, so an outcome sent but not
+	// yet taken still counts, and the loop finds it waiting.
+	busy atomic.Int64
+	// wait: wait for the effects in flight (Config.RecordWait is not
+	// negative and the store records many outcomes in one statement).
+	wait bool
 }
 
 // recordReq is one outcome waiting to be recorded; done is closed once
@@ -29,13 +40,21 @@ type recordReq struct {
 
 // startRecorder starts a recorder; stop it once no carryOut is left.
 func (r *Relay) startRecorder(ctx context.Context) *recorder {
-	rec := &recorder{r: r, ctx: context.WithoutCancel(ctx), in: make(chan *recordReq, r.cfg.Concurrency), done: make(chan struct{})}
+	rec := &recorder{r: r, ctx: context.WithoutCancel(ctx), in: make(chan *recordReq, r.cfg.Concurrency), done: make(chan struct{}),
+		wait: r.cfg.RecordWait >= 0}
 	go rec.loop()
 	return rec
 }
 
-// record records outcome for rep and returns once it is recorded (or
-// failed to be: rep.Outcome says which).
+// enter counts an effect whose outcome is coming: record or leave
+// follows.
+func (rec *recorder) enter() { rec.busy.Add(1) }
+
+// leave uncounts an effect entered whose outcome will not be recorded.
+func (rec *recorder) leave() { rec.busy.Add(-1) }
+
+// record records outcome for rep, an effect entered, and returns once it
+// is recorded (or failed to be: rep.Outcome says which).
 func (rec *recorder) record(rep *Report, outcome Outcome) {
 	req := &recordReq{rep: rep, outcome: outcome, done: make(chan struct{})}
 	rec.in <- req
@@ -58,35 +77,63 @@ func (rec *recorder) loop() {
 			if !ok {
 				return
 			}
+			rec.busy.Add(-1)
 			next = q
 		}
-		batch := []*recordReq{next}
-		ids := map[int64]bool{next.rep.Claim.ID: true}
-		next = nil
-	gather:
-		for len(batch) < stores.OutboxClaimLimitMax {
-			select {
-			case q, ok := <-rec.in:
-				if !ok {
-					break gather
-				}
-				if ids[q.rep.Claim.ID] {
-					// The row was claimed again by this relay (a lapsed
-					// lease): one settlement per row and statement.
-					next = q
-					break gather
-				}
-				ids[q.rep.Claim.ID] = true
-				batch = append(batch, q)
-			default:
-				break gather
-			}
-		}
+		var batch []*recordReq
+		batch, next = rec.gather(next)
 		rec.r.recordMany(rec.ctx, batch)
 		for _, q := range batch {
 			close(q.done)
 		}
 	}
+}
+
+// gather returns a batch that starts with first: the outcomes waiting,
+// then those that arrive while
+// effects are still in flight, for at most RecordWait once none was
+// waiting; at most stores.OutboxClaimLimitMax in all. A second
+// outcome for a row already in the batch (the row was claimed again by
+// this relay after its lease lapsed) ends the batch and is returned as
+// next: one settlement per row and statement.
+func (rec *recorder) gather(first *recordReq) (batch []*recordReq, next *recordReq) {
+	batch = []*recordReq{first}
+	ids := map[int64]bool{first.rep.Claim.ID: true}
+	var linger *time.Timer // armed once nothing is waiting
+	defer func() {
+		if linger != nil {
+			linger.Stop()
+		}
+	}()
+	for len(batch) < stores.OutboxClaimLimitMax {
+		var q *recordReq
+		var ok bool
+		select {
+		case q, ok = <-rec.in:
+		default:
+			if rec.busy.Load() <= 0 || !rec.wait {
+				return batch, nil
+			}
+			if linger == nil {
+				linger = time.NewTimer(rec.r.cfg.RecordWait)
+			}
+			select {
+			case q, ok = <-rec.in:
+			case <-linger.C:
+				return batch, nil
+			}
+		}
+		if !ok {
+			return batch, nil
+		}
+		rec.busy.Add(-1)
+		if ids[q.rep.Claim.ID] {
+			return batch, q
+		}
+		ids[q.rep.Claim.ID] = true
+		batch = append(batch, q)
+	}
+	return batch, nil
 }
 
 // recordMany writes the outcomes of batch, each guarded by its claim, on

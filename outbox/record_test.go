@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -88,6 +89,46 @@ func recordSetBased[TTx any](t *testing.T, b *backend[TTx]) {
 	require.Zero(t, cs.perRow.Load(), "no per-row recording")
 	require.GreaterOrEqual(t, cs.settled.Load(), int64(n+n/7-n/70), "every outcome, retries included")
 	require.LessOrEqual(t, cs.settles.Load(), cs.settled.Load())
+}
+
+// TestRecordWaitsForClaim: the outcomes of one claim's effects, which
+// finish at different times, are recorded in one statement when
+// Config.RecordWait covers the spread: the recorder waits for the effects
+// still in flight (and for no more once they all reported).
+func TestRecordWaitsForClaim(t *testing.T) {
+	t.Parallel()
+	bothStores(t, func(t *testing.T, b *backend[*sqlTx]) { recordWaitsForClaim(t, b) }, func(t *testing.T, b *backend[pgx.Tx]) { recordWaitsForClaim(t, b) })
+}
+
+func recordWaitsForClaim[TTx any](t *testing.T, b *backend[TTx]) {
+	const n = 40
+	insert(t, b.store, charges(n)...)
+	// Every effect waits until all n were called, then returns after
+	// 0..n-1 ms: outcomes spread over 40 ms, none before the last call.
+	var called sync.WaitGroup
+	called.Add(n)
+	var i atomic.Int64
+	effect := func(ctx context.Context, _ stores.OutboxRow) error {
+		d := time.Duration(i.Add(1)-1) * time.Millisecond
+		called.Done()
+		called.Wait()
+		time.Sleep(d)
+		return nil
+	}
+	cs := &countingStore{OutboxStore: outbox.PollOnly(b.store)}
+	cfg := fast(map[string]outbox.Effect{"charge": effect}, nil)
+	cfg.Concurrency = n
+	cfg.RecordWait = time.Minute
+	relay, err := outbox.New(cs, cfg)
+	require.NoError(t, err)
+	started := time.Now()
+	claimed, err := relay.RunOnce(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, n, claimed)
+	require.Less(t, time.Since(started), cfg.RecordWait/2, "the recorder stopped waiting once every effect reported")
+	require.Equal(t, int64(1), cs.settles.Load(), "one statement for the claim")
+	require.Equal(t, int64(n), cs.settled.Load())
+	require.Zero(t, backlog(t, b.store))
 }
 
 // TestRecordGuardedByClaim: a row whose lease lapsed mid-effect and that

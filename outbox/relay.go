@@ -55,6 +55,10 @@ const (
 	StopTimeoutDefault = 10 * time.Second
 	// RecordTimeoutDefault bounds the statement that records an outcome.
 	RecordTimeoutDefault = 5 * time.Second
+	// RecordWaitDefault is how long the relay waits, after an outcome,
+	// for the outcomes of the other effects in flight, so that they are
+	// recorded in one statement (see Config.RecordWait).
+	RecordWaitDefault = 2 * time.Millisecond
 	// DoneRetentionDefault is how long done rows are kept before Run prunes
 	// them: while a done row exists, its idempotency key dedupes a second
 	// insert of the same effect (stores.Store.InsertOutboxTx).
@@ -115,6 +119,18 @@ type Config struct {
 	// even after Run's context ended, so a finished effect is recorded.
 	// Default RecordTimeoutDefault (5 s).
 	RecordTimeout time.Duration
+	// RecordWait is how long an outcome waits for those of the other
+	// effects still in flight before the relay records what it has, in one
+	// statement (stores.OutboxStore.SettleOutboxManyIfClaimed). It waits only while effects are
+	// in flight, and no longer than this after the first outcome waiting:
+	// the effects of one claim that finish within RecordWait of each other
+	// cost one statement and one commit instead of one each. It delays the
+	// recording (the row stays claimed, its effect is done), and holds the
+	// effect's slot (Concurrency) that long; a crash in that window
+	// repeats the effect with the same idempotency key, as any crash
+	// before the recording does. Default RecordWaitDefault (2 ms);
+	// negative: record at once what is waiting.
+	RecordWait time.Duration
 	// DoneRetention is how long done rows are kept: Run deletes rows done
 	// longer ago every PruneInterval. Default DoneRetentionDefault (7
 	// days).
@@ -164,6 +180,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.RecordTimeout == 0 {
 		c.RecordTimeout = RecordTimeoutDefault
+	}
+	if c.RecordWait == 0 {
+		c.RecordWait = RecordWaitDefault
 	}
 	if c.DoneRetention == 0 {
 		c.DoneRetention = DoneRetentionDefault
@@ -515,6 +534,7 @@ func (r *Relay) prune(ctx context.Context) {
 // mid-effect, the outcome is left unrecorded.
 func (r *Relay) carryOut(ctx context.Context, row stores.ClaimedOutboxRow, claimed time.Time, rec *recorder) *Report {
 	rep := &Report{Row: row.OutboxRow, Claim: row.Claim, Claimed: claimed}
+	rec.enter()
 	defer func() {
 		r.log(rep)
 		if r.cfg.Observer != nil {
@@ -537,6 +557,7 @@ func (r *Relay) carryOut(ctx context.Context, row stores.ClaimedOutboxRow, claim
 	switch err := rep.Err; {
 	case err != nil && ctx.Err() != nil:
 		rep.Outcome, rep.RecordErr = OutcomeUnrecorded, fmt.Errorf("relay stopped mid-effect, the lease will lapse: %w", ctx.Err())
+		rec.leave()
 	case err == nil:
 		rec.record(rep, OutcomeDone)
 	case ackgap.IsPermanent(err):

@@ -30,7 +30,11 @@ const nowSQL = `COALESCE($1::timestamptz, now())`
 // LOCKED of the due rows, oldest due first, and an UPDATE of those rows.
 // A row another claimer has locked is skipped, and one it claimed and
 // committed meanwhile fails the re-checked WHERE clause (its available_at
-// moved to its lease's end), so two claimers never get one row.
+// moved to its lease's end), so two claimers never get one row. The
+// UPDATE finds the claimed rows by primary key (id = ANY(ARRAY(...))): as
+// a join, the generic plan PostgreSQL settles on for the prepared
+// statement hashed the whole outbox, done rows included, on every claim
+// (8 to 10 ms against 0.3 to 0.4 ms with 20,000 rows).
 func (s *Store) ClaimOutbox(ctx context.Context, p *stores.OutboxClaimParams) (*stores.OutboxClaimResult, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -55,7 +59,7 @@ func (s *Store) ClaimOutbox(ctx context.Context, p *stores.OutboxClaimParams) (*
 UPDATE ` + o + ` AS o SET state = 'claimed', attempts = o.attempts + 1, claim_token = $4,
     claimed_until = ` + nowSQL + ` + $5::bigint * interval '1 microsecond',
     available_at = ` + nowSQL + ` + $5::bigint * interval '1 microsecond'
-FROM due WHERE o.id = due.id
+WHERE o.id = ANY(ARRAY(SELECT id FROM due))
 RETURNING o.id, o.kind, o.idempotency_key, o.payload, o.headers, o.consumer, o.event_id, o.state,
     o.attempts, o.last_error, o.created_at, o.available_at, o.claimed_until`
 	rows, err := s.pool.Query(ctx, q, nullTime(p.Now), kinds, p.LimitOrDefault(), token, p.Lease.Microseconds())
