@@ -85,6 +85,10 @@ const (
 	ReasonTransitionRefused   = "transition_refused"
 	ReasonBadPayload          = "bad_payload"
 	ReasonIdempotencyConflict = "idempotency_conflict"
+	// ReasonInvalidOutboxRow: the handler added an outbox row that fails
+	// [OutboxEntry.Validate] (empty Kind or IdempotencyKey, a key over
+	// IdempotencyKeyMaxBytes, a payload over OutboxPayloadMaxBytes).
+	ReasonInvalidOutboxRow = "invalid_outbox_row"
 	ReasonPermanent           = "permanent"
 	ReasonAttemptsExhausted   = "attempts_exhausted"
 )
