@@ -88,9 +88,9 @@ const (
 	// ReasonInvalidOutboxRow: the handler added an outbox row that fails
 	// [OutboxEntry.Validate] (empty Kind or IdempotencyKey, a key over
 	// IdempotencyKeyMaxBytes, a payload over OutboxPayloadMaxBytes).
-	ReasonInvalidOutboxRow = "invalid_outbox_row"
-	ReasonPermanent           = "permanent"
-	ReasonAttemptsExhausted   = "attempts_exhausted"
+	ReasonInvalidOutboxRow  = "invalid_outbox_row"
+	ReasonPermanent         = "permanent"
+	ReasonAttemptsExhausted = "attempts_exhausted"
 )
 
 // MetadataDeadLetterReason is the metadata key under which the router
