@@ -1,0 +1,46 @@
+package console_test
+
+import (
+	"net/http"
+	"net/url"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ackgap/ackgap/console"
+)
+
+// TestBadTextIsABadRequest: an event id or an outbox filter no row can
+// hold (not UTF-8, a NUL byte) is a 400 with a message, not a 500 with the
+// database's error logged at ERROR.
+func TestBadTextIsABadRequest(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s seeder) {
+		seed(t, s)
+		b := setup(t, s, nil)
+		for path, want := range map[string]string{
+			"/event?id=%ff%fe":       "UTF-8",
+			"/event?id=e%00":         "UTF-8",
+			"/outbox?key=%ff":        "UTF-8",
+			"/outbox?kind=ch%fearge": "UTF-8",
+		} {
+			code, body := b.get(path)
+			require.Equal(t, http.StatusBadRequest, code, path)
+			require.Contains(t, body, want, path)
+		}
+		require.NotContains(t, b.log.String(), "level=ERROR")
+	})
+}
+
+// TestFailedLoginIsLogged: a wrong token is logged, at warn, with the
+// remote address and without the token.
+func TestFailedLoginIsLogged(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s seeder) {
+		b := setup(t, s, &console.Config{Token: token})
+		const wrong = "wrong-token-9876543210"
+		code, _, _ := b.post("/login", url.Values{"token": {wrong}})
+		require.Equal(t, http.StatusUnauthorized, code)
+		require.Contains(t, b.log.String(), `level=WARN msg="console: login refused" remote=`)
+		require.NotContains(t, b.log.String(), wrong)
+		require.NotContains(t, b.log.String(), token)
+	})
+}
