@@ -20,14 +20,16 @@ import (
 const (
 	// LogDeadLettered (error): the message was published to the
 	// dead-letter topic (logged once the publish succeeded). Fields: reason
-	// (an ackgap.Reason* value), destination (the topic), attempts, err
-	// (the handler's final error), and sanitized (the publisher's error)
-	// when a sanitised copy went instead (see [Config.DeadLetter]).
+	// (an ackgap.Reason* value), destination (the topic), attempts, the
+	// handler's final error (the logger's error field: "error" with
+	// SlogLogger), and sanitized (the publisher's error) when a sanitised
+	// copy went instead (see [Config.DeadLetter]).
 	LogDeadLettered = "message sent to the dead-letter topic"
 	// LogDeadLetterFailed (error): the message should go to the dead-letter
 	// topic but the publish failed, so it is nacked and delivered again
-	// (its handler runs again). Fields: reason, destination, attempts, err
-	// (the handler's final error), publish_err (why the publish failed).
+	// (its handler runs again). Fields: reason, destination, attempts, the
+	// handler's final error (the logger's error field), publish_err (why
+	// the publish failed).
 	LogDeadLetterFailed = "dead-letter publish failed; message nacked for redelivery"
 	// LogRetrying (warn): an attempt failed and the message is tried again
 	// in place. Fields: attempt (1-based, the one that failed),
