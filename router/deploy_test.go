@@ -121,6 +121,34 @@ func TestLogsDeadLetterOnlyOncePublished(t *testing.T) {
 		require.Contains(t, r["publish_err"], "broker down: connection refused")
 	}
 	require.NotContains(t, sink.text(), "4242-SECRET-CARD")
+
+	// A message the dead-letter broker cannot encode: the sanitised copy's
+	// publish is the dead letter, logged as such; when the copy fails too,
+	// the failure is logged with both errors.
+	ps := gochannel.NewGoChannel(gochannel.Config{}, watermill.NopLogger{})
+	t.Cleanup(func() { _ = ps.Close() })
+	for _, c := range []struct {
+		max       int
+		published bool
+	}{{8, true}, {1, false}} {
+		sink, logger = newSink()
+		h = chain(t, sqliteStore(t), router.Config{Logger: logger, DeadLetter: limitedPublisher{Publisher: ps, max: c.max}},
+			func(context.Context, *sql.Tx, *message.Message) error { return ackgap.Permanent("account_closed", nil) })
+		_, err = h(wideMessage())
+		if c.published {
+			require.NoError(t, err)
+			dead := sink.records(t, router.LogDeadLettered)
+			require.Len(t, dead, 1)
+			require.Contains(t, dead[0]["sanitized"], "at most 8")
+			require.Empty(t, sink.records(t, router.LogDeadLetterFailed))
+			continue
+		}
+		require.ErrorIs(t, err, ackgap.ErrUnencodable)
+		require.Empty(t, sink.records(t, router.LogDeadLettered))
+		failed := sink.records(t, router.LogDeadLetterFailed)
+		require.Len(t, failed, 1)
+		require.Contains(t, failed[0]["publish_err"], "the sanitised copy failed too")
+	}
 }
 
 // TestWatermillNackLogIsWarn: with router.New, Watermill's own "Handler
