@@ -44,3 +44,19 @@ func TestFailedLoginIsLogged(t *testing.T) {
 		require.NotContains(t, b.log.String(), token)
 	})
 }
+
+// TestUnmigratedStoreSaysSo: a console on a database never migrated says
+// the database is not set up (503 with what to do), not "busy".
+func TestUnmigratedStoreSaysSo(t *testing.T) {
+	t.Parallel()
+	for _, be := range backends {
+		t.Run(be.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, be.open(t), nil)
+			code, body := b.get("/outbox")
+			require.Equal(t, http.StatusServiceUnavailable, code)
+			require.Contains(t, body, "not set up for this code")
+			require.Contains(t, body, "ackgap migrate up")
+		})
+	}
+}

@@ -102,12 +102,18 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, code int, msg str
 	h.render(w, r, code, "error", http.StatusText(code), "", map[string]any{"Code": code, "Message": msg})
 }
 
-// storeFailed shows a store error: a timeout or an unavailable store is
-// 503 "database busy" (try again: the failed statement changed nothing);
-// anything else is 500.
+// storeFailed shows a store error: a database not set up for the code
+// (ackgap.ErrStoreMisconfigured) is 503 saying so; a timeout or an
+// unavailable store is 503 "database busy" (try again: the failed
+// statement changed nothing); anything else is 500.
 // The error's text is logged, not shown.
 func (h *Handler) storeFailed(w http.ResponseWriter, r *http.Request, what string, err error) {
 	h.cfg.Logger.Error("console: store", "what", what, "err", err)
+	if errors.Is(err, ackgap.ErrStoreMisconfigured) {
+		h.fail(w, r, http.StatusServiceUnavailable, "The database is not set up for this code ("+what+
+			"): run ackgap migrate up, and check the schema and the grants.")
+		return
+	}
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ackgap.ErrStoreUnavailable) {
 		h.fail(w, r, http.StatusServiceUnavailable, "The database is busy or unreachable ("+what+"); try again.")
 		return

@@ -33,6 +33,7 @@ func TestDeployMistakeIsNeverDeadLettered(t *testing.T) {
 		t.Helper()
 		_, err := h(newMsg("e-deploy", `{}`))
 		require.ErrorIs(t, err, ackgap.ErrStoreUnavailable)
+		require.ErrorIs(t, err, ackgap.ErrStoreMisconfigured, "says what to fix")
 		require.False(t, ackgap.IsPermanent(err))
 		require.Len(t, sink.records(t, router.LogNackStoreUnavailable), 1)
 		require.Empty(t, sink.records(t, router.LogDeadLettered), "a deploy mistake is never dead-lettered")

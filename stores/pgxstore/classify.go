@@ -20,7 +20,9 @@ var _ stores.ErrorClassifier = (*Store)(nil)
 // up for the code (undefined_table 42P01, undefined_column 42703,
 // invalid_schema_name 3F000, invalid_catalog_name 3D000,
 // insufficient_privilege 42501, authorization 28xxx: a deploy mistake, on
-// ackgap's tables or the handler's own): wraps ackgap.ErrStoreUnavailable. Refused data (data exceptions 22xxx such as
+// ackgap's tables or the handler's own): wraps ackgap.ErrStoreUnavailable,
+// and for a database not set up also ackgap.ErrStoreMisconfigured. Refused
+// data (data exceptions 22xxx such as
 // invalid encoding 22021 and value too long 22001, check_violation 23514,
 // not_null_violation 23502): a permanent error, reason
 // ackgap.ReasonInvalidData, wrapping ackgap.ErrInvalidData. Anything else,
@@ -31,7 +33,7 @@ func (s *Store) ClassifyError(err error) error {
 	case err == nil, ackgap.IsPermanent(err), errors.Is(err, ackgap.ErrStoreUnavailable):
 		return err
 	case misconfigured(err):
-		return fmt.Errorf("pgxstore: %w: %s: %w", ackgap.ErrStoreUnavailable, misconfiguredHint, err)
+		return fmt.Errorf("pgxstore: %w: %w: %w", ackgap.ErrStoreUnavailable, ackgap.ErrStoreMisconfigured, err)
 	case unavailable(err):
 		return fmt.Errorf("pgxstore: %w: %w", ackgap.ErrStoreUnavailable, err)
 	case invalidData(err):

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -58,6 +59,8 @@ func TestClassifyError(t *testing.T) {
 		if class == "unavailable" {
 			require.False(t, ackgap.IsPermanent(err), "SQLSTATE %s", code)
 		}
+		deploy := class == "unavailable" && strings.Contains(" 42 3F 3D 28 ", " "+code[:2]+" ")
+		require.Equal(t, deploy, errors.Is(err, ackgap.ErrStoreMisconfigured), "SQLSTATE %s: %v", code, err)
 		require.Equal(t, class, classOf(err), "SQLSTATE %s: %v", code, err)
 		require.Equal(t, class == "invalid", ackgap.IsPermanent(err), "SQLSTATE %s", code)
 	}

@@ -405,7 +405,7 @@ func interpretError(op string, err error) error {
 		return nil
 	}
 	if misconfigured(err) {
-		return fmt.Errorf("pgxstore: %s: %w: %s: %w", op, ackgap.ErrStoreUnavailable, misconfiguredHint, err)
+		return fmt.Errorf("pgxstore: %s: %w: %w: %w", op, ackgap.ErrStoreUnavailable, ackgap.ErrStoreMisconfigured, err)
 	}
 	if unavailable(err) {
 		return fmt.Errorf("pgxstore: %s: %w: %w", op, ackgap.ErrStoreUnavailable, err)
@@ -415,9 +415,6 @@ func interpretError(op string, err error) error {
 	}
 	return fmt.Errorf("pgxstore: %s: %w", op, err)
 }
-
-// misconfiguredHint says what to check when [misconfigured] holds.
-const misconfiguredHint = "database not set up for this code (schema not migrated, wrong schema or database, missing grants or credentials)"
 
 // misconfigured: the database is not set up for the code that runs on it,
 // a deploy mistake rather than a bad message: a table or column missing

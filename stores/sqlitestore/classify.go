@@ -18,7 +18,8 @@ var _ stores.ErrorClassifier = (*Store)(nil)
 // database or connection), and a database not set up for the code
 // (SQLITE_ERROR "no such table" or "no such column", on ackgap's tables or
 // the handler's own: a deploy mistake; SQLITE_AUTH): wraps
-// ackgap.ErrStoreUnavailable. Refused data
+// ackgap.ErrStoreUnavailable, and for a database not set up also
+// ackgap.ErrStoreMisconfigured. Refused data
 // (SQLITE_CONSTRAINT_CHECK, SQLITE_CONSTRAINT_NOTNULL,
 // SQLITE_CONSTRAINT_DATATYPE, SQLITE_TOOBIG, SQLITE_MISMATCH): a permanent
 // error, reason ackgap.ReasonInvalidData, wrapping ackgap.ErrInvalidData.
@@ -29,7 +30,7 @@ func (s *Store) ClassifyError(err error) error {
 	case err == nil, ackgap.IsPermanent(err), errors.Is(err, ackgap.ErrStoreUnavailable):
 		return err
 	case misconfigured(err):
-		return fmt.Errorf("sqlitestore: %w: %s: %w", ackgap.ErrStoreUnavailable, misconfiguredHint, err)
+		return fmt.Errorf("sqlitestore: %w: %w: %w", ackgap.ErrStoreUnavailable, ackgap.ErrStoreMisconfigured, err)
 	case unavailable(err):
 		return fmt.Errorf("sqlitestore: %w: %w", ackgap.ErrStoreUnavailable, err)
 	case invalidData(err):

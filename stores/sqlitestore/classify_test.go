@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -62,6 +63,8 @@ func TestClassifyError(t *testing.T) {
 		_, err := db.ExecContext(ctx, q)
 		require.Error(t, err, q)
 		require.Equal(t, class, classOf(store.ClassifyError(err)), "%s: %v", q, err)
+		require.Equal(t, strings.Contains(q, "nowhere") || strings.Contains(q, "nope"),
+			errors.Is(store.ClassifyError(err), ackgap.ErrStoreMisconfigured), "%s: %v", q, err)
 	}
 
 	// Another connection holds the write lock past busy_timeout (1 ms).

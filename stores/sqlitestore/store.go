@@ -410,7 +410,7 @@ func interpretError(op string, err error) error {
 		return nil
 	}
 	if misconfigured(err) {
-		return fmt.Errorf("sqlitestore: %s: %w: %s: %w", op, ackgap.ErrStoreUnavailable, misconfiguredHint, err)
+		return fmt.Errorf("sqlitestore: %s: %w: %w: %w", op, ackgap.ErrStoreUnavailable, ackgap.ErrStoreMisconfigured, err)
 	}
 	if unavailable(err) {
 		return fmt.Errorf("sqlitestore: %s: %w: %w", op, ackgap.ErrStoreUnavailable, err)
@@ -420,9 +420,6 @@ func interpretError(op string, err error) error {
 	}
 	return fmt.Errorf("sqlitestore: %s: %w", op, err)
 }
-
-// misconfiguredHint says what to check when [misconfigured] holds.
-const misconfiguredHint = "database not set up for this code (not migrated, wrong file, read-only or not authorized)"
 
 // misconfigured: the database is not set up for the code that runs on it,
 // a deploy mistake rather than a bad message: SQLITE_ERROR for a table or
