@@ -47,6 +47,15 @@ var (
 	// dead-lettered: the message is fine, the database is not.
 	ErrStoreUnavailable = errors.New("ackgap: store unavailable")
 
+	// ErrStoreMisconfigured: the database is not set up for the code that
+	// runs on it (a table, column, schema or database missing, missing
+	// grants or credentials): a deploy mistake, not a bad message. Stores
+	// return it together with ErrStoreUnavailable (errors.Is matches both),
+	// so the message is redelivered, never dead-lettered, until the deploy
+	// is fixed (ackgap migrate up, the right schema, the grants).
+	// docs/errors.md lists the codes of each store.
+	ErrStoreMisconfigured = errors.New("ackgap: database not set up for this code (not migrated, wrong schema or database, missing grants or credentials)")
+
 	// ErrInvalidData: the database refused a statement because of the data
 	// it was given (invalid encoding, a value too long or out of range, a
 	// check or not-null constraint). Retrying the same message cannot
@@ -85,8 +94,12 @@ const (
 	ReasonTransitionRefused   = "transition_refused"
 	ReasonBadPayload          = "bad_payload"
 	ReasonIdempotencyConflict = "idempotency_conflict"
-	ReasonPermanent           = "permanent"
-	ReasonAttemptsExhausted   = "attempts_exhausted"
+	// ReasonInvalidOutboxRow: the handler added an outbox row that fails
+	// [OutboxEntry.Validate] (empty Kind or IdempotencyKey, a key over
+	// IdempotencyKeyMaxBytes, a payload over OutboxPayloadMaxBytes).
+	ReasonInvalidOutboxRow  = "invalid_outbox_row"
+	ReasonPermanent         = "permanent"
+	ReasonAttemptsExhausted = "attempts_exhausted"
 )
 
 // MetadataDeadLetterReason is the metadata key under which the router

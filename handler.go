@@ -142,7 +142,7 @@ type OutboxEntry struct {
 	// event ("charge:<order id>"), so every retry of the effect carries the
 	// same key. Required, at most IdempotencyKeyMaxBytes (255) bytes.
 	IdempotencyKey string
-	// Payload is the effect's body.
+	// Payload is the effect's body, at most OutboxPayloadMaxBytes (1 MiB).
 	Payload []byte
 	// Headers travel with the row to the effect (trace context, content
 	// type). May be nil.
@@ -160,6 +160,12 @@ type OutboxEntry struct {
 
 // IdempotencyKeyMaxBytes is the longest idempotency key an outbox accepts.
 const IdempotencyKeyMaxBytes = 255
+
+// OutboxPayloadMaxBytes is the largest outbox row payload, in bytes
+// (1 MiB): the largest message Kafka (message.max.bytes' default) and SQS
+// accept, so a row over it could never be published by the relay; keep
+// large documents elsewhere and put their reference in the payload.
+const OutboxPayloadMaxBytes = 1 << 20
 
 // WithDefaults returns a copy of t with KeyColumn "id" and StateColumn
 // "status" where empty.
@@ -266,6 +272,9 @@ func (e *OutboxEntry) Validate() error {
 	case len(e.IdempotencyKey) > IdempotencyKeyMaxBytes:
 		errs = append(errs, fmt.Errorf("IdempotencyKey is %d bytes, over the limit of %d", len(e.IdempotencyKey), IdempotencyKeyMaxBytes))
 	}
+	if len(e.Payload) > OutboxPayloadMaxBytes {
+		errs = append(errs, fmt.Errorf("Payload is %d bytes, over the limit of %d", len(e.Payload), OutboxPayloadMaxBytes))
+	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("invalid outbox row: %w", err)
 	}
@@ -303,7 +312,9 @@ func opsFromContext(ctx context.Context) (txOps, bool) {
 // (reason ReasonIdempotencyConflict), from this call, the handler's next
 // statement or the commit, which then fails and rolls everything back: the
 // message is dead-lettered either way. It returns ErrNoTransaction outside
-// the inbox middleware, and e's validation errors at once.
+// the inbox middleware, and e's validation errors ([OutboxEntry.Validate])
+// at once as a permanent error (reason ReasonInvalidOutboxRow): returned
+// from the handler, the message is dead-lettered without retries.
 func AddOutbox(ctx context.Context, e *OutboxEntry) error {
 	ops, ok := opsFromContext(ctx)
 	if !ok {
@@ -316,8 +327,9 @@ func AddOutbox(ctx context.Context, e *OutboxEntry) error {
 // transaction (ctx is the message's context) and, only if it applies,
 // adds the outbox rows then (filled in like [AddOutbox]): the common shape
 // of a handler that changes one row and records the effects of the change.
-// It validates t and the rows at once, and returns ErrNoTransaction
-// outside the inbox middleware (or package batch).
+// It validates t and the rows at once (an invalid row is a permanent
+// error, reason ReasonInvalidOutboxRow, as for [AddOutbox]), and returns
+// ErrNoTransaction outside the inbox middleware (or package batch).
 //
 // The handler reads the outcome when it needs it, with
 // [PendingTransition.Result]; until then the transition is held back. What

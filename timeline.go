@@ -35,7 +35,11 @@ const (
 // (after the commit, before the ack).
 type InboxReport struct {
 	Consumer string
-	// EventID is "" when the message had none.
+	// EventID is the message's event id; "" when it had none, and when
+	// its id was refused as not UTF-8 or holding a NUL byte (Outcome
+	// rejected, Err wrapping ErrEventIDInvalid, whose text holds the id
+	// quoted): such bytes cannot travel in logs, span attributes or the
+	// store, so only the error carries them, escaped.
 	EventID string
 	Outcome Outcome
 	// Err is the error returned to the router (nil for applied and

@@ -192,7 +192,11 @@ func (r *reporter) ignored(pos token.Pos) bool {
 	return false
 }
 
-// report emits a finding at n: "<severity>: <msg>", with optional fixes.
+// report emits a finding at n: "<severity>: <msg> [<check>]", with
+// optional fixes. The check's name ends the message because go vet
+// (unitchecker) prints only the position and the message, and the name is
+// what //ackgapvet:ignore takes; the standalone output strips it again
+// (see diagnosticMessage) and prints it in its own place.
 func (r *reporter) report(n ast.Node, sev Severity, msg string, fixes ...analysis.SuggestedFix) {
 	if r.ignored(n.Pos()) {
 		return
@@ -201,9 +205,18 @@ func (r *reporter) report(n ast.Node, sev Severity, msg string, fixes ...analysi
 		Pos:            n.Pos(),
 		End:            n.End(),
 		Category:       string(sev),
-		Message:        string(sev) + ": " + msg,
+		Message:        string(sev) + ": " + msg + checkTag(r.pass.Analyzer.Name),
 		SuggestedFixes: fixes,
 	})
+}
+
+// checkTag is the suffix report puts on every message: " [<check>]".
+func checkTag(check string) string { return " [" + check + "]" }
+
+// diagnosticMessage returns a diagnostic's message without its severity
+// prefix and check suffix (see report).
+func diagnosticMessage(a *analysis.Analyzer, d analysis.Diagnostic) string {
+	return strings.TrimSuffix(strings.TrimPrefix(d.Message, d.Category+": "), checkTag(a.Name))
 }
 
 // replaceFix suggests replacing node n with text.

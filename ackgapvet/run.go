@@ -173,7 +173,7 @@ func toFinding(fset *token.FileSet, a *analysis.Analyzer, d analysis.Diagnostic)
 		File:     relPath(start.Filename),
 		Line:     start.Line,
 		Column:   start.Column,
-		Message:  strings.TrimPrefix(d.Message, d.Category+": "),
+		Message:  diagnosticMessage(a, d),
 	}
 	if f.Severity == "" {
 		f.Severity = SeverityMedium

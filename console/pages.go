@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/ackgap/ackgap"
 	"github.com/ackgap/ackgap/stores"
@@ -21,6 +22,13 @@ const eventIDMax = 1024
 // keyPrefixMax is the longest idempotency key prefix the outbox filter
 // takes.
 const keyPrefixMax = 512
+
+// validText reports whether s is valid UTF-8 without NUL bytes, as every
+// text column the console filters on holds (PostgreSQL refuses anything
+// else in a query with SQLSTATE 22021).
+func validText(s string) bool {
+	return utf8.ValidString(s) && !strings.ContainsRune(s, 0)
+}
 
 // page is what every template gets.
 type page struct {
@@ -94,12 +102,18 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, code int, msg str
 	h.render(w, r, code, "error", http.StatusText(code), "", map[string]any{"Code": code, "Message": msg})
 }
 
-// storeFailed shows a store error: a timeout or an unavailable store is
-// 503 "database busy" (try again: the failed statement changed nothing);
-// anything else is 500.
+// storeFailed shows a store error: a database not set up for the code
+// (ackgap.ErrStoreMisconfigured) is 503 saying so; a timeout or an
+// unavailable store is 503 "database busy" (try again: the failed
+// statement changed nothing); anything else is 500.
 // The error's text is logged, not shown.
 func (h *Handler) storeFailed(w http.ResponseWriter, r *http.Request, what string, err error) {
 	h.cfg.Logger.Error("console: store", "what", what, "err", err)
+	if errors.Is(err, ackgap.ErrStoreMisconfigured) {
+		h.fail(w, r, http.StatusServiceUnavailable, "The database is not set up for this code ("+what+
+			"): run ackgap migrate up, and check the schema and the grants.")
+		return
+	}
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ackgap.ErrStoreUnavailable) {
 		h.fail(w, r, http.StatusServiceUnavailable, "The database is busy or unreachable ("+what+"); try again.")
 		return
@@ -123,11 +137,7 @@ func (h *Handler) traceLink(tp string) string {
 // consumer that started 10 s ago is not averaged over an hour), at least
 // one minute.
 func perMinute(c stores.InboxConsumerStats, st *stores.StatsResult) string {
-	window := st.Window
-	if !c.Oldest.IsZero() {
-		window = min(window, st.Now.Sub(c.Oldest))
-	}
-	return strconv.FormatFloat(c.PerMinute(max(window, time.Minute)), 'f', 1, 64)
+	return strconv.FormatFloat(c.PerMinute(c.RateWindow(st.Window, st.Now)), 'f', 1, 64)
 }
 
 // kindRow is one kind's outbox counts on the overview.
@@ -212,6 +222,9 @@ func (h *Handler) parseFilter(v url.Values) (outboxFilter, string) {
 	}
 	if len(f.Key) > keyPrefixMax || len(f.Kind) > keyPrefixMax {
 		return f, "kind and key prefix must be at most " + strconv.Itoa(keyPrefixMax) + " bytes"
+	}
+	if !validText(f.Key) || !validText(f.Kind) {
+		return f, "kind and key prefix must be UTF-8 text without NUL bytes"
 	}
 	if a := v.Get("after"); a != "" {
 		n, err := strconv.ParseInt(a, 10, 64)
@@ -309,6 +322,10 @@ func (h *Handler) event(w http.ResponseWriter, r *http.Request) {
 	}
 	if len(id) > eventIDMax {
 		h.fail(w, r, http.StatusBadRequest, "An event id is at most "+strconv.Itoa(eventIDMax)+" bytes.")
+		return
+	}
+	if err := ackgap.CheckEventID(id, eventIDMax); err != nil {
+		h.fail(w, r, http.StatusBadRequest, "An event id is UTF-8 text without NUL bytes; no event can have this one.")
 		return
 	}
 	ctx, cancel := h.query(r)

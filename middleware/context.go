@@ -35,6 +35,9 @@ type heldTransition struct {
 
 // AddOutbox implements ackgap.AddOutbox.
 func (b *boundTx[TTx]) AddOutbox(ctx context.Context, e *ackgap.OutboxEntry) error {
+	if err := validateRow(e); err != nil {
+		return err
+	}
 	row := b.fill(ctx, e)
 	return b.store.QueueOutboxTx(ctx, b.tx, &row)
 }
@@ -47,7 +50,7 @@ func (b *boundTx[TTx]) ApplyTransition(ctx context.Context, t *ackgap.Transition
 		return nil, err
 	}
 	for i, r := range rows {
-		if err := r.Validate(); err != nil {
+		if err := validateRow(r); err != nil {
 			return nil, err
 		}
 		h.rows[i] = b.fill(ctx, r)
@@ -157,6 +160,20 @@ func Flush(ctx context.Context) error {
 		return nil
 	}
 	return f.flush(ctx)
+}
+
+// validateRow validates an outbox row a handler adds: an invalid row is
+// the handler's bad data, which no retry fixes, so its error is permanent
+// (reason ackgap.ReasonInvalidOutboxRow): the message is dead-lettered at
+// once, nothing committed.
+func validateRow(e *ackgap.OutboxEntry) error {
+	if e == nil {
+		return ackgap.Permanent(ackgap.ReasonInvalidOutboxRow, errors.New("invalid outbox row: nil"))
+	}
+	if err := e.Validate(); err != nil {
+		return ackgap.Permanent(ackgap.ReasonInvalidOutboxRow, err)
+	}
+	return nil
 }
 
 // fill returns a copy of p with the consumer and event id of the message

@@ -339,3 +339,21 @@ func TestStoreClosed(t *testing.T) {
 	require.ErrorIs(t, err, ackgap.ErrStoreUnavailable)
 	require.Equal(t, []ackgap.Outcome{ackgap.OutcomeFailed}, b.outcomes())
 }
+
+// TestInvalidEventIDReport: the report of a message whose id is not UTF-8
+// (or holds a NUL byte) has EventID "" as documented, outcome rejected,
+// and an error that names the id quoted (escaped), never the raw bytes.
+func TestInvalidEventIDReport(t *testing.T) {
+	for id, quoted := range map[string]string{"bad\xff": `"bad\xff"`, "e1\x00": `"e1\x00"`} {
+		inbox, b := setup(t, nil)
+		_, err := inbox(b.charge)(event(id, `{}`))
+		require.ErrorIs(t, err, ackgap.ErrEventIDInvalid)
+		require.Zero(t, b.calls, "the handler never runs")
+		require.Len(t, b.reports, 1)
+		r := b.reports[0]
+		require.Equal(t, "", r.EventID)
+		require.Equal(t, ackgap.OutcomeRejected, r.Outcome)
+		require.Contains(t, r.Err.Error(), quoted)
+		require.NotContains(t, r.Err.Error(), id)
+	}
+}

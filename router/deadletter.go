@@ -34,10 +34,11 @@ var sanitizedKeys = []string{ackgap.MetadataEventIDKey, ackgap.MetadataDeadLette
 // help, so the message would be nacked and dead-lettered again forever),
 // it publishes a sanitised copy instead: the original payload, the keys in
 // sanitizedKeys, MetadataDeadLetterSanitized, and the whole original
-// metadata in MetadataOriginalMetadata. If the copy fails too, it logs an
-// error and returns both errors: the message is nacked and left to the
-// broker's redrive policy. Any other failure (a transient one) is returned
-// as it is, so the message is not acked.
+// metadata in MetadataOriginalMetadata. If the copy fails too, it returns
+// both errors: the message is nacked and left to the broker's redrive
+// policy. Any other failure (a transient one) is returned as it is, so the
+// message is not acked. It logs [LogDeadLettered] once a publish
+// succeeded and [LogDeadLetterFailed] when it failed.
 type deadLetterPublisher struct {
 	pub    message.Publisher
 	logger watermill.LoggerAdapter
@@ -45,27 +46,38 @@ type deadLetterPublisher struct {
 
 func (d *deadLetterPublisher) Publish(topic string, msgs ...*message.Message) error {
 	for _, msg := range msgs {
-		err := d.pub.Publish(topic, msg)
-		if err == nil || !errors.Is(err, ackgap.ErrUnencodable) {
-			if err != nil {
-				return err
-			}
-			continue
+		if err := d.publish(topic, msg); err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+// publish publishes msg, or its sanitised copy, and logs the result.
+func (d *deadLetterPublisher) publish(topic string, msg *message.Message) error {
+	note, _ := msg.Context().Value(deadLetterNoteKey{}).(*deadLetterNote)
+	if note == nil || note.fields == nil {
+		note = &deadLetterNote{fields: watermill.LogFields{"message_uuid": msg.UUID,
+			"reason": msg.Metadata.Get(ackgap.MetadataDeadLetterReason), "destination": topic}}
+	}
+	err := d.pub.Publish(topic, msg)
+	if err == nil {
+		d.logger.Error(LogDeadLettered, note.err, note.fields)
+		return nil
+	}
+	if errors.Is(err, ackgap.ErrUnencodable) {
 		copied, cerr := sanitize(msg, err)
 		if cerr == nil {
 			cerr = d.pub.Publish(topic, copied)
 		}
-		fields := watermill.LogFields{"message_uuid": msg.UUID, "topic": topic, "reason": msg.Metadata.Get(ackgap.MetadataDeadLetterReason)}
-		if cerr != nil {
-			err = fmt.Errorf("router: dead-letter publish: %w; the sanitised copy failed too: %w", err, cerr)
-			d.logger.Error("Cannot dead-letter the message, not even a sanitised copy; it is nacked and left to the broker's redrive policy", err, fields)
-			return err
+		if cerr == nil {
+			d.logger.Error(LogDeadLettered, note.err, note.fields.Add(watermill.LogFields{"sanitized": err.Error()}))
+			return nil
 		}
-		fields["error"] = err.Error()
-		d.logger.Info("Dead-lettered a sanitised copy: the message could not be encoded as it was", fields)
+		err = fmt.Errorf("router: dead-letter publish: %w; the sanitised copy failed too: %w", err, cerr)
 	}
-	return nil
+	d.logger.Error(LogDeadLetterFailed, note.err, note.fields.Add(watermill.LogFields{"publish_err": err.Error()}))
+	return err
 }
 
 func (d *deadLetterPublisher) Close() error { return d.pub.Close() }

@@ -18,10 +18,19 @@ import (
 // message_uuid), and per message the fields named in each constant's doc.
 // Payloads are never logged; error texts are (keep secrets out of them).
 const (
-	// LogDeadLettered (error): the message goes to the dead-letter topic.
-	// Fields: reason (an ackgap.Reason* value), destination (the topic),
-	// err.
+	// LogDeadLettered (error): the message was published to the
+	// dead-letter topic (logged once the publish succeeded). Fields: reason
+	// (an ackgap.Reason* value), destination (the topic), attempts, the
+	// handler's final error (the logger's error field: "error" with
+	// SlogLogger), and sanitized (the publisher's error) when a sanitised
+	// copy went instead (see [Config.DeadLetter]).
 	LogDeadLettered = "message sent to the dead-letter topic"
+	// LogDeadLetterFailed (error): the message should go to the dead-letter
+	// topic but the publish failed, so it is nacked and delivered again
+	// (its handler runs again). Fields: reason, destination, attempts, the
+	// handler's final error (the logger's error field), publish_err (why
+	// the publish failed).
+	LogDeadLetterFailed = "dead-letter publish failed; message nacked for redelivery"
 	// LogRetrying (warn): an attempt failed and the message is tried again
 	// in place. Fields: attempt (1-based, the one that failed),
 	// max_attempts, backoff (the nominal wait before the next attempt,
@@ -38,6 +47,12 @@ const (
 	// SQS: DeleteMessage failed or the receipt handle had expired), so it
 	// will be delivered again and found in the inbox. Fields: err.
 	LogAckUnconfirmed = "ack not confirmed by the broker; a duplicate will follow"
+	// LogSchemaBehind (error): at Run, the store's migrations are not all
+	// applied (or their status could not be read): messages will be nacked
+	// as store-unavailable until the store is migrated (ackgap migrate up).
+	// Fields: version (applied), latest, pending (how many), or check and
+	// err when the status could not be read.
+	LogSchemaBehind = "store schema behind the code: run the migrations (ackgap migrate up)"
 )
 
 // SlogLogger returns a Watermill LoggerAdapter on l (nil means
@@ -86,11 +101,24 @@ func (s *slogLogger) With(fields watermill.LogFields) watermill.LoggerAdapter {
 // the counter.
 type attemptsKey struct{}
 
+// deadLetterNoteKey carries a *deadLetterNote from logOutcome to the
+// deadLetterPublisher, which logs the dead letter once it is published.
+type deadLetterNoteKey struct{}
+
+// deadLetterNote is what logOutcome knows about a message on its way to
+// the dead-letter topic: the log fields and the handler's final error.
+type deadLetterNote struct {
+	fields watermill.LogFields
+	err    error
+}
+
 // logOutcome returns the middleware, just inside the dead-letter
-// middleware, that logs how the chain ended for a message: dead-lettered
-// (error), nacked for shutdown or an unavailable store (warn), and, through
-// the broker adapter's ackgap.Delivery, an ack the broker did not confirm
-// (warn).
+// middleware, that logs how the chain ended for a message: nacked for
+// shutdown or an unavailable store (warn), and, through the broker
+// adapter's ackgap.Delivery, an ack the broker did not confirm (warn). A
+// dead letter is logged by the deadLetterPublisher once its publish
+// succeeded or failed, from the note logOutcome leaves in the message
+// context.
 func logOutcome(c Config, consumer string) message.HandlerMiddleware {
 	eventID := c.EventID
 	if eventID == nil {
@@ -99,9 +127,14 @@ func logOutcome(c Config, consumer string) message.HandlerMiddleware {
 	return func(h message.HandlerFunc) message.HandlerFunc {
 		return func(msg *message.Message) ([]*message.Message, error) {
 			attempts := new(int)
+			note := new(deadLetterNote)
 			ctx := context.WithValue(msg.Context(), attemptsKey{}, attempts)
+			ctx = context.WithValue(ctx, deadLetterNoteKey{}, note)
 			msg.SetContext(ctx)
 			produced, err := h(msg)
+			// Inner middlewares replaced the context: give the dead-letter
+			// publisher, which runs after this returns, the one with the note.
+			msg.SetContext(ctx)
 			fields := func() watermill.LogFields {
 				id, _ := eventID(msg)
 				return watermill.LogFields{"event_id": id, "consumer": consumer, "message_uuid": msg.UUID}
@@ -121,8 +154,9 @@ func logOutcome(c Config, consumer string) message.HandlerMiddleware {
 				if reason == "" {
 					reason = ackgap.ReasonAttemptsExhausted
 				}
-				c.Logger.Error(LogDeadLettered, err, fields().Add(watermill.LogFields{
-					"reason": reason, "destination": c.DeadLetterTopic, "attempts": *attempts}))
+				note.err = err
+				note.fields = fields().Add(watermill.LogFields{
+					"reason": reason, "destination": c.DeadLetterTopic, "attempts": *attempts})
 			case errors.Is(err, context.Canceled):
 				warn(c.Logger, LogNackShutdown, err, fields())
 			default:
@@ -185,4 +219,29 @@ func warn(l watermill.LoggerAdapter, msg string, err error, fields watermill.Log
 		return
 	}
 	l.Info(msg, fields.Add(watermill.LogFields{"severity": "warn"}))
+}
+
+// watermillHandlerError is the message Watermill's router logs at error
+// for every handler error, before it nacks the message.
+const watermillHandlerError = "Handler returned error"
+
+// routerLogger is the logger [New] gives Watermill's router: Config.Logger,
+// except that Watermill's "Handler returned error" goes out at warn (see
+// [warn]) when the chain nacks the message for redelivery (ackgap
+// classified the error as not dead-letterable: an unavailable store). A
+// nack for a failed dead-letter publish stays at error.
+type routerLogger struct {
+	watermill.LoggerAdapter
+}
+
+func (r routerLogger) Error(msg string, err error, fields watermill.LogFields) {
+	if msg == watermillHandlerError && err != nil && !DeadLetterable(err) {
+		warn(r.LoggerAdapter, msg, err, fields)
+		return
+	}
+	r.LoggerAdapter.Error(msg, err, fields)
+}
+
+func (r routerLogger) With(fields watermill.LogFields) watermill.LoggerAdapter {
+	return routerLogger{r.LoggerAdapter.With(fields)}
 }

@@ -71,12 +71,14 @@ func newSink() (*logSink, watermill.LoggerAdapter) {
 }
 
 // chain builds the router's chain for consumer "billing" around h, as a
-// Watermill router would run it.
+// Watermill router would run it; cfg.DeadLetter defaults to a GoChannel.
 func chain[TTx any](t *testing.T, store stores.Store[TTx], cfg router.Config, h router.HandlerFunc[TTx]) message.HandlerFunc {
 	t.Helper()
-	dead := gochannel.NewGoChannel(gochannel.Config{}, watermill.NopLogger{})
-	t.Cleanup(func() { _ = dead.Close() })
-	cfg.DeadLetter = dead
+	if cfg.DeadLetter == nil {
+		dead := gochannel.NewGoChannel(gochannel.Config{}, watermill.NopLogger{})
+		t.Cleanup(func() { _ = dead.Close() })
+		cfg.DeadLetter = dead
+	}
 	mws, err := router.Middlewares(store, "billing", &cfg)
 	require.NoError(t, err)
 	hf := router.Adapt(h)

@@ -78,8 +78,10 @@ type Config struct {
 	// Logger receives Watermill's logs and the chain's: every dead letter
 	// at error, every retry, nack for shutdown or for an unavailable store
 	// and unconfirmed ack at warn (see LogDeadLettered and the other Log
-	// constants; a [WarnLogger] gets real warn levels). No payloads are
-	// logged. Default SlogLogger(nil): log/slog's default logger. Pass
+	// constants; a [WarnLogger] gets real warn levels). Watermill's own
+	// "Handler returned error" for a nack is lowered to warn too (New
+	// only; a router of your own behind [Middlewares] logs it at error).
+	// No payloads are logged. Default SlogLogger(nil): log/slog's default logger. Pass
 	// watermill.NopLogger{} for silence.
 	Logger watermill.LoggerAdapter
 }
@@ -194,7 +196,7 @@ func New[TTx any](store stores.Store[TTx], cfg *Config) (*Router[TTx], error) {
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
-	wr, err := message.NewRouter(message.RouterConfig{CloseTimeout: c.CloseTimeout}, c.Logger)
+	wr, err := message.NewRouter(message.RouterConfig{CloseTimeout: c.CloseTimeout}, routerLogger{c.Logger})
 	if err != nil {
 		return nil, fmt.Errorf("router: %w", err)
 	}
@@ -330,8 +332,40 @@ func buildChain[TTx any](store stores.Store[TTx], consumer string, c Config) ([]
 }
 
 // Run runs the router until ctx ends or Close is called; see
-// message.Router.Run. It returns once every handler stopped.
-func (r *Router[TTx]) Run(ctx context.Context) error { return r.wr.Run(ctx) }
+// message.Router.Run. It returns once every handler stopped. When the
+// store reports its migrations ([stores.Operator]), Run first checks them
+// and logs [LogSchemaBehind] at error if some are pending or the check
+// fails; it runs anyway (messages are nacked, never dead-lettered, until
+// the store is migrated).
+func (r *Router[TTx]) Run(ctx context.Context) error {
+	r.checkSchema(ctx)
+	return r.wr.Run(ctx)
+}
+
+// schemaCheckTimeout bounds Run's migration check.
+const schemaCheckTimeout = 5 * time.Second
+
+// checkSchema logs LogSchemaBehind when the store's migrations are not
+// all applied, or cannot be read.
+func (r *Router[TTx]) checkSchema(ctx context.Context) {
+	op, ok := r.store.(interface {
+		MigrationStatus(context.Context, *stores.MigrationStatusParams) (*stores.MigrationStatusResult, error)
+	})
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, schemaCheckTimeout)
+	defer cancel()
+	st, err := op.MigrationStatus(ctx, &stores.MigrationStatusParams{})
+	if err != nil {
+		r.cfg.Logger.Error(LogSchemaBehind, err, watermill.LogFields{"check": "migration status unreadable"})
+		return
+	}
+	if pending := st.Pending(); len(pending) > 0 {
+		r.cfg.Logger.Error(LogSchemaBehind, nil, watermill.LogFields{
+			"version": st.Version, "latest": st.Latest, "pending": len(pending)})
+	}
+}
 
 // Running is closed when the router is running.
 func (r *Router[TTx]) Running() chan struct{} { return r.wr.Running() }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Operator is implemented by stores that an operator can inspect and
@@ -129,6 +131,19 @@ func (s InboxConsumerStats) PerMinute(window time.Duration) float64 {
 	return float64(s.Recent) / window.Minutes()
 }
 
+// RateWindow returns the span to spread Recent over for a rate that
+// means something (pass it to PerMinute): window (the stats' Window,
+// StatsWindowDefault by default), or the time from the consumer's oldest
+// row to now when that is shorter (a consumer that started ten minutes
+// ago is not averaged over an hour), and at least one minute. The
+// console and "ackgap status" both use it, so they agree.
+func (s InboxConsumerStats) RateWindow(window time.Duration, now time.Time) time.Duration {
+	if !s.Oldest.IsZero() {
+		window = min(window, now.Sub(s.Oldest))
+	}
+	return max(window, time.Minute)
+}
+
 // OutboxKindStats count one kind's outbox rows in one state.
 type OutboxKindStats struct {
 	Kind  string
@@ -208,7 +223,9 @@ type FindOutboxParams struct {
 	Limit int
 }
 
-// Validate returns every problem with p at once (errors.Join), or nil.
+// Validate returns every problem with p at once (errors.Join), or nil:
+// Limit out of range, an unknown state, a Kind or KeyPrefix that is not
+// UTF-8 text without NUL bytes (no row can match it).
 func (p *FindOutboxParams) Validate() error {
 	var errs []error
 	if p.Limit < 0 || p.Limit > FindOutboxLimitMax {
@@ -218,6 +235,12 @@ func (p *FindOutboxParams) Validate() error {
 		if !s.Valid() {
 			errs = append(errs, fmt.Errorf("States[%d] is %q, must be pending, claimed, done or dead", i, s))
 		}
+	}
+	if !validText(p.Kind) {
+		errs = append(errs, fmt.Errorf("Kind %+q is not UTF-8 text without NUL bytes", p.Kind))
+	}
+	if !validText(p.KeyPrefix) {
+		errs = append(errs, fmt.Errorf("KeyPrefix %+q is not UTF-8 text without NUL bytes", p.KeyPrefix))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("invalid outbox filter: %w", err)
@@ -291,4 +314,11 @@ func StateStrings(states []OutboxState) []string {
 		out[i] = string(s)
 	}
 	return out
+}
+
+// validText reports whether s is valid UTF-8 without NUL bytes, as every
+// text column of the outbox holds (PostgreSQL refuses anything else, even
+// in a query's filter, with SQLSTATE 22021).
+func validText(s string) bool {
+	return utf8.ValidString(s) && !strings.ContainsRune(s, 0)
 }

@@ -3,11 +3,13 @@ package main
 import (
 	"encoding/hex"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/ackgap/ackgap"
 	"github.com/ackgap/ackgap/stores"
 )
 
@@ -42,8 +44,15 @@ in it is replaced, e.g. http://jaeger:16686/trace/{trace_id}.`,
 		Example: `  ackgap event order-1042
   ackgap event order-1042 --consumer billing --trace-url 'http://jaeger:16686/trace/{trace_id}'`,
 		Args: func(_ *cobra.Command, args []string) error {
-			if len(args) != 1 || args[0] == "" {
+			if len(args) != 1 {
 				return usageErrorf("event takes one event id, got %d arguments", len(args))
+			}
+			if args[0] == "" {
+				return usageErrorf("the event id is empty")
+			}
+			// Any length: an inbox may be configured for ids over the default.
+			if err := ackgap.CheckEventID(args[0], math.MaxInt); err != nil {
+				return usageErrorf("no event can have this id: %w", err)
 			}
 			return nil
 		},

@@ -66,6 +66,9 @@ func (f *filter) params(now time.Time) (stores.FindOutboxParams, error) {
 	if f.olderThan < 0 {
 		return p, usageErrorf("--older-than is %s, must not be negative", f.olderThan)
 	}
+	if err := p.Validate(); err != nil {
+		return p, usageErrorf("%w", err)
+	}
 	if f.olderThan > 0 {
 		p.CreatedBefore = now.Add(-f.olderThan)
 	}

@@ -49,7 +49,8 @@ func (a *app) statusCommand() *cobra.Command {
 		Use:   "status",
 		Short: "Inbox rows per consumer, outbox rows by kind and state, the oldest due row, dead rows",
 		Long: `Show, per consumer, the inbox row count, the oldest and newest row and the
-rows per minute over --window; the outbox by kind and state with each group's
+rows per minute over --window (or since the consumer's oldest row when that
+is shorter, at least a minute: the console's rule); the outbox by kind and state with each group's
 oldest row; how long the oldest due row has waited (how far the relays are
 behind); dead rows waiting for a redrive; and the schema version.
 
@@ -83,7 +84,7 @@ It counts every inbox row: on a large inbox run it now and then, not in a loop.`
 					Inbox: []inboxStatsView{}, Outbox: []outboxStatsView{},
 					Migrations: &migrationStatusSum{Version: ms.Version, Latest: ms.Latest}}
 				for _, c := range st.Inbox {
-					v.Inbox = append(v.Inbox, inboxStatsView{c.Consumer, c.Rows, c.Oldest.UTC(), c.Newest.UTC(), c.Recent, c.PerMinute(window)})
+					v.Inbox = append(v.Inbox, inboxStatsView{c.Consumer, c.Rows, c.Oldest.UTC(), c.Newest.UTC(), c.Recent, c.PerMinute(c.RateWindow(window, st.Now))})
 				}
 				for _, o := range st.Outbox {
 					v.Outbox = append(v.Outbox, outboxStatsView{o.Kind, string(o.State), o.Rows, o.OldestCreatedAt.UTC()})
@@ -96,14 +97,14 @@ It counts every inbox row: on a large inbox run it now and then, not in a loop.`
 				return failed(printJSON(cmd.OutOrStdout(), v))
 			}
 			w := cmd.OutOrStdout()
-			fmt.Fprintf(w, "schema version %d of %d\n\nINBOX (rows per minute over the last %s)\n", ms.Version, ms.Latest, window)
+			fmt.Fprintf(w, "schema version %d of %d\n\nINBOX (rows per minute over the last %s, or since the consumer's oldest row when that is shorter)\n", ms.Version, ms.Latest, window)
 			if len(st.Inbox) == 0 {
 				fmt.Fprintln(w, "no inbox rows")
 			} else {
 				t := newTable(w, "CONSUMER", "ROWS", "OLDEST", "NEWEST", "PER_MIN")
 				for _, c := range st.Inbox {
 					t.row(c.Consumer, strconv.FormatInt(c.Rows, 10), fmtTime(c.Oldest), fmtTime(c.Newest),
-						strconv.FormatFloat(c.PerMinute(window), 'f', 2, 64))
+						strconv.FormatFloat(c.PerMinute(c.RateWindow(window, st.Now)), 'f', 2, 64))
 				}
 				if err := t.flush(); err != nil {
 					return failed(err)

@@ -122,6 +122,7 @@ func TestCommand(t *testing.T) {
 		require.Equal(t, "ledger/ledger.go", f.File)
 		require.Equal(t, 27, f.Line)
 		require.Contains(t, f.Message, "writes through db instead of the transaction tx")
+		require.NotContains(t, f.Message, "[pooltx]", "the check has a field of its own")
 		require.Equal(t, []ackgapvet.Fix{{Message: "use the transaction tx", Edits: []ackgapvet.Edit{{
 			File: "ledger/ledger.go", Line: 27, Column: 12, EndLine: 27, EndColumn: 14, NewText: "tx",
 		}}}}, f.Fixes)
@@ -157,6 +158,8 @@ func TestCommand(t *testing.T) {
 		_, errOut, code := shopCmd(t, "go", "vet", "-vettool="+abs, "./...")
 		require.NotEqual(t, 0, code, errOut)
 		require.Contains(t, errOut, "shop.go:15:10: critical: "+chargeMsg)
+		require.Regexp(t, `shop\.go:15:10: critical: [^\n]* \[effect\]\n`, errOut,
+			"the check's name, for //ackgapvet:ignore, is kept under go vet")
 		require.NotContains(t, errOut, "cache.example", "suppressed")
 
 		_, errOut, code = shopCmd(t, "go", "vet", "-vettool="+abs, "./clean")

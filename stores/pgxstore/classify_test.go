@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -48,10 +49,18 @@ func TestClassifyError(t *testing.T) {
 		"57P03": "unavailable", "58030": "unavailable",
 		"22021": "invalid", "22001": "invalid", "22003": "invalid", "22P02": "invalid", "22012": "invalid",
 		"23514": "invalid", "23502": "invalid",
-		"23505": "other", "23503": "other", "42P01": "other", "P0001": "other",
+		// A database not set up for the code: a deploy mistake, redelivered.
+		"42P01": "unavailable", "42703": "unavailable", "3F000": "unavailable", "3D000": "unavailable",
+		"42501": "unavailable", "28000": "unavailable", "28P01": "unavailable",
+		"23505": "other", "23503": "other", "42601": "other", "42883": "other", "P0001": "other",
 	}
 	for code, class := range want {
 		err := store.ClassifyError(raise(code))
+		if class == "unavailable" {
+			require.False(t, ackgap.IsPermanent(err), "SQLSTATE %s", code)
+		}
+		deploy := class == "unavailable" && strings.Contains(" 42 3F 3D 28 ", " "+code[:2]+" ")
+		require.Equal(t, deploy, errors.Is(err, ackgap.ErrStoreMisconfigured), "SQLSTATE %s: %v", code, err)
 		require.Equal(t, class, classOf(err), "SQLSTATE %s: %v", code, err)
 		require.Equal(t, class == "invalid", ackgap.IsPermanent(err), "SQLSTATE %s", code)
 	}
@@ -63,8 +72,11 @@ func TestClassifyError(t *testing.T) {
 		`INSERT INTO classify VALUES ('abcd', 1)`:        "invalid", // 22001
 		`INSERT INTO classify VALUES ('no', 1)`:          "invalid", // 23514
 		`INSERT INTO classify VALUES ('ok', NULL)`:       "invalid", // 23502
-		`SELECT 1/0`:                  "invalid", // 22012
-		`SELECT * FROM no_such_table`: "other",   // 42P01
+		`SELECT 1/0`:                  "invalid",     // 22012
+		`SELECT * FROM no_such_table`: "unavailable", // 42P01
+		`SELECT nope FROM classify`:   "unavailable", // 42703
+		`SELECT * FROM nowhere.t`:     "unavailable", // 42P01 (schema missing)
+		`SELEC 1`:                     "other",       // 42601
 	} {
 		_, err := pool.Exec(ctx, q)
 		require.Error(t, err, q)
@@ -89,8 +101,9 @@ func TestClassifyError(t *testing.T) {
 // TestInboxClassifiesHandlerErrors: a handler's own statement on its pgx.Tx
 // that the database refuses for its data is dead-lettered at once
 // (permanent, invalid_data), one that meets a busy database is
-// store-unavailable (redelivered), and any other error is the handler's
-// own; each time nothing is committed.
+// store-unavailable (redelivered), as is one on a table the deploy forgot
+// to create, and any other error is the handler's own; each time nothing
+// is committed.
 func TestInboxClassifiesHandlerErrors(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -101,6 +114,7 @@ func TestInboxClassifiesHandlerErrors(t *testing.T) {
 		{`SELECT convert_from('\xfffefa'::bytea, 'UTF8')`, "invalid"},
 		{`DO $$ BEGIN RAISE EXCEPTION 'busy' USING ERRCODE = '40001'; END $$`, "unavailable"},
 		{`DO $$ BEGIN RAISE EXCEPTION 'mine' USING ERRCODE = 'P0001'; END $$`, "other"},
+		{`INSERT INTO orders_not_migrated VALUES (1)`, "unavailable"}, // the handler's own table missing: a deploy mistake
 	} {
 		msg := message.NewMessage(watermill.NewUUID(), []byte(`{}`))
 		msg.Metadata.Set(ackgap.MetadataEventIDKey, fmt.Sprintf("e%d", i))

@@ -404,6 +404,9 @@ func interpretError(op string, err error) error {
 	if err == nil {
 		return nil
 	}
+	if misconfigured(err) {
+		return fmt.Errorf("pgxstore: %s: %w: %w: %w", op, ackgap.ErrStoreUnavailable, ackgap.ErrStoreMisconfigured, err)
+	}
 	if unavailable(err) {
 		return fmt.Errorf("pgxstore: %s: %w: %w", op, ackgap.ErrStoreUnavailable, err)
 	}
@@ -411,6 +414,25 @@ func interpretError(op string, err error) error {
 		return ackgap.Permanent(ackgap.ReasonInvalidData, fmt.Errorf("pgxstore: %s: %w: %w", op, ackgap.ErrInvalidData, err))
 	}
 	return fmt.Errorf("pgxstore: %s: %w", op, err)
+}
+
+// misconfigured: the database is not set up for the code that runs on it,
+// a deploy mistake rather than a bad message: a table or column missing
+// (42P01 undefined_table, 42703 undefined_column: a schema never migrated
+// or behind the code, ackgap's or the handler's own), a schema or database
+// missing (3F000 invalid_schema_name, 3D000 invalid_catalog_name),
+// insufficient_privilege 42501, or an authorization failure 28xxx. The
+// message is redelivered until the deploy is fixed (docs/errors.md).
+func misconfigured(err error) bool {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || len(pgErr.Code) != 5 {
+		return false
+	}
+	switch pgErr.Code {
+	case "42P01", "42703", "3F000", "3D000", "42501":
+		return true
+	}
+	return pgErr.Code[:2] == "28" // invalid_authorization_specification, invalid_password
 }
 
 // unavailable: the database is busy or unreachable (docs/errors.md).

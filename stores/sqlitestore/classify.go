@@ -15,7 +15,11 @@ var _ stores.ErrorClassifier = (*Store)(nil)
 // statements on its *sql.Tx. Busy or unusable (SQLITE_BUSY and
 // SQLITE_LOCKED past busy_timeout, SQLITE_IOERR, SQLITE_CANTOPEN,
 // SQLITE_FULL, SQLITE_READONLY, SQLITE_NOTADB, SQLITE_CORRUPT, a closed
-// database or connection): wraps ackgap.ErrStoreUnavailable. Refused data
+// database or connection), and a database not set up for the code
+// (SQLITE_ERROR "no such table" or "no such column", on ackgap's tables or
+// the handler's own: a deploy mistake; SQLITE_AUTH): wraps
+// ackgap.ErrStoreUnavailable, and for a database not set up also
+// ackgap.ErrStoreMisconfigured. Refused data
 // (SQLITE_CONSTRAINT_CHECK, SQLITE_CONSTRAINT_NOTNULL,
 // SQLITE_CONSTRAINT_DATATYPE, SQLITE_TOOBIG, SQLITE_MISMATCH): a permanent
 // error, reason ackgap.ReasonInvalidData, wrapping ackgap.ErrInvalidData.
@@ -25,6 +29,8 @@ func (s *Store) ClassifyError(err error) error {
 	switch {
 	case err == nil, ackgap.IsPermanent(err), errors.Is(err, ackgap.ErrStoreUnavailable):
 		return err
+	case misconfigured(err):
+		return fmt.Errorf("sqlitestore: %w: %w: %w", ackgap.ErrStoreUnavailable, ackgap.ErrStoreMisconfigured, err)
 	case unavailable(err):
 		return fmt.Errorf("sqlitestore: %w: %w", ackgap.ErrStoreUnavailable, err)
 	case invalidData(err):

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -32,9 +33,10 @@ func classOf(err error) string {
 }
 
 // TestClassifyError: real SQLite errors get the class docs/errors.md gives
-// them: a write lock held past busy_timeout and a closed database are
-// store-unavailable; CHECK, NOT NULL and a STRICT table's type mismatch
-// are invalid data; a unique violation or a syntax error is neither.
+// them: a write lock held past busy_timeout, a closed database, a missing
+// table or column (a deploy mistake) are store-unavailable; CHECK, NOT
+// NULL and a STRICT table's type mismatch are invalid data; a unique
+// violation or a syntax error is neither.
 func TestClassifyError(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -50,15 +52,19 @@ func TestClassifyError(t *testing.T) {
 	_, err = db.ExecContext(ctx, `INSERT INTO classify VALUES ('taken', 1)`)
 	require.NoError(t, err)
 	for q, class := range map[string]string{
-		`INSERT INTO classify VALUES ('no', 1)`:    "invalid", // SQLITE_CONSTRAINT_CHECK
-		`INSERT INTO classify VALUES ('ok', NULL)`: "invalid", // SQLITE_CONSTRAINT_NOTNULL
-		`INSERT INTO classify VALUES ('ok', 'x')`:  "invalid", // SQLITE_CONSTRAINT_DATATYPE
-		`INSERT INTO classify VALUES ('taken', 2)`: "other",   // SQLITE_CONSTRAINT_UNIQUE
-		`INSERT INTO nowhere VALUES (1)`:           "other",   // SQLITE_ERROR
+		`INSERT INTO classify VALUES ('no', 1)`:    "invalid",     // SQLITE_CONSTRAINT_CHECK
+		`INSERT INTO classify VALUES ('ok', NULL)`: "invalid",     // SQLITE_CONSTRAINT_NOTNULL
+		`INSERT INTO classify VALUES ('ok', 'x')`:  "invalid",     // SQLITE_CONSTRAINT_DATATYPE
+		`INSERT INTO classify VALUES ('taken', 2)`: "other",       // SQLITE_CONSTRAINT_UNIQUE
+		`INSERT INTO nowhere VALUES (1)`:           "unavailable", // SQLITE_ERROR no such table: not migrated
+		`SELECT nope FROM classify`:                "unavailable", // SQLITE_ERROR no such column: behind the code
+		`SELEC 1`:                                  "other",       // SQLITE_ERROR syntax error
 	} {
 		_, err := db.ExecContext(ctx, q)
 		require.Error(t, err, q)
 		require.Equal(t, class, classOf(store.ClassifyError(err)), "%s: %v", q, err)
+		require.Equal(t, strings.Contains(q, "nowhere") || strings.Contains(q, "nope"),
+			errors.Is(store.ClassifyError(err), ackgap.ErrStoreMisconfigured), "%s: %v", q, err)
 	}
 
 	// Another connection holds the write lock past busy_timeout (1 ms).
@@ -89,8 +95,9 @@ func TestClassifyError(t *testing.T) {
 
 // TestInboxClassifiesHandlerErrors: a handler's own statement on its
 // *sql.Tx that SQLite refuses for its data is dead-lettered at once
-// (permanent, invalid_data); any other error is the handler's own; each
-// time nothing is committed.
+// (permanent, invalid_data); one on a table the deploy forgot to create is
+// store-unavailable; any other error is the handler's own; each time
+// nothing is committed.
 func TestInboxClassifiesHandlerErrors(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -101,7 +108,8 @@ func TestInboxClassifiesHandlerErrors(t *testing.T) {
 	require.NoError(t, err)
 	for i, c := range []struct{ stmt, class string }{
 		{`INSERT INTO classify VALUES ('no')`, "invalid"},
-		{`INSERT INTO nowhere VALUES (1)`, "other"},
+		{`INSERT INTO nowhere VALUES (1)`, "unavailable"}, // the handler's own table missing: a deploy mistake
+		{`SELEC 1`, "other"},
 	} {
 		msg := message.NewMessage(watermill.NewUUID(), []byte(`{}`))
 		msg.Metadata.Set(ackgap.MetadataEventIDKey, fmt.Sprintf("e%d", i))

@@ -409,6 +409,9 @@ func interpretError(op string, err error) error {
 	if err == nil {
 		return nil
 	}
+	if misconfigured(err) {
+		return fmt.Errorf("sqlitestore: %s: %w: %w: %w", op, ackgap.ErrStoreUnavailable, ackgap.ErrStoreMisconfigured, err)
+	}
 	if unavailable(err) {
 		return fmt.Errorf("sqlitestore: %s: %w: %w", op, ackgap.ErrStoreUnavailable, err)
 	}
@@ -416,6 +419,28 @@ func interpretError(op string, err error) error {
 		return ackgap.Permanent(ackgap.ReasonInvalidData, fmt.Errorf("sqlitestore: %s: %w: %w", op, ackgap.ErrInvalidData, err))
 	}
 	return fmt.Errorf("sqlitestore: %s: %w", op, err)
+}
+
+// misconfigured: the database is not set up for the code that runs on it,
+// a deploy mistake rather than a bad message: SQLITE_ERROR for a table or
+// column that does not exist (a file never migrated or behind the code,
+// ackgap's tables or the handler's own; SQLite has no code of its own for
+// it, so the message decides), and SQLITE_AUTH. SQLITE_READONLY and
+// SQLITE_CANTOPEN are in [unavailable]. The message is redelivered until
+// the deploy is fixed (docs/errors.md).
+func misconfigured(err error) bool {
+	var sqlErr *sqlite.Error
+	if !errors.As(err, &sqlErr) {
+		return false
+	}
+	switch sqlErr.Code() & 0xff {
+	case sqlite3.SQLITE_AUTH:
+		return true
+	case sqlite3.SQLITE_ERROR:
+		msg := sqlErr.Error()
+		return strings.Contains(msg, "no such table") || strings.Contains(msg, "no such column")
+	}
+	return false
 }
 
 // invalidData: SQLite refused the data (docs/errors.md): a CHECK or NOT
