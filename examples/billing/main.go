@@ -83,7 +83,8 @@ func realMain(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	dsn := fs.String("dsn", "", "PostgreSQL URL (postgres://...); empty: SQLite in a temp dir")
 	keep := fs.Bool("keep", false, "keep the PostgreSQL schema (or the SQLite file) at exit")
 	fs.StringVar(&o.Console, "console", "", "serve the web console on this address (e.g. 127.0.0.1:8080) during the run")
-	hold := fs.Bool("hold", false, "with -console: keep the process and the console up after the run, until Ctrl-C")
+	fs.StringVar(&o.Prometheus, "prometheus", "", "serve the run's OpenTelemetry metrics at /metrics on this address (e.g. 127.0.0.1:9464), in the Prometheus format")
+	hold := fs.Bool("hold", false, "with -console or -prometheus: keep the process and its endpoints up after the run, until Ctrl-C")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -108,20 +109,23 @@ func realMain(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return 2
 	}
 
-	if *hold && o.Console == "" {
-		fmt.Fprintln(stderr, "billing: -hold needs -console")
+	if *hold && o.Console == "" && o.Prometheus == "" {
+		fmt.Fprintln(stderr, "billing: -hold needs -console or -prometheus")
 		return 2
 	}
 	o.OtelOut = stdout
 	o.ConsoleReady = func(url, token string) {
 		fmt.Fprintf(stdout, "console on %s (log in with token %s to redrive)\n", url, token)
 	}
+	o.PrometheusReady = func(url string) {
+		fmt.Fprintf(stdout, "metrics on %s\n", url)
+	}
 	printed := false
 	if *hold {
 		o.Hold = func(s *billingsim.Summary) {
 			s.Print(stdout)
 			printed = true
-			fmt.Fprintln(stdout, "holding: the console stays up until Ctrl-C")
+			fmt.Fprintln(stdout, "holding: the console and the metrics stay up until Ctrl-C")
 			<-ctx.Done()
 		}
 	}

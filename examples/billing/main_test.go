@@ -126,7 +126,7 @@ func TestRealMainConsoleHold(t *testing.T) {
 	t.Parallel()
 	var out, errOut bytes.Buffer
 	require.Equal(t, 2, realMain(context.Background(), []string{"-hold"}, &out, &errOut))
-	require.Contains(t, errOut.String(), "-hold needs -console")
+	require.Contains(t, errOut.String(), "-hold needs -console or -prometheus")
 
 	svg := filepath.Join(t.TempDir(), "gap.svg")
 	ctx, cancel := context.WithCancel(context.Background())
@@ -139,7 +139,7 @@ func TestRealMainConsoleHold(t *testing.T) {
 	}
 	code := make(chan int, 1)
 	go func() {
-		code <- realMain(ctx, []string{"-n", "50", "-partitions", "2", "-console", "127.0.0.1:0", "-hold", "-plot", svg}, stdout, &lockedWriter{w: &errOut})
+		code <- realMain(ctx, []string{"-n", "50", "-partitions", "2", "-dup-crash", "0", "-console", "127.0.0.1:0", "-prometheus", "127.0.0.1:0", "-hold", "-plot", svg}, stdout, &lockedWriter{w: &errOut})
 	}()
 	require.Eventually(t, func() bool { return strings.Contains(read(), "holding:") }, 2*time.Minute, 20*time.Millisecond)
 	m := regexp.MustCompile(`console on (http://127\.0\.0\.1:\d+/) \(log in with token [0-9a-f]{32} to redrive\)`).FindStringSubmatch(read())
@@ -153,12 +153,31 @@ func TestRealMainConsoleHold(t *testing.T) {
 		require.Equal(t, http.StatusOK, resp.StatusCode, path)
 		require.Contains(t, string(body), want, path)
 	}
+	// The Prometheus endpoint (no crash-before-ack copies in this run, whose
+	// applying delivery ends as failed): every event applied once, by this run's
+	// telemetry, and the ack gap histogram.
+	mm := regexp.MustCompile(`metrics on (http://127\.0\.0\.1:\d+/metrics)`).FindStringSubmatch(read())
+	require.NotNil(t, mm, read())
+	resp, err := http.Get(mm[1])
+	require.NoError(t, err)
+	scrape, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	applied := 0
+	for _, m := range regexp.MustCompile(`(?m)^ackgap_outcomes_total\{[^}]*ackgap_outcome="applied"[^}]*\} (\d+)$`).FindAllStringSubmatch(string(scrape), -1) {
+		n, err := strconv.Atoi(m[1])
+		require.NoError(t, err)
+		applied += n
+	}
+	require.Equal(t, 50, applied, "every event applied once, summed over the partitions' topics")
+	require.Contains(t, string(scrape), "ackgap_ack_gap_seconds_bucket{")
 	cancel()
 	require.Equal(t, 0, <-code, "stderr: %s", errOut.String())
 	require.Contains(t, read(), "OK: every order moved once")
 	require.Equal(t, 1, strings.Count(read(), "charges made"), "the summary is printed once")
 	require.Contains(t, read(), "plot written to "+svg, "-plot works with -hold")
-	_, err := os.Stat(svg)
+	_, err = os.Stat(svg)
 	require.NoError(t, err)
 }
 

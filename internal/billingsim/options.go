@@ -151,6 +151,13 @@ type Options struct {
 	// ConsoleReady, when set, gets the console's URL once it serves, and
 	// the token that enables its redrive (new per run).
 	ConsoleReady func(url, token string)
+	// Prometheus, when set, is the address (host:port) on which the run's
+	// OpenTelemetry metrics are served at /metrics in the Prometheus text
+	// format, from the start of the run. Empty means none.
+	Prometheus string
+	// PrometheusReady, when set, gets the metrics endpoint's URL once it
+	// serves.
+	PrometheusReady func(url string)
 	// Hold, when set, is called with the summary at the end of the run,
 	// before anything is closed: the console stays up until it returns.
 	Hold func(s *Summary)

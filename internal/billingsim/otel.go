@@ -20,7 +20,6 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 
-	"github.com/ackgap/ackgap/console"
 	"github.com/ackgap/ackgap/middleware"
 	"github.com/ackgap/ackgap/stores"
 	"github.com/ackgap/ackgap/telemetry"
@@ -76,7 +75,7 @@ type observability struct {
 // the routers stopped.
 // rec, when not nil, is the web console's recorder (-console): a second
 // reader of the same measurements.
-func newObservability(ctx context.Context, mode string, out io.Writer, ob stores.OutboxStore, rec *console.Recorder) (*observability, error) {
+func newObservability(ctx context.Context, mode string, out io.Writer, ob stores.OutboxStore, readers ...sdkmetric.Reader) (*observability, error) {
 	res, err := resource.New(ctx, resource.WithTelemetrySDK(),
 		resource.WithAttributes(semconv.ServiceName(ServiceName)), resource.WithFromEnv())
 	if err != nil {
@@ -91,8 +90,8 @@ func newObservability(ctx context.Context, mode string, out io.Writer, ob stores
 		sdktrace.WithSpanProcessor(o.timings),
 	}
 	mpOpts := []sdkmetric.Option{sdkmetric.WithResource(res), sdkmetric.WithReader(o.reader)}
-	if rec != nil {
-		mpOpts = append(mpOpts, sdkmetric.WithReader(rec.Reader()))
+	for _, r := range readers {
+		mpOpts = append(mpOpts, sdkmetric.WithReader(r))
 	}
 	spans, metrics, err := exporters(ctx, mode, out)
 	if err != nil {

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+
 	"github.com/ackgap/ackgap"
 	"github.com/ackgap/ackgap/console"
 	"github.com/ackgap/ackgap/router"
@@ -65,10 +67,20 @@ func run[TTx any](ctx context.Context, b *backend[TTx], o Options) (s *Summary, 
 	}()
 	// Closed after the routers and the relays (deferred before them).
 	var rec *console.Recorder
+	var readers []sdkmetric.Reader
 	if o.Console != "" {
 		rec = console.NewRecorder()
+		readers = append(readers, rec.Reader())
 	}
-	obs, err := newObservability(ctx, o.Otel, o.OtelOut, b.outbox, rec)
+	if o.Prometheus != "" {
+		reader, stopMetrics, serr := servePrometheus(o.Prometheus, o.PrometheusReady)
+		if serr != nil {
+			return nil, serr
+		}
+		defer func() { err = errors.Join(err, stopMetrics()) }()
+		readers = append(readers, reader)
+	}
+	obs, err := newObservability(ctx, o.Otel, o.OtelOut, b.outbox, readers...)
 	if err != nil {
 		return nil, err
 	}
@@ -78,9 +90,9 @@ func run[TTx any](ctx context.Context, b *backend[TTx], o Options) (s *Summary, 
 		}
 	}()
 	if o.Console != "" {
-		stopConsole, err := serveConsole(o.Console, b.store, rec, o.ConsoleReady)
-		if err != nil {
-			return nil, err
+		stopConsole, serr := serveConsole(o.Console, b.store, rec, o.ConsoleReady)
+		if serr != nil {
+			return nil, serr
 		}
 		defer func() { err = errors.Join(err, stopConsole()) }()
 	}
