@@ -1,10 +1,12 @@
 package router
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
@@ -29,7 +31,17 @@ const (
 // the event, why it was dead-lettered, and its trace.
 var sanitizedKeys = []string{ackgap.MetadataEventIDKey, ackgap.MetadataDeadLetterReason, "traceparent", "tracestate"}
 
-// deadLetterPublisher publishes to the configured dead-letter publisher.
+// DeadLetterPublishTimeout bounds one dead-letter publish (30 s). The
+// publish runs on a context of its own: the message's context with its
+// values (trace context) but detached from its cancellation and deadline,
+// which have often already passed (the handler timed out, or its deadline
+// expired just before it returned a permanent error; Watermill PR #696 for
+// #636). A publish that still fails returns its error, so the message is
+// nacked, not acked.
+const DeadLetterPublishTimeout = 30 * time.Second
+
+// deadLetterPublisher publishes to the configured dead-letter publisher,
+// each message on a detached context bounded by DeadLetterPublishTimeout.
 // When the message cannot be encoded for that broker (retrying cannot
 // help, so the message would be nacked and dead-lettered again forever),
 // it publishes a sanitised copy instead: the original payload, the keys in
@@ -45,26 +57,44 @@ type deadLetterPublisher struct {
 
 func (d *deadLetterPublisher) Publish(topic string, msgs ...*message.Message) error {
 	for _, msg := range msgs {
-		err := d.pub.Publish(topic, msg)
-		if err == nil || !errors.Is(err, ackgap.ErrUnencodable) {
-			if err != nil {
-				return err
-			}
-			continue
-		}
-		copied, cerr := sanitize(msg, err)
-		if cerr == nil {
-			cerr = d.pub.Publish(topic, copied)
-		}
-		fields := watermill.LogFields{"message_uuid": msg.UUID, "topic": topic, "reason": msg.Metadata.Get(ackgap.MetadataDeadLetterReason)}
-		if cerr != nil {
-			err = fmt.Errorf("router: dead-letter publish: %w; the sanitised copy failed too: %w", err, cerr)
-			d.logger.Error("Cannot dead-letter the message, not even a sanitised copy; it is nacked and left to the broker's redrive policy", err, fields)
+		if err := d.publishDetached(topic, msg); err != nil {
 			return err
 		}
-		fields["error"] = err.Error()
-		d.logger.Info("Dead-lettered a sanitised copy: the message could not be encoded as it was", fields)
 	}
+	return nil
+}
+
+// publishDetached publishes msg (or its sanitised copy) with msg's context
+// replaced, for the publish only, by a detached one bounded by
+// DeadLetterPublishTimeout.
+func (d *deadLetterPublisher) publishDetached(topic string, msg *message.Message) error {
+	handlerCtx := msg.Context()
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(handlerCtx), DeadLetterPublishTimeout)
+	defer cancel()
+	msg.SetContext(ctx)
+	defer msg.SetContext(handlerCtx)
+	return d.publish(topic, msg)
+}
+
+// publish publishes msg, or its sanitised copy when msg cannot be encoded.
+func (d *deadLetterPublisher) publish(topic string, msg *message.Message) error {
+	err := d.pub.Publish(topic, msg)
+	if err == nil || !errors.Is(err, ackgap.ErrUnencodable) {
+		return err
+	}
+	copied, cerr := sanitize(msg, err)
+	if cerr == nil {
+		copied.SetContext(msg.Context())
+		cerr = d.pub.Publish(topic, copied)
+	}
+	fields := watermill.LogFields{"message_uuid": msg.UUID, "topic": topic, "reason": msg.Metadata.Get(ackgap.MetadataDeadLetterReason)}
+	if cerr != nil {
+		err = fmt.Errorf("router: dead-letter publish: %w; the sanitised copy failed too: %w", err, cerr)
+		d.logger.Error("Cannot dead-letter the message, not even a sanitised copy; it is nacked and left to the broker's redrive policy", err, fields)
+		return err
+	}
+	fields["error"] = err.Error()
+	d.logger.Info("Dead-lettered a sanitised copy: the message could not be encoded as it was", fields)
 	return nil
 }
 
