@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/propagation"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
@@ -62,7 +63,8 @@ INSERT INTO orders VALUES ('O1', 0), ('O2', 0), ('O3', 0)`)
 
 	spans := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
-	mp := sdkmetric.NewMeterProvider()
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	tel, err := telemetry.New(&telemetry.Config{TracerProvider: tp, MeterProvider: mp, Propagator: propagation.TraceContext{}})
 	require.NoError(t, err)
 	t.Cleanup(func() {
@@ -207,6 +209,25 @@ INSERT INTO orders VALUES ('O1', 0), ('O2', 0), ('O3', 0)`)
 		}
 	}
 	require.True(t, linked, "the duplicate's span links to the first delivery's span; links: %v", dup.Links())
+
+	// duplicates_skipped counts the skipped redelivery (and any other
+	// duplicate the inbox reported: none is expected, but an offset commit
+	// is not asserted here).
+	var rm metricdata.ResourceMetrics
+	require.NoError(t, reader.Collect(ctx, &rm))
+	var skipped int64
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if m.Name != telemetry.MetricDuplicatesSkipped {
+				continue
+			}
+			for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
+				skipped += dp.Value
+			}
+		}
+	}
+	require.GreaterOrEqual(t, skipped, int64(1))
+	require.EqualValues(t, rep.count(ackgap.OutcomeDuplicate), skipped, "duplicates_skipped matches the inbox's duplicates")
 }
 
 // attrOf returns span attribute key as a string ("" when absent).
