@@ -1,10 +1,12 @@
 package router
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
@@ -29,7 +31,17 @@ const (
 // the event, why it was dead-lettered, and its trace.
 var sanitizedKeys = []string{ackgap.MetadataEventIDKey, ackgap.MetadataDeadLetterReason, "traceparent", "tracestate"}
 
-// deadLetterPublisher publishes to the configured dead-letter publisher.
+// DeadLetterPublishTimeout bounds one dead-letter publish (30 s). The
+// publish runs on a context of its own: the message's context with its
+// values (trace context) but detached from its cancellation and deadline,
+// which have often already passed (the handler timed out, or its deadline
+// expired just before it returned a permanent error; Watermill PR #696 for
+// #636). A publish that still fails returns its error, so the message is
+// nacked, not acked.
+const DeadLetterPublishTimeout = 30 * time.Second
+
+// deadLetterPublisher publishes to the configured dead-letter publisher,
+// each message on a detached context bounded by DeadLetterPublishTimeout.
 // When the message cannot be encoded for that broker (retrying cannot
 // help, so the message would be nacked and dead-lettered again forever),
 // it publishes a sanitised copy instead: the original payload, the keys in
@@ -46,11 +58,23 @@ type deadLetterPublisher struct {
 
 func (d *deadLetterPublisher) Publish(topic string, msgs ...*message.Message) error {
 	for _, msg := range msgs {
-		if err := d.publish(topic, msg); err != nil {
+		if err := d.publishDetached(topic, msg); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// publishDetached publishes msg (or its sanitised copy) with msg's context
+// replaced, for the publish only, by a detached one bounded by
+// DeadLetterPublishTimeout.
+func (d *deadLetterPublisher) publishDetached(topic string, msg *message.Message) error {
+	handlerCtx := msg.Context()
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(handlerCtx), DeadLetterPublishTimeout)
+	defer cancel()
+	msg.SetContext(ctx)
+	defer msg.SetContext(handlerCtx)
+	return d.publish(topic, msg)
 }
 
 // publish publishes msg, or its sanitised copy, and logs the result.
@@ -68,6 +92,7 @@ func (d *deadLetterPublisher) publish(topic string, msg *message.Message) error 
 	if errors.Is(err, ackgap.ErrUnencodable) {
 		copied, cerr := sanitize(msg, err)
 		if cerr == nil {
+			copied.SetContext(msg.Context())
 			cerr = d.pub.Publish(topic, copied)
 		}
 		if cerr == nil {
