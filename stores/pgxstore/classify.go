@@ -1,11 +1,8 @@
 package pgxstore
 
 import (
-	"errors"
-	"fmt"
-
-	"github.com/ackgap/ackgap"
 	"github.com/ackgap/ackgap/stores"
+	"github.com/ackgap/ackgap/stores/storekit"
 )
 
 var _ stores.ErrorClassifier = (*Store)(nil)
@@ -29,15 +26,8 @@ var _ stores.ErrorClassifier = (*Store)(nil)
 // and errors already classified, are returned unchanged. The table is in
 // docs/errors.md.
 func (s *Store) ClassifyError(err error) error {
-	switch {
-	case err == nil, ackgap.IsPermanent(err), errors.Is(err, ackgap.ErrStoreUnavailable):
-		return err
-	case misconfigured(err):
-		return fmt.Errorf("pgxstore: %w: %w: %w", ackgap.ErrStoreUnavailable, ackgap.ErrStoreMisconfigured, err)
-	case unavailable(err):
-		return fmt.Errorf("pgxstore: %w: %w", ackgap.ErrStoreUnavailable, err)
-	case invalidData(err):
-		return ackgap.Permanent(ackgap.ReasonInvalidData, fmt.Errorf("pgxstore: %w: %w", ackgap.ErrInvalidData, err))
-	}
-	return err
+	return storekit.ClassifyError("pgxstore", classes, err)
 }
+
+// classes sorts this driver's errors for storekit.ClassifyError.
+var classes = storekit.Classes{Misconfigured: misconfigured, Unavailable: unavailable, InvalidData: invalidData}

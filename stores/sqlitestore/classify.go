@@ -1,11 +1,8 @@
 package sqlitestore
 
 import (
-	"errors"
-	"fmt"
-
-	"github.com/ackgap/ackgap"
 	"github.com/ackgap/ackgap/stores"
+	"github.com/ackgap/ackgap/stores/storekit"
 )
 
 var _ stores.ErrorClassifier = (*Store)(nil)
@@ -26,15 +23,8 @@ var _ stores.ErrorClassifier = (*Store)(nil)
 // Anything else, and errors already classified, are returned unchanged.
 // The table is in docs/errors.md.
 func (s *Store) ClassifyError(err error) error {
-	switch {
-	case err == nil, ackgap.IsPermanent(err), errors.Is(err, ackgap.ErrStoreUnavailable):
-		return err
-	case misconfigured(err):
-		return fmt.Errorf("sqlitestore: %w: %w: %w", ackgap.ErrStoreUnavailable, ackgap.ErrStoreMisconfigured, err)
-	case unavailable(err):
-		return fmt.Errorf("sqlitestore: %w: %w", ackgap.ErrStoreUnavailable, err)
-	case invalidData(err):
-		return ackgap.Permanent(ackgap.ReasonInvalidData, fmt.Errorf("sqlitestore: %w: %w", ackgap.ErrInvalidData, err))
-	}
-	return err
+	return storekit.ClassifyError("sqlitestore", classes, err)
 }
+
+// classes sorts this driver's errors for storekit.ClassifyError.
+var classes = storekit.Classes{Misconfigured: misconfigured, Unavailable: unavailable, InvalidData: invalidData}

@@ -1,6 +1,6 @@
 // Package storekit holds the helpers a store author shares with ackgap's
 // own stores (pgxstore, sqlitestore): quoting identifiers, classifying a
-// guarded UPDATE, the idempotency-conflict error, and the plan of a
+// guarded UPDATE or a driver error, the idempotency-conflict error, and the plan of a
 // multi-row outbox insert. They are kept apart from package stores, the
 // contract, so that the contract holds only what a store implements and
 // what its callers pass and get back.
