@@ -269,7 +269,9 @@ func (bc *BatchConsumer) process(ctx context.Context, ms []types.Message, ls []*
 	for i := range ms {
 		rep := reps[i]
 		rep.d.Settle(settlement(rep, states[i]))
-		msgCtx := context.Background()
+		// The message is settled: the observer's context carries its Delivery,
+		// not a deadline that has nothing left to bound.
+		msgCtx := context.Background() //ackgapvet:ignore bgcontext settled already; the context only carries the Delivery to the observer
 		if handedOut[i] {
 			msgCtx = ackgap.WithDelivery(msgCtx, rep.d)
 		}

@@ -505,6 +505,7 @@ func (sub *subscription) delete(l *lease, rep *ackReport, st leaseState) {
 	var err error
 	for attempt := range deleteAttempts {
 		if attempt > 0 {
+			//ackgapvet:ignore sleep a short backoff between DeleteMessage retries of a message already committed (100-200 ms, well inside the lease)
 			time.Sleep(time.Duration(attempt) * 100 * time.Millisecond)
 		}
 		ctx, cancel := sub.requestCtx()
