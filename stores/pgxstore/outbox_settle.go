@@ -1,17 +1,25 @@
 package pgxstore
 
 import (
+	"cmp"
 	"context"
+	"slices"
 
 	"github.com/ackgap/ackgap/stores"
 )
 
 // SettleOutboxManyIfClaimed implements
-// [stores.OutboxStore.SettleOutboxManyIfClaimed] in one UPDATE ...
-// FROM unnest(...) in its own short transaction: one commit (and one WAL
-// flush) for every row of p, whose WHERE clause holds each row's guard
-// (state claimed, the row's claim token). Its RETURNING lists the rows it
-// changed.
+// [stores.OutboxStore.SettleOutboxManyIfClaimed] in one UPDATE in its own
+// short transaction: one commit (and one WAL flush) for every row of p,
+// whose WHERE clause holds each row's guard (state claimed, the row's
+// claim token). Its RETURNING lists the rows it changed.
+//
+// The UPDATE finds the rows by primary key (id = ANY($2)) and takes each
+// row's values from the arrays at the row's position (settlePos), with no
+// join: joined to unnest(...), the generic plan PostgreSQL settled on read
+// the whole due index (every pending and claimed row) and hashed it on
+// every settle, a cost that grows with the backlog (relay PostgreSQL CPU
+// per event in the Kafka modes benchmark: 129 µs before, 97 after).
 func (s *Store) SettleOutboxManyIfClaimed(ctx context.Context, p *stores.OutboxSettleManyParams) (*stores.OutboxSettleManyResult, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -21,20 +29,25 @@ func (s *Store) SettleOutboxManyIfClaimed(ctx context.Context, p *stores.OutboxS
 		return res, nil
 	}
 	n := len(p.Rows)
-	ids, tokens, states, delays, errs := make([]int64, n), make([]string, n), make([]string, n), make([]int64, n), make([]string, n)
 	at := make(map[int64]int, n)
+	order := make([]int, n) // indexes of p.Rows by id: settlePos needs the ids sorted
 	for i, r := range p.Rows {
-		ids[i], tokens[i], states[i], delays[i], errs[i] = r.ID, r.ClaimToken, string(r.State), r.Delay.Microseconds(), r.LastError
-		at[r.ID] = i
+		at[r.ID], order[i] = i, i
+	}
+	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(p.Rows[a].ID, p.Rows[b].ID) })
+	ids, tokens, states, delays, errs := make([]int64, n), make([]string, n), make([]string, n), make([]int64, n), make([]string, n)
+	for k, i := range order {
+		r := &p.Rows[i]
+		ids[k], tokens[k], states[k], delays[k], errs[k] = r.ID, r.ClaimToken, string(r.State), r.Delay.Microseconds(), r.LastError
 	}
 	rows, err := s.pool.Query(ctx, `UPDATE `+s.names.Outbox+` AS o
-SET state = s.state,
-    done_at = CASE WHEN s.state = 'done' THEN `+nowSQL+` ELSE o.done_at END,
-    available_at = CASE WHEN s.state = 'pending' THEN `+nowSQL+` + s.delay_us * interval '1 microsecond' ELSE o.available_at END,
-    last_error = CASE WHEN s.state = 'done' THEN o.last_error ELSE s.last_error END,
+SET state = ($4::text[])[`+settlePos+`],
+    done_at = CASE WHEN ($4::text[])[`+settlePos+`] = 'done' THEN `+nowSQL+` ELSE o.done_at END,
+    available_at = CASE WHEN ($4::text[])[`+settlePos+`] = 'pending'
+        THEN `+nowSQL+` + ($5::bigint[])[`+settlePos+`] * interval '1 microsecond' ELSE o.available_at END,
+    last_error = CASE WHEN ($4::text[])[`+settlePos+`] = 'done' THEN o.last_error ELSE ($6::text[])[`+settlePos+`] END,
     claimed_until = NULL, claim_token = NULL
-FROM unnest($2::bigint[], $3::text[], $4::text[], $5::bigint[], $6::text[]) AS s(id, token, state, delay_us, last_error)
-WHERE o.id = s.id AND o.state = 'claimed' AND o.claim_token = s.token
+WHERE o.id = ANY($2::bigint[]) AND o.state = 'claimed' AND o.claim_token = ($3::text[])[`+settlePos+`]
 RETURNING o.id`, nullTime(p.Now), ids, tokens, states, delays, errs)
 	if err != nil {
 		return nil, interpretError("settle outbox rows", err)
@@ -52,3 +65,11 @@ RETURNING o.id`, nullTime(p.Now), ids, tokens, states, delays, errs)
 	}
 	return res, nil
 }
+
+// settlePos is the position (1-based) of row o in the arrays of
+// SettleOutboxManyIfClaimed's statement, found by binary search:
+// width_bucket over an ascending array returns how many of its elements
+// are <= the operand, the position of o.id when it is there. The ids are
+// sorted and unique (Validate checks), and o.id = ANY($2) holds for every
+// row it is asked about.
+const settlePos = `width_bucket(o.id, $2::bigint[])`
