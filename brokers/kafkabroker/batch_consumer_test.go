@@ -96,11 +96,7 @@ func TestBatchConsumerKeyOrder(t *testing.T) {
 	const n, keys = 4000, 1000
 	topic, group := unique("orders"), unique("billing")
 	b := newSeqBackend(t, keys)
-	msgs := make([]*message.Message, 0, n)
-	for i := range n {
-		msgs = append(msgs, seqEvent(t, fmt.Sprintf("evt-%05d", i), fmt.Sprintf("k-%d", i%keys), i/keys+1))
-	}
-	produce(t, topic, -1, msgs)
+	produceSeq(t, topic, n, keys)
 
 	rep := &reports{}
 	br := runBatches(t, b, topic, group, b.apply, rep, nil)

@@ -122,6 +122,18 @@ func seqEvent(t testing.TB, id string, key string, seq int) *message.Message {
 	return msg
 }
 
+// produceSeq publishes n events over keys keys, round robin, to topic's
+// partitions by key: event i is evt-%05d of key k-(i mod keys), that key's
+// sequence i/keys+1.
+func produceSeq(t testing.TB, topic string, n, keys int) {
+	t.Helper()
+	msgs := make([]*message.Message, 0, n)
+	for i := range n {
+		msgs = append(msgs, seqEvent(t, fmt.Sprintf("evt-%05d", i), fmt.Sprintf("k-%d", i%keys), i/keys+1))
+	}
+	produce(t, topic, -1, msgs)
+}
+
 // apply is the handler: the guarded per-key step plus the applied count.
 func (b *seqBackend) apply(ctx context.Context, tx pgx.Tx, msg *message.Message) error {
 	key, seqS, _ := strings.Cut(string(msg.Payload), ",")
@@ -169,11 +181,7 @@ func TestParallelKeyOrder(t *testing.T) {
 	const n, keys = 10000, 1000
 	topic, group := unique("orders"), unique("billing")
 	b := newSeqBackend(t, keys)
-	msgs := make([]*message.Message, 0, n)
-	for i := range n {
-		msgs = append(msgs, seqEvent(t, fmt.Sprintf("evt-%05d", i), fmt.Sprintf("k-%d", i%keys), i/keys+1))
-	}
-	produce(t, topic, -1, msgs)
+	produceSeq(t, topic, n, keys)
 	require.Equal(t, int64(n), topicSize(t, topic))
 
 	rep := &reports{}
@@ -419,11 +427,7 @@ func TestParallelRebalanceKeyOrder(t *testing.T) {
 	const n, keys = 5000, 500
 	topic, group := unique("orders"), unique("billing")
 	b := newSeqBackend(t, keys)
-	msgs := make([]*message.Message, 0, n)
-	for i := range n {
-		msgs = append(msgs, seqEvent(t, fmt.Sprintf("evt-%05d", i), fmt.Sprintf("k-%d", i%keys), i/keys+1))
-	}
-	produce(t, topic, -1, msgs)
+	produceSeq(t, topic, n, keys)
 
 	rep := &reports{}
 	member := func() *running {
