@@ -1,7 +1,6 @@
 package kafkabroker_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -15,7 +14,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/stretchr/testify/require"
 
-	"github.com/ackgap/ackgap"
+	"github.com/ackgap/ackgap/brokers/brokertest"
 	"github.com/ackgap/ackgap/brokers/kafkabroker"
 )
 
@@ -88,55 +87,11 @@ func TestCloseBoundedWhenBrokerStops(t *testing.T) {
 		require.NoError(t, err)
 		return sub
 	}
-	receive := func(msgs <-chan *message.Message) *message.Message {
-		select {
-		case msg, ok := <-msgs:
-			require.True(t, ok, "channel closed before a message came")
-			return msg
-		case <-time.After(60 * time.Second):
-			t.Fatal("no message within 60s")
-			return nil
-		}
-	}
-
-	sub := newSub()
-	msgs, err := sub.Subscribe(context.Background(), topic)
-	require.NoError(t, err)
-	msg := receive(msgs)
-	require.Equal(t, "E1", msg.Metadata.Get(ackgap.MetadataEventIDKey))
-
-	// In flight, never acked; the broker stops answering.
-	require.NoError(t, broker.Signal(syscall.SIGSTOP))
-	start := time.Now()
-	closed := make(chan error, 1)
-	go func() { closed <- sub.Close() }()
-	select {
-	case err = <-closed:
-	case <-time.After(closeTimeout + leaveTimeout + margin):
-		t.Fatalf("Close still waiting after CloseTimeout (%s) + LeaveTimeout (%s) + %s", closeTimeout, leaveTimeout, margin)
-	}
-	elapsed := time.Since(start)
-	if err != nil {
-		require.ErrorIs(t, err, kafkabroker.ErrCloseTimedOut, "the only error Close may return here")
-	}
-	require.Error(t, msg.Context().Err(), "the unsettled message's context is cancelled: its handler rolls back")
-	select {
-	case _, ok := <-msgs:
-		require.False(t, ok, "nothing more handed out; the channel is closed")
-	case <-time.After(margin):
-		t.Fatal("the channel is still open after Close returned")
-	}
-	t.Logf("Close returned after %s with the broker paused (error: %v)", elapsed.Round(time.Millisecond), err)
-
-	require.NoError(t, broker.Signal(syscall.SIGCONT))
-	sub2 := newSub()
-	t.Cleanup(func() { _ = sub2.Close() })
-	msgs2, err := sub2.Subscribe(context.Background(), topic)
-	require.NoError(t, err)
-	again := receive(msgs2)
-	require.Equal(t, "E1", again.Metadata.Get(ackgap.MetadataEventIDKey), "redelivered: it was never committed")
-	again.Ack()
-	if err := sub2.Close(); err != nil && !errors.Is(err, kafkabroker.ErrCloseTimedOut) {
-		require.NoError(t, err)
-	}
+	elapsed := brokertest.ClosePausedServer(t, brokertest.PausedClose{
+		Server: broker, Topic: topic, EventID: "E1",
+		NewSubscriber: func() message.Subscriber { return newSub() },
+		Bound:         closeTimeout + leaveTimeout + margin,
+		CloseErr:      func(err error) bool { return errors.Is(err, kafkabroker.ErrCloseTimedOut) },
+	})
+	t.Logf("Close returned after %s with the broker paused", elapsed.Round(time.Millisecond))
 }

@@ -16,7 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/stretchr/testify/require"
 
-	"github.com/ackgap/ackgap"
+	"github.com/ackgap/ackgap/brokers/brokertest"
 	"github.com/ackgap/ackgap/brokers/sqsbroker"
 )
 
@@ -87,50 +87,10 @@ func TestCloseBoundedWhenServerStops(t *testing.T) {
 		require.NoError(t, err)
 		return sub
 	}
-	receive := func(msgs <-chan *message.Message) *message.Message {
-		select {
-		case msg, ok := <-msgs:
-			require.True(t, ok, "channel closed before a message came")
-			return msg
-		case <-time.After(60 * time.Second):
-			t.Fatal("no message within 60s")
-			return nil
-		}
-	}
-
-	sub := newSub()
-	msgs, err := sub.Subscribe(context.Background(), name)
-	require.NoError(t, err)
-	msg := receive(msgs)
-	require.Equal(t, "E1", msg.Metadata.Get(ackgap.MetadataEventIDKey))
-
-	// In flight, never acked; the server stops answering.
-	require.NoError(t, server.Signal(syscall.SIGSTOP))
-	start := time.Now()
-	closed := make(chan error, 1)
-	go func() { closed <- sub.Close() }()
-	select {
-	case err = <-closed:
-	case <-time.After(closeTimeout + requestTimeout + margin):
-		t.Fatalf("Close still waiting after CloseTimeout (%s) + RequestTimeout (%s) + %s", closeTimeout, requestTimeout, margin)
-	}
-	require.NoError(t, err)
-	t.Logf("Close returned after %s with the server paused", time.Since(start).Round(time.Millisecond))
-	require.Error(t, msg.Context().Err(), "the unsettled message's context is cancelled: its handler rolls back")
-	select {
-	case _, ok := <-msgs:
-		require.False(t, ok, "nothing more handed out; the channel is closed")
-	case <-time.After(margin):
-		t.Fatal("the channel is still open after Close returned")
-	}
-
-	require.NoError(t, server.Signal(syscall.SIGCONT))
-	sub2 := newSub()
-	t.Cleanup(func() { _ = sub2.Close() })
-	msgs2, err := sub2.Subscribe(context.Background(), name)
-	require.NoError(t, err)
-	again := receive(msgs2)
-	require.Equal(t, "E1", again.Metadata.Get(ackgap.MetadataEventIDKey), "received again: it was never deleted")
-	again.Ack()
-	require.NoError(t, sub2.Close())
+	elapsed := brokertest.ClosePausedServer(t, brokertest.PausedClose{
+		Server: server, Topic: name, EventID: "E1",
+		NewSubscriber: func() message.Subscriber { return newSub() },
+		Bound:         closeTimeout + requestTimeout + margin,
+	})
+	t.Logf("Close returned after %s with the server paused", elapsed.Round(time.Millisecond))
 }
