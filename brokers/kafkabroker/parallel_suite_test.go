@@ -1,15 +1,11 @@
 package kafkabroker_test
 
 import (
-	"context"
 	"database/sql"
-	"errors"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill/message"
-	"github.com/ThreeDotsLabs/watermill/pubsub/tests"
 
 	"github.com/ackgap/ackgap/brokers/brokertest"
 	"github.com/ackgap/ackgap/brokers/kafkabroker"
@@ -46,54 +42,9 @@ func TestParallelRedeliverySuite(t *testing.T) {
 // kafkabroker's publisher and ParallelSubscriber. Order is guaranteed
 // only per record key, so GuaranteedOrder is false.
 func TestParallelWatermillPubSubSuite(t *testing.T) {
-	kafkaBrokers(t)
-	withGroup := func(t *testing.T, group string) (message.Publisher, message.Subscriber) {
-		pub, err := kafkabroker.NewPublisher(&kafkabroker.PublisherConfig{Brokers: kafkaBrokers(t)}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return stampingPublisher{pub}, &parallelGroupPerTopic{t: t, group: group}
-	}
-	tests.TestPubSub(t, tests.Features{
-		ConsumerGroups:      true,
-		ExactlyOnceDelivery: false,
-		GuaranteedOrder:     false,
-		Persistent:          true,
-		ForceShort:          true,
-	}, func(t *testing.T) (message.Publisher, message.Subscriber) {
-		return withGroup(t, "watermill-suite-"+randomHex(6))
-	}, withGroup)
-}
-
-// parallelGroupPerTopic is groupPerTopic with ParallelSubscriber.
-type parallelGroupPerTopic struct {
-	t     *testing.T
-	group string
-	mu    sync.Mutex
-	subs  []*kafkabroker.ParallelSubscriber
-}
-
-func (g *parallelGroupPerTopic) Subscribe(ctx context.Context, topic string) (<-chan *message.Message, error) {
-	// A short CloseTimeout: the suite's TestMessageCtx expects an unacked
-	// message's context to end soon after Close.
-	sub, err := kafkabroker.NewParallelSubscriber(&kafkabroker.ParallelConfig{SubscriberConfig: kafkabroker.SubscriberConfig{
-		Brokers: kafkaBrokers(g.t), ConsumerGroup: g.group + "." + topic, CloseTimeout: time.Second, SessionTimeout: 2 * time.Second,
-	}}, nil)
-	if err != nil {
-		return nil, err
-	}
-	g.mu.Lock()
-	g.subs = append(g.subs, sub)
-	g.mu.Unlock()
-	return sub.Subscribe(ctx, topic)
-}
-
-func (g *parallelGroupPerTopic) Close() error {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	var errs []error
-	for _, s := range g.subs {
-		errs = append(errs, s.Close())
-	}
-	return errors.Join(errs...)
+	runWatermillSuite(t, func(t *testing.T, group string) (message.Subscriber, error) {
+		return kafkabroker.NewParallelSubscriber(&kafkabroker.ParallelConfig{SubscriberConfig: kafkabroker.SubscriberConfig{
+			Brokers: kafkaBrokers(t), ConsumerGroup: group, CloseTimeout: time.Second, SessionTimeout: 2 * time.Second,
+		}}, nil)
+	})
 }

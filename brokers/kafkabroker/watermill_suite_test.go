@@ -32,16 +32,24 @@ func (p stampingPublisher) Publish(topic string, msgs ...*message.Message) error
 // claims for synchronous commits (ForceShort: per-ack commits are slow by
 // design, see FetchMaxWaitDefault).
 func TestWatermillPubSubSuite(t *testing.T) {
+	runWatermillSuite(t, func(t *testing.T, group string) (message.Subscriber, error) {
+		return kafkabroker.NewSubscriber(&kafkabroker.SubscriberConfig{Brokers: kafkaBrokers(t), ConsumerGroup: group,
+			CloseTimeout: time.Second, SessionTimeout: 2 * time.Second}, nil)
+	})
+}
+
+// runWatermillSuite runs Watermill's Pub/Sub suite on kafkabroker's
+// publisher and the subscribers newSub makes. Order is guaranteed only per
+// record key (the parallel subscriber) or per partition, and the suite's
+// topics have several: GuaranteedOrder is false.
+func runWatermillSuite(t *testing.T, newSub func(t *testing.T, group string) (message.Subscriber, error)) {
 	kafkaBrokers(t)
 	withGroup := func(t *testing.T, group string) (message.Publisher, message.Subscriber) {
 		pub, err := kafkabroker.NewPublisher(&kafkabroker.PublisherConfig{Brokers: kafkaBrokers(t)}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		// The suite's TestMessageCtx expects an unacked message's context to
-		// end soon after Close; kafkabroker first waits CloseTimeout for it
-		// to be acked (graceful shutdown), so the suite gets a short one.
-		return stampingPublisher{pub}, &groupPerTopic{t: t, group: group}
+		return stampingPublisher{pub}, &groupPerTopic{t: t, group: group, newSub: newSub}
 	}
 	tests.TestPubSub(t, tests.Features{
 		ConsumerGroups:      true,
@@ -54,24 +62,24 @@ func TestWatermillPubSubSuite(t *testing.T) {
 	}, withGroup)
 }
 
-// groupPerTopic subscribes each topic with a kafkabroker subscriber of
-// its own, in consumer group "<group>.<topic>": subscribers of one topic
+// groupPerTopic subscribes each topic with a subscriber of its own (made by
+// newSub), in consumer group "<group>.<topic>": subscribers of one topic
 // still share a group, but subscribing a second topic does not make the
 // first topic's member rebalance (the suite's TestTopic subscribes two
-// topics from one subscriber and waits only 15 s).
+// topics from one subscriber and waits only 15 s). The subscribers get a
+// short CloseTimeout: the suite's TestMessageCtx expects an unacked
+// message's context to end soon after Close, and kafkabroker first waits
+// CloseTimeout for it to be acked (graceful shutdown).
 type groupPerTopic struct {
-	t     *testing.T
-	group string
-	mu    sync.Mutex
-	subs  []*kafkabroker.Subscriber
+	t      *testing.T
+	group  string
+	newSub func(t *testing.T, group string) (message.Subscriber, error)
+	mu     sync.Mutex
+	subs   []message.Subscriber
 }
 
 func (g *groupPerTopic) Subscribe(ctx context.Context, topic string) (<-chan *message.Message, error) {
-	// The suite's TestMessageCtx expects an unacked message's context to
-	// end soon after Close; kafkabroker first waits CloseTimeout for it
-	// to be acked (graceful shutdown), so the suite gets a short one.
-	sub, err := kafkabroker.NewSubscriber(&kafkabroker.SubscriberConfig{Brokers: kafkaBrokers(g.t), ConsumerGroup: g.group + "." + topic,
-		CloseTimeout: time.Second, SessionTimeout: 2 * time.Second}, nil)
+	sub, err := g.newSub(g.t, g.group+"."+topic)
 	if err != nil {
 		return nil, err
 	}
