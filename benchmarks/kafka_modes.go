@@ -67,6 +67,7 @@ type kmOptions struct {
 	runs    int
 	delays  []time.Duration
 	hotKey  bool
+	modes   []string // the modes to run, in kmModes order by default
 	brokers []string
 	dsn     string
 	out     string
@@ -126,12 +127,12 @@ func runKafkaModes(ctx context.Context, o kmOptions, progress io.Writer) (string
 	}
 	var cells []cell
 	for _, d := range o.delays {
-		for _, m := range kmModes {
+		for _, m := range o.modes {
 			cells = append(cells, cell{m, d, false})
 		}
 	}
 	if o.hotKey {
-		for _, m := range kmModes {
+		for _, m := range o.modes {
 			cells = append(cells, cell{m, 0, true})
 		}
 	}

@@ -145,6 +145,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.kafkaModes.runs, "kafka-modes-runs", 2, "runs per cell of the Kafka ordering modes comparison")
 	kmDelays := fs.String("kafka-modes-delays", "0,20ms", "provider answer delays of the Kafka ordering modes comparison")
 	fs.BoolVar(&o.kafkaModes.hotKey, "kafka-modes-hot", true, "add a hot-key run (one key takes half the events) to the Kafka ordering modes comparison")
+	kmOnly := fs.String("kafka-modes-only", "", "comma-separated modes of the Kafka ordering modes comparison to run (default all: "+strings.Join(kmModes, ", ")+"); targets whose modes did not run read 0")
 	soakFlags(fs, &o.soak)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -162,6 +163,16 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 			errs = append(errs, fmt.Errorf("-kafka-modes-delays: %q is not a duration >= 0", d))
 		}
 		o.kafkaModes.delays = append(o.kafkaModes.delays, v)
+	}
+	o.kafkaModes.modes = kmModes
+	if *kmOnly != "" {
+		o.kafkaModes.modes = nil
+		for _, m := range split(*kmOnly) {
+			if !slices.Contains(kmModes, m) {
+				errs = append(errs, fmt.Errorf("-kafka-modes-only: unknown mode %q (want %s)", m, strings.Join(kmModes, ", ")))
+			}
+			o.kafkaModes.modes = append(o.kafkaModes.modes, m)
+		}
 	}
 	if o.kafkaModes.events < 1 || o.kafkaModes.runs < 1 {
 		errs = append(errs, fmt.Errorf("-kafka-modes-events and -kafka-modes-runs must be positive"))
