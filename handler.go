@@ -293,6 +293,12 @@ type txOps interface {
 	ApplyTransition(ctx context.Context, t *Transition, rows []*OutboxEntry) (resolve func(context.Context) (*TransitionResult, error), err error)
 }
 
+// manyOps is the part of txOps for AddOutboxMany.
+type manyOps interface {
+	// AddOutboxMany validates, fills in and adds rows to the transaction.
+	AddOutboxMany(ctx context.Context, rows []OutboxEntry) error
+}
+
 func opsFromContext(ctx context.Context) (txOps, bool) {
 	ops, ok := inboxctx.Ops(ctx).(txOps)
 	return ops, ok
@@ -321,6 +327,33 @@ func AddOutbox(ctx context.Context, e *OutboxEntry) error {
 		return ErrNoTransaction
 	}
 	return ops.AddOutbox(ctx, e)
+}
+
+// AddOutboxMany adds rows to the transaction of ctx. In a batch handler
+// (package batch's BatchHandler, whose ctx carries the batch's
+// transaction) it writes them in one statement
+// (stores.BatchStore.InsertOutboxManyTx), recording the batch's consumer
+// where a row leaves Consumer empty; EventID is the caller's to set, since
+// a batch holds many events. In a message handler it adds each row as
+// [AddOutbox] does. Errors are AddOutbox's: an invalid row is a permanent
+// error (reason ReasonInvalidOutboxRow) and nothing is added; a key that
+// exists with another payload is a permanent error wrapping
+// ErrIdempotencyConflict; ErrNoTransaction outside the inbox middleware
+// and package batch. Rows may be empty.
+func AddOutboxMany(ctx context.Context, rows []OutboxEntry) error {
+	switch ops := inboxctx.Ops(ctx).(type) {
+	case manyOps:
+		return ops.AddOutboxMany(ctx, rows)
+	case txOps:
+		for i := range rows {
+			if err := ops.AddOutbox(ctx, &rows[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	default:
+		return ErrNoTransaction
+	}
 }
 
 // ApplyTransition applies the guarded transition t in the message's

@@ -31,7 +31,10 @@ const (
 // undoes everything it did and the processor runs [Config.Handler] for
 // each message instead, each under a savepoint of its own. Like a
 // handler, it must do no network I/O: record external effects as outbox
-// rows (stores.BatchStore.InsertOutboxManyTx).
+// rows with ackgap.AddOutboxMany(ctx, rows) (one statement; ctx carries
+// the batch's transaction; rows are held for direct dispatch when
+// Config.Dispatch is set), or stores.BatchStore.InsertOutboxManyTx, whose
+// rows relays always claim.
 type BatchHandlerFunc[TTx any] func(ctx context.Context, tx TTx, msgs []*message.Message) error
 
 // Config configures [New]. Fields left zero take the default named in
@@ -297,7 +300,9 @@ func (p *Processor[TTx]) process(ctx context.Context, msgs []*message.Message, r
 		}
 	}
 	tx := begun.Tx
-	if err := p.apply(ctx, tx, msgs, todo, res); err != nil {
+	hold := middleware.NewOutboxHold(p.cfg.Dispatch)
+	defer hold.Release() // a no-op after Dispatch
+	if err := p.apply(ctx, tx, hold, msgs, todo, res); err != nil {
 		p.rollback(ctx, tx)
 		return res.failAll(err)
 	}
@@ -325,6 +330,7 @@ func (p *Processor[TTx]) process(ctx context.Context, msgs []*message.Message, r
 		return res.failAll(fmt.Errorf("ackgap batch: commit: %w", err))
 	}
 	res.Committed = p.cfg.Now()
+	hold.Dispatch()
 	return res, nil
 }
 
@@ -337,8 +343,9 @@ func (p *Processor[TTx]) batchSavepoint() string {
 }
 
 // apply runs the handlers for msgs[todo] in tx and records their
-// outcomes; an error means tx is unusable and the batch fails.
-func (p *Processor[TTx]) apply(ctx context.Context, tx TTx, msgs []*message.Message, todo []int, res *Result) error {
+// outcomes, holding their outbox rows for direct dispatch in hold; an
+// error means tx is unusable and the batch fails.
+func (p *Processor[TTx]) apply(ctx context.Context, tx TTx, hold *middleware.OutboxHold, msgs []*message.Message, todo []int, res *Result) error {
 	if len(todo) == 0 {
 		return nil
 	}
@@ -351,9 +358,13 @@ func (p *Processor[TTx]) apply(ctx context.Context, tx TTx, msgs []*message.Mess
 		for _, i := range todo {
 			res.Messages[i].HandlerStarted = started
 		}
-		err := callBatch(ctx, p.cfg.BatchHandler, tx, batch)
+		mark := hold.Mark()
+		err := callBatch(middleware.WithBatchTx(ctx, p.store, tx, p.cfg.Consumer, hold), p.cfg.BatchHandler, tx, batch)
 		if err == nil {
 			err = p.store.ReleaseSavepointTx(ctx, tx, SavepointBatch)
+		}
+		if err != nil {
+			hold.RollbackTo(mark)
 		}
 		if err == nil {
 			for _, i := range todo {
@@ -374,7 +385,7 @@ func (p *Processor[TTx]) apply(ctx context.Context, tx TTx, msgs []*message.Mess
 			err = fmt.Errorf("ackgap batch: batch handler failed and there is no per-message Handler: %w", res.BatchHandlerErr)
 		} else {
 			r.HandlerStarted = p.cfg.Now()
-			if err = p.runOne(ctx, tx, msgs[i], r.EventID); errors.Is(err, errTxBroken) {
+			if err = p.runOne(ctx, tx, hold, msgs[i], r.EventID); errors.Is(err, errTxBroken) {
 				return err
 			}
 		}
@@ -401,12 +412,13 @@ func (p *Processor[TTx]) apply(ctx context.Context, tx TTx, msgs []*message.Mess
 // (middleware.WithTx): released when the handler returns nil, rolled back
 // to when it fails or panics (a panic is an error). An error wrapping
 // errTxBroken means the savepoint could not be set or rolled back to.
-func (p *Processor[TTx]) runOne(ctx context.Context, tx TTx, msg *message.Message, eventID string) error {
+func (p *Processor[TTx]) runOne(ctx context.Context, tx TTx, hold *middleware.OutboxHold, msg *message.Message, eventID string) error {
 	if err := p.store.SavepointTx(ctx, tx, SavepointMessage); err != nil {
 		return fmt.Errorf("%w: %w", errTxBroken, err)
 	}
+	mark := hold.Mark()
 	orig := msg.Context()
-	msg.SetContext(middleware.WithTx(withValuesOf(ctx, orig), p.store, tx, p.cfg.Consumer, eventID))
+	msg.SetContext(middleware.WithTx(withValuesOf(ctx, orig), p.store, tx, p.cfg.Consumer, eventID, hold))
 	err := callOne(p.perMessage, msg)
 	if err == nil {
 		err = middleware.Flush(msg.Context())
@@ -419,6 +431,7 @@ func (p *Processor[TTx]) runOne(ctx context.Context, tx TTx, msg *message.Messag
 			return nil
 		}
 	}
+	hold.RollbackTo(mark)
 	if rbErr := p.store.RollbackToSavepointTx(ctx, tx, SavepointMessage); rbErr != nil {
 		return fmt.Errorf("%w: %w", errTxBroken, rbErr)
 	}

@@ -42,7 +42,13 @@
 // middleware: ackgap.TxFromContext, ackgap.ApplyTransition and
 // ackgap.AddOutbox work in it. The BatchHandler gets the transaction and the
 // batch's messages that are neither rejected nor duplicates, and writes
-// its outbox rows with stores.BatchStore.InsertOutboxManyTx.
+// its outbox rows with ackgap.AddOutboxMany, in one statement.
+//
+// Direct dispatch: with Config.Dispatch set to the outbox.Relay running in
+// the same process, the rows the handlers add are carried out right after
+// the batch's commit, without a claim; rows of a message rolled back to
+// its savepoint, or of a failed BatchHandler, are never handed over (see
+// middleware.Dispatcher).
 //
 // Tracing: set Config.Trace to what telemetry.Telemetry.Begin returns and
 // Config.Observer to that Telemetry's Observer; every message then has its

@@ -481,7 +481,7 @@ func (env *kmEnv) start(ctx context.Context, mode, topic, group string, gaps *ga
 	case modeUnsafe, modeHandSafe:
 		return env.startPlain(ctx, mode, topic, group)
 	}
-	relayStop, err := env.startRelay(ctx)
+	relay, relayStop, err := env.startRelay(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -513,7 +513,7 @@ func (env *kmEnv) start(ctx context.Context, mode, topic, group string, gaps *ga
 	}
 	if mode == modeBatched {
 		p, err := batch.New[pgx.Tx](env.store, &batch.Config[pgx.Tx]{
-			InboxConfig:  middleware.InboxConfig{Consumer: kmConsumer, Observer: observe},
+			InboxConfig:  middleware.InboxConfig{Consumer: kmConsumer, Observer: observe, Dispatch: relay},
 			Handler:      handler,
 			BatchHandler: env.batchStep,
 		})
@@ -544,7 +544,7 @@ func (env *kmEnv) start(ctx context.Context, mode, topic, group string, gaps *ga
 		return nil, errors.Join(err, relayStop())
 	}
 	r, err := router.New(env.store, &router.Config{DeadLetter: discard{}, HandlerTimeout: e2eHandlerTimeout,
-		Logger: watermill.NopLogger{}, InboxConfig: middleware.InboxConfig{Observer: observe}})
+		Logger: watermill.NopLogger{}, InboxConfig: middleware.InboxConfig{Observer: observe, Dispatch: relay}})
 	if err != nil {
 		return nil, errors.Join(err, relayStop())
 	}
@@ -584,8 +584,7 @@ moved AS (UPDATE orders o SET seq = u.seq, version = o.version + 1 FROM u WHERE 
 INSERT INTO misses (order_id, seq) SELECT u.id, u.seq FROM u WHERE u.id NOT IN (SELECT id FROM moved)`, orders, seqs); err != nil {
 		return err
 	}
-	_, err := env.store.InsertOutboxManyTx(ctx, tx, &stores.OutboxInsertManyParams{Rows: rows})
-	return err
+	return ackgap.AddOutboxMany(ctx, rows)
 }
 
 // runRouter runs a router until the returned function stops it.
@@ -614,8 +613,9 @@ func poolExec(p *pgxpool.Pool) func(ctx context.Context, sql string, args ...any
 	}
 }
 
-// startRelay starts ackgap's outbox relay calling the provider.
-func (env *kmEnv) startRelay(ctx context.Context) (func() error, error) {
+// startRelay starts ackgap's outbox relay calling the provider; the
+// consumers hand it their rows right after their commit (InboxConfig.Dispatch).
+func (env *kmEnv) startRelay(ctx context.Context) (*outbox.Relay, func() error, error) {
 	relay, err := outbox.New(env.relayStore, &outbox.Config{
 		Effects: map[string]outbox.Effect{
 			"charge":  outbox.HTTP(env.prov.client, env.prov.url),
@@ -626,12 +626,12 @@ func (env *kmEnv) startRelay(ctx context.Context) (func() error, error) {
 		PollInterval: kmPollEvery,
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	rctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- relay.Run(rctx) }()
-	return func() error {
+	return relay, func() error {
 		cancel()
 		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
 			return err

@@ -19,6 +19,9 @@ type boundTx[TTx any] struct {
 	// held are the transitions of ApplyTransition, in order; unsent until
 	// the handler reads one (Result) or Flush.
 	held []*heldTransition
+	// hold collects the rows held for direct dispatch; nil without a
+	// Dispatcher.
+	hold *OutboxHold
 }
 
 // heldTransition is a guarded transition of ApplyTransition and its rows.
@@ -31,6 +34,10 @@ type heldTransition struct {
 	err        error
 	// queued: handed to the store's QueueTransitionTx by Flush.
 	queued bool
+	// applied: the transition applied and its rows were written (known
+	// once it ran: at Result, or from the store's QueueTransitionParams.Ran
+	// after Flush); its held rows are dispatched only then.
+	applied bool
 }
 
 // AddOutbox implements ackgap.AddOutbox.
@@ -39,7 +46,13 @@ func (b *boundTx[TTx]) AddOutbox(ctx context.Context, e *ackgap.OutboxEntry) err
 		return err
 	}
 	row := b.fill(ctx, e)
-	return b.store.QueueOutboxTx(ctx, b.tx, &row)
+	mark := b.hold.Mark()
+	b.hold.hold(&row, nil)
+	if err := b.store.QueueOutboxTx(ctx, b.tx, &row); err != nil {
+		b.hold.RollbackTo(mark) // not written: never dispatch it
+		return err
+	}
+	return nil
 }
 
 // ApplyTransition implements ackgap.ApplyTransition: it validates and
@@ -54,6 +67,9 @@ func (b *boundTx[TTx]) ApplyTransition(ctx context.Context, t *ackgap.Transition
 			return nil, err
 		}
 		h.rows[i] = b.fill(ctx, r)
+	}
+	for i := range h.rows {
+		b.hold.hold(&h.rows[i], &h.applied)
 	}
 	b.held = append(b.held, h)
 	return func(ctx context.Context) (*ackgap.TransitionResult, error) {
@@ -100,6 +116,7 @@ func (b *boundTx[TTx]) run(ctx context.Context, h *heldTransition) error {
 			return h.err
 		}
 	}
+	h.applied = true
 	return nil
 }
 
@@ -117,7 +134,8 @@ func (b *boundTx[TTx]) flush(ctx context.Context) error {
 			}
 		case !h.done:
 			h.queued = true
-			if err := b.store.QueueTransitionTx(ctx, b.tx, &stores.QueueTransitionParams{Transition: h.t, Outbox: h.rows}); err != nil {
+			if err := b.store.QueueTransitionTx(ctx, b.tx, &stores.QueueTransitionParams{Transition: h.t, Outbox: h.rows,
+				Ran: func(applied bool) { h.applied = applied }}); err != nil {
 				return err
 			}
 		}
@@ -132,9 +150,11 @@ func (b *boundTx[TTx]) flush(ctx context.Context) error {
 // rows. It is for code that opens the transaction itself, such as package
 // batch (one transaction, a savepoint per message); the caller calls
 // [Flush] with the returned context once the handler returned nil, then
-// commits (or releases its savepoint) or rolls back tx.
-func WithTx[TTx any](ctx context.Context, store stores.Store[TTx], tx TTx, consumer, eventID string) context.Context {
-	return withTx(ctx, &boundTx[TTx]{store: store, tx: tx, consumerName: consumer, eventIDString: eventID})
+// commits (or releases its savepoint) or rolls back tx. Rows the handler
+// adds are held for direct dispatch in hold (nil: none are); the caller
+// dispatches or releases hold when tx ends (see [OutboxHold]).
+func WithTx[TTx any](ctx context.Context, store stores.Store[TTx], tx TTx, consumer, eventID string, hold *OutboxHold) context.Context {
+	return withTx(ctx, &boundTx[TTx]{store: store, tx: tx, consumerName: consumer, eventIDString: eventID, hold: hold})
 }
 
 func withTx[TTx any](ctx context.Context, b *boundTx[TTx]) context.Context {

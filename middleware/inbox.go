@@ -64,6 +64,12 @@ type InboxConfig struct {
 	RollbackTimeout time.Duration
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
+	// Dispatch, when set, carries out the outbox rows a handler adds right
+	// after the commit, in this process, without a claim: typically the
+	// *outbox.Relay running in the same process (see [Dispatcher]). Rows
+	// beyond its room, and every row when it is not running, go to relays
+	// as usual. Default nil: relays claim every row.
+	Dispatch Dispatcher
 }
 
 // WithDefaults returns a copy of c with every zero field set to its default.
@@ -212,7 +218,9 @@ func (in *inbox[TTx]) handle(msg *message.Message, h message.HandlerFunc, rep *a
 		rep.Outcome = ackgap.OutcomeFailed
 	}()
 
-	bound := &boundTx[TTx]{store: in.store, tx: tx, consumerName: in.cfg.Consumer, eventIDString: id}
+	hold := NewOutboxHold(in.cfg.Dispatch)
+	defer hold.Release() // a no-op after Dispatch
+	bound := &boundTx[TTx]{store: in.store, tx: tx, consumerName: in.cfg.Consumer, eventIDString: id, hold: hold}
 	msg.SetContext(withTx(ctx, bound))
 	defer msg.SetContext(ctx)
 	rep.HandlerStarted = in.cfg.Now()
@@ -251,6 +259,7 @@ func (in *inbox[TTx]) handle(msg *message.Message, h message.HandlerFunc, rep *a
 	}
 	rep.Committed = in.cfg.Now()
 	rep.Outcome = ackgap.OutcomeApplied
+	hold.Dispatch()
 	return produced, nil
 }
 

@@ -98,7 +98,7 @@ func (rec *recorder) loop() {
 // next: one settlement per row and statement.
 func (rec *recorder) gather(first *recordReq) (batch []*recordReq, next *recordReq) {
 	batch = []*recordReq{first}
-	ids := map[int64]bool{first.rep.Claim.ID: true}
+	ids := map[rowRef]bool{refOf(first.rep): true}
 	var linger *time.Timer // armed once nothing is waiting
 	defer func() {
 		if linger != nil {
@@ -127,32 +127,84 @@ func (rec *recorder) gather(first *recordReq) (batch []*recordReq, next *recordR
 			return batch, nil
 		}
 		rec.busy.Add(-1)
-		if ids[q.rep.Claim.ID] {
+		if ids[refOf(q.rep)] {
 			return batch, q
 		}
-		ids[q.rep.Claim.ID] = true
+		ids[refOf(q.rep)] = true
 		batch = append(batch, q)
 	}
 	return batch, nil
 }
 
-// recordMany writes the outcomes of batch, each guarded by its claim, on
-// a context bounded by RecordTimeout, and sets each report's Outcome:
-// the one asked for, OutcomeClaimLost or OutcomeUnrecorded.
+// rowRef identifies a row in a batch of outcomes: a claimed row by its
+// id, a dispatched one (no claim token) by its idempotency key.
+type rowRef struct {
+	id  int64
+	key string
+}
+
+func refOf(rep *Report) rowRef {
+	if rep.Claim.Token == "" {
+		return rowRef{key: rep.Row.IdempotencyKey}
+	}
+	return rowRef{id: rep.Claim.ID}
+}
+
+// recordMany writes the outcomes of batch, each guarded by its claim
+// (SettleOutboxManyIfClaimed) or, for dispatched rows, its hold
+// (SettleOutboxManyIfHeld): one statement for each kind present, on a
+// context bounded by RecordTimeout. It sets each report's Outcome: the one
+// asked for, OutcomeClaimLost or OutcomeUnrecorded.
 func (r *Relay) recordMany(ctx context.Context, batch []*recordReq) {
 	rctx, cancel := context.WithTimeout(ctx, r.cfg.RecordTimeout)
 	defer cancel()
-	p := &stores.OutboxSettleManyParams{Rows: make([]stores.OutboxSettlement, len(batch))}
-	for i, q := range batch {
-		p.Rows[i] = stores.OutboxSettlement{ID: q.rep.Claim.ID, ClaimToken: q.rep.Claim.Token, State: settledState(q.outcome)}
-		if q.outcome != OutcomeDone {
-			p.Rows[i].LastError = lastError(q.rep.Err)
-		}
-		if q.outcome == OutcomeRetry {
-			p.Rows[i].Delay = q.rep.Delay
+	var claimed, held []*recordReq
+	for _, q := range batch {
+		if q.rep.Claim.Token == "" {
+			held = append(held, q)
+		} else {
+			claimed = append(claimed, q)
 		}
 	}
-	res, err := r.store.SettleOutboxManyIfClaimed(rctx, p)
+	if len(claimed) > 0 {
+		p := &stores.OutboxSettleManyParams{Rows: make([]stores.OutboxSettlement, len(claimed))}
+		for i, q := range claimed {
+			p.Rows[i] = stores.OutboxSettlement{ID: q.rep.Claim.ID, ClaimToken: q.rep.Claim.Token, State: settledState(q.outcome),
+				LastError: q.lastError(), Delay: q.delay()}
+		}
+		res, err := r.store.SettleOutboxManyIfClaimed(rctx, p)
+		r.settled(claimed, res, err)
+	}
+	if len(held) > 0 {
+		p := &stores.OutboxSettleHeldParams{Rows: make([]stores.OutboxHeldSettlement, len(held))}
+		for i, q := range held {
+			p.Rows[i] = stores.OutboxHeldSettlement{IdempotencyKey: q.rep.Row.IdempotencyKey, HeldUntil: q.rep.Claim.Until,
+				State: settledState(q.outcome), LastError: q.lastError(), Delay: q.delay()}
+		}
+		res, err := r.store.SettleOutboxManyIfHeld(rctx, p)
+		r.settled(held, res, err)
+	}
+}
+
+// lastError is the error text to keep for q's outcome ("" for done).
+func (q *recordReq) lastError() string {
+	if q.outcome == OutcomeDone {
+		return ""
+	}
+	return lastError(q.rep.Err)
+}
+
+// delay is the backoff of a retry (0 for other outcomes).
+func (q *recordReq) delay() time.Duration {
+	if q.outcome == OutcomeRetry {
+		return q.rep.Delay
+	}
+	return 0
+}
+
+// settled sets the Outcome of each report of batch from what its settle
+// statement did.
+func (r *Relay) settled(batch []*recordReq, res *stores.OutboxSettleManyResult, err error) {
 	now := r.cfg.Now()
 	for i, q := range batch {
 		switch {

@@ -67,6 +67,10 @@ const (
 	PruneIntervalDefault = time.Hour
 	// LastErrorMaxBytes caps the error text kept on a row.
 	LastErrorMaxBytes = 2048
+	// DispatchLimitDefault is how many rows a relay holds for direct
+	// dispatch at once, waiting or in flight (see Config.DispatchLimit):
+	// about ten batches of 50 events with two effects each.
+	DispatchLimitDefault = 10000
 )
 
 // Config configures a [Relay]. Fields left zero take the default named in
@@ -148,6 +152,14 @@ type Config struct {
 	// Now is the clock of reports and of Run's pruning cutoff; claims,
 	// leases and delays use the store's clock. Default time.Now.
 	Now func() time.Time
+	// DispatchLimit is how many rows the relay holds for direct dispatch
+	// at once (middleware.Dispatcher: rows handed over by the inbox of
+	// this process right after their commit), waiting for a slot or in
+	// flight; rows beyond it are written due at once and claimed as
+	// usual. Dispatched rows take their slots (Concurrency) first; claims
+	// get the free ones. Default DispatchLimitDefault (1000), at most
+	// ConcurrencyMax*10.
+	DispatchLimit int
 }
 
 // WithDefaults returns a copy of c with every zero field set to its
@@ -195,6 +207,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.Now == nil {
 		c.Now = time.Now
+	}
+	if c.DispatchLimit == 0 {
+		c.DispatchLimit = DispatchLimitDefault
 	}
 	return c
 }
@@ -244,6 +259,9 @@ func (c Config) validate() error {
 	if c.PruneInterval <= 0 {
 		errs = append(errs, fmt.Errorf("PruneInterval is %s, must be positive", c.PruneInterval))
 	}
+	if c.DispatchLimit < 1 || c.DispatchLimit > 10*ConcurrencyMax {
+		errs = append(errs, fmt.Errorf("DispatchLimit is %d, must be in [1, %d]", c.DispatchLimit, 10*ConcurrencyMax))
+	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("invalid config: %w", err)
 	}
@@ -278,7 +296,9 @@ type Report struct {
 	// Row is the row as claimed: Attempts counts this attempt (1 for the
 	// first).
 	Row stores.OutboxRow
-	// Claim is the claim the relay held.
+	// Claim is the claim the relay held. For a row carried out by direct
+	// dispatch, Token is empty, ID is 0 (as is Row.ID: the relay never
+	// read the row) and Until is the end of the row's hold.
 	Claim stores.OutboxClaim
 	// Outcome is what was recorded.
 	Outcome Outcome
@@ -309,6 +329,15 @@ type Relay struct {
 	cfg      Config
 	kinds    []string
 	running  atomic.Bool
+	// accepting: Run takes dispatched rows (HoldOutbox may say yes).
+	accepting atomic.Bool
+	// held counts the rows held for direct dispatch: reserved, waiting or
+	// in flight; at most Config.DispatchLimit.
+	held atomic.Int64
+	// dispatched carries rows from DispatchOutbox to Run; its buffer
+	// (DispatchLimit) holds every hand-over the held rows can make, so a
+	// send never blocks.
+	dispatched chan []ackgap.OutboxEntry
 }
 
 // New returns a Relay on store; cfg is required because Effects is. When
@@ -327,7 +356,8 @@ func New(store stores.OutboxStore, cfg *Config) (*Relay, error) {
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
-	r := &Relay{store: store, cfg: c, kinds: slices.Sorted(maps.Keys(c.Effects))}
+	r := &Relay{store: store, cfg: c, kinds: slices.Sorted(maps.Keys(c.Effects)),
+		dispatched: make(chan []ackgap.OutboxEntry, c.DispatchLimit)}
 	if l, ok := store.(stores.OutboxListener); ok {
 		r.listener = l
 	}
@@ -382,22 +412,58 @@ func (r *Relay) Run(ctx context.Context) error {
 	workCtx, hardStop := context.WithCancel(context.WithoutCancel(ctx))
 	defer hardStop()
 	var workers sync.WaitGroup
-	finished := make(chan time.Time, r.cfg.Concurrency) // a retry's due time, or zero
+	// One entry per effect that ended: a retry's due time, or zero. Its
+	// buffer holds one per slot, so a worker never waits for the loop.
+	finished := make(chan time.Time, r.cfg.Concurrency)
 	inflight := 0
 	rec := r.startRecorder(ctx)
+	r.accepting.Store(true)
+	var queue []ackgap.OutboxEntry // dispatched rows waiting for a slot
 	defer func() {
+		r.accepting.Store(false)
 		r.drain(&workers, hardStop)
 		rec.stop()
+		// Rows handed over but never started wait for their hold to lapse.
+		for {
+			select {
+			case rows := <-r.dispatched:
+				queue = append(queue, rows...)
+				continue
+			default:
+			}
+			break
+		}
+		r.held.Add(-int64(len(queue)))
 	}()
+	start := func(run func() *Report) {
+		inflight++
+		workers.Go(func() {
+			rep := run()
+			var due time.Time
+			if rep != nil && rep.Outcome == OutcomeRetry {
+				due = time.Now().Add(rep.Delay)
+			}
+			finished <- due
+		})
+	}
 
 	poll := time.NewTimer(0)
 	defer poll.Stop()
 	nextPoll := time.Now()
 	more := true // claim at once
 	for {
+		// Dispatched rows first: they are committed and waiting in memory.
+		for len(queue) > 0 && inflight < r.cfg.Concurrency {
+			row := queue[0]
+			queue = queue[1:]
+			start(func() *Report {
+				defer r.held.Add(-1)
+				return r.carryOutHeld(workCtx, row, rec)
+			})
+		}
 		// Claim for at least half the slots at a time: a claim per freed
 		// slot would cost a statement (and a commit) per row.
-		if more && r.cfg.Concurrency-inflight >= max(1, r.cfg.Concurrency/2) {
+		if more && len(queue) == 0 && r.cfg.Concurrency-inflight >= max(1, r.cfg.Concurrency/2) {
 			want := r.cfg.Concurrency - inflight
 			rows, err := r.claim(ctx, want)
 			if err != nil && ctx.Err() == nil {
@@ -405,15 +471,7 @@ func (r *Relay) Run(ctx context.Context) error {
 			}
 			claimed := r.cfg.Now()
 			for _, row := range rows {
-				inflight++
-				workers.Go(func() {
-					rep := r.carryOut(workCtx, row, claimed, rec)
-					var due time.Time
-					if rep.Outcome == OutcomeRetry {
-						due = time.Now().Add(rep.Delay)
-					}
-					finished <- due
-				})
+				start(func() *Report { return r.carryOut(workCtx, row, claimed, rec) })
 			}
 			// A full claim means more rows may be due: claim again as soon as
 			// a slot is free. Otherwise wait for a wake-up or the poll.
@@ -430,12 +488,54 @@ func (r *Relay) Run(ctx context.Context) error {
 				nextPoll = due
 				poll.Reset(max(time.Until(due), 0))
 			}
+		case rows := <-r.dispatched:
+			queue = append(queue, rows...)
 		case <-wake:
 			more = true
 		case <-poll.C:
 			more = true
 		}
 	}
+}
+
+// HoldOutbox implements middleware.Dispatcher: it reserves room for one
+// row while Run runs and fewer than Config.DispatchLimit rows are held,
+// and returns the hold's end: now + Config.Lease, by this process's clock
+// (a relay elsewhere claims the row once the database's clock passes it,
+// so clock skew between the two shortens or lengthens the hold).
+func (r *Relay) HoldOutbox() (time.Time, bool) {
+	for {
+		if !r.accepting.Load() {
+			return time.Time{}, false
+		}
+		n := r.held.Load()
+		if n >= int64(r.cfg.DispatchLimit) {
+			return time.Time{}, false
+		}
+		if r.held.CompareAndSwap(n, n+1) {
+			return r.cfg.Now().Add(r.cfg.Lease), true
+		}
+	}
+}
+
+// DispatchOutbox implements middleware.Dispatcher: it hands rows (of a
+// committed transaction, each held by HoldOutbox) to Run, which calls
+// their effects ahead of claimed rows, and ends released reservations. It
+// never blocks. Rows that reach a relay that stopped wait for their hold
+// to lapse, then any relay claims them.
+func (r *Relay) DispatchOutbox(rows []ackgap.OutboxEntry, released int) {
+	r.held.Add(-int64(released))
+	if len(rows) == 0 {
+		return
+	}
+	if r.accepting.Load() {
+		select {
+		case r.dispatched <- rows:
+			return
+		default: // cannot happen while held rows bound the hand-overs
+		}
+	}
+	r.held.Add(-int64(len(rows)))
 }
 
 // RunOnce claims up to Config.Concurrency due rows, carries them out
@@ -570,6 +670,30 @@ func (r *Relay) carryOut(ctx context.Context, row stores.ClaimedOutboxRow, claim
 		rec.record(rep, OutcomeRetry)
 	}
 	return rep
+}
+
+// carryOutHeld carries out a row handed over by direct dispatch: as a
+// claimed row, whose claim is the row's hold (no token: its outcome is
+// recorded with SettleOutboxManyIfHeld, by idempotency key; Report.Row.ID
+// is 0). A row whose hold ends before an effect call could finish is
+// left for the relay that claims it once the hold lapsed; it returns nil
+// then.
+func (r *Relay) carryOutHeld(ctx context.Context, e ackgap.OutboxEntry, rec *recorder) *Report {
+	now := r.cfg.Now()
+	if now.Add(r.cfg.EffectTimeout).After(e.AvailableAt) {
+		r.cfg.Logger.Info("outbox relay: dispatched row waited too long; a relay claims it when its hold lapses",
+			watermill.LogFields{"kind": e.Kind, "idempotency_key": e.IdempotencyKey, "held_until": e.AvailableAt})
+		return nil
+	}
+	row := stores.ClaimedOutboxRow{
+		OutboxRow: stores.OutboxRow{
+			Kind: e.Kind, IdempotencyKey: e.IdempotencyKey, Payload: e.Payload, Headers: e.Headers,
+			Consumer: e.Consumer, EventID: e.EventID, State: stores.OutboxPending, Attempts: 1,
+			CreatedAt: e.Now, AvailableAt: e.AvailableAt,
+		},
+		Claim: stores.OutboxClaim{Until: e.AvailableAt},
+	}
+	return r.carryOut(ctx, row, now, rec)
 }
 
 // call runs effect, turning a panic into an error.

@@ -75,6 +75,23 @@ type OutboxStore interface {
 	// invalid ([OutboxSettleManyParams.Validate]) or the statement failed.
 	SettleOutboxManyIfClaimed(ctx context.Context, p *OutboxSettleManyParams) (*OutboxSettleManyResult, error)
 
+	// SettleOutboxManyIfHeld records the outcomes of rows that a relay in
+	// the writing process carried out right after their commit, without a
+	// claim (outbox direct dispatch: middleware.InboxConfig.Dispatch). Such
+	// a row was inserted pending, with attempts 0 and available_at set to
+	// its hold's end, so no relay claims it before then. Each row of p.Rows
+	// is found by its idempotency key and changed only if it is still
+	// pending, with attempts 0 and available_at equal to the row's
+	// HeldUntil (to the microsecond): then it gets its new state as
+	// SettleOutboxManyIfClaimed gives it, and attempts 1. A row claimed by
+	// a relay after its hold lapsed, or one that already existed under the
+	// key when the insert was a duplicate, fails the guard and is left
+	// alone. One statement (one commit) for all rows. Changed in the
+	// result says, per row, whether it was written. It returns an error if
+	// p is invalid ([OutboxSettleHeldParams.Validate]) or the statement
+	// failed.
+	SettleOutboxManyIfHeld(ctx context.Context, p *OutboxSettleHeldParams) (*OutboxSettleManyResult, error)
+
 	// RedriveOutboxIfDead sets dead rows (those of p.IDs, or every dead row
 	// of p.Kind) back to pending, due now, with attempts reset to 0, at
 	// most p.Limit of them. last_error is kept. Rows that are not dead are

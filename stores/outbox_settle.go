@@ -75,3 +75,67 @@ type OutboxSettleManyResult struct {
 	// was written to it.
 	Changed []bool
 }
+
+// OutboxHeldSettlement is the outcome of one row carried out by direct
+// dispatch, an element of [OutboxSettleHeldParams.Rows].
+type OutboxHeldSettlement struct {
+	// IdempotencyKey is the row's key. Required.
+	IdempotencyKey string
+	// HeldUntil is the end of the row's hold: the available_at it was
+	// inserted with (ackgap.OutboxEntry.AvailableAt). Required; compared
+	// to the microsecond.
+	HeldUntil time.Time
+	// State is the row's new state: OutboxDone, OutboxPending (a retry) or
+	// OutboxDead. Required.
+	State OutboxState
+	// Delay is, for OutboxPending, how long after now the row is due
+	// again; 0 means at once. Not negative; ignored for other states.
+	Delay time.Duration
+	// LastError is kept on the row for OutboxPending and OutboxDead;
+	// ignored for OutboxDone.
+	LastError string
+}
+
+// OutboxSettleHeldParams are the input of
+// [OutboxStore.SettleOutboxManyIfHeld].
+type OutboxSettleHeldParams struct {
+	// Rows are the outcomes to record, at most OutboxClaimLimitMax (1000),
+	// each key at most once. Empty records nothing.
+	Rows []OutboxHeldSettlement
+	// Now is done_at of done rows and the time retry delays count from;
+	// zero means the store's clock.
+	Now time.Time
+}
+
+// Validate returns every problem with p at once (errors.Join), or nil.
+func (p *OutboxSettleHeldParams) Validate() error {
+	var errs []error
+	if len(p.Rows) > OutboxClaimLimitMax {
+		errs = append(errs, fmt.Errorf("Rows has %d rows, at most %d", len(p.Rows), OutboxClaimLimitMax))
+	}
+	seen := make(map[string]bool, len(p.Rows))
+	for i, r := range p.Rows {
+		if r.IdempotencyKey == "" {
+			errs = append(errs, fmt.Errorf("Rows[%d]: IdempotencyKey is empty", i))
+		}
+		if r.HeldUntil.IsZero() {
+			errs = append(errs, fmt.Errorf("Rows[%d] (key %q): HeldUntil is zero", i, r.IdempotencyKey))
+		}
+		switch r.State {
+		case OutboxDone, OutboxPending, OutboxDead:
+		default:
+			errs = append(errs, fmt.Errorf("Rows[%d] (key %q): State is %q, must be done, pending or dead", i, r.IdempotencyKey, r.State))
+		}
+		if r.Delay < 0 {
+			errs = append(errs, fmt.Errorf("Rows[%d] (key %q): Delay is %s, must not be negative", i, r.IdempotencyKey, r.Delay))
+		}
+		if seen[r.IdempotencyKey] {
+			errs = append(errs, fmt.Errorf("Rows[%d]: key %q appears twice", i, r.IdempotencyKey))
+		}
+		seen[r.IdempotencyKey] = true
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("invalid outbox settle: %w", err)
+	}
+	return nil
+}

@@ -117,6 +117,15 @@ type QueueTransitionParams struct {
 	// key and one payload are written once, with another payload they are
 	// an ackgap.ErrIdempotencyConflict at once.
 	Outbox []ackgap.OutboxEntry
+	// Ran, when set, is called once the transition's statement ran without
+	// error (from QueueTransitionTx, the statement that carried it, or
+	// CommitTx, before the COMMIT's outcome is known), with whether the
+	// transition applied and so wrote Outbox. The inbox middleware uses it
+	// to hand the rows of an applied transition to an outbox dispatcher
+	// once the commit succeeded (middleware.InboxConfig.Dispatch). A store
+	// that does not call it costs such rows their hold: a relay carries
+	// them out when the hold lapses. Default nil.
+	Ran func(applied bool)
 }
 
 // InboxPruner deletes old inbox rows; package retention runs it on a

@@ -27,6 +27,16 @@ type queuedTransition struct {
 	tp   ackgap.Transition // with defaults, validated
 	rows [][]any           // outboxArgs of each row
 	keys []string          // the rows' idempotency keys
+	// onRan is QueueTransitionParams.Ran.
+	onRan func(applied bool)
+}
+
+// ran reports that the statement ran: applied says whether the UPDATE
+// changed the row (and the rows were written).
+func (q *queuedTransition) ran(applied bool) {
+	if q.onRan != nil {
+		q.onRan(applied)
+	}
 }
 
 // QueueTransitionTx implements [stores.Store.QueueTransitionTx]
@@ -60,16 +70,20 @@ func (s *Store) QueueTransitionTx(ctx context.Context, tx pgx.Tx, p *stores.Queu
 		return nil
 	}
 	sql, args := s.transitionSQL(q, nil)
-	var inserted bool
+	var inserted, applied bool
 	var refused *int32
-	return q.mapError(tx.QueryRow(ctx, sql, args...).Scan(&inserted, &refused))
+	if err := q.mapError(tx.QueryRow(ctx, sql, args...).Scan(&inserted, &refused, &applied)); err != nil {
+		return err
+	}
+	q.ran(applied)
+	return nil
 }
 
 // newQueuedTransition validates p and builds its queued form. Rows with
 // one idempotency key are written once; with different payloads they
 // conflict at once.
 func newQueuedTransition(p *stores.QueueTransitionParams) (*queuedTransition, error) {
-	q := &queuedTransition{tp: p.Transition.WithDefaults()}
+	q := &queuedTransition{tp: p.Transition.WithDefaults(), onRan: p.Ran}
 	if err := q.tp.Validate(); err != nil {
 		return nil, err
 	}
@@ -267,6 +281,6 @@ ON CONFLICT (idempotency_key) DO UPDATE SET kind = o.kind WHERE 1 / (o.payload_h
 		b.WriteString(" AND CASE WHEN EXISTS (SELECT 1 FROM t) THEN false ELSE (SELECT " + state + " FROM " + table +
 			" WHERE " + key + " = " + keyArg + " FOR SHARE) IS DISTINCT FROM " + to + " END")
 	}
-	b.WriteString(")")
+	b.WriteString("), EXISTS (SELECT 1 FROM t)")
 	return b.String()
 }

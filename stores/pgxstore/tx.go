@@ -271,11 +271,12 @@ func (t *inboxTx) readQueued(br pgx.BatchResults, fold bool) (inserted bool, err
 	inserted = true
 	for i, r := range t.queued {
 		if r.transition != nil {
-			var ins bool
+			var ins, applied bool
 			var refused *int32
-			if err := br.QueryRow().Scan(&ins, &refused); err != nil {
+			if err := br.QueryRow().Scan(&ins, &refused, &applied); err != nil {
 				return false, r.transition.mapError(err)
 			}
+			r.transition.ran(applied)
 			if i == 0 && fold {
 				inserted = ins
 			}

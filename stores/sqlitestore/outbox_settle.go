@@ -52,3 +52,45 @@ WHERE id = ?1 AND state = 'claimed' AND claim_token = ?2`)
 	}
 	return res, nil
 }
+
+// SettleOutboxManyIfHeld implements
+// [stores.OutboxStore.SettleOutboxManyIfHeld] in one write transaction: a
+// prepared guarded UPDATE per row, found by its idempotency key.
+func (s *Store) SettleOutboxManyIfHeld(ctx context.Context, p *stores.OutboxSettleHeldParams) (*stores.OutboxSettleManyResult, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	res := &stores.OutboxSettleManyResult{Changed: make([]bool, len(p.Rows))}
+	if len(p.Rows) == 0 {
+		return res, nil
+	}
+	now := micros(p.Now)
+	err := s.writeTx(ctx, "settle held outbox rows", func(tx *sql.Tx) error {
+		stmt, err := tx.PrepareContext(ctx, `UPDATE `+s.names.Outbox+`
+SET state = ?3, attempts = 1,
+    done_at = CASE WHEN ?3 = 'done' THEN ?4 ELSE done_at END,
+    available_at = CASE WHEN ?3 = 'pending' THEN ?4 + ?5 ELSE available_at END,
+    last_error = CASE WHEN ?3 = 'done' THEN last_error ELSE ?6 END
+WHERE idempotency_key = ?1 AND state = 'pending' AND attempts = 0 AND available_at = ?2`)
+		if err != nil {
+			return err
+		}
+		defer stmt.Close()
+		for i, r := range p.Rows {
+			out, err := stmt.ExecContext(ctx, r.IdempotencyKey, r.HeldUntil.UnixMicro(), string(r.State), now, r.Delay.Microseconds(), r.LastError)
+			if err != nil {
+				return err
+			}
+			n, err := out.RowsAffected()
+			if err != nil {
+				return err
+			}
+			res.Changed[i] = n == 1
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}

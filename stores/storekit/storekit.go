@@ -139,19 +139,25 @@ func QueueOutboxNow[TTx any](ctx context.Context, s stores.Store[TTx], tx TTx, p
 // s.TransitionIfStateTx and, only if it applied, inserts p.Outbox with
 // s.InsertOutboxTx. A refused transition returns TransitionResult.Err
 // (permanent, ackgap.ErrTransitionRefused); one already applied writes
-// nothing and returns nil.
+// nothing and returns nil. It calls p.Ran, when set, once the transition
+// ran and its rows (if it applied) were inserted.
 func QueueTransitionNow[TTx any](ctx context.Context, s stores.Store[TTx], tx TTx, p *stores.QueueTransitionParams) error {
 	res, err := s.TransitionIfStateTx(ctx, tx, &p.Transition)
 	if err != nil {
 		return err
 	}
-	if err := res.Err(); err != nil || !res.Applied() {
+	if err := res.Err(); err != nil {
 		return err
 	}
-	for i := range p.Outbox {
-		if _, err := s.InsertOutboxTx(ctx, tx, &p.Outbox[i]); err != nil {
-			return err
+	if res.Applied() {
+		for i := range p.Outbox {
+			if _, err := s.InsertOutboxTx(ctx, tx, &p.Outbox[i]); err != nil {
+				return err
+			}
 		}
+	}
+	if p.Ran != nil {
+		p.Ran(res.Applied())
 	}
 	return nil
 }

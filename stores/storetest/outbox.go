@@ -294,6 +294,7 @@ func runOutbox[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TTx]) {
 	})
 
 	runOutboxSettleMany(t, setup, t0, lease)
+	runOutboxSettleHeld(t, setup, t0, lease)
 
 	t.Run("InvalidParams", func(t *testing.T) {
 		o, _ := outboxSetup(t, setup)

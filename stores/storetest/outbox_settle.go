@@ -76,3 +76,72 @@ func runOutboxSettleMany[TTx any](t *testing.T, setup func(t *testing.T) *Harnes
 		require.ErrorContains(t, err, "id 1 appears twice")
 	})
 }
+
+// runOutboxSettleHeld checks [stores.OutboxStore.SettleOutboxManyIfHeld]:
+// rows inserted held (pending, due at their hold's end) are not claimed
+// before it, one call records done, retry and dead by idempotency key with
+// attempts 1, and a row whose hold lapsed and that a relay claimed, or one
+// whose hold does not match, is left alone.
+func runOutboxSettleHeld[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TTx], t0 time.Time, lease time.Duration) {
+	t.Run("SettleManyIfHeld", func(t *testing.T) {
+		o, h := outboxSetup(t, setup)
+		ctx := context.Background()
+		// Held for a lease, to the microsecond and beyond: the guard compares
+		// microseconds.
+		hold := t0.Add(lease + 1234*time.Nanosecond)
+		ids := addRows(t, h, row("charge", "h1", t0, hold), row("charge", "h2", t0, hold), row("charge", "h3", t0, hold),
+			row("charge", "h4", t0, hold), row("charge", "h5", t0, hold))
+		require.Len(t, ids, 5)
+		require.Empty(t, claim(t, o, &stores.OutboxClaimParams{Lease: lease, Now: t0.Add(lease / 2)}).Rows, "held rows are not due before the hold ends")
+		// The holds lapse and a relay claims the rows: h4's dispatcher is too
+		// late.
+		require.Len(t, claim(t, o, &stores.OutboxClaimParams{Lease: lease, Now: hold.Add(time.Second)}).Rows, 5)
+		// Fresh held rows for the other outcomes.
+		fresh := "fresh-" + t.Name()
+		ids2 := addRows(t, h, row("charge", fresh+"1", t0, hold), row("charge", fresh+"2", t0, hold), row("charge", fresh+"3", t0, hold),
+			row("charge", fresh+"5", t0, hold))
+		now := t0.Add(time.Second)
+		res, err := o.SettleOutboxManyIfHeld(ctx, &stores.OutboxSettleHeldParams{Now: now, Rows: []stores.OutboxHeldSettlement{
+			{IdempotencyKey: fresh + "1", HeldUntil: hold, State: stores.OutboxDone},
+			{IdempotencyKey: fresh + "2", HeldUntil: hold, State: stores.OutboxPending, Delay: time.Hour, LastError: "503"},
+			{IdempotencyKey: fresh + "3", HeldUntil: hold, State: stores.OutboxDead, LastError: "400"},
+			{IdempotencyKey: "h4", HeldUntil: hold, State: stores.OutboxDone},
+			{IdempotencyKey: fresh + "5", HeldUntil: hold.Add(time.Millisecond), State: stores.OutboxDone},
+			{IdempotencyKey: "no-such-key", HeldUntil: hold, State: stores.OutboxDone},
+		}})
+		require.NoError(t, err)
+		require.Equal(t, []bool{true, true, true, false, false, false}, res.Changed,
+			"h4 was claimed after its hold, the fifth row's hold differs, the last has no row")
+		byID := map[int64]stores.OutboxRow{}
+		for _, r := range listAll(t, o) {
+			byID[r.ID] = r
+		}
+		require.Equal(t, []any{stores.OutboxDone, 1}, []any{byID[ids2[0]].State, byID[ids2[0]].Attempts})
+		require.Equal(t, []any{stores.OutboxPending, 1, "503"}, []any{byID[ids2[1]].State, byID[ids2[1]].Attempts, byID[ids2[1]].LastError})
+		require.WithinDuration(t, now.Add(time.Hour), byID[ids2[1]].AvailableAt, time.Millisecond, "due after its delay, from Now")
+		require.Equal(t, []any{stores.OutboxDead, 1, "400"}, []any{byID[ids2[2]].State, byID[ids2[2]].Attempts, byID[ids2[2]].LastError})
+		require.Equal(t, []any{stores.OutboxClaimed, 1}, []any{byID[ids[3]].State, byID[ids[3]].Attempts}, "h4 keeps its claim")
+		require.Equal(t, []any{stores.OutboxPending, 0}, []any{byID[ids2[3]].State, byID[ids2[3]].Attempts}, "a hold that does not match writes nothing")
+
+		// Settled once: a second settle changes nothing.
+		res, err = o.SettleOutboxManyIfHeld(ctx, &stores.OutboxSettleHeldParams{Rows: []stores.OutboxHeldSettlement{
+			{IdempotencyKey: fresh + "1", HeldUntil: hold, State: stores.OutboxDead, LastError: "late"},
+		}})
+		require.NoError(t, err)
+		require.Equal(t, []bool{false}, res.Changed)
+
+		empty, err := o.SettleOutboxManyIfHeld(ctx, &stores.OutboxSettleHeldParams{})
+		require.NoError(t, err)
+		require.Empty(t, empty.Changed)
+		_, err = o.SettleOutboxManyIfHeld(ctx, &stores.OutboxSettleHeldParams{Rows: []stores.OutboxHeldSettlement{
+			{State: "claimed", Delay: -time.Second}, {IdempotencyKey: "k", HeldUntil: hold, State: stores.OutboxDone},
+			{IdempotencyKey: "k", HeldUntil: hold, State: stores.OutboxDone},
+		}})
+		require.ErrorContains(t, err, "invalid outbox settle")
+		require.ErrorContains(t, err, "IdempotencyKey is empty")
+		require.ErrorContains(t, err, "HeldUntil is zero")
+		require.ErrorContains(t, err, `State is "claimed"`)
+		require.ErrorContains(t, err, "Delay is -1s")
+		require.ErrorContains(t, err, `key "k" appears twice`)
+	})
+}
