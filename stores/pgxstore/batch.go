@@ -202,7 +202,7 @@ func (s *Store) InsertOutboxManyTx(ctx context.Context, tx pgx.Tx, p *stores.Out
 	}); err != nil {
 		return nil, interpretError("insert outbox rows", err)
 	}
-	if t, ok := tx.(*inboxTx); ok && t.store == s && len(inserted) > 0 {
+	if t, ok := tx.(*inboxTx); ok && t.store == s && len(inserted) > 0 && dueSoon(time.Now(), p.Rows...) {
 		t.notify = true
 	}
 	if len(inserted) == n {

@@ -81,3 +81,46 @@ func TestNotifyIntervalInvalid(t *testing.T) {
 	_, err := pgxstore.New(pool, &pgxstore.Config{NotifyInterval: -time.Second})
 	require.ErrorContains(t, err, "NotifyInterval is -1s, must not be negative")
 }
+
+// TestNotifyOnlyDueRows: a commit whose outbox rows are all due later
+// (held for direct dispatch, or delayed) wakes no relay: a claim would
+// find nothing; the next commit with a row due now does.
+func TestNotifyOnlyDueRows(t *testing.T) {
+	ctx := context.Background()
+	store, _ := migrated(t, &pgxstore.Config{NotifyInterval: time.Nanosecond})
+	got := make(chan struct{}, 100)
+	lctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		done <- store.ListenOutbox(lctx, &stores.OutboxListenParams{Notify: func() { got <- struct{}{} }})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		require.NoError(t, <-done)
+	})
+	select {
+	case <-got: // the notification listening begins with
+	case <-time.After(10 * time.Second):
+		t.Fatal("no notification once listening began")
+	}
+	commit := func(key string, availableAt time.Time) {
+		res, err := store.BeginInbox(ctx, &stores.BeginInboxParams{Consumer: "c1", EventID: key})
+		require.NoError(t, err)
+		require.NoError(t, store.QueueOutboxTx(ctx, res.Tx, &ackgap.OutboxEntry{Kind: "charge", IdempotencyKey: key, AvailableAt: availableAt}))
+		require.NoError(t, store.CommitTx(ctx, res.Tx))
+	}
+	commit("held", time.Now().Add(time.Minute))
+	commit("due", time.Time{})
+	select {
+	case <-got:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no notification after the commit of a due row")
+	}
+	// pg_notify of one session arrives in commit order: the held row's
+	// commit, had it notified, would have come first and be waiting.
+	select {
+	case <-got:
+		t.Fatal("two notifications: the commit of a held row woke the relays")
+	case <-time.After(100 * time.Millisecond):
+	}
+}

@@ -254,7 +254,7 @@ func (s *Store) InsertOutboxTx(ctx context.Context, tx pgx.Tx, p *ackgap.OutboxE
 	var id int64
 	err = tx.QueryRow(ctx, s.q.outboxInsert, args...).Scan(&id)
 	if err == nil {
-		if t, ok := tx.(*inboxTx); ok && t.store == s {
+		if t, ok := tx.(*inboxTx); ok && t.store == s && dueSoon(time.Now(), *p) {
 			t.notify = true
 		}
 		return &stores.OutboxInsertResult{ID: id}, nil
@@ -291,8 +291,23 @@ func (s *Store) QueueOutboxTx(ctx context.Context, tx pgx.Tx, p *ackgap.OutboxEn
 		return err
 	}
 	t.queued = append(t.queued, queuedRow{key: p.IdempotencyKey, args: args})
-	t.notify = true
+	if dueSoon(time.Now(), *p) {
+		t.notify = true
+	}
 	return nil
+}
+
+// dueSoon reports whether a relay could claim one of rows within a
+// notification interval of now: a row with no AvailableAt, or one due by
+// then. A commit that wrote only rows due later (held for direct dispatch,
+// or delayed) wakes no relay: a claim then would find nothing.
+func dueSoon(now time.Time, rows ...ackgap.OutboxEntry) bool {
+	for i := range rows {
+		if rows[i].AvailableAt.IsZero() || rows[i].AvailableAt.Before(now.Add(time.Second)) {
+			return true
+		}
+	}
+	return false
 }
 
 // outboxArgs validates p and returns the arguments of the outbox inserts

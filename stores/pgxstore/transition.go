@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -64,7 +65,7 @@ func (s *Store) QueueTransitionTx(ctx context.Context, tx pgx.Tx, p *stores.Queu
 	}
 	if t, ok := tx.(*inboxTx); ok && t.store == s && !t.ended {
 		t.queued = append(t.queued, queuedRow{transition: q})
-		if len(q.rows) > 0 {
+		if dueSoon(time.Now(), p.Outbox...) {
 			t.notify = true
 		}
 		return nil
