@@ -98,7 +98,7 @@ var (
 )
 
 type queries struct {
-	inboxInsert, inboxHash, outboxInsert, outboxExisting, outboxQueued, prune string
+	inboxInsert, inboxHash, outboxInsert, outboxExisting, outboxQueued, outboxQueuedMany, prune string
 }
 
 // New returns a Store on pool; cfg nil means all defaults. It does not
@@ -135,6 +135,17 @@ ON CONFLICT (idempotency_key) DO NOTHING RETURNING id`,
 		// InsertOutboxTx does.
 		outboxQueued: `INSERT INTO ` + n.Outbox + ` AS o (kind, idempotency_key, payload, payload_hash, headers, consumer, event_id, created_at, available_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7, COALESCE($8::timestamptz, now()), COALESCE($9::timestamptz, $8::timestamptz, now()))
+ON CONFLICT (idempotency_key) DO UPDATE SET kind = o.kind WHERE 1 / (o.payload_hash = excluded.payload_hash)::int = 0`,
+		// outboxQueuedMany is outboxQueued for several rows queued one
+		// after the other (two effects of one event): one statement instead
+		// of one per row. Their keys are unique (QueueOutboxTx folds a
+		// repeated key), as ON CONFLICT DO UPDATE requires; key order keeps
+		// concurrent inserts of shared keys from deadlocking.
+		outboxQueuedMany: `INSERT INTO ` + n.Outbox + ` AS o (kind, idempotency_key, payload, payload_hash, headers, consumer, event_id, created_at, available_at)
+SELECT u.kind, u.key, u.payload, u.hash, u.headers::jsonb, u.consumer, u.event_id, COALESCE(u.created, now()), COALESCE(u.available, u.created, now())
+FROM unnest($1::text[], $2::text[], $3::bytea[], $4::bytea[], $5::text[], $6::text[], $7::text[], $8::timestamptz[], $9::timestamptz[])
+    AS u(kind, key, payload, hash, headers, consumer, event_id, created, available)
+ORDER BY u.key
 ON CONFLICT (idempotency_key) DO UPDATE SET kind = o.kind WHERE 1 / (o.payload_hash = excluded.payload_hash)::int = 0`,
 		prune: `DELETE FROM ` + n.Inbox + ` WHERE (consumer, event_id) IN (
 SELECT consumer, event_id FROM ` + n.Inbox + ` WHERE received_at < $1 AND ($2 = '' OR consumer = $2)
@@ -275,7 +286,10 @@ func (s *Store) InsertOutboxTx(ctx context.Context, tx pgx.Tx, p *ackgap.OutboxE
 // QueueOutboxTx implements [stores.Store.QueueOutboxTx]. On a
 // transaction from BeginInbox it validates p and holds the row back: it is
 // sent, pipelined, ahead of the transaction's next statement or with its
-// COMMIT, in the same round trip. On any other pgx.Tx it inserts the row
+// COMMIT, in the same round trip; rows queued one after the other go in
+// one statement (queries.outboxQueuedMany), and a key queued twice before
+// it was sent is written once (same payload) or fails this call with
+// storekit.IdempotencyConflict (another payload). On any other pgx.Tx it inserts the row
 // at once, like InsertOutboxTx. A queued row whose key exists with
 // another payload fails that statement (the transaction is then aborted:
 // roll it back), or the commit (which rolls it back), with
@@ -286,9 +300,19 @@ func (s *Store) QueueOutboxTx(ctx context.Context, tx pgx.Tx, p *ackgap.OutboxEn
 		_, err := s.InsertOutboxTx(ctx, tx, p)
 		return err
 	}
-	args, _, err := outboxArgs(p)
+	args, hash, err := outboxArgs(p)
 	if err != nil {
 		return err
+	}
+	// A key queued already and not sent yet: the same row again is a
+	// duplicate; another payload, a conflict at once.
+	for _, q := range t.queued {
+		if q.transition == nil && q.key == p.IdempotencyKey {
+			if !bytes.Equal(q.args[3].([]byte), hash) {
+				return storekit.IdempotencyConflict(p.IdempotencyKey)
+			}
+			return nil
+		}
 	}
 	t.queued = append(t.queued, queuedRow{key: p.IdempotencyKey, args: args})
 	if dueSoon(time.Now(), *p) {

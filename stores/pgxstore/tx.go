@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -124,10 +125,17 @@ func (t *inboxTx) send(ctx context.Context, commit bool, stmt string, args ...an
 			b.Queue(t.store.q.inboxInsert, p.Consumer, p.EventID, p.PayloadHash, nullTime(p.Now), nullString(p.TraceParent))
 		}
 	}
-	for i, r := range t.queued {
+	for i := 0; i < len(t.queued); i++ {
+		r := t.queued[i]
 		switch {
 		case r.transition == nil:
-			b.Queue(t.store.q.outboxQueued, r.args...)
+			// Consecutive rows go in one statement.
+			if j := rowsEnd(t.queued, i); j-i > 1 {
+				b.Queue(t.store.q.outboxQueuedMany, manyArgs(t.queued[i:j])...)
+				i = j - 1
+			} else {
+				b.Queue(t.store.q.outboxQueued, r.args...)
+			}
 		default:
 			var inbox *stores.BeginInboxParams
 			if i == 0 && fold {
@@ -269,7 +277,8 @@ func (t *inboxTx) duplicate(ctx context.Context, p *stores.BeginInboxParams, rol
 // (true without one).
 func (t *inboxTx) readQueued(br pgx.BatchResults, fold bool) (inserted bool, err error) {
 	inserted = true
-	for i, r := range t.queued {
+	for i := 0; i < len(t.queued); i++ {
+		r := t.queued[i]
 		if r.transition != nil {
 			var ins, applied bool
 			var refused *int32
@@ -282,15 +291,50 @@ func (t *inboxTx) readQueued(br pgx.BatchResults, fold bool) (inserted bool, err
 			}
 			continue
 		}
+		key := r.key
+		if j := rowsEnd(t.queued, i); j-i > 1 {
+			keys := make([]string, 0, j-i)
+			for _, q := range t.queued[i:j] {
+				keys = append(keys, q.key)
+			}
+			key = strings.Join(keys, ", ")
+			i = j - 1
+		}
 		if _, err := br.Exec(); err != nil {
 			var pgErr *pgconn.PgError
 			if errors.As(err, &pgErr) && pgErr.Code == pgDivisionByZero {
-				return false, storekit.IdempotencyConflict(r.key)
+				return false, storekit.IdempotencyConflict(key)
 			}
 			return false, interpretError("insert queued outbox row", err)
 		}
 	}
 	return inserted, nil
+}
+
+// rowsEnd returns the end of the run of outbox rows (not transitions) of
+// q that starts at i: they are sent as one statement.
+func rowsEnd(q []queuedRow, i int) int {
+	j := i
+	for j < len(q) && q[j].transition == nil {
+		j++
+	}
+	return j
+}
+
+// manyArgs lays the arguments of rows (each those of queries.outboxQueued)
+// out as the arrays of queries.outboxQueuedMany.
+func manyArgs(rows []queuedRow) []any {
+	n := len(rows)
+	kinds, keys, headers, consumers, eventIDs := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	payloads, hashes := make([][]byte, n), make([][]byte, n)
+	created, available := make([]*time.Time, n), make([]*time.Time, n)
+	for i, r := range rows {
+		a := r.args
+		kinds[i], keys[i], payloads[i], hashes[i] = a[0].(string), a[1].(string), a[2].([]byte), a[3].([]byte)
+		headers[i], consumers[i], eventIDs[i] = string(a[4].([]byte)), a[5].(string), a[6].(string)
+		created[i], available[i] = a[7].(*time.Time), a[8].(*time.Time)
+	}
+	return []any{kinds, keys, payloads, hashes, headers, consumers, eventIDs, created, available}
 }
 
 // flush sends what the transaction holds back now, in one round trip,

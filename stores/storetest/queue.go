@@ -80,10 +80,16 @@ func runOutboxQueuer[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TT
 		out, err := h.Store.TransitionIfStateTx(ctx, res.Tx, &ackgap.Transition{Table: stateTable, Key: "o1", From: []string{"pending"}, To: "charging"})
 		require.NoError(t, err)
 		require.Equal(t, ackgap.TransitionApplied, out.Outcome)
+		// The contract lets the conflict fail the call (a store that sees it
+		// among its own unsent rows) or the commit.
 		for i := range queued {
-			require.NoError(t, q.QueueOutboxTx(ctx, res.Tx, &queued[i]))
+			if err = q.QueueOutboxTx(ctx, res.Tx, &queued[i]); err != nil {
+				break
+			}
 		}
-		err = h.Store.CommitTx(ctx, res.Tx)
+		if err == nil {
+			err = h.Store.CommitTx(ctx, res.Tx)
+		}
 		require.ErrorIs(t, err, ackgap.ErrIdempotencyConflict)
 		require.True(t, ackgap.IsPermanent(err))
 		require.Equal(t, ackgap.ReasonIdempotencyConflict, ackgap.ReasonOf(err))
