@@ -995,15 +995,15 @@ func kmMarkdown(o kmOptions, results []*kmResult, took time.Duration) string {
 		"no guarded UPDATE missed: an event out of its key's order or applied twice would miss) and every effect key carried out. "+
 		"CPU is per event: this process (consumer, relay, producer and provider together), the PostgreSQL backends serving the consumer, "+
 		"those serving the relay (a pool of its own), kfake.\n\n", kmPublishSize)
-	w("The consumers: `unsafe-inline` is watermill-kafka's subscriber with its defaults, the guarded UPDATE and the two HTTP calls "+
-		"inline, no inbox; `hand-safe` a careful hand-written safe consumer (inbox insert, guarded UPDATE and two outbox rows in one "+
-		"transaction, a polling relay). ackgap's modes run one handler, `ackgap.ApplyTransition` of the guarded step with its two "+
-		"outbox rows, unread, so the inbox insert, the UPDATE and the rows travel as one statement with the COMMIT (a refused step is "+
-		"dead-lettered and counted as a miss), and hand their rows to the relay in the same process (direct dispatch): "+
-		"`per-message` behind `kafkabroker.Subscriber` (one message per partition at a time), `key-parallel` behind "+
-		"`kafkabroker.ParallelSubscriber` (up to 64 per partition, one key at a time, a transaction each), `group-commit` the same "+
-		"handler run by `kafkabroker.BatchConsumer` (key-ordered, one transaction per fetched batch, a savepoint per message), "+
-		"`batched` the BatchConsumer with a set-based batch handler (one UPDATE ... FROM unnest for the batch, "+
+	w("The consumers: `unsafe-inline` is watermill-kafka's subscriber with its defaults, the guarded UPDATE and the two HTTP calls " +
+		"inline, no inbox; `hand-safe` a careful hand-written safe consumer (inbox insert, guarded UPDATE and two outbox rows in one " +
+		"transaction, a polling relay). ackgap's modes run one handler, `ackgap.ApplyTransition` of the guarded step with its two " +
+		"outbox rows, unread, so the inbox insert, the UPDATE and the rows travel as one statement with the COMMIT (a refused step is " +
+		"dead-lettered and counted as a miss), and hand their rows to the relay in the same process (direct dispatch): " +
+		"`per-message` behind `kafkabroker.Subscriber` (one message per partition at a time), `key-parallel` behind " +
+		"`kafkabroker.ParallelSubscriber` (up to 64 per partition, one key at a time, a transaction each), `group-commit` the same " +
+		"handler run by `kafkabroker.BatchConsumer` (key-ordered, one transaction per fetched batch, a savepoint per message), " +
+		"`batched` the BatchConsumer with a set-based batch handler (one UPDATE ... FROM unnest for the batch, " +
 		"`ackgap.AddOutboxMany`).\n\n")
 	w("| mode | provider | events/s | CPU µs/event: process + PostgreSQL consumer + PostgreSQL relay + kfake = total | ack gap p50 / p99 (ms) | correct |\n|---|---|---:|---:|---:|---|\n")
 	type key struct {
