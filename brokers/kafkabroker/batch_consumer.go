@@ -176,9 +176,9 @@ func (c BatchConsumerConfig) validate() error {
 // after NackResendSleep, and the failing message holds its key (nothing of
 // its key overtakes it) and its partition's watermark until it is acked.
 // A message held back behind an earlier one of its key in the batch uses
-// no attempt and is never dead-lettered for it. A permanent error, or a message out of MaxAttempts,
-// is published to DeadLetterTopic and then acked, freeing its key; a
-// failed dead-letter publish nacks it instead. A busy database
+// no attempt and is never dead-lettered for it. A permanent error, or a
+// message out of MaxAttempts, is published to DeadLetterTopic and then
+// acked, freeing its key; a failed dead-letter publish nacks it instead. A busy database
 // (ackgap.ErrStoreUnavailable) or a cancelled context never dead-letters
 // and uses no attempt.
 //
