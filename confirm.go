@@ -131,7 +131,8 @@ type SettleOutcome string
 // What each adapter fills:
 //
 //   - Kafka (brokers/kafkabroker): ConsumerGroup, Destination (the
-//     topic), Partition, Offset, HasOffset, Received; Confirmed is the return of the offset commit carrying the
+//     topic), Partition, Offset, HasOffset, Key (the record key), HasKey,
+//     Received; Confirmed is the return of the offset commit carrying the
 //     message (per-ack or periodic).
 //   - SQS (brokers/sqsbroker, the subscriber and the batch consumer):
 //     Destination (the queue), MessageID (the SQS MessageId), EventID,
@@ -161,6 +162,15 @@ type Delivery struct {
 	Partition int32
 	Offset    int64
 	HasOffset bool
+	// Key is the broker's ordering key of the copy: the messages of one
+	// key are delivered in order (Kafka: the record key, "" for a record
+	// without one, which shares the empty key). HasKey is false for
+	// brokers without ordering keys (SQS standard queues, GoChannel), and
+	// then each message is its own key. batch.Processor reads it: it
+	// applies the messages of one key in a batch one round after another,
+	// and a BatchHandler call never holds two of one key.
+	Key    string
+	HasKey bool
 	// ReceiveCount is the broker's count of deliveries of this message,
 	// this one included (SQS ApproximateReceiveCount); 0 when the broker
 	// does not count (Kafka, GoChannel).

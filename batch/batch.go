@@ -17,24 +17,28 @@ import (
 
 // Savepoint names the processor uses; they show in the database's logs.
 const (
-	// SavepointBatch is taken before the BatchHandler runs.
+	// SavepointBatch is taken before the BatchHandler runs, once per
+	// round.
 	SavepointBatch = "ackgap_batch"
 	// SavepointMessage is taken before Handler runs for one message.
 	SavepointMessage = "ackgap_message"
 )
 
-// BatchHandlerFunc handles the messages of one batch at once, for
-// set-based SQL (one UPDATE ... FROM unnest(...) for all of them). tx is
-// the batch's transaction; msgs are the batch's messages that are neither
-// rejected nor duplicates, in their order, each with its event id unique
-// in msgs. Return nil to keep everything it did; an error (or a panic)
-// undoes everything it did and the processor runs [Config.Handler] for
-// each message instead, each under a savepoint of its own. Like a
-// handler, it must do no network I/O: record external effects as outbox
-// rows with ackgap.AddOutboxMany(ctx, rows) (one statement; ctx carries
-// the batch's transaction; rows are held for direct dispatch when
-// Config.Dispatch is set), or stores.BatchStore.InsertOutboxManyTx, whose
-// rows relays always claim.
+// BatchHandlerFunc handles the messages of one round of a batch at once,
+// for set-based SQL (one UPDATE ... FROM unnest(...) for all of them). tx
+// is the batch's transaction; msgs are the round's messages (see
+// [Processor.Process]: the batch's messages that are neither rejected nor
+// duplicates, at most one per key, in their order), each with its event id
+// and its key unique in msgs, so one row per key in a set-based UPDATE is
+// never two steps of one key. A batch whose keys are all distinct is one
+// round: one call. Return nil to keep everything it did; an error (or a
+// panic) undoes everything it did in this round and the processor runs
+// [Config.Handler] for each of the round's messages instead, each under a
+// savepoint of its own. Like a handler, it must do no network I/O: record
+// external effects as outbox rows with ackgap.AddOutboxMany(ctx, rows)
+// (one statement; ctx carries the batch's transaction; rows are held for
+// direct dispatch when Config.Dispatch is set), or
+// stores.BatchStore.InsertOutboxManyTx, whose rows relays always claim.
 type BatchHandlerFunc[TTx any] func(ctx context.Context, tx TTx, msgs []*message.Message) error
 
 // Config configures [New]. Fields left zero take the default named in
@@ -64,9 +68,18 @@ type Config[TTx any] struct {
 	// nil: then BatchHandler is required, and when it fails every message
 	// of the batch fails.
 	Handler router.HandlerFunc[TTx]
-	// BatchHandler, when set, is called once per batch before Handler;
-	// see [BatchHandlerFunc]. Default nil: Handler runs for each message.
+	// BatchHandler, when set, is called once per round of a batch (once
+	// per batch when no key repeats in it) before Handler; see
+	// [BatchHandlerFunc]. Default nil: Handler runs for each message.
 	BatchHandler BatchHandlerFunc[TTx]
+	// KeyOf returns msg's ordering key, and false when msg has none (it
+	// is then a key of its own). Messages of one key in a batch are
+	// applied in their order, one per round, and a message that was not
+	// applied holds back the later ones of its key (see
+	// [Processor.Process]). Default nil: the Key of the message's
+	// ackgap.Delivery when its HasKey is set (kafkabroker fills it with
+	// the Kafka record key), else none.
+	KeyOf func(msg *message.Message) (key string, ok bool)
 	// Trace, when set, starts what traces a message before Process does
 	// anything with it, and returns the function Process calls with the
 	// message's error (nil for applied and duplicate) once its outcome is
@@ -144,8 +157,13 @@ type Result struct {
 	// first copy in this batch), when it was traced.
 	Messages []ackgap.InboxReport
 	// BatchHandlerErr is the BatchHandler's error (or panic) when it failed
-	// and the batch fell back to Handler; nil otherwise.
+	// and the batch (the round, the first that failed) fell back to
+	// Handler; nil otherwise.
 	BatchHandlerErr error
+	// Rounds is how many rounds ran the handlers: the most messages of one
+	// key that reached them (1 when no key repeats; 0 when no handler was
+	// called).
+	Rounds int
 	// Committed is when the batch's commit returned; zero when nothing was
 	// committed (Process returned an error, or every message was rejected
 	// before the database was asked).
@@ -170,10 +188,19 @@ func (r *Result) Count(o ackgap.Outcome) int {
 // (stores.BatchStore.BeginInboxMany); rows already there are duplicates
 // (or rejected, for another payload under PayloadMismatchReject), as is a
 // message whose event id an earlier message of msgs carries. The other
-// messages go to the BatchHandler, then, if it fails or is not set, to
-// Handler one by one, each under a savepoint; the inbox rows of messages
-// whose Handler failed are deleted again, so their redelivery applies
-// them. Then the transaction commits.
+// messages go to the handlers in rounds, by key ([Config.KeyOf]): round 1
+// holds the first message of each key, round 2 the second of each key
+// that has one, and so on, each in msgs's order, so the messages of one
+// key must be in msgs in the order they are to be applied (a Kafka
+// partition's offset order). Each round goes to the BatchHandler, under a
+// savepoint of its own, then, if it fails or is not set, to Handler one
+// message at a time, each under a savepoint. A message that failed or was
+// rejected by its handler holds back the later messages of its key in
+// msgs: they are not applied, and fail with an error wrapping
+// [ErrHeldBack] (redeliver them after it, so the key's order holds). The
+// inbox rows of the messages not applied are deleted again, so that their
+// redelivery applies them. Then the transaction commits, once for all
+// rounds.
 //
 // Outcomes are final only after the commit: acknowledge applied and
 // duplicate messages, dead-letter rejected ones and nack failed ones only
@@ -342,20 +369,141 @@ func (p *Processor[TTx]) batchSavepoint() string {
 	return SavepointBatch
 }
 
-// apply runs the handlers for msgs[todo] in tx and records their
-// outcomes, holding their outbox rows for direct dispatch in hold; an
-// error means tx is unusable and the batch fails.
+// apply runs the handlers for msgs[todo] in tx, round by round, and
+// records their outcomes, holding their outbox rows for direct dispatch
+// in hold; an error means tx is unusable and the batch fails.
 func (p *Processor[TTx]) apply(ctx context.Context, tx TTx, hold *middleware.OutboxHold, msgs []*message.Message, todo []int, res *Result) error {
 	if len(todo) == 0 {
 		return nil
 	}
+	rounds, keys := p.rounds(msgs, todo)
+	var undone []string
+	var blocked map[string]string // key -> event id of the message that held it back
+	for r, round := range rounds {
+		if blocked != nil {
+			round = holdBack(round, keys, blocked, res, &undone)
+			if len(round) == 0 {
+				continue
+			}
+		}
+		if p.cfg.BatchHandler != nil && r > 0 {
+			// Round 1's savepoint was taken by BeginInboxMany.
+			if err := p.store.SavepointTx(ctx, tx, SavepointBatch); err != nil {
+				return fmt.Errorf("%w: savepoint of round %d: %w", errTxBroken, r+1, err)
+			}
+		}
+		res.Rounds++
+		if err := p.applyRound(ctx, tx, hold, msgs, round, res, &undone); err != nil {
+			return err
+		}
+		if len(rounds) == 1 {
+			break
+		}
+		for _, i := range round {
+			if o := res.Messages[i].Outcome; o != ackgap.OutcomeApplied && keys[i].ok {
+				if blocked == nil {
+					blocked = make(map[string]string)
+				}
+				if _, ok := blocked[keys[i].key]; !ok {
+					blocked[keys[i].key] = res.Messages[i].EventID
+				}
+			}
+		}
+	}
+	if len(undone) == 0 {
+		return nil
+	}
+	if _, err := p.store.DeleteInboxTx(ctx, tx, &stores.DeleteInboxParams{Consumer: p.cfg.Consumer, EventIDs: undone}); err != nil {
+		return fmt.Errorf("ackgap batch: delete the inbox rows of failed messages: %w", err)
+	}
+	return nil
+}
+
+// msgKey is a message's ordering key; ok is false for a message without
+// one, a key of its own.
+type msgKey struct {
+	key string
+	ok  bool
+}
+
+// keyOf returns msg's ordering key (Config.KeyOf, or its Delivery's).
+func (p *Processor[TTx]) keyOf(msg *message.Message) msgKey {
+	if p.cfg.KeyOf != nil {
+		k, ok := p.cfg.KeyOf(msg)
+		return msgKey{k, ok}
+	}
+	if d, ok := ackgap.DeliveryFromContext(msg.Context()); ok && d.HasKey {
+		return msgKey{d.Key, true}
+	}
+	return msgKey{}
+}
+
+// rounds splits todo by key: round r holds the r-th message of each key,
+// in todo's order. keys holds each message's key, by index in msgs.
+func (p *Processor[TTx]) rounds(msgs []*message.Message, todo []int) (rounds [][]int, keys []msgKey) {
+	keys = make([]msgKey, len(msgs))
+	var seen map[string]int // messages of each key so far
+	repeats := false
+	for _, i := range todo {
+		keys[i] = p.keyOf(msgs[i])
+		if !keys[i].ok {
+			continue
+		}
+		if seen == nil {
+			seen = make(map[string]int, len(todo))
+		}
+		seen[keys[i].key]++
+		repeats = repeats || seen[keys[i].key] > 1
+	}
+	if !repeats {
+		return [][]int{todo}, keys
+	}
+	clear(seen)
+	for _, i := range todo {
+		r := 0
+		if keys[i].ok {
+			r = seen[keys[i].key]
+			seen[keys[i].key]++
+		}
+		if r == len(rounds) {
+			rounds = append(rounds, nil)
+		}
+		rounds[r] = append(rounds[r], i)
+	}
+	return rounds, keys
+}
+
+// holdBack fails the messages of round whose key an earlier round did
+// not apply, adds their event ids to undone and returns the others.
+func holdBack(round []int, keys []msgKey, blocked map[string]string, res *Result, undone *[]string) []int {
+	kept := round[:0:0]
+	for _, i := range round {
+		by, ok := blocked[keys[i].key]
+		if !ok || !keys[i].ok {
+			kept = append(kept, i)
+			continue
+		}
+		r := &res.Messages[i]
+		r.Outcome = ackgap.OutcomeFailed
+		r.Err = fmt.Errorf("%w: key %q, behind event id %q", ErrHeldBack, keys[i].key, by)
+		*undone = append(*undone, r.EventID)
+	}
+	return kept
+}
+
+// applyRound runs the handlers for msgs[round], at most one message per
+// key, records their outcomes and adds the event ids of those not applied
+// to undone; an error means tx is unusable and the batch fails. With a
+// BatchHandler the savepoint SavepointBatch is set.
+func (p *Processor[TTx]) applyRound(ctx context.Context, tx TTx, hold *middleware.OutboxHold, msgs []*message.Message, round []int, res *Result, undone *[]string) error {
+	var batchErr error
 	if p.cfg.BatchHandler != nil {
-		batch := make([]*message.Message, len(todo))
-		for j, i := range todo {
+		batch := make([]*message.Message, len(round))
+		for j, i := range round {
 			batch[j] = msgs[i]
 		}
 		started := p.cfg.Now()
-		for _, i := range todo {
+		for _, i := range round {
 			res.Messages[i].HandlerStarted = started
 		}
 		mark := hold.Mark()
@@ -367,22 +515,24 @@ func (p *Processor[TTx]) apply(ctx context.Context, tx TTx, hold *middleware.Out
 			hold.RollbackTo(mark)
 		}
 		if err == nil {
-			for _, i := range todo {
+			for _, i := range round {
 				res.Messages[i].Outcome = ackgap.OutcomeApplied
 			}
 			return nil
 		}
-		res.BatchHandlerErr = err
+		batchErr = err
+		if res.BatchHandlerErr == nil {
+			res.BatchHandlerErr = err
+		}
 		if rbErr := p.store.RollbackToSavepointTx(ctx, tx, SavepointBatch); rbErr != nil {
 			return fmt.Errorf("ackgap batch: undo the batch handler: %w", rbErr)
 		}
 	}
-	var undone []string
-	for _, i := range todo {
+	for _, i := range round {
 		r := &res.Messages[i]
 		var err error
 		if p.perMessage == nil {
-			err = fmt.Errorf("ackgap batch: batch handler failed and there is no per-message Handler: %w", res.BatchHandlerErr)
+			err = fmt.Errorf("ackgap batch: batch handler failed and there is no per-message Handler: %w", batchErr)
 		} else {
 			r.HandlerStarted = p.cfg.Now()
 			if err = p.runOne(ctx, tx, hold, msgs[i], r.EventID); errors.Is(err, errTxBroken) {
@@ -399,10 +549,7 @@ func (p *Processor[TTx]) apply(ctx context.Context, tx TTx, hold *middleware.Out
 		default:
 			r.Outcome, r.Err = ackgap.OutcomeFailed, err
 		}
-		undone = append(undone, r.EventID)
-	}
-	if _, err := p.store.DeleteInboxTx(ctx, tx, &stores.DeleteInboxParams{Consumer: p.cfg.Consumer, EventIDs: undone}); err != nil {
-		return fmt.Errorf("ackgap batch: delete the inbox rows of failed messages: %w", err)
+		*undone = append(*undone, r.EventID)
 	}
 	return nil
 }

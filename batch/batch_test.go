@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -84,6 +85,14 @@ func sqliteEnv(t testing.TB) *env[*sql.Tx] {
 func TestPostgres(t *testing.T) { suite(t, func(t *testing.T) *env[pgx.Tx] { return pgEnv(t) }) }
 
 func TestSQLite(t *testing.T) { suite(t, func(t *testing.T) *env[*sql.Tx] { return sqliteEnv(t) }) }
+
+func TestRoundsPostgres(t *testing.T) {
+	roundsSuite(t, func(t *testing.T) *env[pgx.Tx] { return pgEnv(t) })
+}
+
+func TestRoundsSQLite(t *testing.T) {
+	roundsSuite(t, func(t *testing.T) *env[*sql.Tx] { return sqliteEnv(t) })
+}
 
 // orders adds pending orders o1..on.
 func (e *env[TTx]) orders(t *testing.T, n int) {
@@ -525,6 +534,251 @@ func suite[TTx any](t *testing.T, newEnv func(t *testing.T) *env[TTx]) {
 		require.Equal(t, "from the broker", seen, "the handler sees the message context's values")
 		require.Equal(t, msgCtx, msg.Context(), "the message's context is restored")
 	})
+}
+
+// keyed returns event id of key k's seq-th step, with the key in
+// metadata "key" (keyedOf reads it).
+func keyed(id, key string, seq int) *message.Message {
+	msg := message.NewMessage(watermill.NewUUID(), []byte(fmt.Sprintf("%s,%d", key, seq)))
+	msg.Metadata.Set(ackgap.MetadataEventIDKey, id)
+	msg.Metadata.Set("key", key)
+	msg.Metadata.Set("seq", strconv.Itoa(seq))
+	return msg
+}
+
+func keyedOf(msg *message.Message) (string, bool) {
+	k := msg.Metadata.Get("key")
+	return k, k != ""
+}
+
+// seqTable adds the per-key sequence table of keys k1..kn, each at 0.
+func (e *env[TTx]) seqTable(t *testing.T, n int) {
+	e.exec(t, `CREATE TABLE key_seq (key TEXT PRIMARY KEY, seq INTEGER NOT NULL)`)
+	for i := range n {
+		e.exec(t, fmt.Sprintf(`INSERT INTO key_seq VALUES ('k%d', 0)`, i+1))
+	}
+}
+
+// seqs returns every key's committed sequence, as "k1=3 k2=1 ...".
+func (e *env[TTx]) seqs(t *testing.T, n int) string {
+	out := make([]string, n)
+	for i := range n {
+		out[i] = fmt.Sprintf("k%d=%d", i+1, e.count(t, fmt.Sprintf(`SELECT seq FROM key_seq WHERE key = 'k%d'`, i+1)))
+	}
+	return strings.Join(out, " ")
+}
+
+// step moves msg's key from seq-1 to seq, and fails when the key is not
+// at seq-1 (a step out of its key's order, or applied twice).
+func step[TTx any](ctx context.Context, tx TTx, msg *message.Message) error {
+	n, err := execTxN(ctx, tx, `UPDATE key_seq SET seq = seq + 1 WHERE key = '`+msg.Metadata.Get("key")+`' AND seq = `+msg.Metadata.Get("seq")+` - 1`)
+	if err != nil {
+		return err
+	}
+	if n != 1 {
+		return ackgap.Permanent("", fmt.Errorf("step %s of %s out of order", msg.Metadata.Get("seq"), msg.Metadata.Get("key")))
+	}
+	return nil
+}
+
+// roundRecorder is a BatchHandler stepping every message of a call and
+// recording the event ids of each call; a call holding one key twice is
+// recorded in twice.
+type roundRecorder[TTx any] struct {
+	calls [][]string
+	twice []string
+	fail  func(msg *message.Message) error // may fail the call, after its steps
+}
+
+func (rr *roundRecorder[TTx]) handle(ctx context.Context, tx TTx, msgs []*message.Message) error {
+	ids := make([]string, len(msgs))
+	seen := map[string]bool{}
+	for i, msg := range msgs {
+		ids[i] = msg.Metadata.Get(ackgap.MetadataEventIDKey)
+		if k := msg.Metadata.Get("key"); seen[k] {
+			rr.twice = append(rr.twice, k)
+		} else {
+			seen[k] = true
+		}
+		if err := step(ctx, tx, msg); err != nil {
+			return err
+		}
+	}
+	rr.calls = append(rr.calls, ids)
+	for _, msg := range msgs {
+		if rr.fail != nil {
+			if err := rr.fail(msg); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func roundsSuite[TTx any](t *testing.T, newEnv func(t *testing.T) *env[TTx]) {
+	ctx := context.Background()
+
+	t.Run("RoundsApplyEachKeyInOrder", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		e.seqTable(t, 3)
+		rr := &roundRecorder[TTx]{}
+		p := newProcessor(t, e.store, batch.Config[TTx]{BatchHandler: rr.handle, KeyOf: keyedOf})
+		msgs := []*message.Message{
+			keyed("a1", "k1", 1), keyed("b1", "k2", 1), keyed("a2", "k1", 2), keyed("c1", "k3", 1),
+			keyed("a3", "k1", 3), keyed("b2", "k2", 2),
+		}
+		res, err := p.Process(ctx, msgs)
+		require.NoError(t, err)
+		require.Equal(t, []ackgap.Outcome{applied, applied, applied, applied, applied, applied}, outcomes(res))
+		require.Equal(t, 3, res.Rounds)
+		require.Equal(t, [][]string{{"a1", "b1", "c1"}, {"a2", "b2"}, {"a3"}}, rr.calls,
+			"one call per round: the first message of each key, then the second, ...")
+		require.Empty(t, rr.twice, "a BatchHandler call never holds one key twice")
+		require.Equal(t, "k1=3 k2=2 k3=1", e.seqs(t, 3))
+		require.Equal(t, 6, e.count(t, `SELECT count(*) FROM ackgap_inbox`))
+
+		// Without keys (no KeyOf, no Delivery) every message is its own
+		// key: one round, as before.
+		e2 := newEnv(t)
+		e2.orders(t, 3)
+		var calls [][]string
+		p2 := newProcessor(t, e2.store, batch.Config[TTx]{BatchHandler: setCharge(e2.store, &calls)})
+		res, err = p2.Process(ctx, events(3))
+		require.NoError(t, err)
+		require.Equal(t, 1, res.Rounds)
+		require.Equal(t, [][]string{{"e1", "e2", "e3"}}, calls)
+	})
+
+	t.Run("KeyFromDelivery", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		e.seqTable(t, 2)
+		rr := &roundRecorder[TTx]{}
+		p := newProcessor(t, e.store, batch.Config[TTx]{BatchHandler: rr.handle}) // KeyOf nil: the Delivery's key
+		msgs := []*message.Message{keyed("a1", "k1", 1), keyed("a2", "k1", 2), keyed("b1", "k2", 1)}
+		for _, m := range msgs {
+			m.SetContext(ackgap.WithDelivery(m.Context(), &ackgap.Delivery{Key: m.Metadata.Get("key"), HasKey: true}))
+		}
+		res, err := p.Process(ctx, msgs)
+		require.NoError(t, err)
+		require.Equal(t, 2, res.Rounds)
+		require.Equal(t, [][]string{{"a1", "b1"}, {"a2"}}, rr.calls)
+		require.Equal(t, "k1=2 k2=1", e.seqs(t, 2))
+	})
+
+	t.Run("FailureHoldsBackItsKey", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		e.seqTable(t, 3)
+		down := true
+		var seen []string
+		p := newProcessor(t, e.store, batch.Config[TTx]{KeyOf: keyedOf, Handler: func(ctx context.Context, tx TTx, msg *message.Message) error {
+			seen = append(seen, msg.Metadata.Get(ackgap.MetadataEventIDKey))
+			if err := step(ctx, tx, msg); err != nil {
+				return err
+			}
+			if msg.Metadata.Get(ackgap.MetadataEventIDKey) == "a1" && down {
+				return errors.New("card processor down") // after the step: the rollback undoes it
+			}
+			return nil
+		}})
+		msgs := []*message.Message{
+			keyed("a1", "k1", 1), keyed("b1", "k2", 1), keyed("a2", "k1", 2), keyed("b2", "k2", 2),
+			keyed("a3", "k1", 3), keyed("c1", "k3", 1),
+		}
+		res, err := p.Process(ctx, msgs)
+		require.NoError(t, err)
+		require.Equal(t, []ackgap.Outcome{failed, applied, failed, applied, failed, applied}, outcomes(res))
+		require.ErrorContains(t, res.Messages[0].Err, "card processor down")
+		for _, i := range []int{2, 4} {
+			require.ErrorIs(t, res.Messages[i].Err, batch.ErrHeldBack, "k1's later messages wait for a1")
+			require.ErrorContains(t, res.Messages[i].Err, `"a1"`)
+			require.True(t, res.Messages[i].HandlerStarted.IsZero(), "a held-back message never reached a handler")
+		}
+		require.Equal(t, []string{"a1", "b1", "c1", "b2"}, seen, "round 1, then round 2 without k1")
+		require.Equal(t, 2, res.Rounds, "round 3 held only a3, held back")
+		require.Equal(t, "k1=0 k2=2 k3=1", e.seqs(t, 3))
+		require.Equal(t, 3, e.count(t, `SELECT count(*) FROM ackgap_inbox`), "no inbox row for the failed and held-back messages")
+
+		// Their redelivery, in order, applies them all.
+		down = false
+		res, err = p.Process(ctx, []*message.Message{msgs[0], msgs[2], msgs[4]})
+		require.NoError(t, err)
+		require.Equal(t, []ackgap.Outcome{applied, applied, applied}, outcomes(res))
+		require.Equal(t, 3, res.Rounds)
+		require.Equal(t, "k1=3 k2=2 k3=1", e.seqs(t, 3))
+	})
+
+	t.Run("FailureInALaterRoundAfterTheBatchHandlerFails", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		e.seqTable(t, 2)
+		// The set-based handler fails round 2 (it holds b2); the
+		// per-message fallback rejects b2 and applies a2; b3 is held back,
+		// a3 applies in round 3 through the BatchHandler.
+		rr := &roundRecorder[TTx]{fail: func(msg *message.Message) error {
+			if msg.Metadata.Get(ackgap.MetadataEventIDKey) == "b2" {
+				return errors.New("set-based: b2 is invalid")
+			}
+			return nil
+		}}
+		p := newProcessor(t, e.store, batch.Config[TTx]{KeyOf: keyedOf, BatchHandler: rr.handle,
+			Handler: func(ctx context.Context, tx TTx, msg *message.Message) error {
+				if msg.Metadata.Get(ackgap.MetadataEventIDKey) == "b2" {
+					return ackgap.Permanent(ackgap.ReasonInvalidData, errors.New("b2 is invalid"))
+				}
+				return step(ctx, tx, msg)
+			}})
+		msgs := []*message.Message{
+			keyed("a1", "k1", 1), keyed("b1", "k2", 1), keyed("a2", "k1", 2), keyed("b2", "k2", 2),
+			keyed("a3", "k1", 3), keyed("b3", "k2", 3),
+		}
+		res, err := p.Process(ctx, msgs)
+		require.NoError(t, err)
+		require.Equal(t, []ackgap.Outcome{applied, applied, applied, rejected, applied, failed}, outcomes(res))
+		require.ErrorContains(t, res.BatchHandlerErr, "b2 is invalid")
+		require.ErrorIs(t, res.Messages[5].Err, batch.ErrHeldBack)
+		require.Equal(t, 3, res.Rounds)
+		require.Equal(t, [][]string{{"a1", "b1"}, {"a2", "b2"}, {"a3"}}, rr.calls,
+			"round 2's call is recorded though it was undone; round 3 without k2")
+		require.Empty(t, rr.twice)
+		require.Equal(t, "k1=3 k2=1", e.seqs(t, 2), "round 2's set-based writes were undone, a2 applied once")
+		require.Equal(t, 4, e.count(t, `SELECT count(*) FROM ackgap_inbox`))
+	})
+
+	t.Run("DuplicateHoldsNothingBack", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		e.seqTable(t, 1)
+		rr := &roundRecorder[TTx]{}
+		p := newProcessor(t, e.store, batch.Config[TTx]{KeyOf: keyedOf, BatchHandler: rr.handle})
+		res, err := p.Process(ctx, []*message.Message{keyed("a1", "k1", 1)})
+		require.NoError(t, err)
+		require.Equal(t, []ackgap.Outcome{applied}, outcomes(res))
+		res, err = p.Process(ctx, []*message.Message{keyed("a1", "k1", 1), keyed("a2", "k1", 2), keyed("a2", "k1", 2), keyed("a3", "k1", 3)})
+		require.NoError(t, err)
+		require.Equal(t, []ackgap.Outcome{duplicate, applied, duplicate, applied}, outcomes(res))
+		require.Equal(t, 2, res.Rounds, "a duplicate takes no round")
+		require.Equal(t, "k1=3", e.seqs(t, 1))
+	})
+}
+
+// execTxN runs one statement in tx, whatever the store, and returns the
+// rows it changed.
+func execTxN(ctx context.Context, tx any, q string) (int64, error) {
+	switch tx := tx.(type) {
+	case pgx.Tx:
+		tag, err := tx.Exec(ctx, q)
+		return tag.RowsAffected(), err
+	case *sql.Tx:
+		r, err := tx.ExecContext(ctx, q)
+		if err != nil {
+			return 0, err
+		}
+		return r.RowsAffected()
+	}
+	return 0, fmt.Errorf("unknown transaction type %T", tx)
 }
 
 // execTx runs one statement in tx, whatever the store.

@@ -5,6 +5,14 @@ import (
 	"errors"
 )
 
+// ErrHeldBack is wrapped by the error of a message that
+// [Processor.Process] did not give to the handlers because an earlier
+// message of its key in the same batch failed or was rejected: applying
+// it would overtake that message. Its outcome is failed and its inbox row
+// is not kept; redeliver it after the message that held it back. It is no
+// fault of its own: a consumer counting attempts may leave it uncounted.
+var ErrHeldBack = errors.New("ackgap batch: held back behind an earlier message of its key that was not applied")
+
 // errTxBroken wraps the error of a savepoint that could not be set, or
 // rolled back to: the batch's transaction is unusable and the batch fails.
 var errTxBroken = errors.New("ackgap batch: transaction unusable")

@@ -8,7 +8,8 @@
 //	p, err := batch.New[pgx.Tx](store, &batch.Config[pgx.Tx]{
 //		InboxConfig: middleware.InboxConfig{Consumer: "billing"},
 //		Handler:     chargeOrder, // router.HandlerFunc: one message, under its own savepoint
-//		// Optional: the whole batch at once; on error the batch falls back to Handler.
+//		// Optional: the whole batch at once (one round: at most one message per key);
+//		// on error the round falls back to Handler.
 //		BatchHandler: func(ctx context.Context, tx pgx.Tx, msgs []*message.Message) error { ... },
 //	})
 //	res, err := p.Process(ctx, msgs)
@@ -38,6 +39,20 @@
 //     brokers' batch adapters (sqsbroker.LambdaBatchHandler,
 //     sqsbroker.BatchConsumer) do.
 //
+// Keys and rounds. A batch may hold several messages of one ordering key
+// (Config.KeyOf; by default the key of the message's ackgap.Delivery,
+// which kafkabroker fills with the Kafka record key), in the order they
+// are to be applied. Process then runs the handlers in rounds inside the
+// one transaction: round 1 has the first message of each key, round 2 the
+// second of each key that has one, and so on; the BatchHandler is called
+// once per round, under a savepoint per round, so one call never holds two
+// messages of one key (a set-based UPDATE ... FROM unnest(...) gets one
+// row per key). A message that its handler failed or rejected holds back
+// the later messages of its key in the batch: they are not applied and
+// fail with ErrHeldBack, to be redelivered after it. All rounds commit
+// together; acknowledge after Process returned, as always. A batch whose
+// keys are all distinct (or that has none) is one round.
+//
 // The per-message Handler sees the same context as behind the inbox
 // middleware: ackgap.TxFromContext, ackgap.ApplyTransition and
 // ackgap.AddOutbox work in it. The BatchHandler gets the transaction and the
@@ -61,5 +76,5 @@
 // savepoint that writes is a subtransaction, and a transaction with more
 // than 64 of them overflows each backend's subtransaction cache, which
 // slows snapshots server-wide until it ends. The BatchHandler path takes
-// one savepoint per batch.
+// one savepoint per round (one per batch when no key repeats).
 package batch

@@ -581,8 +581,9 @@ func (env *kmEnv) start(ctx context.Context, mode, topic, group string, gaps *ga
 
 // batchStep is the batched mode's set-based handler: the guarded step of
 // every message in one UPDATE ... FROM unnest, the misses in one INSERT,
-// the outbox rows in one statement. A batch with two events of one order
-// (impossible under OrderingKey) falls back to the per-message handler.
+// the outbox rows in one statement. batch.Processor calls it once per
+// round, never with two events of one order (the record key); if it did,
+// the call would fail and the round fall back to the per-message handler.
 func (env *kmEnv) batchStep(ctx context.Context, tx pgx.Tx, msgs []*message.Message) error {
 	orders := make([]string, len(msgs))
 	seqs := make([]int32, len(msgs))

@@ -19,6 +19,13 @@ import (
 // transaction committed or failed. batch.Processor's ProcessErrors method
 // is one. [BatchConsumer] acks, dead-letters or nacks each message after it
 // returned.
+//
+// msgs may hold several messages of one record key (up to
+// BatchConsumerConfig.MaxPerKey), in offset order. A BatchFunc must apply
+// them in that order and must not apply a message after an earlier one of
+// its key that it did not apply (fail it instead): batch.Processor does
+// both, by rounds, with the key it reads from the message's
+// ackgap.Delivery (Key, HasKey).
 type BatchFunc func(ctx context.Context, msgs []*message.Message) []error
 
 // Defaults of [BatchConsumerConfig].
@@ -35,6 +42,9 @@ const (
 	BatchWorkersDefault = 4
 	// BatchMaxAttemptsDefault is the default BatchConsumerConfig.MaxAttempts.
 	BatchMaxAttemptsDefault = 5
+	// MaxPerKeyDefault is the default BatchConsumerConfig.MaxPerKey: at
+	// most 16 messages of one record key per batch (16 rounds).
+	MaxPerKeyDefault = 16
 )
 
 // BatchConsumerConfig configures [NewBatchConsumer]. The embedded
@@ -48,6 +58,16 @@ type BatchConsumerConfig struct {
 	// MaxBatch is the most messages one batch (one transaction) holds.
 	// Default MaxBatchDefault (64); at least 1.
 	MaxBatch int
+	// MaxPerKey is the most messages of one record key one batch holds,
+	// under OrderingKey: a key's messages queued in its partition are
+	// handed out together, in offset order, up to MaxPerKey and the
+	// partition's room under MaxInFlight, and go into one batch, where
+	// batch.Processor applies them one round after another. A hot key then
+	// costs a transaction per MaxPerKey messages, not per message; each
+	// round costs a savepoint and a BatchHandler call. 1 means one message
+	// of a key per batch. Default MaxPerKeyDefault (16); at least 1, at
+	// most MaxBatch.
+	MaxPerKey int
 	// BatchWait is how long a batch collects messages after its first one
 	// before it runs (it runs at once when MaxBatch is reached). Default
 	// BatchWaitDefault (1 ms); negative means no wait: only messages
@@ -87,6 +107,9 @@ func (c BatchConsumerConfig) WithDefaults() BatchConsumerConfig {
 	if c.MaxAttempts == 0 {
 		c.MaxAttempts = BatchMaxAttemptsDefault
 	}
+	if c.MaxPerKey == 0 {
+		c.MaxPerKey = min(MaxPerKeyDefault, max(c.MaxBatch, 1))
+	}
 	return c
 }
 
@@ -100,6 +123,9 @@ func (c BatchConsumerConfig) validate() error {
 	}
 	if c.MaxBatch < 1 {
 		errs = append(errs, fmt.Errorf("MaxBatch is %d, must be at least 1", c.MaxBatch))
+	}
+	if c.MaxPerKey < 1 || c.MaxPerKey > max(c.MaxBatch, 1) {
+		errs = append(errs, fmt.Errorf("MaxPerKey is %d, must be at least 1 and at most MaxBatch (%d)", c.MaxPerKey, c.MaxBatch))
 	}
 	if c.Workers < 1 {
 		errs = append(errs, fmt.Errorf("Workers is %d, must be at least 1", c.Workers))
@@ -126,11 +152,16 @@ func (c BatchConsumerConfig) validate() error {
 // (up to MaxBatch, waiting up to BatchWait after the first), from any
 // partition; Workers batches run at once.
 //
-// Order. Under OrderingKey (the default) the subscriber hands out one
-// message per record key at a time and the next of a key only after the
-// previous was acked, so a batch never holds two messages of one key and
-// concurrent batches never share a key: per-key order holds. Under
-// OrderingPartition a batch holds at most one message per partition.
+// Order. Under OrderingKey (the default) the subscriber hands out the
+// messages of one record key together, in offset order (up to MaxPerKey:
+// the key's messages queued in its partition), and the key's next ones
+// only after all of those were settled; they go into one batch, never
+// split, so concurrent batches never share a key. The BatchFunc applies
+// them in offset order (batch.Processor: in rounds, one message per key
+// per round, all in the batch's one transaction). Per-key order holds. A
+// batch may end short of MaxBatch when the next key's messages do not fit;
+// they start the worker's next batch. Under OrderingPartition a batch
+// holds at most one message per partition.
 //
 // Acks. Every message is acked, nacked or dead-lettered only after the
 // BatchFunc returned, that is after the batch's commit (docs/design.md
@@ -139,12 +170,15 @@ func (c BatchConsumerConfig) validate() error {
 // group coordinator accepted a commit covering it.
 //
 // A failing message. The batch rolls back to the message's savepoint and
-// the rest of the batch commits. The failing message is nacked: the
-// subscriber hands it out again after NackResendSleep, and it holds its
-// key (nothing of its key overtakes it) and its partition's watermark
-// until it is acked. A permanent error, or a message out of MaxAttempts,
-// is published to DeadLetterTopic and then acked, freeing its key; a
-// failed dead-letter publish nacks it instead. A busy database
+// the rest of the batch commits, except the later messages of its key,
+// which the BatchFunc holds back (batch.ErrHeldBack). The failing message
+// and those behind it are nacked: the subscriber hands them out again
+// after NackResendSleep, and the failing message holds its key (nothing of
+// its key overtakes it) and its partition's watermark until it is acked.
+// A message held back behind an earlier one of its key in the batch uses
+// no attempt and is never dead-lettered for it. A permanent error, or a
+// message out of MaxAttempts, is published to DeadLetterTopic and then
+// acked, freeing its key; a failed dead-letter publish nacks it instead. A busy database
 // (ackgap.ErrStoreUnavailable) or a cancelled context never dead-letters
 // and uses no attempt.
 //
@@ -226,7 +260,11 @@ func (bc *BatchConsumer) Run(ctx context.Context) error {
 		return ErrSubscriberClosed
 	default:
 	}
-	msgs, err := bc.sub.Subscribe(ctx, bc.cfg.Topic)
+	keyRun := 1
+	if bc.cfg.Ordering == OrderingKey {
+		keyRun = bc.cfg.MaxPerKey
+	}
+	runs, err := bc.sub.subscribeRuns(ctx, bc.cfg.Topic, keyRun)
 	if err != nil {
 		return err
 	}
@@ -251,7 +289,7 @@ func (bc *BatchConsumer) Run(ctx context.Context) error {
 	}()
 	var wg sync.WaitGroup
 	for range bc.cfg.Workers {
-		wg.Go(func() { bc.work(batchCtx, msgs) })
+		wg.Go(func() { bc.work(batchCtx, runs) })
 	}
 	wg.Wait()
 	close(workersDone)
@@ -274,22 +312,31 @@ func (bc *BatchConsumer) Close() error {
 	return bc.closeErr
 }
 
-// work runs batches from msgs until it is closed.
-func (bc *BatchConsumer) work(ctx context.Context, msgs <-chan *message.Message) {
+// work runs batches from runs until it is closed.
+func (bc *BatchConsumer) work(ctx context.Context, runs <-chan []*message.Message) {
+	var carry []*message.Message // a run that did not fit the last batch
 	for {
-		first, ok := <-msgs
-		if !ok {
-			return
+		first := carry
+		if first == nil {
+			r, ok := <-runs
+			if !ok {
+				return
+			}
+			first = r
 		}
-		bc.process(ctx, bc.collect(msgs, first))
+		var batch []*message.Message
+		batch, carry = bc.collect(runs, first)
+		bc.process(ctx, batch)
 	}
 }
 
-// collect returns a batch starting with first: what msgs hands out within
-// BatchWait, up to MaxBatch.
-func (bc *BatchConsumer) collect(msgs <-chan *message.Message, first *message.Message) []*message.Message {
-	batch := make([]*message.Message, 1, bc.cfg.MaxBatch)
-	batch[0] = first
+// collect returns a batch starting with the run first: the runs handed
+// out within BatchWait, up to MaxBatch messages. A run that does not fit
+// ends the batch and is returned as carry, to start the next one: a run is
+// never split, so a key's messages stay in one batch.
+func (bc *BatchConsumer) collect(runs <-chan []*message.Message, first []*message.Message) (batch, carry []*message.Message) {
+	batch = make([]*message.Message, 0, bc.cfg.MaxBatch)
+	batch = append(batch, first...)
 	var wait <-chan time.Time
 	if bc.cfg.BatchWait > 0 {
 		t := time.NewTimer(bc.cfg.BatchWait)
@@ -297,32 +344,35 @@ func (bc *BatchConsumer) collect(msgs <-chan *message.Message, first *message.Me
 		wait = t.C
 	}
 	for len(batch) < bc.cfg.MaxBatch {
+		var r []*message.Message
+		var ok bool
 		if wait == nil {
 			select {
-			case m, ok := <-msgs:
-				if !ok {
-					return batch
-				}
-				batch = append(batch, m)
-				continue
+			case r, ok = <-runs:
 			default:
-				return batch
+				return batch, nil
+			}
+		} else {
+			select {
+			case r, ok = <-runs:
+			case <-wait:
+				return batch, nil
 			}
 		}
-		select {
-		case m, ok := <-msgs:
-			if !ok {
-				return batch
-			}
-			batch = append(batch, m)
-		case <-wait:
-			return batch
+		if !ok {
+			return batch, nil
 		}
+		if len(batch)+len(r) > bc.cfg.MaxBatch {
+			return batch, r
+		}
+		batch = append(batch, r...)
 	}
-	return batch
+	return batch, nil
 }
 
-// process runs batch through the BatchFunc and settles every message.
+// process runs batch through the BatchFunc and settles every message. A
+// message that failed behind an earlier message of its key that was not
+// acked is held back, not at fault.
 func (bc *BatchConsumer) process(ctx context.Context, batch []*message.Message) {
 	verdicts := bc.fn(ctx, batch)
 	if len(verdicts) != len(batch) {
@@ -333,14 +383,42 @@ func (bc *BatchConsumer) process(ctx context.Context, batch []*message.Message) 
 		}
 		return
 	}
+	var notAcked map[recordKeyOf]bool // keys with a message failed earlier in batch
 	for i, m := range batch {
-		bc.settle(m, verdicts[i])
+		err := verdicts[i]
+		if err == nil {
+			bc.settle(m, nil, false)
+			continue
+		}
+		k, hasKey := keyOfRecord(m)
+		bc.settle(m, err, hasKey && notAcked[k])
+		if hasKey {
+			if notAcked == nil {
+				notAcked = make(map[recordKeyOf]bool)
+			}
+			notAcked[k] = true
+		}
 	}
 }
 
+// recordKeyOf is a record key within its partition.
+type recordKeyOf struct {
+	partition int32
+	key       string
+}
+
+func keyOfRecord(m *message.Message) (recordKeyOf, bool) {
+	r, ok := recordFromContext(m.Context())
+	if !ok {
+		return recordKeyOf{}, false
+	}
+	return recordKeyOf{r.partition, string(r.key)}, true
+}
+
 // settle acks m (err nil), dead-letters and acks it (permanent, or out
-// of attempts), or nacks it.
-func (bc *BatchConsumer) settle(m *message.Message, err error) {
+// of attempts), or nacks it; heldBack (an earlier message of its key in
+// the batch failed) nacks it without using an attempt.
+func (bc *BatchConsumer) settle(m *message.Message, err error, heldBack bool) {
 	k, hasKey := bc.offsetOf(m)
 	if err == nil {
 		bc.forget(k, hasKey)
@@ -349,6 +427,9 @@ func (bc *BatchConsumer) settle(m *message.Message, err error) {
 	}
 	reason := ""
 	switch {
+	case heldBack:
+		// Behind its key's failed message: redelivered after it, its own
+		// attempts untouched.
 	case ackgap.IsPermanent(err):
 		reason = ackgap.ReasonOf(err)
 		if reason == "" {

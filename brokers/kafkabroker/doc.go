@@ -83,11 +83,18 @@
 // [NewBatchConsumer] runs a topic through a [BatchFunc] (batch.Processor's
 // ProcessErrors: one transaction per batch, a savepoint per message) on top
 // of a [ParallelSubscriber]: a batch is what the partitions have ready, up
-// to MaxBatch (64) and BatchWait (1 ms) after its first message, and under
-// OrderingKey never two messages of one key. Messages are acked only after
-// the batch's commit; a failing message is rolled back to its savepoint
-// while the rest commits, and is nacked (holding its key and watermark) or,
-// when permanent or out of MaxAttempts, dead-lettered and acked.
+// to MaxBatch (64) and BatchWait (1 ms) after its first message. Under
+// OrderingKey a key's queued messages are handed out together, in offset
+// order, up to MaxPerKey (16), and go into one batch, where batch.Processor
+// applies them in rounds (one message per key per round, the BatchHandler
+// once per round, all in the one transaction): a hot key costs one
+// transaction per MaxPerKey messages. Concurrent batches never share a key.
+// Messages are acked only after the batch's commit; a failing message is
+// rolled back to its savepoint while the rest commits, except its key's
+// later messages, which are held back; it is nacked (holding its key and
+// watermark) or, when permanent or out of MaxAttempts, dead-lettered and
+// acked, and those held back behind it are nacked without using an
+// attempt.
 //
 //	p, err := batch.New[pgx.Tx](store, &batch.Config[pgx.Tx]{InboxConfig: middleware.InboxConfig{Consumer: "billing"}, Handler: charge})
 //	bc, err := kafkabroker.NewBatchConsumer(p.ProcessErrors, &kafkabroker.BatchConsumerConfig{

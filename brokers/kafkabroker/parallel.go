@@ -106,6 +106,31 @@ func NewParallelSubscriber(cfg *ParallelConfig, logger watermill.LoggerAdapter) 
 // [ParallelSubscriber]). It returns [ErrSubscriberClosed] after Close, and
 // an error when the brokers cannot be reached.
 func (s *ParallelSubscriber) Subscribe(ctx context.Context, topic string) (<-chan *message.Message, error) {
+	sub, err := s.subscribe(ctx, topic, 0)
+	if err != nil {
+		return nil, err
+	}
+	return sub.out, nil
+}
+
+// subscribeRuns is Subscribe for [BatchConsumer]: it hands out runs, up to
+// keyRun messages of one record key at once in offset order under
+// OrderingKey (one message otherwise). The run's messages are in flight
+// together and the key's next message is handed out only after all of
+// them were settled; the receiver must ack a prefix of the run and nack
+// the rest (a nack holds the key: the first message not acked is handed
+// out again, with the rest of its key, after NackResendSleep).
+func (s *ParallelSubscriber) subscribeRuns(ctx context.Context, topic string, keyRun int) (<-chan []*message.Message, error) {
+	sub, err := s.subscribe(ctx, topic, max(keyRun, 1))
+	if err != nil {
+		return nil, err
+	}
+	return sub.runs, nil
+}
+
+// subscribe starts a subscription handing out single messages on out
+// (keyRun 0) or runs on runs (keyRun >= 1).
+func (s *ParallelSubscriber) subscribe(ctx context.Context, topic string, keyRun int) (*parallelSub, error) {
 	s.mu.Lock()
 	closed := s.closed
 	s.mu.Unlock()
@@ -151,6 +176,7 @@ func (s *ParallelSubscriber) Subscribe(ctx context.Context, topic string) (<-cha
 		commits:    commits,
 		group:      group,
 		out:        make(chan *message.Message),
+		keyRun:     keyRun,
 		msgCtx:     msgCtx,
 		cancelMsgs: cancelMsgs,
 		cancelRun:  cancelRun,
@@ -161,6 +187,9 @@ func (s *ParallelSubscriber) Subscribe(ctx context.Context, topic string) (<-cha
 		done:       make(chan struct{}),
 		loops:      make(map[partitionKey]*partLoop),
 		accepted:   &s.accepted,
+	}
+	if keyRun > 0 {
+		sub.runs = make(chan []*message.Message)
 	}
 	s.subs = append(s.subs, sub)
 	go sub.consume(runCtx)
@@ -176,7 +205,7 @@ func (s *ParallelSubscriber) Subscribe(ctx context.Context, topic string) (<-cha
 		case <-sub.done:
 		}
 	}()
-	return sub.out, nil
+	return sub, nil
 }
 
 // Close stops every subscription: no new message is handed out, messages
@@ -275,6 +304,10 @@ type parallelSub struct {
 	commits sarama.Client
 	group   sarama.ConsumerGroup
 	out     chan *message.Message
+	// runs, when set (subscribeRuns), replaces out: runs of up to keyRun
+	// messages of one key.
+	runs   chan []*message.Message
+	keyRun int
 
 	msgCtx     context.Context
 	cancelMsgs context.CancelFunc
@@ -299,6 +332,9 @@ type parallelSub struct {
 func (sub *parallelSub) consume(runCtx context.Context) {
 	defer close(sub.consumed)
 	defer close(sub.out)
+	if sub.runs != nil {
+		defer close(sub.runs)
+	}
 	for runCtx.Err() == nil {
 		err := sub.group.Consume(runCtx, []string{sub.topic}, sub)
 		switch {
@@ -418,6 +454,18 @@ type pending struct {
 	// cancel ends msg's context; the watcher calls it once msg is settled,
 	// as watermill-kafka does after an ack or nack.
 	cancel context.CancelFunc
+	// run is the run of its key p was handed out in (subscribeRuns, two
+	// messages or more), until p is settled; acked is set when p was acked
+	// in it.
+	run   *keyRun
+	acked bool
+}
+
+// keyRun is one handout of several messages of one key: the key's next
+// messages wait until every one of them was settled.
+type keyRun struct {
+	size, left int
+	nacked     bool
 }
 
 type eventKind int
@@ -450,6 +498,7 @@ type partLoop struct {
 	ready    []*pending            // due to be handed out
 	inflight int
 	draining bool
+	runBuf   []*message.Message // the run due to be handed out, rebuilt until it is
 
 	events chan partEvent
 	done   chan struct{} // closed when run returned
@@ -476,8 +525,14 @@ func (l *partLoop) run() {
 		}
 		var out chan<- *message.Message
 		var next *message.Message
+		var runs chan<- []*message.Message
+		var run []*message.Message
 		if !stopping && l.inflight < l.sub.cfg.MaxInFlight {
-			if next = l.due(); next != nil {
+			if l.sub.runs != nil {
+				if run = l.dueRun(); run != nil {
+					runs = l.sub.runs
+				}
+			} else if next = l.due(); next != nil {
 				out = l.sub.out
 			}
 		}
@@ -490,6 +545,8 @@ func (l *partLoop) run() {
 			l.read(rec)
 		case out <- next:
 			l.handedOut()
+		case runs <- run:
+			l.handedOutRun(len(run))
 		case ev := <-l.events:
 			l.handle(ev)
 		case <-l.sess.Context().Done():
@@ -525,10 +582,7 @@ func (l *partLoop) read(rec *sarama.ConsumerMessage) {
 func (l *partLoop) due() *message.Message {
 	for len(l.ready) > 0 {
 		p := l.ready[0]
-		if p.msg != nil {
-			return p.msg
-		}
-		msg, err := Marshaler{}.Unmarshal(p.rec)
+		msg, err := l.build(p)
 		if err != nil {
 			// Hold the record (and the watermark): it is retried after
 			// NackResendSleep (at least its default), never skipped.
@@ -538,20 +592,62 @@ func (l *partLoop) due() *message.Message {
 			l.resendAfter(p, max(l.sub.cfg.NackResendSleep, NackResendSleepDefault))
 			continue
 		}
-		p.d = &ackgap.Delivery{
-			ConsumerGroup: l.sub.cfg.ConsumerGroup, Partition: p.rec.Partition, Offset: p.rec.Offset, HasOffset: true,
-			Confirmation: ackgap.ConfirmationReported, Destination: p.rec.Topic, Received: time.Now(),
-		}
-		ctx, cancel := context.WithCancel(l.sub.msgCtx)
-		ctx = context.WithValue(ctx, recordKey{}, recordInfo{
-			partition: p.rec.Partition, offset: p.rec.Offset, key: p.rec.Key, timestamp: p.rec.Timestamp,
-		})
-		p.cancel = cancel
-		msg.SetContext(ackgap.WithDelivery(ctx, p.d))
-		p.msg = msg
 		return msg
 	}
 	return nil
+}
+
+// build returns the message to hand out for p, building it once.
+func (l *partLoop) build(p *pending) (*message.Message, error) {
+	if p.msg != nil {
+		return p.msg, nil
+	}
+	msg, err := Marshaler{}.Unmarshal(p.rec)
+	if err != nil {
+		return nil, err
+	}
+	p.d = &ackgap.Delivery{
+		ConsumerGroup: l.sub.cfg.ConsumerGroup, Partition: p.rec.Partition, Offset: p.rec.Offset, HasOffset: true,
+		Key: string(p.rec.Key), HasKey: true,
+		Confirmation: ackgap.ConfirmationReported, Destination: p.rec.Topic, Received: time.Now(),
+	}
+	ctx, cancel := context.WithCancel(l.sub.msgCtx)
+	ctx = context.WithValue(ctx, recordKey{}, recordInfo{
+		partition: p.rec.Partition, offset: p.rec.Offset, key: p.rec.Key, timestamp: p.rec.Timestamp,
+	})
+	p.cancel = cancel
+	msg.SetContext(ackgap.WithDelivery(ctx, p.d))
+	p.msg = msg
+	return msg, nil
+}
+
+// dueRun returns the run to hand out next (subscribeRuns): the first due
+// record's message and, under OrderingKey, the messages of the records
+// queued behind it under its key, in offset order, up to keyRun and the
+// room left under MaxInFlight. A record that cannot be unmarshalled ends
+// the run before it (it is handled when it is due itself).
+func (l *partLoop) dueRun() []*message.Message {
+	head := l.due()
+	if head == nil {
+		return nil
+	}
+	l.runBuf = append(l.runBuf[:0], head)
+	if l.sub.cfg.Ordering != OrderingKey {
+		return l.runBuf
+	}
+	limit := min(l.sub.keyRun, l.sub.cfg.MaxInFlight-l.inflight)
+	q := l.queues[l.ready[0].key] // q[0] is the first due record
+	for _, p := range q[1:] {
+		if len(l.runBuf) >= limit {
+			break
+		}
+		msg, err := l.build(p)
+		if err != nil {
+			break
+		}
+		l.runBuf = append(l.runBuf, msg)
+	}
+	return l.runBuf
 }
 
 // handedOut records that the first due record's message was sent, and
@@ -564,6 +660,27 @@ func (l *partLoop) handedOut() {
 	l.inflight++
 	l.sub.inflight.Add(1)
 	go l.watch(p, msg, d, cancel)
+}
+
+// handedOutRun records that the run of the first due record, its first n
+// records of its key, was sent, and watches its messages; one message is
+// handed out as by handedOut.
+func (l *partLoop) handedOutRun(n int) {
+	l.runBuf = nil // the receiver holds it now
+	if n == 1 {
+		l.handedOut()
+		return
+	}
+	p := l.ready[0]
+	l.ready = l.ready[1:]
+	rs := &keyRun{size: n, left: n}
+	for _, m := range l.queues[p.key][:n] {
+		msg, d, cancel := m.msg, m.d, m.cancel
+		m.msg, m.cancel, m.run = nil, nil, rs
+		go l.watch(m, msg, d, cancel)
+	}
+	l.inflight += n
+	l.sub.inflight.Add(int64(n))
 }
 
 // watch waits for msg's ack or nack, ends its context and passes it to the
@@ -597,13 +714,23 @@ func (l *partLoop) handle(ev partEvent) {
 	case evAcked:
 		l.inflight--
 		l.wm.ack(ev.p.rec.Offset, ev.d, ev.at)
-		l.next(ev.p)
+		if ev.p.run != nil {
+			ev.p.acked = true
+			l.runSettled(ev.p)
+		} else {
+			l.next(ev.p)
+		}
 		if acked := l.wm.advance(); len(acked) > 0 {
 			l.com.advance(l.k, l.wm.offset(), acked)
 		}
 	case evNacked:
 		l.inflight--
-		l.resendLater(ev.p)
+		if ev.p.run != nil {
+			ev.p.run.nacked = true
+			l.runSettled(ev.p)
+		} else {
+			l.resendLater(ev.p)
+		}
 	case evResend:
 		if !l.draining {
 			l.ready = append(l.ready, ev.p)
@@ -622,6 +749,38 @@ func (l *partLoop) next(p *pending) {
 		return
 	}
 	l.queues[p.key] = q
+	l.ready = append(l.ready, q[0])
+}
+
+// runSettled counts p, a message of a run, settled; once the whole run
+// is, its acked messages leave the key's queue and the key's first
+// message not acked becomes due: at once when the run was all acked,
+// after NackResendSleep when one of it was nacked (it holds its key, and
+// the key's later messages come after it).
+func (l *partLoop) runSettled(p *pending) {
+	rs := p.run
+	p.run = nil
+	if rs.left--; rs.left > 0 {
+		return
+	}
+	q := l.queues[p.key]
+	kept := 0
+	for _, m := range q[:rs.size] {
+		if !m.acked {
+			q[kept] = m
+			kept++
+		}
+	}
+	q = append(q[:kept], q[rs.size:]...)
+	if len(q) == 0 {
+		delete(l.queues, p.key)
+		return
+	}
+	l.queues[p.key] = q
+	if rs.nacked {
+		l.resendLater(q[0])
+		return
+	}
 	l.ready = append(l.ready, q[0])
 }
 

@@ -123,8 +123,10 @@ var closedCh = func() chan struct{} { c := make(chan struct{}); close(c); return
 func (t *tracker) add(topic string, msg *message.Message) *delivery {
 	partition, ok1 := kafka.MessagePartitionFromCtx(msg.Context())
 	offset, ok2 := kafka.MessagePartitionOffsetFromCtx(msg.Context())
+	key, hasKey := kafka.MessageKeyFromCtx(msg.Context())
 	d := &delivery{committed: make(chan struct{}), ack: &ackgap.Delivery{
 		ConsumerGroup: t.group, Partition: partition, Offset: offset, HasOffset: ok1 && ok2,
+		Key: string(key), HasKey: hasKey,
 		Confirmation: ackgap.ConfirmationReported, Destination: topic, Received: time.Now(),
 	}}
 	msg.SetContext(ackgap.WithDelivery(msg.Context(), d.ack))
