@@ -22,17 +22,13 @@
 package brokertest
 
 import (
-	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"os/signal"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -42,6 +38,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ackgap/ackgap"
+	"github.com/ackgap/ackgap/internal/childproc"
 	"github.com/ackgap/ackgap/middleware"
 	"github.com/ackgap/ackgap/router"
 	"github.com/ackgap/ackgap/stores"
@@ -275,10 +272,10 @@ func nackRedelivers[TTx any](t *testing.T, h *Harness[TTx]) {
 	require.Equal(t, "payload-n1", string(again.Payload))
 }
 
-// Child process protocol: env variables set by the parent, lines printed
-// by the child on stdout.
+// Child process protocol: the role, env variables set by the parent, and
+// lines printed by the child on stdout.
 const (
-	envChild    = "ACKGAP_BROKERTEST_CHILD"
+	childRole   = "brokertest"
 	envDB       = "ACKGAP_BROKERTEST_DB"
 	envTopic    = "ACKGAP_BROKERTEST_TOPIC"
 	envGroup    = "ACKGAP_BROKERTEST_GROUP"
@@ -290,17 +287,10 @@ const (
 )
 
 // RunChildIfRequested turns the process into a suite child when the
-// parent asked for one (env ACKGAP_BROKERTEST_CHILD=1) and exits; it
-// returns at once otherwise. Call it first in TestMain.
+// parent asked for one and exits; it returns at once otherwise. Call it
+// first in TestMain.
 func RunChildIfRequested[TTx any](newBroker NewBrokerFunc, sf StoreFactory[TTx]) {
-	if os.Getenv(envChild) != "1" {
-		return
-	}
-	if err := runChild(newBroker, sf); err != nil {
-		fmt.Fprintln(os.Stderr, "brokertest child:", err)
-		os.Exit(2)
-	}
-	os.Exit(0)
+	childproc.RunIfRequested(childRole, func() error { return runChild(newBroker, sf) })
 }
 
 // runChild consumes the topic with the ackgap router on the SQLite file
@@ -323,18 +313,12 @@ func runChild[TTx any](newBroker NewBrokerFunc, sf StoreFactory[TTx]) error {
 	if err != nil {
 		return err
 	}
-	var mu sync.Mutex // handlers of several partitions report at once
-	say := func(format string, args ...any) {
-		mu.Lock()
-		defer mu.Unlock()
-		fmt.Fprintf(os.Stdout, format+"\n", args...)
-	}
 	hangOn := os.Getenv(envHangOn)
 	hang := func(h message.HandlerFunc) message.HandlerFunc {
 		return func(msg *message.Message) ([]*message.Message, error) {
 			produced, err := h(msg)
 			if err == nil && hangOn != "" && msg.Metadata.Get(ackgap.MetadataEventIDKey) == hangOn {
-				say(lineHanging + " " + hangOn) // committed; the ack never comes
+				childproc.Say(lineHanging + " " + hangOn) // committed; the ack never comes
 				select {}
 			}
 			return produced, err
@@ -344,7 +328,7 @@ func runChild[TTx any](newBroker NewBrokerFunc, sf StoreFactory[TTx]) error {
 		DeadLetter:  discard{},
 		Middlewares: []message.HandlerMiddleware{hang},
 		InboxConfig: middleware.InboxConfig{Observer: func(_ context.Context, rep *ackgap.InboxReport) {
-			say("%s %s %s", lineOutcome, rep.EventID, rep.Outcome)
+			childproc.Say("%s %s %s", lineOutcome, rep.EventID, rep.Outcome)
 		}},
 	})
 	if err != nil {
@@ -361,7 +345,7 @@ func runChild[TTx any](newBroker NewBrokerFunc, sf StoreFactory[TTx]) error {
 	}
 	go func() {
 		<-r.Running()
-		say(lineReady)
+		childproc.Say(lineReady)
 	}()
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
@@ -380,61 +364,25 @@ type discard struct{}
 func (discard) Publish(string, ...*message.Message) error { return nil }
 func (discard) Close() error                              { return nil }
 
-// child is a running child process and its stdout lines.
-type child struct {
-	cmd   *exec.Cmd
-	lines chan string
+func startChild(t *testing.T, env ...string) *childproc.Child {
+	t.Helper()
+	return childproc.Start(t, childRole, env...)
 }
 
-func startChild(t *testing.T, env ...string) *child {
+// waitFor reads the child's lines until one starts with prefix, adding
+// the outcomes seen on the way to outcomes.
+func waitFor(t *testing.T, c *childproc.Child, prefix string, wait time.Duration, outcomes map[string][]string) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), append([]string{envChild + "=1"}, env...)...)
-	cmd.Stderr = os.Stderr
-	stdout, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	c := &child{cmd: cmd, lines: make(chan string, 10000)}
-	go func() {
-		defer close(c.lines)
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			select {
-			case c.lines <- sc.Text():
-			default: // nobody reads this child's lines any more
-			}
-		}
-		_, _ = io.Copy(io.Discard, stdout)
-	}()
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-		}
+	c.WaitFor(t, wait, func(line string) bool {
+		recordOutcome(line, outcomes)
+		return strings.HasPrefix(line, prefix)
 	})
-	return c
 }
 
-// waitFor reads the child's lines until one starts with prefix, returning
-// the outcomes seen on the way.
-func (c *child) waitFor(t *testing.T, prefix string, wait time.Duration, outcomes map[string][]string) {
-	t.Helper()
-	deadline := time.After(wait)
-	for {
-		select {
-		case line, ok := <-c.lines:
-			if !ok {
-				t.Fatalf("child exited before %q", prefix)
-			}
-			if f := strings.Fields(line); len(f) == 3 && f[0] == lineOutcome {
-				outcomes[f[1]] = append(outcomes[f[1]], f[2])
-			}
-			if strings.HasPrefix(line, prefix) {
-				return
-			}
-		case <-deadline:
-			t.Fatalf("child did not print %q within %s; outcomes so far %v", prefix, wait, outcomes)
-		}
+// recordOutcome adds line's outcome to outcomes if it is an OUTCOME line.
+func recordOutcome(line string, outcomes map[string][]string) {
+	if f := strings.Fields(line); len(f) == 3 && f[0] == lineOutcome {
+		outcomes[f[1]] = append(outcomes[f[1]], f[2])
 	}
 }
 
@@ -471,9 +419,9 @@ func rebalanceMidStream[TTx any](t *testing.T, h *Harness[TTx]) {
 
 	outcomes := map[string][]string{}
 	a := startChild(t, env...)
-	a.waitFor(t, lineOutcome, h.Features.RedeliveryWait, outcomes)
+	waitFor(t, a, lineOutcome, h.Features.RedeliveryWait, outcomes)
 	for len(outcomes) < n/4 { // let A get a quarter through, then B joins
-		a.waitFor(t, lineOutcome, h.Features.RedeliveryWait, outcomes)
+		waitFor(t, a, lineOutcome, h.Features.RedeliveryWait, outcomes)
 	}
 	b := startChild(t, env...)
 	deadline := time.Now().Add(4 * h.Features.RedeliveryWait)
@@ -484,12 +432,11 @@ func rebalanceMidStream[TTx any](t *testing.T, h *Harness[TTx]) {
 		require.True(t, time.Now().Before(deadline), "not all %d events applied in time", n)
 		time.Sleep(100 * time.Millisecond)
 	}
-	for _, c := range []*child{a, b} {
-		require.NoError(t, c.cmd.Process.Signal(syscall.SIGTERM))
-		require.NoError(t, c.cmd.Wait())
+	for _, c := range []*childproc.Child{a, b} {
+		c.Stop(t, h.Features.RedeliveryWait)
 	}
 	byB := 0
-	for line := range b.lines {
+	for _, line := range b.Lines() {
 		if strings.HasSuffix(line, " applied") {
 			byB++
 		}
@@ -516,28 +463,18 @@ func killedInAckGap[TTx any](t *testing.T, h *Harness[TTx]) {
 
 	first := startChild(t, append(env, envHangOn+"=K2")...)
 	firstOutcomes := map[string][]string{}
-	first.waitFor(t, lineHanging, h.Features.RedeliveryWait, firstOutcomes)
+	waitFor(t, first, lineHanging, h.Features.RedeliveryWait, firstOutcomes)
 	require.Equal(t, []string{"applied"}, firstOutcomes["K2"], "K2 committed in the first process")
-	require.NoError(t, first.cmd.Process.Signal(syscall.SIGKILL))
-	_ = first.cmd.Wait()
+	first.Kill(t)
 
 	second := startChild(t, env...)
 	secondOutcomes := map[string][]string{}
-	deadline := time.Now().Add(h.Features.RedeliveryWait)
-	for len(firstOutcomes["K1"])+len(secondOutcomes["K1"]) == 0 || len(firstOutcomes["K3"])+len(secondOutcomes["K3"]) == 0 || len(secondOutcomes["K2"]) == 0 {
-		require.True(t, time.Now().Before(deadline), "waiting for K1..K3 after the restart; first %v, second %v", firstOutcomes, secondOutcomes)
-		select {
-		case line, ok := <-second.lines:
-			require.True(t, ok, "second child exited")
-			if f := strings.Fields(line); len(f) == 3 && f[0] == lineOutcome {
-				secondOutcomes[f[1]] = append(secondOutcomes[f[1]], f[2])
-			}
-		case <-time.After(time.Until(deadline)):
-		}
-	}
+	second.WaitFor(t, h.Features.RedeliveryWait, func(line string) bool {
+		recordOutcome(line, secondOutcomes)
+		return len(firstOutcomes["K1"])+len(secondOutcomes["K1"]) > 0 && len(firstOutcomes["K3"])+len(secondOutcomes["K3"]) > 0 && len(secondOutcomes["K2"]) > 0
+	})
 	require.Equal(t, []string{"duplicate"}, secondOutcomes["K2"], "the redelivery of the committed, unacked K2 is a no-op")
-	require.NoError(t, second.cmd.Process.Signal(syscall.SIGTERM))
-	require.NoError(t, second.cmd.Wait())
+	second.Stop(t, h.Features.RedeliveryWait)
 
 	applied := appliedCounts(t, h, dbPath)
 	require.Equal(t, map[string]int{"K1": 1, "K2": 1, "K3": 1}, applied, "each event applied exactly once across the crash")

@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ackgap/ackgap"
-	"github.com/ackgap/ackgap/brokers/kafkabroker"
 	"github.com/ackgap/ackgap/middleware"
 	"github.com/ackgap/ackgap/router"
 )
@@ -61,10 +60,7 @@ func (d *heldDeadLetter) Close() error { return nil }
 // partition (-1: none committed).
 func committedOffsets(t testing.TB, group, topic string) map[int32]int64 {
 	t.Helper()
-	sc := sarama.NewConfig()
-	sc.Version = kafkabroker.VersionDefault
-	admin, err := sarama.NewClusterAdmin(kafkaBrokers(t), sc)
-	require.NoError(t, err)
+	admin := newAdmin(t)
 	defer admin.Close()
 	resp, err := admin.ListConsumerGroupOffsets(group, nil)
 	require.NoError(t, err)

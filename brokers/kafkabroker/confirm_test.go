@@ -13,14 +13,22 @@ import (
 	"github.com/ackgap/ackgap/brokers/kafkabroker"
 )
 
-// committedOffset returns group's committed offset for topic/partition
-// (-1 when none), read with a client of its own.
-func committedOffset(t testing.TB, group, topic string, partition int32) int64 {
+// newAdmin returns a cluster admin on KAFKA_BROKERS, straight to the
+// broker; the caller closes it.
+func newAdmin(t testing.TB) sarama.ClusterAdmin {
 	t.Helper()
 	sc := sarama.NewConfig()
 	sc.Version = kafkabroker.VersionDefault
 	admin, err := sarama.NewClusterAdmin(kafkaBrokers(t), sc)
 	require.NoError(t, err)
+	return admin
+}
+
+// committedOffset returns group's committed offset for topic/partition
+// (-1 when none), read with a client of its own.
+func committedOffset(t testing.TB, group, topic string, partition int32) int64 {
+	t.Helper()
+	admin := newAdmin(t)
 	defer admin.Close()
 	resp, err := admin.ListConsumerGroupOffsets(group, map[string][]int32{topic: {partition}})
 	require.NoError(t, err)

@@ -25,6 +25,7 @@ import (
 	"github.com/ackgap/ackgap"
 	"github.com/ackgap/ackgap/brokers/brokertest"
 	"github.com/ackgap/ackgap/brokers/kafkabroker"
+	"github.com/ackgap/ackgap/internal/childproc"
 	"github.com/ackgap/ackgap/internal/sqlitebrokertest"
 	"github.com/ackgap/ackgap/internal/testdb"
 	"github.com/ackgap/ackgap/router"
@@ -35,6 +36,7 @@ import (
 
 func TestMain(m *testing.M) {
 	brokertest.RunChildIfRequested(newSuiteBroker, sqlitebrokertest.Store())
+	childproc.RunIfRequested(parallelChildRole, runParallelChild)
 	goleak.VerifyTestMain(m,
 		// Sarama registers go-metrics meters; go-metrics ticks every meter
 		// from one package-level goroutine that it starts with the first
@@ -64,11 +66,7 @@ var (
 func kafkaBrokers(t testing.TB) []string {
 	t.Helper()
 	brokersOnce.Do(func() {
-		env := os.Getenv("KAFKA_BROKERS")
-		if env == "" {
-			env = brokersEnvDefault
-		}
-		brokersList = strings.Split(env, ",")
+		brokersList = brokersFromEnv()
 		c, err := net.DialTimeout("tcp", brokersList[0], 2*time.Second)
 		if err != nil {
 			brokersErr = err
@@ -82,6 +80,16 @@ func kafkaBrokers(t testing.TB) []string {
 			brokersList[0], brokersEnvDefault, brokersErr)
 	}
 	return brokersList
+}
+
+// brokersFromEnv returns KAFKA_BROKERS, default 127.0.0.1:9092, split at
+// commas; child processes, which have no testing.TB, use it directly.
+func brokersFromEnv() []string {
+	env := os.Getenv("KAFKA_BROKERS")
+	if env == "" {
+		env = brokersEnvDefault
+	}
+	return strings.Split(env, ",")
 }
 
 func randomHex(n int) string {

@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -30,13 +29,7 @@ import (
 // newParallel returns a ParallelSubscriber in group, closed when t ends.
 func newParallel(t testing.TB, group string, tune func(*kafkabroker.ParallelConfig)) *kafkabroker.ParallelSubscriber {
 	t.Helper()
-	cfg := &kafkabroker.ParallelConfig{SubscriberConfig: kafkabroker.SubscriberConfig{
-		Brokers:        kafkaBrokers(t),
-		ConsumerGroup:  group,
-		HoldTimeout:    20 * time.Second,
-		SessionTimeout: 2 * time.Second,
-		CloseTimeout:   10 * time.Second,
-	}}
+	cfg := parallelConfig(kafkaBrokers(t), group)
 	if tune != nil {
 		tune(cfg)
 	}
@@ -44,6 +37,18 @@ func newParallel(t testing.TB, group string, tune func(*kafkabroker.ParallelConf
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = sub.Close() })
 	return sub
+}
+
+// parallelConfig is the tests' ParallelConfig: the session timeout is
+// short so an unclean end (a killed process) costs the next member little.
+func parallelConfig(brokers []string, group string) *kafkabroker.ParallelConfig {
+	return &kafkabroker.ParallelConfig{SubscriberConfig: kafkabroker.SubscriberConfig{
+		Brokers:        brokers,
+		ConsumerGroup:  group,
+		HoldTimeout:    20 * time.Second,
+		SessionTimeout: 2 * time.Second,
+		CloseTimeout:   10 * time.Second,
+	}}
 }
 
 // produce writes msgs to topic in order with one Sarama producer, in
@@ -89,8 +94,9 @@ func produce(t testing.TB, topic string, partition int32, msgs []*message.Messag
 // carries (key, seq) and applying it moves the key's seq from seq-1 to
 // seq, so an event applied out of its key's order is seen.
 type seqBackend struct {
-	store *pgxstore.Store
-	pool  *pgxpool.Pool
+	store  *pgxstore.Store
+	pool   *pgxpool.Pool
+	schema string // for child processes: testdb.Open
 
 	mu         sync.Mutex
 	violations []string
@@ -99,7 +105,7 @@ type seqBackend struct {
 func newSeqBackend(t testing.TB, keys int) *seqBackend {
 	t.Helper()
 	ctx := context.Background()
-	pool, _ := testdb.Schema(t, 16)
+	pool, schema := testdb.Schema(t, 16)
 	store, err := pgxstore.New(pool, nil)
 	require.NoError(t, err)
 	_, err = store.Migrate(ctx, &stores.MigrateParams{})
@@ -110,7 +116,9 @@ func newSeqBackend(t testing.TB, keys int) *seqBackend {
 	require.NoError(t, err)
 	_, err = pool.Exec(ctx, `INSERT INTO key_seq SELECT 'k-' || i, 0 FROM generate_series(0, $1::int - 1) AS i`, keys)
 	require.NoError(t, err)
-	return &seqBackend{store: store, pool: pool}
+	_, err = pool.Exec(ctx, createFixed)
+	require.NoError(t, err)
+	return &seqBackend{store: store, pool: pool, schema: schema}
 }
 
 // seqEvent is event i of key k with sequence seq (from 1).
@@ -136,10 +144,9 @@ func produceSeq(t testing.TB, topic string, n, keys int) {
 
 // apply is the handler: the guarded per-key step plus the applied count.
 func (b *seqBackend) apply(ctx context.Context, tx pgx.Tx, msg *message.Message) error {
-	key, seqS, _ := strings.Cut(string(msg.Payload), ",")
-	seq, err := strconv.Atoi(seqS)
+	key, seq, err := keySeq(msg)
 	if err != nil {
-		return ackgap.Permanent("", err)
+		return err
 	}
 	tag, err := tx.Exec(ctx, `UPDATE key_seq SET seq = $2 WHERE key = $1 AND seq = $2 - 1`, key, seq)
 	if err != nil {
@@ -156,6 +163,17 @@ ON CONFLICT (event_id) DO UPDATE SET n = applied.n + 1`, id)
 	return err
 }
 
+// keySeq returns the key and sequence a seqEvent carries; a permanent
+// error for any other payload.
+func keySeq(msg *message.Message) (key string, seq int, err error) {
+	key, seqS, _ := strings.Cut(string(msg.Payload), ",")
+	seq, err = strconv.Atoi(seqS)
+	if err != nil {
+		return "", 0, ackgap.Permanent("", err)
+	}
+	return key, seq, nil
+}
+
 func (b *seqBackend) seqs(t testing.TB) map[string]int {
 	t.Helper()
 	rows, err := b.pool.Query(context.Background(), `SELECT key, seq FROM key_seq`)
@@ -168,6 +186,23 @@ func (b *seqBackend) applied(t testing.TB) map[string]int {
 	rows, err := b.pool.Query(context.Background(), `SELECT event_id, n FROM applied`)
 	require.NoError(t, err)
 	return collect(t, rows.Next, rows.Scan, func() error { rows.Close(); return nil }, rows.Err)
+}
+
+// requireAppliedOnceInOrder checks b after n events over keys keys: every
+// event applied exactly once, and every key's sequence at its last event.
+// The guarded per-key step only moves a key from seq-1 to seq, so with
+// each event applied once a key ends at its last sequence only if its
+// events were applied in order.
+func requireAppliedOnceInOrder(t testing.TB, b *seqBackend, n, keys int) {
+	t.Helper()
+	applied := b.applied(t)
+	require.Len(t, applied, n)
+	for id, c := range applied {
+		require.Equal(t, 1, c, "event %s applied %d times", id, c)
+	}
+	for k, seq := range b.seqs(t) {
+		require.Equal(t, n/keys, seq, "key %s: events applied out of order", k)
+	}
 }
 
 // TestParallelKeyOrder: 10,000 events over 1,000 keys on 4 partitions,
@@ -202,108 +237,8 @@ func TestParallelKeyOrder(t *testing.T) {
 	b.mu.Lock()
 	require.Empty(t, b.violations, "events applied out of their key's order")
 	b.mu.Unlock()
-	for k, seq := range b.seqs(t) {
-		require.Equal(t, n/keys, seq, "key %s", k)
-	}
-	applied := b.applied(t)
-	require.Len(t, applied, n)
-	for id, c := range applied {
-		require.Equal(t, 1, c, "event %s applied %d times", id, c)
-	}
+	requireAppliedOnceInOrder(t, b, n, keys)
 	assertNothingRedelivered(t, topic, group)
-}
-
-// TestParallelFailedMessageHoldsWatermark: one event in the middle of a
-// partition keeps failing (a busy store: nacked, never dead-lettered).
-// Later events of other keys are applied; the group's committed offset
-// stays at the failing event however many finish after it. A restart of
-// the consumer redelivers from there: the failing event and the events of
-// its key behind it are applied, and the inbox skips the ones already
-// applied (each reported as a duplicate), so every event is applied once.
-func TestParallelFailedMessageHoldsWatermark(t *testing.T) {
-	t.Parallel()
-	const n, keys, failAt = 100, 10, 33
-	topic, group := unique("orders"), unique("billing")
-	b := newSeqBackend(t, keys)
-	msgs := make([]*message.Message, 0, n)
-	keyOf := func(i int) string { return fmt.Sprintf("k-%d", i%keys) }
-	for i := range n {
-		msgs = append(msgs, seqEvent(t, fmt.Sprintf("evt-%03d", i), keyOf(i), i/keys+1))
-	}
-	produce(t, topic, 0, msgs) // one partition: offset i is event i
-	failID := fmt.Sprintf("evt-%03d", failAt)
-
-	// Events the first run can apply: all but the failing one and its
-	// key's later events, which wait behind it.
-	var firstRun []string
-	for i := range n {
-		if keyOf(i) != keyOf(failAt) || i < failAt {
-			firstRun = append(firstRun, fmt.Sprintf("evt-%03d", i))
-		}
-	}
-
-	var failing atomic.Bool
-	failing.Store(true)
-	handler := func(ctx context.Context, tx pgx.Tx, msg *message.Message) error {
-		if failing.Load() && msg.Metadata.Get(ackgap.MetadataEventIDKey) == failID {
-			return fmt.Errorf("%w: test: the order service is busy", ackgap.ErrStoreUnavailable)
-		}
-		return b.apply(ctx, tx, msg)
-	}
-	run := func(rep *reports) (*running, *kafkabroker.ParallelSubscriber) {
-		r, err := router.New(b.store, &router.Config{
-			DeadLetter: newPublisher(t), DeadLetterTopic: topic + ".dlq", Logger: testLogger(),
-			InboxConfig: middleware.InboxConfig{Observer: rep.observe},
-			MaxAttempts: 1,
-		})
-		require.NoError(t, err)
-		sub := newParallel(t, group, func(c *kafkabroker.ParallelConfig) {
-			c.NackResendSleep = 20 * time.Millisecond
-		})
-		require.NoError(t, r.AddHandler("billing", topic, sub, handler))
-		return start(t, r), sub
-	}
-
-	rep1 := &reports{}
-	rn, _ := run(rep1)
-	eventually(t, 2*time.Minute, "the first run's events applied", func() bool {
-		return rep1.count(ackgap.OutcomeApplied) == len(firstRun)
-	})
-	eventually(t, time.Minute, "the watermark committed", func() bool {
-		return committedOffset(t, group, topic, 0) == failAt
-	})
-	require.NoError(t, rn.close())
-	require.Equal(t, int64(failAt), committedOffset(t, group, topic, 0), "the failing event holds the committed offset")
-	require.Len(t, b.applied(t), len(firstRun))
-
-	// Restart: everything from the failing event on is delivered again.
-	failing.Store(false)
-	rep2 := &reports{}
-	rn, _ = run(rep2)
-	eventually(t, 2*time.Minute, "every event applied", func() bool { return len(b.applied(t)) == n })
-	eventually(t, time.Minute, "everything committed", func() bool { return committedOffset(t, group, topic, 0) == n })
-	require.NoError(t, rn.close())
-
-	applied := b.applied(t)
-	for id, c := range applied {
-		require.Equal(t, 1, c, "event %s applied %d times", id, c)
-	}
-	b.mu.Lock()
-	require.Empty(t, b.violations)
-	b.mu.Unlock()
-	skipped := 0
-	for i := failAt + 1; i < n; i++ {
-		if keyOf(i) == keyOf(failAt) {
-			continue
-		}
-		id := fmt.Sprintf("evt-%03d", i)
-		require.Contains(t, rep2.outcomes(id), ackgap.OutcomeDuplicate, "event %s, applied before the restart, is redelivered and skipped", id)
-		skipped++
-	}
-	for i := range failAt {
-		require.Empty(t, rep2.outcomes(fmt.Sprintf("evt-%03d", i)), "below the committed offset: not redelivered")
-	}
-	t.Logf("after the restart the inbox skipped %d events applied before it", skipped)
 }
 
 // TestParallelBackPressure: a slow key (its first record never acked
@@ -414,51 +349,6 @@ func TestParallelBackPressure(t *testing.T) {
 		}
 	}
 	require.NoError(t, sub.Close())
-}
-
-// TestParallelRebalanceKeyOrder: a second member joins the group in the
-// middle of 5,000 events over 500 keys with key parallelism on. The
-// revoked partitions finish their in-flight records and commit their
-// watermarks before they move: every event is applied exactly once and
-// every key's events in order; what the new owner is handed again, the
-// inbox skips.
-func TestParallelRebalanceKeyOrder(t *testing.T) {
-	t.Parallel()
-	const n, keys = 5000, 500
-	topic, group := unique("orders"), unique("billing")
-	b := newSeqBackend(t, keys)
-	produceSeq(t, topic, n, keys)
-
-	rep := &reports{}
-	member := func() *running {
-		r, err := router.New(b.store, &router.Config{
-			DeadLetter: newPublisher(t), DeadLetterTopic: topic + ".dlq", Logger: testLogger(),
-			InboxConfig: middleware.InboxConfig{Observer: rep.observe},
-		})
-		require.NoError(t, err)
-		require.NoError(t, r.AddHandler("billing", topic, newParallel(t, group, nil), b.apply))
-		return start(t, r)
-	}
-	first := member()
-	eventually(t, 2*time.Minute, "a fifth of the events applied", func() bool { return rep.count(ackgap.OutcomeApplied) >= n/5 })
-	second := member()
-	eventually(t, 5*time.Minute, "every event applied", func() bool { return rep.count(ackgap.OutcomeApplied) == n })
-	require.NoError(t, second.close())
-	require.NoError(t, first.close())
-
-	b.mu.Lock()
-	require.Empty(t, b.violations, "events applied out of their key's order")
-	b.mu.Unlock()
-	for k, seq := range b.seqs(t) {
-		require.Equal(t, n/keys, seq, "key %s", k)
-	}
-	applied := b.applied(t)
-	require.Len(t, applied, n)
-	for id, c := range applied {
-		require.Equal(t, 1, c, "event %s applied %d times", id, c)
-	}
-	t.Logf("duplicates skipped by the inbox across the rebalance: %d", rep.count(ackgap.OutcomeDuplicate))
-	assertNothingRedelivered(t, topic, group)
 }
 
 // TestParallelInFlightAndClose: a partition hands out at most MaxInFlight

@@ -9,6 +9,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -45,17 +46,9 @@ func Schema(t testing.TB, maxConns int32) (*pgxpool.Pool, string) {
 	if _, err := admin.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize()); err != nil {
 		t.Fatalf("testdb: create schema: %v", err)
 	}
-	cfg, err := pgxpool.ParseConfig(URL())
+	pool, err := Open(ctx, schema, maxConns)
 	if err != nil {
 		t.Fatalf("testdb: %v", err)
-	}
-	cfg.ConnConfig.RuntimeParams["search_path"] = schema
-	if maxConns > 0 {
-		cfg.MaxConns = maxConns
-	}
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatalf("testdb: pool: %v", err)
 	}
 	t.Cleanup(func() {
 		// A test that failed mid-transaction may leave a connection
@@ -87,6 +80,26 @@ func Schema(t testing.TB, maxConns int32) (*pgxpool.Pool, string) {
 		}
 	})
 	return pool, schema
+}
+
+// Open returns a pool of at most maxConns connections (0 = pgxpool's
+// default) to the database of URL whose search_path is schema, an
+// existing schema: a child process's way into the schema its parent test
+// made with [Schema]. The caller closes the pool.
+func Open(ctx context.Context, schema string, maxConns int32) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(URL())
+	if err != nil {
+		return nil, err
+	}
+	cfg.ConnConfig.RuntimeParams["search_path"] = schema
+	if maxConns > 0 {
+		cfg.MaxConns = maxConns
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("pool: %w", err)
+	}
+	return pool, nil
 }
 
 // cleanupWait bounds how long a test's cleanup waits for its pool's
