@@ -30,12 +30,10 @@ type recorder struct {
 	wait bool
 }
 
-// recordReq is one outcome waiting to be recorded; done is closed once
-// rep says what was recorded.
+// recordReq is one outcome waiting to be recorded.
 type recordReq struct {
 	rep     *Report
 	outcome Outcome
-	done    chan struct{}
 }
 
 // startRecorder starts a recorder; stop it once no carryOut is left.
@@ -53,12 +51,13 @@ func (rec *recorder) enter() { rec.busy.Add(1) }
 // leave uncounts an effect entered whose outcome will not be recorded.
 func (rec *recorder) leave() { rec.busy.Add(-1) }
 
-// record records outcome for rep, an effect entered, and returns once it
-// is recorded (or failed to be: rep.Outcome says which).
+// record hands outcome for rep, an effect entered, to the loop, which
+// records it, sets rep.Outcome to what was recorded, and reports rep
+// (Relay.report). It returns at once unless Concurrency outcomes are
+// waiting already: the effect's slot is not held while its outcome waits
+// for the statement.
 func (rec *recorder) record(rep *Report, outcome Outcome) {
-	req := &recordReq{rep: rep, outcome: outcome, done: make(chan struct{})}
-	rec.in <- req
-	<-req.done
+	rec.in <- &recordReq{rep: rep, outcome: outcome}
 }
 
 // stop ends the recorder after the outcomes sent so far; no record call
@@ -84,7 +83,7 @@ func (rec *recorder) loop() {
 		batch, next = rec.gather(next)
 		rec.r.recordMany(rec.ctx, batch)
 		for _, q := range batch {
-			close(q.done)
+			rec.r.report(rec.ctx, q.rep)
 		}
 	}
 }

@@ -129,11 +129,13 @@ type Config struct {
 	// in flight, and no longer than this after the first outcome waiting:
 	// the effects of one claim that finish within RecordWait of each other
 	// cost one statement and one commit instead of one each. It delays the
-	// recording (the row stays claimed, its effect is done), and holds the
-	// effect's slot (Concurrency) that long; a crash in that window
-	// repeats the effect with the same idempotency key, as any crash
-	// before the recording does. Default RecordWaitDefault (2 ms);
-	// negative: record at once what is waiting.
+	// recording (the row stays claimed, its effect is done), not the next
+	// effect: a slot (Concurrency) is free once its effect returned, and
+	// up to Concurrency outcomes wait for their statement beside the
+	// effects in flight (then a finished effect waits to hand its outcome
+	// over). A crash in that window repeats the effect with the same
+	// idempotency key, as any crash before the recording does. Default
+	// RecordWaitDefault (2 ms); negative: record at once what is waiting.
 	RecordWait time.Duration
 	// DoneRetention is how long done rows are kept: Run deletes rows done
 	// longer ago every PruneInterval. Default DoneRetentionDefault (7
@@ -142,9 +144,12 @@ type Config struct {
 	// PruneInterval is the time between two prunes of done rows by Run.
 	// Default PruneIntervalDefault (1 h).
 	PruneInterval time.Duration
-	// Observer receives a [Report] per row carried out (or not), from the
-	// goroutine that carried it out, once its outcome was recorded. It is
-	// called concurrently and must not block. Default nil.
+	// Observer receives a [Report] per row carried out (or not), once its
+	// outcome was recorded: from the relay's recording goroutine, in the
+	// order of the recordings (or, for a row whose effect was cut short by
+	// the stop, from the goroutine that called it). It may be called
+	// concurrently and must not block: the next recording waits for it.
+	// Default nil.
 	Observer func(ctx context.Context, r *Report)
 	// Logger receives errors (claims, recording) and dead rows. Default
 	// watermill.NopLogger.
@@ -435,16 +440,11 @@ func (r *Relay) Run(ctx context.Context) error {
 		}
 		r.held.Add(-int64(len(queue)))
 	}()
-	start := func(run func() *Report) {
+	// A slot is taken while an effect runs; its outcome is recorded after
+	// the slot is free again (see recorder).
+	start := func(run func() time.Time) {
 		inflight++
-		workers.Go(func() {
-			rep := run()
-			var due time.Time
-			if rep != nil && rep.Outcome == OutcomeRetry {
-				due = time.Now().Add(rep.Delay)
-			}
-			finished <- due
-		})
+		workers.Go(func() { finished <- run() })
 	}
 
 	poll := time.NewTimer(0)
@@ -456,7 +456,7 @@ func (r *Relay) Run(ctx context.Context) error {
 		for len(queue) > 0 && inflight < r.cfg.Concurrency {
 			row := queue[0]
 			queue = queue[1:]
-			start(func() *Report {
+			start(func() time.Time {
 				defer r.held.Add(-1)
 				return r.carryOutHeld(workCtx, row, rec)
 			})
@@ -471,7 +471,7 @@ func (r *Relay) Run(ctx context.Context) error {
 			}
 			claimed := r.cfg.Now()
 			for _, row := range rows {
-				start(func() *Report { return r.carryOut(workCtx, row, claimed, rec) })
+				start(func() time.Time { return r.carryOut(workCtx, row, claimed, rec) })
 			}
 			// A full claim means more rows may be due: claim again as soon as
 			// a slot is free. Otherwise wait for a wake-up or the poll.
@@ -629,25 +629,22 @@ func (r *Relay) prune(ctx context.Context) {
 	}
 }
 
-// carryOut calls row's effect and records the outcome through rec. ctx is
+// carryOut calls row's effect and hands the outcome to rec, which
+// records it (and then logs it and gives it to the Observer) after
+// carryOut returned: the effect's slot is free once the call is. It
+// returns when a retried row is due again, zero for other outcomes. ctx is
 // the work context: when it is cancelled (the relay's hard stop)
 // mid-effect, the outcome is left unrecorded.
-func (r *Relay) carryOut(ctx context.Context, row stores.ClaimedOutboxRow, claimed time.Time, rec *recorder) *Report {
+func (r *Relay) carryOut(ctx context.Context, row stores.ClaimedOutboxRow, claimed time.Time, rec *recorder) (retryAt time.Time) {
 	rep := &Report{Row: row.OutboxRow, Claim: row.Claim, Claimed: claimed}
 	rec.enter()
-	defer func() {
-		r.log(rep)
-		if r.cfg.Observer != nil {
-			r.cfg.Observer(ctx, rep)
-		}
-	}()
 	if row.Attempts > r.cfg.MaxAttempts {
 		// Earlier attempts ended without an outcome: do not call an effect
 		// that may be what crashes the relay.
 		rep.Err = fmt.Errorf("%w: claimed %d times, the limit is %d, and no earlier attempt recorded an outcome (relays crashed, stopped or could not record)",
 			ErrAttemptsExhausted, row.Attempts, r.cfg.MaxAttempts)
 		rec.record(rep, OutcomeDead)
-		return rep
+		return time.Time{}
 	}
 	effectCtx, cancel := context.WithTimeout(ctx, r.cfg.EffectTimeout)
 	rep.Started = r.cfg.Now()
@@ -658,6 +655,7 @@ func (r *Relay) carryOut(ctx context.Context, row stores.ClaimedOutboxRow, claim
 	case err != nil && ctx.Err() != nil:
 		rep.Outcome, rep.RecordErr = OutcomeUnrecorded, fmt.Errorf("relay stopped mid-effect, the lease will lapse: %w", ctx.Err())
 		rec.leave()
+		r.report(ctx, rep)
 	case err == nil:
 		rec.record(rep, OutcomeDone)
 	case ackgap.IsPermanent(err):
@@ -668,22 +666,32 @@ func (r *Relay) carryOut(ctx context.Context, row stores.ClaimedOutboxRow, claim
 	default:
 		rep.Delay = r.backoff(row.Attempts, err)
 		rec.record(rep, OutcomeRetry)
+		return time.Now().Add(rep.Delay)
 	}
-	return rep
+	return time.Time{}
+}
+
+// report logs rep and gives it to the Observer, once its outcome is
+// final.
+func (r *Relay) report(ctx context.Context, rep *Report) {
+	r.log(rep)
+	if r.cfg.Observer != nil {
+		r.cfg.Observer(ctx, rep)
+	}
 }
 
 // carryOutHeld carries out a row handed over by direct dispatch: as a
 // claimed row, whose claim is the row's hold (no token: its outcome is
 // recorded with SettleOutboxManyIfHeld, by idempotency key; Report.Row.ID
 // is 0). A row whose hold ends before an effect call could finish is
-// left for the relay that claims it once the hold lapsed; it returns nil
-// then.
-func (r *Relay) carryOutHeld(ctx context.Context, e ackgap.OutboxEntry, rec *recorder) *Report {
+// left for the relay that claims it once the hold lapsed. It returns what
+// carryOut does.
+func (r *Relay) carryOutHeld(ctx context.Context, e ackgap.OutboxEntry, rec *recorder) time.Time {
 	now := r.cfg.Now()
 	if now.Add(r.cfg.EffectTimeout).After(e.AvailableAt) {
 		r.cfg.Logger.Info("outbox relay: dispatched row waited too long; a relay claims it when its hold lapses",
 			watermill.LogFields{"kind": e.Kind, "idempotency_key": e.IdempotencyKey, "held_until": e.AvailableAt})
-		return nil
+		return time.Time{}
 	}
 	row := stores.ClaimedOutboxRow{
 		OutboxRow: stores.OutboxRow{
