@@ -65,6 +65,7 @@ var (
 type ParallelSubscriber struct {
 	cfg      ParallelConfig
 	sc       *sarama.Config
+	commitSC *sarama.Config // sc with CommitTimeout as Net.ReadTimeout
 	logger   watermill.LoggerAdapter
 	accepted acceptedOffsets
 
@@ -97,7 +98,7 @@ func NewParallelSubscriber(cfg *ParallelConfig, logger watermill.LoggerAdapter) 
 	if logger == nil {
 		logger = watermill.NopLogger{}
 	}
-	return &ParallelSubscriber{cfg: c, sc: sc, logger: logger}, nil
+	return &ParallelSubscriber{cfg: c, sc: sc, commitSC: c.commitSarama(sc), logger: logger}, nil
 }
 
 // Subscribe joins the consumer group for topic with a Kafka client of its
@@ -149,8 +150,9 @@ func (s *ParallelSubscriber) subscribe(ctx context.Context, topic string, keyRun
 	}
 	// Offset commits go on connections of their own: on the consumer's,
 	// each would wait behind the fetch in flight (up to FetchMaxWait),
-	// as Kafka answers a connection's requests in order.
-	commits, err := sarama.NewClient(s.cfg.Brokers, s.sc)
+	// as Kafka answers a connection's requests in order; and they time
+	// out after CommitTimeout, not the fetches' Net.ReadTimeout.
+	commits, err := sarama.NewClient(s.cfg.Brokers, s.commitSC)
 	if err != nil {
 		_ = group.Close()
 		_ = client.Close()

@@ -442,6 +442,8 @@ func TestParallelConfig(t *testing.T) {
 	require.Equal(t, kafkabroker.MaxBufferedRecordsDefault, c.MaxBufferedRecords)
 	require.Equal(t, int64(kafkabroker.MaxBufferedBytesDefault), c.MaxBufferedBytes)
 	require.Equal(t, kafkabroker.HoldTimeoutDefault, c.HoldTimeout)
+	require.Equal(t, kafkabroker.CommitTimeoutDefault, c.CommitTimeout)
+	require.LessOrEqual(t, c.HoldTimeout+c.CommitTimeout, c.RebalanceTimeout, "the defaults fit the default rebalance timeout")
 	require.False(t, c.SaramaConfig().Consumer.Offsets.AutoCommit.Enable, "the subscriber commits itself")
 	require.Equal(t, "key", kafkabroker.OrderingKey.String())
 
@@ -455,13 +457,27 @@ func TestParallelConfig(t *testing.T) {
 	_, err = kafkabroker.NewParallelSubscriber(nil, nil)
 	require.ErrorContains(t, err, "invalid config")
 
+	// CommitTimeout: a revoked partition's wait (HoldTimeout) and its last
+	// commit fit the rebalance.
+	base := kafkabroker.SubscriberConfig{Brokers: []string{"127.0.0.1:1"}, ConsumerGroup: "g", HoldTimeout: time.Minute}
+	for _, bad := range []time.Duration{-time.Second, kafkabroker.CommitMargin + time.Millisecond} {
+		_, err = kafkabroker.NewParallelSubscriber(&kafkabroker.ParallelConfig{SubscriberConfig: base, CommitTimeout: bad}, nil)
+		require.ErrorContains(t, err, "invalid config")
+		require.ErrorContains(t, err, "CommitTimeout is "+bad.String()+", must be more than 0 and at most RebalanceTimeout (1m5s) - HoldTimeout (1m0s)")
+	}
+	longer := base
+	longer.RebalanceTimeout = 2 * time.Minute
+	sub, err := kafkabroker.NewParallelSubscriber(&kafkabroker.ParallelConfig{SubscriberConfig: longer, CommitTimeout: 30 * time.Second}, nil)
+	require.NoError(t, err, "a longer CommitTimeout with a longer RebalanceTimeout")
+	require.NoError(t, sub.Close())
+
 	_, err = kafkabroker.NewParallelSubscriber(&kafkabroker.ParallelConfig{SubscriberConfig: kafkabroker.SubscriberConfig{
 		Brokers: []string{"127.0.0.1:1"}, ConsumerGroup: "g",
 		ConfigureSarama: func(c *sarama.Config) { c.Consumer.Offsets.AutoCommit.Enable = true },
 	}}, nil)
 	require.ErrorContains(t, err, "AutoCommit.Enable")
 
-	sub, err := kafkabroker.NewParallelSubscriber(&kafkabroker.ParallelConfig{SubscriberConfig: kafkabroker.SubscriberConfig{
+	sub, err = kafkabroker.NewParallelSubscriber(&kafkabroker.ParallelConfig{SubscriberConfig: kafkabroker.SubscriberConfig{
 		Brokers: []string{"127.0.0.1:1"}, ConsumerGroup: "g", CommitInterval: time.Second,
 	}}, nil)
 	require.NoError(t, err, "CommitInterval paces the subscriber's own commits")
