@@ -22,18 +22,40 @@ import (
 // unless a later commit covers it; the inbox skips it.
 var ErrCommitRefused = errors.New("kafkabroker: offset commit refused or unanswered")
 
-// ErrOffsetRegressed is logged by [ParallelSubscriber] when a partition it
-// claims has a committed offset below the highest one the coordinator
-// accepted from it before: something moved the group's offset backwards (a
-// zombie member's late commit, offsets expired after
-// offsets.retention.minutes, an operator's reset). The records in between
-// are delivered again, the inbox skips them, and the watermark is
-// committed again as they are acked.
+// ErrOffsetRegressed is logged (at warn) by [ParallelSubscriber] when the
+// group's committed offset of a partition is found below the highest one
+// the coordinator accepted from the subscriber: something moved it
+// backwards. Two checks find it:
+//
+//   - after an unanswered commit (CommitTimeout, a lost connection: the
+//     commit may still land), an OffsetFetch at the next commit round and
+//     then every second, for SessionTimeout after the last unanswered
+//     commit, for the partitions the member still owns in its generation:
+//     the late commit landed after a newer one. The watermark is committed
+//     again at once.
+//   - when a partition is claimed: a zombie member's late commit, offsets
+//     expired after offsets.retention.minutes, an operator's reset. The
+//     records in between are delivered again, the inbox skips them, and the
+//     watermark is committed again as they are acked.
+//
+// Each finding counts in [PartitionStats].Regressions.
 var ErrOffsetRegressed = errors.New("kafkabroker: the group's committed offset went backwards")
 
-// commitRetryDefault is how long the committer waits before it commits a
-// refused partition's watermark again when no CommitInterval paces it.
-const commitRetryDefault = 200 * time.Millisecond
+const (
+	// commitRetryDefault is how long the committer waits before it commits
+	// a refused partition's watermark again when no CommitInterval paces
+	// it; also the delay of the first offset check after an unanswered
+	// commit when no commit round comes sooner.
+	commitRetryDefault = 200 * time.Millisecond
+	// offsetCheckInterval is how often the committer fetches the
+	// committed offsets of the partitions it watches after an unanswered
+	// commit.
+	offsetCheckInterval = time.Second
+)
+
+// errOutcomeUnknown marks a commit that was sent and not answered (a
+// timeout, a lost connection): the coordinator may still apply it, late.
+var errOutcomeUnknown = errors.New("no answer: the commit may still land late")
 
 // Why a parallel delivery was settled without a confirmed commit.
 var (
@@ -49,7 +71,12 @@ var (
 // (ErrCommitRefused), logs a warning with the partition and offset, and is
 // retried with the partition's current watermark. Commits are sent one at
 // a time and a partition's offset only grows, so the member never moves a
-// committed offset backwards. Safe for concurrent use.
+// committed offset backwards itself; but an unanswered commit may land
+// after a newer one. So, with checkWindow set, a partition whose commit
+// went unanswered is watched for checkWindow: its committed offset is
+// fetched at the next commit round and every offsetCheckInterval, and one
+// found below what the coordinator accepted from the member is reported
+// (ErrOffsetRegressed) and committed again. Safe for concurrent use.
 type offsetCommitter struct {
 	client   sarama.Client
 	conf     *sarama.Config
@@ -61,11 +88,15 @@ type offsetCommitter struct {
 	logger   watermill.LoggerAdapter
 	// accepted, when set, records each offset the coordinator accepted.
 	accepted *acceptedOffsets
+	// checkWindow is how long a partition is watched after an unanswered
+	// commit; 0: never.
+	checkWindow time.Duration
 
 	sendMu sync.Mutex // one request at a time
 
-	mu    sync.Mutex
-	parts map[partitionKey]*commitState
+	mu      sync.Mutex
+	parts   map[partitionKey]*commitState
+	checkAt time.Time // when the next offset check is due
 
 	kick chan struct{}
 	stop chan struct{}
@@ -78,6 +109,9 @@ type commitState struct {
 	want      int64 // the watermark to commit
 	committed int64 // the last offset the coordinator accepted from this member; -1 none
 	waiting   []ackedRecord
+	// watchUntil is when the offset checks of the partition end: an
+	// unanswered commit's time plus checkWindow.
+	watchUntil time.Time
 }
 
 func newOffsetCommitter(client sarama.Client, conf *sarama.Config, group string, gen int32, member string, interval time.Duration, logger watermill.LoggerAdapter) *offsetCommitter {
@@ -127,17 +161,109 @@ func (c *offsetCommitter) run() {
 	retry := time.NewTimer(c.retry)
 	retry.Stop()
 	defer retry.Stop()
+	check := time.NewTimer(offsetCheckInterval)
+	check.Stop()
+	defer check.Stop()
 	for {
 		select {
 		case <-c.kick:
 		case <-tick:
 		case <-retry.C:
+		case <-check.C:
 		case <-c.stop:
 			return
 		}
-		if !c.flush(nil) && c.interval == 0 {
+		if !c.round() && c.interval == 0 {
 			retry.Reset(c.retry)
 		}
+		if d, ok := c.nextCheck(); ok {
+			check.Reset(d)
+		} else {
+			check.Stop()
+		}
+	}
+}
+
+// round is one commit round: the offset check when one is due, then the
+// commit (see flush).
+func (c *offsetCommitter) round() bool {
+	c.sendMu.Lock()
+	defer c.sendMu.Unlock()
+	c.checkOffsets()
+	return c.flushLocked(nil)
+}
+
+// nextCheck returns how long the check timer waits for the next offset
+// check (at least the retry delay, or offsetCheckInterval when that is
+// shorter), and whether any partition is watched.
+func (c *offsetCommitter) nextCheck() (time.Duration, bool) {
+	now := time.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, st := range c.parts {
+		if now.Before(st.watchUntil) {
+			return max(c.checkAt.Sub(now), min(c.retry, offsetCheckInterval)), true
+		}
+	}
+	return 0, false
+}
+
+// checkOffsets, when a check is due, fetches the committed offsets of the
+// partitions watched after an unanswered commit (from the coordinator,
+// straight, not through Sarama's offset manager) and reports each one
+// found below the offset the coordinator accepted from this member
+// (ErrOffsetRegressed): its accepted offset becomes the one fetched, so
+// the flush that follows commits its watermark again. Called with sendMu
+// held, so no commit of the member is on the wire meanwhile but the
+// unanswered ones.
+func (c *offsetCommitter) checkOffsets() {
+	now := time.Now()
+	c.mu.Lock()
+	if c.checkWindow <= 0 || now.Before(c.checkAt) {
+		c.mu.Unlock()
+		return
+	}
+	var keys []partitionKey
+	for k, st := range c.parts {
+		if now.Before(st.watchUntil) {
+			keys = append(keys, k)
+		}
+	}
+	c.mu.Unlock()
+	if len(keys) == 0 {
+		return
+	}
+	got, err := fetchCommitted(c.client, c.conf, c.group, keys)
+	c.mu.Lock()
+	c.checkAt = time.Now().Add(offsetCheckInterval)
+	c.mu.Unlock()
+	if err != nil {
+		c.logger.Info("Cannot check the committed offsets after an unanswered offset commit; checking again",
+			watermill.LogFields{"err": err.Error(), "consumer_group": c.group, "generation": c.gen, "partitions": len(keys)})
+	}
+	for _, k := range keys {
+		off, ok := got[k]
+		if !ok {
+			continue
+		}
+		c.mu.Lock()
+		st := c.parts[k]
+		regressed := st != nil && st.committed >= 0 && off < st.committed
+		var accepted, wm int64
+		if regressed {
+			accepted, wm = st.committed, st.want
+			st.committed = off
+		}
+		c.mu.Unlock()
+		if !regressed {
+			continue
+		}
+		if c.accepted != nil {
+			c.accepted.regressed(k)
+		}
+		warn(c.logger, "The group's committed offset went backwards after an unanswered offset commit landed late; committing the watermark again",
+			ErrOffsetRegressed, watermill.LogFields{"topic": k.topic, "partition": k.partition, "committed": off,
+				"accepted_before": accepted, "watermark": wm, "consumer_group": c.group, "generation": c.gen})
 	}
 }
 
@@ -188,11 +314,16 @@ type commitBlock struct {
 // flush sends one OffsetCommit request for every partition (only for k
 // when not nil) whose watermark is above what the coordinator accepted,
 // and settles the deliveries it covered. It returns false when a
-// partition was refused (a retry is due).
+// partition was refused (a retry is due). A partition whose commit went
+// unanswered is watched from then on (see checkOffsets).
 func (c *offsetCommitter) flush(only *partitionKey) bool {
 	c.sendMu.Lock()
 	defer c.sendMu.Unlock()
+	return c.flushLocked(only)
+}
 
+// flushLocked is flush with sendMu held.
+func (c *offsetCommitter) flushLocked(only *partitionKey) bool {
 	c.mu.Lock()
 	var blocks []commitBlock
 	for k, st := range c.parts {
@@ -225,6 +356,13 @@ func (c *offsetCommitter) flush(only *partitionKey) bool {
 		}
 		if errs[i] != nil {
 			ok = false
+		}
+		if st != nil && c.checkWindow > 0 && errors.Is(errs[i], errOutcomeUnknown) {
+			// It may land late, after a newer commit: check at the next
+			// round (the retry, or the check timer's), then every
+			// offsetCheckInterval, for checkWindow.
+			st.watchUntil = at.Add(c.checkWindow)
+			c.checkAt = at
 		}
 	}
 	c.mu.Unlock()
@@ -280,10 +418,10 @@ func sendOffsetCommit(client sarama.Client, conf *sarama.Config, group string, g
 	resp, err := coord.CommitOffset(req)
 	if err != nil {
 		// The connection failed or timed out: the commit may or may not
-		// have landed. Unconfirmed either way; the next commit carries a
-		// watermark at least as high.
+		// have landed, and may still land. Unconfirmed either way; the
+		// next commit carries a watermark at least as high.
 		_ = client.RefreshCoordinator(group)
-		return fail(fmt.Errorf("OffsetCommit: %w", err))
+		return fail(fmt.Errorf("OffsetCommit: %w: %w", errOutcomeUnknown, err))
 	}
 	refresh := false
 	for i, b := range blocks {
@@ -304,14 +442,79 @@ func sendOffsetCommit(client sarama.Client, conf *sarama.Config, group string, g
 	return errs
 }
 
+// fetchCommitted reads group's committed offsets of keys from the group
+// coordinator with one OffsetFetch request (the classic group protocol asks
+// no generation or member id for it): -1 for a partition without one. A
+// partition the coordinator answered with an error is left out, and the
+// error returned with the others.
+func fetchCommitted(client sarama.Client, conf *sarama.Config, group string, keys []partitionKey) (map[partitionKey]int64, error) {
+	parts := make(map[string][]int32)
+	for _, k := range keys {
+		parts[k.topic] = append(parts[k.topic], k.partition)
+	}
+	req := sarama.NewOffsetFetchRequest(conf.Version, group, parts)
+	coord, err := client.Coordinator(group)
+	if err != nil {
+		return nil, fmt.Errorf("find the group coordinator: %w", err)
+	}
+	resp, err := coord.FetchOffset(req)
+	if err != nil {
+		_ = client.RefreshCoordinator(group)
+		return nil, fmt.Errorf("OffsetFetch: %w", err)
+	}
+	kerr := resp.Err
+	if resp.Version >= 8 && len(resp.Groups) > 0 {
+		kerr = resp.Groups[0].Err
+	}
+	if kerr != sarama.ErrNoError {
+		if errors.Is(kerr, sarama.ErrNotCoordinatorForConsumer) || errors.Is(kerr, sarama.ErrConsumerCoordinatorNotAvailable) {
+			_ = client.RefreshCoordinator(group)
+		}
+		return nil, fmt.Errorf("OffsetFetch: %w", kerr)
+	}
+	out := make(map[partitionKey]int64, len(keys))
+	var errs []error
+	for _, k := range keys {
+		b := resp.GetBlock(k.topic, k.partition)
+		switch {
+		case b == nil:
+			errs = append(errs, fmt.Errorf("OffsetFetch: no answer for topic %s partition %d", k.topic, k.partition))
+		case b.Err != sarama.ErrNoError:
+			errs = append(errs, fmt.Errorf("OffsetFetch: topic %s partition %d: %w", k.topic, k.partition, b.Err))
+		default:
+			out[k] = b.Offset
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
 // acceptedOffsets remembers, per partition, the highest offset the group
 // coordinator accepted from one subscriber, across group sessions, so that
 // a committed offset that went backwards (a zombie member's late commit,
 // offsets expired or reset by an operator) is seen when the partition is
-// claimed again. Safe for concurrent use.
+// claimed again; and how often one was found to have gone backwards.
+// Safe for concurrent use.
 type acceptedOffsets struct {
-	mu sync.Mutex
-	m  map[partitionKey]int64
+	mu          sync.Mutex
+	m           map[partitionKey]int64
+	regressions map[partitionKey]int64
+}
+
+// regressed counts one ErrOffsetRegressed finding for k.
+func (a *acceptedOffsets) regressed(k partitionKey) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.regressions == nil {
+		a.regressions = make(map[partitionKey]int64)
+	}
+	a.regressions[k]++
+}
+
+// regressionsOf returns how many ErrOffsetRegressed findings k had.
+func (a *acceptedOffsets) regressionsOf(k partitionKey) int64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.regressions[k]
 }
 
 func (a *acceptedOffsets) record(k partitionKey, offset int64) {
@@ -330,4 +533,23 @@ func (a *acceptedOffsets) get(k partitionKey) (int64, bool) {
 	defer a.mu.Unlock()
 	off, ok := a.m[k]
 	return off, ok
+}
+
+// warnLogger is a Watermill LoggerAdapter with a warn level, as
+// router.SlogLogger returns.
+type warnLogger interface {
+	Warn(msg string, fields watermill.LogFields)
+}
+
+// warn logs at warn level: with Warn when l has it, else with Info and the
+// field severity="warn" (package router does the same).
+func warn(l watermill.LoggerAdapter, msg string, err error, fields watermill.LogFields) {
+	if err != nil {
+		fields = fields.Add(watermill.LogFields{"err": err.Error()})
+	}
+	if w, ok := l.(warnLogger); ok {
+		w.Warn(msg, fields)
+		return
+	}
+	l.Info(msg, fields.Add(watermill.LogFields{"severity": "warn"}))
 }

@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/stretchr/testify/require"
 
@@ -28,11 +30,13 @@ const apiKeyOffsetCommit = 8
 // first two bytes are its API key): while it holds, an OffsetCommit
 // request, and every later request on the same connection (Kafka answers
 // a connection's requests in order), is kept instead of forwarded, so the
-// client waits for an answer until its request times out. release
-// forwards what it kept in the order it arrived, one request at a time,
-// each after the broker answered the one before (also those whose client
-// has hung up in between: commits that land late), then forwards
-// everything again.
+// client waits for an answer until its request times out. holdCommits
+// keeps only the next few OffsetCommit requests. release forwards what it
+// kept in the order it arrived, one request at a time, each after the
+// broker answered the one before (also those whose client has hung up in
+// between: commits that land late), then forwards everything again;
+// releaseNewestFirst forwards the newest first, as a broker that applies
+// an unanswered commit late, after a newer one, does.
 //
 // Sarama reaches the proxy through Net.Proxy.Dialer (set with
 // ConfigureSarama): proxying only the bootstrap address would not do, as
@@ -50,6 +54,7 @@ type commitProxy struct {
 	listeners map[string]net.Listener // by the broker address they forward to
 	conns     []*proxyConn
 	holding   bool
+	holdTo    int // with holding, keep OffsetCommit requests while commits < holdTo; -1: all
 	held      []heldRequest
 	commits   int           // OffsetCommit requests held so far
 	answered  chan struct{} // closed and replaced when the broker answers a request
@@ -132,10 +137,11 @@ func (p *commitProxy) requests(c *proxyConn) {
 			return
 		}
 		p.mu.Lock()
-		if c.held > 0 || (p.holding && len(frame) >= 6 && binary.BigEndian.Uint16(frame[4:6]) == apiKeyOffsetCommit) {
+		isCommit := len(frame) >= 6 && binary.BigEndian.Uint16(frame[4:6]) == apiKeyOffsetCommit
+		if c.held > 0 || (p.holding && isCommit && (p.holdTo < 0 || p.commits < p.holdTo)) {
 			c.held++
 			p.held = append(p.held, heldRequest{c, frame})
-			if binary.BigEndian.Uint16(frame[4:6]) == apiKeyOffsetCommit {
+			if isCommit {
 				p.commits++
 			}
 			p.mu.Unlock()
@@ -181,7 +187,15 @@ func readFrame(r io.Reader) ([]byte, error) {
 // hold starts keeping OffsetCommit requests.
 func (p *commitProxy) hold() {
 	p.mu.Lock()
-	p.holding = true
+	p.holding, p.holdTo = true, -1
+	p.mu.Unlock()
+}
+
+// holdCommits keeps the next n OffsetCommit requests (and what follows
+// them on their connections); later ones are forwarded.
+func (p *commitProxy) holdCommits(n int) {
+	p.mu.Lock()
+	p.holding, p.holdTo = true, p.commits+n
 	p.mu.Unlock()
 }
 
@@ -196,8 +210,38 @@ func (p *commitProxy) heldCommits() int {
 // answered the one before (requests that arrive meanwhile queue behind
 // them), then stops holding. It calls answered after each answer.
 func (p *commitProxy) release(answered func()) {
+	p.t.Helper()
+	p.releaseAll(false, answered)
+}
+
+// releaseNewestFirst is release with the requests kept so far forwarded
+// newest first: the connection that was held last goes first (a
+// connection's own requests keep their order, as Kafka answers them in
+// order).
+func (p *commitProxy) releaseNewestFirst(answered func()) {
+	p.t.Helper()
+	p.releaseAll(true, answered)
+}
+
+func (p *commitProxy) releaseAll(newestFirst bool, answered func()) {
 	t := p.t
 	t.Helper()
+	if newestFirst {
+		p.mu.Lock()
+		var conns []*proxyConn
+		byConn := map[*proxyConn][]heldRequest{}
+		for _, h := range p.held {
+			if byConn[h.c] == nil {
+				conns = append(conns, h.c)
+			}
+			byConn[h.c] = append(byConn[h.c], h)
+		}
+		p.held = p.held[:0]
+		for _, c := range slices.Backward(conns) {
+			p.held = append(p.held, byConn[c]...)
+		}
+		p.mu.Unlock()
+	}
 	for {
 		p.mu.Lock()
 		if len(p.held) == 0 {
@@ -328,11 +372,124 @@ func (s *committedSampler) taken() []int64 {
 	return append([]int64(nil), s.samples...)
 }
 
+// viaProxy routes every connection of a subscriber's Sarama clients
+// through proxy (ParallelConfig.ConfigureSarama).
+func viaProxy(proxy *commitProxy) func(*sarama.Config) {
+	return func(sc *sarama.Config) {
+		sc.Net.Proxy.Enable = true
+		sc.Net.Proxy.Dialer = proxy
+	}
+}
+
+// proxiedPartition is a ParallelSubscriber on partition 0 of a topic of
+// its own, every connection through a commit proxy.
+type proxiedPartition struct {
+	t            testing.TB
+	topic, group string
+	proxy        *commitProxy
+	sub          *kafkabroker.ParallelSubscriber
+	out          <-chan *message.Message
+	cancel       context.CancelFunc
+	next         int
+}
+
+// newProxiedPartition subscribes with parallelConfig, CommitTimeout
+// commitTimeout, tune (may be nil) and logger (nil: the tests' logger).
+func newProxiedPartition(t testing.TB, commitTimeout time.Duration, logger watermill.LoggerAdapter, tune func(*kafkabroker.ParallelConfig)) *proxiedPartition {
+	t.Helper()
+	r := &proxiedPartition{t: t, topic: unique("orders"), group: unique("billing"), proxy: newCommitProxy(t)}
+	cfg := parallelConfig(kafkaBrokers(t), r.group)
+	cfg.CommitTimeout = commitTimeout
+	cfg.ConfigureSarama = viaProxy(r.proxy)
+	if tune != nil {
+		tune(cfg)
+	}
+	if logger == nil {
+		logger = testLogger()
+	}
+	sub, err := kafkabroker.NewParallelSubscriber(cfg, logger)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = sub.Close() })
+	r.sub = sub
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	r.cancel = cancel
+	r.out, err = sub.Subscribe(ctx, r.topic)
+	require.NoError(t, err)
+	return r
+}
+
+// publish writes n events of distinct keys to partition 0.
+func (r *proxiedPartition) publish(n int) {
+	r.t.Helper()
+	msgs := make([]*message.Message, 0, n)
+	for range n {
+		msgs = append(msgs, seqEvent(r.t, fmt.Sprintf("evt-%03d", r.next), fmt.Sprintf("k-%d", r.next), 1))
+		r.next++
+	}
+	produce(r.t, r.topic, 0, msgs)
+}
+
+// ack receives and acks k messages and returns their settlements.
+func (r *proxiedPartition) ack(k int) []<-chan ackgap.Settlement {
+	r.t.Helper()
+	var settled []<-chan ackgap.Settlement
+	for range k {
+		msg, _, ch := receive(r.t, r.out)
+		msg.Ack()
+		settled = append(settled, ch)
+	}
+	return settled
+}
+
+// stats returns the subscriber's Stats of partition 0 (Partition -1 when
+// it does not hold it).
+func (r *proxiedPartition) stats() kafkabroker.PartitionStats {
+	for _, st := range r.sub.Stats() {
+		if st.Partition == 0 {
+			return st
+		}
+	}
+	return kafkabroker.PartitionStats{Partition: -1}
+}
+
+// committed reads the group's committed offset of partition 0 from kfake
+// (not through the proxy).
+func (r *proxiedPartition) committed() int64 {
+	r.t.Helper()
+	return committedOffset(r.t, r.group, r.topic, 0)
+}
+
+// stop ends the subscription and waits until it left the group.
+func (r *proxiedPartition) stop() {
+	r.cancel()
+	for range r.out { // closed once the subscription stopped and left the group
+	}
+}
+
+func requireConfirmed(t testing.TB, settled []<-chan ackgap.Settlement) {
+	t.Helper()
+	for i, ch := range settled {
+		s := settlement(t, ch)
+		require.True(t, s.Acked)
+		require.NoError(t, s.Err, "delivery %d", i)
+		require.False(t, s.Confirmed.IsZero(), "delivery %d confirmed", i)
+	}
+}
+
+func requireUnconfirmed(t testing.TB, s ackgap.Settlement, what string) {
+	t.Helper()
+	require.True(t, s.Acked, what)
+	require.True(t, s.Confirmed.IsZero(), "%s: never confirmed", what)
+	require.ErrorIs(t, s.Err, ackgap.ErrAckNotConfirmed, what)
+	require.ErrorIs(t, s.Err, kafkabroker.ErrCommitRefused, what)
+}
+
 // TestParallelCommitUnansweredIsUnconfirmed: a TCP proxy of the test's
 // own between the ParallelSubscriber and kfake stops forwarding offset
-// commits for longer than a commit may take (Sarama's Net.ReadTimeout,
-// here 2 s): the coordinator does not answer, as when it is overloaded or
-// the network loses the request. Every message acked meanwhile is settled
+// commits for longer than a commit may take (CommitTimeout, here 2 s):
+// the coordinator does not answer, as when it is overloaded or the
+// network loses the request. Every message acked meanwhile is settled
 // unconfirmed (ErrAckNotConfirmed, ErrCommitRefused), never confirmed, and
 // the group's committed offset, sampled throughout straight from kfake,
 // stays where it was. When the proxy forwards again, the held commits land
@@ -342,99 +499,45 @@ func (s *committedSampler) taken() []int64 {
 func TestParallelCommitUnansweredIsUnconfirmed(t *testing.T) {
 	t.Parallel()
 	const batch = 10
-	const commitTimeout = 2 * time.Second
-	topic, group := unique("orders"), unique("billing")
-	proxy := newCommitProxy(t)
-	sub := newParallel(t, group, func(c *kafkabroker.ParallelConfig) {
-		c.ConfigureSarama = func(sc *sarama.Config) {
-			sc.Net.Proxy.Enable = true
-			sc.Net.Proxy.Dialer = proxy
-			sc.Net.ReadTimeout = commitTimeout
-		}
-	})
-	next := 0
-	publish := func() {
-		msgs := make([]*message.Message, 0, batch)
-		for range batch {
-			msgs = append(msgs, seqEvent(t, fmt.Sprintf("evt-%03d", next), fmt.Sprintf("k-%d", next), 1))
-			next++
-		}
-		produce(t, topic, 0, msgs)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	out, err := sub.Subscribe(ctx, topic)
-	require.NoError(t, err)
-	// ack receives and acks k messages and returns their settlements.
-	ack := func(k int) []<-chan ackgap.Settlement {
-		var settled []<-chan ackgap.Settlement
-		for range k {
-			msg, _, ch := receive(t, out)
-			msg.Ack()
-			settled = append(settled, ch)
-		}
-		return settled
-	}
-	requireConfirmed := func(settled []<-chan ackgap.Settlement) {
-		t.Helper()
-		for i, ch := range settled {
-			s := settlement(t, ch)
-			require.True(t, s.Acked)
-			require.NoError(t, s.Err, "delivery %d", i)
-			require.False(t, s.Confirmed.IsZero(), "delivery %d confirmed", i)
-		}
-	}
-	partitionStats := func() kafkabroker.PartitionStats {
-		for _, st := range sub.Stats() {
-			if st.Partition == 0 {
-				return st
-			}
-		}
-		return kafkabroker.PartitionStats{Partition: -1}
-	}
+	r := newProxiedPartition(t, 2*time.Second, nil, nil)
 
 	// Through the proxy, commits are answered and confirmed.
-	publish()
-	requireConfirmed(ack(batch))
-	require.Equal(t, int64(batch), committedOffset(t, group, topic, 0))
-	sampler := sampleCommitted(t, group, topic, 0)
+	r.publish(batch)
+	requireConfirmed(t, r.ack(batch))
+	require.Equal(t, int64(batch), r.committed())
+	sampler := sampleCommitted(t, r.group, r.topic, 0)
 
 	// Commits unanswered: what is acked now is never confirmed. The first
 	// ack's commit is held before the others are acked, so the commits held
 	// carry at least two offsets, and would move the committed offset
 	// backwards if they landed out of order.
-	proxy.hold()
+	r.proxy.hold()
 	heldFrom := sampler.count()
-	publish()
-	settled := ack(1)
-	eventually(t, time.Minute, "the first ack's commit held", func() bool { return proxy.heldCommits() >= 1 })
-	settled = append(settled, ack(batch-1)...)
+	r.publish(batch)
+	settled := r.ack(1)
+	eventually(t, time.Minute, "the first ack's commit held", func() bool { return r.proxy.heldCommits() >= 1 })
+	settled = append(settled, r.ack(batch-1)...)
 	for i, ch := range settled {
-		s := settlement(t, ch)
-		require.True(t, s.Acked)
-		require.True(t, s.Confirmed.IsZero(), "delivery %d: never confirmed", i)
-		require.ErrorIs(t, s.Err, ackgap.ErrAckNotConfirmed, "delivery %d", i)
-		require.ErrorIs(t, s.Err, kafkabroker.ErrCommitRefused, "delivery %d", i)
+		requireUnconfirmed(t, settlement(t, ch), fmt.Sprintf("delivery %d", i))
 	}
-	require.GreaterOrEqual(t, proxy.heldCommits(), 2)
-	require.Equal(t, int64(batch), committedOffset(t, group, topic, 0), "no commit reached the coordinator")
-	st := partitionStats()
+	require.GreaterOrEqual(t, r.proxy.heldCommits(), 2)
+	require.Equal(t, int64(batch), r.committed(), "no commit reached the coordinator")
+	st := r.stats()
 	require.Equal(t, int64(2*batch), st.Watermark)
 	require.Equal(t, int64(batch), st.Committed, "Stats shows only what the coordinator accepted")
 	heldTo := sampler.count()
 
 	// Answered again: the held commits land late, the retry commits the
 	// watermark, and what is acked from now on is confirmed.
-	proxy.release(sampler.sample) // a sample as each late commit lands
+	r.proxy.release(sampler.sample) // a sample as each late commit lands
 	eventually(t, time.Minute, "the watermark committed after the release", func() bool {
-		return partitionStats().Committed == 2*batch && committedOffset(t, group, topic, 0) == 2*batch
+		return r.stats().Committed == 2*batch && r.committed() == 2*batch
 	})
-	publish()
-	requireConfirmed(ack(batch))
-	require.Equal(t, int64(3*batch), committedOffset(t, group, topic, 0))
-	cancel()
-	for range out { // closed once the subscription stopped and left the group
-	}
+	r.publish(batch)
+	requireConfirmed(t, r.ack(batch))
+	require.Equal(t, int64(3*batch), r.committed())
+	require.Zero(t, r.stats().Regressions, "in order, the late commits lowered nothing")
+	r.stop()
 	sampler.stop()
 
 	samples := sampler.taken()
@@ -445,5 +548,123 @@ func TestParallelCommitUnansweredIsUnconfirmed(t *testing.T) {
 	for i := 1; i < len(samples); i++ {
 		require.GreaterOrEqual(t, samples[i], samples[i-1], "the committed offset went backwards at sample %d: %v", i, samples)
 	}
-	t.Logf("%d OffsetCommit requests held; %d samples of the committed offset, %d while held", proxy.heldCommits(), len(samples), heldTo-heldFrom)
+	t.Logf("%d OffsetCommit requests held; %d samples of the committed offset, %d while held", r.proxy.heldCommits(), len(samples), heldTo-heldFrom)
+}
+
+// TestParallelLateCommitRegressionRepaired: the proxy holds two offset
+// commits past CommitTimeout, the first carrying offset 11 (the first ack
+// of the second batch), the second one later, and lets the subscriber's
+// retry through, so the coordinator accepts the watermark (20). Then it
+// releases the two held commits newest first: the late, stale one lowers
+// the group's committed offset below the watermark (to 11), as a real
+// broker may do with a commit it never answered. With no new message and
+// no rebalance, the subscriber's offset checks after its unanswered
+// commits notice it: ErrOffsetRegressed is logged at warn with the
+// partition and offsets, in the generation the commits were refused in
+// (no rebalance in between), counted in Stats, and the watermark is
+// committed again within a bounded time. The committed offset, sampled
+// throughout straight from kfake, never exceeds the watermark and ends at
+// it; nothing is delivered again.
+func TestParallelLateCommitRegressionRepaired(t *testing.T) {
+	t.Parallel()
+	const batch = 10
+	logs := &errorLog{LoggerAdapter: testLogger()}
+	r := newProxiedPartition(t, time.Second, logs, func(c *kafkabroker.ParallelConfig) {
+		// Unanswered commits are watched for SessionTimeout: room for the
+		// test's steps on a busy machine.
+		c.SessionTimeout = 30 * time.Second
+	})
+
+	r.publish(batch)
+	requireConfirmed(t, r.ack(batch))
+	require.Equal(t, int64(batch), r.committed())
+	sampler := sampleCommitted(t, r.group, r.topic, 0)
+
+	r.proxy.holdCommits(2)
+	r.publish(batch)
+	settled := r.ack(1)
+	eventually(t, time.Minute, "the first ack's commit held", func() bool { return r.proxy.heldCommits() >= 1 })
+	settled = append(settled, r.ack(batch-1)...)
+	requireUnconfirmed(t, settlement(t, settled[0]), "the first ack, covered by the first held commit only")
+	for _, ch := range settled[1:] {
+		settlement(t, ch) // unconfirmed, or confirmed by the retry when a slow ack missed the second held commit
+	}
+	eventually(t, time.Minute, "the retry after the two held commits accepted", func() bool {
+		return r.stats().Committed == 2*batch && r.committed() == 2*batch
+	})
+	require.Equal(t, 2, r.proxy.heldCommits())
+	require.Zero(t, r.stats().Regressions)
+	var refused []loggedError // the committer's logs of the unanswered commits
+	for _, e := range logs.all() {
+		if !e.warn && e.fields["generation"] != nil && e.fields["offset"] != nil {
+			refused = append(refused, e)
+		}
+	}
+	require.NotEmpty(t, refused, "the unanswered commits were logged")
+
+	// The stale commits land, newest first: the committed offset goes
+	// back below the watermark until the subscriber commits it again.
+	r.proxy.releaseNewestFirst(sampler.sample)
+	released := time.Now()
+	eventually(t, time.Minute, "the regression reported and repaired", func() bool {
+		return r.stats().Regressions >= 1 && r.committed() == 2*batch
+	})
+	repairedIn := time.Since(released)
+	require.Less(t, repairedIn, 30*time.Second, "repaired within the watch (SessionTimeout) after the late commit")
+
+	found := logs.records(kafkabroker.ErrOffsetRegressed)
+	require.NotEmpty(t, found)
+	f := found[0].fields
+	require.True(t, found[0].warn, "at warn")
+	require.EqualValues(t, 0, f["partition"])
+	require.Less(t, f["committed"], int64(2*batch), "the late commit lowered the committed offset")
+	require.GreaterOrEqual(t, f["committed"], int64(batch))
+	require.EqualValues(t, 2*batch, f["accepted_before"])
+	require.EqualValues(t, 2*batch, f["watermark"])
+	require.Equal(t, refused[0].fields["generation"], f["generation"], "found in the generation the commits were refused in: no rebalance")
+
+	select {
+	case msg := <-r.out:
+		t.Fatalf("message %s delivered again: no rebalance, no redelivery", msg.UUID)
+	case <-time.After(500 * time.Millisecond):
+	}
+	st := r.stats()
+	require.Equal(t, int64(2*batch), st.Watermark)
+	require.Equal(t, int64(2*batch), st.Committed)
+	sampler.sample()
+	r.stop()
+	sampler.stop()
+	samples := sampler.taken()
+	for i, off := range samples {
+		require.LessOrEqual(t, off, int64(2*batch), "sample %d above the watermark: %v", i, samples)
+	}
+	require.Equal(t, int64(2*batch), samples[len(samples)-1], "the committed offset ends at the watermark: %v", samples)
+	lowest := slices.Min(samples[slices.Index(samples, 2*batch):])
+	t.Logf("late commit lowered the offset to %v; repaired %s after the release; lowest sample after the watermark was first committed: %d; %d samples",
+		f["committed"], repairedIn, lowest, len(samples))
+}
+
+// TestParallelCommitTimeoutBoundsCommit: an OffsetCommit the coordinator
+// does not answer is given up after CommitTimeout, not Sarama's
+// Net.ReadTimeout (30 s, left at its default here): the message it
+// covered is settled unconfirmed within CommitTimeout plus a margin.
+func TestParallelCommitTimeoutBoundsCommit(t *testing.T) {
+	t.Parallel()
+	const commitTimeout = time.Second
+	var readTimeout time.Duration
+	r := newProxiedPartition(t, commitTimeout, nil, func(c *kafkabroker.ParallelConfig) {
+		readTimeout = c.SaramaConfig().Net.ReadTimeout
+	})
+	require.Equal(t, 30*time.Second, readTimeout, "Sarama's default")
+	r.publish(1)
+	msg, _, ch := receive(t, r.out)
+	r.proxy.hold()
+	acked := time.Now()
+	msg.Ack()
+	s := settlement(t, ch)
+	took := time.Since(acked)
+	requireUnconfirmed(t, s, "the held commit")
+	require.GreaterOrEqual(t, r.proxy.heldCommits(), 1)
+	require.Less(t, took, commitTimeout+10*time.Second, "bounded by CommitTimeout, not Net.ReadTimeout (%s)", readTimeout)
+	t.Logf("unanswered commit settled unconfirmed %s after the ack (CommitTimeout %s, Net.ReadTimeout %s)", took, commitTimeout, readTimeout)
 }

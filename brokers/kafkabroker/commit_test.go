@@ -165,6 +165,70 @@ func TestCommitFencedIsUnconfirmed(t *testing.T) {
 	com.close()
 }
 
+// TestCommitterOffsetCheck: a partition watched after an unanswered
+// commit has its committed offset checked at the next round; one found
+// below what the coordinator accepted from the member (here lowered by a
+// stale commit of the same generation, as a late one would) is counted as
+// a regression and its watermark committed again. A partition not watched,
+// or released (no longer the member's), is not checked.
+func TestCommitterOffsetCheck(t *testing.T) {
+	t.Parallel()
+	topic, group := "commit."+hexID(), "check."+hexID()
+	m := joinGroup(t, topic, group)
+	partitions, err := m.client.Partitions(topic)
+	require.NoError(t, err)
+	var p int32 = -1
+	for _, q := range partitions {
+		if off, err := m.client.GetOffset(topic, q, sarama.OffsetNewest); err == nil && off > 0 {
+			p = q
+		}
+	}
+	require.NotEqual(t, int32(-1), p)
+	k := partitionKey{topic, p}
+	com := newOffsetCommitter(m.client, m.sc, group, m.gen, m.id, 0, watermill.NopLogger{})
+	com.accepted = &acceptedOffsets{}
+	com.checkWindow = time.Minute
+	lower := func() {
+		t.Helper()
+		require.NoError(t, sendOffsetCommit(m.client, m.sc, group, m.gen, m.id, []commitBlock{{k: k, offset: 0}})[0])
+		require.Equal(t, int64(0), committed(t, m, group, topic, p))
+	}
+	watch := func() {
+		com.mu.Lock()
+		com.parts[k].watchUntil = time.Now().Add(time.Minute)
+		com.mu.Unlock()
+	}
+
+	com.advance(k, 1, nil)
+	require.True(t, com.round())
+	require.Equal(t, int64(1), committed(t, m, group, topic, p))
+
+	lower()
+	require.True(t, com.round())
+	require.Equal(t, int64(0), committed(t, m, group, topic, p), "not watched: not checked")
+	_, watching := com.nextCheck()
+	require.False(t, watching)
+
+	watch()
+	_, watching = com.nextCheck()
+	require.True(t, watching)
+	require.True(t, com.round())
+	require.Equal(t, int64(1), committed(t, m, group, topic, p), "watched: found and committed again")
+	require.Equal(t, int64(1), com.accepted.regressionsOf(k))
+
+	require.True(t, com.round())
+	require.Equal(t, int64(1), com.accepted.regressionsOf(k), "nothing new found")
+
+	lower()
+	com.release(k)
+	com.mu.Lock()
+	com.checkAt = time.Time{} // due
+	com.mu.Unlock()
+	require.True(t, com.round())
+	require.Equal(t, int64(0), committed(t, m, group, topic, p), "released: no longer checked")
+	require.Equal(t, int64(1), com.accepted.regressionsOf(k))
+}
+
 func hexID() string {
 	b := make([]byte, 6)
 	_, _ = rand.Read(b)

@@ -73,6 +73,20 @@
 // message holds its partition's watermark: after a crash everything from
 // it on is redelivered, and the inbox skips what was applied.
 //
+// Each OffsetCommit is bounded by ParallelConfig.CommitTimeout (default 5
+// s, Kafka's offsets.commit.timeout.ms), not Sarama's Net.ReadTimeout (30
+// s, shared with fetches). A commit left unanswered may still be applied
+// late, after a newer one, and move the group's committed offset back
+// below the watermark already reported. So after one, the subscriber
+// fetches the committed offsets of its partitions (OffsetFetch to the
+// coordinator) at the next commit round and then every second, for
+// SessionTimeout, while it owns them in its generation; one found below
+// what the coordinator accepted from it is reported ([ErrOffsetRegressed]
+// at warn with the partition and offsets, [PartitionStats].Regressions)
+// and repaired by committing the watermark again, without waiting for a
+// new message or a rebalance. A partition claimed with a committed offset
+// below one accepted from the subscriber before is reported the same way.
+//
 //	sub, err := kafkabroker.NewParallelSubscriber(&kafkabroker.ParallelConfig{
 //		SubscriberConfig: kafkabroker.SubscriberConfig{Brokers: brokers, ConsumerGroup: "billing"},
 //		MaxInFlight:      64,

@@ -40,12 +40,31 @@ var (
 // [ErrCommitRefused], logs the partition and offset, and is retried with
 // the partition's current watermark. A nacked or failing message holds its
 // partition's watermark, so a crash redelivers everything from it on, and
-// the inbox skips what was already applied. Commits go out one at a time
-// and a partition's offset only grows, so the member never moves a
-// committed offset backwards; a partition claimed again with a committed
-// offset below one the coordinator accepted from this subscriber before is
-// logged with [ErrOffsetRegressed], and its watermark is committed again
-// as the records in between are redelivered and acked.
+// the inbox skips what was already applied. Each OffsetCommit request
+// (and each OffsetFetch below) is bounded by CommitTimeout, not by
+// Sarama's Net.ReadTimeout.
+//
+// Regressions. Commits go out one at a time and a partition's offset only
+// grows, so the member never moves a committed offset backwards itself.
+// But a commit left unanswered (CommitTimeout, a lost connection) may
+// still be applied by the coordinator late, after a newer one, and lower
+// the group's committed offset below the watermark already reported. So
+// after an unanswered commit the subscriber fetches the group's committed
+// offsets of the partitions concerned (OffsetFetch to the coordinator) at
+// the next commit round, or after the retry delay when no commit is due,
+// and then every second, for SessionTimeout after the partition's last
+// unanswered commit, for as long as the member owns the partition in its
+// generation (a late commit from an older generation is refused by the
+// coordinator). A committed offset found below the highest one the
+// coordinator accepted from the member is reported ([ErrOffsetRegressed],
+// a warn log with the partition and offsets, [PartitionStats].Regressions)
+// and repaired by committing the watermark again, without waiting for a
+// new message or a rebalance. A commit landing later than the watch is
+// overwritten by the partition's next commit, or found when the partition
+// is claimed again: a partition claimed with a committed offset below one
+// the coordinator accepted from this subscriber before is reported the
+// same way, and its watermark is committed again as the records in between
+// are redelivered and acked.
 //
 // Memory. Each partition buffers at most MaxBufferedRecords records and
 // MaxBufferedBytes bytes (plus one record) that are not yet below its
@@ -65,6 +84,7 @@ var (
 type ParallelSubscriber struct {
 	cfg      ParallelConfig
 	sc       *sarama.Config
+	commitSC *sarama.Config // sc with CommitTimeout as Net.ReadTimeout
 	logger   watermill.LoggerAdapter
 	accepted acceptedOffsets
 
@@ -97,7 +117,7 @@ func NewParallelSubscriber(cfg *ParallelConfig, logger watermill.LoggerAdapter) 
 	if logger == nil {
 		logger = watermill.NopLogger{}
 	}
-	return &ParallelSubscriber{cfg: c, sc: sc, logger: logger}, nil
+	return &ParallelSubscriber{cfg: c, sc: sc, commitSC: c.commitSarama(sc), logger: logger}, nil
 }
 
 // Subscribe joins the consumer group for topic with a Kafka client of its
@@ -149,8 +169,9 @@ func (s *ParallelSubscriber) subscribe(ctx context.Context, topic string, keyRun
 	}
 	// Offset commits go on connections of their own: on the consumer's,
 	// each would wait behind the fetch in flight (up to FetchMaxWait),
-	// as Kafka answers a connection's requests in order.
-	commits, err := sarama.NewClient(s.cfg.Brokers, s.sc)
+	// as Kafka answers a connection's requests in order; and they time
+	// out after CommitTimeout, not the fetches' Net.ReadTimeout.
+	commits, err := sarama.NewClient(s.cfg.Brokers, s.commitSC)
 	if err != nil {
 		_ = group.Close()
 		_ = client.Close()
@@ -256,6 +277,11 @@ type PartitionStats struct {
 	// this subscriber for the partition; -1 when none yet. Watermark -
 	// Committed is what a crash now would redeliver of the acked records.
 	Committed int64
+	// Regressions is how many times the subscriber found the group's
+	// committed offset of the partition below Committed
+	// ([ErrOffsetRegressed]), over its lifetime: by the offset checks after
+	// an unanswered commit, or when the partition was claimed.
+	Regressions int64
 }
 
 // Stats returns a snapshot of every partition the subscriber holds now,
@@ -277,6 +303,7 @@ func (s *ParallelSubscriber) Stats() []PartitionStats {
 			if c, ok := sub.accepted.get(l.k); ok {
 				st.Committed = c
 			}
+			st.Regressions = sub.accepted.regressionsOf(l.k)
 			out = append(out, st)
 		}
 	}
@@ -356,6 +383,7 @@ func (sub *parallelSub) Setup(sess sarama.ConsumerGroupSession) error {
 	com := newOffsetCommitter(sub.commits, sub.sc, sub.cfg.ConsumerGroup, sess.GenerationID(), sess.MemberID(), sub.cfg.CommitInterval,
 		sub.logger.With(watermill.LogFields{"member_id": sess.MemberID()}))
 	com.accepted = sub.accepted
+	com.checkWindow = sub.cfg.SessionTimeout
 	go com.run()
 	sub.mu.Lock()
 	sub.com = com
@@ -383,8 +411,9 @@ func (sub *parallelSub) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sar
 	if last, ok := sub.accepted.get(k); ok && claim.InitialOffset() < last {
 		// The records in between are delivered again and skipped by the
 		// inbox; the watermark is committed again as they are acked.
-		sub.logger.Error("The group's committed offset went backwards since this subscriber's last accepted commit (a zombie member's late commit, or offsets expired or reset): records from it on are redelivered",
-			ErrOffsetRegressed, watermill.LogFields{"partition": k.partition, "committed": claim.InitialOffset(), "accepted_before": last})
+		sub.accepted.regressed(k)
+		warn(sub.logger, "The group's committed offset went backwards since this subscriber's last accepted commit (a zombie member's late commit, or offsets expired or reset): records from it on are redelivered",
+			ErrOffsetRegressed, watermill.LogFields{"partition": k.partition, "committed": claim.InitialOffset(), "accepted_before": last, "generation": sess.GenerationID()})
 	}
 	sub.mu.Lock()
 	l := &partLoop{

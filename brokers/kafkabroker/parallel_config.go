@@ -3,6 +3,7 @@ package kafkabroker
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/IBM/sarama"
 )
@@ -58,6 +59,14 @@ const (
 	// (16 MiB): key plus value bytes of the records counted by
 	// MaxBufferedRecords.
 	MaxBufferedBytesDefault = 16 << 20
+	// CommitTimeoutDefault is the default ParallelConfig.CommitTimeout
+	// (5 s): Kafka's broker default offsets.commit.timeout.ms (5000 ms),
+	// the longest a group coordinator waits for the offsets topic's
+	// replicas before it answers an OffsetCommit. A coordinator that has
+	// not answered by then is stalled or unreachable, not busy. It equals
+	// CommitMargin, so the default RebalanceTimeout (HoldTimeout +
+	// CommitMargin) leaves a revoked partition room for its last commit.
+	CommitTimeoutDefault = 5 * time.Second
 )
 
 // ParallelConfig configures [NewParallelSubscriber]. The embedded
@@ -90,6 +99,20 @@ type ParallelConfig struct {
 	// else is buffered. Default MaxBufferedBytesDefault (16 MiB); at least
 	// 1.
 	MaxBufferedBytes int64
+	// CommitTimeout bounds one OffsetCommit request (and the OffsetFetch
+	// that checks an unanswered one): the subscriber's offset commits go
+	// on a Kafka client of their own whose Net.ReadTimeout is
+	// CommitTimeout (its Net.WriteTimeout and Net.DialTimeout at most
+	// that), instead of Sarama's Net.ReadTimeout (30 s by default, shared
+	// with fetches). A commit unanswered after it settles the messages it
+	// covered unconfirmed ([ErrCommitRefused]) and is retried; since it
+	// may still land late, the committed offsets are checked (see
+	// [ParallelSubscriber]). A lookup of the group coordinator (Sarama's
+	// Metadata.Retry) comes on top. Default CommitTimeoutDefault (5 s);
+	// more than 0 and at most RebalanceTimeout - HoldTimeout (a revoked
+	// partition waits up to HoldTimeout for its records in flight, then
+	// commits its watermark, all within the rebalance).
+	CommitTimeout time.Duration
 }
 
 // WithDefaults returns a copy of c with every zero field set to its
@@ -104,6 +127,9 @@ func (c ParallelConfig) WithDefaults() ParallelConfig {
 	}
 	if c.MaxBufferedBytes == 0 {
 		c.MaxBufferedBytes = MaxBufferedBytesDefault
+	}
+	if c.CommitTimeout == 0 {
+		c.CommitTimeout = CommitTimeoutDefault
 	}
 	return c
 }
@@ -125,6 +151,9 @@ func (c ParallelConfig) validate() error {
 	if c.MaxBufferedBytes < 1 {
 		errs = append(errs, fmt.Errorf("MaxBufferedBytes is %d, must be at least 1", c.MaxBufferedBytes))
 	}
+	if c.CommitTimeout <= 0 || c.HoldTimeout+c.CommitTimeout > c.RebalanceTimeout {
+		errs = append(errs, fmt.Errorf("CommitTimeout is %s, must be more than 0 and at most RebalanceTimeout (%s) - HoldTimeout (%s): a revoked partition waits up to HoldTimeout for its records in flight, then commits its watermark, within the rebalance", c.CommitTimeout, c.RebalanceTimeout, c.HoldTimeout))
+	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("invalid config: %w", err)
 	}
@@ -138,6 +167,17 @@ func (c ParallelConfig) validate() error {
 // per-partition answers).
 func (c ParallelConfig) SaramaConfig() *sarama.Config {
 	return c.saramaBase().SaramaConfig()
+}
+
+// commitSarama returns a copy of sc, the subscriber's Sarama config, for
+// the client offset commits and their checks go on: its requests time out
+// after CommitTimeout rather than Net.ReadTimeout.
+func (c ParallelConfig) commitSarama(sc *sarama.Config) *sarama.Config {
+	cc := *sc
+	cc.Net.ReadTimeout = c.CommitTimeout
+	cc.Net.WriteTimeout = min(cc.Net.WriteTimeout, c.CommitTimeout)
+	cc.Net.DialTimeout = min(cc.Net.DialTimeout, c.CommitTimeout)
+	return &cc
 }
 
 // saramaBase is the SubscriberConfig whose Sarama config has auto-commit

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -442,6 +443,8 @@ func TestParallelConfig(t *testing.T) {
 	require.Equal(t, kafkabroker.MaxBufferedRecordsDefault, c.MaxBufferedRecords)
 	require.Equal(t, int64(kafkabroker.MaxBufferedBytesDefault), c.MaxBufferedBytes)
 	require.Equal(t, kafkabroker.HoldTimeoutDefault, c.HoldTimeout)
+	require.Equal(t, kafkabroker.CommitTimeoutDefault, c.CommitTimeout)
+	require.LessOrEqual(t, c.HoldTimeout+c.CommitTimeout, c.RebalanceTimeout, "the defaults fit the default rebalance timeout")
 	require.False(t, c.SaramaConfig().Consumer.Offsets.AutoCommit.Enable, "the subscriber commits itself")
 	require.Equal(t, "key", kafkabroker.OrderingKey.String())
 
@@ -455,13 +458,27 @@ func TestParallelConfig(t *testing.T) {
 	_, err = kafkabroker.NewParallelSubscriber(nil, nil)
 	require.ErrorContains(t, err, "invalid config")
 
+	// CommitTimeout: a revoked partition's wait (HoldTimeout) and its last
+	// commit fit the rebalance.
+	base := kafkabroker.SubscriberConfig{Brokers: []string{"127.0.0.1:1"}, ConsumerGroup: "g", HoldTimeout: time.Minute}
+	for _, bad := range []time.Duration{-time.Second, kafkabroker.CommitMargin + time.Millisecond} {
+		_, err = kafkabroker.NewParallelSubscriber(&kafkabroker.ParallelConfig{SubscriberConfig: base, CommitTimeout: bad}, nil)
+		require.ErrorContains(t, err, "invalid config")
+		require.ErrorContains(t, err, "CommitTimeout is "+bad.String()+", must be more than 0 and at most RebalanceTimeout (1m5s) - HoldTimeout (1m0s)")
+	}
+	longer := base
+	longer.RebalanceTimeout = 2 * time.Minute
+	sub, err := kafkabroker.NewParallelSubscriber(&kafkabroker.ParallelConfig{SubscriberConfig: longer, CommitTimeout: 30 * time.Second}, nil)
+	require.NoError(t, err, "a longer CommitTimeout with a longer RebalanceTimeout")
+	require.NoError(t, sub.Close())
+
 	_, err = kafkabroker.NewParallelSubscriber(&kafkabroker.ParallelConfig{SubscriberConfig: kafkabroker.SubscriberConfig{
 		Brokers: []string{"127.0.0.1:1"}, ConsumerGroup: "g",
 		ConfigureSarama: func(c *sarama.Config) { c.Consumer.Offsets.AutoCommit.Enable = true },
 	}}, nil)
 	require.ErrorContains(t, err, "AutoCommit.Enable")
 
-	sub, err := kafkabroker.NewParallelSubscriber(&kafkabroker.ParallelConfig{SubscriberConfig: kafkabroker.SubscriberConfig{
+	sub, err = kafkabroker.NewParallelSubscriber(&kafkabroker.ParallelConfig{SubscriberConfig: kafkabroker.SubscriberConfig{
 		Brokers: []string{"127.0.0.1:1"}, ConsumerGroup: "g", CommitInterval: time.Second,
 	}}, nil)
 	require.NoError(t, err, "CommitInterval paces the subscriber's own commits")
@@ -511,31 +528,65 @@ func TestParallelBehindMiddlewares(t *testing.T) {
 	assertNothingRedelivered(t, topic, group)
 }
 
-// errorLog is a watermill logger that keeps the errors it was given.
+// errorLog is a watermill logger with a warn level (as router.SlogLogger)
+// that keeps the errors and warnings it was given, with their fields.
 type errorLog struct {
 	watermill.LoggerAdapter
 	mu   sync.Mutex
-	errs []error
+	errs []loggedError
+}
+
+// loggedError is one Error or Warn record; a Warn record's error is its
+// "err" field (kafkabroker passes the error's text there).
+type loggedError struct {
+	warn   bool
+	err    error
+	fields watermill.LogFields
 }
 
 func (l *errorLog) Error(msg string, err error, fields watermill.LogFields) {
 	l.mu.Lock()
-	l.errs = append(l.errs, err)
+	l.errs = append(l.errs, loggedError{err: err, fields: fields})
 	l.mu.Unlock()
 	l.LoggerAdapter.Error(msg, err, fields)
 }
 
+func (l *errorLog) Warn(msg string, fields watermill.LogFields) {
+	text, _ := fields["err"].(string)
+	l.mu.Lock()
+	l.errs = append(l.errs, loggedError{warn: true, err: errors.New(text), fields: fields})
+	l.mu.Unlock()
+	l.LoggerAdapter.Info(msg, fields.Add(watermill.LogFields{"severity": "warn"}))
+}
+
 func (l *errorLog) With(watermill.LogFields) watermill.LoggerAdapter { return l }
 
-func (l *errorLog) has(target error) bool {
+// matches reports whether e is target: by errors.Is, or for a warning by
+// the error's text.
+func (e loggedError) matches(target error) bool {
+	return errors.Is(e.err, target) || (e.warn && e.err.Error() == target.Error())
+}
+
+func (l *errorLog) has(target error) bool { return len(l.records(target)) > 0 }
+
+// all returns every record, in order.
+func (l *errorLog) all() []loggedError {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for _, err := range l.errs {
-		if errors.Is(err, target) {
-			return true
+	return slices.Clone(l.errs)
+}
+
+// records returns the records logged with target, in order.
+func (l *errorLog) records(target error) []loggedError {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []loggedError
+	for _, e := range l.errs {
+		if e.matches(target) {
+			out = append(out, e)
 		}
 	}
-	return false
+	return out
 }
 
 // TestParallelOffsetRegression: after the subscriber's commits were
@@ -596,7 +647,11 @@ func TestParallelOffsetRegression(t *testing.T) {
 	require.Equal(t, int64(resetTo), committedOffset(t, group, topic, 0))
 
 	consume(n - resetTo)
-	require.True(t, logs.has(kafkabroker.ErrOffsetRegressed), "the regression is reported")
+	found := logs.records(kafkabroker.ErrOffsetRegressed)
+	require.NotEmpty(t, found, "the regression is reported")
+	require.True(t, found[0].warn, "at warn")
+	require.EqualValues(t, resetTo, found[0].fields["committed"])
+	require.EqualValues(t, n, found[0].fields["accepted_before"])
 }
 
 // TestParallelOrderingModes: under each ordering mode the subscriber never
