@@ -376,8 +376,9 @@ func (c *offsetCommitter) flushLocked(only *partitionKey) bool {
 			}
 			continue
 		}
-		// Watermill's LoggerAdapter has no warn level; Error it is.
-		c.logger.Error("Offset commit refused: the acked messages below it are unconfirmed and will be redelivered unless a later commit covers them; retrying with the current watermark",
+		// A warning: nothing is lost (the inbox skips what a redelivery
+		// brings), and the next commit retries with the current watermark.
+		warn(c.logger, "Offset commit refused: the acked messages below it are unconfirmed and will be redelivered unless a later commit covers them; retrying with the current watermark",
 			errs[i], watermill.LogFields{"topic": b.k.topic, "partition": b.k.partition, "offset": b.offset,
 				"consumer_group": c.group, "generation": c.gen, "unconfirmed": len(b.covered)})
 		err := fmt.Errorf("%w: %w: topic %s partition %d offset %d: %w", ackgap.ErrAckNotConfirmed, ErrCommitRefused, b.k.topic, b.k.partition, b.offset, errs[i])
@@ -429,6 +430,11 @@ func sendOffsetCommit(client sarama.Client, conf *sarama.Config, group string, g
 		switch {
 		case !found:
 			errs[i] = errors.New("OffsetCommit: no answer for the partition")
+		case errors.Is(kerr, sarama.ErrRequestTimedOut):
+			// The coordinator's append to the offsets topic timed out
+			// (offsets.commit.timeout.ms): it may still land, like an
+			// unanswered request.
+			errs[i] = fmt.Errorf("OffsetCommit: %w: %w", errOutcomeUnknown, kerr)
 		case kerr != sarama.ErrNoError:
 			errs[i] = fmt.Errorf("OffsetCommit: %w", kerr)
 			if errors.Is(kerr, sarama.ErrNotCoordinatorForConsumer) || errors.Is(kerr, sarama.ErrConsumerCoordinatorNotAvailable) {

@@ -596,7 +596,7 @@ func TestParallelLateCommitRegressionRepaired(t *testing.T) {
 	require.Zero(t, r.stats().Regressions)
 	var refused []loggedError // the committer's logs of the unanswered commits
 	for _, e := range logs.all() {
-		if !e.warn && e.fields["generation"] != nil && e.fields["offset"] != nil {
+		if e.warn && e.fields["unconfirmed"] != nil {
 			refused = append(refused, e)
 		}
 	}

@@ -5,7 +5,9 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"os"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -129,7 +131,8 @@ func TestCommitFencedIsUnconfirmed(t *testing.T) {
 		gen    int32
 		member string
 	}{{"stale generation", m.gen - 1, m.id}, {"future generation", m.gen + 1, m.id}, {"unknown member", m.gen, "zombie-" + hexID()}} {
-		com := newOffsetCommitter(m.client, m.sc, group, tc.gen, tc.member, 0, watermill.NopLogger{})
+		logs := &levelLogs{}
+		com := newOffsetCommitter(m.client, m.sc, group, tc.gen, tc.member, 0, logs)
 		d, got := watched()
 		com.advance(k, 1, []ackedRecord{{offset: 0, ackedAt: time.Now(), d: d}})
 		require.False(t, com.flush(nil), tc.name)
@@ -139,6 +142,9 @@ func TestCommitFencedIsUnconfirmed(t *testing.T) {
 		require.True(t, s.Confirmed.IsZero(), "%s: never confirmed", tc.name)
 		require.ErrorIs(t, s.Err, ackgap.ErrAckNotConfirmed)
 		require.ErrorIs(t, s.Err, ErrCommitRefused)
+		require.Contains(t, logs.warns(), "Offset commit refused: the acked messages below it are unconfirmed and will be redelivered unless a later commit covers them; retrying with the current watermark",
+			"%s: a warning with partition and offset", tc.name)
+		require.Empty(t, logs.errors(), "%s: nothing is lost: not an error", tc.name)
 		t.Logf("%s: %v", tc.name, s.Err)
 		// Retried with the current watermark: refused again, the delivery
 		// stays unconfirmed (settled once).
@@ -293,4 +299,69 @@ func TestSubscriberCommitRefusedIsUnconfirmed(t *testing.T) {
 	require.NoError(t, s.Err)
 	require.False(t, s.Confirmed.IsZero())
 	require.Equal(t, int64(1), committed(t, m, group, topic, p))
+}
+
+// levelLogs is a watermill.LoggerAdapter with a Warn level that keeps the
+// messages logged at warn and at error.
+type levelLogs struct {
+	watermill.NopLogger
+	mu           sync.Mutex
+	warn, errMsg []string
+}
+
+func (l *levelLogs) Warn(msg string, _ watermill.LogFields) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.warn = append(l.warn, msg)
+}
+
+func (l *levelLogs) Error(msg string, _ error, _ watermill.LogFields) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.errMsg = append(l.errMsg, msg)
+}
+
+func (l *levelLogs) With(watermill.LogFields) watermill.LoggerAdapter { return l }
+
+func (l *levelLogs) warns() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.warn)
+}
+
+func (l *levelLogs) errors() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.errMsg)
+}
+
+// TestCommitTimedOutIsOutcomeUnknown (unit, Sarama's mock broker): a
+// coordinator that answers an OffsetCommit with REQUEST_TIMED_OUT (its
+// append to the offsets topic outlasted offsets.commit.timeout.ms) may
+// still apply it: the block's error is an unknown outcome, which the
+// committer watches for a late landing, not a plain refusal.
+func TestCommitTimedOutIsOutcomeUnknown(t *testing.T) {
+	t.Parallel()
+	const topic, group = "orders", "billing"
+	mb := sarama.NewMockBroker(t, 1)
+	defer mb.Close()
+	mb.SetHandlerByMap(map[string]sarama.MockResponse{
+		"ApiVersionsRequest":     sarama.NewMockApiVersionsResponse(t),
+		"MetadataRequest":        sarama.NewMockMetadataResponse(t).SetBroker(mb.Addr(), mb.BrokerID()).SetLeader(topic, 0, mb.BrokerID()),
+		"FindCoordinatorRequest": sarama.NewMockFindCoordinatorResponse(t).SetCoordinator(sarama.CoordinatorGroup, group, mb),
+		"OffsetCommitRequest": sarama.NewMockOffsetCommitResponse(t).SetError(group, topic, 0, sarama.ErrRequestTimedOut).
+			SetError(group, topic, 1, sarama.ErrIllegalGeneration),
+	})
+	conf := sarama.NewConfig()
+	conf.Version = VersionDefault
+	conf.ApiVersionsRequest = false        // the mock does not answer it
+	conf.Net.ReadTimeout = 5 * time.Second // the mock answers at once
+	client, err := sarama.NewClient([]string{mb.Addr()}, conf)
+	require.NoError(t, err)
+	defer client.Close()
+	errs := sendOffsetCommit(client, conf, group, 1, "m1", []commitBlock{{k: partitionKey{topic, 0}, offset: 5}, {k: partitionKey{topic, 1}, offset: 7}})
+	require.ErrorIs(t, errs[0], errOutcomeUnknown, "timed out: it may still land")
+	require.ErrorIs(t, errs[0], sarama.ErrRequestTimedOut)
+	require.Error(t, errs[1])
+	require.NotErrorIs(t, errs[1], errOutcomeUnknown, "a fenced generation is refused, not unknown")
 }

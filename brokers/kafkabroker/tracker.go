@@ -328,8 +328,8 @@ func (t *tracker) commit(s sarama.ConsumerGroupSession, ds []*delivery) []error 
 		if blockErrs[i] == nil {
 			continue
 		}
-		// Watermill's LoggerAdapter has no warn level; Error it is.
-		t.logger.Error("Offset commit refused: the acked messages below it are unconfirmed and will be redelivered unless a later commit covers them",
+		// A warning: the inbox skips what a redelivery brings.
+		warn(t.logger, "Offset commit refused: the acked messages below it are unconfirmed and will be redelivered unless a later commit covers them",
 			blockErrs[i], watermill.LogFields{"topic": b.k.topic, "partition": b.k.partition, "offset": b.offset,
 				"consumer_group": t.group, "generation": s.GenerationID()})
 		blockErrs[i] = fmt.Errorf("%w: %w: topic %s partition %d offset %d: %w", ackgap.ErrAckNotConfirmed, ErrCommitRefused, b.k.topic, b.k.partition, b.offset, blockErrs[i])
