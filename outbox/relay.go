@@ -395,9 +395,13 @@ type pollOnly struct{ stores.OutboxStore }
 // When ctx ends, Run stops claiming and waits up to Config.StopTimeout for
 // the effects in flight to return and their outcomes to be recorded; then
 // it cancels their contexts and waits for them to return. A row whose
-// effect was cut short stays claimed, and its lease lapses. Run returns
-// only once every goroutine it started has ended. It returns
-// ErrAlreadyRunning if the relay is running already.
+// effect was cut short stays claimed, and its lease lapses. Rows handed
+// over by direct dispatch whose effect had not started are not called:
+// they stay held until their hold (Config.Lease from when their handler
+// added them) lapses, then any relay claims them, so even a graceful stop
+// delays them by up to a Lease. Run returns only once every goroutine it
+// started has ended. It returns ErrAlreadyRunning if the relay is running
+// already.
 func (r *Relay) Run(ctx context.Context) error {
 	if !r.running.CompareAndSwap(false, true) {
 		return ErrAlreadyRunning
