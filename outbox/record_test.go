@@ -168,3 +168,72 @@ func recordGuardedByClaim[TTx any](t *testing.T, b *backend[TTx]) {
 	require.NoError(t, err)
 	require.True(t, res.Changed, "the second claim still holds the row")
 }
+
+// blockingSettleStore holds the relay's first set-based recording until
+// release is closed, and says when it entered it (settling).
+type blockingSettleStore struct {
+	stores.OutboxStore
+	once              sync.Once
+	settling, release chan struct{}
+}
+
+func (b *blockingSettleStore) SettleOutboxManyIfClaimed(ctx context.Context, p *stores.OutboxSettleManyParams) (*stores.OutboxSettleManyResult, error) {
+	first := false
+	b.once.Do(func() { first = true })
+	if first {
+		close(b.settling)
+		<-b.release
+	}
+	return b.OutboxStore.SettleOutboxManyIfClaimed(ctx, p)
+}
+
+// TestSlotFreeWhileRecording: an effect's slot (Config.Concurrency) is
+// free once the effect returned, before its outcome is recorded. With one
+// slot and the first recording held up, the relay still calls the second
+// row's effect; every row is done once the recording goes through.
+func TestSlotFreeWhileRecording(t *testing.T) {
+	t.Parallel()
+	bothStores(t, func(t *testing.T, b *backend[*sqlTx]) { slotFreeWhileRecording(t, b) }, func(t *testing.T, b *backend[pgx.Tx]) { slotFreeWhileRecording(t, b) })
+}
+
+func slotFreeWhileRecording[TTx any](t *testing.T, b *backend[TTx]) {
+	insert(t, b.store, charges(2)...)
+	calls := make(chan string, 2)
+	effect := func(_ context.Context, row stores.OutboxRow) error {
+		calls <- row.IdempotencyKey
+		return nil
+	}
+	bs := &blockingSettleStore{OutboxStore: outbox.PollOnly(b.store), settling: make(chan struct{}), release: make(chan struct{})}
+	cfg := fast(map[string]outbox.Effect{"charge": effect}, nil)
+	cfg.Concurrency = 1
+	relay, err := outbox.New(bs, cfg)
+	require.NoError(t, err)
+	stop := running(t, relay)
+	defer func() {
+		select {
+		case <-bs.release:
+		default:
+			close(bs.release) // let Run stop even when the test failed
+		}
+	}()
+
+	require.Equal(t, "charge:o00000", <-calls)
+	select {
+	case <-bs.settling:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the first outcome was never recorded")
+	}
+	select {
+	case key := <-calls:
+		require.Equal(t, "charge:o00001", key)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the one slot stayed taken while the first outcome waited for its statement: the second row's effect was not called")
+	}
+	close(bs.release)
+	require.Eventually(t, func() bool { return backlog(t, b.store) == 0 }, 30*time.Second, 20*time.Millisecond)
+	stop()
+	for _, r := range rowsByID(t, b.store) {
+		require.Equal(t, stores.OutboxDone, r.State, r.IdempotencyKey)
+		require.Equal(t, 1, r.Attempts, r.IdempotencyKey)
+	}
+}

@@ -69,7 +69,7 @@ const (
 	LastErrorMaxBytes = 2048
 	// DispatchLimitDefault is how many rows a relay holds for direct
 	// dispatch at once, waiting or in flight (see Config.DispatchLimit):
-	// about ten batches of 50 events with two effects each.
+	// about a hundred batches of 50 events with two effects each.
 	DispatchLimitDefault = 10000
 )
 
@@ -162,8 +162,11 @@ type Config struct {
 	// this process right after their commit), waiting for a slot or in
 	// flight; rows beyond it are written due at once and claimed as
 	// usual. Dispatched rows take their slots (Concurrency) first; claims
-	// get the free ones. Default DispatchLimitDefault (1000), at most
-	// ConcurrencyMax*10.
+	// get the free ones. A row that waits for a slot until its hold would
+	// end before an effect call could finish (Lease - EffectTimeout after
+	// the handler added it) is left to the claimers: size it to what the
+	// relay carries out in that time. Default DispatchLimitDefault
+	// (10,000), at most ConcurrencyMax*10.
 	DispatchLimit int
 }
 
@@ -392,9 +395,13 @@ type pollOnly struct{ stores.OutboxStore }
 // When ctx ends, Run stops claiming and waits up to Config.StopTimeout for
 // the effects in flight to return and their outcomes to be recorded; then
 // it cancels their contexts and waits for them to return. A row whose
-// effect was cut short stays claimed, and its lease lapses. Run returns
-// only once every goroutine it started has ended. It returns
-// ErrAlreadyRunning if the relay is running already.
+// effect was cut short stays claimed, and its lease lapses. Rows handed
+// over by direct dispatch whose effect had not started are not called:
+// they stay held until their hold (Config.Lease from when their handler
+// added them) lapses, then any relay claims them, so even a graceful stop
+// delays them by up to a Lease. Run returns only once every goroutine it
+// started has ended. It returns ErrAlreadyRunning if the relay is running
+// already.
 func (r *Relay) Run(ctx context.Context) error {
 	if !r.running.CompareAndSwap(false, true) {
 		return ErrAlreadyRunning

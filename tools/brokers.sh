@@ -100,17 +100,31 @@ http_ok() ( # port path
 	[[ $status == HTTP/1.?" 200"* ]]
 ) 2>/dev/null
 
-# A loopback port in [20000, 60000) that nothing accepts connections on.
+# A loopback port that no socket uses: nothing accepts connections on it, and
+# (with ss) no socket is bound to it. It is picked below the kernel's ephemeral
+# range (ip_local_port_range, 32768-60999 by default), from 20000 on: a port in
+# that range may be the local port of a client connection (to PostgreSQL, say),
+# which accepts nothing yet makes a listen on it fail with EADDRINUSE.
 free_port() {
-	local p i
+	local p i lo=20000 hi=32768 elo=32768 ehi=60999
+	if [[ -r /proc/sys/net/ipv4/ip_local_port_range ]]; then
+		read -r elo ehi </proc/sys/net/ipv4/ip_local_port_range
+	fi
+	if ((elo - lo >= 1000)); then
+		hi=$elo
+	else # an ephemeral range starting low: take the ports above it
+		lo=$((ehi + 1)) hi=65536
+	fi
 	for ((i = 0; i < 100; i++)); do
-		p=$((20000 + RANDOM % 40000))
-		tcp_open "$p" || {
-			echo "$p"
-			return
-		}
+		p=$((lo + RANDOM % (hi - lo)))
+		tcp_open "$p" && continue
+		if command -v ss >/dev/null && [[ -n $(ss -Htan "sport = :$p" 2>/dev/null) ]]; then
+			continue
+		fi
+		echo "$p"
+		return
 	done
-	die "no free loopback port found in 100 tries"
+	die "no free loopback port found in 100 tries in [$lo, $hi)"
 }
 
 # The port a server of ours uses: the one recorded at its start while it runs; else the one set in

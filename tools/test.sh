@@ -8,6 +8,7 @@
 #   tools/test.sh              # everything
 #   tools/test.sh ./router/... # only these packages (extra args go to go test)
 #   tools/test.sh --load       # everything under background CPU load (also: TEST_LOAD=1)
+#   tools/test.sh --help       # this text
 #
 # Load mode runs two busy loops per core (nproc) for the whole run, stopped on
 # exit: the suite must hold on a busy machine (it asserts invariants, not
@@ -18,6 +19,13 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
 cd "$ROOT"
+
+case ${1:-} in
+-h | --help)
+	sed -n '2,/^[^#]/s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
+	exit 0
+	;;
+esac
 
 load=${TEST_LOAD:-0}
 if [[ ${1:-} == --load ]]; then
