@@ -315,3 +315,68 @@ func TestDispatchBatch(t *testing.T) {
 		require.Empty(t, rep.Claim.Token, "%s dispatched, not claimed", rep.Row.IdempotencyKey)
 	}
 }
+
+// TestDispatchReleasedOnStop: a relay that stops releases the dispatched
+// rows whose effect had not started (due at once, one attempt counted, a
+// note as last error), so another relay carries them out at once instead
+// of after the hold; the row whose effect was cut short by the stop keeps
+// its hold, as one whose process died.
+func TestDispatchReleasedOnStop(t *testing.T) {
+	bothStores(t,
+		func(t *testing.T, b *backend[*sqlTx]) { dispatchReleasedOnStop(t, b) },
+		func(t *testing.T, b *backend[pgx.Tx]) { dispatchReleasedOnStop(t, b) })
+}
+
+func dispatchReleasedOnStop[TTx any](t *testing.T, b *backend[TTx]) {
+	started := make(chan string, 10)
+	blocking := func(ctx context.Context, row stores.OutboxRow) error {
+		started <- row.IdempotencyKey
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	cfg := fast(map[string]outbox.Effect{"charge": blocking}, nil)
+	cfg.Concurrency, cfg.Lease, cfg.StopTimeout = 1, time.Minute, 50*time.Millisecond
+	relay, err := outbox.New(b.store, cfg)
+	require.NoError(t, err)
+	stop := running(t, relay)
+	dispatching(t, relay)
+	m, err := middleware.Inbox(b.store, &middleware.InboxConfig{Consumer: "billing", Dispatch: relay})
+	require.NoError(t, err)
+	for i := range 4 {
+		require.NoError(t, deliver(t, m, fmt.Sprintf("ev-%d", i), func(ctx context.Context) error {
+			row := charge(fmt.Sprintf("charge:r%d", i))
+			return ackgap.AddOutbox(ctx, &row)
+		}))
+	}
+	var first string
+	select {
+	case first = <-started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no effect started")
+	}
+	stop()
+
+	stopped := time.Now()
+	var released []string
+	for _, r := range rowsByID(t, b.store) {
+		if r.IdempotencyKey == first {
+			require.Equal(t, []any{stores.OutboxPending, 0}, []any{r.State, r.Attempts}, "cut short: still held")
+			require.True(t, r.AvailableAt.After(stopped.Add(30*time.Second)), "its hold stands")
+			continue
+		}
+		require.Equal(t, []any{stores.OutboxPending, 1, "released unstarted by a stopping relay"}, []any{r.State, r.Attempts, r.LastError}, r.IdempotencyKey)
+		require.False(t, r.AvailableAt.After(stopped), "%s due at once", r.IdempotencyKey)
+		released = append(released, r.IdempotencyKey)
+	}
+	require.Len(t, released, 3)
+
+	p := newProvider(t)
+	other, err := outbox.New(b.store, fast(map[string]outbox.Effect{"charge": p.effect()}, nil))
+	require.NoError(t, err)
+	running(t, other)
+	require.Eventually(t, func() bool { return len(p.callsPerKey()) == 3 }, 10*time.Second, 5*time.Millisecond,
+		"the released rows are claimed at once, not after the minute's hold")
+	for _, k := range released {
+		require.Equal(t, 1, p.callsPerKey()[k])
+	}
+}

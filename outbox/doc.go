@@ -113,9 +113,10 @@
 // event in the Kafka batched benchmark: 95 µs claimed, 48 µs dispatched).
 // What it costs: a process that dies after its commit leaves its rows to
 // the other relays for up to a Lease (the same wait as a claimed row whose
-// relay died), and so does a relay that stops, even gracefully, for the
-// rows handed to it whose effect had not started (up to DispatchLimit of
-// them); a row whose insert was a duplicate (its key already stored
+// relay died); a relay that stops releases the rows handed to it whose
+// effect had not started (due at once, for any relay to claim, one attempt
+// counted, last error "released unstarted by a stopping relay"), and only
+// if that release fails do they wait for their hold; a row whose insert was a duplicate (its key already stored
 // by another event) may be called once more with its key, which the other
 // side dedupes, and its outcome is not recorded (the stored row keeps its
 // own). Rows beyond Config.DispatchLimit, and every row while Run is not

@@ -397,9 +397,10 @@ type pollOnly struct{ stores.OutboxStore }
 // it cancels their contexts and waits for them to return. A row whose
 // effect was cut short stays claimed, and its lease lapses. Rows handed
 // over by direct dispatch whose effect had not started are not called:
-// they stay held until their hold (Config.Lease from when their handler
-// added them) lapses, then any relay claims them, so even a graceful stop
-// delays them by up to a Lease. Run returns only once every goroutine it
+// Run releases their holds (one statement per OutboxClaimLimitMax rows,
+// each bounded by RecordTimeout), so any relay claims them at once; only
+// if that fails do they wait for their hold (Config.Lease from when their
+// handler added them) to lapse. Run returns only once every goroutine it
 // started has ended. It returns ErrAlreadyRunning if the relay is running
 // already.
 func (r *Relay) Run(ctx context.Context) error {
@@ -435,7 +436,8 @@ func (r *Relay) Run(ctx context.Context) error {
 		r.accepting.Store(false)
 		r.drain(&workers, hardStop)
 		rec.stop()
-		// Rows handed over but never started wait for their hold to lapse.
+		// Rows handed over but never started: release their holds, so that
+		// any relay claims them now rather than after a Lease.
 		for {
 			select {
 			case rows := <-r.dispatched:
@@ -445,6 +447,7 @@ func (r *Relay) Run(ctx context.Context) error {
 			}
 			break
 		}
+		r.release(context.WithoutCancel(ctx), queue)
 		r.held.Add(-int64(len(queue)))
 	}()
 	// A slot is taken while an effect runs; its outcome is recorded after
@@ -501,6 +504,36 @@ func (r *Relay) Run(ctx context.Context) error {
 			more = true
 		case <-poll.C:
 			more = true
+		}
+	}
+}
+
+// releaseNote is the last error a released row keeps.
+const releaseNote = "released unstarted by a stopping relay"
+
+// release makes held rows whose effect was never started due now, for
+// any relay to claim (SettleOutboxManyIfHeld to pending, no delay: this
+// counts one attempt), at most OutboxClaimLimitMax per statement, each
+// statement bounded by RecordTimeout. A row whose release fails keeps its
+// hold until it lapses; the failure is logged.
+func (r *Relay) release(ctx context.Context, rows []ackgap.OutboxEntry) {
+	for chunk := range slices.Chunk(rows, stores.OutboxClaimLimitMax) {
+		p := &stores.OutboxSettleHeldParams{Rows: make([]stores.OutboxHeldSettlement, 0, len(chunk))}
+		seen := make(map[string]bool, len(chunk))
+		for _, e := range chunk {
+			if seen[e.IdempotencyKey] {
+				continue // one settlement per key and statement
+			}
+			seen[e.IdempotencyKey] = true
+			p.Rows = append(p.Rows, stores.OutboxHeldSettlement{IdempotencyKey: e.IdempotencyKey, HeldUntil: e.AvailableAt,
+				State: stores.OutboxPending, LastError: releaseNote})
+		}
+		rctx, cancel := context.WithTimeout(ctx, r.cfg.RecordTimeout)
+		_, err := r.store.SettleOutboxManyIfHeld(rctx, p)
+		cancel()
+		if err != nil {
+			r.cfg.Logger.Error("outbox relay: releasing unstarted dispatched rows failed; they are claimed when their hold lapses", err,
+				watermill.LogFields{"rows": len(p.Rows)})
 		}
 	}
 }
