@@ -112,7 +112,25 @@ func (s *Store) BeginInboxMany(ctx context.Context, p *stores.BeginInboxManyPara
 }
 
 // SavepointTx implements [stores.BatchStore.SavepointTx].
+// On a transaction of BeginInboxMany (or BeginInbox) whose BEGIN was sent,
+// the SAVEPOINT is held back like a queued outbox row: it goes, in order,
+// with the store's next statement (a message's queued transition or
+// outbox rows, and the RELEASE), so a message whose handler only queues
+// (ackgap.ApplyTransition unread, ackgap.AddOutbox) costs one round trip,
+// not three (SAVEPOINT, its statements, RELEASE); a statement of the
+// handler's own sends the SAVEPOINT first (see holdsSavepoint). One cost:
+// a queued statement that fails to prepare (its table or column does not
+// exist: a deploy mistake) fails the round trip before the SAVEPOINT ran,
+// so the rollback to it fails and the batch fails as a whole (every
+// message redelivered), where before only that message failed.
 func (s *Store) SavepointTx(ctx context.Context, tx pgx.Tx, name string) error {
+	if err := storekit.ValidIdentifier("savepoint name", name); err != nil {
+		return fmt.Errorf("pgxstore: savepoint: %w", err)
+	}
+	if t, ok := tx.(*inboxTx); ok && t.store == s && !t.ended && t.pending == nil {
+		t.queued = append(t.queued, queuedRow{savepoint: storekit.QuoteIdentifier(name)})
+		return nil
+	}
 	return s.savepointExec(ctx, tx, "savepoint", "SAVEPOINT ", name)
 }
 
@@ -120,23 +138,35 @@ func (s *Store) SavepointTx(ctx context.Context, tx pgx.Tx, name string) error {
 // Statements the transaction still holds back (QueueOutboxTx,
 // QueueTransitionTx) were queued after the savepoint, which sent what was
 // queued before it: they are discarded, not sent, so one of them that
-// would fail (a refused transition) cannot fail the rollback too.
+// would fail (a refused transition) cannot fail the rollback too. When the
+// SAVEPOINT itself is still held back, nothing was sent since: the
+// statements from it on are discarded and nothing is sent.
 func (s *Store) RollbackToSavepointTx(ctx context.Context, tx pgx.Tx, name string) error {
 	if t, ok := tx.(*inboxTx); ok && t.store == s {
+		quoted := storekit.QuoteIdentifier(name)
+		for i := len(t.queued) - 1; i >= 0; i-- {
+			if t.queued[i].savepoint == quoted {
+				t.queued = t.queued[:i]
+				return nil
+			}
+		}
 		t.queued = nil
 	}
 	return s.savepointExec(ctx, tx, "rollback to savepoint", "ROLLBACK TO SAVEPOINT ", name)
 }
 
 // ReleaseSavepointTx implements [stores.BatchStore.ReleaseSavepointTx].
-// Statements the transaction holds back are sent first, in a round trip
-// of their own, so that their errors (a refused transition, an
-// idempotency conflict) are returned as they are.
+// Statements the transaction holds back (a held SAVEPOINT, outbox rows,
+// transitions) go in the RELEASE's round trip, ahead of it; the first
+// error among them (a refused transition, an idempotency conflict) is
+// returned as it is, and the RELEASE does not run.
 func (s *Store) ReleaseSavepointTx(ctx context.Context, tx pgx.Tx, name string) error {
-	if t, ok := tx.(*inboxTx); ok && t.store == s {
-		if err := t.flush(ctx); err != nil {
-			return err
-		}
+	if err := storekit.ValidIdentifier("savepoint name", name); err != nil {
+		return fmt.Errorf("pgxstore: release savepoint: %w", err)
+	}
+	if t, ok := tx.(*inboxTx); ok && t.store == s && !t.ended && t.pending == nil {
+		_, err := t.send(ctx, false, "RELEASE SAVEPOINT "+storekit.QuoteIdentifier(name))
+		return err
 	}
 	return s.savepointExec(ctx, tx, "release savepoint", "RELEASE SAVEPOINT ", name)
 }

@@ -307,7 +307,7 @@ func (s *Store) QueueOutboxTx(ctx context.Context, tx pgx.Tx, p *ackgap.OutboxEn
 	// A key queued already and not sent yet: the same row again is a
 	// duplicate; another payload, a conflict at once.
 	for _, q := range t.queued {
-		if q.transition == nil && q.key == p.IdempotencyKey {
+		if q.row() && q.key == p.IdempotencyKey {
 			if !bytes.Equal(q.args[3].([]byte), hash) {
 				return storekit.IdempotencyConflict(p.IdempotencyKey)
 			}

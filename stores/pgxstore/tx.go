@@ -57,13 +57,18 @@ type inboxTx struct {
 var _ pgx.Tx = (*inboxTx)(nil)
 
 // queuedRow is a statement held back: an outbox row of QueueOutboxTx, with
-// the arguments of queries.outboxQueued, or a transition of
-// QueueTransitionTx.
+// the arguments of queries.outboxQueued, a transition of
+// QueueTransitionTx, or a SAVEPOINT of Store.SavepointTx (savepoint: its
+// quoted name).
 type queuedRow struct {
 	key        string
 	args       []any
 	transition *queuedTransition
+	savepoint  string
 }
+
+// row reports whether r is an outbox row.
+func (r *queuedRow) row() bool { return r.transition == nil && r.savepoint == "" }
 
 // end marks the transaction over and gives the connection back; pgx
 // destroys it rather than reuse it if it is not idle. Only the first call
@@ -128,6 +133,8 @@ func (t *inboxTx) send(ctx context.Context, commit bool, stmt string, args ...an
 	for i := 0; i < len(t.queued); i++ {
 		r := t.queued[i]
 		switch {
+		case r.savepoint != "":
+			b.Queue("SAVEPOINT " + r.savepoint)
 		case r.transition == nil:
 			// Consecutive rows go in one statement.
 			if j := rowsEnd(t.queued, i); j-i > 1 {
@@ -291,6 +298,12 @@ func (t *inboxTx) readQueued(br pgx.BatchResults, fold bool) (inserted bool, err
 			}
 			continue
 		}
+		if r.savepoint != "" {
+			if _, err := br.Exec(); err != nil {
+				return false, interpretError("savepoint", err)
+			}
+			continue
+		}
 		key := r.key
 		if j := rowsEnd(t.queued, i); j-i > 1 {
 			keys := make([]string, 0, j-i)
@@ -315,7 +328,7 @@ func (t *inboxTx) readQueued(br pgx.BatchResults, fold bool) (inserted bool, err
 // q that starts at i: they are sent as one statement.
 func rowsEnd(q []queuedRow, i int) int {
 	j := i
-	for j < len(q) && q[j].transition == nil {
+	for j < len(q) && q[j].row() {
 		j++
 	}
 	return j
@@ -373,6 +386,8 @@ func (t *inboxTx) resolveInbox(ctx context.Context) {
 // rolled back and Commit returns that error.
 func (t *inboxTx) Commit(ctx context.Context) error {
 	if len(t.queued) > 1 || len(t.queued) == 1 && t.queued[0].transition == nil {
+		// (A queued SAVEPOINT counts as a row here: it must not carry the
+		// inbox insert's fold either.)
 		t.resolveInbox(ctx) // a duplicate's queued rows must not reach the COMMIT
 	}
 	if t.ended {
@@ -458,13 +473,29 @@ func (t *inboxTx) Prepare(ctx context.Context, name, sql string) (*pgconn.Statem
 // the inbox insert found, sql's work is rolled back and Exec returns
 // ackgap.ErrDuplicate.
 func (t *inboxTx) Exec(ctx context.Context, sql string, arguments ...any) (pgconn.CommandTag, error) {
-	if (t.pending != nil || len(t.queued) > 0) && pipelinable(arguments) {
+	if (t.pending != nil || len(t.queued) > 0) && pipelinable(arguments) && !t.holdsSavepoint() {
 		return t.send(ctx, false, sql, arguments...)
 	}
 	if err := t.flush(ctx); err != nil {
 		return pgconn.CommandTag{}, err
 	}
 	return t.tx.Exec(ctx, sql, arguments...)
+}
+
+// holdsSavepoint reports whether a SAVEPOINT is held back. A statement of
+// the caller's own is then not pipelined behind it: pgx prepares every
+// new statement of a batch before running any, so one that fails to
+// prepare (an unknown table) would fail the batch before the SAVEPOINT
+// ran, and the rollback to it could not recover the transaction. The
+// store's own statements (outbox rows, transitions, RELEASE) do ride with
+// it.
+func (t *inboxTx) holdsSavepoint() bool {
+	for i := range t.queued {
+		if t.queued[i].savepoint != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // pipelinable reports whether a statement with these arguments can be
