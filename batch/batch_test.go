@@ -805,3 +805,36 @@ func TestConfig(t *testing.T) {
 	_, err = batch.New(store, &batch.Config[*sql.Tx]{InboxConfig: middleware.InboxConfig{Consumer: "billing"}, BatchHandler: func(context.Context, *sql.Tx, []*message.Message) error { return nil }})
 	require.NoError(t, err)
 }
+
+// TestQueuedTransitionOnMissingTablePostgres: a message whose handler
+// queues a transition on a table that does not exist (a deploy mistake)
+// fails alone; the batch's other messages, queued the same way, commit.
+// Its SAVEPOINT is sent ahead of a transition that never ran, so the
+// statement's failure to prepare does not take the savepoint with it.
+func TestQueuedTransitionOnMissingTablePostgres(t *testing.T) {
+	e := pgEnv(t)
+	e.orders(t, 3)
+	p, err := batch.New(e.store, &batch.Config[pgx.Tx]{
+		InboxConfig: middleware.InboxConfig{Consumer: "billing"},
+		Handler: func(ctx context.Context, _ pgx.Tx, msg *message.Message) error {
+			table := "orders"
+			if msg.Metadata.Get("order") == "o2" {
+				table = "no_such_orders"
+			}
+			_, err := ackgap.ApplyTransition(ctx, &ackgap.Transition{Table: table, Key: msg.Metadata.Get("order"),
+				From: []string{"pending"}, To: "charging", VersionColumn: "version"})
+			return err
+		},
+	})
+	require.NoError(t, err)
+	for range 2 { // the second time, the good transition's text has run once
+		e.exec(t, `UPDATE orders SET status = 'pending', version = 0`)
+		e.exec(t, `DELETE FROM ackgap_inbox`)
+		res, err := p.Process(context.Background(), events(3))
+		require.NoError(t, err, "the batch commits")
+		require.Equal(t, []ackgap.Outcome{ackgap.OutcomeApplied, ackgap.OutcomeFailed, ackgap.OutcomeApplied},
+			[]ackgap.Outcome{res.Messages[0].Outcome, res.Messages[1].Outcome, res.Messages[2].Outcome})
+		require.ErrorIs(t, res.Messages[1].Err, ackgap.ErrStoreMisconfigured)
+		require.Equal(t, 2, e.count(t, `SELECT count(*) FROM orders WHERE status = 'charging'`))
+	}
+}

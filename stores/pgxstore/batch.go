@@ -118,11 +118,10 @@ func (s *Store) BeginInboxMany(ctx context.Context, p *stores.BeginInboxManyPara
 // outbox rows, and the RELEASE), so a message whose handler only queues
 // (ackgap.ApplyTransition unread, ackgap.AddOutbox) costs one round trip,
 // not three (SAVEPOINT, its statements, RELEASE); a statement of the
-// handler's own sends the SAVEPOINT first (see holdsSavepoint). One cost:
-// a queued statement that fails to prepare (its table or column does not
-// exist: a deploy mistake) fails the round trip before the SAVEPOINT ran,
-// so the rollback to it fails and the batch fails as a whole (every
-// message redelivered), where before only that message failed.
+// handler's own sends the SAVEPOINT first (see holdsSavepoint), and so
+// does a queued transition whose text never ran on this store (see
+// savepointCut): either could fail to prepare (a missing table), which
+// would fail the round trip before the SAVEPOINT ran.
 func (s *Store) SavepointTx(ctx context.Context, tx pgx.Tx, name string) error {
 	if err := storekit.ValidIdentifier("savepoint name", name); err != nil {
 		return fmt.Errorf("pgxstore: savepoint: %w", err)

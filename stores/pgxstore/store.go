@@ -89,6 +89,11 @@ type Store struct {
 	// (transitionShape -> string); transitionsCount bounds it.
 	transitions      sync.Map
 	transitionsCount atomic.Int64
+	// ranTransitions holds the text of every queued transition that ran
+	// once without error (string -> struct{}): its table and columns
+	// exist, so it can ride behind a held SAVEPOINT (see savepointCut).
+	// Bounded as transitions is.
+	ranTransitions sync.Map
 	// notifier coalesces the relays' wake-ups (Config.NotifyInterval).
 	notifier *notifier
 }

@@ -122,6 +122,16 @@ func (t *inboxTx) send(ctx context.Context, commit bool, stmt string, args ...an
 	if p == nil && len(t.queued) == 0 && stmt == "" && !commit {
 		return pgconn.CommandTag{}, nil
 	}
+	if cut := t.savepointCut(); cut > 0 {
+		// A transition that never ran may fail to prepare, which would fail
+		// the round trip before its SAVEPOINT ran: send the SAVEPOINT first.
+		rest := t.queued[cut:]
+		t.queued = t.queued[:cut]
+		if _, err := t.send(ctx, false, ""); err != nil {
+			return pgconn.CommandTag{}, err
+		}
+		t.queued = rest
+	}
 	fold := p != nil && len(t.queued) > 0 && t.queued[0].transition != nil
 	var b pgx.Batch
 	if p != nil {
@@ -213,6 +223,14 @@ func (t *inboxTx) send(ctx context.Context, commit bool, stmt string, args ...an
 	// early (they poll too): its failure is not the commit's.
 	if cerr := br.Close(); err == nil && cerr != nil && !commit {
 		err = interpretError("send queued statements", cerr)
+	}
+	if err == nil {
+		for _, r := range t.queued {
+			if r.transition != nil {
+				sql, _ := t.store.transitionSQL(r.transition, nil)
+				t.store.ranTransitions.Store(sql, struct{}{})
+			}
+		}
 	}
 	t.queued = nil
 	if duplicate {
@@ -480,6 +498,31 @@ func (t *inboxTx) Exec(ctx context.Context, sql string, arguments ...any) (pgcon
 		return pgconn.CommandTag{}, err
 	}
 	return t.tx.Exec(ctx, sql, arguments...)
+}
+
+// savepointCut returns the length of the prefix of the queue to send on
+// its own, ahead of the rest: up to and including the last held SAVEPOINT
+// that a transition follows whose text never ran (0: none). pgx prepares
+// a batch's new statements before running any, so a transition on a
+// missing table would fail the round trip before the SAVEPOINT ran, and
+// the rollback to it could not isolate the failure to its message.
+func (t *inboxTx) savepointCut() int {
+	cut := 0
+	for i, r := range t.queued {
+		if r.savepoint != "" {
+			for _, after := range t.queued[i+1:] {
+				if after.transition == nil {
+					continue
+				}
+				sql, _ := t.store.transitionSQL(after.transition, nil)
+				if _, ok := t.store.ranTransitions.Load(sql); !ok {
+					cut = i + 1
+					break
+				}
+			}
+		}
+	}
+	return cut
 }
 
 // holdsSavepoint reports whether a SAVEPOINT is held back. A statement of
