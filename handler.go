@@ -148,7 +148,9 @@ type OutboxEntry struct {
 	// type). May be nil.
 	Headers map[string]string
 	// AvailableAt is the earliest time the relay may carry the row out;
-	// zero means Now.
+	// zero means Now. Until then operators see the row as held (never
+	// tried, not due yet), as they see rows held for direct dispatch:
+	// stores.OutboxRow.Held.
 	AvailableAt time.Time
 	// Consumer and EventID record which message wrote the row; AddOutbox
 	// and ApplyTransition fill them in when empty.

@@ -334,6 +334,70 @@ func TestPages(t *testing.T) {
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
+// TestHeldRows: the overview tells rows held for direct dispatch from
+// rows waiting out a retry backoff, and does not call held rows "keeping
+// up"; the outbox page filters held rows and marks them.
+func TestHeldRows(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s seeder) {
+		ctx := context.Background()
+		// A process wrote a row held for an hour and died: nothing is due.
+		s.inbox(t, "billing", "order-4", ackgap.OutboxEntry{Kind: "charge", IdempotencyKey: "charge:order-4",
+			Payload: []byte(`{}`), AvailableAt: time.Now().Add(time.Hour)})
+		code, body := setup(t, s, nil).get("/")
+		require.Equal(t, http.StatusOK, code)
+		require.Contains(t, body, "Oldest due row: none yet.")
+		require.Contains(t, body, `<span id="held">1 held for dispatch or delayed (never tried, not due yet)`)
+		require.NotContains(t, body, "keeping up")
+		require.NotContains(t, body, `id="backoff"`)
+
+		ids := seed(t, s)
+		// A refund tried once, waiting out its backoff.
+		s.inbox(t, "billing", "order-5", ackgap.OutboxEntry{Kind: "refund", IdempotencyKey: "refund:order-5", Payload: []byte(`{}`)})
+		claimed, err := s.ClaimOutbox(ctx, &stores.OutboxClaimParams{Lease: time.Minute, Kinds: []string{"refund"}})
+		require.NoError(t, err)
+		require.Len(t, claimed.Rows, 1)
+		r := claimed.Rows[0]
+		res, err := s.RetryOutboxIfClaimed(ctx, &stores.OutboxRetryParams{ID: r.ID, ClaimToken: r.Claim.Token, Delay: time.Hour, LastError: "503"})
+		require.NoError(t, err)
+		require.True(t, res.Changed)
+		all, err := s.FindOutbox(ctx, &stores.FindOutboxParams{KeyPrefix: "charge:order-4"})
+		require.NoError(t, err)
+		require.Len(t, all.Rows, 1)
+		heldID := all.Rows[0].ID
+
+		b := setup(t, s, nil) // a new handler: counts not cached
+		code, body = b.get("/")
+		require.Equal(t, http.StatusOK, code)
+		require.Regexp(t, `(?s)<td>charge</td>\s*<td class="n"><a [^>]*>2</a></td>\s*<td class="n"><a [^>]*class="held-link">1</a></td>\s*<td class="n">0</td>`, body,
+			"charge: 2 pending, of which 1 held, none backing off")
+		require.Regexp(t, `(?s)<td>refund</td>\s*<td class="n"><a [^>]*>1</a></td>\s*<td class="n"><a [^>]*class="held-link">0</a></td>\s*<td class="n">1</td>`, body,
+			"refund: 1 pending, backing off")
+		require.Contains(t, body, `id="oldest-due"`, "charge:order-3 is due")
+		require.Contains(t, body, `<span id="held">1 held`)
+		require.Contains(t, body, `<span id="backoff">1 waiting out a retry backoff.</span>`)
+
+		code, body = b.get("/outbox?state=held")
+		require.Equal(t, http.StatusOK, code)
+		require.Contains(t, body, "charge:order-4")
+		require.NotContains(t, body, "charge:order-3", "due, not held")
+		require.NotContains(t, body, "refund:order-5", "tried: backing off, not held")
+		require.Contains(t, body, ">pending (held)</span>")
+		require.NotContains(t, body, `id="redrive-all"`)
+
+		code, body = b.get("/outbox?state=pending")
+		require.Equal(t, http.StatusOK, code)
+		require.Contains(t, body, "refund:order-5")
+		require.Equal(t, 1, strings.Count(body, "(held)"), "only charge:order-4 is held")
+
+		_, body = b.get("/outbox/" + itoa(heldID))
+		require.Contains(t, body, `id="row-held">held until`)
+		_, body = b.get("/outbox/" + itoa(r.ID))
+		require.NotContains(t, body, `id="row-held"`)
+		_, body = b.get("/outbox/" + itoa(ids["charge:order-1"]))
+		require.NotContains(t, body, `id="row-held"`, "a dead row is not held")
+	})
+}
+
 func TestPagingIsBounded(t *testing.T) {
 	eachBackend(t, func(t *testing.T, s seeder) {
 		seed(t, s)

@@ -21,9 +21,12 @@
 //   - Overview (Prefix + "/"): per consumer, its inbox rows, rows applied
 //     per minute over the last hour, and (with a [Recorder]) duplicates
 //     skipped and deliveries dead-lettered since the process started; the
-//     outbox backlog by kind and state and the age of the oldest due row.
-//   - Outbox (Prefix + "/outbox"): rows filtered by state, kind and
-//     idempotency key prefix, a page at a time; one row with its attempts,
+//     outbox backlog by kind and state and the age of the oldest due row;
+//     of the pending rows, those held (never tried, not due yet: written
+//     held for outbox direct dispatch, or delayed) and those waiting out a
+//     retry backoff, with when the first hold ends.
+//   - Outbox (Prefix + "/outbox"): rows filtered by state (or "held"), kind
+//     and idempotency key prefix, a page at a time; one row with its attempts,
 //     last error and the traceparent of the consumer span whose
 //     transaction wrote it; redrive one dead row, or every dead row of a
 //     filter; delete the done rows of a filter older than an age.

@@ -59,6 +59,9 @@ func (h *Handler) funcs() template.FuncMap {
 			return t.UTC().Format("2006-01-02 15:04:05.000Z")
 		},
 		"perMinute": perMinute,
+		// held reports whether a row is held at the console's clock
+		// (stores.OutboxRow.Held): pending, never tried, not due yet.
+		"held":      func(r stores.OutboxRow) bool { return r.Held(h.cfg.Now()) },
 		"traceLink": h.traceLink,
 		"seconds":   fmtSeconds,
 		"clip": func(s string, n int) string {
@@ -140,10 +143,12 @@ func perMinute(c stores.InboxConsumerStats, st *stores.StatsResult) string {
 	return strconv.FormatFloat(c.PerMinute(c.RateWindow(st.Window, st.Now)), 'f', 1, 64)
 }
 
-// kindRow is one kind's outbox counts on the overview.
+// kindRow is one kind's outbox counts on the overview. Held and Backoff
+// are parts of Pending (stores.OutboxKindStats).
 type kindRow struct {
 	Kind                         string
 	Pending, Claimed, Done, Dead int64
+	Held, Backoff                int64
 	OldestOpen                   time.Time // oldest created_at of pending or claimed rows
 }
 
@@ -167,6 +172,8 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
 			switch o.State {
 			case stores.OutboxPending:
 				row.Pending += o.Rows
+				row.Held += o.Held
+				row.Backoff += o.Backoff
 			case stores.OutboxClaimed:
 				row.Claimed += o.Rows
 			case stores.OutboxDone:
@@ -209,6 +216,10 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
+// stateHeld is the outbox page's state filter for held rows
+// (stores.FindOutboxParams.Held): pending, never tried, not due yet.
+const stateHeld = "held"
+
 // outboxFilter is the outbox page's filter, from the query or a form.
 type outboxFilter struct {
 	State, Kind, Key string
@@ -217,8 +228,8 @@ type outboxFilter struct {
 
 func (h *Handler) parseFilter(v url.Values) (outboxFilter, string) {
 	f := outboxFilter{State: v.Get("state"), Kind: v.Get("kind"), Key: v.Get("key")}
-	if f.State != "" && !stores.OutboxState(f.State).Valid() {
-		return f, "state must be pending, claimed, done or dead"
+	if f.State != "" && f.State != stateHeld && !stores.OutboxState(f.State).Valid() {
+		return f, "state must be pending, held, claimed, done or dead"
 	}
 	if len(f.Key) > keyPrefixMax || len(f.Kind) > keyPrefixMax {
 		return f, "kind and key prefix must be at most " + strconv.Itoa(keyPrefixMax) + " bytes"
@@ -244,7 +255,11 @@ func (h *Handler) outboxList(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := stores.FindOutboxParams{Kind: f.Kind, KeyPrefix: f.Key, AfterID: f.After, Limit: h.cfg.PageSize + 1}
-	if f.State != "" {
+	switch f.State {
+	case "":
+	case stateHeld:
+		p.Held, p.Now = true, h.cfg.Now()
+	default:
 		p.States = []stores.OutboxState{stores.OutboxState(f.State)}
 	}
 	ctx, cancel := h.query(r)
@@ -261,7 +276,7 @@ func (h *Handler) outboxList(w http.ResponseWriter, r *http.Request) {
 	}
 	h.render(w, r, http.StatusOK, "outbox", "Outbox", "outbox", map[string]any{
 		"Filter": f, "Rows": rows, "Next": next, "PageSize": h.cfg.PageSize, "Redriven": q.Get("redriven"),
-		"States": []string{"", "pending", "claimed", "done", "dead"}, "BulkMax": BulkMax,
+		"States": []string{"", "pending", stateHeld, "claimed", "done", "dead"}, "BulkMax": BulkMax,
 		"Pruned": q.Get("pruned"), "PruneAges": pruneAges,
 		"CanRedrive": f.State == "" || f.State == string(stores.OutboxDead),
 	})

@@ -126,6 +126,18 @@
 // of package batch), and rows of a guarded transition that did not apply,
 // are never handed over.
 //
+// Operators see a row waiting for its hold as held: pending, attempts 0,
+// available_at after now (stores.OutboxRow.Held), told apart from a row
+// waiting out a retry backoff, which has attempts 1 or more.
+// stores.StatsResult (Held, HeldUntil, Backoff), stores.OutboxStatsResult
+// (Held, Backoff), "ackgap status", "ackgap doctor", "ackgap outbox list
+// --state held" and the console count and list them. A row a handler added
+// with a later AvailableAt (a delayed effect) has the same columns and
+// counts as held too: nothing stored tells the two apart, and both are
+// rows never tried and not due yet. After a crash, held rows mean "due at
+// HeldUntil", not "caught up": if no relay claims them once due, the
+// oldest due row's age shows it.
+//
 // Recording rows together means a row is recorded once the recording
 // before it returns, not at once (one statement's time, about a
 // millisecond); until then it is claimed, and a crash repeats its call
@@ -150,8 +162,8 @@
 //
 // # Operations
 //
-// [Relay.Stats] (backlog, dead rows, age of the oldest row not carried
-// out), [Relay.List] (pending or dead rows with their last error),
+// [Relay.Stats] (backlog, of it the rows held and backing off, dead
+// rows, age of the oldest row not carried out), [Relay.List] (pending or dead rows with their last error),
 // [Relay.Redrive] (dead rows back to pending, attempts reset) and
 // [Relay.PruneDone] (delete rows done longer than Config.DoneRetention
 // ago; Run does it every Config.PruneInterval). The store methods behind

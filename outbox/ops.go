@@ -7,9 +7,11 @@ import (
 	"github.com/ackgap/ackgap/stores"
 )
 
-// Stats returns the outbox's backlog (pending and claimed rows), its dead
-// rows and the created_at of its oldest row not yet carried out, over
-// every kind: the numbers to export as metrics and alert on (see
+// Stats returns the outbox's backlog (pending and claimed rows; of the
+// pending, those held for direct dispatch or delayed and those waiting out
+// a retry backoff, at the store's clock), its dead rows and the created_at
+// of its oldest row not yet carried out, over every kind: the numbers to
+// export as metrics and alert on (see
 // stores.OutboxStatsResult.OldestPendingAge).
 func (r *Relay) Stats(ctx context.Context) (*stores.OutboxStatsResult, error) {
 	res, err := r.store.OutboxStats(ctx, &stores.OutboxStatsParams{})

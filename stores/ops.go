@@ -151,6 +151,13 @@ type OutboxKindStats struct {
 	Rows  int64
 	// OldestCreatedAt is the oldest created_at among these rows.
 	OldestCreatedAt time.Time
+	// Held counts, of pending rows, those held at Now ([OutboxRow.Held]:
+	// never tried, due after Now); 0 for the other states.
+	Held int64
+	// Backoff counts, of pending rows, those waiting out a retry backoff
+	// at Now (tried at least once, due after Now); 0 for the other states.
+	// The other pending rows, Rows - Held - Backoff, are due.
+	Backoff int64
 }
 
 // StatsResult is the output of [Operator.Stats].
@@ -162,8 +169,22 @@ type StatsResult struct {
 	Outbox []OutboxKindStats
 	// OldestDueAt is the available_at of the oldest pending or claimed row
 	// due at Now (its age is how long the relays are behind); zero when
-	// none is due.
+	// none is due. Held rows and rows waiting out a backoff are not due.
 	OldestDueAt time.Time
+	// Held counts the pending rows held at Now, over every kind (the sum
+	// of OutboxKindStats.Held): rows written held for direct dispatch
+	// that the relay of the writing process has not recorded yet, and
+	// rows a handler added with a later AvailableAt, which the store
+	// cannot tell apart (see [OutboxRow.Held]). After the writing process
+	// died, they wait for their holds to end (a relay's Lease, 1 minute by
+	// default), then any relay claims them.
+	Held int64
+	// HeldUntil is the earliest available_at of the Held rows: when the
+	// first of them becomes due; zero when Held is 0.
+	HeldUntil time.Time
+	// Backoff counts the pending rows waiting out a retry backoff at Now,
+	// over every kind (the sum of OutboxKindStats.Backoff).
+	Backoff int64
 	// Now is the time the stats were taken at (StatsParams.Now, or the
 	// store's clock).
 	Now time.Time
@@ -215,6 +236,12 @@ type FindOutboxParams struct {
 	KeyPrefix string
 	// CreatedBefore limits the result to rows created before it.
 	CreatedBefore time.Time
+	// Held limits the result to rows held at Now ([OutboxRow.Held]):
+	// pending, attempts 0, available_at after Now. With States set too,
+	// a row must match both (held rows are pending).
+	Held bool
+	// Now is the time Held is judged at; zero means the store's clock.
+	Now time.Time
 	// AfterID returns rows with an id above it: the last id of the
 	// previous page.
 	AfterID int64

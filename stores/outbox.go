@@ -295,6 +295,9 @@ type OutboxPruneResult struct {
 type OutboxStatsParams struct {
 	// Kind limits the counts to one kind; "" counts every kind.
 	Kind string
+	// Now is the time Held and Backoff are judged at; zero means the
+	// store's clock.
+	Now time.Time
 }
 
 // OutboxStatsResult is the output of [OutboxStore.OutboxStats].
@@ -303,6 +306,12 @@ type OutboxStatsResult struct {
 	// carried out (or whose claimer died, until the lease lapses); Dead
 	// rows waiting for a redrive.
 	Pending, Claimed, Dead int64
+	// Held counts, of Pending, the rows held at Now ([OutboxRow.Held]:
+	// never tried, due after Now): written held for direct dispatch and
+	// not recorded yet, or added with a later AvailableAt. Backoff counts,
+	// of Pending, the rows waiting out a retry backoff (tried, due after
+	// Now). Pending - Held - Backoff rows are due.
+	Held, Backoff int64
 	// OldestPendingCreatedAt is the created_at of the oldest row that is
 	// pending or claimed; zero when there is none. Its age is the longest
 	// any effect has been waiting since its transaction committed.

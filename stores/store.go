@@ -218,6 +218,20 @@ type OutboxRow struct {
 	AvailableAt    time.Time
 }
 
+// Held reports whether r is held at now: pending, never tried (Attempts
+// 0) and not due before AvailableAt, which is after now. Such a row was
+// written held for direct dispatch (outbox.Relay as
+// middleware.InboxConfig.Dispatch): the relay of the writing process
+// carries it out and records it by idempotency key, and if that process
+// died, any relay claims it once the hold ends at AvailableAt. A row a
+// handler added with a later ackgap.OutboxEntry.AvailableAt (a delayed
+// effect) is held too: both are rows never tried and not due yet, and the
+// stored columns do not tell them apart. A row waiting out a retry backoff
+// has Attempts >= 1 and is not held.
+func (r OutboxRow) Held(now time.Time) bool {
+	return r.State == OutboxPending && r.Attempts == 0 && r.AvailableAt.After(now)
+}
+
 // OutboxListParams filter [OutboxLister.ListOutbox]. Zero fields do not
 // filter.
 type OutboxListParams struct {

@@ -66,7 +66,8 @@ func (a *app) doctorCommand() *cobra.Command {
 check with pass, warn or fail and the fix. Checks run for what is given:
 
   --dsn                     schema version current; inbox size and growth; outbox
-                            backlog, its oldest due row and dead rows
+                            backlog, its oldest due row and dead rows; rows held
+                            for direct dispatch (reported, never a warning)
   --sqs-queue-url (repeat)  visibility timeout >= 6 x --handler-timeout; a redrive
                             policy; queue retention (+ its dead-letter queue's)
                             <= --inbox-retention
@@ -227,13 +228,25 @@ func (a *app) doctorStore(ctx context.Context, o *doctorOpts) ([]check, error) {
 	for _, o := range st.Outbox {
 		totals[o.State] += o.Rows
 	}
-	c = check{Name: "outbox backlog", Status: checkPass, Detail: fmt.Sprintf("pending %d, claimed %d, dead %d, done %d; oldest due row waited %s",
-		totals[stores.OutboxPending], totals[stores.OutboxClaimed], totals[stores.OutboxDead], totals[stores.OutboxDone], fmtAge(st.Now, st.OldestDueAt))}
+	pending := totals[stores.OutboxPending]
+	c = check{Name: "outbox backlog", Status: checkPass, Detail: fmt.Sprintf("pending %d (%d due, %d held, %d waiting out a retry backoff), claimed %d, dead %d, done %d; oldest due row waited %s",
+		pending, pending-st.Held-st.Backoff, st.Held, st.Backoff,
+		totals[stores.OutboxClaimed], totals[stores.OutboxDead], totals[stores.OutboxDone], fmtAge(st.Now, st.OldestDueAt))}
 	switch {
 	case totals[stores.OutboxDead] > 0:
 		c.Status, c.Fix = checkWarn, `"ackgap outbox list --state dead" shows why; fix the cause, then "ackgap outbox redrive"`
 	case !st.OldestDueAt.IsZero() && st.Now.Sub(st.OldestDueAt) > 5*time.Minute:
 		c.Status, c.Fix = checkWarn, "the relays are behind or not running: start outbox.Relay.Run on each instance, or add relays"
+	}
+	checks = append(checks, c)
+	// Held rows are not due, so nothing can be late yet: whether the
+	// relay holding them is alive shows only once their holds end, when
+	// they are due and the backlog check above sees them wait.
+	c = check{Name: "outbox held rows", Status: checkPass, Detail: "none held for dispatch or delayed"}
+	if st.Held > 0 {
+		c.Detail = fmt.Sprintf("%d held for dispatch or delayed (never tried, not due yet), the first until %s (in %s): "+
+			"if the process holding them died, any relay claims them once their holds end",
+			st.Held, fmtTime(st.HeldUntil), fmtAge(st.HeldUntil, st.Now))
 	}
 	return append(checks, c), nil
 }

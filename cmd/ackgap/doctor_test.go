@@ -62,7 +62,22 @@ func TestDoctorStore(t *testing.T) {
 		require.Equal(t, []string{checkPass}, r.status(t, "schema version"))
 		require.Equal(t, []string{checkPass}, r.status(t, "inbox size"))
 		require.Equal(t, []string{checkWarn}, r.status(t, "outbox backlog"), "two dead rows")
+		require.Equal(t, []string{checkPass}, r.status(t, "outbox held rows"))
 		require.Zero(t, r.Failed)
+
+		// Held rows are reported, never warned about: they are not due.
+		seedWaiting(t, s)
+		c.json(&r, exitOK, "doctor")
+		require.Equal(t, []string{checkPass}, r.status(t, "outbox held rows"))
+		for _, ch := range r.Checks {
+			switch ch.Name {
+			case "outbox backlog":
+				require.Contains(t, ch.Detail, "pending 3 (1 due, 1 held, 1 waiting out a retry backoff)")
+			case "outbox held rows":
+				require.Equal(t, "1 held for dispatch or delayed (never tried, not due yet), the first until 2026-01-02T04:01:00Z (in 1m0s): "+
+					"if the process holding them died, any relay claims them once their holds end", ch.Detail)
+			}
+		}
 
 		_, err := s.Migrate(context.Background(), &stores.MigrateParams{Down: true, TargetVersion: 2})
 		require.NoError(t, err)

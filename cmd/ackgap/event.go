@@ -84,7 +84,7 @@ in it is replaced, e.g. http://jaeger:16686/trace/{trace_id}.`,
 				v.Applied = append(v.Applied, av)
 			}
 			for _, r := range res.Outbox {
-				v.Outbox = append(v.Outbox, rowView(r, false))
+				v.Outbox = append(v.Outbox, rowView(r, false, a.env.now()))
 			}
 			found := len(v.Applied) > 0 || len(v.Outbox) > 0
 			if a.json {

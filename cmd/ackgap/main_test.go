@@ -169,6 +169,31 @@ func seed(t *testing.T, c *cli, s seeder) {
 	}
 }
 
+// seedWaiting adds, after seed, two pending rows that are not due at t0:
+// charge:order-4, written held for direct dispatch at 03:59 with its hold
+// ending at 04:01 (its process died: nothing recorded it), and
+// charge:order-5, tried at 03:57:30 and waiting out a retry backoff until
+// 04:07:30.
+func seedWaiting(t *testing.T, s seeder) {
+	t.Helper()
+	at := func(hh, mm, ss int) time.Time { return time.Date(2026, 1, 2, hh, mm, ss, 0, time.UTC) }
+	out := func(key string, created, available time.Time) ackgap.OutboxEntry {
+		return ackgap.OutboxEntry{Kind: "charge", IdempotencyKey: key, Payload: []byte(`{}`), Now: created, AvailableAt: available}
+	}
+	s.inbox(t, "billing", "order-4", at(3, 59, 0), out("charge:order-4", at(3, 59, 0), at(4, 1, 0)))
+	s.inbox(t, "billing", "order-5", at(3, 57, 0), out("charge:order-5", at(3, 57, 0), at(3, 57, 0)))
+	ctx := context.Background()
+	claimed, err := s.ClaimOutbox(ctx, &stores.OutboxClaimParams{Limit: 10, Lease: time.Minute, Now: at(3, 57, 30)})
+	require.NoError(t, err)
+	require.Len(t, claimed.Rows, 1, "only order-5's row is due at 03:57:30")
+	r := claimed.Rows[0]
+	require.Equal(t, "charge:order-5", r.IdempotencyKey)
+	res, err := s.RetryOutboxIfClaimed(ctx, &stores.OutboxRetryParams{ID: r.ID, ClaimToken: r.Claim.Token, Delay: 10 * time.Minute,
+		LastError: "payment gateway: 503", Now: at(3, 57, 30)})
+	require.NoError(t, err)
+	require.True(t, res.Changed)
+}
+
 // schemaVersionLine matches status's first line, which differs per dialect.
 var schemaVersionLine = regexp.MustCompile(`(?m)^schema version (\d+) of (\d+)`)
 
@@ -249,6 +274,7 @@ func TestMigrateSQL(t *testing.T) {
 func TestStatus(t *testing.T) {
 	eachBackend(t, func(t *testing.T, c *cli, s seeder) {
 		seed(t, c, s)
+		seedWaiting(t, s)
 		// The dialects have their own migrations (PostgreSQL has one more):
 		// the version line must say "current", the rest is the same.
 		out := c.ok("status")
@@ -263,11 +289,16 @@ func TestStatus(t *testing.T) {
 		require.Equal(t, 1800.0, v.WindowSeconds)
 		require.Len(t, v.Inbox, 2)
 		require.Equal(t, "billing", v.Inbox[1].Consumer)
-		require.EqualValues(t, 3, v.Inbox[1].Rows)
-		require.EqualValues(t, 2, v.Inbox[1].Recent, "order-2 and order-3 within 30 minutes")
-		require.Equal(t, map[string]int64{"dead": 2, "done": 1, "pending": 1}, v.OutboxTotals)
+		require.EqualValues(t, 5, v.Inbox[1].Rows)
+		require.EqualValues(t, 4, v.Inbox[1].Recent, "order-2 to order-5 within 30 minutes")
+		require.Equal(t, map[string]int64{"dead": 2, "done": 1, "pending": 3}, v.OutboxTotals)
 		require.NotNil(t, v.OldestDueAt)
-		require.Equal(t, 120.0, v.OldestDueAge, "order-3's row, due at 03:58")
+		require.Equal(t, 120.0, v.OldestDueAge, "order-3's row, due at 03:58; order-4's is held, order-5's backs off")
+		require.EqualValues(t, 1, v.Held)
+		require.Equal(t, time.Date(2026, 1, 2, 4, 1, 0, 0, time.UTC), *v.HeldUntil)
+		require.EqualValues(t, 1, v.Backoff)
+		require.Equal(t, outboxStatsView{Kind: "charge", State: "pending", Rows: 3, OldestCreatedAt: time.Date(2026, 1, 2, 3, 57, 0, 0, time.UTC),
+			Held: 1, Backoff: 1}, v.Outbox[1])
 		latest := latestVersion(t, c)
 		require.Equal(t, &migrationStatusSum{Version: latest, Latest: latest}, v.Migrations)
 	})
@@ -330,6 +361,53 @@ func TestOutboxListShow(t *testing.T) {
 		require.Contains(t, r.stderr, "no outbox row 999")
 		require.Equal(t, exitUsage, c.run("outbox", "show", "x").code)
 		require.Equal(t, exitUsage, c.run("outbox", "list", "--state", "gone").code)
+	})
+}
+
+// TestOutboxListHeld: --state held lists the pending rows never tried and
+// not due yet, marked "pending (held)" in every table and "held" in JSON;
+// a row waiting out a backoff is not held.
+func TestOutboxListHeld(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *cli, s seeder) {
+		seed(t, c, s)
+		seedWaiting(t, s)
+		golden(t, "outbox-list-held.golden", c.ok("outbox", "list", "--state", "held"))
+
+		var rows []outboxRowView
+		c.json(&rows, exitOK, "outbox", "list", "--state", "pending")
+		held := map[string]bool{}
+		for _, r := range rows {
+			held[r.IdempotencyKey] = r.Held
+		}
+		require.Equal(t, map[string]bool{"charge:order-3": false, "charge:order-4": true, "charge:order-5": false}, held)
+		c.json(&rows, exitOK, "outbox", "list", "--state", "held", "--kind", "email")
+		require.Empty(t, rows)
+
+		require.Contains(t, c.ok("outbox", "show", "5"), "pending (held)")
+		require.Regexp(t, `(?m)^state\s+pending$`, c.ok("outbox", "show", "6"), "order-5's row backs off")
+		require.Contains(t, c.ok("event", "order-4"), "pending (held)")
+
+		r := c.run("outbox", "list", "--state", "held,dead")
+		require.Equal(t, exitUsage, r.code)
+		require.Contains(t, r.stderr, "--state held is a part of the pending rows: give it alone")
+	})
+}
+
+// TestStatusHeldOnly: after a crash only held rows are left: status says
+// when they become due instead of "caught up".
+func TestStatusHeldOnly(t *testing.T) {
+	eachBackend(t, func(t *testing.T, c *cli, s seeder) {
+		c.ok("migrate", "up")
+		hold := t0.Add(30 * time.Second)
+		for _, id := range []string{"order-1", "order-2"} {
+			s.inbox(t, "billing", id, t0.Add(-30*time.Second), ackgap.OutboxEntry{Kind: "charge", IdempotencyKey: "charge:" + id,
+				Payload: []byte(`{}`), Now: t0.Add(-30 * time.Second), AvailableAt: hold})
+		}
+		out := c.ok("status")
+		require.Contains(t, out, "pending 2, claimed 0, done 0, dead 0\nof the pending: 0 due, 2 held, 0 waiting out a retry backoff\n")
+		require.Contains(t, out, "held for dispatch (or delayed): 2, the first held until 2026-01-02T04:00:30Z (in 30s)\n")
+		require.Contains(t, out, "oldest due row: none yet (held rows become due from 2026-01-02T04:00:30Z")
+		require.NotContains(t, out, "caught up")
 	})
 }
 

@@ -15,12 +15,14 @@ import (
 )
 
 // outboxRowView is one outbox row in JSON output. Payload is set only when
-// asked for (outbox show --payload).
+// asked for (outbox show --payload). Held is stores.OutboxRow.Held at the
+// command's clock: a pending row never tried and not due yet.
 type outboxRowView struct {
 	ID             int64             `json:"id"`
 	Kind           string            `json:"kind"`
 	IdempotencyKey string            `json:"idempotency_key"`
 	State          string            `json:"state"`
+	Held           bool              `json:"held,omitempty"`
 	Attempts       int               `json:"attempts"`
 	LastError      string            `json:"last_error,omitempty"`
 	Consumer       string            `json:"consumer,omitempty"`
@@ -32,8 +34,8 @@ type outboxRowView struct {
 	Payload        *string           `json:"payload,omitempty"`
 }
 
-func rowView(r stores.OutboxRow, payload bool) outboxRowView {
-	v := outboxRowView{ID: r.ID, Kind: r.Kind, IdempotencyKey: r.IdempotencyKey, State: string(r.State),
+func rowView(r stores.OutboxRow, payload bool, now time.Time) outboxRowView {
+	v := outboxRowView{ID: r.ID, Kind: r.Kind, IdempotencyKey: r.IdempotencyKey, State: string(r.State), Held: r.Held(now),
 		Attempts: r.Attempts, LastError: r.LastError, Consumer: r.Consumer, EventID: r.EventID,
 		CreatedAt: r.CreatedAt.UTC(), AvailableAt: r.AvailableAt.UTC(), PayloadBytes: len(r.Payload), Headers: r.Headers}
 	if payload {
@@ -42,6 +44,18 @@ func rowView(r stores.OutboxRow, payload bool) outboxRowView {
 	}
 	return v
 }
+
+// stateText is the state a table shows: "pending (held)" for a held row.
+func (v *outboxRowView) stateText() string {
+	if v.Held {
+		return v.State + " (held)"
+	}
+	return v.State
+}
+
+// stateHeld is the --state of "outbox list" that selects held rows
+// (stores.FindOutboxParams.Held), a part of the pending ones.
+const stateHeld = "held"
 
 // filter holds the outbox filter flags shared by list, redrive and prune.
 type filter struct {
@@ -73,9 +87,16 @@ func (f *filter) params(now time.Time) (stores.FindOutboxParams, error) {
 		p.CreatedBefore = now.Add(-f.olderThan)
 	}
 	for _, s := range f.states {
+		if s == stateHeld {
+			if len(f.states) > 1 {
+				return p, usageErrorf("--state held is a part of the pending rows: give it alone")
+			}
+			p.Held, p.Now = true, now
+			continue
+		}
 		st := stores.OutboxState(s)
 		if !st.Valid() {
-			return p, usageErrorf("--state %q: must be pending, claimed, done or dead", s)
+			return p, usageErrorf("--state %q: must be pending, claimed, done, dead or held", s)
 		}
 		p.States = append(p.States, st)
 	}
@@ -104,8 +125,16 @@ func (a *app) outboxListCommand() *cobra.Command {
 		Use:   "list",
 		Short: "List outbox rows by state, kind, age and idempotency key prefix",
 		Long: `List outbox rows, oldest id first, at most --limit of them. To page, pass the
-last id printed as --after-id. Payloads are not printed (see "outbox show").`,
+last id printed as --after-id. Payloads are not printed (see "outbox show").
+
+--state held lists the pending rows never tried and not due yet (shown as
+"pending (held)"): rows written held for direct dispatch, which the relay of
+the process that wrote them carries out at once, and which any relay claims
+once their hold ends (available_at) if that process died; and rows a handler
+added with a later AvailableAt. Pending rows with attempts of 1 or more and a
+later available_at wait out a retry backoff.`,
 		Example: `  ackgap outbox list --state dead
+  ackgap outbox list --state held --kind charge
   ackgap outbox list --kind charge --older-than 1h --key-prefix charge:order- --limit 50
   ackgap outbox list --state pending,claimed --json | jq '.[].id'`,
 		Args: cobra.NoArgs,
@@ -129,7 +158,7 @@ last id printed as --after-id. Payloads are not printed (see "outbox show").`,
 			}
 			views := make([]outboxRowView, 0, len(res.Rows))
 			for _, r := range res.Rows {
-				views = append(views, rowView(r, false))
+				views = append(views, rowView(r, false, a.env.now()))
 			}
 			if a.json {
 				return failed(printJSON(cmd.OutOrStdout(), views))
@@ -141,7 +170,7 @@ last id printed as --after-id. Payloads are not printed (see "outbox show").`,
 			return nil
 		},
 	}
-	f.register(cmd.Flags(), true, "only rows in these states: pending, claimed, done, dead (comma-separated)")
+	f.register(cmd.Flags(), true, "only rows in these states: pending, claimed, done, dead (comma-separated), or held alone (pending, never tried, not due yet)")
 	cmd.Flags().IntVar(&limit, "limit", stores.FindOutboxLimitDefault, "most rows to print")
 	cmd.Flags().Int64Var(&afterID, "after-id", 0, "only rows with a higher id (the last id of the previous page)")
 	return cmd
@@ -177,7 +206,7 @@ func (a *app) outboxShowCommand() *cobra.Command {
 			if len(res.Rows) == 0 {
 				return &exitError{code: exitNotFound, err: fmt.Errorf("no outbox row %d", id)}
 			}
-			v := rowView(res.Rows[0], payload)
+			v := rowView(res.Rows[0], payload, a.env.now())
 			if a.json {
 				return failed(printJSON(cmd.OutOrStdout(), v))
 			}
@@ -186,7 +215,7 @@ func (a *app) outboxShowCommand() *cobra.Command {
 			t.row("id", strconv.FormatInt(v.ID, 10))
 			t.row("kind", v.Kind)
 			t.row("idempotency_key", v.IdempotencyKey)
-			t.row("state", v.State)
+			t.row("state", v.stateText())
 			t.row("attempts", strconv.Itoa(v.Attempts))
 			t.row("last_error", orDash(clip(v.LastError, 200)))
 			t.row("consumer", orDash(v.Consumer))
@@ -338,7 +367,7 @@ func (a *app) bulk(cmd *cobra.Command, p stores.FindOutboxParams, batch int, dry
 		out.Matched += int64(len(ids))
 		if dryRun {
 			for _, r := range res.Rows {
-				out.Rows = append(out.Rows, rowView(r, false))
+				out.Rows = append(out.Rows, rowView(r, false, a.env.now()))
 			}
 			bar.add(int64(len(ids)))
 		} else {
@@ -391,7 +420,7 @@ func (a *app) printRows(w io.Writer, rows []outboxRowView, now time.Time) {
 	}
 	t := newTable(w, "ID", "KIND", "STATE", "ATTEMPTS", "AGE", "IDEMPOTENCY_KEY", "EVENT_ID", "LAST_ERROR")
 	for _, r := range rows {
-		t.row(strconv.FormatInt(r.ID, 10), r.Kind, r.State, strconv.Itoa(r.Attempts), fmtAge(now, r.CreatedAt),
+		t.row(strconv.FormatInt(r.ID, 10), r.Kind, r.stateText(), strconv.Itoa(r.Attempts), fmtAge(now, r.CreatedAt),
 			r.IdempotencyKey, orDash(r.EventID), orDash(clip(r.LastError, 60)))
 	}
 	_ = t.flush()

@@ -20,6 +20,13 @@ type statusView struct {
 	OldestDueAt   *time.Time          `json:"oldest_due_at,omitempty"`
 	OldestDueAge  float64             `json:"oldest_due_age_seconds"`
 	Migrations    *migrationStatusSum `json:"migrations"`
+	// Held, HeldUntil and Backoff are stores.StatsResult's: pending rows
+	// never tried and not due yet (held for direct dispatch, or delayed),
+	// when the first of them is due, and pending rows waiting out a retry
+	// backoff.
+	Held      int64      `json:"held"`
+	HeldUntil *time.Time `json:"held_until,omitempty"`
+	Backoff   int64      `json:"backoff"`
 }
 
 type inboxStatsView struct {
@@ -36,6 +43,8 @@ type outboxStatsView struct {
 	State           string    `json:"state"`
 	Rows            int64     `json:"rows"`
 	OldestCreatedAt time.Time `json:"oldest_created_at"`
+	Held            int64     `json:"held"`
+	Backoff         int64     `json:"backoff"`
 }
 
 type migrationStatusSum struct {
@@ -47,12 +56,20 @@ func (a *app) statusCommand() *cobra.Command {
 	var window time.Duration
 	cmd := &cobra.Command{
 		Use:   "status",
-		Short: "Inbox rows per consumer, outbox rows by kind and state, the oldest due row, dead rows",
+		Short: "Inbox rows per consumer, outbox rows by kind and state, the oldest due row, held and dead rows",
 		Long: `Show, per consumer, the inbox row count, the oldest and newest row and the
 rows per minute over --window (or since the consumer's oldest row when that
 is shorter, at least a minute: the console's rule); the outbox by kind and state with each group's
-oldest row; how long the oldest due row has waited (how far the relays are
+oldest row; of the pending rows, how many are due, held and waiting out a
+retry backoff; how long the oldest due row has waited (how far the relays are
 behind); dead rows waiting for a redrive; and the schema version.
+
+A held row is pending, never tried and not due yet: written held for direct
+dispatch (middleware.InboxConfig.Dispatch), the relay of the process that
+wrote it carries it out at once; if that process died, any relay claims it
+once its hold ends (the relay's Lease after the commit, 1 minute by default).
+A row a handler added with a later AvailableAt counts as held too. A row
+waiting out a retry backoff was tried at least once.
 
 It counts every inbox row: on a large inbox run it now and then, not in a loop.`,
 		Example: `  ackgap status --dsn sqlite:./app.db
@@ -87,7 +104,12 @@ It counts every inbox row: on a large inbox run it now and then, not in a loop.`
 					v.Inbox = append(v.Inbox, inboxStatsView{c.Consumer, c.Rows, c.Oldest.UTC(), c.Newest.UTC(), c.Recent, c.PerMinute(c.RateWindow(window, st.Now))})
 				}
 				for _, o := range st.Outbox {
-					v.Outbox = append(v.Outbox, outboxStatsView{o.Kind, string(o.State), o.Rows, o.OldestCreatedAt.UTC()})
+					v.Outbox = append(v.Outbox, outboxStatsView{o.Kind, string(o.State), o.Rows, o.OldestCreatedAt.UTC(), o.Held, o.Backoff})
+				}
+				v.Held, v.Backoff = st.Held, st.Backoff
+				if !st.HeldUntil.IsZero() {
+					at := st.HeldUntil.UTC()
+					v.HeldUntil = &at
 				}
 				if !st.OldestDueAt.IsZero() {
 					at := st.OldestDueAt.UTC()
@@ -124,10 +146,22 @@ It counts every inbox row: on a large inbox run it now and then, not in a loop.`
 			}
 			fmt.Fprintf(w, "\npending %d, claimed %d, done %d, dead %d\n",
 				totals["pending"], totals["claimed"], totals["done"], totals["dead"])
-			if st.OldestDueAt.IsZero() {
-				fmt.Fprintln(w, "oldest due row: none (the relays are caught up)")
-			} else {
+			if totals["pending"] > 0 {
+				fmt.Fprintf(w, "of the pending: %d due, %d held, %d waiting out a retry backoff\n",
+					totals["pending"]-st.Held-st.Backoff, st.Held, st.Backoff)
+			}
+			if st.Held > 0 {
+				fmt.Fprintf(w, "held for dispatch (or delayed): %d, the first held until %s (in %s)\n",
+					st.Held, fmtTime(st.HeldUntil), fmtAge(st.HeldUntil, st.Now))
+			}
+			switch {
+			case !st.OldestDueAt.IsZero():
 				fmt.Fprintf(w, "oldest due row: due %s ago\n", fmtAge(st.Now, st.OldestDueAt))
+			case st.Held > 0:
+				fmt.Fprintf(w, "oldest due row: none yet (held rows become due from %s: if the process holding them died, any relay claims them then)\n",
+					fmtTime(st.HeldUntil))
+			default:
+				fmt.Fprintln(w, "oldest due row: none (the relays are caught up)")
 			}
 			if totals["dead"] > 0 {
 				fmt.Fprintf(w, "%d dead row(s): see \"ackgap outbox list --state dead\", then \"ackgap outbox redrive\"\n", totals["dead"])

@@ -74,20 +74,31 @@ FROM `+s.names.Inbox+` GROUP BY consumer ORDER BY consumer`, res.Now, window.Mic
 	if err := rows.Err(); err != nil {
 		return nil, interpretError("stats: inbox", err)
 	}
-	rows, err = s.pool.Query(ctx, `SELECT kind, state, count(*), min(created_at) FROM `+s.names.Outbox+`
-GROUP BY kind, state ORDER BY kind, state`)
+	// Held and backoff rows are counted in the same scan: pending rows
+	// not due at Now, never tried (held) or tried before (backoff).
+	rows, err = s.pool.Query(ctx, `SELECT kind, state, count(*), min(created_at),
+    count(*) FILTER (WHERE state = 'pending' AND attempts = 0 AND available_at > $1),
+    count(*) FILTER (WHERE state = 'pending' AND attempts > 0 AND available_at > $1),
+    min(available_at) FILTER (WHERE state = 'pending' AND attempts = 0 AND available_at > $1)
+FROM `+s.names.Outbox+` GROUP BY kind, state ORDER BY kind, state`, res.Now)
 	if err != nil {
 		return nil, interpretError("stats: outbox", err)
 	}
 	for rows.Next() {
 		var k stores.OutboxKindStats
 		var state string
-		if err := rows.Scan(&k.Kind, &state, &k.Rows, &k.OldestCreatedAt); err != nil {
+		var heldUntil *time.Time
+		if err := rows.Scan(&k.Kind, &state, &k.Rows, &k.OldestCreatedAt, &k.Held, &k.Backoff, &heldUntil); err != nil {
 			rows.Close()
 			return nil, interpretError("stats: outbox", err)
 		}
 		k.State = stores.OutboxState(state)
 		res.Outbox = append(res.Outbox, k)
+		res.Held += k.Held
+		res.Backoff += k.Backoff
+		if heldUntil != nil && (res.HeldUntil.IsZero() || heldUntil.Before(res.HeldUntil)) {
+			res.HeldUntil = *heldUntil
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, interpretError("stats: outbox", err)
@@ -151,7 +162,9 @@ func (s *Store) FindOutbox(ctx context.Context, p *stores.FindOutboxParams) (*st
 WHERE id > $1 AND ($2::bigint[] IS NULL OR id = ANY($2::bigint[])) AND ($3::text[] IS NULL OR state = ANY($3::text[]))
   AND ($4 = '' OR kind = $4) AND ($5 = '' OR starts_with(idempotency_key, $5))
   AND ($6::timestamptz IS NULL OR created_at < $6)
-ORDER BY id LIMIT $7`, p.AfterID, ids, states, p.Kind, p.KeyPrefix, nullTime(p.CreatedBefore), p.LimitOrDefault())
+  AND (NOT $8 OR (state = 'pending' AND attempts = 0 AND available_at > COALESCE($9::timestamptz, now())))
+ORDER BY id LIMIT $7`, p.AfterID, ids, states, p.Kind, p.KeyPrefix, nullTime(p.CreatedBefore), p.LimitOrDefault(),
+		p.Held, nullTime(p.Now))
 	if err != nil {
 		return nil, err
 	}

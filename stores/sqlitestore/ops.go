@@ -84,8 +84,13 @@ FROM `+s.names.Inbox+` GROUP BY consumer ORDER BY consumer`, nowMicros, window.M
 	if err := rows.Err(); err != nil {
 		return nil, interpretError("stats: inbox", err)
 	}
-	orows, err := s.db.QueryContext(ctx, `SELECT kind, state, count(*), min(created_at) FROM `+s.names.Outbox+`
-GROUP BY kind, state ORDER BY kind, state`)
+	// Held and backoff rows are counted in the same scan: pending rows
+	// not due at Now, never tried (held) or tried before (backoff).
+	orows, err := s.db.QueryContext(ctx, `SELECT kind, state, count(*), min(created_at),
+    count(*) FILTER (WHERE state = 'pending' AND attempts = 0 AND available_at > ?1),
+    count(*) FILTER (WHERE state = 'pending' AND attempts > 0 AND available_at > ?1),
+    min(available_at) FILTER (WHERE state = 'pending' AND attempts = 0 AND available_at > ?1)
+FROM `+s.names.Outbox+` GROUP BY kind, state ORDER BY kind, state`, nowMicros)
 	if err != nil {
 		return nil, interpretError("stats: outbox", err)
 	}
@@ -94,11 +99,17 @@ GROUP BY kind, state ORDER BY kind, state`)
 		var k stores.OutboxKindStats
 		var state string
 		var oldest int64
-		if err := orows.Scan(&k.Kind, &state, &k.Rows, &oldest); err != nil {
+		var heldUntil sql.NullInt64
+		if err := orows.Scan(&k.Kind, &state, &k.Rows, &oldest, &k.Held, &k.Backoff, &heldUntil); err != nil {
 			return nil, interpretError("stats: outbox", err)
 		}
 		k.State, k.OldestCreatedAt = stores.OutboxState(state), time.UnixMicro(oldest)
 		res.Outbox = append(res.Outbox, k)
+		res.Held += k.Held
+		res.Backoff += k.Backoff
+		if heldUntil.Valid && (res.HeldUntil.IsZero() || heldUntil.Int64 < res.HeldUntil.UnixMicro()) {
+			res.HeldUntil = time.UnixMicro(heldUntil.Int64)
+		}
 	}
 	if err := orows.Err(); err != nil {
 		return nil, interpretError("stats: outbox", err)
@@ -163,12 +174,21 @@ func (s *Store) FindOutbox(ctx context.Context, p *stores.FindOutboxParams) (*st
 	if !p.CreatedBefore.IsZero() {
 		before = p.CreatedBefore.UnixMicro()
 	}
+	var heldAt any // NULL: no Held filter
+	if p.Held {
+		now := p.Now
+		if now.IsZero() {
+			now = time.Now()
+		}
+		heldAt = now.UnixMicro()
+	}
 	rows, err := s.queryOutbox(ctx, "find outbox", `SELECT `+outboxColumns+` FROM `+s.names.Outbox+`
 WHERE id > ?1 AND (?2 IS NULL OR id IN (SELECT value FROM json_each(?2)))
   AND (?3 IS NULL OR state IN (SELECT value FROM json_each(?3)))
   AND (?4 = '' OR kind = ?4) AND (?5 = '' OR substr(idempotency_key, 1, length(?5)) = ?5)
   AND (?6 IS NULL OR created_at < ?6)
-ORDER BY id LIMIT ?7`, p.AfterID, ids, states, p.Kind, p.KeyPrefix, before, p.LimitOrDefault())
+  AND (?8 IS NULL OR (state = 'pending' AND attempts = 0 AND available_at > ?8))
+ORDER BY id LIMIT ?7`, p.AfterID, ids, states, p.Kind, p.KeyPrefix, before, p.LimitOrDefault(), heldAt)
 	if err != nil {
 		return nil, err
 	}

@@ -181,18 +181,25 @@ func (s *Store) PruneOutboxIfDone(ctx context.Context, p *stores.OutboxPrunePara
 }
 
 // OutboxStats implements [stores.OutboxStore.OutboxStats] with one query
-// that reads only the partial indexes of pending, claimed and dead rows.
+// that reads only pending, claimed and dead rows, found through their
+// partial indexes.
 func (s *Store) OutboxStats(ctx context.Context, p *stores.OutboxStatsParams) (*stores.OutboxStatsResult, error) {
 	o := s.names.Outbox
 	var oldest sql.NullInt64
 	res := &stores.OutboxStatsResult{}
+	now := p.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
 	err := s.db.QueryRowContext(ctx, `SELECT
     count(*) FILTER (WHERE state = 'pending'),
     count(*) FILTER (WHERE state = 'claimed'),
     min(created_at),
-    (SELECT count(*) FROM `+o+` WHERE state = 'dead' AND (?1 = '' OR kind = ?1))
-FROM `+o+` WHERE state IN ('pending', 'claimed') AND (?1 = '' OR kind = ?1)`, p.Kind).
-		Scan(&res.Pending, &res.Claimed, &oldest, &res.Dead)
+    (SELECT count(*) FROM `+o+` WHERE state = 'dead' AND (?1 = '' OR kind = ?1)),
+    count(*) FILTER (WHERE state = 'pending' AND attempts = 0 AND available_at > ?2),
+    count(*) FILTER (WHERE state = 'pending' AND attempts > 0 AND available_at > ?2)
+FROM `+o+` WHERE state IN ('pending', 'claimed') AND (?1 = '' OR kind = ?1)`, p.Kind, now.UnixMicro()).
+		Scan(&res.Pending, &res.Claimed, &oldest, &res.Dead, &res.Held, &res.Backoff)
 	if err != nil {
 		return nil, interpretError("outbox stats", err)
 	}

@@ -16,8 +16,8 @@ import (
 // stores.Operator; setup is called once per subtest, as for [Run].
 //
 // It checks: migration status after Migrate; inbox counts per consumer with
-// the recent window; outbox counts per kind and state and the oldest due
-// row; event lookup across consumers with the outbox rows the event wrote;
+// the recent window; outbox counts per kind and state, the oldest due
+// row, and held rows told from rows waiting out a backoff; event lookup across consumers with the outbox rows the event wrote;
 // every outbox filter and paging; deletes guarded by state, twice changing
 // nothing the second time; bad params refused.
 func runOperator[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TTx]) {
@@ -118,10 +118,13 @@ func runOperator[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TTx]) 
 
 		require.Equal(t, []stores.OutboxKindStats{
 			{Kind: "charge", State: stores.OutboxPending, Rows: 2},
-			{Kind: "email", State: stores.OutboxPending, Rows: 1},
+			{Kind: "email", State: stores.OutboxPending, Rows: 1, Held: 1},
 		}, stripTimes(res.Outbox))
 		require.WithinDuration(t, t0.Add(-30*time.Minute), res.Outbox[0].OldestCreatedAt, time.Millisecond)
 		require.WithinDuration(t, t0.Add(-20*time.Minute), res.OldestDueAt, time.Millisecond, "k1 is the oldest due; k3 is not due yet")
+		require.EqualValues(t, 1, res.Held, "k3: never tried, due in an hour")
+		require.WithinDuration(t, t0.Add(time.Hour), res.HeldUntil, time.Millisecond)
+		require.Zero(t, res.Backoff)
 
 		res, err = o.Stats(ctx, &stores.StatsParams{Now: t0, Window: 2 * time.Minute})
 		require.NoError(t, err)
@@ -133,7 +136,98 @@ func runOperator[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TTx]) 
 		require.Empty(t, res.Inbox)
 		require.Empty(t, res.Outbox)
 		require.True(t, res.OldestDueAt.IsZero())
+		require.Zero(t, res.Held)
+		require.True(t, res.HeldUntil.IsZero())
 		require.WithinDuration(t, time.Now(), res.Now, time.Minute, "zero Now is the store's clock")
+	})
+
+	// HeldAndBackoff: pending rows not due are told apart by their
+	// attempts: never tried (held for direct dispatch, or delayed) or
+	// waiting out a retry backoff. Stats, OutboxStats, FindOutbox's Held
+	// filter and OutboxRow.Held agree, at a given Now and at the store's
+	// clock, and a held row is due (not held) from the instant its hold
+	// ends.
+	t.Run("HeldAndBackoff", func(t *testing.T) {
+		o, h := opSetup(t)
+		ctx := context.Background()
+		tried := addRows(t, h,
+			row("charge", "retried-due", t0.Add(-3*time.Minute), t0.Add(-3*time.Minute)),
+			row("charge", "backoff", t0.Add(-2*time.Minute), t0.Add(-2*time.Minute)))
+		claimed := claim(t, o, &stores.OutboxClaimParams{Limit: 10, Lease: lease, Now: t0})
+		require.Equal(t, tried, claimedIDs(claimed))
+		settled, err := o.SettleOutboxManyIfClaimed(ctx, &stores.OutboxSettleManyParams{Now: t0, Rows: []stores.OutboxSettlement{
+			{ID: tried[0], ClaimToken: claimed.Rows[0].Claim.Token, State: stores.OutboxPending, LastError: "503"},
+			{ID: tried[1], ClaimToken: claimed.Rows[1].Claim.Token, State: stores.OutboxPending, Delay: 10 * time.Minute, LastError: "503"},
+		}})
+		require.NoError(t, err)
+		require.Equal(t, []bool{true, true}, settled.Changed)
+		hold := t0.Add(lease)
+		fresh := addRows(t, h,
+			row("charge", "due", t0.Add(-time.Minute), t0.Add(-time.Minute)),
+			row("charge", "held", t0, hold),
+			row("charge", "held-settled", t0, hold.Add(time.Second)),
+			row("email", "delayed", t0, t0.Add(3*time.Hour)), // a handler's AvailableAt: held too
+		)
+		res, err := o.SettleOutboxManyIfHeld(ctx, &stores.OutboxSettleHeldParams{Now: t0, Rows: []stores.OutboxHeldSettlement{
+			{IdempotencyKey: "held-settled", HeldUntil: hold.Add(time.Second), State: stores.OutboxDone},
+		}})
+		require.NoError(t, err)
+		require.Equal(t, []bool{true}, res.Changed, "the relay of the writing process recorded it: no longer held")
+
+		st, err := o.Stats(ctx, &stores.StatsParams{Now: t0})
+		require.NoError(t, err)
+		require.Equal(t, []stores.OutboxKindStats{
+			{Kind: "charge", State: stores.OutboxDone, Rows: 1},
+			{Kind: "charge", State: stores.OutboxPending, Rows: 4, Held: 1, Backoff: 1},
+			{Kind: "email", State: stores.OutboxPending, Rows: 1, Held: 1},
+		}, stripTimes(st.Outbox))
+		require.Equal(t, []int64{2, 1}, []int64{st.Held, st.Backoff})
+		require.WithinDuration(t, hold, st.HeldUntil, time.Millisecond, "the first hold ends first")
+		require.WithinDuration(t, t0.Add(-time.Minute), st.OldestDueAt, time.Millisecond, "neither held nor backoff rows are due")
+
+		st, err = o.Stats(ctx, &stores.StatsParams{Now: hold})
+		require.NoError(t, err)
+		require.Equal(t, []int64{1, 1}, []int64{st.Held, st.Backoff}, "a row is due from the instant its hold ends")
+		require.WithinDuration(t, t0.Add(3*time.Hour), st.HeldUntil, time.Millisecond)
+
+		ost, err := o.OutboxStats(ctx, &stores.OutboxStatsParams{Now: t0})
+		require.NoError(t, err)
+		require.Equal(t, []int64{5, 0, 2, 1}, []int64{ost.Pending, ost.Claimed, ost.Held, ost.Backoff})
+		ost, err = o.OutboxStats(ctx, &stores.OutboxStatsParams{Kind: "email", Now: t0})
+		require.NoError(t, err)
+		require.Equal(t, []int64{1, 1, 0}, []int64{ost.Pending, ost.Held, ost.Backoff})
+		// The store's clock is about t0 + 1h: only the delayed row is
+		// still held, and the backoff has ended.
+		ost, err = o.OutboxStats(ctx, &stores.OutboxStatsParams{})
+		require.NoError(t, err)
+		require.Equal(t, []int64{5, 1, 0}, []int64{ost.Pending, ost.Held, ost.Backoff})
+
+		find := func(p stores.FindOutboxParams) []int64 {
+			t.Helper()
+			res, err := o.FindOutbox(ctx, &p)
+			require.NoError(t, err)
+			out := []int64{}
+			for _, r := range res.Rows {
+				out = append(out, r.ID)
+			}
+			return out
+		}
+		require.Equal(t, []int64{fresh[1], fresh[3]}, find(stores.FindOutboxParams{Held: true, Now: t0}))
+		require.Equal(t, []int64{fresh[3]}, find(stores.FindOutboxParams{Held: true, Now: t0, Kind: "email"}))
+		require.Equal(t, []int64{fresh[3]}, find(stores.FindOutboxParams{Held: true}), "zero Now is the store's clock")
+		require.Equal(t, []int64{fresh[3]}, find(stores.FindOutboxParams{Held: true, Now: hold}))
+		require.Equal(t, []int64{}, find(stores.FindOutboxParams{Held: true, Now: t0, States: []stores.OutboxState{stores.OutboxDone}}))
+		require.Equal(t, []int64{fresh[1], fresh[3]}, find(stores.FindOutboxParams{Held: true, Now: t0, States: []stores.OutboxState{stores.OutboxPending}}))
+
+		all, err := o.FindOutbox(ctx, &stores.FindOutboxParams{})
+		require.NoError(t, err)
+		var held []string
+		for _, r := range all.Rows {
+			if r.Held(t0) {
+				held = append(held, r.IdempotencyKey)
+			}
+		}
+		require.Equal(t, []string{"held", "delayed"}, held, "OutboxRow.Held agrees with the store")
 	})
 
 	t.Run("LookupEvent", func(t *testing.T) {
