@@ -29,7 +29,8 @@ const (
 	// publisher's error, printable ASCII, at most 512 bytes. Such a copy
 	// carries the original payload, the event id, the dead-letter reason,
 	// the trace context (traceparent, tracestate), the source keys above,
-	// this key and [MetadataOriginalMetadata]: at most 9 keys.
+	// this key and [MetadataOriginalMetadata]: at most 9 keys, which
+	// leaves SQS (10 attributes) room for its body-encoding attribute.
 	MetadataDeadLetterSanitized = "ackgap_dead_letter_sanitized"
 	// MetadataOriginalMetadata carries, on a sanitised copy, the original
 	// metadata (Watermill's poison-queue keys included) as a JSON object
