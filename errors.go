@@ -66,9 +66,9 @@ var (
 
 	// ErrUnencodable: a broker adapter cannot encode the message for its
 	// broker (SQS: more than 10 message attributes, an attribute name SQS
-	// refuses). Publishing it again cannot succeed; the router's
-	// dead-letter path then sends a sanitised copy instead (package
-	// router).
+	// refuses). Publishing it again cannot succeed; the dead-letter path
+	// of the router and of kafkabroker.BatchConsumer then sends a
+	// sanitised copy instead ([MetadataDeadLetterSanitized]).
 	ErrUnencodable = errors.New("ackgap: message cannot be encoded for the broker")
 
 	// ErrDuplicate: the statement ran in a transaction whose inbox insert
@@ -103,9 +103,11 @@ const (
 )
 
 // MetadataDeadLetterReason is the metadata key under which the router
-// records one of the Reason constants on a dead-lettered message.
-// Watermill's own poison-queue keys (reason_poisoned, topic_poisoned,
-// handler_poisoned) are set as well.
+// and kafkabroker.BatchConsumer record one of the Reason constants on a
+// dead-lettered message. Watermill's own poison-queue keys
+// (reason_poisoned: the final error's text, topic_poisoned,
+// handler_poisoned, subscriber_poisoned) are set as well; see
+// deadletter.go for the other keys of a dead-letter copy.
 const MetadataDeadLetterReason = "ackgap_dead_letter_reason"
 
 // PermanentError marks a failure that retrying cannot fix: the router rolls

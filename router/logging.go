@@ -23,14 +23,15 @@ const (
 	// (an ackgap.Reason* value), destination (the topic), attempts, the
 	// handler's final error (the logger's error field: "error" with
 	// SlogLogger), and sanitized (the publisher's error) when a sanitised
-	// copy went instead (see [Config.DeadLetter]).
-	LogDeadLettered = "message sent to the dead-letter topic"
+	// copy went instead (see [Config.DeadLetter]). It is
+	// ackgap.LogDeadLettered, which kafkabroker.BatchConsumer logs too.
+	LogDeadLettered = ackgap.LogDeadLettered
 	// LogDeadLetterFailed (error): the message should go to the dead-letter
 	// topic but the publish failed, so it is nacked and delivered again
 	// (its handler runs again). Fields: reason, destination, attempts, the
 	// handler's final error (the logger's error field), publish_err (why
-	// the publish failed).
-	LogDeadLetterFailed = "dead-letter publish failed; message nacked for redelivery"
+	// the publish failed). It is ackgap.LogDeadLetterFailed.
+	LogDeadLetterFailed = ackgap.LogDeadLetterFailed
 	// LogRetrying (warn): an attempt failed and the message is tried again
 	// in place. Fields: attempt (1-based, the one that failed),
 	// max_attempts, backoff (the nominal wait before the next attempt,

@@ -12,6 +12,7 @@ import (
 	wmw "github.com/ThreeDotsLabs/watermill/message/router/middleware"
 
 	"github.com/ackgap/ackgap"
+	"github.com/ackgap/ackgap/internal/deadletter"
 	"github.com/ackgap/ackgap/middleware"
 	"github.com/ackgap/ackgap/stores"
 )
@@ -44,13 +45,20 @@ type Config struct {
 	// DeadLetter publishes messages that cannot be processed (no event id,
 	// a refused transition, a payload that does not parse, attempts
 	// exhausted). Required: every message needs an outcome, and silently
-	// dropping one is not an option. A publish that fails with an error
-	// wrapping ackgap.ErrUnencodable (the broker cannot carry the message
-	// as it is) is followed by a sanitised copy: the original payload, the
-	// event id, reason and trace context, MetadataDeadLetterSanitized, and
-	// all the original metadata in MetadataOriginalMetadata. If that fails
-	// too it is logged as an error and the message is nacked, left to the
-	// broker's redrive policy; any other publish error nacks it as well.
+	// dropping one is not an option. Each copy carries its metadata plus
+	// ackgap.MetadataDeadLetterReason, Watermill's poison-queue keys
+	// (reason_poisoned, the final error's text; topic_poisoned;
+	// handler_poisoned; subscriber_poisoned) and, for a Kafka record, its
+	// source coordinates (ackgap.MetadataSourceTopic,
+	// MetadataSourcePartition, MetadataSourceOffset: a dead-letter reader
+	// dedupes on them). A publish that fails with an error wrapping
+	// ackgap.ErrUnencodable (the broker cannot carry the message as it is)
+	// is followed by a sanitised copy: the original payload, the event id,
+	// reason, trace context and source coordinates,
+	// MetadataDeadLetterSanitized, and all the original metadata in
+	// MetadataOriginalMetadata. If that fails too it is logged as an error
+	// and the message is nacked, left to the broker's redrive policy; any
+	// other publish error nacks it as well.
 	DeadLetter message.Publisher
 	// DeadLetterTopic is where DeadLetter publishes. Default
 	// DeadLetterTopicDefault ("ackgap.dead_letter").
@@ -393,7 +401,9 @@ func DeadLetterable(err error) bool {
 }
 
 // stampReason records why a message is about to be dead-lettered, in
-// metadata key ackgap.MetadataDeadLetterReason; it runs just inside
+// metadata key ackgap.MetadataDeadLetterReason, and, for a Kafka record,
+// where it came from (ackgap.MetadataSourceTopic, MetadataSourcePartition,
+// MetadataSourceOffset, from its ackgap.Delivery); it runs just inside
 // Watermill's poison-queue middleware, which publishes the message with
 // its metadata.
 func stampReason(h message.HandlerFunc) message.HandlerFunc {
@@ -404,7 +414,7 @@ func stampReason(h message.HandlerFunc) message.HandlerFunc {
 			if reason == "" {
 				reason = ackgap.ReasonAttemptsExhausted
 			}
-			msg.Metadata.Set(ackgap.MetadataDeadLetterReason, reason)
+			deadletter.Stamp(msg, reason)
 		}
 		return produced, err
 	}

@@ -9,8 +9,10 @@ import (
 
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
+	wmw "github.com/ThreeDotsLabs/watermill/message/router/middleware"
 
 	"github.com/ackgap/ackgap"
+	"github.com/ackgap/ackgap/internal/deadletter"
 )
 
 // BatchFunc runs msgs as one batch, in one database transaction, and
@@ -84,8 +86,23 @@ type BatchConsumerConfig struct {
 	MaxAttempts int
 	// DeadLetter publishes rejected messages (a permanent error: no event
 	// id, an id reused with another payload, ackgap.Permanent) and those
-	// out of attempts to DeadLetterTopic, with metadata key
-	// ackgap.MetadataDeadLetterReason set. Required.
+	// out of attempts to DeadLetterTopic, as the router does: a copy with
+	// the message's payload, UUID and metadata, plus
+	// ackgap.MetadataDeadLetterReason, Watermill's poison-queue keys
+	// (reason_poisoned: the error's text; topic_poisoned: Topic;
+	// handler_poisoned: "<consumer>/<Topic>", the inbox consumer's name,
+	// or ConsumerGroup when the BatchFunc recorded no inbox report;
+	// subscriber_poisoned: "kafkabroker.BatchConsumer") and the record's
+	// ackgap.MetadataSourceTopic, MetadataSourcePartition and
+	// MetadataSourceOffset, which name the record: a dead-letter reader
+	// dedupes on them (a crash after the publish and before the offset
+	// commit dead-letters the record again). The publish runs on a
+	// context detached from shutdown, bounded by 30 s
+	// (router.DeadLetterPublishTimeout). When it fails with an error
+	// wrapping ackgap.ErrUnencodable a sanitised copy goes instead
+	// (ackgap.MetadataDeadLetterSanitized); when it fails otherwise, or
+	// the copy fails too, the message is nacked and redelivered, never
+	// acked. Required.
 	DeadLetter message.Publisher
 	// DeadLetterTopic is the dead-letter topic. Required.
 	DeadLetterTopic string
@@ -178,9 +195,19 @@ func (c BatchConsumerConfig) validate() error {
 // A message held back behind an earlier one of its key in the batch uses
 // no attempt and is never dead-lettered for it. A permanent error, or a
 // message out of MaxAttempts, is published to DeadLetterTopic and then
-// acked, freeing its key; a failed dead-letter publish nacks it instead. A busy database
-// (ackgap.ErrStoreUnavailable) or a cancelled context never dead-letters
-// and uses no attempt.
+// acked, freeing its key; a failed dead-letter publish nacks it instead. A
+// busy database (ackgap.ErrStoreUnavailable) or a cancelled context never
+// dead-letters and uses no attempt.
+//
+// Dead letters are logged as the router logs them, at error, once per
+// publish: ackgap.LogDeadLettered once the publish succeeded,
+// ackgap.LogDeadLetterFailed (with publish_err) when it failed, with the
+// fields event_id and consumer (from the message's last inbox report, else
+// its event_id metadata and ConsumerGroup), message_uuid, reason,
+// destination, attempts (this consumer's count, the last one included),
+// partition, offset, and the message's error as the logger's error field;
+// never the payload. A message that cannot be dead-lettered this way is
+// redelivered until the publish succeeds.
 //
 // Run and Close may be called from different goroutines; Close is safe
 // to call more than once.
@@ -425,44 +452,85 @@ func (bc *BatchConsumer) settle(m *message.Message, err error, heldBack bool) {
 		m.Ack()
 		return
 	}
-	reason := ""
+	reason, attempts := "", 0
 	switch {
 	case heldBack:
 		// Behind its key's failed message: redelivered after it, its own
 		// attempts untouched.
 	case ackgap.IsPermanent(err):
+		attempts = bc.failed(k, hasKey)
 		reason = ackgap.ReasonOf(err)
 		if reason == "" {
 			reason = ackgap.ReasonPermanent
 		}
 	case errors.Is(err, ackgap.ErrStoreUnavailable) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
 		// The database or the shutdown, not the message: no attempt used.
-	case hasKey && bc.failed(k) >= bc.cfg.MaxAttempts:
-		reason = ackgap.ReasonAttemptsExhausted
-	}
-	fields := watermill.LogFields{"event_id": m.Metadata.Get(ackgap.MetadataEventIDKey), "error": err.Error()}
-	if hasKey {
-		fields["partition"], fields["offset"] = k.partition, k.offset
+	case hasKey:
+		if attempts = bc.failed(k, hasKey); attempts >= bc.cfg.MaxAttempts {
+			reason = ackgap.ReasonAttemptsExhausted
+		}
 	}
 	if reason == "" {
+		fields := watermill.LogFields{"event_id": m.Metadata.Get(ackgap.MetadataEventIDKey), "error": err.Error()}
+		if hasKey {
+			fields["partition"], fields["offset"] = k.partition, k.offset
+		}
 		bc.logger.Info("Message not applied; it is redelivered after NackResendSleep and holds its key", fields)
 		m.Nack()
 		return
 	}
-	fields["dead_letter_reason"] = reason
+	if bc.deadLetter(m, err, reason, attempts) != nil {
+		m.Nack() // logged: redelivered, never acked without its dead-letter copy
+		return
+	}
+	bc.forget(k, hasKey)
+	m.Ack()
+}
+
+// batchConsumerName is what Watermill's router would record as the
+// subscriber of a message (metadata key subscriber_poisoned): the type's
+// name without its pointer.
+const batchConsumerName = "kafkabroker.BatchConsumer"
+
+// deadLetter publishes a copy of m to DeadLetterTopic, as the router's
+// dead-letter path does (internal/deadletter): m's payload, UUID and
+// metadata plus ackgap.MetadataDeadLetterReason, Watermill's poison-queue
+// keys (reason_poisoned: err's text; topic_poisoned: Topic;
+// handler_poisoned: "<consumer>/<topic>", as the router names its
+// handlers; subscriber_poisoned: "kafkabroker.BatchConsumer") and the
+// record's source coordinates, on a detached context bounded by 30 s,
+// falling back to a sanitised copy when DeadLetter returns
+// ackgap.ErrUnencodable. It logs ackgap.LogDeadLettered or
+// ackgap.LogDeadLetterFailed at error, and returns the publish error.
+func (bc *BatchConsumer) deadLetter(m *message.Message, err error, reason string, attempts int) error {
+	eventID, consumer := m.Metadata.Get(ackgap.MetadataEventIDKey), bc.cfg.ConsumerGroup
+	d, hasDelivery := ackgap.DeliveryFromContext(m.Context())
+	if hasDelivery {
+		if reps := d.Inbox(); len(reps) > 0 {
+			// What the inbox checked: its consumer, and the event id it
+			// extracted ("" for one refused as invalid text).
+			last := reps[len(reps)-1]
+			eventID, consumer = last.EventID, last.Consumer
+		}
+	}
 	dl := message.NewMessage(m.UUID, m.Payload)
 	for key, v := range m.Metadata {
 		dl.Metadata.Set(key, v)
 	}
-	dl.Metadata.Set(ackgap.MetadataDeadLetterReason, reason)
-	if pubErr := bc.cfg.DeadLetter.Publish(bc.cfg.DeadLetterTopic, dl); pubErr != nil {
-		bc.logger.Error("Dead-letter publish failed; the message is redelivered", pubErr, fields)
-		m.Nack()
-		return
+	dl.SetContext(m.Context())
+	deadletter.Stamp(dl, reason)
+	dl.Metadata.Set(wmw.ReasonForPoisonedKey, err.Error())
+	dl.Metadata.Set(wmw.PoisonedTopicKey, bc.cfg.Topic)
+	dl.Metadata.Set(wmw.PoisonedHandlerKey, consumer+"/"+bc.cfg.Topic)
+	dl.Metadata.Set(wmw.PoisonedSubscriberKey, batchConsumerName)
+	fields := watermill.LogFields{
+		"event_id": eventID, "consumer": consumer, "message_uuid": m.UUID,
+		"reason": reason, "destination": bc.cfg.DeadLetterTopic, "attempts": attempts,
 	}
-	bc.logger.Info("Message dead-lettered", fields)
-	bc.forget(k, hasKey)
-	m.Ack()
+	if hasDelivery && d.HasOffset {
+		fields["partition"], fields["offset"] = d.Partition, d.Offset
+	}
+	return deadletter.Publish(bc.cfg.DeadLetter, bc.logger, bc.cfg.DeadLetterTopic, dl, err, fields)
 }
 
 // offsetOf returns m's topic, partition and offset.
@@ -474,8 +542,12 @@ func (bc *BatchConsumer) offsetOf(m *message.Message) (offsetKey, bool) {
 	return offsetKey{partitionKey{bc.cfg.Topic, r.partition}, r.offset}, true
 }
 
-// failed counts one more failed attempt of k and returns the count.
-func (bc *BatchConsumer) failed(k offsetKey) int {
+// failed counts one more failed attempt of k and returns the count; 1
+// for a message without a record (not counted).
+func (bc *BatchConsumer) failed(k offsetKey, ok bool) int {
+	if !ok {
+		return 1
+	}
 	bc.attemptsMu.Lock()
 	defer bc.attemptsMu.Unlock()
 	bc.attempts[k]++

@@ -81,7 +81,8 @@ func committedOffsets(t testing.TB, group, topic string) map[int32]int64 {
 // retried at most N=3 times with capped backoff, then DLQ; the offset
 // moves past m2/m4 only after the DLQ publish is confirmed; E1 and E3
 // applied; lag back to 0 within a bound; poison_routed=2; attempts per
-// message <= N+1."
+// message <= N+1." Each dead-letter copy names its record (source topic,
+// partition, offset).
 //
 // On kfake and PostgreSQL. m4's handler fails with an ordinary error every
 // time, so the router's retries in place (MaxAttempts 3) are what bound
@@ -151,11 +152,19 @@ func TestS18PoisonOffsetMovesAfterDeadLetter(t *testing.T) {
 	require.Equal(t, map[string]string{"E2": ackgap.ReasonBadPayload, "E4": ackgap.ReasonAttemptsExhausted}, dead.publishedReasons)
 	dead.mu.Unlock()
 	dlq := readAll(t, topic+".dlq", 2)
+	sourceOffsets := map[string]string{}
 	for _, msg := range dlq {
-		if msg.Metadata.Get(ackgap.MetadataEventIDKey) == "E2" {
+		id := msg.Metadata.Get(ackgap.MetadataEventIDKey)
+		if id == "E2" {
 			require.Equal(t, "\x00not json", string(msg.Payload), "original bytes")
 		}
+		// The record's coordinates, for a dead-letter reader to dedupe on.
+		require.Equal(t, topic, msg.Metadata.Get(ackgap.MetadataSourceTopic))
+		require.Equal(t, dlq[0].Metadata.Get(ackgap.MetadataSourcePartition), msg.Metadata.Get(ackgap.MetadataSourcePartition))
+		require.NotEmpty(t, msg.Metadata.Get(ackgap.MetadataSourcePartition))
+		sourceOffsets[id] = msg.Metadata.Get(ackgap.MetadataSourceOffset)
 	}
+	require.Equal(t, map[string]string{"E2": "1", "E4": "3"}, sourceOffsets)
 	require.EqualValues(t, 2, topicSize(t, topic+".dlq"))
 	require.Equal(t, map[string]int{"E1": 1, "E3": 1}, be.applied(t), "E1 and E3 applied once")
 	mu.Lock()

@@ -108,7 +108,12 @@
 // later messages, which are held back; it is nacked (holding its key and
 // watermark) or, when permanent or out of MaxAttempts, dead-lettered and
 // acked, and those held back behind it are nacked without using an
-// attempt.
+// attempt. Dead letters go as the router sends them: the same metadata
+// (ackgap.MetadataDeadLetterReason, Watermill's poison keys, the record's
+// ackgap.MetadataSourceTopic, MetadataSourcePartition and
+// MetadataSourceOffset), the same sanitised copy on
+// ackgap.ErrUnencodable, the same logs at error (ackgap.LogDeadLettered,
+// ackgap.LogDeadLetterFailed); a failed publish nacks the message.
 //
 //	p, err := batch.New[pgx.Tx](store, &batch.Config[pgx.Tx]{InboxConfig: middleware.InboxConfig{Consumer: "billing"}, Handler: charge})
 //	bc, err := kafkabroker.NewBatchConsumer(p.ProcessErrors, &kafkabroker.BatchConsumerConfig{
