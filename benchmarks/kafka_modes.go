@@ -131,6 +131,7 @@ func (d *deadLetters) Close() error { return nil }
 // runKafkaModes runs the comparison and returns its markdown.
 func runKafkaModes(ctx context.Context, o kmOptions, progress io.Writer) (string, error) {
 	started := time.Now()
+	loadBefore := loadAverage()
 	env, err := openKMEnv(ctx, o)
 	if err != nil {
 		return "", err
@@ -172,7 +173,7 @@ func runKafkaModes(ctx context.Context, o kmOptions, progress io.Writer) (string
 				time.Since(started).Seconds(), c.mode, c.delay, c.hot, res.rate(), mark)
 		}
 	}
-	return kmMarkdown(o, results, time.Since(started)), nil
+	return kmMarkdown(o, results, time.Since(started), loadBefore, loadAverage()), nil
 }
 
 func openKMEnv(ctx context.Context, o kmOptions) (*kmEnv, error) {
@@ -981,15 +982,16 @@ func (p *kmProvider) close() error {
 }
 
 // kmMarkdown renders the comparison.
-func kmMarkdown(o kmOptions, results []*kmResult, took time.Duration) string {
+func kmMarkdown(o kmOptions, results []*kmResult, took time.Duration, loadBefore, loadAfter string) string {
 	var b strings.Builder
 	w := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
 	w("%s\n\n", kmBegin)
 	w("## Kafka ordering modes (issue #11)\n\n")
 	w("Produced by `go run ./benchmarks -kafka-modes` on %s UTC in %s: %d events per run, %d partitions, %d keys, PostgreSQL, kfake; "+
 		"%d runs per cell, cells alternating (every mode once, then again), so load from elsewhere hits all alike. "+
-		"**The machine (2 CPUs) was shared with other jobs during the run**: absolute figures are noisy, ratios within one run less so.\n\n",
-		time.Now().UTC().Format("2006-01-02 15:04"), took.Round(time.Second), o.events, kmPartitions, kmKeys, o.runs)
+		"%d CPUs; load average (1 min) %s at the start, %s at the end: with other jobs on the machine absolute figures are noisy, ratios within one run less so.\n\n",
+		time.Now().UTC().Format("2006-01-02 15:04"), took.Round(time.Second), o.events, kmPartitions, kmKeys, o.runs,
+		runtime.NumCPU(), loadBefore, loadAfter)
 	w("Each run publishes every event at once (one idempotent producer, %d records per request), then waits until the provider "+
 		"carried out both effects (charge and receipt, deduped on the Idempotency-Key header) of every event: events/s is "+
 		"events / (publish start → last effect). Every run checks per-key order and exactly-once (every order at its last step, "+
@@ -1176,4 +1178,18 @@ func kfakeListening(addr string) int {
 		}
 	}
 	return 0
+}
+
+// loadAverage returns the machine's 1-minute load average as Linux reports
+// it, or "unknown".
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return "unknown"
+	}
+	return f[0]
 }
