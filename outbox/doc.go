@@ -70,20 +70,25 @@
 // end to end on PostgreSQL:
 //
 //   - the consumer's transaction: the inbox row, the guarded UPDATE and the
-//     two outbox rows, one commit (two round trips with
-//     ackgap.AddOutbox);
+//     two outbox rows (one INSERT for both), one commit; with
+//     ackgap.ApplyTransition unread, all of it is one statement sent with
+//     the COMMIT, one round trip (a handler statement of its own first
+//     costs one more);
 //   - the claim: each outbox row rewritten once (state, attempts, claim
 //     token, lease), in one statement and commit per claim of at least half
-//     of Config.Concurrency rows (50 by default);
+//     of Config.Concurrency rows (50 by default) — none with direct
+//     dispatch (below), where the row is written held instead;
 //   - the outcome: each row rewritten once more (done), in one statement and
 //     commit per group of rows that finished together;
 //   - the wake-up: at most one pg_notify per pgxstore Config.NotifyInterval
-//     (10 ms) per process, not one per commit;
+//     (10 ms) per process, not one per commit, and none after a commit
+//     whose rows are all due later (held for dispatch, or delayed);
 //   - later, out of the hot path: pruning deletes done rows after
 //     Config.DoneRetention, 1,000 per statement.
 //
-// So an outbox row is written three times (insert, claim, done), and a
-// claim of 50 rows costs two commits instead of 51. The two rewrites are
+// So an outbox row is written three times claimed (insert, claim, done)
+// and twice dispatched (insert, done), and a claim of 50 rows costs two
+// commits instead of 51. The two rewrites are
 // what safety needs: the claim is the lease, written before the call, so a
 // relay that dies mid-call loses the row to the next claimer after
 // Config.Lease without any transaction or lock held across the call
