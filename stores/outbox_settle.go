@@ -47,14 +47,7 @@ func (p *OutboxSettleManyParams) Validate() error {
 		if r.ClaimToken == "" {
 			errs = append(errs, fmt.Errorf("Rows[%d] (id %d): ClaimToken is empty", i, r.ID))
 		}
-		switch r.State {
-		case OutboxDone, OutboxPending, OutboxDead:
-		default:
-			errs = append(errs, fmt.Errorf("Rows[%d] (id %d): State is %q, must be done, pending or dead", i, r.ID, r.State))
-		}
-		if r.Delay < 0 {
-			errs = append(errs, fmt.Errorf("Rows[%d] (id %d): Delay is %s, must not be negative", i, r.ID, r.Delay))
-		}
+		errs = append(errs, outcomeErrors(fmt.Sprintf("Rows[%d] (id %d)", i, r.ID), r.State, r.Delay)...)
 		if seen[r.ID] {
 			errs = append(errs, fmt.Errorf("Rows[%d]: id %d appears twice", i, r.ID))
 		}
@@ -121,14 +114,7 @@ func (p *OutboxSettleHeldParams) Validate() error {
 		if r.HeldUntil.IsZero() {
 			errs = append(errs, fmt.Errorf("Rows[%d] (key %q): HeldUntil is zero", i, r.IdempotencyKey))
 		}
-		switch r.State {
-		case OutboxDone, OutboxPending, OutboxDead:
-		default:
-			errs = append(errs, fmt.Errorf("Rows[%d] (key %q): State is %q, must be done, pending or dead", i, r.IdempotencyKey, r.State))
-		}
-		if r.Delay < 0 {
-			errs = append(errs, fmt.Errorf("Rows[%d] (key %q): Delay is %s, must not be negative", i, r.IdempotencyKey, r.Delay))
-		}
+		errs = append(errs, outcomeErrors(fmt.Sprintf("Rows[%d] (key %q)", i, r.IdempotencyKey), r.State, r.Delay)...)
 		if seen[r.IdempotencyKey] {
 			errs = append(errs, fmt.Errorf("Rows[%d]: key %q appears twice", i, r.IdempotencyKey))
 		}
@@ -138,4 +124,19 @@ func (p *OutboxSettleHeldParams) Validate() error {
 		return fmt.Errorf("invalid outbox settle: %w", err)
 	}
 	return nil
+}
+
+// outcomeErrors checks the outcome of one row of a settle, named by row:
+// its state (done, pending or dead) and its delay (not negative).
+func outcomeErrors(row string, state OutboxState, delay time.Duration) []error {
+	var errs []error
+	switch state {
+	case OutboxDone, OutboxPending, OutboxDead:
+	default:
+		errs = append(errs, fmt.Errorf("%s: State is %q, must be done, pending or dead", row, state))
+	}
+	if delay < 0 {
+		errs = append(errs, fmt.Errorf("%s: Delay is %s, must not be negative", row, delay))
+	}
+	return errs
 }

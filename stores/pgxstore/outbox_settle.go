@@ -52,19 +52,26 @@ SET state = ($4::text[])[`+settlePos+`],
     claimed_until = NULL, claim_token = NULL
 WHERE o.id = ANY($2::bigint[]) AND o.state = 'claimed' AND o.claim_token = ($3::text[])[`+settlePos+`]
 RETURNING o.id`, nullTime(p.Now), ids, tokens, states, delays, errs)
+	return markChanged(res, at, rows, err, "settle outbox rows")
+}
+
+// markChanged sets res.Changed for each row rows returns (its id or key,
+// at its position in at) and returns res, or the statement's error (err,
+// or one met reading rows) interpreted as op's.
+func markChanged[K comparable](res *stores.OutboxSettleManyResult, at map[K]int, rows pgx.Rows, err error, op string) (*stores.OutboxSettleManyResult, error) {
 	if err != nil {
-		return nil, interpretError("settle outbox rows", err)
+		return nil, interpretError(op, err)
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, interpretError("settle outbox rows", err)
+		var k K
+		if err := rows.Scan(&k); err != nil {
+			return nil, interpretError(op, err)
 		}
-		res.Changed[at[id]] = true
+		res.Changed[at[k]] = true
 	}
 	if err := rows.Err(); err != nil {
-		return nil, interpretError("settle outbox rows", err)
+		return nil, interpretError(op, err)
 	}
 	return res, nil
 }
@@ -112,19 +119,5 @@ SET state = ($4::text[])[`+pos+`], attempts = 1,
 WHERE o.idempotency_key = ANY($2::text[]) AND o.state = 'pending' AND o.attempts = 0
     AND o.available_at = ($3::timestamptz[])[`+pos+`]
 RETURNING o.idempotency_key`, pgx.QueryExecModeExec, nullTime(p.Now), keys, held, states, delays, errs)
-	if err != nil {
-		return nil, interpretError("settle held outbox rows", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var key string
-		if err := rows.Scan(&key); err != nil {
-			return nil, interpretError("settle held outbox rows", err)
-		}
-		res.Changed[at[key]] = true
-	}
-	if err := rows.Err(); err != nil {
-		return nil, interpretError("settle held outbox rows", err)
-	}
-	return res, nil
+	return markChanged(res, at, rows, err, "settle held outbox rows")
 }

@@ -17,40 +17,17 @@ func (s *Store) SettleOutboxManyIfClaimed(ctx context.Context, p *stores.OutboxS
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	res := &stores.OutboxSettleManyResult{Changed: make([]bool, len(p.Rows))}
-	if len(p.Rows) == 0 {
-		return res, nil
-	}
 	now := micros(p.Now)
-	err := s.writeTx(ctx, "settle outbox rows", func(tx *sql.Tx) error {
-		stmt, err := tx.PrepareContext(ctx, `UPDATE `+s.names.Outbox+`
+	return s.settleRows(ctx, "settle outbox rows", `UPDATE `+s.names.Outbox+`
 SET state = ?3,
     done_at = CASE WHEN ?3 = 'done' THEN ?4 ELSE done_at END,
     available_at = CASE WHEN ?3 = 'pending' THEN ?4 + ?5 ELSE available_at END,
     last_error = CASE WHEN ?3 = 'done' THEN last_error ELSE ?6 END,
     claimed_until = NULL, claim_token = NULL
-WHERE id = ?1 AND state = 'claimed' AND claim_token = ?2`)
-		if err != nil {
-			return err
-		}
-		defer stmt.Close()
-		for i, r := range p.Rows {
-			out, err := stmt.ExecContext(ctx, r.ID, r.ClaimToken, string(r.State), now, r.Delay.Microseconds(), r.LastError)
-			if err != nil {
-				return err
-			}
-			n, err := out.RowsAffected()
-			if err != nil {
-				return err
-			}
-			res.Changed[i] = n == 1
-		}
-		return nil
+WHERE id = ?1 AND state = 'claimed' AND claim_token = ?2`, len(p.Rows), func(i int) []any {
+		r := &p.Rows[i]
+		return []any{r.ID, r.ClaimToken, string(r.State), now, r.Delay.Microseconds(), r.LastError}
 	})
-	if err != nil {
-		return nil, err
-	}
-	return res, nil
 }
 
 // SettleOutboxManyIfHeld implements
@@ -60,32 +37,42 @@ func (s *Store) SettleOutboxManyIfHeld(ctx context.Context, p *stores.OutboxSett
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	res := &stores.OutboxSettleManyResult{Changed: make([]bool, len(p.Rows))}
-	if len(p.Rows) == 0 {
-		return res, nil
-	}
 	now := micros(p.Now)
-	err := s.writeTx(ctx, "settle held outbox rows", func(tx *sql.Tx) error {
-		stmt, err := tx.PrepareContext(ctx, `UPDATE `+s.names.Outbox+`
+	return s.settleRows(ctx, "settle held outbox rows", `UPDATE `+s.names.Outbox+`
 SET state = ?3, attempts = 1,
     done_at = CASE WHEN ?3 = 'done' THEN ?4 ELSE done_at END,
     available_at = CASE WHEN ?3 = 'pending' THEN ?4 + ?5 ELSE available_at END,
     last_error = CASE WHEN ?3 = 'done' THEN last_error ELSE ?6 END
-WHERE idempotency_key = ?1 AND state = 'pending' AND attempts = 0 AND available_at = ?2`)
+WHERE idempotency_key = ?1 AND state = 'pending' AND attempts = 0 AND available_at = ?2`, len(p.Rows), func(i int) []any {
+		r := &p.Rows[i]
+		return []any{r.IdempotencyKey, r.HeldUntil.UnixMicro(), string(r.State), now, r.Delay.Microseconds(), r.LastError}
+	})
+}
+
+// settleRows runs query, prepared once, for each of n rows with the
+// arguments args(i), in one write transaction (one commit, one WAL sync),
+// and reports per row whether it changed one.
+func (s *Store) settleRows(ctx context.Context, op, query string, n int, args func(i int) []any) (*stores.OutboxSettleManyResult, error) {
+	res := &stores.OutboxSettleManyResult{Changed: make([]bool, n)}
+	if n == 0 {
+		return res, nil
+	}
+	err := s.writeTx(ctx, op, func(tx *sql.Tx) error {
+		stmt, err := tx.PrepareContext(ctx, query)
 		if err != nil {
 			return err
 		}
 		defer stmt.Close()
-		for i, r := range p.Rows {
-			out, err := stmt.ExecContext(ctx, r.IdempotencyKey, r.HeldUntil.UnixMicro(), string(r.State), now, r.Delay.Microseconds(), r.LastError)
+		for i := range n {
+			out, err := stmt.ExecContext(ctx, args(i)...)
 			if err != nil {
 				return err
 			}
-			n, err := out.RowsAffected()
+			changed, err := out.RowsAffected()
 			if err != nil {
 				return err
 			}
-			res.Changed[i] = n == 1
+			res.Changed[i] = changed == 1
 		}
 		return nil
 	})
