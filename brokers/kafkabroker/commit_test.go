@@ -114,15 +114,7 @@ func TestCommitFencedIsUnconfirmed(t *testing.T) {
 	t.Parallel()
 	topic, group := "commit."+hexID(), "fenced."+hexID()
 	m := joinGroup(t, topic, group)
-	partitions, err := m.client.Partitions(topic)
-	require.NoError(t, err)
-	var p int32 = -1
-	for _, q := range partitions {
-		if off, err := m.client.GetOffset(topic, q, sarama.OffsetNewest); err == nil && off > 0 {
-			p = q
-		}
-	}
-	require.NotEqual(t, int32(-1), p)
+	p := partitionWithRecord(t, m, topic)
 	k := partitionKey{topic, p}
 	require.Equal(t, int64(-1), committed(t, m, group, topic, p))
 
@@ -181,15 +173,7 @@ func TestCommitterOffsetCheck(t *testing.T) {
 	t.Parallel()
 	topic, group := "commit."+hexID(), "check."+hexID()
 	m := joinGroup(t, topic, group)
-	partitions, err := m.client.Partitions(topic)
-	require.NoError(t, err)
-	var p int32 = -1
-	for _, q := range partitions {
-		if off, err := m.client.GetOffset(topic, q, sarama.OffsetNewest); err == nil && off > 0 {
-			p = q
-		}
-	}
-	require.NotEqual(t, int32(-1), p)
+	p := partitionWithRecord(t, m, topic)
 	k := partitionKey{topic, p}
 	com := newOffsetCommitter(m.client, m.sc, group, m.gen, m.id, 0, watermill.NopLogger{})
 	com.accepted = &acceptedOffsets{}
@@ -262,15 +246,7 @@ func TestSubscriberCommitRefusedIsUnconfirmed(t *testing.T) {
 	t.Parallel()
 	topic, group := "commit."+hexID(), "plain."+hexID()
 	m := joinGroup(t, topic, group)
-	partitions, err := m.client.Partitions(topic)
-	require.NoError(t, err)
-	var p int32 = -1
-	for _, q := range partitions {
-		if off, err := m.client.GetOffset(topic, q, sarama.OffsetNewest); err == nil && off > 0 {
-			p = q
-		}
-	}
-	require.NotEqual(t, int32(-1), p)
+	p := partitionWithRecord(t, m, topic)
 	tr := newTracker(false, 0, group, m.sc, watermill.NopLogger{})
 	tr.setClient(m.client)
 	commit := func(gen int32, id string) ackgap.Settlement {
@@ -364,4 +340,18 @@ func TestCommitTimedOutIsOutcomeUnknown(t *testing.T) {
 	require.ErrorIs(t, errs[0], sarama.ErrRequestTimedOut)
 	require.Error(t, errs[1])
 	require.NotErrorIs(t, errs[1], errOutcomeUnknown, "a fenced generation is refused, not unknown")
+}
+
+// partitionWithRecord returns a partition of topic that holds a record.
+func partitionWithRecord(t *testing.T, m member, topic string) int32 {
+	t.Helper()
+	partitions, err := m.client.Partitions(topic)
+	require.NoError(t, err)
+	for _, q := range partitions {
+		if off, err := m.client.GetOffset(topic, q, sarama.OffsetNewest); err == nil && off > 0 {
+			return q
+		}
+	}
+	t.Fatalf("no partition of %s holds a record", topic)
+	return -1
 }
