@@ -471,11 +471,12 @@ func (bc *BatchConsumer) settle(m *message.Message, err error, heldBack bool) {
 		}
 	}
 	if reason == "" {
-		fields := watermill.LogFields{"event_id": m.Metadata.Get(ackgap.MetadataEventIDKey), "error": err.Error()}
+		fields := watermill.LogFields{"event_id": m.Metadata.Get(ackgap.MetadataEventIDKey)}
 		if hasKey {
 			fields["partition"], fields["offset"] = k.partition, k.offset
 		}
-		bc.logger.Info("Message not applied; it is redelivered after NackResendSleep and holds its key", fields)
+		// At warn, as the router logs its nacks: the message is redelivered.
+		warn(bc.logger, LogNotApplied, err, fields)
 		m.Nack()
 		return
 	}
@@ -491,6 +492,13 @@ func (bc *BatchConsumer) settle(m *message.Message, err error, heldBack bool) {
 // subscriber of a message (metadata key subscriber_poisoned): the type's
 // name without its pointer.
 const batchConsumerName = "kafkabroker.BatchConsumer"
+
+// LogNotApplied is the message the BatchConsumer logs, at warn, for a
+// message it nacks (not applied: a failed handler, a busy database, held
+// behind an earlier message of its key), with its event id, partition,
+// offset and the error (field "err"); the message is redelivered after
+// NackResendSleep.
+const LogNotApplied = "Message not applied; it is redelivered after NackResendSleep and holds its key"
 
 // deadLetter publishes a copy of m to DeadLetterTopic, as the router's
 // dead-letter path does (internal/deadletter): m's payload, UUID and

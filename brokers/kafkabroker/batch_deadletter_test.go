@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,6 +25,7 @@ import (
 	"github.com/ackgap/ackgap/batch"
 	"github.com/ackgap/ackgap/brokers/kafkabroker"
 	"github.com/ackgap/ackgap/middleware"
+	"github.com/ackgap/ackgap/router"
 )
 
 // jsonLog is a log/slog JSON sink at warn level, as an operator who keeps
@@ -460,4 +462,46 @@ func TestBatchConsumerDeadLetterSanitised(t *testing.T) {
 		require.Contains(t, r["sanitized"], "at most 9")
 	}
 	require.Empty(t, logs.records(t, ackgap.LogDeadLetterFailed))
+}
+
+// TestBatchConsumerNackLoggedAtWarn: a message whose handler fails once
+// (not permanent) is nacked and logged at warn, as the router logs its
+// nacks (kafkabroker.LogNotApplied, with its event id, partition, offset
+// and error), so an operator who keeps warnings sees it; it is then
+// applied once.
+func TestBatchConsumerNackLoggedAtWarn(t *testing.T) {
+	t.Parallel()
+	topic, group := unique("orders"), unique("billing")
+	b := newSeqBackend(t, 1)
+	produceRecords(t, topic, []*sarama.ProducerMessage{record(t, seqEvent(t, "evt-flaky", "k-0", 1))})
+	var failed atomic.Bool
+	handler := func(ctx context.Context, tx pgx.Tx, msg *message.Message) error {
+		if failed.CompareAndSwap(false, true) {
+			return errors.New("provider of reference data timed out")
+		}
+		return b.apply(ctx, tx, msg)
+	}
+	p, err := batch.New[pgx.Tx](b.store, &batch.Config[pgx.Tx]{InboxConfig: middleware.InboxConfig{Consumer: "billing"}, Handler: handler})
+	require.NoError(t, err)
+	logs := &jsonLog{}
+	cfg := parallelConfig(kafkaBrokers(t), group)
+	cfg.NackResendSleep = 20 * time.Millisecond
+	bc, err := kafkabroker.NewBatchConsumer(p.ProcessErrors, &kafkabroker.BatchConsumerConfig{
+		ParallelConfig: *cfg, Topic: topic, DeadLetter: newPublisher(t), DeadLetterTopic: topic + ".dlq",
+	}, router.SlogLogger(slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn}))))
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() { done <- bc.Run(context.Background()) }()
+	eventually(t, time.Minute, "applied", func() bool { return b.applied(t)["evt-flaky"] == 1 })
+	require.NoError(t, bc.Close())
+	require.NoError(t, <-done)
+
+	nacked := logs.records(t, kafkabroker.LogNotApplied)
+	require.Len(t, nacked, 1, "the one failure logged once")
+	r := nacked[0]
+	require.Equal(t, "WARN", r["level"])
+	require.Equal(t, "evt-flaky", r["event_id"])
+	require.EqualValues(t, 0, r["partition"])
+	require.EqualValues(t, 0, r["offset"])
+	require.Contains(t, r["err"], "provider of reference data timed out")
 }
