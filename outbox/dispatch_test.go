@@ -399,3 +399,65 @@ func dispatchReleasedOnStop[TTx any](t *testing.T, b *backend[TTx]) {
 		require.Equal(t, 1, p.callsPerKey()[k])
 	}
 }
+
+// TestDispatchReleasedWhenCommittedDuringStop: rows a handler added while
+// the relay ran, but whose transaction committed after the relay began
+// to stop (a router and its relay stopped by the same signal, the
+// handler still in flight), are released too, due at once, instead of
+// held for a Lease: Run waits, within StopTimeout, for the reservations
+// it granted.
+func TestDispatchReleasedWhenCommittedDuringStop(t *testing.T) {
+	bothStores(t,
+		func(t *testing.T, b *backend[*sqlTx]) { dispatchReleasedWhenCommittedDuringStop(t, b) },
+		func(t *testing.T, b *backend[pgx.Tx]) { dispatchReleasedWhenCommittedDuringStop(t, b) })
+}
+
+func dispatchReleasedWhenCommittedDuringStop[TTx any](t *testing.T, b *backend[TTx]) {
+	p := newProvider(t)
+	cfg := fast(map[string]outbox.Effect{"charge": p.effect()}, nil)
+	cfg.Lease, cfg.StopTimeout = time.Minute, 30*time.Second
+	relay, err := outbox.New(b.store, cfg)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	runDone := make(chan error, 1)
+	go func() { runDone <- relay.Run(ctx) }()
+	dispatching(t, relay)
+	m, err := middleware.Inbox(b.store, &middleware.InboxConfig{Consumer: "billing", Dispatch: relay})
+	require.NoError(t, err)
+
+	added, commit := make(chan struct{}), make(chan struct{})
+	delivered := make(chan error, 1)
+	go func() {
+		delivered <- deliver(t, m, "ev-late", func(ctx context.Context) error {
+			row := charge("charge:late")
+			if err := ackgap.AddOutbox(ctx, &row); err != nil {
+				return err
+			}
+			close(added)
+			<-commit
+			return nil
+		})
+	}()
+	<-added
+	cancel() // the relay stops while the handler is in flight
+	require.Eventually(t, func() bool {
+		_, ok := relay.HoldOutbox()
+		if ok {
+			relay.DispatchOutbox(nil, 1)
+		}
+		return !ok
+	}, 10*time.Second, time.Millisecond, "the relay stops taking rows")
+	close(commit)
+	require.NoError(t, <-delivered)
+	require.NoError(t, <-runDone)
+
+	stopped := time.Now()
+	rows := rowsByID(t, b.store)
+	require.Len(t, rows, 1)
+	for _, r := range rows {
+		require.Equal(t, []any{stores.OutboxPending, 1, "released unstarted by a stopping relay"}, []any{r.State, r.Attempts, r.LastError}, "released, not held for the Lease")
+		require.False(t, r.AvailableAt.After(stopped), "due at once")
+	}
+	require.Empty(t, p.callsPerKey(), "the stopping relay does not call it")
+}

@@ -119,8 +119,10 @@
 // What it costs: a process that dies after its commit leaves its rows to
 // the other relays for up to a Lease (the same wait as a claimed row whose
 // relay died); a relay that stops releases the rows handed to it whose
-// effect had not started (due at once, for any relay to claim, one attempt
-// counted, last error "released unstarted by a stopping relay"), and only
+// effect had not started, and those whose transaction commits while it
+// stops, within Config.StopTimeout (due at once, for any relay to claim,
+// one attempt counted, last error "released unstarted by a stopping
+// relay"), and only
 // if that release fails do they wait for their hold; a row whose insert was a duplicate (its key already stored
 // by another event) may be called once more with its key, which the other
 // side dedupes, and its outcome is not recorded (the stored row keeps its

@@ -115,7 +115,9 @@ type Config struct {
 	// StopTimeout bounds how long Run waits, once its context ended, for
 	// effects in flight; after it their contexts are cancelled, and rows
 	// whose effect then fails are left claimed: their lease lapses and
-	// another relay carries them out again. Default StopTimeoutDefault
+	// another relay carries them out again. Within the same bound Run
+	// waits for the transactions of rows it held for direct dispatch to
+	// commit or roll back, and releases the committed rows (see Run). Default StopTimeoutDefault
 	// (10 s); 0 is replaced by the default, so use a tiny value to cancel
 	// at once.
 	StopTimeout time.Duration
@@ -339,6 +341,10 @@ type Relay struct {
 	running  atomic.Bool
 	// accepting: Run takes dispatched rows (HoldOutbox may say yes).
 	accepting atomic.Bool
+	// taking: Run receives hand-overs (DispatchOutbox sends them), from
+	// its start until, stopping, it released the rows of the reservations
+	// it granted.
+	taking atomic.Bool
 	// held counts the rows held for direct dispatch: reserved, waiting or
 	// in flight; at most Config.DispatchLimit.
 	held atomic.Int64
@@ -400,7 +406,11 @@ type pollOnly struct{ stores.OutboxStore }
 // Run releases their holds (one statement per OutboxClaimLimitMax rows,
 // each bounded by RecordTimeout), so any relay claims them at once; only
 // if that fails do they wait for their hold (Config.Lease from when their
-// handler added them) to lapse. Run returns only once every goroutine it
+// handler added them) to lapse. The same goes for rows held before the
+// stop whose transaction commits during it (a handler in flight when a
+// router and its relay stop on one signal): Run waits for them, within
+// the StopTimeout that started when ctx ended, and releases them too;
+// rows committed later wait for their hold. Run returns only once every goroutine it
 // started has ended. It returns ErrAlreadyRunning if the relay is running
 // already.
 func (r *Relay) Run(ctx context.Context) error {
@@ -430,14 +440,35 @@ func (r *Relay) Run(ctx context.Context) error {
 	finished := make(chan time.Time, r.cfg.Concurrency)
 	inflight := 0
 	rec := r.startRecorder(ctx)
+	r.taking.Store(true)
 	r.accepting.Store(true)
 	var queue []ackgap.OutboxEntry // dispatched rows waiting for a slot
 	defer func() {
+		stopping := time.Now()
 		r.accepting.Store(false)
 		r.drain(&workers, hardStop)
 		rec.stop()
-		// Rows handed over but never started: release their holds, so that
-		// any relay claims them now rather than after a Lease.
+		// Rows handed over but never started, and those of reservations
+		// granted before the stop whose transactions commit while it lasts
+		// (a handler still in flight): release their holds, so that any
+		// relay claims them now rather than after a Lease. Every
+		// reservation ends with a DispatchOutbox; with the effects done,
+		// held counts the queue and the reservations not handed over yet.
+		wait := time.NewTimer(max(r.cfg.StopTimeout-time.Since(stopping), 0))
+		tick := time.NewTicker(5 * time.Millisecond)
+	waiting:
+		for r.held.Load() > int64(len(queue)) {
+			select {
+			case rows := <-r.dispatched:
+				queue = append(queue, rows...)
+			case <-tick.C:
+			case <-wait.C:
+				break waiting
+			}
+		}
+		wait.Stop()
+		tick.Stop()
+		r.taking.Store(false)
 		for {
 			select {
 			case rows := <-r.dispatched:
@@ -561,14 +592,15 @@ func (r *Relay) HoldOutbox() (time.Time, bool) {
 // DispatchOutbox implements middleware.Dispatcher: it hands rows (of a
 // committed transaction, each held by HoldOutbox) to Run, which calls
 // their effects ahead of claimed rows, and ends released reservations. It
-// never blocks. Rows that reach a relay that stopped wait for their hold
-// to lapse, then any relay claims them.
+// never blocks. Rows that reach a stopping Run are released (due at once,
+// see Run); rows that reach a relay that stopped wait for their hold to
+// lapse, then any relay claims them.
 func (r *Relay) DispatchOutbox(rows []ackgap.OutboxEntry, released int) {
 	r.held.Add(-int64(released))
 	if len(rows) == 0 {
 		return
 	}
-	if r.accepting.Load() {
+	if r.taking.Load() {
 		select {
 		case r.dispatched <- rows:
 			return
