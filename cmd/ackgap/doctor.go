@@ -207,17 +207,20 @@ func (a *app) doctorStore(ctx context.Context, o *doctorOpts) ([]check, error) {
 	if err != nil {
 		return nil, failed(err)
 	}
-	var rows, recent int64
+	var rows int64
+	var rate float64
 	var oldest time.Time
 	for _, in := range st.Inbox {
 		rows += in.Rows
-		recent += in.Recent
+		// The rule of status and the console: over the window, or since the
+		// consumer's oldest row when that is shorter.
+		rate += in.PerMinute(in.RateWindow(st.Window, st.Now))
 		if oldest.IsZero() || in.Oldest.Before(oldest) {
 			oldest = in.Oldest
 		}
 	}
-	c = check{Name: "inbox size", Status: checkPass, Detail: fmt.Sprintf("%d rows in %d consumer(s), %.2f rows/min over the last %s, oldest %s old",
-		rows, len(st.Inbox), float64(recent)/st.Window.Minutes(), st.Window, fmtAge(st.Now, oldest))}
+	c = check{Name: "inbox size", Status: checkPass, Detail: fmt.Sprintf("%d rows in %d consumer(s), %.2f rows/min (over the last %s, or since a consumer's oldest row), oldest %s old",
+		rows, len(st.Inbox), rate, st.Window, fmtAge(st.Now, oldest))}
 	// Rows older than the retention plus a pruning interval mean no pruner runs.
 	if !oldest.IsZero() && st.Now.Sub(oldest) > o.inboxRetention+retention.IntervalDefault {
 		c.Status = checkWarn

@@ -61,6 +61,19 @@ func TestDoctorStore(t *testing.T) {
 		c.json(&r, exitOK, "doctor")
 		require.Equal(t, []string{checkPass}, r.status(t, "schema version"))
 		require.Equal(t, []string{checkPass}, r.status(t, "inbox size"))
+		// The inbox rate is status's (and the console's): per consumer over
+		// the window, or since its oldest row when that is shorter.
+		var st statusView
+		c.json(&st, exitOK, "status")
+		sum := 0.0
+		for _, in := range st.Inbox {
+			sum += in.PerMinute
+		}
+		for _, ch := range r.Checks {
+			if ch.Name == "inbox size" {
+				require.Contains(t, ch.Detail, fmt.Sprintf("%.2f rows/min", sum))
+			}
+		}
 		require.Equal(t, []string{checkWarn}, r.status(t, "outbox backlog"), "two dead rows")
 		require.Equal(t, []string{checkPass}, r.status(t, "outbox held rows"))
 		require.Zero(t, r.Failed)
