@@ -676,7 +676,14 @@ func (s *soaker) publish(ctx context.Context, br demoBroker, db appDB, sent func
 			}
 			evs[i] = event{body: body, id: orders.EventID(body.OrderID), partition: partitionOf(body.OrderID, SoakPartitions), payload: payload}
 		}
-		if err := insertOrders(ctx, db, evs); err != nil {
+		// Not on ctx: a stop that cancelled the insert after it committed
+		// left orders that were never published, which the check then
+		// counted as not moved (seen once under load). The tick's orders
+		// are inserted and published whole; ctx is looked at between ticks.
+		insCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		err := insertOrders(insCtx, db, evs)
+		cancel()
+		if err != nil {
 			return err
 		}
 		copies := 0
