@@ -96,6 +96,14 @@ func run[TTx any](ctx context.Context, b *backend[TTx], o Options) (s *Summary, 
 		}
 		defer func() { err = errors.Join(err, stopConsole()) }()
 	}
+	// The inbox is kept bounded as in a service: a pruner beside the
+	// relays (README "Keep the inbox bounded"). Its first round runs at
+	// once and finds no row older than the retention in a fresh demo.
+	pr, err := startPruner(ctx, b.store)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { err = errors.Join(err, pr.stop()) }()
 	lost := &lostReplies{keys: p.lostReplies}
 	var rl *relays
 	defer func() {
@@ -300,6 +308,7 @@ func run[TTx any](ctx context.Context, b *backend[TTx], o Options) (s *Summary, 
 		OutboxRows: outbox.rows, OutboxBadOrders: outbox.badOrders, OutboxStray: outbox.stray,
 		Elapsed: elapsed,
 
+		InboxRetention: pr.retention, InboxPruneRounds: pr.rounds(), InboxPruned: pr.deleted(),
 		Relays: o.Relays, RelaysWoken: rl.woken, RelaysDuring: o.RelaysDuring,
 		OutboxDone: outbox.done, OutboxDead: outbox.dead, Drained: drained,
 		Republished: rl.tally.republished, DeadErrors: rl.tally.deadErrs,

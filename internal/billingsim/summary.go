@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ackgap/ackgap/examples/billing/orders"
+	"github.com/ackgap/ackgap/retention"
 )
 
 // Summary is what one run did, counted by the demo (published, deliveries,
@@ -88,6 +89,14 @@ type Summary struct {
 
 	// Elapsed runs from the first publish to the last expected delivery.
 	Elapsed time.Duration
+
+	// InboxRetention is the inbox retention of the demo's pruner
+	// (retention.Config.Retention); InboxPruneRounds the rounds it ran and
+	// InboxPruned the inbox rows they deleted (none in a fresh demo: no
+	// row is older than the retention).
+	InboxRetention   time.Duration
+	InboxPruneRounds int
+	InboxPruned      int64
 
 	// Relays is the number of outbox relays.
 	Relays int
@@ -281,6 +290,8 @@ func (s *Summary) Print(w io.Writer) {
 	for _, r := range s.Timings.rows() {
 		row(r[0], "%s", r[1])
 	}
+	row("inbox retention", "retention.New(...).Run beside the relays: rows older than %g days pruned every %s; rounds %d, rows deleted %d",
+		s.InboxRetention.Hours()/24, retention.IntervalDefault, s.InboxPruneRounds, s.InboxPruned)
 	wake := fmt.Sprintf("polling every %s", RelayPollInterval)
 	if s.RelaysWoken {
 		wake = fmt.Sprintf("woken by LISTEN/NOTIFY, polling every %s as a fallback", RelayPollInterval)
