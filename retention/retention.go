@@ -113,7 +113,11 @@ func (c Config) validate() error {
 // days formats d with its length in days, the unit broker retention is
 // usually thought of in: "72h0m0s (3 days)".
 func days(d time.Duration) string {
-	return fmt.Sprintf("%s (%.4g days)", d, d.Hours()/24)
+	n := d.Hours() / 24
+	if n == 1 {
+		return fmt.Sprintf("%s (1 day)", d)
+	}
+	return fmt.Sprintf("%s (%.4g days)", d, n)
 }
 
 // Pruner deletes inbox rows older than its Config.Retention. It is safe for

@@ -431,3 +431,9 @@ func TestConcurrentPruners(t *testing.T) {
 	require.True(t, b.duplicate(t, "consumer-0", "recent"))
 	require.False(t, b.duplicate(t, "consumer-1", "ev-1"))
 }
+
+// The config error names one day in the singular (issue 25).
+func TestNewOneDaySingular(t *testing.T) {
+	_, err := retention.New(nopPruner{}, &retention.Config{Retention: 12 * time.Hour, RedeliveryWindow: 24 * time.Hour})
+	require.ErrorContains(t, err, "shorter than RedeliveryWindow 24h0m0s (1 day)")
+}

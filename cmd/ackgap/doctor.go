@@ -196,8 +196,12 @@ func (a *app) doctorStore(ctx context.Context, o *doctorOpts) ([]check, error) {
 	}
 	var checks []check
 	c := check{Name: "schema version", Status: checkPass, Detail: fmt.Sprintf("version %d of %d", ms.Version, ms.Latest)}
-	if ms.Version < ms.Latest {
-		c.Status, c.Fix = checkFail, `run "ackgap migrate up" (or apply "ackgap migrate sql" with your tool) before deploying this version`
+	switch {
+	case ms.Version == 0:
+		// The words of every other command on a mistyped --schema.
+		c.Status, c.Detail, c.Fix = checkFail, a.noTables(), noTablesFix
+	case ms.Version < ms.Latest:
+		c.Status, c.Fix = checkFail, migrateFix
 	}
 	checks = append(checks, c)
 	if ms.Version == 0 {
@@ -639,5 +643,9 @@ func seconds(s string) time.Duration {
 
 // days formats d with its length in days.
 func days(d time.Duration) string {
-	return fmt.Sprintf("%s (%.4g days)", d, d.Hours()/24)
+	n := d.Hours() / 24
+	if n == 1 {
+		return fmt.Sprintf("%s (1 day)", d)
+	}
+	return fmt.Sprintf("%s (%.4g days)", d, n)
 }

@@ -331,3 +331,10 @@ func TestDoctorKafkaBehindInbox(t *testing.T) {
 		"--kafka-topic", topic, "--kafka-consumer", "billing")
 	require.Equal(t, exitUsage, res.code, "--kafka-consumer without --dsn: %s", res.stderr)
 }
+
+// A duration of one day reads "(1 day)", not "(1 days)" (issue 25).
+func TestDaysSingular(t *testing.T) {
+	require.Equal(t, "24h0m0s (1 day)", days(24*time.Hour))
+	require.Equal(t, "48h0m0s (2 days)", days(48*time.Hour))
+	require.Equal(t, "36h0m0s (1.5 days)", days(36*time.Hour))
+}

@@ -28,7 +28,7 @@
 //	1  the command failed (database unreachable, SQL error)
 //	2  usage error: unknown command, bad flag, argument or DSN
 //	3  nothing found: "event" with no inbox or outbox row, "outbox show" of an unknown id
-//	4  "migrate status": migrations are pending
+//	4  "migrate status", "status": migrations are pending (the schema is behind the code)
 //	5  "doctor": a check failed (warnings exit 0)
 //
 // The command is thin: it calls the public API users call

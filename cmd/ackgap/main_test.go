@@ -223,6 +223,13 @@ func TestMigrate(t *testing.T) {
 		require.Regexp(t, `(?m)^3\s+\w+\s+pending$`, r.stdout)
 		require.Contains(t, r.stdout, fmt.Sprintf("version 2 of %d; %d pending", latest, latest-2))
 
+		// status on a schema behind the code: the fix, and exit 4 as
+		// "migrate status" (issue 25).
+		r = c.run("status")
+		require.Equal(t, exitPending, r.code, "status on a schema behind the code exits 4: %s", r.stderr)
+		require.Contains(t, r.stderr, fmt.Sprintf(`schema version 2 of %d: run "ackgap migrate up"`, latest))
+		c.json(&struct{}{}, exitPending, "status")
+
 		out = c.ok("migrate", "up", "--dry-run")
 		require.Contains(t, out, fmt.Sprintf("would apply %d migration(s); version is 2", latest-2))
 		c.json(&struct{}{}, exitPending, "migrate", "status")
@@ -237,6 +244,13 @@ func TestMigrate(t *testing.T) {
 		}
 		c.json(&st, exitOK, "migrate", "status")
 		require.Equal(t, latest, st.Version)
+
+		// Nothing due: the age is null, as every "none" in the JSON
+		// (issue 25), not 0.
+		r = c.run("status", "--json")
+		require.Equal(t, exitOK, r.code, r.stderr)
+		require.Regexp(t, `"oldest_due_age_seconds":\s*null`, r.stdout)
+		require.NotContains(t, r.stdout, "oldest_due_at")
 		require.Equal(t, latest, st.Latest)
 		require.Zero(t, st.Pending)
 		require.Len(t, st.Migrations, latest)
@@ -293,7 +307,8 @@ func TestStatus(t *testing.T) {
 		require.EqualValues(t, 4, v.Inbox[1].Recent, "order-2 to order-5 within 30 minutes")
 		require.Equal(t, map[string]int64{"dead": 2, "done": 1, "pending": 3}, v.OutboxTotals)
 		require.NotNil(t, v.OldestDueAt)
-		require.Equal(t, 120.0, v.OldestDueAge, "order-3's row, due at 03:58; order-4's is held, order-5's backs off")
+		require.NotNil(t, v.OldestDueAge)
+		require.Equal(t, 120.0, *v.OldestDueAge, "order-3's row, due at 03:58; order-4's is held, order-5's backs off")
 		require.EqualValues(t, 1, v.Held)
 		require.Equal(t, time.Date(2026, 1, 2, 4, 1, 0, 0, time.UTC), *v.HeldUntil)
 		require.EqualValues(t, 1, v.Backoff)
@@ -498,7 +513,13 @@ func TestUsageAndSecrets(t *testing.T) {
 
 	r = c.run("status", "--dsn", testdb.URL(), "--schema", "no_such_schema_here")
 	require.Equal(t, exitFailed, r.code)
-	require.Contains(t, r.stderr, `no ackgap tables (prefix "ackgap_" in schema "no_such_schema_here"): run "ackgap migrate up" first`)
+	require.Contains(t, r.stderr, `no ackgap tables (prefix "ackgap_" in schema "no_such_schema_here"): run "ackgap migrate up" first, or check --schema and --prefix`)
+	// doctor says the same of a mistyped --schema, not "version 0 of N".
+	r = c.run("doctor", "--dsn", testdb.URL(), "--schema", "no_such_schema_here")
+	require.Equal(t, exitDoctorFailed, r.code, r.stderr)
+	require.Contains(t, r.stdout, `fail  schema version: no ackgap tables (prefix "ackgap_" in schema "no_such_schema_here")`)
+	require.Contains(t, r.stdout, `fix: run "ackgap migrate up" first, or check --schema and --prefix`)
+	require.NotContains(t, r.stdout, "version 0 of")
 
 	help := c.ok("outbox", "redrive", "--help")
 	require.Contains(t, help, "Examples:")

@@ -120,7 +120,7 @@ for PostgreSQL, sqlite:PATH for an SQLite file. --schema (ACKGAP_SCHEMA) and
 --prefix (ACKGAP_PREFIX) name the tables as the application's store Config does.
 
 Exit codes: 0 success; 1 the command failed; 2 usage error; 3 nothing found
-("event", "outbox show"); 4 migrations pending ("migrate status"); 5 a check
+("event", "outbox show"); 4 migrations pending ("migrate status", "status"); 5 a check
 failed ("doctor").`,
 		Example: `  export ACKGAP_DSN='postgres://app@db:5432/app?sslmode=require'
   ackgap migrate up
@@ -233,16 +233,29 @@ func (a *app) open(ctx context.Context, mode openMode) (stores.Operator, func(),
 	}
 	if ms.Version == 0 {
 		closeFn()
-		where := "prefix " + strconv.Quote(stores.TablePrefixDefault)
-		if a.prefix != "" {
-			where = "prefix " + strconv.Quote(a.prefix)
-		}
-		if a.schema != "" {
-			where += " in schema " + strconv.Quote(a.schema)
-		}
-		return nil, nil, failed(fmt.Errorf("no ackgap tables (%s): run \"ackgap migrate up\" first, or check --schema and --prefix", where))
+		return nil, nil, failed(fmt.Errorf("%s: %s", a.noTables(), noTablesFix))
 	}
 	return s, closeFn, nil
+}
+
+// The fixes for a schema without ackgap's tables and for one behind the
+// code, in the same words from every command.
+const (
+	noTablesFix = `run "ackgap migrate up" first, or check --schema and --prefix`
+	migrateFix  = `run "ackgap migrate up" (or apply "ackgap migrate sql" with your tool) before deploying this version`
+)
+
+// noTables says where ackgap's tables were looked for and not found:
+// "no ackgap tables (prefix "ackgap_" in schema "x")".
+func (a *app) noTables() string {
+	where := "prefix " + strconv.Quote(stores.TablePrefixDefault)
+	if a.prefix != "" {
+		where = "prefix " + strconv.Quote(a.prefix)
+	}
+	if a.schema != "" {
+		where += " in schema " + strconv.Quote(a.schema)
+	}
+	return "no ackgap tables (" + where + ")"
 }
 
 // connect opens the store; create allows creating a missing SQLite file.

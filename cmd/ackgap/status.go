@@ -18,7 +18,7 @@ type statusView struct {
 	Outbox        []outboxStatsView   `json:"outbox"`
 	OutboxTotals  map[string]int64    `json:"outbox_totals"`
 	OldestDueAt   *time.Time          `json:"oldest_due_at,omitempty"`
-	OldestDueAge  float64             `json:"oldest_due_age_seconds"`
+	OldestDueAge  *float64            `json:"oldest_due_age_seconds"` // null when no row is due
 	Migrations    *migrationStatusSum `json:"migrations"`
 	// Held, HeldUntil and Backoff are stores.StatsResult's: pending rows
 	// never tried and not due yet (held for direct dispatch, or delayed),
@@ -71,7 +71,10 @@ once its hold ends (the relay's Lease after the commit, 1 minute by default).
 A row a handler added with a later AvailableAt counts as held too. A row
 waiting out a retry backoff was tried at least once.
 
-It counts every inbox row: on a large inbox run it now and then, not in a loop.`,
+It counts every inbox row: on a large inbox run it now and then, not in a loop.
+
+On a schema behind the code (migrations pending) it prints what it can, then
+the fix on stderr, and exits 4, as "migrate status" does.`,
 		Example: `  ackgap status --dsn sqlite:./app.db
   ackgap status --window 10m --json | jq '.outbox_totals.dead'`,
 		Args: cobra.NoArgs,
@@ -84,12 +87,22 @@ It counts every inbox row: on a large inbox run it now and then, not in a loop.`
 				return err
 			}
 			defer closeFn()
-			st, err := s.Stats(cmd.Context(), &stores.StatsParams{Window: window, Now: a.env.now()})
+			ms, err := s.MigrationStatus(cmd.Context(), &stores.MigrationStatusParams{})
 			if err != nil {
 				return failed(err)
 			}
-			ms, err := s.MigrationStatus(cmd.Context(), &stores.MigrationStatusParams{})
+			// A schema behind the code is a deploy mistake: the counts
+			// are shown (when the old tables allow), then the hint, and
+			// the exit code of "migrate status" (4).
+			var behind error
+			if ms.Version < ms.Latest {
+				behind = &exitError{code: exitPending, err: fmt.Errorf("schema version %d of %d: %s", ms.Version, ms.Latest, migrateFix)}
+			}
+			st, err := s.Stats(cmd.Context(), &stores.StatsParams{Window: window, Now: a.env.now()})
 			if err != nil {
+				if behind != nil {
+					return behind
+				}
 				return failed(err)
 			}
 			totals := map[string]int64{}
@@ -114,9 +127,13 @@ It counts every inbox row: on a large inbox run it now and then, not in a loop.`
 				if !st.OldestDueAt.IsZero() {
 					at := st.OldestDueAt.UTC()
 					v.OldestDueAt = &at
-					v.OldestDueAge = st.Now.Sub(at).Seconds()
+					age := st.Now.Sub(at).Seconds()
+					v.OldestDueAge = &age
 				}
-				return failed(printJSON(cmd.OutOrStdout(), v))
+				if err := printJSON(cmd.OutOrStdout(), v); err != nil {
+					return failed(err)
+				}
+				return behind
 			}
 			w := cmd.OutOrStdout()
 			fmt.Fprintf(w, "schema version %d of %d\n\nINBOX (rows per minute over the last %s, or since the consumer's oldest row when that is shorter)\n", ms.Version, ms.Latest, window)
@@ -166,7 +183,7 @@ It counts every inbox row: on a large inbox run it now and then, not in a loop.`
 			if totals["dead"] > 0 {
 				fmt.Fprintf(w, "%d dead row(s): see \"ackgap outbox list --state dead\", then \"ackgap outbox redrive\"\n", totals["dead"])
 			}
-			return nil
+			return behind
 		},
 	}
 	cmd.Flags().DurationVar(&window, "window", stores.StatsWindowDefault, "how far back inbox rows count for rows per minute")
