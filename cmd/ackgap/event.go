@@ -36,8 +36,10 @@ func (a *app) eventCommand() *cobra.Command {
 		Short: "Which consumers applied an event and when, its payload hash, trace, and outbox rows",
 		Long: `Look an event id up: which consumers applied it (their inbox rows) and when,
 the SHA-256 of the payload that was applied, the trace of the delivery that
-applied it, and the outbox rows it wrote. Exit code 3 when nothing is found
-(never applied, or its inbox rows were pruned).
+applied it, and the outbox rows it wrote. Exit code 3 when nothing is found:
+never applied, its inbox rows were pruned, or it was dead-lettered (a
+dead-lettered message is rolled back, so it leaves no row: look for its event
+id in the dead-letter topic or queue, router.Config.DeadLetterTopic).
 
 --trace-url (env ACKGAP_TRACE_URL) turns the trace id into a link: "{trace_id}"
 in it is replaced, e.g. http://jaeger:16686/trace/{trace_id}.`,
@@ -108,7 +110,9 @@ in it is replaced, e.g. http://jaeger:16686/trace/{trace_id}.`,
 func (a *app) printEvent(cmd *cobra.Command, v eventView) {
 	w := cmd.OutOrStdout()
 	if len(v.Applied) == 0 && len(v.Outbox) == 0 {
-		fmt.Fprintf(w, "event %s: no inbox or outbox row (never applied, or pruned)\n", v.EventID)
+		fmt.Fprintf(w, "event %s: no inbox or outbox row: never applied, pruned, or dead-lettered "+
+			"(a message refused by the handler is rolled back and sits in the dead-letter topic or queue, "+
+			"with metadata ackgap_dead_letter_reason; look there for this event id)\n", v.EventID)
 		return
 	}
 	fmt.Fprintf(w, "event %s\n\nAPPLIED BY\n", v.EventID)

@@ -337,7 +337,8 @@ func TestEvent(t *testing.T) {
 
 		r := c.run("event", "order-404")
 		require.Equal(t, exitNotFound, r.code)
-		require.Contains(t, r.stdout, "no inbox or outbox row")
+		require.Contains(t, r.stdout, "no inbox or outbox row: never applied, pruned, or dead-lettered")
+		require.Contains(t, r.stdout, "dead-letter topic or queue", "the third place to look (issue 25)")
 		require.Equal(t, exitUsage, c.run("event").code)
 	})
 }
@@ -469,6 +470,17 @@ func TestPrune(t *testing.T) {
 		require.True(t, dry.DryRun)
 		require.EqualValues(t, 1, dry.Matched)
 		require.Equal(t, "email:order-1", dry.Rows[0].IdempotencyKey)
+
+		// A dry run counts every row and lists at most --limit (issue 25).
+		c.json(&dry, exitOK, "outbox", "prune", "--state", "dead", "--older-than", "0s", "--dry-run", "--limit", "1")
+		require.EqualValues(t, 2, dry.Matched, "both dead rows counted")
+		require.Len(t, dry.Rows, 1, "one listed")
+		out := c.ok("outbox", "prune", "--state", "dead", "--older-than", "0s", "--dry-run", "--limit", "1")
+		require.Contains(t, out, "dry run: 2 row(s) would be deleted (the first 1 shown; --limit shows more)")
+		require.Equal(t, 3, strings.Count(out, "\n"), "header, one row, the count: %s", out)
+		require.Equal(t, "dry run: 2 row(s) would be redriven\n",
+			c.ok("outbox", "redrive", "--dry-run", "--limit", "0"))
+		require.Equal(t, exitUsage, c.run("outbox", "prune", "--older-than", "0s", "--dry-run", "--limit", "-1").code)
 
 		require.Equal(t, "1 row(s) deleted (1 matched)\n", c.ok("outbox", "prune", "--older-than", "30m"))
 		require.Equal(t, "0 row(s) deleted (0 matched)\n", c.ok("outbox", "prune", "--older-than", "30m"), "twice changes nothing")

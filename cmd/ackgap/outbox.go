@@ -241,7 +241,7 @@ func (a *app) outboxShowCommand() *cobra.Command {
 
 func (a *app) outboxRedriveCommand() *cobra.Command {
 	var f filter
-	var batch int
+	var batch, limit int
 	var dryRun bool
 	cmd := &cobra.Command{
 		Use:   "redrive",
@@ -251,7 +251,8 @@ their attempts reset, --batch rows per statement, with a progress bar on
 stderr. Each batch is guarded by the rows' state: a row no longer dead is left
 alone, so running it twice changes nothing the second time. The relay carries
 a redriven row out with its same payload and idempotency key: fix what made it
-fail first. --dry-run lists the rows that would be redriven.`,
+fail first. --dry-run counts the rows that would be redriven and lists the
+first --limit of them.`,
 		Example: `  ackgap outbox redrive --dry-run
   ackgap outbox redrive --kind charge --key-prefix charge:order- --older-than 10m
   ackgap outbox redrive --batch 200 --json`,
@@ -262,7 +263,7 @@ fail first. --dry-run lists the rows that would be redriven.`,
 				return err
 			}
 			p.States = []stores.OutboxState{stores.OutboxDead}
-			return a.bulk(cmd, p, batch, dryRun, "redriven", func(ctx context.Context, s stores.Operator, ids []int64) (int64, error) {
+			return a.bulk(cmd, p, batch, limit, dryRun, "redriven", func(ctx context.Context, s stores.Operator, ids []int64) (int64, error) {
 				res, err := s.RedriveOutboxIfDead(ctx, &stores.OutboxRedriveParams{IDs: ids, Limit: len(ids)})
 				if err != nil {
 					return 0, err
@@ -274,12 +275,13 @@ fail first. --dry-run lists the rows that would be redriven.`,
 	f.register(cmd.Flags(), false, "")
 	cmd.Flags().IntVar(&batch, "batch", 500, "rows per statement (1 to 1000)")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "list the rows that would be redriven, change nothing")
+	cmd.Flags().IntVar(&limit, "limit", dryRunSampleDefault, "with --dry-run, most rows to list (the count covers them all)")
 	return cmd
 }
 
 func (a *app) outboxPruneCommand() *cobra.Command {
 	var f filter
-	var batch int
+	var batch, limit int
 	var dryRun bool
 	var state string
 	cmd := &cobra.Command{
@@ -289,7 +291,8 @@ func (a *app) outboxPruneCommand() *cobra.Command {
 than --older-than (required), matching the other filters, --batch rows per
 statement. Pending and claimed rows are never deleted: they are effects not yet
 carried out. Each DELETE is guarded by the rows' state, so running it twice
-changes nothing the second time. --dry-run lists the rows that would go.`,
+changes nothing the second time. --dry-run counts the rows that would go and
+lists the first --limit of them.`,
 		Example: `  ackgap outbox prune --older-than 168h
   ackgap outbox prune --state dead --kind email --older-than 720h --dry-run`,
 		Args: cobra.NoArgs,
@@ -306,7 +309,7 @@ changes nothing the second time. --dry-run lists the rows that would go.`,
 				return err
 			}
 			p.States = []stores.OutboxState{st}
-			return a.bulk(cmd, p, batch, dryRun, "deleted", func(ctx context.Context, s stores.Operator, ids []int64) (int64, error) {
+			return a.bulk(cmd, p, batch, limit, dryRun, "deleted", func(ctx context.Context, s stores.Operator, ids []int64) (int64, error) {
 				res, err := s.DeleteOutboxIfState(ctx, &stores.DeleteOutboxParams{IDs: ids, States: []stores.OutboxState{st}})
 				if err != nil {
 					return 0, err
@@ -319,13 +322,19 @@ changes nothing the second time. --dry-run lists the rows that would go.`,
 	cmd.Flags().StringVar(&state, "state", string(stores.OutboxDone), "done or dead")
 	cmd.Flags().IntVar(&batch, "batch", 500, "rows per statement (1 to 1000)")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "list the rows that would be deleted, change nothing")
+	cmd.Flags().IntVar(&limit, "limit", dryRunSampleDefault, "with --dry-run, most rows to list (the count covers them all)")
 	return cmd
 }
 
+// dryRunSampleDefault is how many rows a dry run of redrive or prune lists
+// by default: a sample to check the filters by, not the whole set.
+const dryRunSampleDefault = 20
+
 // bulkView is the JSON output of redrive and prune.
 type bulkView struct {
-	DryRun  bool            `json:"dry_run"`
-	Matched int64           `json:"matched"`
+	DryRun  bool  `json:"dry_run"`
+	Matched int64 `json:"matched"` // every matching row
+	// Rows are, with --dry-run, the first --limit matching rows.
 	Changed int64           `json:"changed"`
 	Rows    []outboxRowView `json:"rows,omitempty"`
 }
@@ -334,10 +343,13 @@ type bulkView struct {
 // calls apply on each page's ids (unless dryRun). apply's writes are
 // guarded by state, so a row that changed meanwhile is skipped; the
 // cursor only moves forward, so a row is never visited twice.
-func (a *app) bulk(cmd *cobra.Command, p stores.FindOutboxParams, batch int, dryRun bool, verb string,
+func (a *app) bulk(cmd *cobra.Command, p stores.FindOutboxParams, batch, limit int, dryRun bool, verb string,
 	apply func(ctx context.Context, s stores.Operator, ids []int64) (int64, error)) error {
 	if batch < 1 || batch > 1000 {
 		return usageErrorf("--batch is %d, must be in [1, 1000]", batch)
+	}
+	if limit < 0 {
+		return usageErrorf("--limit is %d, must be 0 or more", limit)
 	}
 	ctx := cmd.Context()
 	s, closeFn, err := a.open(ctx, openMigrated)
@@ -367,7 +379,9 @@ func (a *app) bulk(cmd *cobra.Command, p stores.FindOutboxParams, batch int, dry
 		out.Matched += int64(len(ids))
 		if dryRun {
 			for _, r := range res.Rows {
-				out.Rows = append(out.Rows, rowView(r, false, a.env.now()))
+				if len(out.Rows) < limit { // a sample: the count covers every row
+					out.Rows = append(out.Rows, rowView(r, false, a.env.now()))
+				}
 			}
 			bar.add(int64(len(ids)))
 		} else {
@@ -389,7 +403,13 @@ func (a *app) bulk(cmd *cobra.Command, p stores.FindOutboxParams, batch int, dry
 	}
 	w := cmd.OutOrStdout()
 	if dryRun {
-		a.printRows(w, out.Rows, a.env.now())
+		if limit > 0 {
+			a.printRows(w, out.Rows, a.env.now())
+		}
+		if len(out.Rows) > 0 && int64(len(out.Rows)) < out.Matched {
+			fmt.Fprintf(w, "dry run: %d row(s) would be %s (the first %d shown; --limit shows more)\n", out.Matched, verb, len(out.Rows))
+			return nil
+		}
 		fmt.Fprintf(w, "dry run: %d row(s) would be %s\n", out.Matched, verb)
 		return nil
 	}
