@@ -295,6 +295,9 @@ func (bc *BatchConsumer) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	bc.logger.Info(LogBatchConsumerRunning, watermill.LogFields{
+		"workers": bc.cfg.Workers, "max_batch": bc.cfg.MaxBatch, "ordering": bc.cfg.Ordering.String()})
+	defer bc.logger.Info(LogBatchConsumerStopped, nil)
 	// Batches outlive ctx by up to CloseTimeout, as messages in flight do.
 	batchCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
@@ -322,6 +325,15 @@ func (bc *BatchConsumer) Run(ctx context.Context) error {
 	close(workersDone)
 	return nil
 }
+
+// Info-level log messages of [BatchConsumer.Run], as the router's "Running"
+// and "Router closed": Run logs LogBatchConsumerRunning once it has
+// subscribed (fields topic, consumer_group, workers, max_batch, ordering)
+// and LogBatchConsumerStopped when it returns after that.
+const (
+	LogBatchConsumerRunning = "Batch consumer running"
+	LogBatchConsumerStopped = "Batch consumer stopped"
+)
 
 // Close stops Run (see [ParallelSubscriber.Close]) and waits for it to
 // return. Later calls return the first call's result.

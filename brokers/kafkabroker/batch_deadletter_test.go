@@ -508,3 +508,37 @@ func TestBatchConsumerNackLoggedAtWarn(t *testing.T) {
 	}
 	require.True(t, found, "the handler's failure logged at warn with its error")
 }
+
+// TestBatchConsumerLogsStartAndStop: Run logs at info once it has
+// subscribed and when it returns, as the router logs "Running" and
+// "Router closed", so an operator sees the consumer started (issue 25).
+func TestBatchConsumerLogsStartAndStop(t *testing.T) {
+	t.Parallel()
+	topic, group := unique("orders"), unique("billing")
+	b := newSeqBackend(t, 1)
+	produceRecords(t, topic, []*sarama.ProducerMessage{record(t, seqEvent(t, "evt-1", "k-0", 1))})
+	p, err := batch.New[pgx.Tx](b.store, &batch.Config[pgx.Tx]{InboxConfig: middleware.InboxConfig{Consumer: "billing"}, Handler: b.apply})
+	require.NoError(t, err)
+	logs := &jsonLog{}
+	bc, err := kafkabroker.NewBatchConsumer(p.ProcessErrors, &kafkabroker.BatchConsumerConfig{
+		ParallelConfig: *parallelConfig(kafkaBrokers(t), group), Topic: topic, DeadLetter: newPublisher(t), DeadLetterTopic: topic + ".dlq",
+	}, router.SlogLogger(slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))))
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() { done <- bc.Run(context.Background()) }()
+	eventually(t, time.Minute, "applied", func() bool { return b.applied(t)["evt-1"] == 1 })
+	running := logs.records(t, kafkabroker.LogBatchConsumerRunning)
+	require.Len(t, running, 1, "logged once it subscribed, before the first message was applied")
+	require.Equal(t, "INFO", running[0]["level"])
+	require.Equal(t, topic, running[0]["topic"])
+	require.Equal(t, group, running[0]["consumer_group"])
+	require.EqualValues(t, kafkabroker.BatchWorkersDefault, running[0]["workers"])
+	require.Empty(t, logs.records(t, kafkabroker.LogBatchConsumerStopped), "not stopped yet")
+
+	require.NoError(t, bc.Close())
+	require.NoError(t, <-done)
+	stopped := logs.records(t, kafkabroker.LogBatchConsumerStopped)
+	require.Len(t, stopped, 1)
+	require.Equal(t, "INFO", stopped[0]["level"])
+	require.Equal(t, topic, stopped[0]["topic"])
+}
