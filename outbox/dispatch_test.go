@@ -1,13 +1,18 @@
 package outbox_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
@@ -124,10 +129,79 @@ func dispatch[TTx any](t *testing.T, b *backend[TTx]) {
 		}
 	}
 	require.Positive(t, dispatched, "rows were dispatched, not only claimed")
+	idOf := map[string]int64{}
 	for _, r := range rowsByID(t, b.store) {
 		require.Equal(t, []any{stores.OutboxDone, 1}, []any{r.State, r.Attempts}, r.IdempotencyKey)
+		idOf[r.IdempotencyKey] = r.ID
+	}
+	for _, rep := range list {
+		require.Equal(t, idOf[rep.Row.IdempotencyKey], rep.Row.ID, "a dispatched row's report carries its real id (issue 25): %s", rep.Row.IdempotencyKey)
 	}
 	roomLeft(t, relay, cfg.DispatchLimit)
+}
+
+// TestDispatchDeadLogsID: a dispatched row whose effect fails permanently
+// is logged "row is dead" with its real outbox_id, not 0 (issue 25): the
+// id comes back from the statement that records the outcome.
+func TestDispatchDeadLogsID(t *testing.T) {
+	bothStores(t,
+		func(t *testing.T, b *backend[*sqlTx]) { dispatchDeadLogsID(t, b) },
+		func(t *testing.T, b *backend[pgx.Tx]) { dispatchDeadLogsID(t, b) })
+}
+
+func dispatchDeadLogsID[TTx any](t *testing.T, b *backend[TTx]) {
+	reps := newReports()
+	refuse := func(context.Context, stores.OutboxRow) error {
+		return ackgap.Permanent("refused", errors.New("provider refused the charge"))
+	}
+	cfg := fast(map[string]outbox.Effect{"charge": refuse}, reps)
+	var logs bytes.Buffer
+	var logMu sync.Mutex
+	cfg.Logger = watermill.NewSlogLogger(slog.New(slog.NewJSONHandler(lockedWriter{&logMu, &logs}, nil)))
+	relay, err := outbox.New(b.store, cfg)
+	require.NoError(t, err)
+	running(t, relay)
+	dispatching(t, relay)
+	m, err := middleware.Inbox(b.store, &middleware.InboxConfig{Consumer: "billing", Dispatch: relay})
+	require.NoError(t, err)
+	require.NoError(t, deliver(t, m, "ev-dead", func(ctx context.Context) error {
+		row := charge("charge:ev-dead")
+		return ackgap.AddOutbox(ctx, &row)
+	}))
+	rep := reps.next(t)
+	require.Equal(t, outbox.OutcomeDead, rep.Outcome)
+	require.Empty(t, rep.Claim.Token, "dispatched, not claimed")
+	var id int64
+	for _, r := range rowsByID(t, b.store) {
+		id = r.ID
+	}
+	require.NotZero(t, id)
+	require.Equal(t, id, rep.Row.ID)
+	logMu.Lock()
+	text := logs.String()
+	logMu.Unlock()
+	var found bool
+	for line := range strings.SplitSeq(strings.TrimSpace(text), "\n") {
+		var r map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &r), line)
+		if r["msg"] == "outbox relay: row is dead" {
+			found = true
+			require.EqualValues(t, id, r["outbox_id"], line)
+		}
+	}
+	require.True(t, found, "logged: %s", text)
+}
+
+// lockedWriter serialises writes to w, for a log read while it is written.
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 // lostDispatcher holds rows like a relay's dispatcher but loses them, as a

@@ -213,6 +213,9 @@ func (r *Relay) settled(batch []*recordReq, res *stores.OutboxSettleManyResult, 
 			q.rep.Outcome = OutcomeClaimLost
 		default:
 			q.rep.Outcome, q.rep.Recorded = q.outcome, now
+			if res.IDs != nil && q.rep.Row.ID == 0 {
+				q.rep.Row.ID = res.IDs[i] // a dispatched row: known by its key until now
+			}
 		}
 	}
 }

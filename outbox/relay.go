@@ -755,7 +755,8 @@ func (r *Relay) report(ctx context.Context, rep *Report) {
 // carryOutHeld carries out a row handed over by direct dispatch: as a
 // claimed row, whose claim is the row's hold (no token: its outcome is
 // recorded with SettleOutboxManyIfHeld, by idempotency key; Report.Row.ID
-// is 0). A row whose hold ends before an effect call could finish is
+// is the id that statement returns, 0 until the outcome is recorded and
+// when it could not be). A row whose hold ends before an effect call could finish is
 // left for the relay that claims it once the hold lapsed. It returns what
 // carryOut does.
 func (r *Relay) carryOutHeld(ctx context.Context, e ackgap.OutboxEntry, rec *recorder) time.Time {

@@ -67,6 +67,13 @@ type OutboxSettleManyResult struct {
 	// and now has its new state, false when its claim was lost and nothing
 	// was written to it.
 	Changed []bool
+	// IDs has, from SettleOutboxManyIfHeld, one entry per element of
+	// Rows: the id of the row written (0 where Changed is false). A row
+	// handed over by direct dispatch is known to the relay by its
+	// idempotency key only; this is how its id reaches the relay's logs
+	// and reports; storetest checks it. Nil from
+	// SettleOutboxManyIfClaimed (the caller has the ids).
+	IDs []int64
 }
 
 // OutboxHeldSettlement is the outcome of one row carried out by direct

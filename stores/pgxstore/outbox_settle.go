@@ -118,6 +118,22 @@ SET state = ($4::text[])[`+pos+`], attempts = 1,
     last_error = CASE WHEN ($4::text[])[`+pos+`] = 'done' THEN o.last_error ELSE ($6::text[])[`+pos+`] END
 WHERE o.idempotency_key = ANY($2::text[]) AND o.state = 'pending' AND o.attempts = 0
     AND o.available_at = ($3::timestamptz[])[`+pos+`]
-RETURNING o.idempotency_key`, pgx.QueryExecModeExec, nullTime(p.Now), keys, held, states, delays, errs)
-	return markChanged(res, at, rows, err, "settle held outbox rows")
+RETURNING o.idempotency_key, o.id`, pgx.QueryExecModeExec, nullTime(p.Now), keys, held, states, delays, errs)
+	if err != nil {
+		return nil, interpretError("settle held outbox rows", err)
+	}
+	defer rows.Close()
+	res.IDs = make([]int64, n)
+	for rows.Next() {
+		var k string
+		var id int64
+		if err := rows.Scan(&k, &id); err != nil {
+			return nil, interpretError("settle held outbox rows", err)
+		}
+		res.Changed[at[k]], res.IDs[at[k]] = true, id
+	}
+	if err := rows.Err(); err != nil {
+		return nil, interpretError("settle held outbox rows", err)
+	}
+	return res, nil
 }

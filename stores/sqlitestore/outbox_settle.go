@@ -3,6 +3,7 @@ package sqlitestore
 import (
 	"context"
 	"database/sql"
+	"errors"
 
 	"github.com/ackgap/ackgap/stores"
 )
@@ -38,15 +39,40 @@ func (s *Store) SettleOutboxManyIfHeld(ctx context.Context, p *stores.OutboxSett
 		return nil, err
 	}
 	now := micros(p.Now)
-	return s.settleRows(ctx, "settle held outbox rows", `UPDATE `+s.names.Outbox+`
+	n := len(p.Rows)
+	res := &stores.OutboxSettleManyResult{Changed: make([]bool, n), IDs: make([]int64, n)}
+	if n == 0 {
+		return res, nil
+	}
+	err := s.writeTx(ctx, "settle held outbox rows", func(tx *sql.Tx) error {
+		stmt, err := tx.PrepareContext(ctx, `UPDATE `+s.names.Outbox+`
 SET state = ?3, attempts = 1,
     done_at = CASE WHEN ?3 = 'done' THEN ?4 ELSE done_at END,
     available_at = CASE WHEN ?3 = 'pending' THEN ?4 + ?5 ELSE available_at END,
     last_error = CASE WHEN ?3 = 'done' THEN last_error ELSE ?6 END
-WHERE idempotency_key = ?1 AND state = 'pending' AND attempts = 0 AND available_at = ?2`, len(p.Rows), func(i int) []any {
-		r := &p.Rows[i]
-		return []any{r.IdempotencyKey, r.HeldUntil.UnixMicro(), string(r.State), now, r.Delay.Microseconds(), r.LastError}
+WHERE idempotency_key = ?1 AND state = 'pending' AND attempts = 0 AND available_at = ?2
+RETURNING id`)
+		if err != nil {
+			return err
+		}
+		defer stmt.Close()
+		for i := range p.Rows {
+			r := &p.Rows[i]
+			err := stmt.QueryRowContext(ctx, r.IdempotencyKey, r.HeldUntil.UnixMicro(), string(r.State), now, r.Delay.Microseconds(), r.LastError).Scan(&res.IDs[i])
+			switch {
+			case errors.Is(err, sql.ErrNoRows): // the guard failed: left alone
+			case err != nil:
+				return err
+			default:
+				res.Changed[i] = true
+			}
+		}
+		return nil
 	})
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
 }
 
 // settleRows runs query, prepared once, for each of n rows with the

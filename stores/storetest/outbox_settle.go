@@ -112,6 +112,8 @@ func runOutboxSettleHeld[TTx any](t *testing.T, setup func(t *testing.T) *Harnes
 		require.NoError(t, err)
 		require.Equal(t, []bool{true, true, true, false, false, false}, res.Changed,
 			"h4 was claimed after its hold, the fifth row's hold differs, the last has no row")
+		require.Equal(t, []int64{ids2[0], ids2[1], ids2[2], 0, 0, 0}, res.IDs,
+			"the id of each row written, for the relay's logs (a dispatched row is known by its key)")
 		byID := map[int64]stores.OutboxRow{}
 		for _, r := range listAll(t, o) {
 			byID[r.ID] = r
