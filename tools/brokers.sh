@@ -3,13 +3,15 @@
 #
 #   tools/brokers.sh install   # npm ci tools/fauxqs, build .bin/kfake, apt-get install kcat if missing
 #   tools/brokers.sh start     # kfake on 127.0.0.1:9092, fauxqs on 127.0.0.1:4566; waits until ready
-#   tools/brokers.sh stop      # stops both (by pid; idempotent)
+#   tools/brokers.sh stop [kfake|fauxqs]...   # stops both, or those named (by pid; idempotent)
 #   tools/brokers.sh env       # prints: export KAFKA_BROKERS=... SQS_ENDPOINT=... (the ports in use)
 #
 # Pids, ports and logs: .bin/{kfake,fauxqs}.{pid,port,log}. Both keep state in memory only.
 # Ports: KFAKE_PORT, FAUXQS_PORT (defaults 9092, 4566). A port set there is used or start fails; a default
 # port that another process holds is replaced by a free one (said on stderr), so run `eval "$(tools/brokers.sh env)"`
-# after start. Start timeout: BROKERS_START_TIMEOUT (s, default 30).
+# after start. Start timeout: BROKERS_START_TIMEOUT (s, default 30). A server already running is reused and
+# left alone; with BROKERS_STARTED_FILE set, start appends the names of the servers it started to that file
+# (one a line), so that a caller stops only those: `tools/brokers.sh stop $(cat "$BROKERS_STARTED_FILE")`.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
@@ -159,12 +161,17 @@ launch() { # name pattern port variable cmd...
 	nohup "$@" </dev/null >"$BIN/$name.log" 2>&1 &
 	echo $! >"$BIN/$name.pid"
 	echo "$port" >"$BIN/$name.port"
+	launched+=("$name")
+	if [[ -n ${BROKERS_STARTED_FILE:-} ]]; then echo "$name" >>"$BROKERS_STARTED_FILE"; fi
 }
+
+# The servers this invocation started: a failed start stops these only, never one it found running.
+launched=()
 
 fail_start() { # name reason
 	say "$1 $2; last lines of .bin/$1.log:"
 	tail -n 20 "$BIN/$1.log" >&2 || true
-	cmd_stop
+	if ((${#launched[@]})); then cmd_stop "${launched[@]}"; fi
 	exit 1
 }
 
@@ -215,9 +222,16 @@ stop_one() { # name pattern
 	rm -f "$BIN/$1.pid" "$BIN/$1.port"
 }
 
-cmd_stop() {
-	stop_one kfake "$BIN/kfake"
-	stop_one fauxqs "$FQ/server.mjs"
+cmd_stop() { # [name...]: both when none is named
+	local names=("$@") n
+	((${#names[@]})) || names=(kfake fauxqs)
+	for n in "${names[@]}"; do
+		case $n in
+		kfake) stop_one kfake "$BIN/kfake" ;;
+		fauxqs) stop_one fauxqs "$FQ/server.mjs" ;;
+		*) die "stop: unknown server \"$n\" (kfake or fauxqs)" ;;
+		esac
+	done
 }
 
 cmd_env() {
@@ -228,7 +242,11 @@ cmd_env() {
 }
 
 case ${1:-} in
-install | start | stop | env) "cmd_$1" ;;
+install | start | env) "cmd_$1" ;;
+stop)
+	shift
+	cmd_stop "$@"
+	;;
 *)
 	sed -n '2,12s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
 	exit 2

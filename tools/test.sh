@@ -3,7 +3,9 @@
 # starts PostgreSQL if it is down, installs and starts the local Kafka
 # (kfake) and SQS (fauxqs) servers on loopback, installs Chromium for the
 # console's browser test when it is missing, checks formatting and vet,
-# then runs every test with the race detector. The servers stop on exit.
+# then runs every test with the race detector. On exit it stops the servers
+# it started; a kfake or fauxqs already running (the user's) is reused and
+# left running.
 #
 #   tools/test.sh              # everything
 #   tools/test.sh ./router/... # only these packages (extra args go to go test)
@@ -38,8 +40,15 @@ cleanup() {
 		kill "${load_pids[@]}" 2>/dev/null || true
 		wait "${load_pids[@]}" 2>/dev/null || true
 	fi
-	tools/brokers.sh stop
+	# Only the servers this run started: kfake or fauxqs that were running
+	# before (the user's) are reused and left running.
+	if [[ -s $brokers_started ]]; then
+		# shellcheck disable=SC2046 # one name a line
+		tools/brokers.sh stop $(sort -u "$brokers_started")
+	fi
+	rm -f "$brokers_started"
 }
+brokers_started=$(mktemp)
 trap cleanup EXIT
 if [[ $load == 1 ]]; then
 	n=$((2 * $(nproc)))
@@ -68,7 +77,7 @@ if [[ ! -x ${ACKGAP_CHROMIUM:-/usr/bin/chromium} ]]; then
 fi
 
 tools/brokers.sh install
-tools/brokers.sh start
+BROKERS_STARTED_FILE=$brokers_started tools/brokers.sh start
 eval "$(tools/brokers.sh env)"
 
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './tools/fauxqs/*'))
