@@ -1,6 +1,7 @@
 package console
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -16,13 +17,48 @@ import (
 const sessionCookie = "ackgap_console_session"
 
 // Token throttle: after loginFailMax wrong tokens (logins and bearer
-// tokens) within loginWindow, every login and bearer request is refused
-// until the oldest failure is loginWindow old, so the token cannot be
-// guessed at speed.
+// tokens) within loginWindow, token checks are slowed, not refused: each
+// waits its turn for one slot, held loginSlowCheck, so guesses go one at a
+// time at most once per loginSlowCheck, until the oldest failure is
+// loginWindow old. A wrong token is then answered 429; the right token is
+// accepted after its wait, never refused, so wrong guesses (from any
+// address: behind a proxy every user shares one) cannot lock the
+// operators out.
 const (
-	loginFailMax = 10
-	loginWindow  = time.Minute
+	loginFailMax   = 10
+	loginWindow    = time.Minute
+	loginSlowCheck = time.Second
 )
+
+// checkToken compares v to the token, slowed while throttled (see
+// loginFailMax), and records a wrong one. It reports whether v is the
+// token and, when it is not, whether the throttle was on (answer 429
+// rather than 401). It returns ok false, throttled true when ctx ends
+// while waiting.
+func (h *Handler) checkToken(ctx context.Context, v string) (ok, throttled bool) {
+	if h.throttled(false) {
+		select {
+		case h.slowCheck <- struct{}{}:
+		case <-ctx.Done():
+			return false, true
+		}
+		t := time.NewTimer(loginSlowCheck)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			<-h.slowCheck
+			return false, true
+		}
+		<-h.slowCheck
+		throttled = true
+	}
+	if h.tokenOK(v) {
+		return true, false
+	}
+	h.throttled(true)
+	return false, throttled
+}
 
 // throttled records a failed login when failed is true, and reports
 // whether logins are refused now.
@@ -104,13 +140,12 @@ func (h *Handler) write(fn func(w http.ResponseWriter, r *http.Request, who stri
 			return
 		}
 		if v, ok := bearer(r); ok {
-			switch {
-			case h.throttled(false):
-				refuse(http.StatusTooManyRequests, "Too many wrong tokens in the last minute: wait, then try again.")
-			case h.tokenOK(v):
+			switch good, slowed := h.checkToken(r.Context(), v); {
+			case good:
 				fn(w, r, "bearer token from "+r.RemoteAddr)
+			case slowed:
+				refuse(http.StatusTooManyRequests, "Wrong bearer token, and too many wrong tokens in the last minute: checks are slowed.")
 			default:
-				h.throttled(true)
 				refuse(http.StatusUnauthorized, "Wrong bearer token.")
 			}
 			return
@@ -139,13 +174,12 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	next := h.safeNext(r.PostFormValue("next"))
-	if h.throttled(false) {
-		h.cfg.Logger.Warn("console: login refused: too many wrong tokens", "remote", r.RemoteAddr)
-		h.fail(w, r, http.StatusTooManyRequests, "Too many wrong tokens in the last minute: wait, then try again.")
-		return
-	}
-	if !h.tokenOK(r.PostFormValue("token")) {
-		h.throttled(true)
+	if good, slowed := h.checkToken(r.Context(), r.PostFormValue("token")); !good {
+		if slowed {
+			h.cfg.Logger.Warn("console: login refused: wrong token, too many wrong tokens", "remote", r.RemoteAddr)
+			h.fail(w, r, http.StatusTooManyRequests, "Wrong token, and too many wrong tokens in the last minute: checks are slowed.")
+			return
+		}
 		h.cfg.Logger.Warn("console: login refused", "remote", r.RemoteAddr)
 		h.render(w, r, http.StatusUnauthorized, "login", "Log in", "", map[string]any{"Next": next, "Wrong": true})
 		return

@@ -162,7 +162,8 @@ type Handler struct {
 	cop    *http.CrossOriginProtection
 
 	loginMu    sync.Mutex
-	loginFails []time.Time // wrong tokens within loginWindow
+	loginFails []time.Time   // wrong tokens within loginWindow
+	slowCheck  chan struct{} // the one slot of a throttled token check (capacity 1)
 
 	statsMu   sync.Mutex
 	stats     *stores.StatsResult
@@ -185,7 +186,7 @@ func New(store stores.Operator, cfg *Config) (*Handler, error) {
 		return nil, err
 	}
 	c = c.WithDefaults()
-	h := &Handler{store: store, cfg: c, secret: make([]byte, 32), statsTake: make(chan struct{}, 1),
+	h := &Handler{store: store, cfg: c, secret: make([]byte, 32), statsTake: make(chan struct{}, 1), slowCheck: make(chan struct{}, 1),
 		cop: http.NewCrossOriginProtection()}
 	if _, err := rand.Read(h.secret); err != nil {
 		return nil, fmt.Errorf("console: %w", err)

@@ -47,8 +47,10 @@
 // an "Authorization: Bearer" header for scripts), a CSRF token bound to
 // that session in the form, and a same-origin request
 // ([http.CrossOriginProtection]); it is logged with who (remote address
-// and session) and what. After 10 wrong tokens in a minute, logins and
-// bearer requests wait. Payloads are hidden unless [Config.ShowPayloads].
+// and session) and what. After 10 wrong tokens in a minute (from any
+// address), token checks go one at a time, one a second: a wrong token is
+// refused (429), the right one is accepted after its wait, so guesses
+// cannot lock the operators out, behind a proxy either. Payloads are hidden unless [Config.ShowPayloads].
 // Every query runs under [Config.QueryTimeout], every list is capped at
 // [Config.PageSize] rows, a bulk write at [BulkMax] rows per click,
 // and the overview's counts are cached for [Config.StatsTTL], so that the
