@@ -269,6 +269,10 @@ func TestPages(t *testing.T) {
 		require.Contains(t, body, `id="oldest-due"`, "a pending row is due")
 		require.Contains(t, body, `<span class="badge">read-only</span>`)
 		require.Contains(t, body, `data-refresh="5"`)
+		// Without JavaScript nothing refreshes: the box is rendered hidden
+		// and unticked; console.js shows and ticks it (TestBrowser).
+		require.Contains(t, body, `<label class="refresh" id="autorefresh-label" hidden><input type="checkbox" id="autorefresh"> refresh every 5 s</label>`)
+		require.NotRegexp(t, `id="autorefresh"[^>]*checked`, body)
 
 		code, body = b.get("/outbox?state=dead")
 		require.Equal(t, http.StatusOK, code)
@@ -465,8 +469,16 @@ func TestWritesNeedTokenAndCSRF(t *testing.T) {
 		require.Equal(t, http.StatusOK, code)
 		require.Contains(t, body, `id="redrive" disabled`, "logged out: the button says to log in")
 
-		code, _, _ = b.post("/outbox/"+itoa(dead1)+"/redrive", nil)
+		code, body, _ = b.post("/outbox/"+itoa(dead1)+"/redrive", nil)
 		require.Equal(t, http.StatusUnauthorized, code, "no session")
+		// The error page's login link returns to the row's page, not to
+		// the POST-only redrive URL (which answers GET with 405; issue 25).
+		require.Contains(t, body, `/login?next=%2Fackgap%2Foutbox%2F`+itoa(dead1)+`"`)
+		require.NotContains(t, body, "redrive%22")
+		require.NotContains(t, body, "%2Fredrive")
+		code, body, _ = b.post("/outbox/redrive", nil)
+		require.Equal(t, http.StatusUnauthorized, code)
+		require.Contains(t, body, `/login?next=%2Fackgap%2Foutbox%3Fstate%3Ddead"`, "a bulk form returns to the dead rows")
 		code, body, _ = b.post("/login", url.Values{"token": {"wrong-token-0123456789"}})
 		require.Equal(t, http.StatusUnauthorized, code)
 		require.Contains(t, body, "That is not the token")

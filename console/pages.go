@@ -85,7 +85,7 @@ func (h *Handler) funcs() template.FuncMap {
 // render executes the template name inside the layout.
 func (h *Handler) render(w http.ResponseWriter, r *http.Request, code int, name, title, nav string, data any) {
 	p := page{Title: title, Nav: nav, Prefix: h.cfg.Prefix, Writable: h.Writable(), Live: h.cfg.Recorder != nil,
-		Path: r.URL.RequestURI(), Data: data}
+		Path: h.returnPath(r), Data: data}
 	if s, ok := h.sessionOf(r); ok {
 		p.Session, p.CSRF = true, s.csrf
 	}
@@ -98,6 +98,25 @@ func (h *Handler) render(w http.ResponseWriter, r *http.Request, code int, name,
 	if err := h.tmpl.ExecuteTemplate(w, name, p); err != nil {
 		h.cfg.Logger.Error("console: render", "page", name, "err", err)
 	}
+}
+
+// returnPath is where a login from this page returns (the "next" of its
+// login link): the page itself when it was a GET; for a POST, which a
+// redirect after login cannot repeat (the form's URL answers GET with
+// 405), the page the form was on: a row's redrive returns to the row,
+// the outbox's bulk forms to the outbox, anything else to the overview.
+func (h *Handler) returnPath(r *http.Request) string {
+	if r.Method == http.MethodGet || r.Method == http.MethodHead {
+		return r.URL.RequestURI()
+	}
+	rest := strings.TrimPrefix(r.URL.Path, h.cfg.Prefix)
+	if id, ok := strings.CutSuffix(strings.TrimPrefix(rest, "/outbox/"), "/redrive"); ok && strings.HasPrefix(rest, "/outbox/") && id != "" && !strings.Contains(id, "/") {
+		return h.cfg.Prefix + "/outbox/" + url.PathEscape(id)
+	}
+	if rest == "/outbox/redrive" || rest == "/outbox/prune" {
+		return h.cfg.Prefix + "/outbox?state=dead"
+	}
+	return h.cfg.Prefix + "/"
 }
 
 // fail shows an error page with code and a message for the user.
