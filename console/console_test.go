@@ -610,6 +610,11 @@ func TestLive(t *testing.T) {
 		require.Equal(t, http.StatusOK, code)
 		require.Contains(t, body, "aws_sqs · orders")
 		require.Contains(t, body, "4 acks · mean 15.1ms · p50 ≤10ms · p99 ≤100ms", "ack gaps 0.5, 5, 5 and 50 ms")
+		// Counts on the bars and a y axis up to the fullest bucket (issue 25).
+		require.Contains(t, body, `class="label axis-y" text-anchor="start">2 acks</text>`, "the two 5 ms gaps share the fullest bucket")
+		require.Contains(t, body, `class="label count">2</text>`)
+		require.Contains(t, body, `class="label count">1</text>`, "0.5 ms and 50 ms, one each")
+		require.Contains(t, body, "bucket upper bound")
 		require.Contains(t, body, `<span class="neg">1 negative (25.0%)</span>`)
 		require.Equal(t, 2, strings.Count(body, `class="bar neg"`), "the buckets ending at -1 and at 0 are red")
 		require.Contains(t, body, "<svg")

@@ -20,6 +20,8 @@ type bar struct {
 	X, Y, W, H float64
 	LabelX     float64
 	Label      string // the bucket's upper bound
+	Count      uint64 // the bucket's count, written above the bar when not 0
+	CountY     float64
 	Title      string // tooltip: range and count
 	Negative   bool
 }
@@ -36,6 +38,10 @@ type chart struct {
 	Negative     uint64
 	NegativePct  string
 	HasNegatives bool // the instrument is signed (lease headroom)
+	// Most is the fullest bucket's count, the y axis's top tick at TopY
+	// (bars are scaled to it; 0 draws no tick).
+	Most uint64
+	TopY float64
 }
 
 // newChart lays out h's buckets as equal-width bars, heights scaled to
@@ -61,6 +67,7 @@ func newChart(title string, h *histogram, signed bool) *chart {
 	for _, n := range h.Counts {
 		most = max(most, n)
 	}
+	c.Most, c.TopY = most, chartTop
 	n := len(h.Counts)
 	w := chartW / float64(n)
 	for i, cnt := range h.Counts {
@@ -69,6 +76,7 @@ func newChart(title string, h *histogram, signed bool) *chart {
 			b.H = math.Round((chartH-chartTop)*float64(cnt)/float64(most)*10) / 10
 		}
 		b.Y = chartH - b.H
+		b.Count, b.CountY = cnt, b.Y-3
 		lo, hi := "-∞", "+∞"
 		if i > 0 {
 			lo = fmtSeconds(h.Bounds[i-1])
