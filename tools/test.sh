@@ -3,7 +3,7 @@
 # starts PostgreSQL if it is down, installs and starts the local Kafka
 # (kfake) and SQS (fauxqs) servers on loopback, installs Chromium for the
 # console's browser test when it is missing, checks formatting and vet,
-# then runs every test with the race detector. The servers stop on exit.
+# staticcheck (staticcheck.conf), then runs every test with the race detector. The servers stop on exit.
 #
 #   tools/test.sh              # everything
 #   tools/test.sh ./router/... # only these packages (extra args go to go test)
@@ -78,6 +78,10 @@ if [[ -n $unformatted ]]; then
 	exit 1
 fi
 go vet ./...
+# staticcheck, pinned; its configuration (and the reasoned exclusions) is
+# staticcheck.conf at the root. govulncheck needs the vulnerability
+# database: tools/vulncheck.sh runs it offline (not part of this run).
+go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 all=$(( $# == 0 ))
 if [[ $# -eq 0 ]]; then set -- ./...; fi
 go test -race -count=1 -timeout 20m "$@"
