@@ -71,7 +71,6 @@ type kmOptions struct {
 	modes   []string // the modes to run, in kmModes order by default
 	brokers []string
 	dsn     string
-	out     string
 }
 
 // kmResult is one run of one mode.
@@ -711,7 +710,7 @@ func (env *kmEnv) startPlain(ctx context.Context, mode, topic, group string) (fu
 		go func() { defer close(done); env.handRelay(rctx) }()
 		more = func() error { cancel(); <-done; return nil }
 	}
-	r.AddNoPublisherHandler(kmConsumer, topic, sub, h)
+	r.AddConsumerHandler(kmConsumer, topic, sub, h)
 	return env.runRouter(ctx, r.Run, r.Running(), r.Close, more)
 }
 

@@ -268,9 +268,6 @@ func runRouter(t testing.TB, b *bundle, store stores.Store[*sql.Tx], system, top
 	})
 }
 
-// seconds returns d in seconds.
-func seconds(d time.Duration) float64 { return d.Seconds() }
-
 // percentiles returns the 50th and 100th percentile of xs.
 func percentiles(xs []time.Duration) (p50, max time.Duration) {
 	s := append([]time.Duration(nil), xs...)

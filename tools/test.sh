@@ -3,9 +3,9 @@
 # starts PostgreSQL if it is down, installs and starts the local Kafka
 # (kfake) and SQS (fauxqs) servers on loopback, installs Chromium for the
 # console's browser test when it is missing, checks formatting and vet,
-# then runs every test with the race detector. On exit it stops the servers
-# it started; a kfake or fauxqs already running (the user's) is reused and
-# left running.
+# staticcheck (staticcheck.conf), then runs every test with the race detector.
+# On exit it stops the servers it started; a kfake or fauxqs already running
+# (the user's) is reused and left running.
 #
 #   tools/test.sh              # everything
 #   tools/test.sh ./router/... # only these packages (extra args go to go test)
@@ -87,6 +87,10 @@ if [[ -n $unformatted ]]; then
 	exit 1
 fi
 go vet ./...
+# staticcheck, pinned; its configuration (and the reasoned exclusions) is
+# staticcheck.conf at the root. govulncheck needs the vulnerability
+# database: tools/vulncheck.sh runs it offline (not part of this run).
+go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 all=$(( $# == 0 ))
 if [[ $# -eq 0 ]]; then set -- ./...; fi
 go test -race -count=1 -timeout 20m "$@"

@@ -234,7 +234,7 @@ INSERT INTO orders VALUES ('O1', 0), ('O2', 0), ('O3', 0)`)
 func attrOf(s sdktrace.ReadOnlySpan, key attribute.Key) string {
 	for _, kv := range s.Attributes() {
 		if kv.Key == key {
-			return kv.Value.Emit()
+			return kv.Value.String()
 		}
 	}
 	return ""

@@ -204,16 +204,15 @@ func TestS11VisibilityExpiresMidProcessing(t *testing.T) {
 			start := time.Now()
 			require.NoError(t, newPublisher(t).Publish(name, event("E1")))
 
-			var acks []ackReport
 			if heartbeat {
-				acks = o.waitAcks(t, 1, 15*time.Second)
+				o.waitAcks(t, 1, 15*time.Second)
 			} else {
-				acks = o.waitAcks(t, 2, 15*time.Second)
+				o.waitAcks(t, 2, 15*time.Second)
 			}
 			for _, rn := range routers {
 				require.NoError(t, rn.close())
 			}
-			acks = o.ackReports()
+			acks := o.ackReports()
 			require.Equal(t, map[string]int{"E1": 1}, b.applied(t), "state changed once")
 			visible, inFlight := queueCounts(t, c, url)
 			require.Equal(t, 0, visible+inFlight, "message deleted")

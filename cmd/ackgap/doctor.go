@@ -396,9 +396,18 @@ func doctorKafka(ctx context.Context, o *doctorOpts, lookup inboxLookup, now tim
 
 func kafkaRetention(admin sarama.ClusterAdmin, topic string, o *doctorOpts) check {
 	name := "kafka topic " + topic + " retention"
-	entries, err := admin.DescribeConfig(sarama.ConfigResource{Type: sarama.TopicResource, Name: topic, ConfigNames: []string{"retention.ms"}})
+	results, err := admin.DescribeConfigs([]*sarama.ConfigResource{{Type: sarama.TopicResource, Name: topic, ConfigNames: []string{"retention.ms"}}}, sarama.DescribeConfigsOptions{})
+	if err == nil {
+		err = topicConfigError(results, topic)
+	}
 	if err != nil {
 		return check{Name: name, Status: checkFail, Detail: "describe config: " + err.Error(), Fix: "check the topic name and the credentials' DescribeConfigs right"}
+	}
+	var entries []sarama.ConfigEntry
+	for _, r := range results {
+		if r.Name == topic {
+			entries = append(entries, r.Configs...)
+		}
 	}
 	for _, e := range entries {
 		if e.Name != "retention.ms" {
@@ -648,4 +657,16 @@ func days(d time.Duration) string {
 		return fmt.Sprintf("%s (1 day)", d)
 	}
 	return fmt.Sprintf("%s (%.4g days)", d, n)
+}
+
+// topicConfigError returns the per-resource error DescribeConfigs reported for
+// topic (a *sarama.DescribeConfigError, as the deprecated DescribeConfig
+// returned it), or nil.
+func topicConfigError(results []*sarama.ConfigResourceResult, topic string) error {
+	for _, r := range results {
+		if r.Name == topic && r.ErrorCode != sarama.ErrNoError {
+			return &sarama.DescribeConfigError{Err: r.ErrorCode, ErrMsg: r.ErrorMsg}
+		}
+	}
+	return nil
 }
