@@ -3,6 +3,7 @@ package sqsbroker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"sync"
 	"time"
@@ -225,13 +226,25 @@ func (bc *BatchConsumer) process(ctx context.Context, ms []types.Message, ls []*
 	idx := make([]int, 0, len(ms))
 	ctx, cancel := context.WithTimeout(ctx, bc.cfg.AttemptTimeout)
 	defer cancel()
+	// On a FIFO queue a message that does not unmarshal holds back the
+	// later messages of its group, as the BatchFunc does for a failed one.
+	blocked := map[string]string{} // group -> MessageId of its failed message
 	for i := range ms {
 		m := &ms[i]
 		reps[i] = newReport(bc.queue.Name, m, len(ms), ls[i].received, leases.deadline(ls[i]))
+		d := reps[i].d
+		if first, ok := blocked[d.Key]; d.HasKey && ok {
+			errs[i] = fmt.Errorf("held back: message %s of its group failed earlier in this batch", first)
+			reps[i].Err = errs[i]
+			continue
+		}
 		msg, err := bc.cfg.Unmarshaler.Unmarshal(m)
 		if err != nil {
 			errs[i] = err
 			reps[i].Err = err
+			if d.HasKey {
+				blocked[d.Key] = reps[i].MessageID
+			}
 			continue
 		}
 		handedOut[i] = true

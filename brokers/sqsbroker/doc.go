@@ -191,10 +191,11 @@
 //
 // fauxqs, which the tests run against, differs from SQS in ways that
 // leave parts untested here: it returns at most one message per group per
-// ReceiveMessage (SQS returns up to ten of one group), so the
+// ReceiveMessage (SQS returns up to ten of one group), so the end-to-end
 // BatchConsumer tests never see rounds or held-back messages inside one
-// received batch (the Lambda tests, which build their events, cover
-// them); its dedupe memory is capped, so a dedupe id may be forgotten
+// received batch: those are covered by a batch assembled from a real
+// receive with the group attributes SQS would add, and by the Lambda
+// tests, which build their events, not by SQS itself; its dedupe memory is capped, so a dedupe id may be forgotten
 // before SQS's 5 minutes under heavy traffic (the tests send within the
 // cap); and the high-throughput FIFO settings (DeduplicationScope,
 // FifoThroughputLimit) and ReceiveRequestAttemptId are not exercised.

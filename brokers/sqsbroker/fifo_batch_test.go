@@ -117,8 +117,9 @@ func TestFIFOPublish(t *testing.T) {
 // here. With -short (or on a machine too busy for it) it runs 2,000 over
 // 100 groups, which checks the same rules. fauxqs returns at most one
 // message per group per receive, so on it a batch never holds two
-// messages of one group (no rounds): TestLambdaBatchFIFO covers rounds
-// and held-back messages inside one batch.
+// messages of one group (no rounds): TestBatchConsumerFIFOHoldsBackGroup
+// and TestLambdaBatchFIFO cover rounds and held-back messages inside one
+// batch.
 func TestBatchConsumerFIFOOrder(t *testing.T) {
 	t.Parallel()
 	groups, perGroup := 500, 20
