@@ -3,8 +3,7 @@ package sqsbroker
 import (
 	"context"
 	"errors"
-	"net/http"
-	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -36,18 +35,7 @@ import (
 // handed to the handler.
 func TestBatchConsumerFIFOHoldsBackGroup(t *testing.T) {
 	t.Parallel()
-	ep := os.Getenv("SQS_ENDPOINT")
-	if ep == "" {
-		ep = "http://127.0.0.1:4566"
-	}
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	t.Cleanup(tr.CloseIdleConnections)
-	opt := func(o *sqs.Options) {
-		o.BaseEndpoint, o.Region, o.HTTPClient = aws.String(ep), "us-east-1", &http.Client{Transport: tr}
-		o.Credentials = aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
-			return aws.Credentials{AccessKeyID: "test", SecretAccessKey: "test"}, nil
-		})
-	}
+	opt := localSQS(t)
 	ctx := context.Background()
 	c := sqs.New(sqs.Options{}, opt)
 	name := "fifo-hold-" + strconv.FormatInt(time.Now().UnixNano(), 36)
@@ -128,14 +116,5 @@ func TestBatchConsumerFIFOHoldsBackGroup(t *testing.T) {
 	require.NotContains(t, ran, "E2", "held back behind E1, which did not unmarshal")
 	require.NotContains(t, ran, "E4", "held back behind E3, which failed")
 	require.Contains(t, ran, "E0")
-	require.Less(t, slicesIndex(ran, "E5"), slicesIndex(ran, "E6"), "group C in order")
-}
-
-func slicesIndex(s []string, v string) int {
-	for i, x := range s {
-		if x == v {
-			return i
-		}
-	}
-	return -1
+	require.Less(t, slices.Index(ran, "E5"), slices.Index(ran, "E6"), "group C in order")
 }

@@ -17,6 +17,23 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// localSQS returns the client options of the local SQS server
+// (SQS_ENDPOINT, default fauxqs's http://127.0.0.1:4566).
+func localSQS(t *testing.T) func(*sqs.Options) {
+	ep := os.Getenv("SQS_ENDPOINT")
+	if ep == "" {
+		ep = "http://127.0.0.1:4566"
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	t.Cleanup(tr.CloseIdleConnections)
+	return func(o *sqs.Options) {
+		o.BaseEndpoint, o.Region, o.HTTPClient = aws.String(ep), "us-east-1", &http.Client{Transport: tr}
+		o.Credentials = aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
+			return aws.Credentials{AccessKeyID: "test", SecretAccessKey: "test"}, nil
+		})
+	}
+}
+
 // TestFIFOReleaseAfterNack: real SQS may return several messages of one
 // FIFO group in a batch (fauxqs returns one per group, so the batch is
 // assembled here from a real receive, with the group attribute SQS would
@@ -25,18 +42,7 @@ import (
 // NackDelay: none overtakes it.
 func TestFIFOReleaseAfterNack(t *testing.T) {
 	t.Parallel()
-	ep := os.Getenv("SQS_ENDPOINT")
-	if ep == "" {
-		ep = "http://127.0.0.1:4566"
-	}
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	t.Cleanup(tr.CloseIdleConnections)
-	opt := func(o *sqs.Options) {
-		o.BaseEndpoint, o.Region, o.HTTPClient = aws.String(ep), "us-east-1", &http.Client{Transport: tr}
-		o.Credentials = aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
-			return aws.Credentials{AccessKeyID: "test", SecretAccessKey: "test"}, nil
-		})
-	}
+	opt := localSQS(t)
 	ctx := context.Background()
 	c := sqs.New(sqs.Options{}, opt)
 	name := "fifo-release-" + strconv.FormatInt(time.Now().UnixNano(), 36)

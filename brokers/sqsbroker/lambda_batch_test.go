@@ -3,6 +3,7 @@ package sqsbroker_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -189,8 +190,8 @@ func TestLambdaBatchFIFO(t *testing.T) {
 	mu.Lock()
 	require.NotContains(t, runs, "E4", "held back, not run")
 	require.NotContains(t, runs, "E6", "held back, not run")
-	require.Less(t, indexOf(runs, "E1"), indexOf(runs, "E3"), "group A in order")
-	require.Less(t, indexOf(runs, "E2"), indexOf(runs, "E5"), "group B in order")
+	require.Less(t, slices.Index(runs, "E1"), slices.Index(runs, "E3"), "group A in order")
+	require.Less(t, slices.Index(runs, "E2"), slices.Index(runs, "E5"), "group B in order")
 	failE3, runs = false, nil
 	mu.Unlock()
 
@@ -200,15 +201,6 @@ func TestLambdaBatchFIFO(t *testing.T) {
 	require.Empty(t, resp.BatchItemFailures)
 	require.Equal(t, []string{"E3", "E4", "E6"}, runs, "group A from E3 on, in order")
 	require.Equal(t, map[string]int{"E1": 1, "E2": 1, "E3": 1, "E4": 1, "E5": 1, "E6": 1, "E7": 1}, b.applied(t))
-}
-
-func indexOf(s []string, v string) int {
-	for i, x := range s {
-		if x == v {
-			return i
-		}
-	}
-	return -1
 }
 
 // TestLambdaBatchConfigAndDeadline: invalid config is refused; a batch
