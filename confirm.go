@@ -164,7 +164,8 @@ type Delivery struct {
 	HasOffset bool
 	// Key is the broker's ordering key of the copy: the messages of one
 	// key are delivered in order (Kafka: the record key, "" for a record
-	// without one, which shares the empty key). HasKey is false for
+	// without one, which shares the empty key; SQS FIFO: the
+	// MessageGroupId). HasKey is false for
 	// brokers without ordering keys (SQS standard queues, GoChannel), and
 	// then each message is its own key. batch.Processor reads it: it
 	// applies the messages of one key in a batch one round after another,

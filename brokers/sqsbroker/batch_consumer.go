@@ -40,9 +40,18 @@ type BatchFunc func(ctx context.Context, msgs []*message.Message) []error
 // Rejected messages (no event id, an id reused with another payload, a
 // handler's ackgap.Permanent) are nacked like failed ones, with their
 // reason logged: the queue's redrive policy moves them to its dead-letter
-// queue after maxReceiveCount receives. A FIFO queue is refused: one
-// transaction cannot stop at a failed message of a group (see
-// [LambdaBatchHandler]); use [Subscriber] for FIFO queues.
+// queue after maxReceiveCount receives.
+//
+// On a FIFO queue a message group is an ordering key (ackgap.Delivery.Key
+// is the MessageGroupId): the BatchFunc (batch.Processor) applies a
+// group's messages of one batch in rounds, in their order, inside the one
+// transaction, and a failed message holds back its group's later
+// messages of the batch (batch.ErrHeldBack): they are nacked with it,
+// not deleted, so SQS delivers the group again from the failed message
+// on, in order, while the other groups of the batch commit and are
+// deleted. A message the redrive policy moves to the dead-letter queue
+// after maxReceiveCount receives unblocks its group. SQS itself hands a
+// group to one receiver at a time, so several Workers keep the order.
 //
 // Run and Close may be called from different goroutines; both are safe to
 // call more than once.
@@ -62,7 +71,7 @@ type BatchConsumer struct {
 // NewBatchConsumer returns a BatchConsumer of cfg.Queue running p. It
 // reads the queue's attributes with ctx and checks them as
 // [NewSubscriber] does; cfg.Workers receive loops run at once, each with
-// one batch in its transaction at a time. It also refuses a FIFO queue.
+// one batch in its transaction at a time.
 // Configuration errors wrap "invalid config" and name every bad field at
 // once. logger nil means watermill.NopLogger. It starts no goroutine.
 func NewBatchConsumer(ctx context.Context, p BatchFunc, cfg *SubscriberConfig, logger watermill.LoggerAdapter) (*BatchConsumer, error) {
@@ -72,9 +81,6 @@ func NewBatchConsumer(ctx context.Context, p BatchFunc, cfg *SubscriberConfig, l
 	c, client, q, err := openQueue(ctx, cfg)
 	if err != nil {
 		return nil, err
-	}
-	if q.FIFO {
-		return nil, fmt.Errorf("invalid config: queue %s is a FIFO queue: a batch transaction cannot keep a message group's order past a failure; use Subscriber", q.Name)
 	}
 	if logger == nil {
 		logger = watermill.NopLogger{}
@@ -220,13 +226,25 @@ func (bc *BatchConsumer) process(ctx context.Context, ms []types.Message, ls []*
 	idx := make([]int, 0, len(ms))
 	ctx, cancel := context.WithTimeout(ctx, bc.cfg.AttemptTimeout)
 	defer cancel()
+	// On a FIFO queue a message that does not unmarshal holds back the
+	// later messages of its group, as the BatchFunc does for a failed one.
+	blocked := map[string]string{} // group -> MessageId of its failed message
 	for i := range ms {
 		m := &ms[i]
 		reps[i] = newReport(bc.queue.Name, m, len(ms), ls[i].received, leases.deadline(ls[i]))
+		d := reps[i].d
+		if first, ok := blocked[d.Key]; d.HasKey && ok {
+			errs[i] = fmt.Errorf("held back: message %s of its group failed earlier in this batch", first)
+			reps[i].Err = errs[i]
+			continue
+		}
 		msg, err := bc.cfg.Unmarshaler.Unmarshal(m)
 		if err != nil {
 			errs[i] = err
 			reps[i].Err = err
+			if d.HasKey {
+				blocked[d.Key] = reps[i].MessageID
+			}
 			continue
 		}
 		handedOut[i] = true

@@ -97,18 +97,15 @@ func TestBatchConsumer(t *testing.T) {
 	require.Equal(t, 3, outcomes[sqsbroker.AckNacked], "E3 once, the id-less message twice")
 }
 
-// TestBatchConsumerConfig: a FIFO queue and a missing processor are
-// refused; Close before Run returns at once and Run then stops at once.
+// TestBatchConsumerConfig: a missing processor is refused; Close before
+// Run returns at once and Run then stops at once.
 func TestBatchConsumerConfig(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	c := client(t)
-	fifo, _ := createQueue(t, c, "batch-fifo", 30*time.Second, map[string]string{"FifoQueue": "true"})
 	b := newPGBackend(t)
 	p, err := batch.New(b.store, &batch.Config[pgx.Tx]{InboxConfig: middleware.InboxConfig{Consumer: "c1"}, Handler: func(context.Context, pgx.Tx, *message.Message) error { return nil }})
 	require.NoError(t, err)
-	_, err = sqsbroker.NewBatchConsumer(ctx, p.ProcessErrors, &sqsbroker.SubscriberConfig{OptFns: optFns(t), Queue: fifo, AttemptTimeout: time.Second}, nil)
-	require.ErrorContains(t, err, "is a FIFO queue")
 	_, err = sqsbroker.NewBatchConsumer(ctx, nil, &sqsbroker.SubscriberConfig{}, nil)
 	require.ErrorContains(t, err, "invalid config: batch processor is nil")
 

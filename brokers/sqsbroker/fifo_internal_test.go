@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,6 +17,23 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// localSQS returns the client options of the local SQS server
+// (SQS_ENDPOINT, default fauxqs's http://127.0.0.1:4566).
+func localSQS(t *testing.T) func(*sqs.Options) {
+	ep := os.Getenv("SQS_ENDPOINT")
+	if ep == "" {
+		ep = "http://127.0.0.1:4566"
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	t.Cleanup(tr.CloseIdleConnections)
+	return func(o *sqs.Options) {
+		o.BaseEndpoint, o.Region, o.HTTPClient = aws.String(ep), "us-east-1", &http.Client{Transport: tr}
+		o.Credentials = aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
+			return aws.Credentials{AccessKeyID: "test", SecretAccessKey: "test"}, nil
+		})
+	}
+}
+
 // TestFIFOReleaseAfterNack: real SQS may return several messages of one
 // FIFO group in a batch (fauxqs returns one per group, so the batch is
 // assembled here from a real receive, with the group attribute SQS would
@@ -24,18 +42,7 @@ import (
 // NackDelay: none overtakes it.
 func TestFIFOReleaseAfterNack(t *testing.T) {
 	t.Parallel()
-	ep := os.Getenv("SQS_ENDPOINT")
-	if ep == "" {
-		ep = "http://127.0.0.1:4566"
-	}
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	t.Cleanup(tr.CloseIdleConnections)
-	opt := func(o *sqs.Options) {
-		o.BaseEndpoint, o.Region, o.HTTPClient = aws.String(ep), "us-east-1", &http.Client{Transport: tr}
-		o.Credentials = aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
-			return aws.Credentials{AccessKeyID: "test", SecretAccessKey: "test"}, nil
-		})
-	}
+	opt := localSQS(t)
 	ctx := context.Background()
 	c := sqs.New(sqs.Options{}, opt)
 	name := "fifo-release-" + strconv.FormatInt(time.Now().UnixNano(), 36)
@@ -87,4 +94,38 @@ func TestFIFOReleaseAfterNack(t *testing.T) {
 	require.Equal(t, "2", attrs.Attributes["ApproximateNumberOfMessages"], "E1 and E2 released")
 	require.Equal(t, "1", attrs.Attributes["ApproximateNumberOfMessagesNotVisible"], "E0 hidden for NackDelay")
 	require.NoError(t, s.Close())
+}
+
+// TestFIFOIDs: a group key or event id SQS accepts (1 to 128 ASCII
+// letters, digits, punctuation) is sent as is; a longer one, or one with
+// spaces or other characters, as its SHA-256 in hex, the same every time.
+// A message without a group key is refused, permanently; a dead-lettered
+// copy falls back to its event id.
+func TestFIFOIDs(t *testing.T) {
+	require.Equal(t, "charge:o-1/2", fifoID("charge:o-1/2"))
+	long := strings.Repeat("k", 129)
+	require.Len(t, fifoID(long), 64)
+	require.Equal(t, fifoID(long), fifoID(long))
+	require.NotEqual(t, fifoID(long), fifoID(long[:128]+"j"))
+	require.Len(t, fifoID("order 1"), 64, "a space is not allowed")
+	require.Len(t, fifoID("ordre-é"), 64, "non-ASCII is not allowed")
+
+	attr := func(kv ...string) map[string]types.MessageAttributeValue {
+		m := map[string]types.MessageAttributeValue{}
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i]] = types.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(kv[i+1])}
+		}
+		return m
+	}
+	g, d, err := fifoIDs(attr(ackgap.MetadataEventIDKey, "E1", MetadataPartitionKey, "o1"))
+	require.NoError(t, err)
+	require.Equal(t, [2]string{"o1", "E1"}, [2]string{g, d})
+	_, _, err = fifoIDs(attr(ackgap.MetadataEventIDKey, "E1"))
+	require.ErrorIs(t, err, ErrMissingGroupKey)
+	require.True(t, ackgap.IsPermanent(err))
+	g, _, err = fifoIDs(attr(ackgap.MetadataEventIDKey, "E1", ackgap.MetadataDeadLetterReason, "permanent"))
+	require.NoError(t, err)
+	require.Equal(t, "E1", g)
+	_, _, err = fifoIDs(attr(MetadataPartitionKey, "o1"))
+	require.ErrorIs(t, err, ackgap.ErrMissingEventID)
 }

@@ -32,12 +32,17 @@ import (
 // queue after maxReceiveCount receives. A record that does not unmarshal
 // is a failure and is not given to p.
 //
-// A FIFO batch (event source ARN ending in ".fifo") is not run as one
-// transaction: a failure must stop the records after it (AWS Lambda
-// developer guide, partial batch responses for FIFO queues), and in one
-// transaction they would have committed already. Its records run one
-// call of p each, in order, and the first failure reports the records
-// after it failed without running them. The batch does not start when the
+// A FIFO batch (event source ARN ending in ".fifo") runs as one
+// transaction too, with each message group as an ordering key
+// (ackgap.Delivery.Key is the MessageGroupId): a group's records are
+// applied in rounds, in their order, and a failed record holds back the
+// later records of its group (batch.ErrHeldBack), so BatchItemFailures
+// lists the failed record and every later one of its group, while the
+// other groups commit and are deleted. This is Powertools'
+// SqsFifoPartialProcessor with skipGroupOnError; Lambda returns the
+// listed records to the queue and SQS delivers the group again from the
+// failed record on. A record that does not unmarshal holds back its
+// group's later records the same way. The batch does not start when the
 // invocation's deadline is closer than cfg.DeadlineMargin: every record
 // is listed. A record without a MessageId fails the whole invocation, as
 // in [LambdaHandler]. It returns an error wrapping "invalid config" when
@@ -72,41 +77,38 @@ func LambdaBatchHandler(p BatchFunc, cfg *LambdaConfig) (LambdaHandlerFunc, erro
 			}
 			return resp, nil
 		}
-		if !fifo {
-			run := lambdaRun(ctx, p, c.Unmarshaler, ev.Records)
-			for i, err := range run {
-				if err != nil {
-					fail(&ev.Records[i], err)
-				}
+		for i, err := range lambdaRun(ctx, p, c.Unmarshaler, ev.Records, fifo) {
+			if err != nil {
+				fail(&ev.Records[i], err)
 			}
-			return resp, nil
-		}
-		for i := range ev.Records {
-			err := lambdaRun(ctx, p, c.Unmarshaler, ev.Records[i:i+1])[0]
-			if err == nil {
-				continue
-			}
-			fail(&ev.Records[i], err)
-			for j := i + 1; j < len(ev.Records); j++ {
-				fail(&ev.Records[j], errors.New("not run: an earlier record of this FIFO batch failed"))
-			}
-			break
 		}
 		return resp, nil
 	}, nil
 }
 
 // lambdaRun runs recs through p as one batch and returns, per record, nil
-// when it may be deleted (applied, duplicate) and else why not.
-func lambdaRun(ctx context.Context, p BatchFunc, u wsqs.Unmarshaler, recs []events.SQSMessage) []error {
+// when it may be deleted (applied, duplicate) and else why not. With fifo
+// each record's MessageGroupId is its ordering key, and a record that
+// does not unmarshal holds back its group's later records.
+func lambdaRun(ctx context.Context, p BatchFunc, u wsqs.Unmarshaler, recs []events.SQSMessage, fifo bool) []error {
 	errs := make([]error, len(recs))
 	msgs := make([]*message.Message, 0, len(recs))
 	idx := make([]int, 0, len(recs))
+	blocked := map[string]string{} // group -> MessageId of its failed record
 	for i := range recs {
 		rec := &recs[i]
+		group, hasGroup := rec.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)]
+		hasGroup = hasGroup && fifo
+		if first, ok := blocked[group]; hasGroup && ok {
+			errs[i] = fmt.Errorf("not run: record %s of its message group failed earlier in this batch", first)
+			continue
+		}
 		msg, err := u.Unmarshal(recordMessage(rec))
 		if err != nil {
 			errs[i] = err
+			if hasGroup {
+				blocked[group] = rec.MessageId
+			}
 			continue
 		}
 		n, _ := strconv.Atoi(rec.Attributes[string(types.MessageSystemAttributeNameApproximateReceiveCount)])
@@ -114,6 +116,7 @@ func lambdaRun(ctx context.Context, p BatchFunc, u wsqs.Unmarshaler, recs []even
 		// returns: the adapter cannot see that confirmation.
 		msg.SetContext(ackgap.WithDelivery(ctx, &ackgap.Delivery{
 			MessageID: rec.MessageId, ReceiveCount: n, Confirmation: ackgap.ConfirmationUnobserved,
+			Key: group, HasKey: hasGroup,
 		}))
 		msgs = append(msgs, msg)
 		idx = append(idx, i)

@@ -3,6 +3,7 @@ package sqsbroker_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -143,27 +144,63 @@ func TestLambdaBatchRejectedAndFailedCommit(t *testing.T) {
 	require.Equal(t, map[string]int{"E1": 1, "E3": 1, "E4": 1, "E5": 1}, b.applied(t))
 }
 
-// TestLambdaBatchFIFO: a FIFO batch runs record by record and stops at the
-// first failure; the records after it are listed without being run.
+// TestLambdaBatchFIFO: a FIFO batch runs as one transaction with each
+// message group as a key. Records E1..E7 over groups A, B and C, with
+// E3 (group A, its second record) failing: the partial batch response
+// lists exactly E3 and the later records of group A (E4, E6); E1 and the
+// records of groups B and C commit, in order within each group (rounds);
+// E4 and E6 are never run. Delivered again (as SQS would: group A from
+// E3 on, with E3 now working), group A finishes in order.
 func TestLambdaBatchFIFO(t *testing.T) {
 	t.Parallel()
+	var mu sync.Mutex
 	var runs []string
+	failE3 := true
 	b, lh := lambdaBatchSetup(t, func(ctx context.Context, tx pgx.Tx, msg *message.Message) error {
 		id, _ := ackgap.EventIDFromContext(ctx)
+		mu.Lock()
 		runs = append(runs, id)
-		if id == "E2" {
+		fail := id == "E3" && failE3
+		mu.Unlock()
+		if fail {
 			return context.Canceled
 		}
 		return applyPG(ctx, tx, msg)
 	})
-	ev := loadEvent(t, "testdata/sqs_event_fifo.json")
+	tmpl := loadEvent(t, "testdata/sqs_event_fifo.json").Records[0]
+	rec := func(id, group string) events.SQSMessage {
+		r := tmpl
+		r.MessageId = "m-" + id
+		r.Attributes = map[string]string{"ApproximateReceiveCount": "1", "MessageGroupId": group, "MessageDeduplicationId": id}
+		r.MessageAttributes = map[string]events.SQSMessageAttribute{"event_id": {StringValue: ptr(id), DataType: "String"}}
+		return r
+	}
+	groupOf := map[string]string{"E1": "A", "E2": "B", "E3": "A", "E4": "A", "E5": "B", "E6": "A", "E7": "C"}
+	ids := []string{"E1", "E2", "E3", "E4", "E5", "E6", "E7"}
+	var ev events.SQSEvent
+	for _, id := range ids {
+		ev.Records = append(ev.Records, rec(id, groupOf[id]))
+	}
 	resp, err := lh(context.Background(), ev)
 	require.NoError(t, err)
 	require.Equal(t, []events.SQSBatchItemFailure{
-		{ItemIdentifier: ev.Records[1].MessageId}, {ItemIdentifier: ev.Records[2].MessageId},
-	}, resp.BatchItemFailures)
-	require.Equal(t, []string{"E1", "E2"}, runs, "E3 not run")
-	require.Equal(t, map[string]int{"E1": 1}, b.applied(t))
+		{ItemIdentifier: "m-E3"}, {ItemIdentifier: "m-E4"}, {ItemIdentifier: "m-E6"},
+	}, resp.BatchItemFailures, "the failed record and the later ones of its group, nothing else")
+	require.Equal(t, map[string]int{"E1": 1, "E2": 1, "E5": 1, "E7": 1}, b.applied(t))
+	mu.Lock()
+	require.NotContains(t, runs, "E4", "held back, not run")
+	require.NotContains(t, runs, "E6", "held back, not run")
+	require.Less(t, slices.Index(runs, "E1"), slices.Index(runs, "E3"), "group A in order")
+	require.Less(t, slices.Index(runs, "E2"), slices.Index(runs, "E5"), "group B in order")
+	failE3, runs = false, nil
+	mu.Unlock()
+
+	ev.Records = []events.SQSMessage{rec("E3", "A"), rec("E4", "A"), rec("E6", "A")}
+	resp, err = lh(context.Background(), ev)
+	require.NoError(t, err)
+	require.Empty(t, resp.BatchItemFailures)
+	require.Equal(t, []string{"E3", "E4", "E6"}, runs, "group A from E3 on, in order")
+	require.Equal(t, map[string]int{"E1": 1, "E2": 1, "E3": 1, "E4": 1, "E5": 1, "E6": 1, "E7": 1}, b.applied(t))
 }
 
 // TestLambdaBatchConfigAndDeadline: invalid config is refused; a batch

@@ -26,6 +26,7 @@ import (
 	"github.com/ackgap/ackgap"
 	"github.com/ackgap/ackgap/brokers/brokertest"
 	"github.com/ackgap/ackgap/brokers/sqsbroker"
+	"github.com/ackgap/ackgap/internal/childproc"
 	"github.com/ackgap/ackgap/internal/sqlitebrokertest"
 	"github.com/ackgap/ackgap/internal/testdb"
 	"github.com/ackgap/ackgap/router"
@@ -34,6 +35,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	childproc.RunIfRequested(roleBatchChild, runBatchChild)
 	brokertest.RunChildIfRequested(newSuiteBroker, sqlitebrokertest.Store())
 	goleak.VerifyTestMain(m)
 }

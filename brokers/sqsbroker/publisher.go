@@ -62,6 +62,19 @@ func (c PublisherConfig) validate() error {
 // that does not exist. Publish sends one SendMessage per message, in
 // order, and returns at the first error. logger nil means
 // watermill.NopLogger. Errors wrap "invalid config".
+//
+// To a FIFO queue (name ending in ".fifo") each message is sent with
+// MessageGroupId set to its metadata [MetadataPartitionKey] and
+// MessageDeduplicationId set to its event id (ackgap.MetadataEventIDKey;
+// outbox.Publish sets it to the row's idempotency key), each used as is
+// when SQS accepts it (1 to 128 ASCII letters, digits, punctuation) and
+// as its SHA-256 in hex otherwise. SQS then drops a second send of one
+// event within its 5-minute deduplication window; a copy sent later is
+// skipped by the consumer's inbox. A message without a group key is not
+// sent: Publish returns an ackgap.Permanent error wrapping
+// [ErrMissingGroupKey] (a dead-lettered copy, metadata
+// ackgap.MetadataDeadLetterReason set, falls back to its event id as its
+// group).
 func NewPublisher(cfg *PublisherConfig, logger watermill.LoggerAdapter) (*wsqs.Publisher, error) {
 	c := PublisherConfig{}
 	if cfg != nil {
@@ -84,6 +97,7 @@ func newPublisher(c PublisherConfig, resolver wsqs.QueueUrlResolver, logger wate
 		DoNotCreateQueueIfNotExists: true,
 		QueueUrlResolver:            resolver,
 		Marshaler:                   c.Marshaler,
+		GenerateSendMessageInput:    sendMessageInput,
 	}, logger)
 	if err != nil {
 		return nil, fmt.Errorf("sqsbroker: %w", err)

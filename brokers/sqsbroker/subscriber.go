@@ -375,6 +375,12 @@ func newReport(queue string, m *types.Message, batch int, received, deadline tim
 		ReceiveCount: n, BatchSize: batch, Received: received,
 		LeaseDeadline: deadline, Confirmation: ackgap.ConfirmationReported,
 	}
+	// On a FIFO queue the message group is the ordering key: package batch
+	// applies a group's messages in rounds and holds back the later ones
+	// of a failed message.
+	if g, ok := m.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)]; ok {
+		d.Key, d.HasKey = g, true
+	}
 	return &ackReport{d: d, MessageID: d.MessageID, EventID: eventID}
 }
 
