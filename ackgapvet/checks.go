@@ -18,7 +18,7 @@ func newAnalyzer(name, doc string, run func(pass *analysis.Pass, c *Consumers, r
 	return &analysis.Analyzer{
 		Name:     name,
 		Doc:      doc,
-		URL:      "https://github.com/ackgap/ackgap/tree/main/ackgapvet#" + name,
+		URL:      DocsURL + "#" + name,
 		Requires: []*analysis.Analyzer{inspect.Analyzer, ConsumersAnalyzer},
 		Run: func(pass *analysis.Pass) (any, error) {
 			r, err := newReporter(pass)
