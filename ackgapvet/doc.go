@@ -7,7 +7,7 @@
 // handlers, Sarama ConsumeClaim methods, franz-go PollFetches/PollRecords
 // loops, segmentio/kafka-go ReadMessage/FetchMessage loops, aws-sdk-go-v2
 // SQS ReceiveMessage loops and aws-lambda-go handlers taking
-// events.SQSEvent. It follows uses of functions from them within the package,
+// events.SQSEvent, events.KinesisEvent or events.KafkaEvent (MSK). It follows uses of functions from them within the package,
 // and exports a [Summary] fact (first external effect, first database write)
 // for every function, so a call into another package is judged by what that
 // package's function does. The standard library and the libraries the checks
