@@ -18,7 +18,7 @@ func newAnalyzer(name, doc string, run func(pass *analysis.Pass, c *Consumers, r
 	return &analysis.Analyzer{
 		Name:     name,
 		Doc:      doc,
-		URL:      "https://github.com/ackgap/ackgap/tree/main/ackgapvet#" + name,
+		URL:      DocsURL + "#" + name,
 		Requires: []*analysis.Analyzer{inspect.Analyzer, ConsumersAnalyzer},
 		Run: func(pass *analysis.Pass) (any, error) {
 			r, err := newReporter(pass)
@@ -455,7 +455,9 @@ var ContextAnalyzer = newAnalyzer("bgcontext",
 
 A fresh context drops the message's deadline (handler timeout, lease) and
 cancellation at shutdown or rebalance: work goes on after the message was
-given up and is redelivered. Fix: use the handler's context (suggested fix).`,
+given up and is redelivered. The message's context is the handler's ctx
+parameter, Sarama's sess.Context() in ConsumeClaim, or a Watermill handler's
+msg.Context(). Fix: use the handler's context (suggested fix).`,
 	func(pass *analysis.Pass, c *Consumers, r *reporter) {
 		walk(pass, c, callNode, func(n ast.Node, s *site) {
 			call := n.(*ast.CallExpr)
@@ -469,6 +471,11 @@ given up and is redelivered. Fix: use the handler's context (suggested fix).`,
 					ctx = fd.Type.Params.List[0].Names[0].Name + ".Context()"
 				}
 			}
+			if ctx == "" && s.Root.Kind == KindWatermill && slices.Contains(s.Funcs, s.Root.Node) {
+				if msg := watermillMsgParam(pass, s.Root.Node); msg != "" {
+					ctx = msg + ".Context()"
+				}
+			}
 			if ctx == "" {
 				return
 			}
@@ -478,6 +485,33 @@ given up and is redelivered. Fix: use the handler's context (suggested fix).`,
 				replaceFix("use "+ctx, call, ctx))
 		})
 	})
+
+// watermillMsgParam is the name of fn's *message.Message parameter (a
+// Watermill handler or middleware's handler), "" when it has none.
+func watermillMsgParam(pass *analysis.Pass, fn ast.Node) string {
+	var ft *ast.FuncType
+	switch fn := fn.(type) {
+	case *ast.FuncDecl:
+		ft = fn.Type
+	case *ast.FuncLit:
+		ft = fn.Type
+	}
+	if ft == nil || ft.Params == nil {
+		return ""
+	}
+	for _, f := range ft.Params.List {
+		t, ok := pass.TypesInfo.TypeOf(f.Type).(*types.Pointer)
+		if !ok || !isNamed(t.Elem(), pathWatermill+"/message", "Message") {
+			continue
+		}
+		for _, n := range f.Names {
+			if n.Name != "_" {
+				return n.Name
+			}
+		}
+	}
+	return ""
+}
 
 // SleepAnalyzer reports sleeps inside handlers.
 var SleepAnalyzer = newAnalyzer("sleep",

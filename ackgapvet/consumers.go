@@ -21,6 +21,11 @@ const (
 	KindKafkaGo   = "kafka-go reader loop"
 	KindSQS       = "SQS receive loop"
 	KindLambda    = "Lambda SQS handler"
+	// KindLambdaKinesis and KindLambdaKafka are aws-lambda-go handlers
+	// taking events.KinesisEvent or events.KafkaEvent (MSK, self-managed
+	// Kafka): Lambda commits the batch when the handler returns nil.
+	KindLambdaKinesis = "Lambda Kinesis handler"
+	KindLambdaKafka   = "Lambda Kafka handler"
 )
 
 // Root is a consumer entry point: a handler or a receive loop.
@@ -249,12 +254,12 @@ func (c *Consumers) findRoots(ins *inspector.Inspector, nodeTypes []ast.Node, ad
 			if n.Name.Name == "ConsumeClaim" && n.Recv != nil && isSaramaHandlerSig(pass.TypesInfo, n.Type) {
 				addRoot(KindSarama, n.Name.Name, n)
 			}
-			if hasLambdaSQSParam(pass.TypesInfo, n.Type) {
-				addRoot(KindLambda, n.Name.Name, n)
+			if k := lambdaEventKind(pass.TypesInfo, n.Type); k != "" {
+				addRoot(k, n.Name.Name, n)
 			}
 		case *ast.FuncLit:
-			if hasLambdaSQSParam(pass.TypesInfo, n.Type) {
-				addRoot(KindLambda, "func literal", n)
+			if k := lambdaEventKind(pass.TypesInfo, n.Type); k != "" {
+				addRoot(k, "func literal", n)
 			}
 		case *ast.CompositeLit: // batch.Config{Handler: h, BatchHandler: b}
 			for _, e := range n.Elts {
@@ -494,14 +499,22 @@ func isSaramaHandlerSig(info *types.Info, ft *ast.FuncType) bool {
 	return true
 }
 
-func hasLambdaSQSParam(info *types.Info, ft *ast.FuncType) bool {
+// lambdaEventKind is the root kind of a function taking an aws-lambda-go
+// SQSEvent, KinesisEvent or KafkaEvent, "" for any other function.
+func lambdaEventKind(info *types.Info, ft *ast.FuncType) string {
 	if ft.Params == nil {
-		return false
+		return ""
 	}
 	for _, f := range ft.Params.List {
-		if t := info.TypeOf(f.Type); t != nil && isNamed(t, pathLambdaEvt, "SQSEvent") {
-			return true
+		t := info.TypeOf(f.Type)
+		if t == nil {
+			continue
+		}
+		for name, kind := range map[string]string{"SQSEvent": KindLambda, "KinesisEvent": KindLambdaKinesis, "KafkaEvent": KindLambdaKafka} {
+			if isNamed(t, pathLambdaEvt, name) {
+				return kind
+			}
 		}
 	}
-	return false
+	return ""
 }

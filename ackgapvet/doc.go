@@ -7,7 +7,7 @@
 // handlers, Sarama ConsumeClaim methods, franz-go PollFetches/PollRecords
 // loops, segmentio/kafka-go ReadMessage/FetchMessage loops, aws-sdk-go-v2
 // SQS ReceiveMessage loops and aws-lambda-go handlers taking
-// events.SQSEvent. It follows uses of functions from them within the package,
+// events.SQSEvent, events.KinesisEvent or events.KafkaEvent (MSK). It follows uses of functions from them within the package,
 // and exports a [Summary] fact (first external effect, first database write)
 // for every function, so a call into another package is judged by what that
 // package's function does. The standard library and the libraries the checks
@@ -38,7 +38,8 @@
 //   - httpclient: http.DefaultClient, http.Get/Post, http.Client without
 //     Timeout on consumer paths.
 //   - bgcontext: context.Background/TODO where the message's context is in
-//     scope (suggested fix).
+//     scope: a ctx parameter, Sarama's sess.Context(), a Watermill handler's
+//     msg.Context() (suggested fix).
 //   - sleep: time.Sleep in handlers (not between polls of a receive loop).
 //   - visibility: a literal SQS VisibilityTimeout under six times the longest
 //     literal context.WithTimeout on a consumer path.
@@ -57,4 +58,15 @@
 //	rep, err := ackgapvet.Run(&ackgapvet.RunConfig{Patterns: []string{"./..."}})
 //	if err != nil { ... }
 //	err = ackgapvet.WriteSARIF(os.Stdout, rep)
+//
+// SARIF output has URIs relative to [Report].Root (the git top level, else
+// the module's directory) under uriBaseId [SRCROOT], tool.driver.version
+// ([Version]), partialFingerprints that do not depend on line numbers, and a
+// helpUri per check into docs/ackgapvet.md ([DocsURL]).
+//
+// Limits: calls are followed through static calls (and across packages by
+// facts), not through interface methods, function values or fields,
+// goroutines or channels; handlers built by factories, Watermill CQRS
+// handlers, confluent-kafka-go and aws-sdk-go v1 consumers are not entry
+// points.
 package ackgapvet

@@ -44,10 +44,15 @@ type Finding struct {
 	Column    int    `json:"column"`
 	EndLine   int    `json:"end_line,omitempty"`
 	EndColumn int    `json:"end_column,omitempty"`
+	// Function is the enclosing function's name ("Recv.Method" for a
+	// method, "" at package level); SARIF fingerprints use it.
+	Function string `json:"function,omitempty"`
 	// Message says the risk and the fix, without the severity prefix.
 	Message string `json:"message"`
 	// Fixes are suggested edits, when one is mechanical.
 	Fixes []Fix `json:"fixes,omitempty"`
+
+	abs string // the file's absolute path, for SARIF's root-relative URI
 }
 
 // Fix is a suggested fix: a message and its edits.
@@ -74,6 +79,10 @@ type Report struct {
 	// Skipped lists packages that did not load or type-check, with their
 	// first error: they were not checked.
 	Skipped []string `json:"skipped,omitempty"`
+	// Root is the absolute directory SARIF URIs are relative to: the git
+	// work tree's top level holding the packages, else the main module's
+	// directory, else the working directory.
+	Root string `json:"root,omitempty"`
 }
 
 // Run loads the packages of cfg.Patterns with go/packages (full syntax, so
@@ -108,7 +117,7 @@ func Run(cfg *RunConfig) (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load packages: %w", err)
 	}
-	rep := &Report{}
+	rep := &Report{Root: sourceRoot(cfg.Dir, pkgs)}
 	packages.Visit(pkgs, nil, func(p *packages.Package) {
 		if len(p.Errors) > 0 {
 			rep.Skipped = append(rep.Skipped, p.PkgPath+": "+p.Errors[0].Error())
@@ -131,6 +140,7 @@ func Run(cfg *RunConfig) (*Report, error) {
 		}
 		for _, d := range act.Diagnostics {
 			f := toFinding(act.Package.Fset, act.Analyzer, d)
+			f.Function = enclosingFunc(act.Package.Syntax, d.Pos)
 			key := fmt.Sprintf("%s:%d:%d:%s:%s", f.File, f.Line, f.Column, f.Check, f.Message)
 			if !seen[key] {
 				seen[key] = true
@@ -171,6 +181,7 @@ func toFinding(fset *token.FileSet, a *analysis.Analyzer, d analysis.Diagnostic)
 		Check:    a.Name,
 		Severity: Severity(d.Category),
 		File:     relPath(start.Filename),
+		abs:      start.Filename,
 		Line:     start.Line,
 		Column:   start.Column,
 		Message:  diagnosticMessage(a, d),

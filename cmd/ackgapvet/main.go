@@ -4,11 +4,13 @@
 // check-then-act dedupes, missing idempotency keys, ignored guarded
 // transitions and lease risks. See package ackgapvet for the checks.
 //
-// Three ways to run it:
+// Three ways to run it from your module (go run of this path fails there
+// with "missing go.sum entry": add it as a tool, or go install it):
 //
-//	go run github.com/ackgap/ackgap/cmd/ackgapvet ./...
-//	go run github.com/ackgap/ackgap/cmd/ackgapvet -format sarif ./... > ackgapvet.sarif
-//	go vet -vettool=$(which ackgapvet) ./...
+//	go get -tool github.com/ackgap/ackgap/cmd/ackgapvet@latest
+//	go tool ackgapvet ./...
+//	go tool ackgapvet -format sarif ./... > ackgapvet.sarif
+//	go vet -vettool=$(which ackgapvet) ./...   # after go install
 //
 // Standalone, it writes findings to standard output as vet-style text
 // (default), JSON (-format json) or SARIF 2.1.0 (-format sarif). Under go vet

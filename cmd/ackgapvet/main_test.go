@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -76,19 +77,24 @@ func TestCommand(t *testing.T) {
 			Runs    []struct {
 				Tool struct {
 					Driver struct {
-						Name  string `json:"name"`
-						Rules []struct {
+						Name    string `json:"name"`
+						Version string `json:"version"`
+						Rules   []struct {
 							ID string `json:"id"`
 						} `json:"rules"`
 					} `json:"driver"`
 				} `json:"tool"`
+				OriginalURIBaseIDs map[string]struct {
+					URI string `json:"uri"`
+				} `json:"originalUriBaseIds"`
 				Results []struct {
 					RuleID    string `json:"ruleId"`
 					Level     string `json:"level"`
 					Locations []struct {
 						PhysicalLocation struct {
 							ArtifactLocation struct {
-								URI string `json:"uri"`
+								URI       string `json:"uri"`
+								URIBaseID string `json:"uriBaseId"`
 							} `json:"artifactLocation"`
 							Region struct {
 								StartLine int `json:"startLine"`
@@ -107,7 +113,18 @@ func TestCommand(t *testing.T) {
 		res := log.Runs[0].Results[0]
 		require.Equal(t, "effect", res.RuleID)
 		require.Equal(t, "error", res.Level)
-		require.Equal(t, "shop.go", res.Locations[0].PhysicalLocation.ArtifactLocation.URI)
+		require.NotEmpty(t, log.Runs[0].Tool.Driver.Version)
+		// The URI is relative to the repository root (this checkout's git
+		// top level, or the shop module's directory outside git), never
+		// absolute, and resolves to the file through %SRCROOT%.
+		art := res.Locations[0].PhysicalLocation.ArtifactLocation
+		require.Equal(t, ackgapvet.SRCROOT, art.URIBaseID)
+		require.False(t, filepath.IsAbs(art.URI), art.URI)
+		base, ok := strings.CutPrefix(log.Runs[0].OriginalURIBaseIDs[ackgapvet.SRCROOT].URI, "file://")
+		require.True(t, ok)
+		want, err := filepath.Abs(filepath.Join("testdata", "shop", "shop.go"))
+		require.NoError(t, err)
+		require.Equal(t, want, filepath.FromSlash(base+art.URI))
 		require.Equal(t, 15, res.Locations[0].PhysicalLocation.Region.StartLine)
 	})
 

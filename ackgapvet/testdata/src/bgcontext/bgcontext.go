@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/IBM/sarama"
+	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/aws/aws-lambda-go/events"
 )
 
@@ -34,4 +35,28 @@ func (h) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.ConsumerGro
 // main is no consumer: clean.
 func main() {
 	_ = work(context.Background(), "")
+}
+
+// A Watermill handler that drops msg.Context() for a fresh context.
+func register(r *message.Router) {
+	r.AddNoPublisherHandler("work", "orders", nil, func(msg *message.Message) error {
+		return work(context.Background(), string(msg.Payload)) // want `context.Background\(\) on the consumer path of watermill handler .* drops .*; use msg.Context\(\)`
+	})
+	r.AddNoPublisherHandler("ok", "orders", nil, func(msg *message.Message) error {
+		return work(msg.Context(), string(msg.Payload)) // the message's context: clean
+	})
+}
+
+// A Watermill handler declared as a function, its parameter named m.
+func onOrder(m *message.Message) error {
+	return work(context.TODO(), string(m.Payload)) // want `context.TODO\(\) on the consumer path of watermill handler onOrder drops .*; use m.Context\(\)`
+}
+
+func registerNamed(r *message.Router) {
+	r.AddNoPublisherHandler("named", "orders", nil, onOrder)
+}
+
+// notHandler takes a message but is registered nowhere: clean.
+func notHandler(m *message.Message) error {
+	return work(context.Background(), string(m.Payload))
 }

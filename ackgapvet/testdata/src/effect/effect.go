@@ -111,3 +111,31 @@ func lambdaHandler(ctx context.Context, ev events.SQSEvent, q *sqs.Client, store
 	}
 	return nil
 }
+
+func kinesisHandler(ctx context.Context, ev events.KinesisEvent, q *sqs.Client) error {
+	for _, r := range ev.Records {
+		if _, err := q.SendMessage(ctx, &sqs.SendMessageInput{MessageBody: &r.EventID}); err != nil { // want `medium: an AWS call \(sqs.Client.SendMessage\) on the consumer path of Lambda Kinesis handler kinesisHandler repeats`
+			return err
+		}
+	}
+	return nil
+}
+
+func registerKafka(q *sqs.Client) func(context.Context, events.KafkaEvent) error {
+	return func(ctx context.Context, ev events.KafkaEvent) error {
+		for _, recs := range ev.Records {
+			for _, r := range recs {
+				if _, err := q.SendMessage(ctx, &sqs.SendMessageInput{MessageBody: &r.Value}); err != nil { // want `medium: an AWS call \(sqs.Client.SendMessage\) on the consumer path of Lambda Kafka handler \(func literal\) repeats`
+					return err
+				}
+			}
+		}
+		return nil
+	}
+}
+
+// forward takes one Kafka record but is no handler and called by none: clean.
+func forward(ctx context.Context, r events.KafkaRecord, q *sqs.Client) error {
+	_, err := q.SendMessage(ctx, &sqs.SendMessageInput{MessageBody: &r.Value})
+	return err
+}
