@@ -3,7 +3,6 @@ package mysqlstore_test
 import (
 	"context"
 	"database/sql"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -36,9 +35,6 @@ func harnessTB(t testing.TB) *storetest.Harness[*sql.Tx] {
 	return &storetest.Harness[*sql.Tx]{
 		Store: store,
 		Exec: func(ctx context.Context, q string) error {
-			// The suite's state tables key on TEXT, which InnoDB cannot
-			// index without a prefix length: the one dialect rewrite.
-			q = strings.ReplaceAll(q, "TEXT PRIMARY KEY", "VARCHAR(255) PRIMARY KEY")
 			_, err := store.DB().ExecContext(ctx, q)
 			return err
 		},
