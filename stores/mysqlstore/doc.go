@@ -17,8 +17,10 @@
 //
 // Outbox claims use SELECT ... FOR UPDATE SKIP LOCKED, then UPDATE and
 // SELECT by id (no UPDATE ... RETURNING). There is no notification
-// channel: relays are woken in process by direct dispatch and otherwise
-// poll ([PollIntervalDefault]). Migrations hold GET_LOCK; DDL commits on
+// channel (no LISTEN/NOTIFY): relays are woken in process by direct
+// dispatch and otherwise poll every outbox Config.PollInterval
+// (outbox.PollIntervalDefault, 1 s, as watermill-sql; the billing demo
+// uses 50 ms). A row written by another process waits at most that long. Migrations hold GET_LOCK; DDL commits on
 // its own, so each step's statements are idempotent and the version row is
 // written last.
 //

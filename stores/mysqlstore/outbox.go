@@ -20,7 +20,7 @@ var timeNow = time.Now
 
 // The MariaDB store has no [stores.OutboxListener]: the server has no
 // notifications, so relays are woken by direct dispatch in process and
-// otherwise poll (PollIntervalDefault).
+// otherwise poll (outbox Config.PollInterval).
 
 // outboxColumns are the columns scanRow reads, in its order.
 const outboxColumns = `id, kind, idempotency_key, payload, headers, consumer, event_id, state,

@@ -28,11 +28,6 @@ var migrationFS embed.FS
 const (
 	// MaxOpenConnsDefault caps the pool Open keeps.
 	MaxOpenConnsDefault = 16
-	// PollIntervalDefault is how often a relay on this store looks for due
-	// rows when no in-process dispatch woke it: MariaDB and MySQL have no
-	// LISTEN/NOTIFY (watermill-sql polls once a second, MassTransit every
-	// 5 s).
-	PollIntervalDefault = 200 * time.Millisecond
 )
 
 // SQLMode is the session sql_mode Open sets: the server's own plus
