@@ -26,6 +26,7 @@ import (
 	"github.com/ackgap/ackgap"
 	"github.com/ackgap/ackgap/brokers/brokertest"
 	"github.com/ackgap/ackgap/brokers/sqsbroker"
+	"github.com/ackgap/ackgap/internal/mysqlbrokertest"
 	"github.com/ackgap/ackgap/internal/sqlitebrokertest"
 	"github.com/ackgap/ackgap/internal/testdb"
 	"github.com/ackgap/ackgap/router"
@@ -34,7 +35,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	brokertest.RunChildIfRequested(newSuiteBroker, sqlitebrokertest.Store())
+	brokertest.RunChildIfRequested(newSuiteBroker, mysqlbrokertest.Or(sqlitebrokertest.Store()))
 	goleak.VerifyTestMain(m)
 }
 
