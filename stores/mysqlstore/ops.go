@@ -8,6 +8,7 @@ import (
 
 	"github.com/ackgap/ackgap/stores"
 	"github.com/ackgap/ackgap/stores/internal/sqlbuild"
+	"github.com/ackgap/ackgap/stores/internal/sqldb"
 )
 
 var _ stores.Operator = (*Store)(nil)
@@ -27,20 +28,7 @@ WHERE table_schema = DATABASE() AND CONCAT('"', REPLACE(table_name, '"', '""'), 
 		return nil, interpretError("migration status", err)
 	}
 	if exists > 0 {
-		rows, err := s.db.QueryContext(ctx, `SELECT version, applied_at FROM `+s.names.Migration)
-		if err != nil {
-			return nil, interpretError("migration status", err)
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var v int
-			var at int64
-			if err := rows.Scan(&v, &at); err != nil {
-				return nil, interpretError("migration status", err)
-			}
-			applied[v] = time.UnixMicro(at)
-		}
-		if err := rows.Err(); err != nil {
+		if applied, err = sqldb.AppliedVersions(ctx, s.db, s.names.Migration); err != nil {
 			return nil, interpretError("migration status", err)
 		}
 	}

@@ -2,15 +2,13 @@ package mysqlstore
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/ackgap/ackgap/stores"
+	"github.com/ackgap/ackgap/stores/internal/sqldb"
 )
 
 var _ stores.OutboxStore = (*Store)(nil)
@@ -23,8 +21,7 @@ var timeNow = time.Now
 // otherwise poll (outbox Config.PollInterval).
 
 // outboxColumns are the columns scanRow reads, in its order.
-const outboxColumns = `id, kind, idempotency_key, payload, headers, consumer, event_id, state,
-attempts, last_error, created_at, available_at`
+const outboxColumns = sqldb.OutboxColumns
 
 // ClaimOutbox implements [stores.OutboxStore.ClaimOutbox] in one READ
 // COMMITTED transaction: SELECT id ... ORDER BY available_at, id LIMIT n
@@ -35,7 +32,7 @@ func (s *Store) ClaimOutbox(ctx context.Context, p *stores.OutboxClaimParams) (*
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	token, err := newClaimToken()
+	token, err := sqldb.NewClaimToken()
 	if err != nil {
 		return nil, err
 	}
@@ -70,7 +67,7 @@ WHERE id IN (`+in+`)`, append([]any{token, until, until}, anys(ids)...)...); err
 		for rows.Next() {
 			var c stores.ClaimedOutboxRow
 			var claimedUntil int64
-			if err := scanRow(rows, &c.OutboxRow, &claimedUntil); err != nil {
+			if err := sqldb.ScanRow(rows, &c.OutboxRow, &claimedUntil); err != nil {
 				return err
 			}
 			c.Claim = stores.OutboxClaim{ID: c.ID, Token: token, Until: time.UnixMicro(claimedUntil)}
@@ -235,50 +232,7 @@ func (s *Store) writeTx(ctx context.Context, op string, fn func(tx *sql.Tx) erro
 	return interpretError(op, tx.Commit())
 }
 
-// rowScanner is *sql.Rows or *sql.Row.
-type rowScanner interface{ Scan(dest ...any) error }
-
-// scanRow scans outboxColumns, then extra.
-func scanRow(rows rowScanner, r *stores.OutboxRow, extra ...any) error {
-	var headers, state string
-	var created, available int64
-	dest := append([]any{&r.ID, &r.Kind, &r.IdempotencyKey, &r.Payload, &headers, &r.Consumer, &r.EventID,
-		&state, &r.Attempts, &r.LastError, &created, &available}, extra...)
-	if err := rows.Scan(dest...); err != nil {
-		return err
-	}
-	r.State = stores.OutboxState(state)
-	r.CreatedAt = time.UnixMicro(created)
-	r.AvailableAt = time.UnixMicro(available)
-	if err := json.Unmarshal([]byte(headers), &r.Headers); err != nil {
-		return fmt.Errorf("outbox row %d: headers: %w", r.ID, err)
-	}
-	return nil
-}
-
-// newClaimToken returns 16 random bytes as 32 hex digits.
-func newClaimToken() (string, error) {
-	b := make([]byte, 16)
-	if _, err := rand.Read(b); err != nil {
-		return "", fmt.Errorf("claim token: %w", err)
-	}
-	return hex.EncodeToString(b), nil
-}
-
 // queryOutbox runs q, which selects outboxColumns, and scans its rows.
 func (s *Store) queryOutbox(ctx context.Context, op, q string, args ...any) ([]stores.OutboxRow, error) {
-	rows, err := s.db.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, interpretError(op, err)
-	}
-	defer rows.Close()
-	var out []stores.OutboxRow
-	for rows.Next() {
-		var r stores.OutboxRow
-		if err := scanRow(rows, &r); err != nil {
-			return nil, interpretError(op, err)
-		}
-		out = append(out, r)
-	}
-	return out, interpretError(op, rows.Err())
+	return sqldb.QueryOutbox(ctx, s.db, interpretError, op, q, args...)
 }
