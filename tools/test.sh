@@ -68,6 +68,20 @@ if ! pg_isready -q -h 127.0.0.1 -p 5432; then
 fi
 export TEST_DATABASE_URL=${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test?sslmode=disable}
 
+# MariaDB: preinstalled on 127.0.0.1:3306, root without a password
+# (/etc/mysql/my.cnf runs it as user mysql). Started as this machine kind
+# does when it is down; the test database is created if missing; each
+# test then makes a database of its own (internal/testdb.MySQLDatabase).
+if ! mysqladmin -h127.0.0.1 -uroot ping >/dev/null 2>&1; then
+	echo "test: starting MariaDB" >&2
+	mkdir -p /run/mysqld && chown mysql:mysql /run/mysqld
+	start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd
+	for _ in $(seq 1 30); do mysqladmin -h127.0.0.1 -uroot ping >/dev/null 2>&1 && break; sleep 1; done
+	mysqladmin -h127.0.0.1 -uroot ping
+fi
+mysql -h127.0.0.1 -uroot -e 'CREATE DATABASE IF NOT EXISTS test'
+export TEST_MYSQL_DSN=${TEST_MYSQL_DSN:-root@tcp(127.0.0.1:3306)/test}
+
 # Chromium for the console's browser test (console/browser_test.go), from
 # Debian's chromium package when it is missing.
 if [[ ! -x ${ACKGAP_CHROMIUM:-/usr/bin/chromium} ]]; then

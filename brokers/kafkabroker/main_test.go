@@ -26,6 +26,7 @@ import (
 	"github.com/ackgap/ackgap/brokers/brokertest"
 	"github.com/ackgap/ackgap/brokers/kafkabroker"
 	"github.com/ackgap/ackgap/internal/childproc"
+	"github.com/ackgap/ackgap/internal/mysqlbrokertest"
 	"github.com/ackgap/ackgap/internal/sqlitebrokertest"
 	"github.com/ackgap/ackgap/internal/testdb"
 	"github.com/ackgap/ackgap/router"
@@ -35,7 +36,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	brokertest.RunChildIfRequested(newSuiteBroker, sqlitebrokertest.Store())
+	brokertest.RunChildIfRequested(newSuiteBroker, mysqlbrokertest.Or(sqlitebrokertest.Store()))
 	childproc.RunIfRequested(parallelChildRole, runParallelChild)
 	goleak.VerifyTestMain(m,
 		// Sarama registers go-metrics meters; go-metrics ticks every meter

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ackgap/ackgap/brokers/brokertest"
 	"github.com/ackgap/ackgap/brokers/kafkabroker"
+	"github.com/ackgap/ackgap/internal/mysqlbrokertest"
 	"github.com/ackgap/ackgap/internal/sqlitebrokertest"
 )
 
@@ -47,6 +48,17 @@ func TestRedeliverySuite(t *testing.T) {
 	kafkaBrokers(t) // fails with instructions when no broker runs
 	brokertest.Run(t, &brokertest.Harness[*sql.Tx]{
 		Store:    sqlitebrokertest.Store(),
+		Features: brokertest.Features{NackRedelivers: true, SurvivesSubscriberCrash: true, ConsumerGroups: true, RedeliveryWait: 30 * time.Second},
+		New:      newSuiteBroker,
+	})
+}
+
+// TestRedeliverySuiteMariaDB runs the same suite with the routers on the
+// MariaDB store.
+func TestRedeliverySuiteMariaDB(t *testing.T) {
+	kafkaBrokers(t)
+	brokertest.Run(t, &brokertest.Harness[*sql.Tx]{
+		Store:    mysqlbrokertest.Store(),
 		Features: brokertest.Features{NackRedelivers: true, SurvivesSubscriberCrash: true, ConsumerGroups: true, RedeliveryWait: 30 * time.Second},
 		New:      newSuiteBroker,
 	})

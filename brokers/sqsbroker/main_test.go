@@ -27,6 +27,7 @@ import (
 	"github.com/ackgap/ackgap/brokers/brokertest"
 	"github.com/ackgap/ackgap/brokers/sqsbroker"
 	"github.com/ackgap/ackgap/internal/childproc"
+	"github.com/ackgap/ackgap/internal/mysqlbrokertest"
 	"github.com/ackgap/ackgap/internal/sqlitebrokertest"
 	"github.com/ackgap/ackgap/internal/testdb"
 	"github.com/ackgap/ackgap/router"
@@ -36,7 +37,7 @@ import (
 
 func TestMain(m *testing.M) {
 	childproc.RunIfRequested(roleBatchChild, runBatchChild)
-	brokertest.RunChildIfRequested(newSuiteBroker, sqlitebrokertest.Store())
+	brokertest.RunChildIfRequested(newSuiteBroker, mysqlbrokertest.Or(sqlitebrokertest.Store()))
 	goleak.VerifyTestMain(m)
 }
 

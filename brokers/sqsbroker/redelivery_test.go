@@ -15,6 +15,7 @@ import (
 
 	"github.com/ackgap/ackgap/brokers/brokertest"
 	"github.com/ackgap/ackgap/brokers/sqsbroker"
+	"github.com/ackgap/ackgap/internal/mysqlbrokertest"
 	"github.com/ackgap/ackgap/internal/sqlitebrokertest"
 )
 
@@ -150,5 +151,18 @@ func TestRedeliverySuite(t *testing.T) {
 			RedeliveryWait: 30 * time.Second,
 		},
 		New: newSuiteBroker,
+	})
+}
+
+// TestRedeliverySuiteMariaDB runs the same suite with the routers on the
+// MariaDB store.
+func TestRedeliverySuiteMariaDB(t *testing.T) {
+	endpoint(t)
+	t.Cleanup(suiteTransport.CloseIdleConnections)
+	t.Cleanup(deleteSuiteQueues)
+	brokertest.Run(t, &brokertest.Harness[*sql.Tx]{
+		Store:    mysqlbrokertest.Store(),
+		Features: brokertest.Features{NackRedelivers: true, SurvivesSubscriberCrash: true, ConsumerGroups: true, RedeliveryWait: 30 * time.Second},
+		New:      newSuiteBroker,
 	})
 }

@@ -14,7 +14,8 @@
 // variables as fallbacks:
 //
 //	--dsn     ACKGAP_DSN     postgres://... or postgresql://... for PostgreSQL,
-//	                         sqlite:PATH for an SQLite file
+//	                         sqlite:PATH for an SQLite file, mysql://user@host:3306/db
+//	                         or user@tcp(host:3306)/db for MariaDB/MySQL
 //	--schema  ACKGAP_SCHEMA  PostgreSQL schema of ackgap's tables (default: search_path)
 //	--prefix  ACKGAP_PREFIX  table name prefix (default "ackgap_")
 //

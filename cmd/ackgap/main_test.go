@@ -20,6 +20,7 @@ import (
 	"github.com/ackgap/ackgap"
 	"github.com/ackgap/ackgap/internal/testdb"
 	"github.com/ackgap/ackgap/stores"
+	"github.com/ackgap/ackgap/stores/mysqlstore"
 	"github.com/ackgap/ackgap/stores/pgxstore"
 	"github.com/ackgap/ackgap/stores/sqlitestore"
 )
@@ -94,7 +95,8 @@ type backend struct {
 }
 
 // backends are PostgreSQL (a schema per test, named with --schema, the DSN
-// from ACKGAP_DSN) and SQLite (a file per test, the DSN from --dsn).
+// from ACKGAP_DSN), SQLite (a file per test, the DSN from --dsn) and
+// MariaDB (a database per test, the driver's DSN from --dsn).
 var backends = []backend{
 	{"postgres", func(t *testing.T) (*cli, seeder) {
 		pool, schema := testdb.Schema(t, 0)
@@ -111,6 +113,14 @@ var backends = []backend{
 		c := &cli{t: t, env: map[string]string{}, flags: []string{"--dsn", "sqlite:" + path}, backend: "sqlite"}
 		return c, &genericSeeder[sqlTx]{Operator: s, s: s}
 	}},
+	{"mariadb", func(t *testing.T) (*cli, seeder) {
+		dsn := testdb.MySQLDatabase(t)
+		s, err := mysqlstore.Open(context.Background(), dsn, nil)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = s.Close() })
+		c := &cli{t: t, env: map[string]string{}, flags: []string{"--dsn", dsn}, backend: "mariadb"}
+		return c, &genericSeeder[sqlTx]{Operator: s, s: s}
+	}},
 }
 
 // latestVersion returns the newest migration version of c's backend: the
@@ -119,9 +129,12 @@ func latestVersion(t *testing.T, c *cli) int {
 	t.Helper()
 	var ms []stores.Migration
 	var err error
-	if c.backend == "postgres" {
+	switch c.backend {
+	case "postgres":
 		ms, err = pgxstore.Migrations(nil)
-	} else {
+	case "mariadb":
+		ms, err = mysqlstore.Migrations(nil)
+	default:
 		ms, err = sqlitestore.Migrations(nil)
 	}
 	require.NoError(t, err)
@@ -497,7 +510,8 @@ func TestUsageAndSecrets(t *testing.T) {
 	c := &cli{t: t, env: map[string]string{}}
 	for _, args := range [][]string{
 		{"status"},
-		{"status", "--dsn", "mysql://x"},
+		{"status", "--dsn", "oracle://x"},
+		{"status", "--dsn", "mysql://root@127.0.0.1:1/x", "--schema", "s"},
 		{"status", "--dsn", "sqlite:a.db", "--schema", "s"},
 		{"nope"},
 		{"status", "--window", "0s", "--dsn", "sqlite:a.db"},
@@ -506,9 +520,16 @@ func TestUsageAndSecrets(t *testing.T) {
 		require.Equal(t, exitUsage, r.code, "%v: %s", args, r.stderr)
 		require.Contains(t, r.stderr, "ackgap: ")
 	}
-	for _, dsn := range []string{"mysql://root:hunter2@db/x", "host=db user=app password=hunter2"} {
+	for _, dsn := range []string{"oracle://root:hunter2@db/x", "host=db user=app password=hunter2"} {
 		r := c.run("status", "--dsn", dsn)
 		require.Equal(t, exitUsage, r.code)
+		require.NotContains(t, r.stderr, "hunter2")
+	}
+	// A MariaDB DSN is supported: nothing listens on port 1, so it fails
+	// to connect (exit 1), without echoing the password.
+	for _, dsn := range []string{"mysql://root:hunter2@127.0.0.1:1/x", "root:hunter2@tcp(127.0.0.1:1)/x"} {
+		r := c.run("status", "--dsn", dsn)
+		require.Equal(t, exitFailed, r.code, r.stderr)
 		require.NotContains(t, r.stderr, "hunter2")
 	}
 	r := c.run("status", "--dsn", "postgres://app:hunter2@db:notaport/x")

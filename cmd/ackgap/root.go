@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ackgap/ackgap/stores"
+	"github.com/ackgap/ackgap/stores/mysqlstore"
 	"github.com/ackgap/ackgap/stores/pgxstore"
 	"github.com/ackgap/ackgap/stores/sqlitestore"
 )
@@ -109,14 +110,15 @@ func run(ctx context.Context, e *env) int {
 func (a *app) rootCommand() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "ackgap",
-		Short: "Operate ackgap's inbox and outbox tables on PostgreSQL or SQLite",
+		Short: "Operate ackgap's inbox and outbox tables on PostgreSQL, MariaDB/MySQL or SQLite",
 		Long: `ackgap operates the tables of github.com/ackgap/ackgap: it applies and prints
 the migrations, shows the inbox and the outbox at a glance, finds what happened
 to one event, lists, redrives and prunes outbox rows, checks a deployment
 against ackgap's rules (doctor), and serves the same on web pages (console).
 
 The database comes from --dsn (or ACKGAP_DSN): postgres://... or postgresql://...
-for PostgreSQL, sqlite:PATH for an SQLite file. --schema (ACKGAP_SCHEMA) and
+for PostgreSQL, sqlite:PATH for an SQLite file, mysql://user@host:3306/db (or
+the driver's user@tcp(host:3306)/db) for MariaDB or MySQL. --schema (ACKGAP_SCHEMA) and
 --prefix (ACKGAP_PREFIX) name the tables as the application's store Config does.
 
 Exit codes: 0 success; 1 the command failed; 2 usage error; 3 nothing found
@@ -139,7 +141,7 @@ failed ("doctor").`,
 		return &exitError{code: exitUsage, err: err}
 	})
 	pf := root.PersistentFlags()
-	pf.StringVar(&a.dsn, "dsn", "", "database: postgres://... or sqlite:PATH (env ACKGAP_DSN)")
+	pf.StringVar(&a.dsn, "dsn", "", "database: postgres://..., mysql://... or sqlite:PATH (env ACKGAP_DSN)")
 	pf.StringVar(&a.schema, "schema", "", "PostgreSQL schema of ackgap's tables; default the search_path (env ACKGAP_SCHEMA)")
 	pf.StringVar(&a.prefix, "prefix", "", `table name prefix; default "ackgap_" (env ACKGAP_PREFIX)`)
 	pf.BoolVar(&a.json, "json", false, "print JSON instead of a table")
@@ -164,7 +166,15 @@ type dialect int
 const (
 	postgres dialect = iota + 1
 	sqlite
+	mysqlDialect
 )
+
+// isMySQLDSN says dsn names MariaDB or MySQL: a mysql:// or mariadb:// URL,
+// or the go-sql-driver form user@tcp(host:3306)/db (also unix(...)).
+func isMySQLDSN(dsn string) bool {
+	return strings.HasPrefix(dsn, "mysql://") || strings.HasPrefix(dsn, "mariadb://") ||
+		strings.Contains(dsn, "tcp(") || strings.Contains(dsn, "unix(")
+}
 
 // parseDSN returns the dialect of a.dsn and, for SQLite, the file path.
 func (a *app) parseDSN() (dialect, string, error) {
@@ -182,9 +192,14 @@ func (a *app) parseDSN() (dialect, string, error) {
 			return 0, "", usageErrorf("--schema is for PostgreSQL; SQLite has no schemas")
 		}
 		return sqlite, path, nil
+	case isMySQLDSN(a.dsn):
+		if a.schema != "" {
+			return 0, "", usageErrorf("--schema is for PostgreSQL; name the MariaDB/MySQL database in the DSN")
+		}
+		return mysqlDialect, "", nil
 	}
 	// The DSN is not echoed: a key=value DSN may hold a password.
-	return 0, "", usageErrorf("--dsn must start with postgres://, postgresql:// or sqlite:PATH")
+	return 0, "", usageErrorf("--dsn must start with postgres://, postgresql://, mysql://, mariadb:// or sqlite:PATH, or be user@tcp(host:3306)/db")
 }
 
 // migrations returns the store's migrations rendered for the flags,
@@ -195,9 +210,12 @@ func (a *app) migrations() ([]stores.Migration, error) {
 		return nil, err
 	}
 	var ms []stores.Migration
-	if d == postgres {
+	switch d {
+	case postgres:
 		ms, err = pgxstore.Migrations(&pgxstore.Config{Schema: a.schema, TablePrefix: a.prefix})
-	} else {
+	case mysqlDialect:
+		ms, err = mysqlstore.Migrations(&mysqlstore.Config{TablePrefix: a.prefix})
+	default:
 		ms, err = sqlitestore.Migrations(&sqlitestore.Config{TablePrefix: a.prefix})
 	}
 	if err != nil {
@@ -272,6 +290,16 @@ func (a *app) connect(ctx context.Context, create bool) (stores.Operator, func()
 		}
 		s, err := sqlitestore.Open(ctx, path, &sqlitestore.Config{TablePrefix: a.prefix})
 		if err != nil {
+			return nil, nil, failed(err)
+		}
+		return s, func() { _ = s.Close() }, nil
+	}
+	if d == mysqlDialect {
+		s, err := mysqlstore.Open(ctx, a.dsn, &mysqlstore.Config{TablePrefix: a.prefix, MaxOpenConns: 2})
+		if err != nil {
+			if strings.Contains(err.Error(), "invalid config") {
+				return nil, nil, usageErrorf("--dsn: %w", err)
+			}
 			return nil, nil, failed(err)
 		}
 		return s, func() { _ = s.Close() }, nil

@@ -80,7 +80,7 @@ func realMain(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.BoolVar(&o.RelaysDuring, "relays-during", false, "run the relays while the consumer runs (default: start them once it finished)")
 	fs.StringVar(&o.Otel, "otel", billingsim.OtelNone, "export the routers' spans and metrics: none, stdout (JSON, before the summary) or otlp (OTLP/HTTP, OTEL_EXPORTER_OTLP_* variables); the summary prints the ack gap and lease headroom either way")
 	plot := fs.String("plot", "", "write histograms of the ack gap and lease headroom to this SVG file")
-	dsn := fs.String("dsn", "", "PostgreSQL URL (postgres://...); empty: SQLite in a temp dir")
+	dsn := fs.String("dsn", "", "PostgreSQL URL (postgres://...), MariaDB/MySQL (mysql://user@host:3306/db or user@tcp(host:3306)/db); empty: SQLite in a temp dir")
 	keep := fs.Bool("keep", false, "keep the PostgreSQL schema (or the SQLite file) at exit")
 	fs.StringVar(&o.Console, "console", "", "serve the web console on this address (e.g. 127.0.0.1:8080) during the run")
 	fs.StringVar(&o.Prometheus, "prometheus", "", "serve the run's OpenTelemetry metrics at /metrics on this address (e.g. 127.0.0.1:9464), in the Prometheus format")

@@ -2,6 +2,7 @@ package billingsim
 
 import (
 	"context"
+	"database/sql"
 	"io"
 	"math"
 	"net"
@@ -205,6 +206,27 @@ func TestDemoPostgres(t *testing.T) {
 	require.LessOrEqual(t, s.ConcurrentRaced, s.InjectedConcurrent)
 	t.Logf("%d of %d concurrent pairs overlapped in flight", s.ConcurrentRaced, s.InjectedConcurrent)
 	require.False(t, pgSchemaExists(t, schema), "the demo's schema is dropped at exit")
+}
+
+// TestDemoMariaDB runs the demo on MariaDB (a database of its own, dropped
+// at exit) with the same checks as on PostgreSQL; relays poll.
+func TestDemoMariaDB(t *testing.T) {
+	t.Parallel()
+	b, err := openMySQL(context.Background(), testdb.MySQLDSN(), false)
+	require.NoError(t, err)
+	name := strings.Fields(strings.TrimPrefix(b.location, "database "))[0]
+	s, err := runAndClose(context.Background(), b, testOptions)
+	require.NoError(t, err)
+	require.Equal(t, "mariadb", s.Store)
+	requireSummary(t, s, testOptions)
+	require.False(t, s.RelaysWoken, "MariaDB relays poll")
+	require.LessOrEqual(t, s.ConcurrentRaced, s.InjectedConcurrent)
+	db, err := sql.Open("mysql", testdb.MySQLDSN())
+	require.NoError(t, err)
+	defer db.Close()
+	var n int
+	require.NoError(t, db.QueryRow(`SELECT count(*) FROM information_schema.schemata WHERE schema_name = ?`, name).Scan(&n))
+	require.Zero(t, n, "the demo's database %s is dropped at exit", name)
 }
 
 // The relays run while the routers consume, as in production: the

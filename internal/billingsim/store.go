@@ -10,12 +10,14 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/ackgap/ackgap/brokers/sqsbroker"
+	"github.com/ackgap/ackgap/stores/mysqlstore"
 	"github.com/ackgap/ackgap/stores/pgxstore"
 	"github.com/ackgap/ackgap/stores/sqlitestore"
 )
@@ -27,6 +29,13 @@ import (
 func RunDemo(ctx context.Context, dsn string, keep bool, o Options) (*Summary, error) {
 	if dsn == "" {
 		b, err := openSQLite(ctx, keep)
+		if err != nil {
+			return nil, err
+		}
+		return runAndClose(ctx, b, o)
+	}
+	if isMySQL(dsn) {
+		b, err := openMySQL(ctx, dsn, keep)
 		if err != nil {
 			return nil, err
 		}
@@ -157,6 +166,72 @@ func openPostgres(ctx context.Context, dsn string, maxConns int32, keep bool) (*
 				return nil
 			}
 			return drop()
+		},
+	}, nil
+}
+
+// isMySQL says dsn names MariaDB or MySQL (see mysqlstore.ParseDSN).
+func isMySQL(dsn string) bool {
+	return strings.HasPrefix(dsn, "mysql://") || strings.HasPrefix(dsn, "mariadb://") || strings.Contains(dsn, "tcp(")
+}
+
+// openMySQL creates a fresh database billing_<hex> on the server dsn names
+// (its own database is only the way in) and returns a store whose tables,
+// and the orders table, live in it; close drops it unless keep.
+func openMySQL(ctx context.Context, dsn string, keep bool) (*backend[*sql.Tx], error) {
+	cfg, err := mysqlstore.ParseDSN(dsn)
+	if err != nil {
+		return nil, err
+	}
+	name := "billing_" + randomHex(6)
+	admin, err := mysqlstore.Open(ctx, cfg.FormatDSN(), &mysqlstore.Config{MaxOpenConns: 1})
+	if err != nil {
+		return nil, fmt.Errorf("open mariadb: %w", err)
+	}
+	defer admin.Close()
+	if _, err := admin.DB().ExecContext(ctx, "CREATE DATABASE `"+name+"`"); err != nil {
+		return nil, fmt.Errorf("create database: %w", err)
+	}
+	drop := func() error {
+		a, err := mysqlstore.Open(context.Background(), cfg.FormatDSN(), &mysqlstore.Config{MaxOpenConns: 1})
+		if err != nil {
+			return err
+		}
+		defer a.Close()
+		_, err = a.DB().ExecContext(context.Background(), "DROP DATABASE IF EXISTS `"+name+"`")
+		return err
+	}
+	where := fmt.Sprintf("database %s on %s", name, cfg.Addr)
+	cfg.DBName = name
+	store, err := mysqlstore.Open(ctx, cfg.FormatDSN(), nil)
+	if err != nil {
+		return nil, errors.Join(err, drop())
+	}
+	if keep {
+		where += ", kept"
+	} else {
+		where += ", dropped at exit"
+	}
+	db := store.DB()
+	return &backend[*sql.Tx]{
+		name: "mariadb", location: where, store: store, outbox: store,
+		db: appDB{
+			exec: func(ctx context.Context, query string, args ...any) error {
+				_, err := db.ExecContext(ctx, query, args...)
+				return err
+			},
+			queryInt: func(ctx context.Context, query string) (n int64, err error) {
+				err = db.QueryRowContext(ctx, query).Scan(&n)
+				return n, err
+			},
+			placeholder: func(int) string { return "?" },
+		},
+		close: func() error {
+			err := store.Close()
+			if !keep {
+				err = errors.Join(err, drop())
+			}
+			return err
 		},
 	}, nil
 }

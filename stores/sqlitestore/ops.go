@@ -10,13 +10,13 @@ import (
 
 	"github.com/ackgap/ackgap/stores"
 	"github.com/ackgap/ackgap/stores/internal/sqlbuild"
+	"github.com/ackgap/ackgap/stores/internal/sqldb"
 )
 
 var _ stores.Operator = (*Store)(nil)
 
 // outboxColumns are the columns scanRow reads, in its order.
-const outboxColumns = `id, kind, idempotency_key, payload, headers, consumer, event_id, state,
-attempts, last_error, created_at, available_at`
+const outboxColumns = sqldb.OutboxColumns
 
 // MigrationStatus implements [stores.Operator.MigrationStatus].
 func (s *Store) MigrationStatus(ctx context.Context, _ *stores.MigrationStatusParams) (*stores.MigrationStatusResult, error) {
@@ -33,20 +33,7 @@ WHERE type = 'table' AND '"' || replace(name, '"', '""') || '"' = ?1`, s.names.M
 		return nil, interpretError("migration status", err)
 	}
 	if exists > 0 {
-		rows, err := s.db.QueryContext(ctx, `SELECT version, applied_at FROM `+s.names.Migration)
-		if err != nil {
-			return nil, interpretError("migration status", err)
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var v int
-			var at int64
-			if err := rows.Scan(&v, &at); err != nil {
-				return nil, interpretError("migration status", err)
-			}
-			applied[v] = time.UnixMicro(at)
-		}
-		if err := rows.Err(); err != nil {
+		if applied, err = sqldb.AppliedVersions(ctx, s.db, s.names.Migration); err != nil {
 			return nil, interpretError("migration status", err)
 		}
 	}
@@ -220,20 +207,7 @@ WHERE id IN (SELECT value FROM json_each(?1)) AND state IN (SELECT value FROM js
 
 // queryOutbox runs q, which selects outboxColumns, and scans its rows.
 func (s *Store) queryOutbox(ctx context.Context, op, q string, args ...any) ([]stores.OutboxRow, error) {
-	rows, err := s.db.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, interpretError(op, err)
-	}
-	defer rows.Close()
-	var out []stores.OutboxRow
-	for rows.Next() {
-		var r stores.OutboxRow
-		if err := scanRow(rows, &r); err != nil {
-			return nil, interpretError(op, err)
-		}
-		out = append(out, r)
-	}
-	return out, interpretError(op, rows.Err())
+	return sqldb.QueryOutbox(ctx, s.db, interpretError, op, q, args...)
 }
 
 // jsonArray returns v as a JSON array for json_each, or nil (SQL NULL: no

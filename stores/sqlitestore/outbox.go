@@ -3,9 +3,7 @@ package sqlitestore
 import (
 	"cmp"
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ackgap/ackgap/stores"
+	"github.com/ackgap/ackgap/stores/internal/sqldb"
 )
 
 var _ stores.OutboxStore = (*Store)(nil)
@@ -30,7 +29,7 @@ func (s *Store) ClaimOutbox(ctx context.Context, p *stores.OutboxClaimParams) (*
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	token, err := newClaimToken()
+	token, err := sqldb.NewClaimToken()
 	if err != nil {
 		return nil, err
 	}
@@ -64,7 +63,7 @@ RETURNING id, kind, idempotency_key, payload, headers, consumer, event_id, state
 		for rows.Next() {
 			var c stores.ClaimedOutboxRow
 			var claimedUntil int64
-			if err := scanRow(rows, &c.OutboxRow, &claimedUntil); err != nil {
+			if err := sqldb.ScanRow(rows, &c.OutboxRow, &claimedUntil); err != nil {
 				return err
 			}
 			c.Claim = stores.OutboxClaim{ID: c.ID, Token: token, Until: time.UnixMicro(claimedUntil)}
@@ -241,36 +240,4 @@ func (s *Store) writeTx(ctx context.Context, op string, fn func(tx *sql.Tx) erro
 		return interpretError(op, err)
 	}
 	return interpretError(op, tx.Commit())
-}
-
-// rowScanner is *sql.Rows or *sql.Row.
-type rowScanner interface{ Scan(dest ...any) error }
-
-// scanRow scans the columns id, kind, idempotency_key, payload, headers,
-// consumer, event_id, state, attempts, last_error, created_at,
-// available_at, then extra.
-func scanRow(rows rowScanner, r *stores.OutboxRow, extra ...any) error {
-	var headers, state string
-	var created, available int64
-	dest := append([]any{&r.ID, &r.Kind, &r.IdempotencyKey, &r.Payload, &headers, &r.Consumer, &r.EventID,
-		&state, &r.Attempts, &r.LastError, &created, &available}, extra...)
-	if err := rows.Scan(dest...); err != nil {
-		return err
-	}
-	r.State = stores.OutboxState(state)
-	r.CreatedAt = time.UnixMicro(created)
-	r.AvailableAt = time.UnixMicro(available)
-	if err := json.Unmarshal([]byte(headers), &r.Headers); err != nil {
-		return fmt.Errorf("outbox row %d: headers: %w", r.ID, err)
-	}
-	return nil
-}
-
-// newClaimToken returns 16 random bytes as 32 hex digits.
-func newClaimToken() (string, error) {
-	b := make([]byte, 16)
-	if _, err := rand.Read(b); err != nil {
-		return "", fmt.Errorf("claim token: %w", err)
-	}
-	return hex.EncodeToString(b), nil
 }

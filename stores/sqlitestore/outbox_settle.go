@@ -6,6 +6,7 @@ import (
 	"errors"
 
 	"github.com/ackgap/ackgap/stores"
+	"github.com/ackgap/ackgap/stores/internal/sqldb"
 )
 
 // SettleOutboxManyIfClaimed implements
@@ -84,23 +85,9 @@ func (s *Store) settleRows(ctx context.Context, op, query string, n int, args fu
 		return res, nil
 	}
 	err := s.writeTx(ctx, op, func(tx *sql.Tx) error {
-		stmt, err := tx.PrepareContext(ctx, query)
-		if err != nil {
-			return err
-		}
-		defer stmt.Close()
-		for i := range n {
-			out, err := stmt.ExecContext(ctx, args(i)...)
-			if err != nil {
-				return err
-			}
-			changed, err := out.RowsAffected()
-			if err != nil {
-				return err
-			}
-			res.Changed[i] = changed == 1
-		}
-		return nil
+		changed, err := sqldb.SettleRows(ctx, tx, query, n, args)
+		res.Changed = changed
+		return err
 	})
 	if err != nil {
 		return nil, err

@@ -54,7 +54,7 @@ type Harness[TTx any] struct {
 // that stores quote identifiers.
 const stateTable = `Order "Items"`
 
-const createStateTable = `CREATE TABLE "Order ""Items""" (id TEXT PRIMARY KEY, status TEXT NOT NULL, version INTEGER NOT NULL DEFAULT 0, note TEXT NOT NULL DEFAULT '')`
+const createStateTable = `CREATE TABLE "Order ""Items""" (id VARCHAR(255) PRIMARY KEY, status VARCHAR(32) NOT NULL, version INTEGER NOT NULL DEFAULT 0, note TEXT NOT NULL DEFAULT '')`
 
 // Run runs every part of the suite that applies to the store setup
 // returns, each as a subtest; setup is called once per subtest (and once
@@ -277,7 +277,7 @@ func runInbox[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TTx]) {
 	t.Run("GuardedChange", func(t *testing.T) {
 		h := setup(t)
 		ctx := context.Background()
-		require.NoError(t, h.Exec(ctx, `CREATE TABLE "Stock ""Items""" (sku TEXT PRIMARY KEY, "on hand" INTEGER NOT NULL, version INTEGER NOT NULL DEFAULT 0, status TEXT NOT NULL DEFAULT 'open')`))
+		require.NoError(t, h.Exec(ctx, `CREATE TABLE "Stock ""Items""" (sku VARCHAR(255) PRIMARY KEY, "on hand" INTEGER NOT NULL, version INTEGER NOT NULL DEFAULT 0, status TEXT NOT NULL DEFAULT 'open')`))
 		require.NoError(t, h.Exec(ctx, `INSERT INTO "Stock ""Items""" (sku, "on hand") VALUES ('s1', 5)`))
 		const table = `Stock "Items"`
 		tr := func(p *ackgap.Transition) *ackgap.TransitionResult {

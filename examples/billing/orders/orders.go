@@ -48,13 +48,14 @@ const (
 )
 
 // DDL creates the application's orders table; the same text runs on
-// PostgreSQL and SQLite. It is the example's own schema, not ackgap's
+// PostgreSQL, SQLite and MariaDB/MySQL (VARCHAR keys: InnoDB indexes no
+// TEXT without a prefix length). It is the example's own schema, not ackgap's
 // (ackgap's tables come from the store's Migrate).
 const DDL = `CREATE TABLE orders (
-    id           TEXT    PRIMARY KEY,
-    status       TEXT    NOT NULL DEFAULT 'pending',
-    amount_cents INTEGER NOT NULL,
-    email        TEXT    NOT NULL,
+    id           VARCHAR(255) PRIMARY KEY,
+    status       VARCHAR(32)  NOT NULL DEFAULT 'pending',
+    amount_cents INTEGER      NOT NULL,
+    email        VARCHAR(320) NOT NULL,
     version      INTEGER NOT NULL DEFAULT 0
 )`
 

@@ -1,0 +1,72 @@
+package mysqlstore
+
+import (
+	"context"
+	"database/sql"
+
+	"github.com/ackgap/ackgap/stores"
+	"github.com/ackgap/ackgap/stores/internal/sqldb"
+)
+
+// SettleOutboxManyIfClaimed implements
+// [stores.OutboxStore.SettleOutboxManyIfClaimed] in one READ COMMITTED
+// transaction (one commit for every row of p): a prepared guarded UPDATE
+// per row, whose WHERE clause holds the row's guard (state claimed, the
+// row's claim token). Each UPDATE moves the state, so its affected rows
+// (changed rows, clientFoundRows off) say whether the guard held.
+func (s *Store) SettleOutboxManyIfClaimed(ctx context.Context, p *stores.OutboxSettleManyParams) (*stores.OutboxSettleManyResult, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	now := micros(p.Now)
+	return s.settleRows(ctx, "settle outbox rows", `UPDATE `+s.names.Outbox+`
+SET done_at = CASE WHEN ? = 'done' THEN ? ELSE done_at END,
+    available_at = CASE WHEN ? = 'pending' THEN ? ELSE available_at END,
+    last_error = CASE WHEN ? = 'done' THEN last_error ELSE ? END,
+    state = ?, claimed_until = NULL, claim_token = NULL
+WHERE id = ? AND state = 'claimed' AND claim_token = ?`, len(p.Rows), func(i int) []any {
+		r := &p.Rows[i]
+		st := string(r.State)
+		return []any{st, now, st, now + r.Delay.Microseconds(), st, r.LastError, st, r.ID, r.ClaimToken}
+	})
+}
+
+// SettleOutboxManyIfHeld implements
+// [stores.OutboxStore.SettleOutboxManyIfHeld] in one transaction: a
+// prepared guarded UPDATE per row, found by its idempotency key. Each
+// UPDATE sets attempts from 0 to 1, so a matched row is a changed row.
+func (s *Store) SettleOutboxManyIfHeld(ctx context.Context, p *stores.OutboxSettleHeldParams) (*stores.OutboxSettleManyResult, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	now := micros(p.Now)
+	return s.settleRows(ctx, "settle held outbox rows", `UPDATE `+s.names.Outbox+`
+SET done_at = CASE WHEN ? = 'done' THEN ? ELSE done_at END,
+    available_at = CASE WHEN ? = 'pending' THEN ? ELSE available_at END,
+    last_error = CASE WHEN ? = 'done' THEN last_error ELSE ? END,
+    state = ?, attempts = 1
+WHERE idempotency_key = ? AND state = 'pending' AND attempts = 0 AND available_at = ?`, len(p.Rows), func(i int) []any {
+		r := &p.Rows[i]
+		st := string(r.State)
+		return []any{st, now, st, now + r.Delay.Microseconds(), st, r.LastError, st, r.IdempotencyKey, r.HeldUntil.UnixMicro()}
+	})
+}
+
+// settleRows runs query, prepared once, for each of n rows with the
+// arguments args(i), in one transaction, and reports per row whether it
+// changed one.
+func (s *Store) settleRows(ctx context.Context, op, query string, n int, args func(i int) []any) (*stores.OutboxSettleManyResult, error) {
+	res := &stores.OutboxSettleManyResult{Changed: make([]bool, n)}
+	if n == 0 {
+		return res, nil
+	}
+	err := s.writeTx(ctx, op, func(tx *sql.Tx) error {
+		changed, err := sqldb.SettleRows(ctx, tx, query, n, args)
+		res.Changed = changed
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
