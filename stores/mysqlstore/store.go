@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
@@ -438,6 +437,3 @@ func anys[T any](v []T) []any {
 	}
 	return out
 }
-
-// itoa is strconv.Itoa for int64.
-func itoa(n int64) string { return strconv.FormatInt(n, 10) }
