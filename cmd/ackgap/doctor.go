@@ -24,6 +24,7 @@ import (
 	"github.com/ackgap/ackgap/retention"
 	"github.com/ackgap/ackgap/router"
 	"github.com/ackgap/ackgap/stores"
+	"github.com/ackgap/ackgap/stores/pgxstore"
 )
 
 // exitDoctorFailed is the exit code of "doctor" when a check failed.
@@ -65,7 +66,9 @@ func (a *app) doctorCommand() *cobra.Command {
 		Long: `Check a deployment against the rules ackgap enforces in code, one line per
 check with pass, warn or fail and the fix. Checks run for what is given:
 
-  --dsn                     schema version current; inbox size and growth; outbox
+  --dsn                     schema version current; what a database failover or
+                            crash can take back (PostgreSQL: standby, synchronous
+                            replication, synchronous_commit); inbox size and growth; outbox
                             backlog, its oldest due row and dead rows; rows held
                             for direct dispatch (reported, never a warning)
   --sqs-queue-url (repeat)  visibility timeout >= 6 x --handler-timeout; a redrive
@@ -200,6 +203,9 @@ func (a *app) doctorStore(ctx context.Context, o *doctorOpts) ([]check, error) {
 		c.Status, c.Fix = checkFail, `run "ackgap migrate up" (or apply "ackgap migrate sql" with your tool) before deploying this version`
 	}
 	checks = append(checks, c)
+	if ps, ok := s.(*pgxstore.Store); ok {
+		checks = append(checks, doctorFailover(ctx, ps))
+	}
 	if ms.Version == 0 {
 		return checks, nil
 	}
