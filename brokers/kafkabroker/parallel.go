@@ -639,6 +639,7 @@ func (l *partLoop) build(p *pending) (*message.Message, error) {
 		ConsumerGroup: l.sub.cfg.ConsumerGroup, Partition: p.rec.Partition, Offset: p.rec.Offset, HasOffset: true,
 		Key: string(p.rec.Key), HasKey: true,
 		Confirmation: ackgap.ConfirmationReported, Destination: p.rec.Topic, Received: time.Now(),
+		Watermark: l.wm.offset(), HasWatermark: true,
 	}
 	ctx, cancel := context.WithCancel(l.sub.msgCtx)
 	ctx = context.WithValue(ctx, recordKey{}, recordInfo{

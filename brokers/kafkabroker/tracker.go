@@ -128,6 +128,10 @@ func (t *tracker) add(topic string, msg *message.Message) *delivery {
 		ConsumerGroup: t.group, Partition: partition, Offset: offset, HasOffset: ok1 && ok2,
 		Key: string(key), HasKey: hasKey,
 		Confirmation: ackgap.ConfirmationReported, Destination: topic, Received: time.Now(),
+		// watermill-kafka hands a partition's records out one at a time,
+		// each after the previous one was acked: the watermark is the
+		// record's own offset.
+		Watermark: offset, HasWatermark: ok1 && ok2,
 	}}
 	msg.SetContext(ackgap.WithDelivery(msg.Context(), d.ack))
 	if !ok1 || !ok2 {
