@@ -98,6 +98,9 @@ type tracker struct {
 	clientMu sync.Mutex
 	client   sarama.Client // the Subscriber's own, for offset commits; set by Subscribe
 
+	progress ProgressReader // SubscriberConfig.Progress
+	rewinds  Rewinds
+
 	mu         sync.Mutex
 	deliveries map[offsetKey]*delivery
 	claims     map[partitionKey]chan struct{}
@@ -219,6 +222,10 @@ func (h groupHandler) Setup(s sarama.ConsumerGroupSession) error {
 	if err := h.inner.Setup(s); err != nil {
 		return err
 	}
+	h.t.clientMu.Lock()
+	client := h.t.client
+	h.t.clientMu.Unlock()
+	rewind(s, client, h.t.conf, h.t.group, h.t.progress, &h.t.rewinds, h.t.logger)
 	if h.t.autoCommit {
 		h.t.startCommitter(s)
 	}

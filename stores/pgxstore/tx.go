@@ -51,7 +51,7 @@ type inboxTx struct {
 	// COMMIT (stores.Progress), for consumer; nil writes nothing.
 	progress []stores.Progress
 	consumer string
-	ended   bool
+	ended    bool
 	// verdict is the inbox insert's outcome once known; err a failure that
 	// left it unknown (the transaction is then over).
 	verdict *stores.BeginInboxResult[pgx.Tx]
