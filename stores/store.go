@@ -190,13 +190,21 @@ type Progress struct {
 
 // ProgressOf returns the progress row of the message whose context is
 // ctx: its ackgap.Delivery's Destination, Partition and Watermark when the
-// engine filled HasWatermark, else nil.
+// engine filled HasWatermark (Offset+1 when Watermark is the delivery's
+// own Offset, as the row rides in the transaction that applies it), else
+// nil.
 func ProgressOf(ctx context.Context) *Progress {
 	d, ok := ackgap.DeliveryFromContext(ctx)
 	if !ok || !d.HasWatermark || d.Watermark < 0 {
 		return nil
 	}
-	return &Progress{Topic: d.Destination, Partition: d.Partition, Watermark: d.Watermark}
+	w := d.Watermark
+	if d.HasOffset && w == d.Offset {
+		// The transaction applies Offset itself: a database that kept it
+		// holds every record up to and including Offset.
+		w++
+	}
+	return &Progress{Topic: d.Destination, Partition: d.Partition, Watermark: w}
 }
 
 // MergeProgress returns ps with one entry per (topic, partition), the
