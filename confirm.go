@@ -166,7 +166,7 @@ type Delivery struct {
 	// handed this copy out: the lowest offset of the partition not yet
 	// acked, so every record below it was acked after its transaction
 	// committed (<= Offset). HasWatermark is false when the engine does not
-	// track one. The inbox writes it, with Destination and Partition, as
+	// track one (kafkabroker: without SubscriberConfig.Progress). The inbox writes it, with Destination and Partition, as
 	// the consumer's progress row inside the handler's transaction
 	// (stores.Progress), and kafkabroker's ProgressReader starts a
 	// partition from it after a database failover or restore.

@@ -647,7 +647,7 @@ func (l *partLoop) build(p *pending) (*message.Message, error) {
 		ConsumerGroup: l.sub.cfg.ConsumerGroup, Partition: p.rec.Partition, Offset: p.rec.Offset, HasOffset: true,
 		Key: string(p.rec.Key), HasKey: true,
 		Confirmation: ackgap.ConfirmationReported, Destination: p.rec.Topic, Received: time.Now(),
-		Watermark: l.wm.offset(), HasWatermark: true,
+		Watermark: l.wm.offset(), HasWatermark: l.sub.cfg.Progress != nil,
 	}
 	ctx, cancel := context.WithCancel(l.sub.msgCtx)
 	ctx = context.WithValue(ctx, recordKey{}, recordInfo{

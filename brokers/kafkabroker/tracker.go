@@ -133,8 +133,9 @@ func (t *tracker) add(topic string, msg *message.Message) *delivery {
 		Confirmation: ackgap.ConfirmationReported, Destination: topic, Received: time.Now(),
 		// watermill-kafka hands a partition's records out one at a time,
 		// each after the previous one was acked: the watermark is the
-		// record's own offset.
-		Watermark: offset, HasWatermark: ok1 && ok2,
+		// record's own offset. Filled only with SubscriberConfig.Progress,
+		// so the inbox writes progress rows only when they are read.
+		Watermark: offset, HasWatermark: ok1 && ok2 && t.progress != nil,
 	}}
 	msg.SetContext(ackgap.WithDelivery(msg.Context(), d.ack))
 	if !ok1 || !ok2 {
