@@ -165,11 +165,12 @@ type Delivery struct {
 	// Watermark is the partition's watermark as the engine knew it when it
 	// handed this copy out: the lowest offset of the partition not yet
 	// acked, so every record below it was acked after its transaction
-	// committed (<= Offset). HasWatermark is false when the engine does not
-	// track one (kafkabroker: without SubscriberConfig.Progress). The inbox writes it, with Destination and Partition, as
-	// the consumer's progress row inside the handler's transaction
-	// (stores.Progress), and kafkabroker's ProgressReader starts a
-	// partition from it after a database failover or restore.
+	// committed (<= Offset). HasWatermark is false when the engine does
+	// not track one (kafkabroker: without SubscriberConfig.Progress). The
+	// inbox writes it, with Destination and Partition, as the consumer's
+	// progress row inside the handler's transaction (stores.Progress), and
+	// kafkabroker.SubscriberConfig.Progress starts a partition from it
+	// after a database failover or restore.
 	Watermark    int64
 	HasWatermark bool
 	// Key is the broker's ordering key of the copy: the messages of one

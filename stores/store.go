@@ -188,6 +188,16 @@ type Progress struct {
 	Watermark int64
 }
 
+// ProgressRow is one stored progress row: the watermark consumer's
+// transactions recorded for a partition, and when the last one did
+// (pgxstore.Store.Progress, sqlitestore.Store.Progress).
+type ProgressRow struct {
+	Consumer, Topic string
+	Partition       int32
+	Watermark       int64
+	UpdatedAt       time.Time
+}
+
 // ProgressOf returns the progress row of the message whose context is
 // ctx: its ackgap.Delivery's Destination, Partition and Watermark when the
 // engine filled HasWatermark (Offset+1 when Watermark is the delivery's

@@ -3,32 +3,23 @@ package pgxstore
 import (
 	"context"
 	"errors"
-	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/ackgap/ackgap/stores"
 )
 
-// ProgressRow is one stored progress row (migration 005): the watermark
-// consumer's transactions recorded for a partition, and when the last one
-// did.
-type ProgressRow struct {
-	Consumer, Topic string
-	Partition       int32
-	Watermark       int64
-	UpdatedAt       time.Time
-}
-
-// Progress returns the progress rows of consumer ("" = every consumer),
+// Progress returns the progress rows (migration 005) of consumer ("" = every consumer),
 // ordered by consumer, topic and partition. It returns an error wrapping
 // ackgap.ErrStoreUnavailable when the database cannot be reached.
-func (s *Store) Progress(ctx context.Context, consumer string) ([]ProgressRow, error) {
+func (s *Store) Progress(ctx context.Context, consumer string) ([]stores.ProgressRow, error) {
 	rows, err := s.pool.Query(ctx, `SELECT consumer, topic, partition, watermark, updated_at FROM `+s.names.Progress+`
 WHERE $1 = '' OR consumer = $1 ORDER BY consumer, topic, partition`, consumer)
 	if err != nil {
 		return nil, interpretError("read progress rows", err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (ProgressRow, error) {
-		var p ProgressRow
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (stores.ProgressRow, error) {
+		var p stores.ProgressRow
 		err := r.Scan(&p.Consumer, &p.Topic, &p.Partition, &p.Watermark, &p.UpdatedAt)
 		return p, err
 	})

@@ -5,30 +5,22 @@ import (
 	"database/sql"
 	"errors"
 	"time"
+
+	"github.com/ackgap/ackgap/stores"
 )
 
-// ProgressRow is one stored progress row (migration 004): the watermark
-// consumer's transactions recorded for a partition, and when the last one
-// did.
-type ProgressRow struct {
-	Consumer, Topic string
-	Partition       int32
-	Watermark       int64
-	UpdatedAt       time.Time
-}
-
-// Progress returns the progress rows of consumer ("" = every consumer),
+// Progress returns the progress rows (migration 004) of consumer ("" = every consumer),
 // ordered by consumer, topic and partition.
-func (s *Store) Progress(ctx context.Context, consumer string) ([]ProgressRow, error) {
+func (s *Store) Progress(ctx context.Context, consumer string) ([]stores.ProgressRow, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT consumer, topic, partition, watermark, updated_at FROM `+s.names.Progress+`
 WHERE ?1 = '' OR consumer = ?1 ORDER BY consumer, topic, partition`, consumer)
 	if err != nil {
 		return nil, interpretError("read progress rows", err)
 	}
 	defer rows.Close()
-	var out []ProgressRow
+	var out []stores.ProgressRow
 	for rows.Next() {
-		var p ProgressRow
+		var p stores.ProgressRow
 		var at int64
 		if err := rows.Scan(&p.Consumer, &p.Topic, &p.Partition, &p.Watermark, &at); err != nil {
 			return nil, interpretError("read progress rows", err)
