@@ -162,6 +162,17 @@ type Delivery struct {
 	Partition int32
 	Offset    int64
 	HasOffset bool
+	// Watermark is the partition's watermark as the engine knew it when it
+	// handed this copy out: the lowest offset of the partition not yet
+	// acked, so every record below it was acked after its transaction
+	// committed (<= Offset). HasWatermark is false when the engine does
+	// not track one (kafkabroker: without SubscriberConfig.Progress). The
+	// inbox writes it, with Destination and Partition, as the consumer's
+	// progress row inside the handler's transaction (stores.Progress), and
+	// kafkabroker.SubscriberConfig.Progress starts a partition from it
+	// after a database failover or restore.
+	Watermark    int64
+	HasWatermark bool
 	// Key is the broker's ordering key of the copy: the messages of one
 	// key are delivered in order (Kafka: the record key, "" for a record
 	// without one, which shares the empty key; SQS FIFO: the

@@ -289,8 +289,15 @@ func (p *Processor[TTx]) process(ctx context.Context, msgs []*message.Message, r
 	if len(rows) == 0 {
 		return res, nil
 	}
+	var progress []stores.Progress
+	for _, msg := range msgs {
+		if pr := stores.ProgressOf(msg.Context()); pr != nil {
+			progress = append(progress, *pr)
+		}
+	}
 	begun, err := p.store.BeginInboxMany(ctx, &stores.BeginInboxManyParams{
 		Consumer: p.cfg.Consumer, Rows: rows, Now: received, Savepoint: p.batchSavepoint(),
+		Progress: stores.MergeProgress(progress),
 	})
 	if err != nil {
 		return res.failAll(fmt.Errorf("ackgap batch: begin: %w", err))

@@ -191,6 +191,7 @@ func (in *inbox[TTx]) handle(msg *message.Message, h message.HandlerFunc, rep *a
 	params := &stores.BeginInboxParams{
 		Consumer: in.cfg.Consumer, EventID: id, PayloadHash: stores.PayloadHash(msg.Payload), Now: rep.Received,
 		TraceParent: ackgap.TraceParentFromContext(ctx),
+		Progress:    stores.ProgressOf(ctx),
 	}
 	// One path for every store: a store that pipelines sends the insert
 	// with the handler's first statement and its verdict is read after the

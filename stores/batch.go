@@ -92,6 +92,10 @@ type BeginInboxManyParams struct {
 	Savepoint string
 	// Now is the rows' received_at; zero means the store's clock.
 	Now time.Time
+	// Progress are the watermarks of the partitions the rows came from
+	// (see [Progress]); the store writes them in the transaction with one
+	// statement just before the COMMIT. Empty writes nothing.
+	Progress []Progress
 }
 
 // Validate returns every problem with p at once (errors.Join), or nil.

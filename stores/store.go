@@ -163,6 +163,83 @@ type BeginInboxParams struct {
 	// the event; "" when the delivery is not traced. Stores without a place
 	// for it ignore it.
 	TraceParent string
+	// Progress, when not nil, is the partition's watermark as the broker
+	// engine knew it when it handed out this copy; the store writes it in
+	// the same transaction, just before the COMMIT, with an upsert that
+	// never moves a stored watermark back (see [Progress]). Nil writes
+	// nothing (brokers without offsets).
+	Progress *Progress
+}
+
+// Progress is one partition's watermark as the broker engine knew it when
+// it handed a message out (Kafka: the lowest offset of the partition not
+// yet acked; every offset below it was acked, so its transaction committed
+// earlier). Written inside the consumer's own transaction, it survives
+// exactly as far as that transaction does: a promoted standby or a
+// restored backup holds a prefix of the commit order, so a database that
+// kept the row kept every transaction below its watermark too, and a
+// consumer that starts from the stored watermark replays what the
+// database lost (the inbox skips what it kept).
+type Progress struct {
+	// Topic and Partition locate the partition (Kafka topic, partition).
+	Topic     string
+	Partition int32
+	// Watermark is the offset below which every record was acked; >= 0.
+	Watermark int64
+}
+
+// ProgressRow is one stored progress row: the watermark consumer's
+// transactions recorded for a partition, and when the last one did
+// (pgxstore.Store.Progress, sqlitestore.Store.Progress).
+type ProgressRow struct {
+	Consumer, Topic string
+	Partition       int32
+	Watermark       int64
+	UpdatedAt       time.Time
+}
+
+// ProgressOf returns the progress row of the message whose context is
+// ctx: its ackgap.Delivery's Destination, Partition and Watermark when the
+// engine filled HasWatermark (Offset+1 when Watermark is the delivery's
+// own Offset, as the row rides in the transaction that applies it), else
+// nil.
+func ProgressOf(ctx context.Context) *Progress {
+	d, ok := ackgap.DeliveryFromContext(ctx)
+	if !ok || !d.HasWatermark || d.Watermark < 0 {
+		return nil
+	}
+	w := d.Watermark
+	if d.HasOffset && w == d.Offset {
+		// The transaction applies Offset itself: a database that kept it
+		// holds every record up to and including Offset.
+		w++
+	}
+	return &Progress{Topic: d.Destination, Partition: d.Partition, Watermark: w}
+}
+
+// MergeProgress returns ps with one entry per (topic, partition), the
+// highest watermark of each, in first-seen order; a single upsert
+// statement must not touch one row twice.
+func MergeProgress(ps []Progress) []Progress {
+	if len(ps) < 2 {
+		return ps
+	}
+	type key struct {
+		topic     string
+		partition int32
+	}
+	at := make(map[key]int, len(ps))
+	out := make([]Progress, 0, len(ps))
+	for _, p := range ps {
+		k := key{p.Topic, p.Partition}
+		if i, ok := at[k]; ok {
+			out[i].Watermark = max(out[i].Watermark, p.Watermark)
+			continue
+		}
+		at[k] = len(out)
+		out = append(out, p)
+	}
+	return out
 }
 
 // BeginInboxResult is the output of [Store.BeginInbox].

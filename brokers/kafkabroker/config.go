@@ -89,6 +89,18 @@ type SubscriberConfig struct {
 	// watermill-kafka reads every partition from the start and commits
 	// nothing, so every restart replays the whole topic.
 	ConsumerGroup string
+	// Progress, when set, reads the watermark the consumer's database
+	// stored for a partition (its progress rows, e.g. pgxstore's
+	// Store.ProgressReader(consumer)); at every assignment each partition
+	// then starts from the lower of it and the group's committed offset,
+	// so commits a database lost (failover to a standby, restore) are
+	// replayed and the inbox skips what it kept. Each rewind is logged at
+	// warn (LogDatabaseBehind) and counted (Rewinds). Setting it also
+	// makes the subscriber fill ackgap.Delivery.Watermark, so the inbox
+	// writes the progress rows (one upsert per transaction; cost in
+	// benchmarks/RESULTS.md). Default nil: no progress rows, the group's
+	// committed offset alone.
+	Progress ProgressReader
 	// HoldTimeout is the longest the handler chain may hold one message
 	// before it is acked or nacked, every in-place attempt included: with
 	// package router that is Config.HandlerTimeout × MaxAttempts plus the

@@ -19,6 +19,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill-kafka/v3/pkg/kafka"
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
@@ -198,11 +199,17 @@ ON CONFLICT (event_id) DO UPDATE SET n = applied.n + 1`, id)
 
 func pgBackend(t testing.TB) backend[pgx.Tx] {
 	t.Helper()
-	ctx := context.Background()
 	pool, _ := testdb.Schema(t, 8)
 	store, err := pgxstore.New(pool, nil)
 	require.NoError(t, err)
-	_, err = store.Migrate(ctx, &stores.MigrateParams{})
+	return pgBackendOn(t, pool, store)
+}
+
+// pgBackendOn is pgBackend on store, whose pool is pool.
+func pgBackendOn(t testing.TB, pool *pgxpool.Pool, store *pgxstore.Store) backend[pgx.Tx] {
+	t.Helper()
+	ctx := context.Background()
+	_, err := store.Migrate(ctx, &stores.MigrateParams{})
 	require.NoError(t, err)
 	_, err = pool.Exec(ctx, createApplied)
 	require.NoError(t, err)

@@ -87,6 +87,7 @@ type ParallelSubscriber struct {
 	commitSC *sarama.Config // sc with CommitTimeout as Net.ReadTimeout
 	logger   watermill.LoggerAdapter
 	accepted acceptedOffsets
+	rewinds  Rewinds
 
 	mu     sync.Mutex
 	closed bool
@@ -95,6 +96,10 @@ type ParallelSubscriber struct {
 	closeOnce sync.Once
 	closeErr  error
 }
+
+// Rewinds counts the partitions this subscriber started below the group's
+// committed offset because the database was behind (SubscriberConfig.Progress).
+func (s *ParallelSubscriber) Rewinds() *Rewinds { return &s.rewinds }
 
 // NewParallelSubscriber returns a [ParallelSubscriber] with the settings
 // of cfg (see [ParallelConfig] and [ParallelConfig.SaramaConfig]). It
@@ -189,6 +194,7 @@ func (s *ParallelSubscriber) subscribe(ctx context.Context, topic string, keyRun
 	// Message contexts outlive ctx until the drain is over.
 	msgCtx, cancelMsgs := context.WithCancel(context.WithoutCancel(ctx))
 	sub := &parallelSub{
+		rewinds:    &s.rewinds,
 		cfg:        s.cfg,
 		sc:         s.sc,
 		topic:      topic,
@@ -343,6 +349,7 @@ type parallelSub struct {
 	stopCh    chan struct{} // closed when stopping starts: hand out nothing more
 	hardStop  chan struct{} // closed when waiting for in-flight messages is over
 	inflight  atomic.Int64  // messages handed out and not yet settled
+	rewinds   *Rewinds      // the subscriber's
 	settledCh chan struct{} // kicked when inflight drops
 	consumed  chan struct{} // closed when the consume loop returned
 	done      chan struct{} // closed when stop finished
@@ -380,6 +387,7 @@ func (sub *parallelSub) consume(runCtx context.Context) {
 
 // Setup starts the session's committer.
 func (sub *parallelSub) Setup(sess sarama.ConsumerGroupSession) error {
+	rewind(sess, sub.commits, sub.sc, sub.cfg.ConsumerGroup, sub.cfg.Progress, sub.rewinds, sub.logger)
 	com := newOffsetCommitter(sub.commits, sub.sc, sub.cfg.ConsumerGroup, sess.GenerationID(), sess.MemberID(), sub.cfg.CommitInterval,
 		sub.logger.With(watermill.LogFields{"member_id": sess.MemberID()}))
 	com.accepted = sub.accepted
@@ -639,6 +647,7 @@ func (l *partLoop) build(p *pending) (*message.Message, error) {
 		ConsumerGroup: l.sub.cfg.ConsumerGroup, Partition: p.rec.Partition, Offset: p.rec.Offset, HasOffset: true,
 		Key: string(p.rec.Key), HasKey: true,
 		Confirmation: ackgap.ConfirmationReported, Destination: p.rec.Topic, Received: time.Now(),
+		Watermark: l.wm.offset(), HasWatermark: l.sub.cfg.Progress != nil,
 	}
 	ctx, cancel := context.WithCancel(l.sub.msgCtx)
 	ctx = context.WithValue(ctx, recordKey{}, recordInfo{

@@ -85,6 +85,7 @@ func NewSubscriber(cfg *SubscriberConfig, logger watermill.LoggerAdapter) (*Subs
 	}
 	t := newTracker(sc.Consumer.Offsets.AutoCommit.Enable, c.CommitInterval, c.ConsumerGroup, sc,
 		logger.With(watermill.LogFields{"consumer_group": c.ConsumerGroup}))
+	t.progress = c.Progress
 	if sc.Consumer.Offsets.AutoCommit.Enable {
 		// The tracker's committer makes the periodic commits, so that each
 		// commit's return is seen (ackgap.Delivery); Sarama keeps
@@ -174,6 +175,10 @@ func (s *Subscriber) connectCommits() error {
 	s.track.setClient(client)
 	return nil
 }
+
+// Rewinds counts the partitions this subscriber started below the group's
+// committed offset because the database was behind (SubscriberConfig.Progress).
+func (s *Subscriber) Rewinds() *Rewinds { return &s.track.rewinds }
 
 // Close stops every subscription: no new message is handed out, messages
 // in flight get up to CloseTimeout to be acked and committed (or nacked),

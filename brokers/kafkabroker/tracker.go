@@ -98,6 +98,9 @@ type tracker struct {
 	clientMu sync.Mutex
 	client   sarama.Client // the Subscriber's own, for offset commits; set by Subscribe
 
+	progress ProgressReader // SubscriberConfig.Progress
+	rewinds  Rewinds
+
 	mu         sync.Mutex
 	deliveries map[offsetKey]*delivery
 	claims     map[partitionKey]chan struct{}
@@ -128,6 +131,11 @@ func (t *tracker) add(topic string, msg *message.Message) *delivery {
 		ConsumerGroup: t.group, Partition: partition, Offset: offset, HasOffset: ok1 && ok2,
 		Key: string(key), HasKey: hasKey,
 		Confirmation: ackgap.ConfirmationReported, Destination: topic, Received: time.Now(),
+		// watermill-kafka hands a partition's records out one at a time,
+		// each after the previous one was acked: the watermark is the
+		// record's own offset. Filled only with SubscriberConfig.Progress,
+		// so the inbox writes progress rows only when they are read.
+		Watermark: offset, HasWatermark: ok1 && ok2 && t.progress != nil,
 	}}
 	msg.SetContext(ackgap.WithDelivery(msg.Context(), d.ack))
 	if !ok1 || !ok2 {
@@ -215,6 +223,10 @@ func (h groupHandler) Setup(s sarama.ConsumerGroupSession) error {
 	if err := h.inner.Setup(s); err != nil {
 		return err
 	}
+	h.t.clientMu.Lock()
+	client := h.t.client
+	h.t.clientMu.Unlock()
+	rewind(s, client, h.t.conf, h.t.group, h.t.progress, &h.t.rewinds, h.t.logger)
 	if h.t.autoCommit {
 		h.t.startCommitter(s)
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/ackgap/ackgap/retention"
 	"github.com/ackgap/ackgap/router"
 	"github.com/ackgap/ackgap/stores"
+	"github.com/ackgap/ackgap/stores/pgxstore"
 )
 
 // exitDoctorFailed is the exit code of "doctor" when a check failed.
@@ -46,6 +47,9 @@ type check struct {
 
 // doctorOpts are the doctor's flags.
 type doctorOpts struct {
+	// progress reads the stored watermarks (progress rows) of the Kafka
+	// consumer; nil without --dsn or a store that has none.
+	progress       func(ctx context.Context, topic string, partition int32) (int64, bool, error)
 	handlerTimeout time.Duration
 	inboxRetention time.Duration
 	sqsQueueURLs   []string
@@ -65,7 +69,9 @@ func (a *app) doctorCommand() *cobra.Command {
 		Long: `Check a deployment against the rules ackgap enforces in code, one line per
 check with pass, warn or fail and the fix. Checks run for what is given:
 
-  --dsn                     schema version current; inbox size and growth; outbox
+  --dsn                     schema version current; what a database failover or
+                            crash can take back (PostgreSQL: standby, synchronous
+                            replication, synchronous_commit); inbox size and growth; outbox
                             backlog, its oldest due row and dead rows; rows held
                             for direct dispatch (reported, never a warning)
   --sqs-queue-url (repeat)  visibility timeout >= 6 x --handler-timeout; a redrive
@@ -129,6 +135,9 @@ fails; warnings exit 0.`,
 					}
 					defer closeFn()
 					lookup = storeLookup(s, cmp.Or(o.kafkaConsumer, o.kafkaGroup))
+					if pr, ok := s.(progressStore); ok {
+						o.progress = pr.ProgressReader(cmp.Or(o.kafkaConsumer, o.kafkaGroup))
+					}
 				}
 				checks = append(checks, doctorKafka(ctx, &o, lookup, a.env.now())...)
 			}
@@ -204,6 +213,9 @@ func (a *app) doctorStore(ctx context.Context, o *doctorOpts) ([]check, error) {
 		c.Status, c.Fix = checkFail, migrateFix
 	}
 	checks = append(checks, c)
+	if ps, ok := s.(*pgxstore.Store); ok {
+		checks = append(checks, doctorFailover(ctx, ps))
+	}
 	if ms.Version == 0 {
 		return checks, nil
 	}
@@ -391,7 +403,55 @@ func doctorKafka(ctx context.Context, o *doctorOpts, lookup inboxLookup, now tim
 			checks = append(checks, kafkaBehindInbox(ctx, client, admin, topic, o, lookup, now))
 		}
 	}
+	if o.progress != nil {
+		for _, topic := range o.kafkaTopics {
+			checks = append(checks, kafkaProgress(ctx, client, admin, topic, o))
+		}
+	}
 	return checks
+}
+
+// progressStore is a store with progress rows (pgxstore, sqlitestore).
+type progressStore interface {
+	ProgressReader(consumer string) func(ctx context.Context, topic string, partition int32) (int64, bool, error)
+}
+
+// kafkaProgress compares the group's committed offset of each partition
+// of topic with the watermark the database stored (progress rows): a
+// database behind the group lost commits the broker already passed (a
+// failover to a standby that missed them, a restore, an offset committed
+// past what was applied). A subscriber with SubscriberConfig.Progress
+// replays them at its next assignment; without it they are lost (fail).
+func kafkaProgress(ctx context.Context, client sarama.Client, admin sarama.ClusterAdmin, topic string, o *doctorOpts) check {
+	name := "kafka group " + o.kafkaGroup + " offsets vs stored watermarks on " + topic
+	offsets, err := groupOffsets(client, admin, topic, o.kafkaGroup)
+	if err != nil {
+		return check{Name: name, Status: checkFail, Detail: err.Error()}
+	}
+	var behind []string
+	rows := 0
+	for _, po := range offsets {
+		stored, ok, err := o.progress(ctx, topic, po.partition)
+		if err != nil {
+			return check{Name: name, Status: checkFail, Detail: "progress rows: " + err.Error()}
+		}
+		if !ok {
+			continue
+		}
+		rows++
+		if po.committed >= 0 && stored < po.committed {
+			behind = append(behind, fmt.Sprintf("p%d: committed offset %d, stored watermark %d (%d record(s) the database may not hold)",
+				po.partition, po.committed, stored, po.committed-stored))
+		}
+	}
+	switch {
+	case rows == 0:
+		return check{Name: name, Status: checkPass, Detail: "no progress rows for this consumer (kafkabroker.SubscriberConfig.Progress not set): a database that loses commits is not detected"}
+	case len(behind) > 0:
+		return check{Name: name, Status: checkWarn, Detail: "database behind the group: " + strings.Join(behind, "; "),
+			Fix: "a subscriber with kafkabroker.SubscriberConfig.Progress replays them at its next partition assignment (a running one is at most one transaction per partition behind: wait or restart it); without it they are lost"}
+	}
+	return check{Name: name, Status: checkPass, Detail: fmt.Sprintf("database not behind the group on %d partition(s)", rows)}
 }
 
 func kafkaRetention(admin sarama.ClusterAdmin, topic string, o *doctorOpts) check {

@@ -327,6 +327,22 @@ func TestDoctorKafkaBehindInbox(t *testing.T) {
 	require.Contains(t, ch.Detail, "applies them twice")
 	require.Contains(t, ch.Fix, "retention.Config.Retention")
 
+	// Progress rows: none yet, then a database behind the group's committed
+	// offset of partition 0 (1), then level with it.
+	name = "kafka group " + group + " offsets vs stored watermarks on " + topic
+	ch = doctor(&r, exitOK, "billing")
+	require.Equal(t, checkPass, ch.Status, "%+v", ch)
+	require.Contains(t, ch.Detail, "no progress rows")
+	s.progress(t, "billing", "p-1", stores.Progress{Topic: topic, Partition: 0, Watermark: 0})
+	ch = doctor(&r, exitOK, "billing")
+	require.Equal(t, checkWarn, ch.Status, "%+v", ch)
+	require.Contains(t, ch.Detail, "p0: committed offset 1, stored watermark 0 (1 record(s) the database may not hold)")
+	require.Contains(t, ch.Fix, "SubscriberConfig.Progress")
+	s.progress(t, "billing", "p-2", stores.Progress{Topic: topic, Partition: 0, Watermark: 1})
+	ch = doctor(&r, exitOK, "billing")
+	require.Equal(t, checkPass, ch.Status, "%+v", ch)
+	require.Contains(t, ch.Detail, "not behind the group on 1 partition(s)")
+
 	res := (&cli{t: t, env: map[string]string{}}).run("doctor", "--kafka-brokers", strings.Join(brokers, ","), "--kafka-group", group,
 		"--kafka-topic", topic, "--kafka-consumer", "billing")
 	require.Equal(t, exitUsage, res.code, "--kafka-consumer without --dsn: %s", res.stderr)

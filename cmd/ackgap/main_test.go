@@ -87,6 +87,9 @@ func (c *cli) json(v any, want int, args ...string) {
 type seeder interface {
 	stores.Operator
 	inbox(t *testing.T, consumer, eventID string, at time.Time, rows ...ackgap.OutboxEntry)
+	// progress writes eventID's inbox row with a progress row, as a
+	// Kafka consumer with SubscriberConfig.Progress does.
+	progress(t *testing.T, consumer, eventID string, p stores.Progress)
 }
 
 type backend struct {

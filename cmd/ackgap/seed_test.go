@@ -39,3 +39,12 @@ func (g *genericSeeder[TTx]) inbox(t *testing.T, consumer, eventID string, at ti
 	}
 	require.NoError(t, g.s.CommitTx(ctx, res.Tx))
 }
+
+func (g *genericSeeder[TTx]) progress(t *testing.T, consumer, eventID string, p stores.Progress) {
+	t.Helper()
+	ctx := context.Background()
+	res, err := g.s.BeginInbox(ctx, &stores.BeginInboxParams{Consumer: consumer, EventID: eventID, Progress: &p})
+	require.NoError(t, err)
+	require.False(t, res.Duplicate)
+	require.NoError(t, g.s.CommitTx(ctx, res.Tx))
+}

@@ -74,6 +74,9 @@ func (s *Store) BeginInboxMany(ctx context.Context, p *stores.BeginInboxManyPara
 	// The transaction of BeginInbox, begun already: it queues outbox rows
 	// and wakes the relays after a commit that wrote some.
 	tx := &inboxTx{tx: br.Tx(), conn: conn, pgConn: conn.Conn(), store: s}
+	if len(p.Progress) > 0 {
+		tx.consumer, tx.progress = p.Consumer, stores.MergeProgress(p.Progress)
+	}
 	if err := br.Close(); err != nil {
 		_ = tx.Rollback(context.WithoutCancel(ctx)) // ErrTxClosed when BEGIN failed
 		return nil, interpretError("begin and insert inbox rows", err)

@@ -40,4 +40,6 @@ func ExampleMigrations() {
 	// ALTER TABLE "billing"."ag_inbox" ADD COLUMN trace_parent text;
 	// 004_outbox_autovacuum
 	// ALTER TABLE "billing"."ag_outbox" SET (
+	// 005_progress
+	// CREATE TABLE IF NOT EXISTS "billing"."ag_progress" (
 }

@@ -85,7 +85,7 @@ func TestOutboxMigrationsInSchema(t *testing.T) {
 	require.NoError(t, err)
 	up, err := store.Migrate(ctx, &stores.MigrateParams{})
 	require.NoError(t, err)
-	require.Equal(t, []int{1, 2, 3, 4}, up.Applied)
+	require.Equal(t, []int{1, 2, 3, 4, 5}, up.Applied)
 
 	notified := make(chan struct{}, 4)
 	lctx, cancel := context.WithCancel(ctx)
@@ -136,7 +136,7 @@ func TestOutboxMigrationsInSchema(t *testing.T) {
 
 	down, err := store.Migrate(ctx, &stores.MigrateParams{Down: true, TargetVersion: 1})
 	require.NoError(t, err)
-	require.Equal(t, []int{4, 3, 2}, down.Applied)
+	require.Equal(t, []int{5, 4, 3, 2}, down.Applied)
 	_, err = store.Migrate(ctx, &stores.MigrateParams{})
 	require.NoError(t, err)
 }

@@ -104,6 +104,10 @@ var (
 
 type queries struct {
 	inboxInsert, inboxHash, outboxInsert, outboxExisting, outboxQueued, outboxQueuedMany, prune string
+	// progress upserts the watermarks of a transaction (migration 005):
+	// $1 consumer, $2 topics, $3 partitions, $4 watermarks, one row per
+	// partition; a stored watermark never moves back.
+	progress string
 }
 
 // New returns a Store on pool; cfg nil means all defaults. It does not
@@ -125,6 +129,9 @@ func New(pool *pgxpool.Pool, cfg *Config) (*Store, error) {
 	s := &Store{pool: pool, cfg: c, names: n, q: queries{
 		inboxInsert: `INSERT INTO ` + n.Inbox + ` (consumer, event_id, payload_hash, received_at, trace_parent)
 VALUES ($1, $2, $3, COALESCE($4::timestamptz, now()), $5) ON CONFLICT DO NOTHING`,
+		progress: `INSERT INTO ` + n.Progress + ` AS p (consumer, topic, partition, watermark, updated_at)
+SELECT $1, u.topic, u.partition, u.watermark, now() FROM unnest($2::text[], $3::int[], $4::bigint[]) AS u(topic, partition, watermark)
+ON CONFLICT (consumer, topic, partition) DO UPDATE SET watermark = GREATEST(p.watermark, EXCLUDED.watermark), updated_at = EXCLUDED.updated_at`,
 		inboxHash: `SELECT payload_hash, trace_parent FROM ` + n.Inbox + ` WHERE consumer = $1 AND event_id = $2`,
 		outboxInsert: `INSERT INTO ` + n.Outbox + ` (kind, idempotency_key, payload, payload_hash, headers, consumer, event_id, created_at, available_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7, COALESCE($8::timestamptz, now()), COALESCE($9::timestamptz, $8::timestamptz, now()))
@@ -198,7 +205,11 @@ func (s *Store) BeginInboxDeferred(ctx context.Context, p *stores.BeginInboxPara
 		return nil, acquireError(err)
 	}
 	pending := *p
-	return &stores.BeginInboxResult[pgx.Tx]{Tx: &inboxTx{conn: conn, pgConn: conn.Conn(), store: s, pending: &pending}}, nil
+	t := &inboxTx{conn: conn, pgConn: conn.Conn(), store: s, pending: &pending}
+	if p.Progress != nil {
+		t.consumer, t.progress = p.Consumer, []stores.Progress{*p.Progress}
+	}
+	return &stores.BeginInboxResult[pgx.Tx]{Tx: t}, nil
 }
 
 // InboxVerdictTx implements [stores.Store.InboxVerdictTx]. tx must

@@ -47,7 +47,11 @@ type inboxTx struct {
 	pending *stores.BeginInboxParams // BEGIN and inbox insert not sent yet
 	queued  []queuedRow
 	notify  bool // outbox rows were written: wake relays after the commit
-	ended   bool
+	// progress are the partitions' watermarks to write just before the
+	// COMMIT (stores.Progress), for consumer; nil writes nothing.
+	progress []stores.Progress
+	consumer string
+	ended    bool
 	// verdict is the inbox insert's outcome once known; err a failure that
 	// left it unknown (the transaction is then over).
 	verdict *stores.BeginInboxResult[pgx.Tx]
@@ -166,6 +170,10 @@ func (t *inboxTx) send(ctx context.Context, commit bool, stmt string, args ...an
 		b.Queue(stmt, args...)
 	}
 	trail := false // the commit does not carry the relays' notification
+	progress := commit && len(t.progress) > 0
+	if progress {
+		b.Queue(t.store.q.progress, progressArgs(t.consumer, t.progress)...)
+	}
 	if commit {
 		b.Queue("commit")
 		if t.notify {
@@ -215,6 +223,11 @@ func (t *inboxTx) send(ctx context.Context, commit bool, stmt string, args ...an
 	var tag, commitTag pgconn.CommandTag
 	if err == nil && stmt != "" {
 		tag, err = br.Exec()
+	}
+	if err == nil && progress {
+		if _, err = br.Exec(); err != nil {
+			err = interpretError("write progress row", err)
+		}
 	}
 	if err == nil && commit {
 		commitTag, err = br.Exec()
@@ -342,6 +355,17 @@ func (t *inboxTx) readQueued(br pgx.BatchResults, fold bool) (inserted bool, err
 	return inserted, nil
 }
 
+// progressArgs returns the arguments of queries.progress for ps.
+func progressArgs(consumer string, ps []stores.Progress) []any {
+	topics := make([]string, len(ps))
+	partitions := make([]int32, len(ps))
+	marks := make([]int64, len(ps))
+	for i, p := range ps {
+		topics[i], partitions[i], marks[i] = p.Topic, p.Partition, p.Watermark
+	}
+	return []any{consumer, topics, partitions, marks}
+}
+
 // rowsEnd returns the end of the run of outbox rows (not transitions) of
 // q that starts at i: they are sent as one statement.
 func rowsEnd(q []queuedRow, i int) int {
@@ -411,7 +435,7 @@ func (t *inboxTx) Commit(ctx context.Context) error {
 	if t.ended {
 		return t.closedErr()
 	}
-	if t.pending == nil && len(t.queued) == 0 && !t.notify {
+	if t.pending == nil && len(t.queued) == 0 && !t.notify && len(t.progress) == 0 {
 		defer t.end()
 		return t.tx.Commit(ctx)
 	}

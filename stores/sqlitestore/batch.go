@@ -36,6 +36,9 @@ func (s *Store) BeginInboxMany(ctx context.Context, p *stores.BeginInboxManyPara
 		return nil, beginError(err)
 	}
 	res, err := s.insertInboxMany(ctx, tx, p)
+	if err == nil && len(p.Progress) > 0 {
+		err = s.writeProgress(ctx, tx, p.Consumer, stores.MergeProgress(p.Progress))
+	}
 	if err == nil && p.Savepoint != "" {
 		err = s.SavepointTx(ctx, tx, p.Savepoint)
 	}

@@ -87,6 +87,9 @@ var _ stores.Store[*sql.Tx] = (*Store)(nil)
 
 type queries struct {
 	inboxInsert, inboxHash, outboxInsert, outboxExisting, prune, list string
+	// progress upserts one partition's watermark (migration 004); a stored
+	// watermark never moves back.
+	progress string
 }
 
 // DSN returns the modernc.org/sqlite data source name Open uses for the
@@ -155,6 +158,8 @@ func newStore(db *sql.DB, c Config) *Store {
 	s := &Store{db: db, names: n, q: queries{
 		inboxInsert: `INSERT INTO ` + n.Inbox + ` (consumer, event_id, payload_hash, received_at, trace_parent)
 VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT DO NOTHING`,
+		progress: `INSERT INTO ` + n.Progress + ` (consumer, topic, partition, watermark, updated_at) VALUES (?1, ?2, ?3, ?4, ?5)
+ON CONFLICT (consumer, topic, partition) DO UPDATE SET watermark = MAX(watermark, excluded.watermark), updated_at = excluded.updated_at`,
 		inboxHash: `SELECT payload_hash, trace_parent FROM ` + n.Inbox + ` WHERE consumer = ?1 AND event_id = ?2`,
 		outboxInsert: `INSERT INTO ` + n.Outbox + ` (kind, idempotency_key, payload, payload_hash, headers, consumer, event_id, created_at, available_at)
 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT (idempotency_key) DO NOTHING RETURNING id`,
@@ -209,6 +214,12 @@ func (s *Store) BeginInbox(ctx context.Context, p *stores.BeginInboxParams) (*st
 		return nil, interpretError("insert inbox row", err)
 	}
 	if n, err := res.RowsAffected(); err == nil && n == 1 {
+		if p.Progress != nil {
+			if err := s.writeProgress(ctx, tx, p.Consumer, []stores.Progress{*p.Progress}); err != nil {
+				_ = tx.Rollback()
+				return nil, err
+			}
+		}
 		return &stores.BeginInboxResult[*sql.Tx]{Tx: tx}, nil
 	}
 	var stored []byte
@@ -223,6 +234,19 @@ func (s *Store) BeginInbox(ctx context.Context, p *stores.BeginInboxParams) (*st
 		PayloadMismatch: stored != nil && p.PayloadHash != nil && !bytes.Equal(stored, p.PayloadHash),
 		TraceParent:     storedTrace.String,
 	}, nil
+}
+
+// writeProgress upserts the watermarks ps of consumer in tx (SQLite
+// serialises writers, so writing them before the handler costs no
+// concurrency).
+func (s *Store) writeProgress(ctx context.Context, tx *sql.Tx, consumer string, ps []stores.Progress) error {
+	now := time.Now().UnixMicro()
+	for _, p := range ps {
+		if _, err := s.txExec(ctx, tx, s.q.progress, consumer, p.Topic, p.Partition, p.Watermark, now); err != nil {
+			return interpretError("write progress row", err)
+		}
+	}
+	return nil
 }
 
 // CommitTx implements [stores.Store.CommitTx].

@@ -230,6 +230,9 @@ type Names struct {
 	// OutboxNotifyFunc is the PostgreSQL trigger function that notifies
 	// relays of new outbox rows, schema-qualified when a schema is set.
 	OutboxNotifyFunc string
+	// Progress is the consumers' progress table (pgxstore migration 005,
+	// sqlitestore 004): a partition's watermark per consumer.
+	Progress string
 	// SchemaDot is the quoted schema followed by a dot, or "" without a
 	// schema: it qualifies index names in DROP INDEX.
 	SchemaDot string
@@ -261,6 +264,7 @@ func TableNames(schema, prefix string) Names {
 		OutboxDoneIndex:    ident.Quote(prefix + "outbox_done_at_idx"),
 		OutboxDeadIndex:    ident.Quote(prefix + "outbox_dead_idx"),
 		OutboxNotifyFunc:   q(prefix + "outbox_notify"),
+		Progress:           q(prefix + "progress"),
 		SchemaDot:          schemaDot,
 	}
 }
