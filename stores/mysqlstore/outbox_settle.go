@@ -40,16 +40,66 @@ func (s *Store) SettleOutboxManyIfHeld(ctx context.Context, p *stores.OutboxSett
 		return nil, err
 	}
 	now := micros(p.Now)
-	return s.settleRows(ctx, "settle held outbox rows", `UPDATE `+s.names.Outbox+`
+	n := len(p.Rows)
+	res := &stores.OutboxSettleManyResult{Changed: make([]bool, n), IDs: make([]int64, n)}
+	if n == 0 {
+		return res, nil
+	}
+	err := s.writeTx(ctx, "settle held outbox rows", func(tx *sql.Tx) error {
+		changed, err := sqldb.SettleRows(ctx, tx, s.settleHeldSQL(), n, func(i int) []any {
+			r := &p.Rows[i]
+			st := string(r.State)
+			return []any{st, now, st, now + r.Delay.Microseconds(), st, r.LastError, st, r.IdempotencyKey, r.HeldUntil.UnixMicro()}
+		})
+		if err != nil {
+			return err
+		}
+		res.Changed = changed
+		// No UPDATE ... RETURNING on MariaDB 10.11 or MySQL 8: the ids of
+		// the rows settled are read by their unique keys in the same
+		// transaction, for the relay's logs.
+		var keys []any
+		at := map[string]int{}
+		for i, c := range changed {
+			if c {
+				keys = append(keys, p.Rows[i].IdempotencyKey)
+				at[p.Rows[i].IdempotencyKey] = i
+			}
+		}
+		if len(keys) == 0 {
+			return nil
+		}
+		rows, err := tx.QueryContext(ctx, `SELECT idempotency_key, id FROM `+s.names.Outbox+` WHERE idempotency_key IN (`+placeholders(len(keys))+`)`, keys...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var key string
+			var id int64
+			if err := rows.Scan(&key, &id); err != nil {
+				return err
+			}
+			res.IDs[at[key]] = id
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// settleHeldSQL is the guarded UPDATE of one held row, found by its
+// idempotency key. It sets attempts from 0 to 1, so a matched row is a
+// changed row.
+func (s *Store) settleHeldSQL() string {
+	return `UPDATE ` + s.names.Outbox + `
 SET done_at = CASE WHEN ? = 'done' THEN ? ELSE done_at END,
     available_at = CASE WHEN ? = 'pending' THEN ? ELSE available_at END,
     last_error = CASE WHEN ? = 'done' THEN last_error ELSE ? END,
     state = ?, attempts = 1
-WHERE idempotency_key = ? AND state = 'pending' AND attempts = 0 AND available_at = ?`, len(p.Rows), func(i int) []any {
-		r := &p.Rows[i]
-		st := string(r.State)
-		return []any{st, now, st, now + r.Delay.Microseconds(), st, r.LastError, st, r.IdempotencyKey, r.HeldUntil.UnixMicro()}
-	})
+WHERE idempotency_key = ? AND state = 'pending' AND attempts = 0 AND available_at = ?`
 }
 
 // settleRows runs query, prepared once, for each of n rows with the
