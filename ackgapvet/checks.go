@@ -54,7 +54,7 @@ relay make the call with a stable idempotency key.`,
 				cf := callee(pass.TypesInfo, call)
 				sum := c.Summary(cf)
 				// Local callees on a consumer path report inside themselves.
-				if sum == nil || sum.Effect == "" || c.Local(cf) && (s.Root != nil || !s.InTx) {
+				if sum == nil || sum.Effect == "" || c.checkedInside(cf) && (s.Root != nil || !s.InTx) {
 					return
 				}
 				d = viaDesc(cf, sum.Effect)

@@ -332,6 +332,23 @@ func funcBody(n ast.Node) *ast.BlockStmt {
 	return nil
 }
 
+// referencedFunc returns the function or method an identifier, selector
+// (pkg.F, value.Method) or generic instantiation refers to, wherever it is
+// declared; nil for anything else.
+func referencedFunc(info *types.Info, e ast.Expr) *types.Func {
+	switch e := ast.Unparen(e).(type) {
+	case *ast.Ident:
+		fn, _ := info.Uses[e].(*types.Func)
+		return fn
+	case *ast.SelectorExpr:
+		fn, _ := info.Uses[e.Sel].(*types.Func)
+		return fn
+	case *ast.IndexExpr:
+		return referencedFunc(info, e.X)
+	}
+	return nil
+}
+
 // usedFunc returns the package-local function an identifier or selector
 // refers to, if pass declares it.
 func usedFunc(pass *analysis.Pass, e ast.Expr) *types.Func {

@@ -68,6 +68,22 @@ type Consumers struct {
 	// handlerTypes are this package's function types called on a consumer
 	// path, with the kind of the root that calls them.
 	handlerTypes map[*types.TypeName]string
+	// remotes are entry points registered here whose function is declared
+	// in another package, or made there by a factory: the whole-program
+	// mode follows them.
+	remotes []remote
+	// program is the whole-program walk's result for this package, nil in
+	// the per-package mode.
+	program *programReach
+}
+
+// remote is an entry point registered in one package whose function lives
+// in another.
+type remote struct {
+	kind string
+	fn   *types.Func
+	// factory says fn returns the handler rather than being it.
+	factory bool
 }
 
 // HandlerTypeFact marks a named function type whose values a consumer calls
@@ -111,6 +127,30 @@ func (c *Consumers) Summary(fn *types.Func) *Summary {
 // Local reports whether fn is declared, with a body, in this package.
 func (c *Consumers) Local(fn *types.Func) bool {
 	return fn != nil && c.decls[fn.Origin()] != nil
+}
+
+// checkedInside reports whether fn's own body is checked on a consumer path:
+// it is declared in this package, or the whole-program walk reached it in a
+// checked package (whose findings then point into fn itself).
+func (c *Consumers) checkedInside(fn *types.Func) bool {
+	if c.Local(fn) {
+		return true
+	}
+	if fn == nil || fn.Pkg() == nil {
+		return false
+	}
+	v, ok := programs.Load(fn.Pkg())
+	return ok && v.(*programReach).funcs[fn.Origin()]
+}
+
+// PathOf returns, in the whole-program mode, the chain of functions from
+// the entry point to fn (a FuncDecl or FuncLit of this package), the entry
+// point first; nil in the per-package mode or off consumer paths.
+func (c *Consumers) PathOf(fn ast.Node) []string {
+	if c.program == nil || c.program.nodes[fn] == nil {
+		return nil
+	}
+	return c.program.nodes[fn].path
 }
 
 // ConsumersAnalyzer finds consumer entry points (Watermill and ackgap
@@ -197,6 +237,12 @@ func runConsumers(pass *analysis.Pass) (any, error) {
 		}
 		if fn := usedFunc(pass, e); fn != nil && c.decls[fn] != nil {
 			addRoot(kind, fn.Name(), c.decls[fn])
+		} else if fn := referencedFunc(pass.TypesInfo, e); fn != nil && fn.Pkg() != pass.Pkg {
+			c.remotes = append(c.remotes, remote{kind: kind, fn: fn})
+		} else if call, ok := ast.Unparen(e).(*ast.CallExpr); ok {
+			if f := callee(pass.TypesInfo, call); f != nil {
+				c.remotes = append(c.remotes, remote{kind: kind, fn: f, factory: true})
+			}
 		}
 	}
 	enclosing := func(stack []ast.Node) (ast.Node, string) {
@@ -222,6 +268,14 @@ func runConsumers(pass *analysis.Pass) (any, error) {
 	}
 	for obj, kind := range c.handlerTypes {
 		pass.ExportObjectFact(obj, &HandlerTypeFact{Kind: kind})
+	}
+	if v, ok := programs.Load(pass.Pkg); ok {
+		c.program = v.(*programReach)
+		for n, r := range c.program.nodes {
+			if _, ok := c.reach[n]; !ok {
+				c.reach[n] = r.root
+			}
+		}
 	}
 
 	// Summaries, bottom-up with a cycle guard, exported as facts.

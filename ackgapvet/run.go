@@ -30,6 +30,13 @@ type RunConfig struct {
 	// Env is the environment of the go command that loads packages. Default:
 	// the process's environment.
 	Env []string
+	// PerPackage runs only the go/analysis form (what go vet -vettool and
+	// golangci-lint run): calls are followed within a package and across
+	// packages by facts, not through interfaces, function values,
+	// goroutines or channels. Faster, less complete. Default: false, the
+	// whole-program mode (SSA and a VTA call graph over the loaded
+	// packages and their dependencies), which also fills Report.Consumers.
+	PerPackage bool
 }
 
 // Finding is one diagnostic, with its position resolved.
@@ -83,6 +90,10 @@ type Report struct {
 	// work tree's top level holding the packages, else the main module's
 	// directory, else the working directory.
 	Root string `json:"root,omitempty"`
+	// Consumers is the consumer map: one entry per entry point, in the
+	// order of their files and lines. Filled in the whole-program mode
+	// only.
+	Consumers []Consumer `json:"consumers,omitempty"`
 }
 
 // Run loads the packages of cfg.Patterns with go/packages (full syntax, so
@@ -126,6 +137,14 @@ func Run(cfg *RunConfig) (*Report, error) {
 	if len(pkgs) == 0 {
 		return nil, errors.New("no packages match " + strings.Join(patterns, " "))
 	}
+	if !cfg.PerPackage {
+		w, err := programOf(pkgs)
+		if err != nil {
+			return nil, err
+		}
+		defer w.publish()()
+		rep.Consumers = w.consumerMap(rep.Root)
+	}
 	graph, err := checker.Analyze(analyzers, pkgs, nil)
 	if err != nil {
 		return nil, err
@@ -151,7 +170,31 @@ func Run(cfg *RunConfig) (*Report, error) {
 	slices.SortFunc(rep.Findings, func(a, b Finding) int {
 		return cmp.Or(cmp.Compare(a.File, b.File), cmp.Compare(a.Line, b.Line), cmp.Compare(a.Column, b.Column), cmp.Compare(a.Check, b.Check))
 	})
+	rep.countFindings()
 	return rep, nil
+}
+
+// programOf finds the entry points of pkgs (the per-package analysis, run
+// once for them alone) and builds the whole program's call graph from them.
+func programOf(pkgs []*packages.Package) (*wholeProgram, error) {
+	graph, err := checker.Analyze([]*analysis.Analyzer{ConsumersAnalyzer}, pkgs, nil)
+	if err != nil {
+		return nil, err
+	}
+	var roots []*Root
+	var remotes []remote
+	for act := range graph.All() {
+		if !act.IsRoot || act.Err != nil {
+			continue
+		}
+		c, ok := act.Result.(*Consumers)
+		if !ok {
+			continue
+		}
+		roots = append(roots, c.Roots...)
+		remotes = append(remotes, c.remotes...)
+	}
+	return buildProgram(pkgs, roots, remotes), nil
 }
 
 // Select returns the checks named (analyzer names, e.g. "effect"), in the

@@ -23,6 +23,9 @@ type site struct {
 	Tx string
 	// Ctx is the name of a context parameter in scope, "" if none.
 	Ctx string
+	// Path is the chain of functions from the entry point to the innermost
+	// function, in the whole-program mode; nil otherwise.
+	Path []string
 	// InTx reports whether a database transaction is open here: a
 	// transaction parameter is in scope, or the node lies between a Begin
 	// and its Commit in the same function.
@@ -59,7 +62,11 @@ func (s *site) where() string {
 		if name == "func literal" {
 			name = "(func literal)"
 		}
-		parts = append(parts, "on the consumer path of "+s.Root.Kind+" "+name)
+		p := "on the consumer path of " + s.Root.Kind + " " + name
+		if len(s.Path) > 1 {
+			p += " (" + pathString(s.Path) + ")"
+		}
+		parts = append(parts, p)
 	}
 	if s.InTx {
 		parts = append(parts, "while a database transaction is open")
@@ -97,6 +104,9 @@ func walk(pass *analysis.Pass, c *Consumers, types []ast.Node, visit func(n ast.
 			}
 		}
 		if f := s.Inner(); f != nil {
+			if s.Root != nil {
+				s.Path = c.PathOf(f)
+			}
 			for _, r := range ranges[f] {
 				if n.Pos() >= r[0] && n.Pos() < r[1] {
 					s.InTx = true
@@ -204,4 +214,13 @@ func constStrings(info *types.Info, call *ast.CallExpr) []string {
 		})
 	}
 	return out
+}
+
+// pathString renders a call path: "a → b → c", eliding the middle of long
+// ones.
+func pathString(path []string) string {
+	if len(path) > 6 {
+		path = append(append(append([]string{}, path[:2]...), "…"), path[len(path)-3:]...)
+	}
+	return strings.Join(path, " → ")
 }

@@ -1,0 +1,300 @@
+package ackgapvet
+
+import (
+	"cmp"
+	"fmt"
+	"go/ast"
+	"go/token"
+	"io"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"golang.org/x/tools/go/ssa"
+)
+
+// Consumer is one entry point of the consumer map ([Report].Consumers),
+// filled by the whole-program mode: where the consumer starts, where it
+// acknowledges, what it reaches, and what backs it against a duplicate.
+type Consumer struct {
+	// Kind is the entry point's kind (KindWatermill, KindSarama, ...).
+	Kind string `json:"kind"`
+	// Name is the entry function's name, or "pkg.F.func1" for a literal.
+	Name string `json:"name"`
+	// File (relative to [Report].Root, slash-separated) and Line (1-based)
+	// are where the entry function starts.
+	File string `json:"file"`
+	Line int    `json:"line"`
+	// Acks are where it acknowledges, in the order the walk meets them; for
+	// handlers the framework acks after a nil return, and the step says so.
+	Acks []Step `json:"acks"`
+	// Effects are the external effects it reaches (HTTP, gRPC, email, AWS
+	// calls, publishes), each with its path and blast radius.
+	Effects []Step `json:"effects"`
+	// Writes are the database writes it reaches.
+	Writes []Step `json:"writes"`
+	// Dedupe says what backs the consumer against a duplicate: "ackgap
+	// inbox", "insert … ON CONFLICT" (an insert that skips a duplicate
+	// key), "Watermill Deduplicator (in memory)", or "none found".
+	Dedupe string `json:"dedupe"`
+	// BlastRadius is the highest severity among its effects and writes
+	// ([SeverityOf] on the effect and the names on its path); "" when it
+	// reaches neither.
+	BlastRadius Severity `json:"blast_radius,omitempty"`
+	// Functions is the number of the module's functions it reaches.
+	Functions int `json:"functions"`
+	// Findings counts the report's findings inside the functions it
+	// reaches.
+	Findings int `json:"findings"`
+
+	spans []span
+}
+
+// Step is one place on a consumer's path.
+type Step struct {
+	// What describes it: "an HTTP request (http.Client.Do)", ...
+	What string `json:"what"`
+	// File and Line locate it (File relative to [Report].Root).
+	File string `json:"file,omitempty"`
+	Line int    `json:"line,omitempty"`
+	// Path is the chain of functions from the entry point to the function
+	// that makes it, the entry point first.
+	Path []string `json:"path,omitempty"`
+	// Severity is the blast radius of an effect or write.
+	Severity Severity `json:"severity,omitempty"`
+	// AfterAck is set on an effect or write reached after the consumer
+	// acknowledged in the entry function: a crash between them loses it.
+	AfterAck bool `json:"after_ack,omitempty"`
+}
+
+// span is the source range of one function a consumer reaches.
+type span struct {
+	file       string
+	start, end int
+}
+
+// consumerMap builds the map from the walks, paths relative to root.
+func (w *wholeProgram) consumerMap(root string) []Consumer {
+	var out []Consumer
+	for _, rw := range w.walks {
+		out = append(out, w.describe(rw, root))
+	}
+	slices.SortFunc(out, func(a, b Consumer) int {
+		return cmp.Or(cmp.Compare(a.File, b.File), cmp.Compare(a.Line, b.Line), cmp.Compare(a.Name, b.Name))
+	})
+	return out
+}
+
+func (w *wholeProgram) describe(rw *rootWalk, root string) Consumer {
+	fset := w.prog.Fset
+	rel := func(p token.Position) string {
+		if r, err := filepath.Rel(root, p.Filename); err == nil && !strings.HasPrefix(r, "..") {
+			return filepath.ToSlash(r)
+		}
+		return filepath.ToSlash(p.Filename)
+	}
+	start := fset.Position(rw.root.Node.Pos())
+	c := Consumer{Kind: rw.root.Kind, Name: rw.root.Name, File: rel(start), Line: start.Line, Acks: []Step{}, Effects: []Step{}, Writes: []Step{}, Dedupe: "none found"}
+	switch c.Kind {
+	case KindAckgap:
+		c.Dedupe = "ackgap inbox"
+		c.Acks = append(c.Acks, Step{What: "ackgap acks after the handler's transaction commits"})
+	case KindWatermill:
+		c.Acks = append(c.Acks, Step{What: "the Watermill router acks after the handler returns nil"})
+	case KindLambda, KindLambdaKinesis, KindLambdaKafka:
+		c.Acks = append(c.Acks, Step{What: "Lambda deletes or commits the batch when the handler returns (partial batch response: the successes)"})
+	}
+	// first is the position, in the entry function, of the call that
+	// leads to fn (fn's own position for the entry function).
+	first := func(fn *ssa.Function, at token.Pos) token.Pos {
+		for f := fn; f != nil && f != rw.entry; f = rw.parent[f] {
+			if rw.parent[f] == rw.entry {
+				return rw.via[f]
+			}
+		}
+		return at
+	}
+	var ackAt token.Pos = token.NoPos
+	type found struct {
+		step  Step
+		first token.Pos
+	}
+	var effects, writes []found
+	for _, fn := range rw.order {
+		if !w.inApp(fn) || fn.Synthetic != "" {
+			continue
+		}
+		src := fn
+		if o := fn.Origin(); o != nil {
+			src = o
+		}
+		body := funcBody(src.Syntax())
+		p := w.info[src.Pkg.Pkg]
+		if body == nil || p == nil {
+			continue
+		}
+		c.Functions++
+		s, e := fset.Position(src.Syntax().Pos()), fset.Position(src.Syntax().End())
+		c.spans = append(c.spans, span{s.Filename, s.Line, e.Line})
+		path := rw.path(fn)
+		ast.Inspect(body, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.FuncLit:
+				return false // its own function, walked if reached
+			case *ast.Ident:
+				if obj := p.TypesInfo.Uses[n]; obj != nil && obj.Pkg() != nil && strings.HasPrefix(obj.Pkg().Path(), pathWatermill) && (obj.Name() == "NewDeduplicator" || obj.Name() == "Deduplicator") {
+					if c.Dedupe == "none found" {
+						c.Dedupe = "Watermill Deduplicator (in memory)"
+					}
+				}
+			case *ast.CallExpr:
+				pos := fset.Position(n.Pos())
+				step := Step{File: rel(pos), Line: pos.Line, Path: path}
+				if a := ackOf(p.TypesInfo, n); a != "" {
+					step.What = "acks with " + a
+					c.Acks = append(c.Acks, step)
+					if at := first(fn, n.Pos()); ackAt == token.NoPos || at < ackAt {
+						ackAt = at
+					}
+					return true
+				}
+				if d := effectOf(p.TypesInfo, n); d != "" {
+					step.What = d
+					step.Severity = SeverityOf(append(slices.Clone(path), append([]string{d}, constStrings(p.TypesInfo, n)...)...)...)
+					effects = append(effects, found{step, first(fn, n.Pos())})
+				} else if d := dbWriteOf(p.TypesInfo, n); d != "" {
+					step.What = d
+					step.Severity = SeverityOf(append(slices.Clone(path), append([]string{d}, constStrings(p.TypesInfo, n)...)...)...)
+					writes = append(writes, found{step, first(fn, n.Pos())})
+				}
+				if sql := strings.ToUpper(sqlText(p.TypesInfo, n)); strings.Contains(sql, "INSERT") && (strings.Contains(sql, "ON CONFLICT") || strings.Contains(sql, "INSERT IGNORE") || strings.Contains(sql, "ON DUPLICATE KEY")) {
+					if c.Dedupe == "none found" {
+						c.Dedupe = "insert … ON CONFLICT at " + step.File + ":" + fmt.Sprint(step.Line)
+					}
+				}
+			}
+			return true
+		})
+	}
+	for _, f := range effects {
+		f.step.AfterAck = ackAt != token.NoPos && ackAt < f.first
+		c.Effects = append(c.Effects, f.step)
+		c.BlastRadius = maxSeverity(c.BlastRadius, f.step.Severity)
+	}
+	for _, f := range writes {
+		f.step.AfterAck = ackAt != token.NoPos && ackAt < f.first
+		c.Writes = append(c.Writes, f.step)
+		c.BlastRadius = maxSeverity(c.BlastRadius, f.step.Severity)
+	}
+	return c
+}
+
+// maxSeverity returns the higher of two severities ("" is lowest).
+func maxSeverity(a, b Severity) Severity {
+	rank := map[Severity]int{"": 0, SeverityLow: 1, SeverityMedium: 2, SeverityHigh: 3, SeverityCritical: 4}
+	if rank[b] > rank[a] {
+		return b
+	}
+	return a
+}
+
+// countFindings sets each consumer's Findings from the report's findings
+// that fall inside the functions it reaches (abs is the finding's absolute
+// path).
+func (rep *Report) countFindings() {
+	for i := range rep.Consumers {
+		c := &rep.Consumers[i]
+		for _, f := range rep.Findings {
+			if c.reaches(f.abs, f.Line) {
+				c.Findings++
+			}
+		}
+	}
+}
+
+// reaches reports whether the line of the file (absolute path) lies in a
+// function the consumer reaches.
+func (c *Consumer) reaches(file string, line int) bool {
+	for _, s := range c.spans {
+		if s.file == file && line >= s.start && line <= s.end {
+			return true
+		}
+	}
+	return false
+}
+
+// WriteMap writes the consumer map as a text table: one block per consumer
+// with its entry point, acks, effects, writes, dedupe and blast radius.
+func WriteMap(w io.Writer, rep *Report) error {
+	var b strings.Builder
+	if len(rep.Consumers) == 0 {
+		b.WriteString("no consumers found\n")
+	}
+	for _, c := range rep.Consumers {
+		fmt.Fprintf(&b, "%s:%d: %s %s\n", c.File, c.Line, c.Kind, c.Name)
+		radius := string(c.BlastRadius)
+		if radius == "" {
+			radius = "none"
+		}
+		fmt.Fprintf(&b, "  reaches %d functions; blast radius %s; dedupe: %s; findings: %d\n", c.Functions, radius, c.Dedupe, c.Findings)
+		for _, a := range c.Acks {
+			fmt.Fprintf(&b, "  ack     %s%s\n", a.What, at(a))
+		}
+		for _, e := range c.Effects {
+			fmt.Fprintf(&b, "  effect  [%s] %s%s%s\n", e.Severity, e.What, at(e), afterAck(e))
+			if len(e.Path) > 1 {
+				fmt.Fprintf(&b, "          via %s\n", pathString(e.Path))
+			}
+		}
+		for _, e := range c.Writes {
+			fmt.Fprintf(&b, "  write   [%s] %s%s%s\n", e.Severity, e.What, at(e), afterAck(e))
+			if len(e.Path) > 1 {
+				fmt.Fprintf(&b, "          via %s\n", pathString(e.Path))
+			}
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// WriteMapMarkdown writes the consumer map as a Markdown table, one row per
+// consumer, for a review or a pull request.
+func WriteMapMarkdown(w io.Writer, rep *Report) error {
+	var b strings.Builder
+	b.WriteString("| consumer | kind | acks | effects | writes | dedupe | blast radius | findings |\n|---|---|---|---|---|---|---|---:|\n")
+	for _, c := range rep.Consumers {
+		fmt.Fprintf(&b, "| `%s` (%s:%d) | %s | %s | %s | %s | %s | %s | %d |\n", c.Name, c.File, c.Line, c.Kind,
+			steps(c.Acks), steps(c.Effects), steps(c.Writes), c.Dedupe, cmp.Or(string(c.BlastRadius), "none"), c.Findings)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func steps(ss []Step) string {
+	if len(ss) == 0 {
+		return "—"
+	}
+	var parts []string
+	for _, s := range ss {
+		p := s.What + at(s) + afterAck(s)
+		if len(s.Path) > 1 {
+			p += " via " + pathString(s.Path)
+		}
+		parts = append(parts, strings.ReplaceAll(p, "|", "\\|"))
+	}
+	return strings.Join(parts, "<br>")
+}
+
+func at(s Step) string {
+	if s.File == "" {
+		return ""
+	}
+	return fmt.Sprintf(" at %s:%d", s.File, s.Line)
+}
+
+func afterAck(s Step) string {
+	if s.AfterAck {
+		return " (AFTER the ack: a crash in between loses it)"
+	}
+	return ""
+}

@@ -1,0 +1,12 @@
+module example.com/program
+
+go 1.26
+
+require (
+	github.com/ThreeDotsLabs/watermill v1.5.2
+	github.com/aws/aws-sdk-go-v2 v1.0.0
+)
+
+replace github.com/ThreeDotsLabs/watermill => ../src/github.com/ThreeDotsLabs/watermill
+
+replace github.com/aws/aws-sdk-go-v2 => ../src/github.com/aws/aws-sdk-go-v2

@@ -1,0 +1,25 @@
+// Command program wires handlers declared in other packages: the
+// whole-program mode follows them; the per-package mode does not.
+package main
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill/message"
+
+	"example.com/program/handlers"
+	"example.com/program/notify"
+	"example.com/program/orders"
+)
+
+func main() {
+	c := &http.Client{Timeout: 5 * time.Second}
+	s := &handlers.Service{N: notify.New(), Hook: notify.NewHook(c), Jobs: make(chan handlers.Job), C: c}
+	go handlers.Worker(c, s.Jobs)
+	r := &message.Router{}
+	r.AddNoPublisherHandler("orders", "orders", nil, orders.Handle)
+	r.AddNoPublisherHandler("notify", "signups", nil, handlers.NotifyHandler(s))
+	r.AddNoPublisherHandler("hook", "signups", nil, handlers.HookHandler(s))
+	r.AddNoPublisherHandler("async", "refunds", nil, s.AsyncHandler)
+}

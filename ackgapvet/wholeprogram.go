@@ -1,0 +1,439 @@
+package ackgapvet
+
+import (
+	"go/ast"
+	"go/token"
+	"go/types"
+	"slices"
+	"strings"
+	"sync"
+
+	"golang.org/x/tools/go/callgraph"
+	"golang.org/x/tools/go/callgraph/cha"
+	"golang.org/x/tools/go/callgraph/vta"
+	"golang.org/x/tools/go/packages"
+	"golang.org/x/tools/go/ssa"
+	"golang.org/x/tools/go/ssa/ssautil"
+)
+
+// The whole-program mode: the module is loaded with go/packages, built to
+// SSA, and a call graph is made by VTA (variable type analysis, Sundaresan
+// et al., OOPSLA 2000; golang.org/x/tools/go/callgraph/vta, the call graph
+// govulncheck uses), refined twice from CHA over the functions reachable
+// from the entry points. From every entry point the checker follows that
+// graph (static calls, interface calls, function values and fields,
+// closures, goroutines, generic instances) and, beside it, values sent on a
+// channel to the functions that receive from a channel of the same element
+// type (a worker pool). The functions reached become part of the consumer
+// for every check, wherever they are declared in the module.
+
+// libraryHops is how many calls in a row the walk follows through packages
+// outside the checked module (the standard library, SDKs): enough for
+// errgroup.Go, sync.Once.Do or a router that calls back a handler, not so
+// many that an HTTP transport's internals become the consumer's.
+const libraryHops = 3
+
+// reached is what the whole-program walk knows of one function's syntax.
+type reached struct {
+	root *Root
+	// path is the chain of function names from the entry point to this
+	// function, the entry point first.
+	path []string
+}
+
+// programReach is the whole-program result for one package: its functions
+// reached from any entry point of the program.
+type programReach struct {
+	nodes map[ast.Node]*reached
+	funcs map[*types.Func]bool
+}
+
+// programs holds the whole-program result of the run in progress, by
+// package, for [ConsumersAnalyzer] to pick up. Keys are the type-checked
+// packages of one load, so concurrent runs do not meet.
+var programs sync.Map // *types.Package -> *programReach
+
+// wholeProgram is one run's SSA program and call graph.
+type wholeProgram struct {
+	prog    *ssa.Program
+	info    map[*types.Package]*packages.Package
+	app     map[*types.Package]bool
+	cg      *callgraph.Graph
+	syntax  map[ast.Node]*ssa.Function
+	recvers map[string][]*ssa.Function // channel element type -> receivers
+	walks   []*rootWalk
+}
+
+// rootWalk is what one entry point reaches.
+type rootWalk struct {
+	root  *Root
+	entry *ssa.Function
+	// order lists the functions reached, breadth first, the entry first.
+	order  []*ssa.Function
+	parent map[*ssa.Function]*ssa.Function
+	// via is the call site in the parent that leads to the function.
+	via map[*ssa.Function]token.Pos
+}
+
+// buildProgram builds SSA for pkgs and their dependencies and the call
+// graph from the given entry points; app are the checked packages.
+func buildProgram(pkgs []*packages.Package, roots []*Root, remotes []remote) *wholeProgram {
+	prog, _ := ssautil.AllPackages(pkgs, ssa.InstantiateGenerics)
+	prog.Build()
+	w := &wholeProgram{
+		prog:    prog,
+		info:    map[*types.Package]*packages.Package{},
+		app:     map[*types.Package]bool{},
+		syntax:  map[ast.Node]*ssa.Function{},
+		recvers: map[string][]*ssa.Function{},
+	}
+	packages.Visit(pkgs, nil, func(p *packages.Package) {
+		if p.Types == nil {
+			return
+		}
+		w.info[p.Types] = p
+	})
+	for _, p := range pkgs {
+		if p.Types != nil {
+			w.app[p.Types] = true
+		}
+	}
+	all := ssautil.AllFunctions(prog)
+	for fn := range all {
+		if fn.Pkg == nil || !w.app[fn.Pkg.Pkg] {
+			continue
+		}
+		if s := fn.Syntax(); s != nil && (fn.Origin() == nil || w.syntax[s] == nil) {
+			if _, ok := s.(*ast.RangeStmt); !ok {
+				w.syntax[s] = fn
+			}
+		}
+		w.indexReceives(fn)
+	}
+	type entry struct {
+		root *Root
+		fn   *ssa.Function
+	}
+	var entries []entry
+	for _, r := range roots {
+		if fn := w.syntax[r.Node]; fn != nil {
+			entries = append(entries, entry{r, fn})
+		}
+	}
+	for _, r := range remotes {
+		fns := []*ssa.Function{prog.FuncValue(r.fn)}
+		if r.factory {
+			fns = w.madeBy(fns[0], 0)
+		}
+		for _, fn := range fns {
+			if fn == nil || !w.inApp(fn) || fn.Syntax() == nil {
+				continue
+			}
+			name := shortName(fn)
+			if _, ok := fn.Syntax().(*ast.FuncDecl); ok {
+				name = fn.Name()
+			}
+			entries = append(entries, entry{&Root{Kind: r.kind, Name: name, Node: fn.Syntax()}, fn})
+		}
+	}
+	// One walk per function, the first root that names it.
+	seenEntry := map[*ssa.Function]bool{}
+	entries = slices.DeleteFunc(entries, func(e entry) bool {
+		dup := seenEntry[e.fn]
+		seenEntry[e.fn] = true
+		return dup
+	})
+	if len(entries) == 0 {
+		return w
+	}
+	start := map[*ssa.Function]bool{}
+	for _, e := range entries {
+		start[e.fn] = true
+	}
+	// VTA refines CHA over the functions CHA reaches from the entry points,
+	// and once more over what VTA itself reaches (as govulncheck does).
+	// Every function of the checked packages takes part, reached or not:
+	// the wiring (main storing an adapter in a service's interface field)
+	// is where the types that flow into the consumer come from.
+	for fn := range all {
+		if w.inApp(fn) {
+			start[fn] = true
+		}
+	}
+	cg := cha.CallGraph(prog)
+	cg = vta.CallGraph(forwardSlice(start, cg), cg)
+	cg = vta.CallGraph(forwardSlice(start, cg), cg)
+	w.cg = cg
+	for _, e := range entries {
+		w.walks = append(w.walks, w.walk(e.root, e.fn))
+	}
+	return w
+}
+
+// madeBy returns the functions a factory returns: func literals and
+// functions in its return statements, through factories it calls.
+func (w *wholeProgram) madeBy(fn *ssa.Function, depth int) []*ssa.Function {
+	if fn == nil || depth > 2 {
+		return nil
+	}
+	var out []*ssa.Function
+	for _, b := range fn.Blocks {
+		for _, in := range b.Instrs {
+			ret, ok := in.(*ssa.Return)
+			if !ok {
+				continue
+			}
+			for _, v := range ret.Results {
+				out = append(out, w.funcsOf(v, depth)...)
+			}
+		}
+	}
+	return out
+}
+
+// funcsOf returns the functions a function-typed value is made from.
+func (w *wholeProgram) funcsOf(v ssa.Value, depth int) []*ssa.Function {
+	switch v := v.(type) {
+	case *ssa.Function:
+		return []*ssa.Function{v}
+	case *ssa.MakeClosure:
+		return []*ssa.Function{v.Fn.(*ssa.Function)}
+	case *ssa.ChangeType:
+		return w.funcsOf(v.X, depth)
+	case *ssa.MakeInterface:
+		return w.funcsOf(v.X, depth)
+	case *ssa.Call:
+		if f := v.Call.StaticCallee(); f != nil {
+			return w.madeBy(f, depth+1)
+		}
+	}
+	return nil
+}
+
+// indexReceives records the channel element types fn receives from.
+func (w *wholeProgram) indexReceives(fn *ssa.Function) {
+	seen := map[string]bool{}
+	add := func(ch ssa.Value) {
+		if k := chanKey(ch.Type()); k != "" && !seen[k] {
+			seen[k] = true
+			w.recvers[k] = append(w.recvers[k], fn)
+		}
+	}
+	for _, b := range fn.Blocks {
+		for _, in := range b.Instrs {
+			switch in := in.(type) {
+			case *ssa.UnOp:
+				if in.Op == token.ARROW {
+					add(in.X)
+				}
+			case *ssa.Select:
+				for _, st := range in.States {
+					if st.Dir == types.RecvOnly {
+						add(st.Chan)
+					}
+				}
+			}
+		}
+	}
+}
+
+// chanKey is the key of a channel's element type for pairing sends with
+// receives: "" for element types that carry no message (signals, errors,
+// basic values, empty structs).
+func chanKey(t types.Type) string {
+	ch, ok := t.Underlying().(*types.Chan)
+	if !ok {
+		return ""
+	}
+	e := types.Unalias(ch.Elem())
+	switch u := e.Underlying().(type) {
+	case *types.Basic:
+		return ""
+	case *types.Struct:
+		if u.NumFields() == 0 {
+			return ""
+		}
+	case *types.Interface:
+		if u.NumMethods() <= 1 { // error, fmt.Stringer, any
+			return ""
+		}
+	}
+	s := types.TypeString(e, nil)
+	if s == "os.Signal" || s == "time.Time" {
+		return ""
+	}
+	return s
+}
+
+// forwardSlice returns the functions reachable from start in cg.
+func forwardSlice(start map[*ssa.Function]bool, cg *callgraph.Graph) map[*ssa.Function]bool {
+	seen := map[*ssa.Function]bool{}
+	var queue []*ssa.Function
+	for fn := range start {
+		seen[fn] = true
+		queue = append(queue, fn)
+	}
+	for len(queue) > 0 {
+		fn := queue[0]
+		queue = queue[1:]
+		n := cg.Nodes[fn]
+		if n == nil {
+			continue
+		}
+		for _, e := range n.Out {
+			if !seen[e.Callee.Func] {
+				seen[e.Callee.Func] = true
+				queue = append(queue, e.Callee.Func)
+			}
+		}
+	}
+	return seen
+}
+
+// walk follows the call graph and channel hand-offs from one entry point.
+func (w *wholeProgram) walk(root *Root, entry *ssa.Function) *rootWalk {
+	rw := &rootWalk{root: root, entry: entry, parent: map[*ssa.Function]*ssa.Function{}, via: map[*ssa.Function]token.Pos{}}
+	type item struct {
+		fn   *ssa.Function
+		hops int // calls in a row outside the module
+	}
+	seen := map[*ssa.Function]bool{entry: true}
+	queue := []item{{entry, 0}}
+	visit := func(from *ssa.Function, to *ssa.Function, pos token.Pos, hops int) {
+		if to == nil || seen[to] {
+			return
+		}
+		if !w.inApp(to) && to.Synthetic == "" {
+			hops++
+		}
+		if hops > libraryHops {
+			return
+		}
+		if w.inApp(to) {
+			hops = 0
+		}
+		seen[to] = true
+		rw.parent[to] = from
+		rw.via[to] = pos
+		queue = append(queue, item{to, hops})
+	}
+	for len(queue) > 0 {
+		it := queue[0]
+		queue = queue[1:]
+		rw.order = append(rw.order, it.fn)
+		if n := w.cg.Nodes[it.fn]; n != nil {
+			for _, e := range n.Out {
+				visit(it.fn, e.Callee.Func, e.Pos(), it.hops)
+			}
+		}
+		if !w.inApp(it.fn) {
+			continue
+		}
+		for _, b := range it.fn.Blocks {
+			for _, in := range b.Instrs {
+				send, ok := in.(*ssa.Send)
+				if !ok {
+					continue
+				}
+				for _, r := range w.recvers[chanKey(send.Chan.Type())] {
+					visit(it.fn, r, send.Pos(), 0)
+				}
+			}
+		}
+	}
+	return rw
+}
+
+// inApp reports whether fn belongs to a checked package.
+func (w *wholeProgram) inApp(fn *ssa.Function) bool {
+	if fn.Pkg == nil {
+		if o := fn.Origin(); o != nil && o.Pkg != nil {
+			return w.app[o.Pkg.Pkg]
+		}
+		return false
+	}
+	return w.app[fn.Pkg.Pkg]
+}
+
+// path returns the names from the walk's entry point to fn.
+func (rw *rootWalk) path(fn *ssa.Function) []string {
+	var out []string
+	for f := fn; f != nil; f = rw.parent[f] {
+		if f.Synthetic == "" {
+			out = append(out, shortName(f))
+		}
+	}
+	slices.Reverse(out)
+	return out
+}
+
+// publish hands the walks' results to [ConsumersAnalyzer], by package; the
+// returned function takes them back.
+func (w *wholeProgram) publish() (done func()) {
+	byPkg := map[*types.Package]*programReach{}
+	for _, rw := range w.walks {
+		for _, fn := range rw.order {
+			if !w.inApp(fn) {
+				continue
+			}
+			src := fn
+			if o := fn.Origin(); o != nil {
+				src = o
+			}
+			node := src.Syntax()
+			if node == nil || src.Pkg == nil {
+				continue
+			}
+			if _, ok := node.(*ast.RangeStmt); ok {
+				continue
+			}
+			pr := byPkg[src.Pkg.Pkg]
+			if pr == nil {
+				pr = &programReach{nodes: map[ast.Node]*reached{}, funcs: map[*types.Func]bool{}}
+				byPkg[src.Pkg.Pkg] = pr
+			}
+			if pr.nodes[node] == nil {
+				pr.nodes[node] = &reached{root: rw.root, path: rw.path(fn)}
+			}
+			if obj, ok := src.Object().(*types.Func); ok {
+				pr.funcs[obj] = true
+			}
+		}
+	}
+	for pkg, pr := range byPkg {
+		programs.Store(pkg, pr)
+	}
+	return func() {
+		for pkg := range byPkg {
+			programs.Delete(pkg)
+		}
+	}
+}
+
+// shortName names a function for paths: pkg.Func, pkg.Type.Method, and
+// pkg.Func.funcN for a closure.
+func shortName(fn *ssa.Function) string {
+	if p := fn.Parent(); p != nil {
+		return shortName(p) + ".func" + strings.TrimPrefix(fn.Name(), p.Name()+"$")
+	}
+	if o := fn.Origin(); o != nil {
+		fn = o
+	}
+	pkg := ""
+	if fn.Pkg != nil {
+		pkg = fn.Pkg.Pkg.Name() + "."
+	} else if obj := fn.Object(); obj != nil && obj.Pkg() != nil {
+		pkg = obj.Pkg().Name() + "."
+	}
+	if recv := fn.Signature.Recv(); recv != nil {
+		t := recv.Type()
+		if p, ok := t.(*types.Pointer); ok {
+			t = p.Elem()
+		}
+		if n, ok := types.Unalias(t).(*types.Named); ok {
+			return pkg + n.Obj().Name() + "." + fn.Name()
+		}
+		return pkg + fn.Name()
+	}
+	return pkg + fn.Name()
+}
