@@ -6,7 +6,6 @@ import (
 	"go/ast"
 	"go/token"
 	"io"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -21,8 +20,9 @@ type Consumer struct {
 	Kind string `json:"kind"`
 	// Name is the entry function's name, or "pkg.F.func1" for a literal.
 	Name string `json:"name"`
-	// File (relative to [Report].Root, slash-separated) and Line (1-based)
-	// are where the entry function starts.
+	// File (relative to the working directory when below it, as in
+	// [Finding], slash-separated) and Line (1-based) are where the entry
+	// function starts.
 	File string `json:"file"`
 	Line int    `json:"line"`
 	// Acks are where it acknowledges, in the order the walk meets them; for
@@ -54,7 +54,7 @@ type Consumer struct {
 type Step struct {
 	// What describes it: "an HTTP request (http.Client.Do)", ...
 	What string `json:"what"`
-	// File and Line locate it (File relative to [Report].Root).
+	// File and Line locate it (File as in [Consumer]).
 	File string `json:"file,omitempty"`
 	Line int    `json:"line,omitempty"`
 	// Path is the chain of functions from the entry point to the function
@@ -65,6 +65,10 @@ type Step struct {
 	// AfterAck is set on an effect or write reached after the consumer
 	// acknowledged in the entry function: a crash between them loses it.
 	AfterAck bool `json:"after_ack,omitempty"`
+	// Async is set on an effect or write reached through a go statement or
+	// a channel send: it runs beside the consumer, and the ack does not
+	// wait for it unless the code waits (a WaitGroup, a reply channel).
+	Async bool `json:"async,omitempty"`
 }
 
 // span is the source range of one function a consumer reaches.
@@ -73,11 +77,11 @@ type span struct {
 	start, end int
 }
 
-// consumerMap builds the map from the walks, paths relative to root.
-func (w *wholeProgram) consumerMap(root string) []Consumer {
+// consumerMap builds the map from the walks.
+func (w *wholeProgram) consumerMap() []Consumer {
 	var out []Consumer
 	for _, rw := range w.walks {
-		out = append(out, w.describe(rw, root))
+		out = append(out, w.describe(rw))
 	}
 	slices.SortFunc(out, func(a, b Consumer) int {
 		return cmp.Or(cmp.Compare(a.File, b.File), cmp.Compare(a.Line, b.Line), cmp.Compare(a.Name, b.Name))
@@ -85,14 +89,9 @@ func (w *wholeProgram) consumerMap(root string) []Consumer {
 	return out
 }
 
-func (w *wholeProgram) describe(rw *rootWalk, root string) Consumer {
+func (w *wholeProgram) describe(rw *rootWalk) Consumer {
 	fset := w.prog.Fset
-	rel := func(p token.Position) string {
-		if r, err := filepath.Rel(root, p.Filename); err == nil && !strings.HasPrefix(r, "..") {
-			return filepath.ToSlash(r)
-		}
-		return filepath.ToSlash(p.Filename)
-	}
+	rel := func(p token.Position) string { return relPath(p.Filename) }
 	start := fset.Position(rw.root.Node.Pos())
 	c := Consumer{Kind: rw.root.Kind, Name: rw.root.Name, File: rel(start), Line: start.Line, Acks: []Step{}, Effects: []Step{}, Writes: []Step{}, Dedupe: "none found"}
 	switch c.Kind {
@@ -149,9 +148,10 @@ func (w *wholeProgram) describe(rw *rootWalk, root string) Consumer {
 				}
 			case *ast.CallExpr:
 				pos := fset.Position(n.Pos())
-				step := Step{File: rel(pos), Line: pos.Line, Path: path}
+				step := Step{File: rel(pos), Line: pos.Line, Path: path, Async: rw.async[fn]}
 				if a := ackOf(p.TypesInfo, n); a != "" {
 					step.What = "acks with " + a
+					step.Async = false
 					c.Acks = append(c.Acks, step)
 					if at := first(fn, n.Pos()); ackAt == token.NoPos || at < ackAt {
 						ackAt = at
@@ -293,8 +293,33 @@ func at(s Step) string {
 }
 
 func afterAck(s Step) string {
-	if s.AfterAck {
-		return " (AFTER the ack: a crash in between loses it)"
+	var out string
+	if s.Async {
+		out += " (in another goroutine: the ack may not wait for it)"
 	}
-	return ""
+	if s.AfterAck {
+		out += " (AFTER the ack: a crash in between loses it)"
+	}
+	return out
+}
+
+// WriteMarkdown writes the findings as a Markdown list, for a review or a
+// pull-request comment, followed by the consumer map's table when the
+// whole-program mode filled it.
+func WriteMarkdown(w io.Writer, rep *Report) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "### ackgapvet: %d findings\n\n", len(rep.Findings))
+	for _, f := range rep.Findings {
+		fmt.Fprintf(&b, "- **%s** `%s:%d` %s (`%s`)\n", f.Severity, f.File, f.Line, f.Message, f.Check)
+	}
+	if len(rep.Consumers) > 0 {
+		b.WriteString("\n### Consumers\n\n")
+	}
+	if _, err := io.WriteString(w, b.String()); err != nil {
+		return err
+	}
+	if len(rep.Consumers) == 0 {
+		return nil
+	}
+	return WriteMapMarkdown(w, rep)
 }

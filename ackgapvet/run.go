@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"golang.org/x/tools/go/analysis"
 	"golang.org/x/tools/go/analysis/checker"
@@ -37,6 +38,13 @@ type RunConfig struct {
 	// whole-program mode (SSA and a VTA call graph over the loaded
 	// packages and their dependencies), which also fills Report.Consumers.
 	PerPackage bool
+	// DiffBase, when set, narrows the report to the consumers whose
+	// reachable code changed between this git revision (a commit, branch
+	// or tag) and the working tree, and to the findings inside their
+	// functions: what a pull request does to its consumers. It needs the
+	// whole-program mode; Run returns an error with PerPackage set, outside
+	// a git work tree, or for a revision git does not know.
+	DiffBase string
 }
 
 // Finding is one diagnostic, with its position resolved.
@@ -104,6 +112,9 @@ func Run(cfg *RunConfig) (*Report, error) {
 	if cfg == nil {
 		cfg = &RunConfig{}
 	}
+	if cfg.DiffBase != "" && cfg.PerPackage {
+		return nil, errors.New("-diff needs the whole-program mode: drop -per-package")
+	}
 	analyzers, err := Select(cfg.Checks)
 	if err != nil {
 		return nil, err
@@ -119,8 +130,20 @@ func Run(cfg *RunConfig) (*Report, error) {
 	if env == nil {
 		env = os.Environ()
 	}
+	// The whole-program mode type-checks the packages it checks from source
+	// and their dependencies from export data (go list -export, the build
+	// cache): it follows calls through SSA, not facts, and classifies a
+	// dependency's functions by package at the call. The per-package mode
+	// needs every dependency's syntax for its facts.
+	mode := packages.LoadAllSyntax | packages.NeedModule
+	if !cfg.PerPackage {
+		mode &^= packages.NeedDeps
+		if patterns, err = withModulePackages(cfg.Dir, env, cfg.Tests, patterns); err != nil {
+			return nil, err
+		}
+	}
 	pkgs, err := packages.Load(&packages.Config{
-		Mode:  packages.LoadAllSyntax | packages.NeedModule,
+		Mode:  mode,
 		Dir:   cfg.Dir,
 		Tests: cfg.Tests,
 		Env:   env,
@@ -137,18 +160,20 @@ func Run(cfg *RunConfig) (*Report, error) {
 	if len(pkgs) == 0 {
 		return nil, errors.New("no packages match " + strings.Join(patterns, " "))
 	}
+	debugf("loaded %d packages", len(pkgs))
 	if !cfg.PerPackage {
 		w, err := programOf(pkgs)
 		if err != nil {
 			return nil, err
 		}
 		defer w.publish()()
-		rep.Consumers = w.consumerMap(rep.Root)
+		rep.Consumers = w.consumerMap()
 	}
 	graph, err := checker.Analyze(analyzers, pkgs, nil)
 	if err != nil {
 		return nil, err
 	}
+	debugf("checks done")
 	seen := map[string]bool{}
 	for act := range graph.All() {
 		if !act.IsRoot {
@@ -171,7 +196,44 @@ func Run(cfg *RunConfig) (*Report, error) {
 		return cmp.Or(cmp.Compare(a.File, b.File), cmp.Compare(a.Line, b.Line), cmp.Compare(a.Column, b.Column), cmp.Compare(a.Check, b.Check))
 	})
 	rep.countFindings()
+	if cfg.DiffBase != "" {
+		dir := cfg.Dir
+		if dir == "" {
+			dir = "."
+		}
+		ch, err := gitChanges(dir, cfg.DiffBase)
+		if err != nil {
+			return nil, err
+		}
+		rep.keepChanged(ch)
+	}
 	return rep, nil
+}
+
+// withModulePackages adds to patterns the packages of the main module that
+// the packages they match import, directly or not: the whole-program mode
+// type-checks them from source so that a consumer is followed into them (a
+// handler's effect in a client package of the same module), and reports the
+// findings it meets there.
+func withModulePackages(dir string, env []string, tests bool, patterns []string) ([]string, error) {
+	pkgs, err := packages.Load(&packages.Config{
+		Mode:  packages.NeedName | packages.NeedImports | packages.NeedDeps | packages.NeedModule,
+		Dir:   dir,
+		Tests: tests,
+		Env:   env,
+	}, patterns...)
+	if err != nil {
+		return nil, fmt.Errorf("load packages: %w", err)
+	}
+	out := slices.Clone(patterns)
+	seen := map[string]bool{}
+	packages.Visit(pkgs, nil, func(p *packages.Package) {
+		if p.Module != nil && p.Module.Main && !seen[p.PkgPath] && !strings.HasSuffix(p.PkgPath, ".test") && p.PkgPath != "" {
+			seen[p.PkgPath] = true
+			out = append(out, p.PkgPath)
+		}
+	})
+	return out, nil
 }
 
 // programOf finds the entry points of pkgs (the per-package analysis, run
@@ -194,6 +256,7 @@ func programOf(pkgs []*packages.Package) (*wholeProgram, error) {
 		roots = append(roots, c.Roots...)
 		remotes = append(remotes, c.remotes...)
 	}
+	debugf("entry points found: %d roots, %d remote", len(roots), len(remotes))
 	return buildProgram(pkgs, roots, remotes), nil
 }
 
@@ -258,4 +321,14 @@ func relPath(p string) string {
 		return filepath.ToSlash(r)
 	}
 	return p
+}
+
+var debugStart = time.Now()
+
+// debugf logs a phase's time when ACKGAPVET_DEBUG is set.
+func debugf(format string, args ...any) {
+	if os.Getenv("ACKGAPVET_DEBUG") != "" {
+		fmt.Fprintf(os.Stderr, "ackgapvet: %6.2fs ", time.Since(debugStart).Seconds())
+		fmt.Fprintf(os.Stderr, format+"\n", args...)
+	}
 }

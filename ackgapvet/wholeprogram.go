@@ -73,13 +73,27 @@ type rootWalk struct {
 	parent map[*ssa.Function]*ssa.Function
 	// via is the call site in the parent that leads to the function.
 	via map[*ssa.Function]token.Pos
+	// async marks the functions reached through a go statement or a
+	// channel send: they run beside the consumer, which does not wait for
+	// them before it acknowledges.
+	async map[*ssa.Function]bool
 }
 
 // buildProgram builds SSA for pkgs and their dependencies and the call
 // graph from the given entry points; app are the checked packages.
 func buildProgram(pkgs []*packages.Package, roots []*Root, remotes []remote) *wholeProgram {
-	prog, _ := ssautil.AllPackages(pkgs, ssa.InstantiateGenerics)
-	prog.Build()
+	// Function bodies are built for the checked packages only: a library's
+	// internals are not the consumer's code (its effects are classified at
+	// the call, by package), and building them costs most of the memory.
+	// A function value handed to a library call (errgroup.Go, sync.Once.Do,
+	// a retry helper) is taken as called by it: see walk.
+	prog, ssaPkgs := ssautil.Packages(pkgs, ssa.InstantiateGenerics)
+	for _, p := range ssaPkgs {
+		if p != nil {
+			p.Build()
+		}
+	}
+	debugf("SSA built")
 	w := &wholeProgram{
 		prog:    prog,
 		info:    map[*types.Package]*packages.Package{},
@@ -117,6 +131,9 @@ func buildProgram(pkgs []*packages.Package, roots []*Root, remotes []remote) *wh
 	var entries []entry
 	for _, r := range roots {
 		if fn := w.syntax[r.Node]; fn != nil {
+			if r.Name == "func literal" {
+				r.Name = shortName(fn) // shop.Register.func1
+			}
 			entries = append(entries, entry{r, fn})
 		}
 	}
@@ -161,8 +178,10 @@ func buildProgram(pkgs []*packages.Package, roots []*Root, remotes []remote) *wh
 		}
 	}
 	cg := cha.CallGraph(prog)
+	debugf("CHA done")
 	cg = vta.CallGraph(forwardSlice(start, cg), cg)
 	cg = vta.CallGraph(forwardSlice(start, cg), cg)
+	debugf("VTA done")
 	w.cg = cg
 	for _, e := range entries {
 		w.walks = append(w.walks, w.walk(e.root, e.fn))
@@ -292,17 +311,18 @@ func forwardSlice(start map[*ssa.Function]bool, cg *callgraph.Graph) map[*ssa.Fu
 
 // walk follows the call graph and channel hand-offs from one entry point.
 func (w *wholeProgram) walk(root *Root, entry *ssa.Function) *rootWalk {
-	rw := &rootWalk{root: root, entry: entry, parent: map[*ssa.Function]*ssa.Function{}, via: map[*ssa.Function]token.Pos{}}
+	rw := &rootWalk{root: root, entry: entry, parent: map[*ssa.Function]*ssa.Function{}, via: map[*ssa.Function]token.Pos{}, async: map[*ssa.Function]bool{}}
 	type item struct {
 		fn   *ssa.Function
 		hops int // calls in a row outside the module
 	}
 	seen := map[*ssa.Function]bool{entry: true}
 	queue := []item{{entry, 0}}
-	visit := func(from *ssa.Function, to *ssa.Function, pos token.Pos, hops int) {
+	visit := func(from *ssa.Function, to *ssa.Function, pos token.Pos, hops int, async bool) {
 		if to == nil || seen[to] {
 			return
 		}
+		rw.async[to] = async || rw.async[from]
 		if !w.inApp(to) && to.Synthetic == "" {
 			hops++
 		}
@@ -323,7 +343,8 @@ func (w *wholeProgram) walk(root *Root, entry *ssa.Function) *rootWalk {
 		rw.order = append(rw.order, it.fn)
 		if n := w.cg.Nodes[it.fn]; n != nil {
 			for _, e := range n.Out {
-				visit(it.fn, e.Callee.Func, e.Pos(), it.hops)
+				_, isGo := e.Site.(*ssa.Go)
+				visit(it.fn, e.Callee.Func, e.Pos(), it.hops, isGo)
 			}
 		}
 		if !w.inApp(it.fn) {
@@ -331,12 +352,23 @@ func (w *wholeProgram) walk(root *Root, entry *ssa.Function) *rootWalk {
 		}
 		for _, b := range it.fn.Blocks {
 			for _, in := range b.Instrs {
-				send, ok := in.(*ssa.Send)
-				if !ok {
-					continue
-				}
-				for _, r := range w.recvers[chanKey(send.Chan.Type())] {
-					visit(it.fn, r, send.Pos(), 0)
+				switch in := in.(type) {
+				case *ssa.Send:
+					for _, r := range w.recvers[chanKey(in.Chan.Type())] {
+						visit(it.fn, r, in.Pos(), 0, true)
+					}
+				case ssa.CallInstruction:
+					// A function value passed to a library (no body
+					// here) is taken as called by it.
+					if f := in.Common().StaticCallee(); f == nil || len(f.Blocks) > 0 {
+						continue
+					}
+					for _, a := range in.Common().Args {
+						for _, f := range w.funcsOf(a, 2) {
+							_, isGo := in.(*ssa.Go)
+							visit(it.fn, f, in.Pos(), 0, isGo)
+						}
+					}
 				}
 			}
 		}

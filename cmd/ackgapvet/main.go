@@ -20,7 +20,8 @@
 //
 //	//ackgapvet:ignore <check> <reason>
 //
-// Exit codes (standalone): 0 no findings, 1 usage or load error, 3 findings.
+// Exit codes (standalone): 0 no findings, 1 usage or load error, 3 findings
+// (map exits 0 whatever it shows).
 package main
 
 import (
@@ -61,22 +62,31 @@ func vetMode(args []string) bool {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
+	mapMode := len(args) > 0 && args[0] == "map"
+	if mapMode {
+		args = args[1:]
+	}
 	fs := flag.NewFlagSet("ackgapvet", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	format := fs.String("format", envOr("ACKGAPVET_FORMAT", "text"), "output: text, json or sarif (env ACKGAPVET_FORMAT)")
 	severity := fs.String("severity", os.Getenv(ackgapvet.SeverityEnv), "blast-radius patterns, e.g. 'critical=charge|payout;low=cache' (env "+ackgapvet.SeverityEnv+")")
 	checks := fs.String("checks", os.Getenv("ACKGAPVET_CHECKS"), "comma-separated checks to run; default all (env ACKGAPVET_CHECKS)")
 	tests := fs.Bool("test", false, "also check test files")
+	perPackage := fs.Bool("per-package", false, "only the per-package analysis (what go vet -vettool runs): faster, does not follow interfaces, function values, goroutines or channels")
+	diff := fs.String("diff", "", "report only the consumers whose reachable code changed since this git revision, e.g. -diff origin/main")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `ackgapvet: find the consumers that a duplicate delivery would hurt.
 
 Usage:
   ackgapvet [flags] [packages]        (default ./...)
+  ackgapvet map [flags] [packages]    the consumer map: entry points, acks, effects, dedupe
   go vet -vettool=$(which ackgapvet) [packages]
 
 Example:
   ackgapvet ./...
   ackgapvet -format sarif ./... > ackgapvet.sarif
+  ackgapvet map -format markdown ./...
+  ackgapvet -diff origin/main ./...
 
 Suppress a finding: //ackgapvet:ignore <check> <reason> on its line or the line above.
 Exit codes: 0 no findings, 1 usage or load error, 3 findings.
@@ -96,11 +106,24 @@ Flags:
 		}
 		return exitError
 	}
-	write, ok := map[string]func(io.Writer, *ackgapvet.Report) error{
-		"text": ackgapvet.WriteText, "json": ackgapvet.WriteJSON, "sarif": ackgapvet.WriteSARIF,
-	}[*format]
+	writers := map[string]func(io.Writer, *ackgapvet.Report) error{
+		"text": ackgapvet.WriteText, "json": ackgapvet.WriteJSON, "sarif": ackgapvet.WriteSARIF, "markdown": ackgapvet.WriteMarkdown,
+	}
+	if mapMode {
+		writers["text"], writers["markdown"] = ackgapvet.WriteMap, ackgapvet.WriteMapMarkdown
+		delete(writers, "sarif")
+	}
+	write, ok := writers[*format]
 	if !ok {
-		fmt.Fprintf(stderr, "ackgapvet: -format %q: want text, json or sarif\n", *format)
+		want := "text, json, markdown or sarif"
+		if mapMode {
+			want = "text, json or markdown"
+		}
+		fmt.Fprintf(stderr, "ackgapvet: -format %q: want %s\n", *format, want)
+		return exitError
+	}
+	if mapMode && *perPackage {
+		fmt.Fprintln(stderr, "ackgapvet: map needs the whole-program mode: drop -per-package")
 		return exitError
 	}
 	if *severity != "" {
@@ -109,7 +132,7 @@ Flags:
 			return exitError
 		}
 	}
-	cfg := &ackgapvet.RunConfig{Patterns: fs.Args(), Tests: *tests}
+	cfg := &ackgapvet.RunConfig{Patterns: fs.Args(), Tests: *tests, PerPackage: *perPackage, DiffBase: *diff}
 	if *checks != "" {
 		cfg.Checks = strings.Split(*checks, ",")
 	}
@@ -125,7 +148,7 @@ Flags:
 		fmt.Fprintln(stderr, "ackgapvet:", err)
 		return exitError
 	}
-	if len(rep.Findings) > 0 {
+	if len(rep.Findings) > 0 && !mapMode {
 		return exitFindings
 	}
 	return exitClean

@@ -44,13 +44,25 @@ func shopCmd(t *testing.T, name string, args ...string) (stdout, stderr string, 
 	return o.String(), e.String(), 0
 }
 
+// chargeMsg is the per-package mode's finding: at the call into package
+// pay, judged by pay.Charge's fact.
 const chargeMsg = "calls pay.Charge, which makes an HTTP request (http.Client.Do) on the consumer path of watermill handler (func literal) repeats on every redelivery"
+
+// chargePath is the whole-program mode's finding: inside pay.Charge, where
+// the request is made, with the path from the handler.
+const chargePath = "an HTTP request (http.Client.Do) on the consumer path of watermill handler shop.Register.func1 (shop.Register.func1 → pay.Charge) repeats on every redelivery"
 
 func TestCommand(t *testing.T) {
 	bin := build(t)
 
 	t.Run("text", func(t *testing.T) {
 		out, errOut, code := shopCmd(t, bin, ".")
+		require.Equal(t, exitFindings, code, errOut)
+		require.Equal(t, "pay/pay.go:17:11: critical: "+chargePath+"; record it in the outbox in the handler's transaction and let the relay make it with an idempotency key [effect]\n", out)
+	})
+
+	t.Run("per-package", func(t *testing.T) {
+		out, errOut, code := shopCmd(t, bin, "-per-package", ".")
 		require.Equal(t, exitFindings, code, errOut)
 		require.Equal(t, "shop.go:15:10: critical: "+chargeMsg+"; record it in the outbox in the handler's transaction and let the relay make it with an idempotency key [effect]\n", out)
 	})
@@ -64,9 +76,10 @@ func TestCommand(t *testing.T) {
 		f := rep.Findings[0]
 		require.Equal(t, "effect", f.Check)
 		require.Equal(t, ackgapvet.SeverityCritical, f.Severity)
-		require.Equal(t, "shop.go", f.File)
-		require.Equal(t, 15, f.Line)
-		require.Contains(t, f.Message, chargeMsg)
+		require.Equal(t, "pay/pay.go", f.File)
+		require.Equal(t, 17, f.Line)
+		require.Contains(t, f.Message, chargePath)
+		require.Len(t, rep.Consumers, 2, "the consumer map: the charge handler and the cache warm-up")
 	})
 
 	t.Run("sarif", func(t *testing.T) {
@@ -122,10 +135,10 @@ func TestCommand(t *testing.T) {
 		require.False(t, filepath.IsAbs(art.URI), art.URI)
 		base, ok := strings.CutPrefix(log.Runs[0].OriginalURIBaseIDs[ackgapvet.SRCROOT].URI, "file://")
 		require.True(t, ok)
-		want, err := filepath.Abs(filepath.Join("testdata", "shop", "shop.go"))
+		want, err := filepath.Abs(filepath.Join("testdata", "shop", "pay", "pay.go"))
 		require.NoError(t, err)
 		require.Equal(t, want, filepath.FromSlash(base+art.URI))
-		require.Equal(t, 15, res.Locations[0].PhysicalLocation.Region.StartLine)
+		require.Equal(t, 17, res.Locations[0].PhysicalLocation.Region.StartLine)
 	})
 
 	t.Run("json suggested fix", func(t *testing.T) {
@@ -154,19 +167,35 @@ func TestCommand(t *testing.T) {
 	t.Run("severity override", func(t *testing.T) {
 		out, errOut, code := shopCmd(t, bin, "-severity", "low=charge;critical=nomatch", "./...")
 		require.Equal(t, exitFindings, code, errOut)
-		require.Contains(t, out, "shop.go:15:10: low: ")
+		require.Contains(t, out, "pay/pay.go:17:11: low: ")
 	})
 
 	t.Run("bad input", func(t *testing.T) {
 		_, errOut, code := shopCmd(t, bin, "-format", "xml", "./...")
 		require.Equal(t, exitError, code)
-		require.Contains(t, errOut, `-format "xml": want text, json or sarif`)
+		require.Contains(t, errOut, `-format "xml": want text, json, markdown or sarif`)
+		_, errOut, code = shopCmd(t, bin, "map", "-format", "sarif", "./...")
+		require.Equal(t, exitError, code)
+		require.Contains(t, errOut, `-format "sarif": want text, json or markdown`)
+		_, errOut, code = shopCmd(t, bin, "-per-package", "-diff", "HEAD", "./...")
+		require.Equal(t, exitError, code)
+		require.Contains(t, errOut, "-diff needs the whole-program mode")
 		_, errOut, code = shopCmd(t, bin, "-checks", "effect,nosuch", "./...")
 		require.Equal(t, exitError, code)
 		require.Contains(t, errOut, `unknown check "nosuch"`)
 		_, errOut, code = shopCmd(t, bin, "-severity", "urgent=x", "./...")
 		require.Equal(t, exitError, code)
 		require.Contains(t, errOut, "want <critical|high|medium|low>=<regexp>")
+	})
+
+	t.Run("map", func(t *testing.T) {
+		out, errOut, code := shopCmd(t, bin, "map", "./...")
+		require.Equal(t, exitClean, code, errOut)
+		require.Contains(t, out, "shop.go:14: watermill handler shop.Register.func1")
+		require.Contains(t, out, "via shop.Register.func1 → pay.Charge")
+		out, errOut, code = shopCmd(t, bin, "map", "-format", "markdown", "./...")
+		require.Equal(t, exitClean, code, errOut)
+		require.True(t, strings.HasPrefix(out, "| consumer | kind |"), out)
 	})
 
 	t.Run("go vet -vettool", func(t *testing.T) {

@@ -3,14 +3,18 @@
 package main
 
 import (
+	"context"
 	"net/http"
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"example.com/program/handlers"
+	"example.com/program/ledger"
 	"example.com/program/notify"
 	"example.com/program/orders"
+	"example.com/program/poller"
 )
 
 func main() {
@@ -22,4 +26,5 @@ func main() {
 	r.AddNoPublisherHandler("notify", "signups", nil, handlers.NotifyHandler(s))
 	r.AddNoPublisherHandler("hook", "signups", nil, handlers.HookHandler(s))
 	r.AddNoPublisherHandler("async", "refunds", nil, s.AsyncHandler)
+	poller.Poll(context.Background(), &sqs.Client{}, "https://sqs.example/q", &ledger.Ledger{C: c})
 }

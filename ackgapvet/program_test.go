@@ -1,0 +1,163 @@
+package ackgapvet
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// programEnv loads testdata/program offline: its dependencies are local
+// stubs (replace directives).
+func programEnv() []string {
+	return append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod", "GOPROXY=off")
+}
+
+// findingsIn returns the findings of check in file (slash path relative to
+// testdata/program).
+func findingsIn(rep *Report, file, check string) []Finding {
+	var out []Finding
+	for _, f := range rep.Findings {
+		if strings.HasSuffix(filepath.ToSlash(f.abs), "/testdata/program/"+file) && f.Check == check {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// TestWholeProgramPathKinds: each way a consumer reaches its effect in
+// testdata/program is followed by the whole-program mode and missed by the
+// per-package mode: a handler declared in another package than AddHandler,
+// a factory's handler calling an interface, a function field, a goroutine
+// started by the handler, a channel to a worker started by main, and an SQS
+// receive loop handing messages to a worker pool that calls a store through
+// an interface.
+func TestWholeProgramPathKinds(t *testing.T) {
+	dir := filepath.Join("testdata", "program")
+	rep, err := Run(&RunConfig{Dir: dir, Env: programEnv()})
+	require.NoError(t, err)
+	require.Empty(t, rep.Skipped)
+
+	cases := []struct {
+		kind, file, check, path string
+	}{
+		{"other package", "orders/orders.go", "earlyack", ""},
+		{"other package", "orders/orders.go", "httpclient", ""},
+		{"interface (factory)", "notify/notify.go", "effect", "handlers.NotifyHandler.func1 → notify.Email.Notify"},
+		{"function field (factory)", "notify/notify.go", "effect", "handlers.HookHandler.func1 → notify.NewHook.func1"},
+		{"goroutine", "handlers/handlers.go", "effect", "handlers.Service.AsyncHandler → handlers.Service.refund"},
+		{"channel to a worker", "handlers/handlers.go", "effect", "handlers.Service.AsyncHandler → handlers.Worker"},
+		{"SQS worker pool + interface", "ledger/ledger.go", "effect", "poller.Poll → poller.worker → ledger.Ledger.Apply"},
+	}
+	for _, c := range cases {
+		fs := findingsIn(rep, c.file, c.check)
+		require.NotEmpty(t, fs, "%s: no %s finding in %s", c.kind, c.check, c.file)
+		if c.path == "" {
+			continue
+		}
+		var paths []string
+		for _, f := range fs {
+			paths = append(paths, f.Message)
+		}
+		require.Contains(t, strings.Join(paths, "\n"), c.path, "%s: the finding names the path", c.kind)
+	}
+
+	per, err := Run(&RunConfig{Dir: dir, Env: programEnv(), PerPackage: true})
+	require.NoError(t, err)
+	for _, c := range cases {
+		require.Empty(t, findingsIn(per, c.file, c.check), "the per-package mode follows no %s path: if it now does, update the docs' limits", c.kind)
+	}
+	require.Empty(t, per.Consumers, "the consumer map is a whole-program result")
+}
+
+// TestConsumerMap: one entry per entry point, with its acks, its effects,
+// the path to each, and whether an effect comes after the ack or runs in
+// another goroutine.
+func TestConsumerMap(t *testing.T) {
+	rep, err := Run(&RunConfig{Dir: filepath.Join("testdata", "program"), Env: programEnv()})
+	require.NoError(t, err)
+	byName := map[string]Consumer{}
+	for _, c := range rep.Consumers {
+		byName[c.Name] = c
+	}
+	require.Len(t, byName, 5, "%+v", rep.Consumers)
+
+	h := byName["Handle"]
+	require.Equal(t, KindWatermill, h.Kind)
+	require.Equal(t, "testdata/program/orders/orders.go", h.File)
+	require.Len(t, h.Effects, 1)
+	require.True(t, h.Effects[0].AfterAck, "orders.Handle acks before it posts")
+	require.Equal(t, SeverityCritical, h.BlastRadius)
+	require.Equal(t, 3, h.Findings)
+
+	p := byName["Poll"]
+	require.Equal(t, KindSQS, p.Kind)
+	require.Len(t, p.Effects, 1)
+	require.Equal(t, []string{"poller.Poll", "poller.worker", "ledger.Ledger.Apply"}, p.Effects[0].Path)
+	require.True(t, p.Effects[0].Async, "the worker runs beside the loop")
+	require.Equal(t, "acks with sqs.Client.DeleteMessage", p.Acks[0].What)
+
+	a := byName["AsyncHandler"]
+	require.Len(t, a.Effects, 2)
+	for _, e := range a.Effects {
+		require.True(t, e.Async, "%+v", e)
+	}
+	require.Equal(t, "none found", a.Dedupe)
+
+	var text, md bytes.Buffer
+	require.NoError(t, WriteMap(&text, rep))
+	require.Contains(t, text.String(), "via poller.Poll → poller.worker → ledger.Ledger.Apply")
+	require.NoError(t, WriteMapMarkdown(&md, rep))
+	require.Equal(t, 2+len(rep.Consumers), strings.Count(md.String(), "\n"), md.String())
+}
+
+// TestDiffMode: with -diff, only the consumers whose reachable code changed
+// since the base revision are reported, with their findings.
+func TestDiffMode(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Fatal("git is needed for -diff")
+	}
+	dir := t.TempDir()
+	require.NoError(t, os.CopyFS(dir, os.DirFS(filepath.Join("testdata", "program"))))
+	stubs, err := filepath.Abs(filepath.Join("testdata", "src", "github.com"))
+	require.NoError(t, err)
+	mod, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+	require.NoError(t, err)
+	mod = bytes.ReplaceAll(mod, []byte("../src/github.com"), []byte(stubs))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "go.mod"), mod, 0o644))
+	git := func(args ...string) {
+		cmd := exec.Command("git", append([]string{"-C", dir, "-c", "user.name=t", "-c", "user.email=t@example.com"}, args...)...)
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "%s", out)
+	}
+	git("init", "-q")
+	git("add", ".")
+	git("commit", "-qm", "base")
+
+	rep, err := Run(&RunConfig{Dir: dir, Env: programEnv(), DiffBase: "HEAD"})
+	require.NoError(t, err)
+	require.Empty(t, rep.Consumers, "nothing changed")
+	require.Empty(t, rep.Findings)
+
+	ledger := filepath.Join(dir, "ledger", "ledger.go")
+	src, err := os.ReadFile(ledger)
+	require.NoError(t, err)
+	src = bytes.Replace(src, []byte("\"https://ledger.example/payments\""), []byte("\"https://ledger.example/v2/payments\""), 1)
+	require.NoError(t, os.WriteFile(ledger, src, 0o644))
+
+	rep, err = Run(&RunConfig{Dir: dir, Env: programEnv(), DiffBase: "HEAD"})
+	require.NoError(t, err)
+	require.Len(t, rep.Consumers, 1, "only the SQS loop reaches the ledger: %+v", rep.Consumers)
+	require.Equal(t, "Poll", rep.Consumers[0].Name)
+	require.NotEmpty(t, rep.Findings)
+	for _, f := range rep.Findings {
+		require.True(t, strings.HasSuffix(f.abs, filepath.Join("ledger", "ledger.go")), "a finding outside the changed consumer: %+v", f)
+	}
+
+	_, err = Run(&RunConfig{Dir: dir, Env: programEnv(), DiffBase: "no-such-revision"})
+	require.ErrorContains(t, err, "no-such-revision")
+}
