@@ -1,0 +1,72 @@
+package ackgapvet
+
+import (
+	"bytes"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/xeipuuv/gojsonschema"
+
+	// The OASIS SARIF 2.1.0 JSON schema ships inside go-sarif (the
+	// unexported const schema in schema.go); imported so the module is
+	// pinned in go.mod and present in the module cache.
+	_ "github.com/owenrumney/go-sarif/v3/pkg/report/v210/sarif"
+)
+
+// sarifSchema reads the SARIF 2.1.0 schema (errata 01) out of go-sarif's
+// source in the module cache.
+func sarifSchema(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-f", "{{.Dir}}", "github.com/owenrumney/go-sarif/v3/pkg/report/v210/sarif").Output()
+	require.NoError(t, err)
+	f, err := parser.ParseFile(token.NewFileSet(), filepath.Join(strings.TrimSpace(string(out)), "schema.go"), nil, 0)
+	require.NoError(t, err)
+	for _, d := range f.Decls {
+		gd, ok := d.(*ast.GenDecl)
+		if !ok || gd.Tok != token.CONST {
+			continue
+		}
+		for _, s := range gd.Specs {
+			vs := s.(*ast.ValueSpec)
+			if vs.Names[0].Name == "schema" {
+				v, err := strconv.Unquote(vs.Values[0].(*ast.BasicLit).Value)
+				require.NoError(t, err)
+				require.Contains(t, v, "sarif-schema-2.1.0.json")
+				return v
+			}
+		}
+	}
+	t.Fatal("no schema const in go-sarif's schema.go")
+	return ""
+}
+
+// TestSARIFSchema: the SARIF the checker writes, for a real run with
+// findings, fixes and the consumer path, validates against the OASIS SARIF
+// 2.1.0 schema; a document that breaks it is rejected (the validator can
+// fail).
+func TestSARIFSchema(t *testing.T) {
+	schema := gojsonschema.NewStringLoader(sarifSchema(t))
+	rep, err := Run(&RunConfig{Dir: filepath.Join("testdata", "program"), Env: append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod", "GOPROXY=off")})
+	require.NoError(t, err)
+	require.NotEmpty(t, rep.Findings)
+	rep.Findings[0].Fixes = []Fix{{Message: "use tx", Edits: []Edit{{File: rep.Findings[0].File, Line: rep.Findings[0].Line, Column: 1, EndLine: rep.Findings[0].Line, EndColumn: 2, NewText: "x"}}}}
+	var b bytes.Buffer
+	require.NoError(t, WriteSARIF(&b, rep))
+	res, err := gojsonschema.Validate(schema, gojsonschema.NewBytesLoader(b.Bytes()))
+	require.NoError(t, err)
+	require.True(t, res.Valid(), "%v", res.Errors())
+
+	broken := bytes.Replace(b.Bytes(), []byte(`"version": "2.1.0"`), []byte(`"version": "2.0"`), 1)
+	require.NotEqual(t, b.Bytes(), broken, "the document names its version")
+	res, err = gojsonschema.Validate(schema, gojsonschema.NewBytesLoader(broken))
+	require.NoError(t, err)
+	require.False(t, res.Valid(), "a wrong version must not validate")
+}
