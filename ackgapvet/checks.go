@@ -745,8 +745,11 @@ var IdemKeyAnalyzer = newAnalyzer("idemkey",
 
 An HTTP POST, PUT or PATCH sent without an Idempotency-Key header lets the
 receiver apply a redelivered message twice; an UPDATE ... SET n = n + 1 with
-no dedupe record in the same transaction counts a redelivery twice. Fix: send
-a key derived from the event id (set directly or through a helper that takes
+no dedupe record in the same transaction counts a redelivery twice, and so
+does a DynamoDB UpdateExpression "SET n = n + :x" or "ADD n :x" without a
+condition. An idempotency or deduplication key made afresh per delivery
+(uuid.New, ulid, rand, time.Now) defeats the receiver's dedupe. Fix: send a
+key derived from the event id (set directly or through a helper that takes
 the request), and record the event in an inbox row in the same transaction.`,
 	func(pass *analysis.Pass, c *Consumers, r *reporter) {
 		walk(pass, c, callNode, func(n ast.Node, s *site) {
@@ -772,8 +775,114 @@ the request), and record the event in an inbox row in the same transaction.`,
 					"increments %s with no dedupe record in the same transaction: each redelivery counts again; insert an inbox row (consumer, event id) under a unique constraint in the same transaction and skip on conflict",
 					strings.ToLower(m[1])))
 			}
+			if k := constStrings(pass.TypesInfo, call); fn.Name() == "Set" || fn.Name() == "Add" {
+				if recvName(fn) == "Header" && len(k) > 0 && idemKeyName.MatchString(k[0]) && len(call.Args) == 2 {
+					if g := freshRandom(pass.TypesInfo, call.Args[1]); g != "" {
+						reportFreshKey(r, call, s, k[0], g)
+					}
+				}
+			}
+		})
+		walk(pass, c, []ast.Node{(*ast.CompositeLit)(nil)}, func(n ast.Node, s *site) {
+			if s.Root == nil {
+				return
+			}
+			lit := n.(*ast.CompositeLit)
+			var update, condition string
+			for _, e := range lit.Elts {
+				kv, ok := e.(*ast.KeyValueExpr)
+				if !ok {
+					continue
+				}
+				key, ok := kv.Key.(*ast.Ident)
+				if !ok {
+					continue
+				}
+				switch {
+				case idemKeyName.MatchString(key.Name):
+					if g := freshRandom(pass.TypesInfo, kv.Value); g != "" {
+						reportFreshKey(r, kv, s, key.Name, g)
+					}
+				case key.Name == "UpdateExpression":
+					update = stringValue(pass.TypesInfo, kv.Value)
+				case key.Name == "ConditionExpression":
+					condition = "set"
+				}
+			}
+			if update == "" || condition != "" {
+				return
+			}
+			attr := ""
+			if m := increment.FindStringSubmatch(strings.ToUpper(update)); m != nil && m[1] == m[2] {
+				attr = strings.ToLower(m[1])
+			} else if m := dynamoAdd.FindStringSubmatch(update); m != nil {
+				attr = m[1]
+			}
+			if attr == "" {
+				return
+			}
+			r.report(lit, SeverityOf(append(s.names(), update)...), fmt.Sprintf(
+				"increments %s with a DynamoDB update (%q) %s and no condition: each redelivery counts again; write a processed-event item keyed by the message id with attribute_not_exists in the same TransactWriteItems, or make the update conditional on it",
+				attr, update, s.where()))
 		})
 	})
+
+// idemKeyName matches the names of idempotency and deduplication keys:
+// header names and struct fields (IdempotencyKey, MessageDeduplicationId,
+// Idempotency-Key, X-Request-Id used as a dedupe key is not included).
+var idemKeyName = regexp.MustCompile(`(?i)^(x-)?idempoten|dedup`)
+
+// dynamoAdd matches a DynamoDB update expression's ADD action on an
+// attribute (a number added to itself).
+var dynamoAdd = regexp.MustCompile(`(?i)(?:^|\s)ADD\s+([A-Za-z_#][\w.]*)\s+:`)
+
+// freshRandom returns the random generator a key expression calls (uuid,
+// ulid, ksuid, xid, math/rand, crypto/rand, Watermill's NewUUID/NewULID,
+// time.Now): a key made afresh on each delivery, so a redelivery carries a
+// new key and the receiver cannot recognise it. "" when there is none.
+func freshRandom(info *types.Info, e ast.Expr) string {
+	found := ""
+	ast.Inspect(e, func(n ast.Node) bool {
+		call, ok := n.(*ast.CallExpr)
+		if !ok || found != "" {
+			return found == ""
+		}
+		fn := callee(info, call)
+		if fn == nil {
+			return true
+		}
+		path, name := funcPath(fn), fn.Name()
+		switch {
+		case strings.HasSuffix(path, "/uuid") && (strings.HasPrefix(name, "New") || name == "Must"),
+			strings.HasSuffix(path, "/ulid") || strings.HasSuffix(path, "/ulid/v2") || strings.HasSuffix(path, "/ksuid") || strings.HasSuffix(path, "/xid"),
+			path == "math/rand" || path == "math/rand/v2" || path == "crypto/rand",
+			path == pathWatermill && (name == "NewUUID" || name == "NewULID" || name == "NewShortUUID"),
+			path == "time" && name == "Now":
+			found = qualName(fn)
+		}
+		return found == ""
+	})
+	return found
+}
+
+// reportFreshKey reports an idempotency key made afresh per delivery.
+func reportFreshKey(r *reporter, n ast.Node, s *site, key, gen string) {
+	r.report(n, SeverityOf(append(s.names(), key)...), fmt.Sprintf(
+		"%s is made with %s %s: every redelivery carries a new key, so the receiver applies it again; derive the key from the message (its event id, or a hash of it)",
+		key, gen, s.where()))
+}
+
+// stringValue returns a constant string expression's value, "" otherwise.
+func stringValue(info *types.Info, e ast.Expr) string {
+	if tv, ok := info.Types[e]; ok && tv.Value != nil && tv.Value.Kind() == constant.String {
+		return constant.StringVal(tv.Value)
+	}
+	// aws.String("...")
+	if call, ok := ast.Unparen(e).(*ast.CallExpr); ok && len(call.Args) == 1 {
+		return stringValue(info, call.Args[0])
+	}
+	return ""
+}
 
 func checkRequestKey(pass *analysis.Pass, r *reporter, call *ast.CallExpr, fn *types.Func, s *site) {
 	mi := 0
