@@ -64,9 +64,15 @@
 // ([Version]), partialFingerprints that do not depend on line numbers, and a
 // helpUri per check into docs/ackgapvet.md ([DocsURL]).
 //
-// Limits: calls are followed through static calls (and across packages by
-// facts), not through interface methods, function values or fields,
-// goroutines or channels; handlers built by factories, Watermill CQRS
-// handlers, confluent-kafka-go and aws-sdk-go v1 consumers are not entry
-// points.
+// Two modes. [Run] (and the command) default to the whole-program mode: the
+// checked packages from source, their dependencies from export data, SSA
+// for the module's bodies and a VTA call graph, so a consumer is followed
+// through interface calls, function values and fields, closures, goroutines,
+// channel hand-offs to workers, factories and handlers declared in other
+// packages; every function reached is checked as part of the consumer and a
+// finding names the path. It also fills [Report].Consumers, the consumer map
+// ([WriteMap], [WriteMapMarkdown]), and narrows a report to what a change
+// touches ([RunConfig].DiffBase). [RunConfig].PerPackage, go vet -vettool
+// and golangci-lint run the analyzers one package at a time with facts:
+// faster, not through interfaces, function values, goroutines or channels.
 package ackgapvet
