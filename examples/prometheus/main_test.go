@@ -2,7 +2,10 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"io"
+	"os"
+	"regexp"
 	"net/http"
 	"strconv"
 	"strings"
@@ -11,6 +14,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/ackgap/ackgap/telemetry"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -80,6 +85,7 @@ func TestScrape(t *testing.T) {
 	require.Contains(t, scrape, "ackgap_ack_gap_seconds_bucket{")
 	require.True(t, strings.HasSuffix(sample("ackgap_outbox_backlog{"), " 20"), sample("ackgap_outbox_backlog{"))
 	require.Contains(t, scrape, "ackgap_outbox_oldest_pending_age_seconds{")
+	checkDashboard(t, scrape)
 
 	cancel()
 	require.NoError(t, <-done)
@@ -93,4 +99,79 @@ func ackGapCount(scrape string, n int) bool {
 		}
 	}
 	return false
+}
+
+// checkDashboard loads grafana-dashboard.json and checks it against a real
+// scrape: every metric a panel queries is one the recipe exports (seen in
+// the scrape, or one of the two that only SQS or an unconfirmed ack makes
+// appear, named from the telemetry constants), every panel has a unique id
+// and queries through the dashboard's datasource variable.
+func checkDashboard(t *testing.T, scrape string) {
+	t.Helper()
+	raw, err := os.ReadFile("grafana-dashboard.json")
+	require.NoError(t, err)
+	var dash struct {
+		Title      string `json:"title"`
+		UID        string `json:"uid"`
+		Templating struct {
+			List []struct {
+				Name string `json:"name"`
+			} `json:"list"`
+		} `json:"templating"`
+		Panels []struct {
+			ID         int    `json:"id"`
+			Title      string `json:"title"`
+			Datasource struct {
+				UID string `json:"uid"`
+			} `json:"datasource"`
+			Targets []struct {
+				RefID string `json:"refId"`
+				Expr  string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	require.NoError(t, json.Unmarshal(raw, &dash))
+	require.NotEmpty(t, dash.Title)
+	require.NotEmpty(t, dash.UID)
+	vars := map[string]bool{"__rate_interval": true}
+	for _, v := range dash.Templating.List {
+		vars[v.Name] = true
+	}
+	promName := func(otel string) string { return strings.ReplaceAll(otel, ".", "_") }
+	// Exported only when an SQS consumer acks (lease headroom) or a broker
+	// leaves an ack unconfirmed: absent from this GoChannel scrape.
+	conditional := map[string]bool{
+		promName(telemetry.MetricLeaseHeadroom) + "_seconds_bucket": true,
+		promName(telemetry.MetricAcksUnconfirmed) + "_total":        true,
+	}
+	metric := regexp.MustCompile(`\backgap_[a-z_]+`)
+	labels := regexp.MustCompile(`by \([^)]*\)|\{[^}]*\}`)
+	variable := regexp.MustCompile(`\$\{?([a-z_]+)`)
+	ids := map[int]bool{}
+	queried := map[string]bool{}
+	require.GreaterOrEqual(t, len(dash.Panels), 6)
+	for _, p := range dash.Panels {
+		require.False(t, ids[p.ID], "panel id %d twice", p.ID)
+		ids[p.ID] = true
+		require.Equal(t, "${datasource}", p.Datasource.UID, p.Title)
+		require.NotEmpty(t, p.Targets, p.Title)
+		for _, tg := range p.Targets {
+			require.NotEmpty(t, tg.RefID, p.Title)
+			// Metric names only: label names sit in by (...) and {...}.
+			bare := labels.ReplaceAllString(tg.Expr, "")
+			names := metric.FindAllString(bare, -1)
+			require.NotEmpty(t, names, "%s: %s queries no ackgap metric", p.Title, tg.Expr)
+			for _, n := range names {
+				queried[n] = true
+				require.True(t, strings.Contains(scrape, "\n"+n+"{") || strings.Contains(scrape, "\n"+n+" ") || conditional[n],
+					"%s: %s is not a metric the recipe exports", p.Title, n)
+			}
+			for _, m := range variable.FindAllStringSubmatch(tg.Expr, -1) {
+				require.True(t, vars[m[1]], "%s: undefined variable $%s", p.Title, m[1])
+			}
+		}
+	}
+	for _, want := range []string{"ackgap_ack_gap_seconds_bucket", "ackgap_lease_headroom_seconds_bucket", "ackgap_outcomes_total", "ackgap_outbox_backlog"} {
+		require.True(t, queried[want], "the dashboard shows no %s", want)
+	}
 }
