@@ -3,9 +3,12 @@ package kafkabroker_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/IBM/sarama"
+	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/stretchr/testify/require"
 
@@ -107,4 +110,136 @@ func testProgressReplay[TTx any](t *testing.T, c progressCase[TTx]) {
 	rows, err = c.rows(ctx, "billing")
 	require.NoError(t, err)
 	require.Equal(t, int64(n), rows[0].Watermark)
+}
+
+// warnLog records what a subscriber logs at warn: message and fields.
+type warnLog struct {
+	watermill.NopLogger
+	mu    sync.Mutex
+	warns []loggedWarn
+}
+
+type loggedWarn struct {
+	msg    string
+	fields watermill.LogFields
+}
+
+func (l *warnLog) Warn(msg string, fields watermill.LogFields) {
+	l.mu.Lock()
+	l.warns = append(l.warns, loggedWarn{msg, fields})
+	l.mu.Unlock()
+}
+
+func (l *warnLog) With(watermill.LogFields) watermill.LoggerAdapter { return l }
+
+// of returns the fields of every warning logged with msg, in order.
+func (l *warnLog) of(msg string) []watermill.LogFields {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []watermill.LogFields
+	for _, w := range l.warns {
+		if w.msg == msg {
+			out = append(out, w.fields)
+		}
+	}
+	return out
+}
+
+// TestProgressCoversAGroupDeletedOrResetByHand (issue 24): the stored
+// watermark also covers an operator's hand on the group. Reset to the
+// latest offset (kafka-consumer-groups --reset-offsets --to-latest: an
+// OffsetCommit of the empty group) past records never applied: the
+// database is behind the committed offset, the records are replayed and
+// the rewind logged (LogDatabaseBehind) and counted. Deleted (DeleteGroups)
+// after the pruner dropped the inbox rows: the group has no committed
+// offset, and the partition starts from the stored watermark
+// (LogGroupOffsetMissing, Rewinds.Missing) rather than from the oldest
+// offset, which would apply every record again.
+func TestProgressCoversAGroupDeletedOrResetByHand(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool, _ := testdb.Schema(t, 8)
+	store, err := pgxstore.New(pool, nil)
+	require.NoError(t, err)
+	be := pgBackendOn(t, pool, store)
+	topic, group := unique("orders"), unique("billing")
+	pub := newPublisher(t)
+	next := 0
+	publish := func(k int) {
+		for range k {
+			require.NoError(t, pub.Publish(topic, event(t, fmt.Sprintf("ev-%02d", next), "one-partition")))
+			next++
+		}
+	}
+	run := func(log *warnLog) *kafkabroker.Subscriber {
+		sub, err := kafkabroker.NewSubscriber(&kafkabroker.SubscriberConfig{
+			Brokers: kafkaBrokers(t), ConsumerGroup: group, Progress: store.ProgressReader("billing"),
+			HoldTimeout: 20 * time.Second, SessionTimeout: 2 * time.Second, CloseTimeout: 10 * time.Second,
+		}, log)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = sub.Close() })
+		r, err := router.New[TTxPG](be.store, &router.Config{Logger: testLogger(), DeadLetter: pub, DeadLetterTopic: topic + ".dlq"})
+		require.NoError(t, err)
+		require.NoError(t, r.AddHandler("billing", topic, sub, func(ctx context.Context, tx TTxPG, msg *message.Message) error {
+			return be.apply(ctx, tx, msg.Metadata.Get(ackgap.MetadataEventIDKey))
+		}))
+		rn := start(t, r)
+		eventually(t, 60*time.Second, "every event applied", func() bool { return len(be.applied(t)) == next })
+		eventually(t, 60*time.Second, "the end committed", func() bool { return committedOffset(t, group, topic, 0) == int64(next) })
+		require.NoError(t, rn.close())
+		return sub
+	}
+	once := func() {
+		t.Helper()
+		got := be.applied(t)
+		require.Len(t, got, next)
+		for id, n := range got {
+			require.Equal(t, 1, n, "%s applied exactly once", id)
+		}
+	}
+	const n, m = 10, 5
+	publish(n)
+	run(&warnLog{})
+
+	// Reset to latest by hand, past m records nobody applied.
+	publish(m)
+	sc := sarama.NewConfig()
+	sc.Version = kafkabroker.VersionDefault
+	client, err := sarama.NewClient(kafkaBrokers(t), sc)
+	require.NoError(t, err)
+	defer client.Close()
+	om, err := sarama.NewOffsetManagerFromClient(group, client)
+	require.NoError(t, err)
+	pom, err := om.ManagePartition(topic, 0)
+	require.NoError(t, err)
+	pom.MarkOffset(n+m, "")
+	om.Commit()
+	require.NoError(t, pom.Close())
+	require.NoError(t, om.Close())
+	require.Equal(t, int64(n+m), committedOffset(t, group, topic, 0))
+	log := &warnLog{}
+	sub := run(log)
+	once()
+	require.Equal(t, int64(1), sub.Rewinds().Partitions.Load())
+	require.Equal(t, int64(m), sub.Rewinds().Records.Load())
+	behind := log.of(kafkabroker.LogDatabaseBehind)
+	require.Len(t, behind, 1)
+	require.EqualValues(t, n+m, behind[0]["committed_offset"])
+	require.EqualValues(t, n, behind[0]["stored_watermark"])
+
+	// The pruner dropped the inbox rows, then the group is deleted by hand.
+	_, err = pool.Exec(ctx, `DELETE FROM ackgap_inbox`)
+	require.NoError(t, err)
+	admin := newAdmin(t)
+	defer admin.Close()
+	require.NoError(t, admin.DeleteConsumerGroup(group))
+	publish(1)
+	log = &warnLog{}
+	sub = run(log)
+	once()
+	require.Equal(t, int64(1), sub.Rewinds().Missing.Load())
+	require.Zero(t, sub.Rewinds().Partitions.Load())
+	missing := log.of(kafkabroker.LogGroupOffsetMissing)
+	require.Len(t, missing, 1)
+	require.EqualValues(t, n+m, missing[0]["stored_watermark"])
 }
