@@ -12,6 +12,7 @@
 #   tools/pgfailover.sh kill-primary    # SIGKILL the primary's postmaster and all its processes at once
 #   tools/pgfailover.sh promote         # promote the standby; waits until it accepts writes
 #   tools/pgfailover.sh down            # stop and drop both clusters (idempotent)
+#   tools/pgfailover.sh down --all      # the same for every pair whose name starts with FAILOVER_CLUSTER
 #   tools/pgfailover.sh --help          # this text
 #
 # Output of up and env, one a line, for eval or for a test to parse:
@@ -108,6 +109,16 @@ cmd_down() {
 	say "dropped $VERSION/$PRIMARY and $VERSION/$STANDBY (if they existed)"
 }
 
+cmd_down_all() {
+	local d c
+	for d in /etc/postgresql/"$VERSION"/"$NAME"*_primary /etc/postgresql/"$VERSION"/"$NAME"*_standby; do
+		[[ -d $d ]] || continue
+		c=${d##*/}
+		drop "$c"
+		say "dropped $VERSION/$c"
+	done
+}
+
 cmd_env() {
 	exists "$PRIMARY" && exists "$STANDBY" || die "no pair $NAME: run tools/pgfailover.sh up"
 	echo "FAILOVER_PRIMARY_URL=$(url_of "$PRIMARY")"
@@ -194,6 +205,8 @@ env) cmd_env ;;
 stop-receiver) cmd_stop_receiver ;;
 kill-primary) cmd_kill_primary ;;
 promote) cmd_promote ;;
-down) cmd_down ;;
+down)
+	if [[ ${2:-} == --all ]]; then cmd_down_all; else cmd_down; fi
+	;;
 *) die "unknown command $1 (try --help)" ;;
 esac

@@ -50,7 +50,7 @@ cleanup() {
 	fi
 	rm -f "$brokers_started"
 	# The failover test's clusters, if a test left them (it drops its own).
-	if [[ -n ${FAILOVER_SCRIPT:-} ]]; then "$FAILOVER_SCRIPT" down 2>/dev/null || true; fi
+	if [[ -n ${FAILOVER_SCRIPT:-} ]]; then "$FAILOVER_SCRIPT" down --all 2>/dev/null || true; fi
 }
 brokers_started=$(mktemp)
 trap cleanup EXIT

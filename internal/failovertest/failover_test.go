@@ -40,16 +40,24 @@ const (
 	consumer = "billing"
 )
 
-// pair is a primary and its asynchronous standby (tools/pgfailover.sh up).
-type pair struct{ primary, standby string }
+// pair is a primary and its asynchronous standby (tools/pgfailover.sh up),
+// named name: the tests run side by side, each on a pair of its own.
+type pair struct{ name, primary, standby string }
 
-// script runs FAILOVER_SCRIPT with args, failing the test when it fails,
-// and returns its standard output; what it says on stderr goes to the log.
-func script(t testing.TB, args ...string) string {
+// script runs FAILOVER_SCRIPT with args on the pair named name (the
+// prefix FAILOVER_CLUSTER, default ackgapfo, then "_" and name), failing
+// the test when it fails, and returns its standard output; what it says on
+// stderr goes to the log.
+func script(t testing.TB, name string, args ...string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, os.Getenv("FAILOVER_SCRIPT"), args...)
+	prefix := os.Getenv("FAILOVER_CLUSTER")
+	if prefix == "" {
+		prefix = "ackgapfo"
+	}
+	cmd.Env = append(os.Environ(), "FAILOVER_CLUSTER="+prefix+"_"+name)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -64,15 +72,15 @@ func script(t testing.TB, args ...string) string {
 
 // up makes a fresh pair, dropped when t ends. Without FAILOVER_SCRIPT (set
 // by tools/test.sh) it skips; with it, a pair that cannot be made fails.
-func up(t *testing.T) pair {
+func up(t *testing.T, name string) pair {
 	t.Helper()
 	if os.Getenv("FAILOVER_SCRIPT") == "" {
 		t.Skip("FAILOVER_SCRIPT is unset: this test makes PostgreSQL clusters of its own and runs under tools/test.sh " +
 			"(or: FAILOVER_SCRIPT=$PWD/tools/pgfailover.sh go test ./internal/failovertest, as root with postgresql-common)")
 	}
-	out := script(t, "up")
-	t.Cleanup(func() { script(t, "down") })
-	var p pair
+	out := script(t, name, "up")
+	t.Cleanup(func() { script(t, name, "down") })
+	p := pair{name: name}
 	for line := range strings.Lines(out) {
 		k, v, _ := strings.Cut(strings.TrimSpace(line), "=")
 		switch k {
@@ -182,9 +190,9 @@ type outcome struct {
 // more (commits the standby never receives, whose offsets the consumer
 // commits), kills the primary, promotes the standby, restarts c on it and
 // waits until the group has committed every published record.
-func failover(t *testing.T, c consumerUnderTest) outcome {
+func failover(t *testing.T, name string, c consumerUnderTest) outcome {
 	ctx := context.Background()
-	p := up(t)
+	p := up(t, name)
 	primary := connect(t, p.primary)
 	_, err := primary.Exec(ctx, fmt.Sprintf(setup, events-1))
 	require.NoError(t, err)
@@ -207,13 +215,13 @@ func failover(t *testing.T, c consumerUnderTest) outcome {
 	go func() { published <- publish(topic) }()
 
 	eventually(t, time.Minute, "a quarter of the events paid on the primary", func() bool { return paid(primary) >= events/4 })
-	script(t, "stop-receiver")
+	script(t, p.name, "stop-receiver")
 	atCut := paid(primary)
 	eventually(t, time.Minute, "a fifth more paid on the primary after the cut", func() bool { return paid(primary) >= atCut+events/5 })
 	var o outcome
 	o.paidBeforeKill = paid(primary)
-	script(t, "kill-primary")
-	script(t, "promote")
+	script(t, p.name, "kill-primary")
+	script(t, p.name, "promote")
 	o.paidOnPromoted = paid(standby)
 	t.Logf("paid on the primary: %d at the cut, %d when it was killed; on the promoted standby: %d", atCut, o.paidBeforeKill, o.paidOnPromoted)
 	require.Less(t, o.paidOnPromoted, o.paidBeforeKill, "the promoted standby must have lost commits, else this test proves nothing")
@@ -319,9 +327,10 @@ func (l *behindLog) all() []watermill.LogFields {
 // promoted database, the events whose commits it lost among them, and the
 // replay is logged with the partitions and offsets and counted.
 func TestFailoverReplaysWhatThePromotedStandbyLost(t *testing.T) {
+	t.Parallel()
 	log := &behindLog{}
 	var last *kafkabroker.Subscriber
-	o := failover(t, consumerUnderTest{
+	o := failover(t, "ackgap", consumerUnderTest{
 		prepare: func(t *testing.T, pool *pgxpool.Pool) {
 			store, err := pgxstore.New(pool, nil)
 			require.NoError(t, err)
@@ -414,7 +423,8 @@ func payOrder(ctx context.Context, tx pgx.Tx, msg *message.Message) error {
 // the test logs how many. It fails if none is lost (then the failover
 // took nothing back and the ackgap test above proved nothing either).
 func TestFailoverLosesEventsOfAHandWrittenConsumer(t *testing.T) {
-	o := failover(t, consumerUnderTest{
+	t.Parallel()
+	o := failover(t, "hand", consumerUnderTest{
 		prepare: func(t *testing.T, pool *pgxpool.Pool) {
 			_, err := pool.Exec(context.Background(), `CREATE TABLE inbox (event_id TEXT PRIMARY KEY)`)
 			require.NoError(t, err)
