@@ -11,8 +11,8 @@ import (
 )
 
 // ProgressReader returns the watermark the consumer's database holds for
-// a partition (the progress row its transactions write: pgxstore and
-// sqlitestore Store.Progress), ok false when it holds none. It is called
+// a partition (the progress row its transactions write: pgxstore,
+// sqlitestore and mysqlstore Store.Progress), ok false when it holds none. It is called
 // once per assigned partition at every assignment, before the partition's
 // first fetch; it must return within ProgressReadTimeout (5 s).
 type ProgressReader func(ctx context.Context, topic string, partition int32) (watermark int64, ok bool, err error)

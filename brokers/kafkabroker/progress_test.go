@@ -2,6 +2,7 @@ package kafkabroker_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"sync"
 	"testing"
@@ -17,6 +18,7 @@ import (
 	"github.com/ackgap/ackgap/internal/testdb"
 	"github.com/ackgap/ackgap/router"
 	"github.com/ackgap/ackgap/stores"
+	"github.com/ackgap/ackgap/stores/mysqlstore"
 	"github.com/ackgap/ackgap/stores/pgxstore"
 	"github.com/ackgap/ackgap/stores/sqlitestore"
 )
@@ -32,7 +34,8 @@ type progressCase[TTx any] struct {
 	restore func(t testing.TB, cut string, w int64)
 }
 
-// TestProgressReplaysWhatTheDatabaseLost (issue 24, items 1, 2 and 4):
+// TestProgressReplaysWhatTheDatabaseLost (issue 24, items 1, 2 and 4; on
+// PostgreSQL, MariaDB and SQLite):
 // every consumer transaction stores its partition's watermark; a database
 // that lost its last commits (a restore that took back the last events'
 // inbox rows, state changes and progress row, as a promoted standby does)
@@ -53,6 +56,39 @@ func TestProgressReplaysWhatTheDatabaseLost(t *testing.T) {
 					require.NoError(t, err)
 				}
 				_, err := pool.Exec(context.Background(), `UPDATE ackgap_progress SET watermark = $1`, w)
+				require.NoError(t, err)
+			}})
+	})
+	t.Run("mariadb", func(t *testing.T) {
+		t.Parallel()
+		ctx := context.Background()
+		store, err := mysqlstore.Open(ctx, testdb.MySQLDatabase(t), nil)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = store.Close() })
+		_, err = store.Migrate(ctx, &stores.MigrateParams{})
+		require.NoError(t, err)
+		db := store.DB()
+		_, err = db.ExecContext(ctx, `CREATE TABLE applied (event_id VARCHAR(255) PRIMARY KEY, n INTEGER NOT NULL)`)
+		require.NoError(t, err)
+		be := backend[TTxSQL]{
+			store: store,
+			apply: func(ctx context.Context, tx *sql.Tx, id string) error {
+				_, err := tx.ExecContext(ctx, `INSERT INTO applied (event_id, n) VALUES (?, 1) ON DUPLICATE KEY UPDATE n = n + 1`, id)
+				return err
+			},
+			applied: func(t testing.TB) map[string]int {
+				rows, err := db.QueryContext(context.Background(), `SELECT event_id, n FROM applied`)
+				require.NoError(t, err)
+				return collect(t, rows.Next, rows.Scan, rows.Close, rows.Err)
+			},
+		}
+		testProgressReplay(t, progressCase[TTxSQL]{be: be, reader: store.ProgressReader("billing"), rows: store.Progress,
+			restore: func(t testing.TB, cut string, w int64) {
+				for _, q := range []string{`DELETE FROM applied WHERE event_id >= ?`, `DELETE FROM ackgap_inbox WHERE event_id >= ?`} {
+					_, err := db.ExecContext(context.Background(), q, cut)
+					require.NoError(t, err)
+				}
+				_, err := db.ExecContext(context.Background(), `UPDATE ackgap_progress SET watermark = ?`, w)
 				require.NoError(t, err)
 			}})
 	})
