@@ -217,6 +217,7 @@ func failover(t *testing.T, name string, c consumerUnderTest) outcome {
 	eventually(t, time.Minute, "a quarter of the events paid on the primary", func() bool { return paid(primary) >= events/4 })
 	script(t, p.name, "stop-receiver")
 	atCut := paid(primary)
+	require.Positive(t, atCut, "the primary answers after the cut")
 	eventually(t, time.Minute, "a fifth more paid on the primary after the cut", func() bool { return paid(primary) >= atCut+events/5 })
 	var o outcome
 	o.paidBeforeKill = paid(primary)
@@ -388,12 +389,19 @@ func TestFailoverReplaysWhatThePromotedStandbyLost(t *testing.T) {
 	require.Positive(t, last.Rewinds().Records.Load())
 	lines := log.all()
 	require.NotEmpty(t, lines, "LogDatabaseBehind logged")
+	var replayed int64
+	seen := map[any]bool{}
 	for _, f := range lines {
 		t.Logf("logged: %s %v", kafkabroker.LogDatabaseBehind, f)
 		require.Equal(t, f["committed_offset"].(int64)-f["stored_watermark"].(int64), f["replayed"])
 		require.Positive(t, f["replayed"])
 		require.Contains(t, f, "partition")
+		require.False(t, seen[f["partition"]], "partition %v rewound once", f["partition"])
+		seen[f["partition"]] = true
+		replayed += f["replayed"].(int64)
 	}
+	require.Equal(t, last.Rewinds().Partitions.Load(), int64(len(lines)), "every rewind logged")
+	require.Equal(t, last.Rewinds().Records.Load(), replayed, "the logged replays are the counted ones")
 }
 
 // payOrder is the README's default handler with one probe: it moves the
