@@ -185,7 +185,7 @@ cmd_kill_primary() {
 	# go on committing for a moment.
 	pids=$(ps -o pid= --ppid "$pid" | tr -s ' \n' ' ')
 	# shellcheck disable=SC2086 # one pid a word
-	kill -KILL "$pid" $pids
+	kill -KILL "$pid" $pids 2>/dev/null || true # a child may have exited since ps
 	gone() { ! tcp_open "$(port_of "$PRIMARY")" && [[ ! -d /proc/$pid ]]; }
 	wait_for "$PRIMARY's processes to die" gone
 	say "primary $PRIMARY killed (SIGKILL to postmaster $pid and its children)"
