@@ -29,7 +29,7 @@ const LogDatabaseBehind = "Database behind the group's committed offset (failove
 // watermark (the group, or its offsets, deleted by hand; the group
 // renamed): the partition starts from the stored watermark instead of
 // Consumer.Offsets.Initial.
-const LogGroupOffsetMissing = "The group has no committed offset but the database stored a watermark (group deleted or reset by hand, or renamed): starting from the stored watermark"
+const LogGroupOffsetMissing = "The group has no committed offset but the database stored a watermark (group or its offsets deleted by hand, or the group renamed): starting from the stored watermark"
 
 // ProgressReadTimeout bounds a [ProgressReader] call.
 const ProgressReadTimeout = 5 * time.Second
