@@ -192,7 +192,27 @@ func (l *warnLog) of(msg string) []watermill.LogFields {
 // (LogGroupOffsetMissing, Rewinds.Missing) rather than from the oldest
 // offset, which would apply every record again.
 func TestProgressCoversAGroupDeletedOrResetByHand(t *testing.T) {
-	t.Parallel()
+	t.Run("subscriber", func(t *testing.T) {
+		t.Parallel()
+		testGroupByHand(t, func(cfg kafkabroker.SubscriberConfig, log *warnLog) (rewindingSubscriber, error) {
+			return kafkabroker.NewSubscriber(&cfg, log)
+		})
+	})
+	t.Run("key-parallel", func(t *testing.T) {
+		t.Parallel()
+		testGroupByHand(t, func(cfg kafkabroker.SubscriberConfig, log *warnLog) (rewindingSubscriber, error) {
+			return kafkabroker.NewParallelSubscriber(&kafkabroker.ParallelConfig{SubscriberConfig: cfg}, log)
+		})
+	})
+}
+
+// rewindingSubscriber is a Subscriber or a ParallelSubscriber.
+type rewindingSubscriber interface {
+	message.Subscriber
+	Rewinds() *kafkabroker.Rewinds
+}
+
+func testGroupByHand(t *testing.T, newSub func(kafkabroker.SubscriberConfig, *warnLog) (rewindingSubscriber, error)) {
 	ctx := context.Background()
 	pool, _ := testdb.Schema(t, 8)
 	store, err := pgxstore.New(pool, nil)
@@ -207,8 +227,8 @@ func TestProgressCoversAGroupDeletedOrResetByHand(t *testing.T) {
 			next++
 		}
 	}
-	run := func(log *warnLog) *kafkabroker.Subscriber {
-		sub, err := kafkabroker.NewSubscriber(&kafkabroker.SubscriberConfig{
+	run := func(log *warnLog) rewindingSubscriber {
+		sub, err := newSub(kafkabroker.SubscriberConfig{
 			Brokers: kafkaBrokers(t), ConsumerGroup: group, Progress: store.ProgressReader("billing"),
 			HoldTimeout: 20 * time.Second, SessionTimeout: 2 * time.Second, CloseTimeout: 10 * time.Second,
 		}, log)
