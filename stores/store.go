@@ -190,7 +190,7 @@ type Progress struct {
 
 // ProgressRow is one stored progress row: the watermark consumer's
 // transactions recorded for a partition, and when the last one did
-// (pgxstore.Store.Progress, sqlitestore.Store.Progress).
+// (pgxstore, sqlitestore and mysqlstore Store.Progress).
 type ProgressRow struct {
 	Consumer, Topic string
 	Partition       int32

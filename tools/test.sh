@@ -4,6 +4,8 @@
 # (kfake) and SQS (fauxqs) servers on loopback, installs Chromium for the
 # console's browser test when it is missing, checks formatting and vet,
 # staticcheck (staticcheck.conf), then runs every test with the race detector.
+# The failover test makes (and drops) PostgreSQL clusters of its own through
+# tools/pgfailover.sh, so the run needs root and postgresql-common.
 # On exit it stops the servers it started; a kfake or fauxqs already running
 # (the user's) is reused and left running.
 #
@@ -47,6 +49,8 @@ cleanup() {
 		tools/brokers.sh stop $(sort -u "$brokers_started")
 	fi
 	rm -f "$brokers_started"
+	# The failover test's clusters, if a test left them (it drops its own).
+	if [[ -n ${FAILOVER_SCRIPT:-} ]]; then "$FAILOVER_SCRIPT" down --all 2>/dev/null || true; fi
 }
 brokers_started=$(mktemp)
 trap cleanup EXIT
@@ -89,6 +93,15 @@ if [[ ! -x ${ACKGAP_CHROMIUM:-/usr/bin/chromium} ]]; then
 	apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
 fi
+
+# The failover test (internal/failovertest) makes a primary and an
+# asynchronous standby of its own with tools/pgfailover.sh (root,
+# postgresql-common): named after this checkout, so a pair a killed run left
+# is dropped by the next run and two checkouts do not share one. Under this
+# script a pair that cannot be made fails the test; without FAILOVER_SCRIPT
+# it skips.
+export FAILOVER_SCRIPT=$ROOT/tools/pgfailover.sh
+export FAILOVER_CLUSTER=${FAILOVER_CLUSTER:-ackgapfo_$(echo "$ROOT" | sha256sum | cut -c1-8)}
 
 tools/brokers.sh install
 BROKERS_STARTED_FILE=$brokers_started tools/brokers.sh start

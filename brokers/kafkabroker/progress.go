@@ -11,8 +11,8 @@ import (
 )
 
 // ProgressReader returns the watermark the consumer's database holds for
-// a partition (the progress row its transactions write: pgxstore and
-// sqlitestore Store.Progress), ok false when it holds none. It is called
+// a partition (the progress row its transactions write: pgxstore,
+// sqlitestore and mysqlstore Store.Progress), ok false when it holds none. It is called
 // once per assigned partition at every assignment, before the partition's
 // first fetch; it must return within ProgressReadTimeout (5 s).
 type ProgressReader func(ctx context.Context, topic string, partition int32) (watermark int64, ok bool, err error)
@@ -22,6 +22,14 @@ type ProgressReader func(ctx context.Context, topic string, partition int32) (wa
 // replayed, when it starts a partition from the stored watermark because
 // the database is behind the group's committed offset.
 const LogDatabaseBehind = "Database behind the group's committed offset (failover, restore, or an offset committed past what was applied): replaying from the stored watermark"
+
+// LogGroupOffsetMissing is what a subscriber logs, at warn, with
+// consumer_group, topic, partition and stored_watermark, when the group
+// has no committed offset for a partition whose database stored a
+// watermark (the group, or its offsets, deleted by hand; the group
+// renamed): the partition starts from the stored watermark instead of
+// Consumer.Offsets.Initial.
+const LogGroupOffsetMissing = "The group has no committed offset but the database stored a watermark (group or its offsets deleted by hand, or the group renamed): starting from the stored watermark"
 
 // ProgressReadTimeout bounds a [ProgressReader] call.
 const ProgressReadTimeout = 5 * time.Second
@@ -36,6 +44,10 @@ type Rewinds struct {
 	// Records is the sum of committed offset minus stored watermark over
 	// them: the records replayed (the inbox skips those the database kept).
 	Records atomic.Int64
+	// Missing is how many partition assignments found no committed offset
+	// of the group while the database stored a watermark, and so started
+	// from the watermark (LogGroupOffsetMissing).
+	Missing atomic.Int64
 }
 
 // rewind moves the start of each partition of s back to the watermark
@@ -73,15 +85,29 @@ func rewind(s sarama.ConsumerGroupSession, client sarama.Client, conf *sarama.Co
 			if !ok {
 				continue
 			}
-			at, known := committed[partitionKey{topic, p}]
-			if cerr != nil || !known || at < 0 {
-				// Unknown, or no committed offset (a new, deleted or reset
-				// group): ResetOffset cannot lower what is not set, and the
-				// group starts from Consumer.Offsets.Initial.
-				if cerr != nil {
-					logger.Error("ackgap kafka: cannot read the group's committed offsets to compare with the stored watermark", cerr, fields)
-				}
+			if cerr != nil {
+				// Unknown: ResetOffset lowers a committed offset above the
+				// watermark; without one the partition starts from
+				// Consumer.Offsets.Initial.
+				logger.Error("ackgap kafka: cannot read the group's committed offsets to compare with the stored watermark", cerr, fields)
 				s.ResetOffset(topic, p, stored, "")
+				continue
+			}
+			at, known := committed[partitionKey{topic, p}]
+			if !known || at < 0 {
+				// No committed offset (a group deleted, or its offsets
+				// deleted, by hand; a group renamed): every offset below
+				// the watermark was applied, so start there rather than
+				// from Consumer.Offsets.Initial, which would skip what the
+				// database never saw (newest) or apply again what the
+				// inbox pruner forgot (oldest). ResetOffset cannot lower
+				// an offset that is not set; MarkOffset sets it.
+				fields["stored_watermark"] = stored
+				warn(logger, LogGroupOffsetMissing, nil, fields)
+				if n != nil {
+					n.Missing.Add(1)
+				}
+				s.MarkOffset(topic, p, stored, "")
 				continue
 			}
 			if stored >= at {

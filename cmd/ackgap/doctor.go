@@ -420,15 +420,19 @@ type progressStore interface {
 // of topic with the watermark the database stored (progress rows): a
 // database behind the group lost commits the broker already passed (a
 // failover to a standby that missed them, a restore, an offset committed
-// past what was applied). A subscriber with SubscriberConfig.Progress
-// replays them at its next assignment; without it they are lost (fail).
+// past what was applied), and a partition without a committed offset
+// where the database stored a watermark (the group or its offsets deleted
+// by hand) starts from Consumer.Offsets.Initial unless the subscriber
+// reads the watermark. Both warn: a subscriber with
+// SubscriberConfig.Progress replays or resumes at its next assignment;
+// without it the records are lost or applied again.
 func kafkaProgress(ctx context.Context, client sarama.Client, admin sarama.ClusterAdmin, topic string, o *doctorOpts) check {
 	name := "kafka group " + o.kafkaGroup + " offsets vs stored watermarks on " + topic
 	offsets, err := groupOffsets(client, admin, topic, o.kafkaGroup)
 	if err != nil {
 		return check{Name: name, Status: checkFail, Detail: err.Error()}
 	}
-	var behind []string
+	var behind, missing []string
 	rows := 0
 	for _, po := range offsets {
 		stored, ok, err := o.progress(ctx, topic, po.partition)
@@ -439,17 +443,28 @@ func kafkaProgress(ctx context.Context, client sarama.Client, admin sarama.Clust
 			continue
 		}
 		rows++
+		if po.committed < 0 {
+			missing = append(missing, fmt.Sprintf("p%d: no committed offset, stored watermark %d", po.partition, stored))
+		}
 		if po.committed >= 0 && stored < po.committed {
 			behind = append(behind, fmt.Sprintf("p%d: committed offset %d, stored watermark %d (%d record(s) the database may not hold)",
 				po.partition, po.committed, stored, po.committed-stored))
 		}
 	}
-	switch {
-	case rows == 0:
+	if rows == 0 {
 		return check{Name: name, Status: checkPass, Detail: "no progress rows for this consumer (kafkabroker.SubscriberConfig.Progress not set): a database that loses commits is not detected"}
-	case len(behind) > 0:
-		return check{Name: name, Status: checkWarn, Detail: "database behind the group: " + strings.Join(behind, "; "),
-			Fix: "a subscriber with kafkabroker.SubscriberConfig.Progress replays them at its next partition assignment (a running one is at most one transaction per partition behind: wait or restart it); without it they are lost"}
+	}
+	var detail, fix []string
+	if len(behind) > 0 {
+		detail = append(detail, "database behind the group: "+strings.Join(behind, "; "))
+		fix = append(fix, "a subscriber with kafkabroker.SubscriberConfig.Progress replays them at its next partition assignment (a running one is at most one transaction per partition behind: wait or restart it); without it they are lost")
+	}
+	if len(missing) > 0 {
+		detail = append(detail, "the group has no committed offset where the database stored a watermark (group or offsets deleted by hand, group renamed): "+strings.Join(missing, "; "))
+		fix = append(fix, "a subscriber with kafkabroker.SubscriberConfig.Progress starts these partitions from the stored watermark (kafkabroker.LogGroupOffsetMissing); without it they start from Consumer.Offsets.Initial: the oldest offset applies again what the inbox pruner dropped, the newest skips what was never applied")
+	}
+	if len(detail) > 0 {
+		return check{Name: name, Status: checkWarn, Detail: strings.Join(detail, "; "), Fix: strings.Join(fix, "; ")}
 	}
 	return check{Name: name, Status: checkPass, Detail: fmt.Sprintf("database not behind the group on %d partition(s)", rows)}
 }

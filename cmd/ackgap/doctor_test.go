@@ -343,6 +343,13 @@ func TestDoctorKafkaBehindInbox(t *testing.T) {
 	require.Equal(t, checkPass, ch.Status, "%+v", ch)
 	require.Contains(t, ch.Detail, "not behind the group on 1 partition(s)")
 
+	// The group's offset of partition 0 deleted by hand (OffsetDelete).
+	require.NoError(t, admin.DeleteConsumerGroupOffset(group, topic, 0))
+	ch = doctor(&r, exitOK, "billing")
+	require.Equal(t, checkWarn, ch.Status, "%+v", ch)
+	require.Contains(t, ch.Detail, "p0: no committed offset, stored watermark 1")
+	require.Contains(t, ch.Fix, "kafkabroker.LogGroupOffsetMissing")
+
 	res := (&cli{t: t, env: map[string]string{}}).run("doctor", "--kafka-brokers", strings.Join(brokers, ","), "--kafka-group", group,
 		"--kafka-topic", topic, "--kafka-consumer", "billing")
 	require.Equal(t, exitUsage, res.code, "--kafka-consumer without --dsn: %s", res.stderr)

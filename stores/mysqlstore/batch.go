@@ -41,6 +41,7 @@ func (s *Store) BeginInboxMany(ctx context.Context, p *stores.BeginInboxManyPara
 		_ = tx.Rollback()
 		return nil, err
 	}
+	s.holdProgress(tx, p.Consumer, stores.MergeProgress(p.Progress))
 	res.Tx = tx
 	return res, nil
 }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -73,6 +74,10 @@ type Store struct {
 	db     *sql.DB
 	ownsDB bool
 	names  sqlbuild.Names
+	// progress holds, per open *sql.Tx, the watermarks it writes at
+	// commit (pendingProgress; holdProgress, writeProgress); CommitTx and
+	// RollbackTx forget them.
+	progress sync.Map
 }
 
 var _ stores.Store[*sql.Tx] = (*Store)(nil)
@@ -230,6 +235,9 @@ func (s *Store) BeginInbox(ctx context.Context, p *stores.BeginInboxParams) (*st
 	_, err = tx.ExecContext(ctx, `INSERT INTO `+s.names.Inbox+` (consumer, event_id, payload_hash, received_at, trace_parent)
 VALUES (?, ?, ?, ?, ?)`, p.Consumer, p.EventID, p.PayloadHash, micros(p.Now), traceParent)
 	if err == nil {
+		if p.Progress != nil {
+			s.holdProgress(tx, p.Consumer, []stores.Progress{*p.Progress})
+		}
 		return &stores.BeginInboxResult[*sql.Tx]{Tx: tx}, nil
 	}
 	if !isCode(err, erDupEntry) {
@@ -251,13 +259,21 @@ VALUES (?, ?, ?, ?, ?)`, p.Consumer, p.EventID, p.PayloadHash, micros(p.Now), tr
 	}, nil
 }
 
-// CommitTx implements [stores.Store.CommitTx].
-func (s *Store) CommitTx(_ context.Context, tx *sql.Tx) error {
+// CommitTx implements [stores.Store.CommitTx]: the transaction's progress
+// rows (BeginInboxParams.Progress, BeginInboxManyParams.Progress; migration
+// 004) are upserted first, in one statement, then COMMIT. A failed upsert
+// rolls back and is returned.
+func (s *Store) CommitTx(ctx context.Context, tx *sql.Tx) error {
+	if err := s.writeProgress(ctx, tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
 	return interpretError("commit", tx.Commit())
 }
 
 // RollbackTx implements [stores.Store.RollbackTx].
 func (s *Store) RollbackTx(_ context.Context, tx *sql.Tx) error {
+	s.progress.Delete(tx)
 	err := tx.Rollback()
 	if errors.Is(err, sql.ErrTxDone) {
 		return nil

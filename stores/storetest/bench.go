@@ -25,6 +25,9 @@ const benchRows = 256
 // store. The sub-benchmarks, one message each per iteration:
 //
 //   - Inbox: BeginInbox and CommitTx (an empty handler);
+//   - InboxProgress: the same with a progress row (BeginInboxParams.Progress,
+//     one partition whose watermark moves up each message), what
+//     kafkabroker.SubscriberConfig.Progress adds to every transaction;
 //   - Duplicate: BeginInbox of an event already in the inbox;
 //   - Billing: BeginInbox, a guarded transition (applied), two outbox rows
 //     with InsertOutboxTx, CommitTx: the billing example's transaction;
@@ -42,6 +45,24 @@ func RunBenchmarks[TTx any](b *testing.B, setup func(b *testing.B) *Harness[TTx]
 		for b.Loop() {
 			i++
 			res := benchBegin(b, h, "e"+strconv.Itoa(i))
+			if err := h.Store.CommitTx(ctx, res.Tx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+
+	b.Run("InboxProgress", func(b *testing.B) {
+		h := setup(b)
+		ctx := context.Background()
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			i++
+			res, err := h.Store.BeginInbox(ctx, &stores.BeginInboxParams{Consumer: "bench", EventID: "e" + strconv.Itoa(i), PayloadHash: benchHash,
+				Progress: &stores.Progress{Topic: "bench", Partition: 0, Watermark: int64(i)}})
+			if err != nil || res.Duplicate {
+				b.Fatalf("want a new row, got %+v, %v", res, err)
+			}
 			if err := h.Store.CommitTx(ctx, res.Tx); err != nil {
 				b.Fatal(err)
 			}

@@ -231,7 +231,7 @@ type Names struct {
 	// relays of new outbox rows, schema-qualified when a schema is set.
 	OutboxNotifyFunc string
 	// Progress is the consumers' progress table (pgxstore migration 005,
-	// sqlitestore 004): a partition's watermark per consumer.
+	// sqlitestore 004, mysqlstore 004): a partition's watermark per consumer.
 	Progress string
 	// SchemaDot is the quoted schema followed by a dot, or "" without a
 	// schema: it qualifies index names in DROP INDEX.
