@@ -43,7 +43,7 @@ func TestMain(m *testing.M) {
 
 // testOptions is a small run with every kind of duplicate.
 var testOptions = Options{
-	Events: 200, DupSeq: 0.1, DupCrash: 0.05, DupConcurrent: 0.05, Partitions: 4, Timeout: time.Minute,
+	Events: 200, DupSeq: 0.1, DupCrash: 0.05, DupConcurrent: 0.05, Partitions: 4, Timeout: 3 * time.Minute, // a bound on waiting: generous, so the run holds on a busy machine
 	Relays: 2, LostReplies: 0.05, RelayCrash: 6,
 }
 
