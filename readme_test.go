@@ -2,7 +2,10 @@ package ackgap_test
 
 import (
 	"bufio"
+	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -137,4 +140,64 @@ func containsRun(lines, run []string) bool {
 		}
 	}
 	return false
+}
+
+// TestREADMESnippetsBuildInUserModule builds the README's complete snippets
+// (those that open with their import block) the way a user pastes them: in
+// a fresh module of its own, with this checkout replacing ackgap, one
+// package per snippet. A top-level snippet right after a complete one
+// ("func ..." or its doc comment) joins its package. The mirror files
+// compile the same lines inside ackgap's tests; this catches an import the
+// README's block lacks. It needs ackgap's dependencies in the module cache
+// or from GOPROXY; -short skips it.
+func TestREADMESnippetsBuildInUserModule(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the README's snippets in a fresh module")
+	}
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}").Output()
+	require.NoError(t, err)
+	checkout := strings.TrimSpace(string(out))
+
+	dir := t.TempDir()
+	gomod := "module example.com/readme\n\ngo 1.26\n\n" +
+		"require github.com/ackgap/ackgap v0.0.0\n\n" +
+		"replace github.com/ackgap/ackgap => " + checkout + "\n"
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "go.mod"), []byte(gomod), 0o644))
+
+	var (
+		pkgs    []string
+		current string // the package the previous snippet went to, if any
+	)
+	for _, s := range readREADMESnippets(t) {
+		code := codeLines(s.lines)
+		switch {
+		case len(code) > 0 && code[0] == "import (":
+			current = fmt.Sprintf("snippet%d", s.line)
+			pkgs = append(pkgs, current)
+			require.NoError(t, os.MkdirAll(filepath.Join(dir, current), 0o755))
+			src := "package " + current + "\n\n" + strings.Join(s.lines, "\n") + "\n"
+			require.NoError(t, os.WriteFile(filepath.Join(dir, current, "a.go"), []byte(src), 0o644))
+		case current != "" && len(code) > 0 && (strings.HasPrefix(code[0], "func ") || strings.HasPrefix(code[0], "//")) &&
+			!strings.HasPrefix(code[0], "func Test"):
+			// The same file: it shares the complete snippet's imports.
+			f, err := os.OpenFile(filepath.Join(dir, current, "a.go"), os.O_APPEND|os.O_WRONLY, 0)
+			require.NoError(t, err)
+			_, err = f.WriteString("\n" + strings.Join(s.lines, "\n") + "\n")
+			require.NoError(t, err)
+			require.NoError(t, f.Close())
+		default:
+			current = ""
+		}
+	}
+	require.GreaterOrEqual(t, len(pkgs), 4, "the handler, existing-router, Kafka and SQS snippets open with their imports")
+
+	env := append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
+	tidy := exec.Command("go", "mod", "tidy")
+	tidy.Dir, tidy.Env = dir, env
+	b, err := tidy.CombinedOutput()
+	require.NoError(t, err, "%s", b)
+	build := exec.Command("go", "build", "./...")
+	build.Dir, build.Env = dir, env
+	b, err = build.CombinedOutput()
+	require.NoError(t, err, "the README's snippets, pasted into a module of their own (README.md line = package name):\n%s", b)
 }
