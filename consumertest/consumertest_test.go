@@ -3,6 +3,7 @@ package consumertest_test
 import (
 	"context"
 	"database/sql"
+	"path/filepath"
 	"testing"
 
 	"github.com/ThreeDotsLabs/watermill/message"
@@ -63,10 +64,12 @@ func newMessage() *message.Message {
 const schemaSQL = `CREATE TABLE orders (id TEXT PRIMARY KEY, status TEXT NOT NULL, version INTEGER NOT NULL DEFAULT 0);
 INSERT INTO orders (id, status) VALUES ('o1', 'pending'), ('o2', 'pending')`
 
+// TestKitOnSQLite is the README's "Prove your own handler survives
+// duplicates" snippet.
 func TestKitOnSQLite(t *testing.T) {
 	consumertest.Run(t, func(t *testing.T) *consumertest.Setup[*sql.Tx] {
 		ctx := context.Background()
-		store, err := sqlitestore.Open(ctx, testdb.SQLitePath(t), nil)
+		store, err := sqlitestore.Open(ctx, filepath.Join(t.TempDir(), "app.db"), nil) // a fresh store per call
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = store.Close() })
 		_, err = store.Migrate(ctx, &stores.MigrateParams{})

@@ -13,6 +13,24 @@ import (
 	"github.com/ackgap/ackgap/stores/sqlitestore"
 )
 
+// startPruner runs the inbox pruner of a new service until ctx ends.
+func startPruner(ctx context.Context, store stores.InboxPruner, logger *slog.Logger) (*retention.Pruner, error) {
+	pruner, err := retention.New(store, &retention.Config{
+		RedeliveryWindow: 7 * 24 * time.Hour, // Kafka: the topic's retention.ms; SQS: MessageRetentionPeriod (+ the DLQ's, if redriven)
+		Retention:        8 * 24 * time.Hour, // at least the window; New refuses less
+		OnPrune: func(deleted int64, err error) {
+			if err != nil {
+				logger.Error("prune inbox", "error", err) // retried next Interval (1 h)
+			}
+		},
+	})
+	if err != nil {
+		return nil, err // invalid config: names every bad field
+	}
+	go func() { _ = pruner.Run(ctx) }() // next to `go relay.Run(ctx)`, until ctx ends
+	return pruner, nil
+}
+
 // A new service runs the pruner beside its outbox relay, with the inbox
 // retention tied to the broker's: an event older than the topic's
 // retention.ms (Kafka) or the queue's MessageRetentionPeriod (SQS) cannot
@@ -31,22 +49,10 @@ func ExampleNew() {
 	if _, err := store.Migrate(ctx, &stores.MigrateParams{}); err != nil {
 		panic(err)
 	}
-	logger := slog.New(slog.DiscardHandler)
-
-	// README: Keep the inbox bounded.
-	pruner, err := retention.New(store, &retention.Config{
-		RedeliveryWindow: 7 * 24 * time.Hour, // Kafka: the topic's retention.ms; SQS: MessageRetentionPeriod (+ the DLQ's, if redriven)
-		Retention:        8 * 24 * time.Hour, // at least the window; New refuses less
-		OnPrune: func(deleted int64, err error) {
-			if err != nil {
-				logger.Error("prune inbox", "error", err) // retried next Interval (1 h)
-			}
-		},
-	})
+	pruner, err := startPruner(ctx, store, slog.New(slog.DiscardHandler))
 	if err != nil {
-		panic(err) // invalid config: names every bad field
+		panic(err)
 	}
-	go func() { _ = pruner.Run(ctx) }() // next to `go relay.Run(ctx)`, until ctx ends
 
 	deleted, err := pruner.PruneOnce(ctx)
 	fmt.Println(deleted, err)

@@ -18,6 +18,46 @@ import (
 	"github.com/ackgap/ackgap/stores/sqlitestore"
 )
 
+// addCharge puts the billing handler, behind ackgap's chain, on your
+// Watermill router wr: sub delivers orders.placed, and cfg needs at least
+// DeadLetter. store is migrated: sqlitestore.Open(ctx, "app.db", nil), then
+// store.Migrate(ctx, &stores.MigrateParams{}) (or sqlitestore.Migrations(nil)
+// applied with your tool). With pgxstore.New(pool, nil) the tx is a pgx.Tx.
+func addCharge(wr *message.Router, store stores.Store[*sql.Tx], sub message.Subscriber, cfg *router.Config) error {
+	chain, err := router.Middlewares[*sql.Tx](store, "billing", cfg)
+	if err != nil {
+		return err
+	}
+	charge := func(ctx context.Context, tx *sql.Tx, msg *message.Message) error {
+		orderID := string(msg.Payload) // the order id; decoding your payload is yours
+		pending, err := ackgap.ApplyTransition(ctx, &ackgap.Transition{
+			Table: "orders", Key: orderID, From: []string{"pending"}, To: "charging"})
+		if err != nil {
+			return err // rolled back, retried, then nacked
+		}
+		res, err := pending.Result(ctx)
+		if err != nil {
+			return err // rolled back, retried, then nacked
+		}
+		if err := res.Err(); err != nil {
+			return err // refused: permanent, dead-lettered
+		}
+		if !res.Applied() {
+			return nil // another event moved it and did the rest
+		}
+		// Your own SQL, in the same transaction.
+		if _, err := tx.ExecContext(ctx, `UPDATE customers SET orders = orders + 1 WHERE id = 'c1'`); err != nil {
+			return err
+		}
+		return ackgap.AddOutbox(ctx, &ackgap.OutboxEntry{
+			Kind: "charge", IdempotencyKey: "charge:" + orderID, Payload: msg.Payload})
+		// nil: the inbox commits, then Watermill acks
+	}
+	wr.AddConsumerHandler("billing", "orders.placed", sub, router.ConsumerHandler(charge)).
+		AddMiddleware(chain...) // first is outermost
+	return nil
+}
+
 // An existing Watermill router gets the whole safe chain (dead letter,
 // retry, recoverer, timeout, inbox) on one of its handlers. The handler
 // does its side effects only when its transition applied: an order already
@@ -48,39 +88,12 @@ INSERT INTO orders VALUES ('o1', 'pending'); INSERT INTO customers VALUES ('c1',
 	if err != nil {
 		panic(err)
 	}
-	chain, err := router.Middlewares[*sql.Tx](store, "billing", &router.Config{
+	if err := addCharge(wr, store, pubsub, &router.Config{
 		DeadLetter:  pubsub, // dead-letter topic "ackgap.dead_letter"
 		InboxConfig: middleware.InboxConfig{Observer: func(_ context.Context, r *ackgap.InboxReport) { done <- r.Outcome }},
-	})
-	if err != nil {
+	}); err != nil {
 		panic(err)
 	}
-	charge := func(ctx context.Context, tx *sql.Tx, msg *message.Message) error {
-		orderID := string(msg.Payload)
-		pending, err := ackgap.ApplyTransition(ctx, &ackgap.Transition{
-			Table: "orders", Key: orderID, From: []string{"pending"}, To: "charging"})
-		if err != nil {
-			return err // rolled back, retried, then nacked
-		}
-		res, err := pending.Result(ctx)
-		if err != nil {
-			return err // rolled back, retried, then nacked
-		}
-		if err := res.Err(); err != nil {
-			return err // refused: permanent, dead-lettered
-		}
-		if !res.Applied() {
-			return nil // another event moved it and did the rest
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE customers SET orders = orders + 1 WHERE id = 'c1'`); err != nil {
-			return err
-		}
-		return ackgap.AddOutbox(ctx, &ackgap.OutboxEntry{
-			Kind: "charge", IdempotencyKey: "charge:" + orderID, Payload: msg.Payload})
-		// nil: the inbox commits, then Watermill acks
-	}
-	wr.AddConsumerHandler("billing", "orders.placed", pubsub, router.ConsumerHandler(charge)).
-		AddMiddleware(chain...)
 	go func() { _ = wr.Run(ctx) }()
 	<-wr.Running()
 

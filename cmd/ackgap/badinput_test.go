@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -28,4 +30,29 @@ func TestBadTextArguments(t *testing.T) {
 		require.Equal(t, exitUsage, r.code)
 		require.Contains(t, r.stderr, "the event id is empty")
 	})
+}
+
+// TestDSNBareFilePath: the billing demo prints its SQLite file as a plain
+// path; given as --dsn, that is a usage error that names the fix
+// (sqlite:PATH), and the file is left as it was. A DSN that is not a file
+// is not echoed (it may hold a password); no DSN at all lists every scheme.
+func TestDSNBareFilePath(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "billing.db")
+	require.NoError(t, os.WriteFile(path, nil, 0o600))
+	c := &cli{t: t, env: map[string]string{}}
+
+	r := c.run("status", "--dsn", path)
+	require.Equal(t, exitUsage, r.code, r.stderr)
+	require.Contains(t, r.stderr, "--dsn sqlite:"+path)
+	fi, err := os.Stat(path)
+	require.NoError(t, err)
+	require.Zero(t, fi.Size(), "the file is not opened as a database")
+
+	r = c.run("status", "--dsn", "host=db password=hunter2")
+	require.Equal(t, exitUsage, r.code, r.stderr)
+	require.NotContains(t, r.stderr, "hunter2")
+
+	r = c.run("status")
+	require.Equal(t, exitUsage, r.code, r.stderr)
+	require.Contains(t, r.stderr, "mysql://")
 }

@@ -248,9 +248,13 @@ func (a *app) doctorStore(ctx context.Context, o *doctorOpts) ([]check, error) {
 		totals[o.State] += o.Rows
 	}
 	pending := totals[stores.OutboxPending]
-	c = check{Name: "outbox backlog", Status: checkPass, Detail: fmt.Sprintf("pending %d (%d due, %d held, %d waiting out a retry backoff), claimed %d, dead %d, done %d; oldest due row waited %s",
+	due := "no row is due"
+	if !st.OldestDueAt.IsZero() {
+		due = "oldest due row waited " + fmtAge(st.Now, st.OldestDueAt)
+	}
+	c = check{Name: "outbox backlog", Status: checkPass, Detail: fmt.Sprintf("pending %d (%d due, %d held, %d waiting out a retry backoff), claimed %d, dead %d, done %d; %s",
 		pending, pending-st.Held-st.Backoff, st.Held, st.Backoff,
-		totals[stores.OutboxClaimed], totals[stores.OutboxDead], totals[stores.OutboxDone], fmtAge(st.Now, st.OldestDueAt))}
+		totals[stores.OutboxClaimed], totals[stores.OutboxDead], totals[stores.OutboxDone], due)}
 	switch {
 	case totals[stores.OutboxDead] > 0:
 		c.Status, c.Fix = checkWarn, `"ackgap outbox list --state dead" shows why; fix the cause, then "ackgap outbox redrive"`

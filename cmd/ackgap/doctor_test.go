@@ -56,8 +56,17 @@ func envOr(key, def string) string {
 // a pending migration fails (exit 5).
 func TestDoctorStore(t *testing.T) {
 	eachBackend(t, func(t *testing.T, c *cli, s seeder) {
-		seed(t, c, s)
+		// An empty outbox: nothing due, and the backlog says so in words.
+		c.ok("migrate", "up")
 		var r doctorReport
+		c.json(&r, exitOK, "doctor")
+		for _, ch := range r.Checks {
+			if ch.Name == "outbox backlog" {
+				require.True(t, strings.HasSuffix(ch.Detail, "done 0; no row is due"), ch.Detail)
+			}
+		}
+
+		seed(t, c, s)
 		c.json(&r, exitOK, "doctor")
 		require.Equal(t, []string{checkPass}, r.status(t, "schema version"))
 		require.Equal(t, []string{checkPass}, r.status(t, "inbox size"))
@@ -86,6 +95,7 @@ func TestDoctorStore(t *testing.T) {
 			switch ch.Name {
 			case "outbox backlog":
 				require.Contains(t, ch.Detail, "pending 3 (1 due, 1 held, 1 waiting out a retry backoff)")
+				require.Contains(t, ch.Detail, "oldest due row waited 2m0s")
 			case "outbox held rows":
 				require.Equal(t, "1 held for dispatch or delayed (never tried, not due yet), the first until 2026-01-02T04:01:00Z (in 1m0s): "+
 					"if the process holding them died, any relay claims them once their holds end", ch.Detail)

@@ -180,7 +180,7 @@ func isMySQLDSN(dsn string) bool {
 func (a *app) parseDSN() (dialect, string, error) {
 	switch {
 	case a.dsn == "":
-		return 0, "", usageErrorf("no database: set --dsn or ACKGAP_DSN (postgres://... or sqlite:PATH)")
+		return 0, "", usageErrorf("no database: set --dsn or ACKGAP_DSN (postgres://..., mysql://... or sqlite:PATH)")
 	case strings.HasPrefix(a.dsn, "postgres://"), strings.HasPrefix(a.dsn, "postgresql://"):
 		return postgres, "", nil
 	case strings.HasPrefix(a.dsn, "sqlite:"):
@@ -198,7 +198,12 @@ func (a *app) parseDSN() (dialect, string, error) {
 		}
 		return mysqlDialect, "", nil
 	}
-	// The DSN is not echoed: a key=value DSN may hold a password.
+	// A bare file path (the billing demo prints one) is named back with
+	// the fix; it holds no password. Any other DSN is not echoed: a
+	// key=value DSN may hold one.
+	if fi, err := os.Stat(a.dsn); err == nil && fi.Mode().IsRegular() {
+		return 0, "", usageErrorf("--dsn %s is a file: for an SQLite database write --dsn sqlite:%s", a.dsn, a.dsn)
+	}
 	return 0, "", usageErrorf("--dsn must start with postgres://, postgresql://, mysql://, mariadb:// or sqlite:PATH, or be user@tcp(host:3306)/db")
 }
 
