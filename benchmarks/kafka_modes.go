@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -110,6 +111,8 @@ type kmEnv struct {
 	admin      sarama.ClusterAdmin
 	brokerID   int
 	prov       *kmProvider
+	// relayPoll is ackgap's relay's PollInterval; zero means kmPollEvery.
+	relayPoll time.Duration
 	// dead counts the messages ackgap's modes dead-lettered in this run:
 	// a guarded step refused (out of order) is one.
 	dead deadLetters
@@ -651,7 +654,7 @@ func (env *kmEnv) startRelay(ctx context.Context) (*outbox.Relay, func() error, 
 		},
 		// Concurrency: the default (outbox.ConcurrencyDefault, 100), which
 		// 20 ms calls need: 100 in flight carry out up to 5,000 rows/s.
-		PollInterval: kmPollEvery,
+		PollInterval: cmp.Or(env.relayPoll, kmPollEvery),
 	})
 	if err != nil {
 		return nil, nil, err

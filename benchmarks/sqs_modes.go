@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -55,13 +56,17 @@ func smFIFO(mode string) bool { return strings.HasSuffix(mode, " FIFO") }
 
 // smOptions are the comparison's flags.
 type smOptions struct {
-	on       bool
-	events   int
-	runs     int
-	delays   []time.Duration
-	modes    []string
-	endpoint string
-	dsn      string
+	on     bool
+	events int
+	runs   int
+	delays []time.Duration
+	modes  []string
+	// relayPoll is ackgap's relay's PollInterval (the hand-written relay
+	// polls every kmPollEvery): with direct dispatch the poll only finds
+	// rows whose hold lapsed.
+	relayPoll time.Duration
+	endpoint  string
+	dsn       string
 }
 
 // smEnv is the Kafka comparison's database, provider and relay plus an
@@ -87,6 +92,7 @@ func runSQSModes(ctx context.Context, o smOptions, progress io.Writer) (string, 
 	}
 	defer func() { _ = s.close() }()
 	host := strings.TrimPrefix(strings.TrimPrefix(o.endpoint, "http://"), "https://")
+	km.relayPoll = o.relayPoll
 	env := &smEnv{kmEnv: km, sqs: s, fauxqsPID: brokerProcess("fauxqs", strings.SplitN(host, "/", 2)[0])}
 	var results []*kmResult
 	total := len(o.delays) * len(o.modes) * o.runs
@@ -589,8 +595,8 @@ func smMarkdown(o smOptions, results []*kmResult, took time.Duration, loadBefore
 		"`sqsbroker.LambdaBatchHandler` with the same processor, called as the SQS event source mapping calls it: ReceiveMessage of 10, "+
 		"the batch handed over as an `events.SQSEvent`, the records not in BatchItemFailures deleted with one DeleteMessageBatch, the "+
 		"listed ones left (made visible after %d s). The FIFO rows are the same on a FIFO queue, the group as the ordering key. "+
-		"ackgap's NackDelay is %s. fauxqs returns at most one message per group per receive, which real SQS does not.\n\n",
-		smWorkers, smWaitSeconds, kmHandClaim, smLambdaFailVT, smNackDelay)
+		"ackgap's NackDelay is %s; its relay polls every %s (-sqs-modes-relay-poll; the hand-written one every %s). fauxqs returns at most one message per group per receive, which real SQS does not.\n\n",
+		smWorkers, smWaitSeconds, kmHandClaim, smLambdaFailVT, smNackDelay, cmp.Or(o.relayPoll, kmPollEvery), kmPollEvery)
 	w("| mode | provider | events/s | CPU µs/event: process + PostgreSQL consumer + PostgreSQL relay + fauxqs = total | ack gap p50 / p99 (ms) | correct |\n|---|---|---:|---:|---:|---|\n")
 	type key struct {
 		mode  string
