@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -110,6 +111,8 @@ type kmEnv struct {
 	admin      sarama.ClusterAdmin
 	brokerID   int
 	prov       *kmProvider
+	// relayPoll is ackgap's relay's PollInterval; zero means kmPollEvery.
+	relayPoll time.Duration
 	// dead counts the messages ackgap's modes dead-lettered in this run:
 	// a guarded step refused (out of order) is one.
 	dead deadLetters
@@ -228,15 +231,17 @@ CREATE INDEX hand_outbox_pending ON hand_outbox (id) WHERE state = 'pending'`); 
 		env.close()
 		return nil, err
 	}
-	sc := sarama.NewConfig()
-	sc.Version = kafkabroker.VersionDefault
-	if env.admin, err = sarama.NewClusterAdmin(o.brokers, sc); err != nil {
-		env.close()
-		return nil, fmt.Errorf("kafka %s: %w", o.brokers[0], err)
-	}
-	env.brokerID = brokerProcess("kfake", o.brokers[0])
-	if env.brokerID == 0 {
-		env.brokerID = kfakeListening(o.brokers[0])
+	if len(o.brokers) > 0 { // the SQS modes comparison shares the rest without Kafka
+		sc := sarama.NewConfig()
+		sc.Version = kafkabroker.VersionDefault
+		if env.admin, err = sarama.NewClusterAdmin(o.brokers, sc); err != nil {
+			env.close()
+			return nil, fmt.Errorf("kafka %s: %w", o.brokers[0], err)
+		}
+		env.brokerID = brokerProcess("kfake", o.brokers[0])
+		if env.brokerID == 0 {
+			env.brokerID = kfakeListening(o.brokers[0])
+		}
 	}
 	if env.prov, err = startKMProvider(); err != nil {
 		env.close()
@@ -649,7 +654,7 @@ func (env *kmEnv) startRelay(ctx context.Context) (*outbox.Relay, func() error, 
 		},
 		// Concurrency: the default (outbox.ConcurrencyDefault, 100), which
 		// 20 ms calls need: 100 in flight carry out up to 5,000 rows/s.
-		PollInterval: kmPollEvery,
+		PollInterval: cmp.Or(env.relayPoll, kmPollEvery),
 	})
 	if err != nil {
 		return nil, nil, err
@@ -1137,12 +1142,16 @@ const (
 
 // spliceSection returns doc with the section between kmBegin and kmEnd
 // replaced by section (appended when doc has none).
-func spliceSection(doc, section string) string {
-	i, j := strings.Index(doc, kmBegin), strings.Index(doc, kmEnd)
+func spliceSection(doc, section string) string { return spliceBetween(doc, section, kmBegin, kmEnd) }
+
+// spliceBetween returns doc with the section between begin and end
+// replaced by section (appended when doc has none).
+func spliceBetween(doc, section, begin, end string) string {
+	i, j := strings.Index(doc, begin), strings.Index(doc, end)
 	if i < 0 || j < i {
 		return strings.TrimRight(doc, "\n") + "\n\n" + section
 	}
-	return doc[:i] + strings.TrimRight(section, "\n") + doc[j+len(kmEnd):]
+	return doc[:i] + strings.TrimRight(section, "\n") + doc[j+len(end):]
 }
 
 // kfakeListening returns the pid of a kfake process on this machine whose

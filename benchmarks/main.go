@@ -60,6 +60,7 @@ type options struct {
 	overhead    bool
 	cpuprofile  string
 	kafkaModes  kmOptions
+	sqsModes    smOptions
 	soak        soakOptions
 	args        []string
 }
@@ -101,6 +102,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if o.kafkaModes.on {
 		return runKafkaModesCmd(ctx, o, stdout, stderr)
+	}
+	if o.sqsModes.on {
+		return runSQSModesCmd(ctx, o, stdout, stderr)
 	}
 	rep, err := bench(ctx, o, stderr)
 	if err != nil {
@@ -146,6 +150,12 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	kmDelays := fs.String("kafka-modes-delays", "0,20ms", "provider answer delays of the Kafka ordering modes comparison")
 	fs.BoolVar(&o.kafkaModes.hotKey, "kafka-modes-hot", true, "add a hot-key run (one key takes half the events) to the Kafka ordering modes comparison")
 	kmOnly := fs.String("kafka-modes-only", "", "comma-separated modes of the Kafka ordering modes comparison to run (default all: "+strings.Join(kmModes, ", ")+"); targets whose modes did not run read 0")
+	fs.BoolVar(&o.sqsModes.on, "sqs-modes", false, "run only the SQS modes comparison (issue #21) and write its section of -out")
+	fs.IntVar(&o.sqsModes.events, "sqs-modes-events", 2000, "events per run of the SQS modes comparison")
+	fs.IntVar(&o.sqsModes.runs, "sqs-modes-runs", 3, "runs per cell of the SQS modes comparison")
+	smDelays := fs.String("sqs-modes-delays", "0,20ms", "provider answer delays of the SQS modes comparison")
+	fs.DurationVar(&o.sqsModes.relayPoll, "sqs-modes-relay-poll", kmPollEvery, "PollInterval of ackgap's outbox relay in the SQS modes comparison (direct dispatch carries the rows out; the poll finds those whose hold lapsed)")
+	smOnly := fs.String("sqs-modes-only", "", "comma-separated modes of the SQS modes comparison to run (default all: "+strings.Join(smModes, ", ")+"); targets whose modes did not run read 0")
 	soakFlags(fs, &o.soak)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -176,6 +186,33 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	}
 	if o.kafkaModes.events < 1 || o.kafkaModes.runs < 1 {
 		errs = append(errs, fmt.Errorf("-kafka-modes-events and -kafka-modes-runs must be positive"))
+	}
+	for _, d := range split(*smDelays) {
+		v, err := time.ParseDuration(d)
+		if d == "0" {
+			v, err = 0, nil
+		}
+		if err != nil || v < 0 {
+			errs = append(errs, fmt.Errorf("-sqs-modes-delays: %q is not a duration >= 0", d))
+		}
+		o.sqsModes.delays = append(o.sqsModes.delays, v)
+	}
+	o.sqsModes.modes = smModes
+	if *smOnly != "" {
+		o.sqsModes.modes = nil
+		for _, m := range strings.Split(*smOnly, ",") {
+			m = strings.TrimSpace(m)
+			if !slices.Contains(smModes, m) {
+				errs = append(errs, fmt.Errorf("-sqs-modes-only: unknown mode %q (want %s)", m, strings.Join(smModes, ", ")))
+			}
+			o.sqsModes.modes = append(o.sqsModes.modes, m)
+		}
+	}
+	if o.sqsModes.events < 1 || o.sqsModes.runs < 1 {
+		errs = append(errs, fmt.Errorf("-sqs-modes-events and -sqs-modes-runs must be positive"))
+	}
+	if o.sqsModes.on && (o.kafkaModes.on || o.soak.duration > 0) {
+		errs = append(errs, errors.New("-sqs-modes, -kafka-modes and -soak are runs of their own: give one of them"))
 	}
 	if o.kafkaModes.on && o.soak.duration > 0 {
 		errs = append(errs, errors.New("-kafka-modes and -soak are runs of their own: give one of them"))
@@ -396,6 +433,37 @@ func runKafkaModesCmd(ctx context.Context, o *options, stdout, stderr io.Writer)
 			return 1
 		}
 		fmt.Fprintln(stderr, "benchmarks: wrote the Kafka modes section of", o.out)
+	}
+	if !strings.Contains(section, "| yes |") || strings.Contains(section, "| NO |") {
+		fmt.Fprintln(stderr, "benchmarks: some runs were not correct: see the correct column")
+		return 1
+	}
+	return 0
+}
+
+// runSQSModesCmd runs the SQS modes comparison alone, prints its section
+// and splices it into -out (replacing the section of an earlier run,
+// keeping the rest of the file).
+func runSQSModesCmd(ctx context.Context, o *options, stdout, stderr io.Writer) int {
+	o.sqsModes.dsn = o.dsn
+	o.sqsModes.endpoint = o.e2e.sqsEndpoint
+	section, err := runSQSModes(ctx, o.sqsModes, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "benchmarks:", err)
+		return 1
+	}
+	fmt.Fprint(stdout, section)
+	if o.out != "" {
+		doc, err := os.ReadFile(o.out)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			fmt.Fprintln(stderr, "benchmarks:", err)
+			return 1
+		}
+		if err := os.WriteFile(o.out, []byte(spliceBetween(string(doc), section, smBegin, smEnd)), 0o644); err != nil {
+			fmt.Fprintln(stderr, "benchmarks:", err)
+			return 1
+		}
+		fmt.Fprintln(stderr, "benchmarks: wrote the SQS modes section of", o.out)
 	}
 	if !strings.Contains(section, "| yes |") || strings.Contains(section, "| NO |") {
 		fmt.Fprintln(stderr, "benchmarks: some runs were not correct: see the correct column")
