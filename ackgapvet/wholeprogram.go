@@ -9,7 +9,6 @@ import (
 	"sync"
 
 	"golang.org/x/tools/go/callgraph"
-	"golang.org/x/tools/go/callgraph/cha"
 	"golang.org/x/tools/go/callgraph/vta"
 	"golang.org/x/tools/go/packages"
 	"golang.org/x/tools/go/ssa"
@@ -61,6 +60,7 @@ type wholeProgram struct {
 	cg      *callgraph.Graph
 	syntax  map[ast.Node]*ssa.Function
 	recvers map[string][]*ssa.Function // channel element type -> receivers
+	funcs   map[*ssa.Function]bool     // the functions the call graph covers
 	walks   []*rootWalk
 }
 
@@ -112,7 +112,9 @@ func buildProgram(pkgs []*packages.Package, roots []*Root, remotes []remote) *wh
 			w.app[p.Types] = true
 		}
 	}
-	all := ssautil.AllFunctions(prog)
+	all := w.appFunctions(ssaPkgs)
+	w.funcs = all
+	debugf("functions listed: %d", len(all))
 	for fn := range all {
 		if fn.Pkg == nil || !w.app[fn.Pkg.Pkg] {
 			continue
@@ -163,30 +165,127 @@ func buildProgram(pkgs []*packages.Package, roots []*Root, remotes []remote) *wh
 	if len(entries) == 0 {
 		return w
 	}
-	start := map[*ssa.Function]bool{}
-	for _, e := range entries {
-		start[e.fn] = true
-	}
-	// VTA refines CHA over the functions CHA reaches from the entry points,
-	// and once more over what VTA itself reaches (as govulncheck does).
-	// Every function of the checked packages takes part, reached or not:
-	// the wiring (main storing an adapter in a service's interface field)
-	// is where the types that flow into the consumer come from.
-	for fn := range all {
-		if w.inApp(fn) {
-			start[fn] = true
-		}
-	}
-	cg := cha.CallGraph(prog)
-	debugf("CHA done")
-	cg = vta.CallGraph(forwardSlice(start, cg), cg)
-	cg = vta.CallGraph(forwardSlice(start, cg), cg)
-	debugf("VTA done")
+	// VTA over the checked packages' functions (only they have bodies
+	// here; a library function is a leaf), refined once more from its own
+	// graph. Every function of the checked packages takes part, reached or
+	// not: the wiring (main storing an adapter in a service's interface
+	// field) is where the types that flow into the consumer come from.
+	// The first round starts from class hierarchy analysis over the
+	// checked packages only: cha.CallGraph (and VTA's own default start)
+	// enumerate every method of every type of the program, dependencies
+	// included, minutes on a module with the AWS SDK.
+	cg := vta.CallGraph(all, appCHA(all))
+	debugf("VTA 1 done")
+	cg = vta.CallGraph(all, cg)
+	debugf("VTA 2 done")
 	w.cg = cg
 	for _, e := range entries {
 		w.walks = append(w.walks, w.walk(e.root, e.fn))
 	}
 	return w
+}
+
+// appFunctions lists the checked packages' functions: package-level
+// functions, the methods of their types (value and pointer receivers), the
+// closures inside them, and the instances of their generic functions that
+// their code calls. (ssautil.AllFunctions walks every type of the program,
+// dependencies included: tens of seconds on a large module.)
+func (w *wholeProgram) appFunctions(pkgs []*ssa.Package) map[*ssa.Function]bool {
+	out := map[*ssa.Function]bool{}
+	var add func(fn *ssa.Function)
+	add = func(fn *ssa.Function) {
+		if fn == nil || out[fn] {
+			return
+		}
+		out[fn] = true
+		for _, a := range fn.AnonFuncs {
+			add(a)
+		}
+		for _, b := range fn.Blocks {
+			for _, in := range b.Instrs {
+				call, ok := in.(ssa.CallInstruction)
+				if !ok {
+					continue
+				}
+				if f := call.Common().StaticCallee(); f != nil && f.Origin() != nil && w.inApp(f) {
+					add(f) // a generic instance
+				}
+			}
+		}
+	}
+	for _, p := range pkgs {
+		if p == nil {
+			continue
+		}
+		for _, m := range p.Members {
+			switch m := m.(type) {
+			case *ssa.Function:
+				add(m)
+			case *ssa.Type:
+				for _, t := range []types.Type{m.Type(), types.NewPointer(m.Type())} {
+					if _, isIface := m.Type().Underlying().(*types.Interface); isIface {
+						continue
+					}
+					if named, ok := m.Type().(*types.Named); ok && named.TypeParams().Len() > 0 {
+						continue // methods of generic types come as instances
+					}
+					ms := w.prog.MethodSets.MethodSet(t)
+					for i := range ms.Len() {
+						add(w.prog.MethodValue(ms.At(i)))
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// appCHA is a class-hierarchy call graph over fns: a static call goes to
+// its callee, an interface method call to every method of that name in fns
+// whose receiver implements the interface, and a call of a function value
+// to every function in fns of an identical signature.
+func appCHA(fns map[*ssa.Function]bool) *callgraph.Graph {
+	g := callgraph.New(nil)
+	methods := map[string][]*ssa.Function{}
+	bySig := map[string][]*ssa.Function{}
+	for fn := range fns {
+		if recv := fn.Signature.Recv(); recv != nil {
+			methods[fn.Name()] = append(methods[fn.Name()], fn)
+			continue
+		}
+		k := types.TypeString(fn.Signature, nil)
+		bySig[k] = append(bySig[k], fn)
+	}
+	for fn := range fns {
+		for _, b := range fn.Blocks {
+			for _, in := range b.Instrs {
+				call, ok := in.(ssa.CallInstruction)
+				if !ok {
+					continue
+				}
+				c := call.Common()
+				switch {
+				case c.StaticCallee() != nil:
+					callgraph.AddEdge(g.CreateNode(fn), call, g.CreateNode(c.StaticCallee()))
+				case c.IsInvoke():
+					iface, ok := c.Value.Type().Underlying().(*types.Interface)
+					if !ok {
+						continue
+					}
+					for _, m := range methods[c.Method.Name()] {
+						if types.Implements(m.Signature.Recv().Type(), iface) {
+							callgraph.AddEdge(g.CreateNode(fn), call, g.CreateNode(m))
+						}
+					}
+				default:
+					for _, f := range bySig[types.TypeString(c.Signature(), nil)] {
+						callgraph.AddEdge(g.CreateNode(fn), call, g.CreateNode(f))
+					}
+				}
+			}
+		}
+	}
+	return g
 }
 
 // madeBy returns the functions a factory returns: func literals and
@@ -284,31 +383,6 @@ func chanKey(t types.Type) string {
 	return s
 }
 
-// forwardSlice returns the functions reachable from start in cg.
-func forwardSlice(start map[*ssa.Function]bool, cg *callgraph.Graph) map[*ssa.Function]bool {
-	seen := map[*ssa.Function]bool{}
-	var queue []*ssa.Function
-	for fn := range start {
-		seen[fn] = true
-		queue = append(queue, fn)
-	}
-	for len(queue) > 0 {
-		fn := queue[0]
-		queue = queue[1:]
-		n := cg.Nodes[fn]
-		if n == nil {
-			continue
-		}
-		for _, e := range n.Out {
-			if !seen[e.Callee.Func] {
-				seen[e.Callee.Func] = true
-				queue = append(queue, e.Callee.Func)
-			}
-		}
-	}
-	return seen
-}
-
 // walk follows the call graph and channel hand-offs from one entry point.
 func (w *wholeProgram) walk(root *Root, entry *ssa.Function) *rootWalk {
 	rw := &rootWalk{root: root, entry: entry, parent: map[*ssa.Function]*ssa.Function{}, via: map[*ssa.Function]token.Pos{}, async: map[*ssa.Function]bool{}}
@@ -345,6 +419,18 @@ func (w *wholeProgram) walk(root *Root, entry *ssa.Function) *rootWalk {
 			for _, e := range n.Out {
 				_, isGo := e.Site.(*ssa.Go)
 				visit(it.fn, e.Callee.Func, e.Pos(), it.hops, isGo)
+			}
+		}
+		if !w.funcs[it.fn] && w.inApp(it.fn) {
+			// Outside the graph (a method instance of a generic type
+			// reached through an interface): follow its static calls.
+			for _, b := range it.fn.Blocks {
+				for _, in := range b.Instrs {
+					if call, ok := in.(ssa.CallInstruction); ok {
+						_, isGo := in.(*ssa.Go)
+						visit(it.fn, call.Common().StaticCallee(), in.Pos(), it.hops, isGo)
+					}
+				}
 			}
 		}
 		if !w.inApp(it.fn) {
