@@ -95,6 +95,9 @@ func (c *Consumers) Summary(fn *types.Func) *Summary {
 		return nil
 	}
 	fn = fn.Origin()
+	if classifiedPackage(fn) {
+		return nil // judged by the call itself (KnownSDKs, the config)
+	}
 	if fn.Pkg() == c.pass.Pkg {
 		if s := c.summaries[fn]; s != nil && (s.Effect != "" || s.Write != "") {
 			return s
@@ -165,6 +168,9 @@ func summarized(pass *analysis.Pass) bool {
 }
 
 func runConsumers(pass *analysis.Pass) (any, error) {
+	if err := configError(); err != nil {
+		return nil, err
+	}
 	ins := pass.ResultOf[inspect.Analyzer].(*inspector.Inspector)
 	c := &Consumers{
 		pass:         pass,
@@ -198,6 +204,7 @@ func runConsumers(pass *analysis.Pass) (any, error) {
 		if fn := usedFunc(pass, e); fn != nil && c.decls[fn] != nil {
 			addRoot(kind, fn.Name(), c.decls[fn])
 		}
+		c.factoryRoots(kind, e, addRoot)
 	}
 	enclosing := func(stack []ast.Node) (ast.Node, string) {
 		for i := len(stack) - 1; i >= 0; i-- {
@@ -249,6 +256,7 @@ func (c *Consumers) findRoots(ins *inspector.Inspector, nodeTypes []ast.Node, ad
 		if !push {
 			return true
 		}
+		c.moreRoots(n, stack, addRoot, rootOfExpr)
 		switch n := n.(type) {
 		case *ast.FuncDecl:
 			if n.Name.Name == "ConsumeClaim" && n.Recv != nil && isSaramaHandlerSig(pass.TypesInfo, n.Type) {
@@ -313,8 +321,7 @@ func (c *Consumers) findRoots(ins *inspector.Inspector, nodeTypes []ast.Node, ad
 				fnNode, fname := enclosing(stack)
 				addRoot(KindKafkaGo, fname, fnNode)
 			case path == pathSQS && recv == "Client" && name == "ReceiveMessage":
-				fnNode, fname := enclosing(stack)
-				addRoot(KindSQS, fname, fnNode)
+				c.receiveRoot(KindSQS, stack, addRoot)
 			}
 		}
 		return true

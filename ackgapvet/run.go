@@ -30,6 +30,10 @@ type RunConfig struct {
 	// Env is the environment of the go command that loads packages. Default:
 	// the process's environment.
 	Env []string
+	// Entries declares more consumer entry points by name, added to the
+	// entries of [ConfigFile]: "pkgpath.Func" or "pkgpath.Type.Method".
+	// Default: none.
+	Entries []string
 }
 
 // Finding is one diagnostic, with its position resolved.
@@ -98,6 +102,9 @@ func Run(cfg *RunConfig) (*Report, error) {
 		return nil, err
 	}
 	if _, err := currentRules(); err != nil {
+		return nil, err
+	}
+	if err := applyConfig(cfg); err != nil {
 		return nil, err
 	}
 	patterns := cfg.Patterns

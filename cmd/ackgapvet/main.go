@@ -67,6 +67,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	severity := fs.String("severity", os.Getenv(ackgapvet.SeverityEnv), "blast-radius patterns, e.g. 'critical=charge|payout;low=cache' (env "+ackgapvet.SeverityEnv+")")
 	checks := fs.String("checks", os.Getenv("ACKGAPVET_CHECKS"), "comma-separated checks to run; default all (env ACKGAPVET_CHECKS)")
 	tests := fs.Bool("test", false, "also check test files")
+	var entries []string
+	fs.Func("entry", "declare a consumer entry point: pkgpath.Func or pkgpath.Type.Method (repeatable; adds to the entries of "+ackgapvet.ConfigFile+")", func(v string) error {
+		entries = append(entries, v)
+		return nil
+	})
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `ackgapvet: find the consumers that a duplicate delivery would hurt.
 
@@ -77,6 +82,11 @@ Usage:
 Example:
   ackgapvet ./...
   ackgapvet -format sarif ./... > ackgapvet.sarif
+  ackgapvet -entry example.com/shop/worker.Consumer.Loop ./...
+
+Configuration: an optional `+ackgapvet.ConfigFile+` at the module root declares
+entry points ("entries") and effect overrides ("effects", "not_effects");
+see docs/ackgapvet.md.
 
 Suppress a finding: //ackgapvet:ignore <check> <reason> on its line or the line above.
 Exit codes: 0 no findings, 1 usage or load error, 3 findings.
@@ -109,7 +119,7 @@ Flags:
 			return exitError
 		}
 	}
-	cfg := &ackgapvet.RunConfig{Patterns: fs.Args(), Tests: *tests}
+	cfg := &ackgapvet.RunConfig{Patterns: fs.Args(), Tests: *tests, Entries: entries}
 	if *checks != "" {
 		cfg.Checks = strings.Split(*checks, ",")
 	}
