@@ -81,3 +81,50 @@ func TestAnalyzersValid(t *testing.T) {
 		seen[a.Name] = true
 	}
 }
+
+func TestCQRS(t *testing.T) {
+	analysistest.Run(t, analysistest.TestData(), ackgapvet.EffectAnalyzer, "cqrsapp")
+}
+
+func TestFactory(t *testing.T) {
+	analysistest.Run(t, analysistest.TestData(), ackgapvet.EffectAnalyzer, "factory")
+}
+
+// TestHandlerInOtherPackage: handlers declared in one package and
+// registered in another are entry points where they are declared.
+func TestHandlerInOtherPackage(t *testing.T) {
+	analysistest.Run(t, analysistest.TestData(), ackgapvet.EffectAnalyzer, "example.com/handlers", "crosspkg")
+	analysistest.Run(t, analysistest.TestData(), ackgapvet.EarlyAckAnalyzer, "example.com/ackfirst")
+}
+
+func TestConfluent(t *testing.T) {
+	analysistest.Run(t, analysistest.TestData(), ackgapvet.AutoCommitAnalyzer, "confluent")
+	analysistest.Run(t, analysistest.TestData(), ackgapvet.EarlyAckAnalyzer, "confluentack")
+}
+
+// TestSQSv1: aws-sdk-go v1 receive loops, found through a wrapper that
+// receives once.
+func TestSQSv1(t *testing.T) {
+	analysistest.Run(t, analysistest.TestData(), ackgapvet.EarlyAckAnalyzer, "sqsv1")
+	analysistest.Run(t, analysistest.TestData(), ackgapvet.EffectAnalyzer, "sqsv1effect")
+}
+
+// TestKnownSDKs: calls into known SDKs are effects by class (payment is
+// critical, email high), reads and constructors are not, and what the SDK
+// does inside is not followed.
+func TestKnownSDKs(t *testing.T) {
+	analysistest.Run(t, analysistest.TestData(), ackgapvet.EffectAnalyzer, "knownsdk")
+	for prefix, class := range ackgapvet.KnownSDKs {
+		require.Contains(t, []string{ackgapvet.ClassPayment, ackgapvet.ClassEmail, ackgapvet.ClassSMS,
+			ackgapvet.ClassNotification, ackgapvet.ClassStorage, ackgapvet.ClassPublish}, class, prefix)
+		require.NoError(t, ackgapvet.SetConfig(&ackgapvet.Config{Effects: map[string]string{prefix: class}}), prefix)
+	}
+	require.NoError(t, ackgapvet.SetConfig(nil))
+}
+
+// TestEntries: functions declared by name (Config.Entries) are entry points.
+func TestEntries(t *testing.T) {
+	require.NoError(t, ackgapvet.SetConfig(&ackgapvet.Config{Entries: []string{"entries.Worker.Loop", "entries.sweep"}}))
+	t.Cleanup(func() { require.NoError(t, ackgapvet.SetConfig(nil)) })
+	analysistest.Run(t, analysistest.TestData(), ackgapvet.EffectAnalyzer, "entries")
+}

@@ -224,11 +224,16 @@ var AutoCommitAnalyzer = newAnalyzer("autocommit",
 	`report Kafka offsets committed automatically before the work is done
 
 kafka-go's Reader.ReadMessage commits the offset as it returns when the
-reader has a GroupID, and franz-go commits polled offsets on a timer unless
-kgo.DisableAutoCommit (or kgo.AutoCommitMarks) is set: in a loop that then
-writes or calls out, a crash loses the message. Fix: kafka-go FetchMessage then CommitMessages after the
-work; franz-go kgo.DisableAutoCommit and CommitRecords after the work.`,
+reader has a GroupID, franz-go commits polled offsets on a timer unless
+kgo.DisableAutoCommit (or kgo.AutoCommitMarks) is set, and confluent-kafka-go
+commits what Poll and ReadMessage returned in the background unless the
+ConfigMap sets "enable.auto.commit" (or "enable.auto.offset.store") to false:
+in a loop that then writes or calls out, a crash loses the message. Fix:
+kafka-go FetchMessage then CommitMessages after the work; franz-go
+kgo.DisableAutoCommit and CommitRecords after the work; confluent-kafka-go
+"enable.auto.commit": false and CommitMessage after the work.`,
 	func(pass *analysis.Pass, c *Consumers, r *reporter) {
+		confluentAutoCommit(pass, c, r)
 		// kafka-go: skip when every ReaderConfig literal in the package has no GroupID.
 		configs, grouped := 0, 0
 		disabled, consumerGroup := false, false

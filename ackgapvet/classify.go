@@ -104,6 +104,9 @@ func effectOf(info *types.Info, call *ast.CallExpr) string {
 	if fn == nil {
 		return ""
 	}
+	if d, known := knownEffect(fn); known {
+		return d
+	}
 	path, recv, name := funcPath(fn), recvName(fn), fn.Name()
 	switch {
 	case path == "net/http" && recv == "Client" && (name == "Do" || name == "Get" || name == "Post" || name == "PostForm" || name == "Head"),
@@ -266,7 +269,7 @@ func ackOf(info *types.Info, call *ast.CallExpr) string {
 		strings.HasPrefix(path, pathWatermill) && recv == "Message" && name == "Ack":
 		return qualName(fn)
 	}
-	return ""
+	return ackOfMore(fn)
 }
 
 // txParam returns the name of a parameter of a database transaction type

@@ -111,6 +111,9 @@ func (c *Consumers) Summary(fn *types.Func) *Summary {
 		return nil
 	}
 	fn = fn.Origin()
+	if classifiedPackage(fn) {
+		return nil // judged by the call itself (KnownSDKs, the config)
+	}
 	if fn.Pkg() == c.pass.Pkg {
 		if s := c.summaries[fn]; s != nil && (s.Effect != "" || s.Write != "") {
 			return s
@@ -205,6 +208,9 @@ func summarized(pass *analysis.Pass) bool {
 }
 
 func runConsumers(pass *analysis.Pass) (any, error) {
+	if err := configError(); err != nil {
+		return nil, err
+	}
 	ins := pass.ResultOf[inspect.Analyzer].(*inspector.Inspector)
 	c := &Consumers{
 		pass:         pass,
@@ -244,6 +250,7 @@ func runConsumers(pass *analysis.Pass) (any, error) {
 				c.remotes = append(c.remotes, remote{kind: kind, fn: f, factory: true})
 			}
 		}
+		c.factoryRoots(kind, e, addRoot)
 	}
 	enclosing := func(stack []ast.Node) (ast.Node, string) {
 		for i := len(stack) - 1; i >= 0; i-- {
@@ -303,6 +310,7 @@ func (c *Consumers) findRoots(ins *inspector.Inspector, nodeTypes []ast.Node, ad
 		if !push {
 			return true
 		}
+		c.moreRoots(n, stack, addRoot, rootOfExpr)
 		switch n := n.(type) {
 		case *ast.FuncDecl:
 			if n.Name.Name == "ConsumeClaim" && n.Recv != nil && isSaramaHandlerSig(pass.TypesInfo, n.Type) {
@@ -367,8 +375,7 @@ func (c *Consumers) findRoots(ins *inspector.Inspector, nodeTypes []ast.Node, ad
 				fnNode, fname := enclosing(stack)
 				addRoot(KindKafkaGo, fname, fnNode)
 			case path == pathSQS && recv == "Client" && name == "ReceiveMessage":
-				fnNode, fname := enclosing(stack)
-				addRoot(KindSQS, fname, fnNode)
+				c.receiveRoot(KindSQS, stack, addRoot)
 			}
 		}
 		return true

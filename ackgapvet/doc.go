@@ -4,15 +4,40 @@
 //
 // [ConsumersAnalyzer] finds the entry points: Watermill handlers (AddHandler,
 // AddConsumerHandler, AddNoPublisherHandler) and ackgap's router and batch
-// handlers, Sarama ConsumeClaim methods, franz-go PollFetches/PollRecords
-// loops, segmentio/kafka-go ReadMessage/FetchMessage loops, aws-sdk-go-v2
-// SQS ReceiveMessage loops and aws-lambda-go handlers taking
-// events.SQSEvent, events.KinesisEvent or events.KafkaEvent (MSK). It follows uses of functions from them within the package,
-// and exports a [Summary] fact (first external effect, first database write)
-// for every function, so a call into another package is judged by what that
-// package's function does. The standard library and the libraries the checks
-// classify directly (brokers, drivers, AWS, gRPC, OpenTelemetry, ackgap) get
-// no facts: their internals are not the application's effects.
+// handlers, Watermill CQRS handlers (cqrs.NewEventHandler,
+// NewCommandHandler, NewGroupEventHandler, and the Handle method of a type
+// passed to a processor's AddHandlers), handlers returned by a factory of
+// the same package (AddHandler(..., makeHandler(store))), Sarama
+// ConsumeClaim methods, franz-go PollFetches/PollRecords loops,
+// segmentio/kafka-go ReadMessage/FetchMessage loops, confluent-kafka-go
+// Poll/ReadMessage loops, SQS ReceiveMessage loops of aws-sdk-go-v2 and v1
+// (a wrapper that receives once is resolved to the functions that call it
+// in a loop), aws-lambda-go handlers taking events.SQSEvent,
+// events.KinesisEvent or events.KafkaEvent (MSK), and functions declared by
+// name ([Config].Entries, the -entry flag). It follows uses of functions
+// from them within the package, and exports a [Summary] fact (first
+// external effect, first database write) for every function, so a call into
+// another package is judged by what that package's function does. The
+// standard library and the libraries the checks classify directly (brokers,
+// drivers, AWS, gRPC, OpenTelemetry, ackgap, the SDKs of [KnownSDKs]) are
+// not followed inside: their internals are not the application's effects.
+//
+// A handler declared in another package than its AddHandler call: facts
+// flow only from a package to its importers, so the registering package
+// cannot mark it. Instead a function is a handler in its own package when
+// its signature is exactly a Watermill handler's (func(*message.Message)
+// error, func(*message.Message) ([]*message.Message, error)) or an ackgap
+// handler's (func(context.Context, *sql.Tx or pgx.Tx, *message.Message or
+// []*message.Message) error) and it is exported, or when a function value is
+// returned or assigned as such a type or a Watermill/ackgap ...HandlerFunc
+// type. An exported function of that shape that is no handler is taken for
+// one; a handler of another shape registered from another package through an
+// adapter is not found (declare it with [Config].Entries).
+//
+// Effects are classified by known packages: [KnownSDKs] maps SDKs to a
+// class (payments, email, SMS, notifications, storage, publishes) that names
+// the effect and sets its blast radius; [ConfigFile] at the module root adds
+// entry points and overrides the classes ([Config]).
 //
 // The checks, each its own analyzer (see [Analyzers]):
 //
@@ -22,11 +47,13 @@
 //     publishes into the transaction (watermill-sql) are not effects.
 //   - pooltx: a write through *sql.DB, *sql.Conn or *pgxpool.Pool where a
 //     transaction is in scope; use the transaction (suggested fix).
-//   - earlyack: an offset mark/commit, DeleteMessage or msg.Ack() before the
-//     work in the same block, and Watermill's InstantAck.
+//   - earlyack: an offset mark/commit (confluent-kafka-go's CommitMessage and
+//     StoreOffsets too), DeleteMessage (SDK v2 and v1) or msg.Ack() before
+//     the work in the same block, and Watermill's InstantAck.
 //   - autocommit: kafka-go ReadMessage with a GroupID before work; franz-go
-//     consumer groups without kgo.DisableAutoCommit. (Sarama's auto-commit
-//     commits only marked offsets, so its risk is earlyack's.)
+//     consumer groups without kgo.DisableAutoCommit; confluent-kafka-go
+//     consumers whose ConfigMap leaves "enable.auto.commit" on. (Sarama's
+//     auto-commit commits only marked offsets, so its risk is earlyack's.)
 //   - checkact: SELECT for an id then INSERT of it into the same table
 //     without ON CONFLICT; Watermill's Deduplicator as the only guard.
 //   - idemkey: POST/PUT/PATCH without an Idempotency-Key header (a helper
@@ -75,4 +102,8 @@
 // touches ([RunConfig].DiffBase). [RunConfig].PerPackage, go vet -vettool
 // and golangci-lint run the analyzers one package at a time with facts:
 // faster, not through interfaces, function values, goroutines or channels.
+//
+// In the per-package mode, factories and receive wrappers are resolved
+// within their package. confluent-kafka-go's autocommit is judged from a
+// ConfigMap literal written in the package.
 package ackgapvet

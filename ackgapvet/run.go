@@ -45,6 +45,10 @@ type RunConfig struct {
 	// whole-program mode; Run returns an error with PerPackage set, outside
 	// a git work tree, or for a revision git does not know.
 	DiffBase string
+	// Entries declares more consumer entry points by name, added to the
+	// entries of [ConfigFile]: "pkgpath.Func" or "pkgpath.Type.Method".
+	// Default: none.
+	Entries []string
 }
 
 // Finding is one diagnostic, with its position resolved.
@@ -120,6 +124,9 @@ func Run(cfg *RunConfig) (*Report, error) {
 		return nil, err
 	}
 	if _, err := currentRules(); err != nil {
+		return nil, err
+	}
+	if err := applyConfig(cfg); err != nil {
 		return nil, err
 	}
 	patterns := cfg.Patterns

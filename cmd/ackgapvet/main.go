@@ -74,6 +74,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	tests := fs.Bool("test", false, "also check test files")
 	perPackage := fs.Bool("per-package", false, "only the per-package analysis (what go vet -vettool runs): faster, does not follow interfaces, function values, goroutines or channels")
 	diff := fs.String("diff", "", "report only the consumers whose reachable code changed since this git revision, e.g. -diff origin/main")
+	var entries []string
+	fs.Func("entry", "declare a consumer entry point: pkgpath.Func or pkgpath.Type.Method (repeatable; adds to the entries of "+ackgapvet.ConfigFile+")", func(v string) error {
+		entries = append(entries, v)
+		return nil
+	})
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `ackgapvet: find the consumers that a duplicate delivery would hurt.
 
@@ -87,6 +92,11 @@ Example:
   ackgapvet -format sarif ./... > ackgapvet.sarif
   ackgapvet map -format markdown ./...
   ackgapvet -diff origin/main ./...
+  ackgapvet -entry example.com/shop/worker.Consumer.Loop ./...
+
+Configuration: an optional `+ackgapvet.ConfigFile+` at the module root declares
+entry points ("entries") and effect overrides ("effects", "not_effects");
+see docs/ackgapvet.md.
 
 Suppress a finding: //ackgapvet:ignore <check> <reason> on its line or the line above.
 Exit codes: 0 no findings, 1 usage or load error, 3 findings.
@@ -132,7 +142,7 @@ Flags:
 			return exitError
 		}
 	}
-	cfg := &ackgapvet.RunConfig{Patterns: fs.Args(), Tests: *tests, PerPackage: *perPackage, DiffBase: *diff}
+	cfg := &ackgapvet.RunConfig{Patterns: fs.Args(), Tests: *tests, PerPackage: *perPackage, DiffBase: *diff, Entries: entries}
 	if *checks != "" {
 		cfg.Checks = strings.Split(*checks, ",")
 	}

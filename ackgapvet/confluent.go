@@ -1,0 +1,207 @@
+package ackgapvet
+
+import (
+	"fmt"
+	"go/ast"
+	"go/constant"
+	"go/types"
+	"strings"
+
+	"golang.org/x/tools/go/analysis"
+)
+
+// confluentAutoCommit is the autocommit check for confluent-kafka-go: a
+// consumer made by kafka.NewConsumer with a ConfigMap that leaves
+// "enable.auto.commit" on (librdkafka's default) commits what Poll and
+// ReadMessage returned in the background, before the loop's work is done.
+// Not reported: "enable.auto.commit" false, "enable.auto.offset.store" false
+// (only offsets the loop stores are committed: earlyack judges where it
+// stores them), a ConfigMap not written in this package (unknown), and a
+// package whose poll loops do no work after Poll/ReadMessage.
+func confluentAutoCommit(pass *analysis.Pass, c *Consumers, r *reporter) {
+	var creates []*ast.CallExpr
+	var maps []*ast.CompositeLit
+	setOff := false // ConfigMap.SetKey(<commit key>, false) somewhere
+	for _, f := range pass.Files {
+		ast.Inspect(f, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.CompositeLit:
+				if t := pass.TypesInfo.TypeOf(n); t != nil && isConfluentType(t, "ConfigMap") {
+					maps = append(maps, n)
+				}
+			case *ast.CallExpr:
+				fn := callee(pass.TypesInfo, n)
+				if fn == nil || !isConfluent(funcPath(fn)) {
+					return true
+				}
+				switch {
+				case recvName(fn) == "" && fn.Name() == "NewConsumer":
+					creates = append(creates, n)
+				case recvName(fn) == "ConfigMap" && (fn.Name() == "SetKey" || fn.Name() == "Set") && len(n.Args) == 2:
+					if k := constString(pass.TypesInfo, n.Args[0]); commitOffKey(k) && isFalse(pass.TypesInfo, n.Args[1]) {
+						setOff = true
+					}
+				}
+			}
+			return true
+		})
+	}
+	if setOff || len(creates) == 0 {
+		return
+	}
+	work, at := confluentWork(pass, c)
+	if work == "" {
+		return
+	}
+	for _, call := range creates {
+		lit := configMapLit(pass, call, maps)
+		if lit == nil || autoCommitOff(pass.TypesInfo, lit) {
+			continue
+		}
+		r.report(call, SeverityOf(append(callNames(pass, at), work)...), fmt.Sprintf(
+			`kafka.NewConsumer with "enable.auto.commit" on (the default) commits polled offsets in the background, before the poll loop's work (%s at line %d) is done: a crash loses messages; set "enable.auto.commit": false and call CommitMessage after the work (or "enable.auto.offset.store": false and StoreMessage after the work)`,
+			work, pass.Fset.Position(at.Pos()).Line))
+	}
+}
+
+func isConfluentType(t types.Type, name string) bool {
+	return isNamed(t, pathConfluent, name) || isNamed(t, pathConfluent1, name)
+}
+
+// commitOffKey is a ConfigMap key that, set to false, stops the background
+// commit of polled offsets.
+func commitOffKey(k string) bool { return k == "enable.auto.commit" || k == "enable.auto.offset.store" }
+
+func constString(info *types.Info, e ast.Expr) string {
+	if tv, ok := info.Types[e]; ok && tv.Value != nil && tv.Value.Kind() == constant.String {
+		return constant.StringVal(tv.Value)
+	}
+	return ""
+}
+
+// isFalse reports whether e is the constant false or the string "false".
+func isFalse(info *types.Info, e ast.Expr) bool {
+	tv, ok := info.Types[e]
+	if !ok || tv.Value == nil {
+		return false
+	}
+	switch tv.Value.Kind() {
+	case constant.Bool:
+		return !constant.BoolVal(tv.Value)
+	case constant.String:
+		return strings.EqualFold(constant.StringVal(tv.Value), "false")
+	}
+	return false
+}
+
+// autoCommitOff reports whether a ConfigMap literal turns the background
+// commit of polled offsets off.
+func autoCommitOff(info *types.Info, lit *ast.CompositeLit) bool {
+	for _, e := range lit.Elts {
+		if kv, ok := e.(*ast.KeyValueExpr); ok && commitOffKey(constString(info, kv.Key)) && isFalse(info, kv.Value) {
+			return true
+		}
+	}
+	return false
+}
+
+// configMapLit finds the ConfigMap literal a NewConsumer call gets: written
+// in the call, or the literal a variable passed to it was declared with;
+// nil when it is built elsewhere.
+func configMapLit(pass *analysis.Pass, call *ast.CallExpr, maps []*ast.CompositeLit) *ast.CompositeLit {
+	if len(call.Args) != 1 {
+		return nil
+	}
+	arg := ast.Unparen(call.Args[0])
+	if u, ok := arg.(*ast.UnaryExpr); ok {
+		arg = ast.Unparen(u.X)
+	}
+	if lit, ok := arg.(*ast.CompositeLit); ok {
+		return lit
+	}
+	id, ok := arg.(*ast.Ident)
+	if !ok {
+		return nil
+	}
+	obj := pass.TypesInfo.Uses[id]
+	for _, f := range pass.Files {
+		var found *ast.CompositeLit
+		ast.Inspect(f, func(n ast.Node) bool {
+			as, ok := n.(*ast.AssignStmt)
+			if !ok || found != nil || len(as.Lhs) != len(as.Rhs) {
+				return found == nil
+			}
+			for i, l := range as.Lhs {
+				if lid, ok := l.(*ast.Ident); ok && pass.TypesInfo.ObjectOf(lid) == obj {
+					rhs := ast.Unparen(as.Rhs[i])
+					if u, ok := rhs.(*ast.UnaryExpr); ok {
+						rhs = ast.Unparen(u.X)
+					}
+					for _, m := range maps {
+						if m == rhs {
+							found = m
+						}
+					}
+				}
+			}
+			return true
+		})
+		if found != nil {
+			return found
+		}
+	}
+	return nil
+}
+
+// confluentWork finds the first work after a Poll or ReadMessage in the
+// package's confluent-kafka-go poll loops: in the statement that polls (a
+// type switch on the event) or the statements after it in its block.
+func confluentWork(pass *analysis.Pass, c *Consumers) (string, ast.Node) {
+	for node, root := range c.reach {
+		if root.Kind != KindConfluent {
+			continue
+		}
+		var work string
+		var at ast.Node
+		ast.Inspect(funcBody(node), func(m ast.Node) bool {
+			if _, ok := m.(*ast.FuncLit); ok {
+				return false
+			}
+			block, ok := m.(*ast.BlockStmt)
+			if !ok || work != "" {
+				return work == ""
+			}
+			for i, st := range block.List {
+				if polls(pass, st) {
+					if work, at = firstWork(pass, c, block.List[i:]); work != "" {
+						return false
+					}
+				}
+			}
+			return true
+		})
+		if work != "" {
+			return work, at
+		}
+	}
+	return "", nil
+}
+
+// polls reports whether a statement calls (*kafka.Consumer).Poll or
+// ReadMessage outside nested function literals.
+func polls(pass *analysis.Pass, st ast.Stmt) bool {
+	found := false
+	ast.Inspect(st, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.FuncLit:
+			return false
+		case *ast.CallExpr:
+			fn := callee(pass.TypesInfo, n)
+			if fn != nil && isConfluent(funcPath(fn)) && recvName(fn) == "Consumer" && (fn.Name() == "Poll" || fn.Name() == "ReadMessage") {
+				found = true
+			}
+		}
+		return !found
+	})
+	return found
+}

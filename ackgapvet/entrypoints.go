@@ -1,0 +1,414 @@
+package ackgapvet
+
+import (
+	"go/ast"
+	"go/types"
+	"strings"
+)
+
+// More root kinds, found by [Consumers.moreRoots].
+const (
+	// KindCQRS is a Watermill CQRS handler: the function given to
+	// cqrs.NewEventHandler, NewCommandHandler or NewGroupEventHandler, or
+	// the Handle method of a type registered with a processor's
+	// AddHandlers (or any other cqrs call, such as the old NewFacade).
+	KindCQRS = "Watermill CQRS handler"
+	// KindConfluent is a function that calls confluent-kafka-go's
+	// (*kafka.Consumer).Poll or ReadMessage in a loop.
+	KindConfluent = "confluent-kafka-go poll loop"
+	// KindEntry is a function declared an entry point by name (the
+	// -entry flag, [RunConfig].Entries or the entries of [ConfigFile]).
+	KindEntry = "declared entry point"
+)
+
+// Import paths of the entry points added here.
+const (
+	pathCQRS       = pathWatermill + "/components/cqrs"
+	pathConfluent  = "github.com/confluentinc/confluent-kafka-go/v2/kafka"
+	pathConfluent1 = "github.com/confluentinc/confluent-kafka-go/kafka"
+	pathSQSv1      = "github.com/aws/aws-sdk-go/service/sqs"
+	pathAWSv1Svc   = "github.com/aws/aws-sdk-go/service/"
+)
+
+// isConfluent matches confluent-kafka-go's kafka package, v1 and v2.
+func isConfluent(p string) bool { return p == pathConfluent || p == pathConfluent1 }
+
+// isAWSv1Client reports whether fn is a method of an aws-sdk-go v1 service
+// client (sqs.SQS, sns.SNS, ...) or of its interface (sqsiface.SQSAPI), and
+// returns the service's package name ("sqs").
+func isAWSv1Client(fn *types.Func) (svc string, ok bool) {
+	path, recv := funcPath(fn), recvName(fn)
+	rest, found := strings.CutPrefix(path, pathAWSv1Svc)
+	if !found || recv == "" {
+		return "", false
+	}
+	svc, iface, _ := strings.Cut(rest, "/")
+	switch {
+	case iface == "" && strings.EqualFold(recv, svc):
+		return svc, true
+	case iface == svc+"iface" && strings.EqualFold(recv, svc+"API"):
+		return svc, true
+	}
+	return "", false
+}
+
+// awsV1Op strips the v1 SDK's WithContext and Request suffixes from an
+// operation name: PublishWithContext and PublishRequest are Publish.
+func awsV1Op(name string) string {
+	name = strings.TrimSuffix(name, "WithContext")
+	return strings.TrimSuffix(name, "Request")
+}
+
+// moreRoots finds the entry points that findRoots leaves to this file, for
+// one node of its walk: Watermill CQRS handlers, confluent-kafka-go and
+// aws-sdk-go v1 SQS receive loops, exported functions with a handler's exact
+// signature, functions stored or returned as a handler type, and entry
+// points declared by name.
+func (c *Consumers) moreRoots(n ast.Node, stack []ast.Node, addRoot func(kind, name string, n ast.Node), rootOfExpr func(kind string, e ast.Expr)) {
+	info := c.pass.TypesInfo
+	switch n := n.(type) {
+	case *ast.FuncDecl:
+		fn, _ := info.Defs[n.Name].(*types.Func)
+		if fn == nil {
+			return
+		}
+		if activeConfig().entries[entryKey(fn)] {
+			addRoot(KindEntry, rootName(fn), n)
+		}
+		if kind := handlerSigKind(fn.Type()); kind != "" && exportedFunc(fn) {
+			addRoot(kind, rootName(fn), n)
+		}
+		c.storedHandlers(n.Type, n.Body, rootOfExpr)
+	case *ast.FuncLit:
+		c.storedHandlers(n.Type, n.Body, rootOfExpr)
+	case *ast.CallExpr:
+		fn := callee(info, n)
+		if fn == nil {
+			return
+		}
+		path, recv, name := funcPath(fn), recvName(fn), fn.Name()
+		switch {
+		case path == pathCQRS:
+			if strings.HasPrefix(name, "New") && strings.HasSuffix(name, "Handler") {
+				for _, a := range n.Args {
+					if _, ok := types.Unalias(info.TypeOf(a)).(*types.Signature); ok {
+						rootOfExpr(KindCQRS, a)
+					}
+				}
+			}
+			for _, a := range n.Args {
+				c.cqrsHandleMethods(a, addRoot)
+			}
+		case isConfluent(path) && recv == "Consumer" && (name == "Poll" || name == "ReadMessage"):
+			c.receiveRoot(KindConfluent, stack, addRoot)
+		default:
+			if svc, ok := isAWSv1Client(fn); ok && svc == "sqs" && awsV1Op(name) == "ReceiveMessage" {
+				c.receiveRoot(KindSQS, stack, addRoot)
+			}
+		}
+	}
+}
+
+// rootName is a root's name for messages and severity: Func, or Type.Method.
+func rootName(fn *types.Func) string {
+	if r := recvName(fn); r != "" {
+		return r + "." + fn.Name()
+	}
+	return fn.Name()
+}
+
+// exportedFunc reports whether another package can call fn: an exported
+// function, or an exported method of an exported type.
+func exportedFunc(fn *types.Func) bool {
+	if !fn.Exported() {
+		return false
+	}
+	r := recvName(fn)
+	return r == "" || ast.IsExported(r)
+}
+
+// handlerSigKind returns KindWatermill for a signature that is exactly a
+// Watermill handler's (func(*message.Message) ([]*message.Message, error) or
+// func(*message.Message) error), KindAckgap for an ackgap handler's
+// (func(context.Context, tx, *message.Message) error, or with
+// []*message.Message for a batch handler, tx a *sql.Tx or pgx.Tx), "" for
+// anything else. A method's receiver does not count.
+func handlerSigKind(t types.Type) string {
+	sig, ok := types.Unalias(t).(*types.Signature)
+	if !ok || sig.TypeParams().Len() > 0 {
+		return ""
+	}
+	ps, rs := sig.Params(), sig.Results()
+	if rs.Len() == 0 || !isError(rs.At(rs.Len()-1).Type()) {
+		return ""
+	}
+	switch {
+	case ps.Len() == 1 && isWatermillMsg(ps.At(0).Type()):
+		if rs.Len() == 1 {
+			return KindWatermill
+		}
+		if sl, ok := rs.At(0).Type().(*types.Slice); ok && rs.Len() == 2 && isWatermillMsg(sl.Elem()) {
+			return KindWatermill
+		}
+	case ps.Len() == 3 && rs.Len() == 1 && isNamed(ps.At(0).Type(), "context", "Context") && isTxType(ps.At(1).Type()):
+		m := ps.At(2).Type()
+		if sl, ok := m.(*types.Slice); ok {
+			m = sl.Elem()
+		}
+		if isWatermillMsg(m) {
+			return KindAckgap
+		}
+	}
+	return ""
+}
+
+// isWatermillMsg reports whether t is *message.Message of Watermill.
+func isWatermillMsg(t types.Type) bool {
+	p, ok := t.(*types.Pointer)
+	return ok && isNamed(p.Elem(), pathWatermill+"/message", "Message")
+}
+
+func isError(t types.Type) bool { return types.Identical(t, types.Universe.Lookup("error").Type()) }
+
+// storedKind is the root kind of a function value stored or returned as
+// type t: a handler type ([Consumers.handlerKind]) or a function type that
+// is exactly a handler's signature ([handlerSigKind]).
+func (c *Consumers) storedKind(t types.Type) string {
+	if t == nil {
+		return ""
+	}
+	if kind := c.handlerKind(t); kind != "" {
+		return kind
+	}
+	if _, named := types.Unalias(t).(*types.Named); named {
+		return ""
+	}
+	return handlerSigKind(t)
+}
+
+// storedHandlers makes roots of the function values that a function body
+// returns as a handler type (a factory: return func(msg *message.Message)
+// error {...}) or assigns to a variable or field of one. Nested function
+// literals are visited on their own.
+func (c *Consumers) storedHandlers(ft *ast.FuncType, body *ast.BlockStmt, rootOfExpr func(kind string, e ast.Expr)) {
+	if body == nil {
+		return
+	}
+	info := c.pass.TypesInfo
+	var results []types.Type
+	if ft.Results != nil {
+		for _, f := range ft.Results.List {
+			for range max(1, len(f.Names)) {
+				results = append(results, info.TypeOf(f.Type))
+			}
+		}
+	}
+	ast.Inspect(body, func(m ast.Node) bool {
+		switch m := m.(type) {
+		case *ast.FuncLit:
+			return false
+		case *ast.ReturnStmt:
+			if len(m.Results) != len(results) {
+				return true
+			}
+			for i, e := range m.Results {
+				if kind := c.storedKind(results[i]); kind != "" {
+					rootOfExpr(kind, e)
+				}
+			}
+		case *ast.AssignStmt:
+			if len(m.Lhs) != len(m.Rhs) {
+				return true
+			}
+			for i, l := range m.Lhs {
+				if kind := c.storedKind(info.TypeOf(l)); kind != "" {
+					rootOfExpr(kind, m.Rhs[i])
+				}
+			}
+		}
+		return true
+	})
+}
+
+// factoryRoots makes roots of what a call of a package-local factory
+// returns: AddHandler(..., makeHandler(store)) registers the func literal or
+// function that makeHandler returns. A factory returning another factory's
+// call is followed three levels deep.
+func (c *Consumers) factoryRoots(kind string, e ast.Expr, addRoot func(kind, name string, n ast.Node)) {
+	c.factoryRootsDepth(kind, e, addRoot, 3)
+}
+
+func (c *Consumers) factoryRootsDepth(kind string, e ast.Expr, addRoot func(kind, name string, n ast.Node), depth int) {
+	call, ok := ast.Unparen(e).(*ast.CallExpr)
+	if !ok || depth == 0 {
+		return
+	}
+	fn := callee(c.pass.TypesInfo, call)
+	if fn == nil {
+		return
+	}
+	decl := c.decls[fn.Origin()]
+	if decl == nil {
+		return
+	}
+	ast.Inspect(decl.Body, func(m ast.Node) bool {
+		switch m := m.(type) {
+		case *ast.FuncLit:
+			return false
+		case *ast.ReturnStmt:
+			for _, r := range m.Results {
+				if t := c.pass.TypesInfo.TypeOf(r); t == nil || !isSignature(t) {
+					continue
+				}
+				switch r := ast.Unparen(r).(type) {
+				case *ast.FuncLit:
+					addRoot(kind, "func literal returned by "+fn.Name(), r)
+				case *ast.CallExpr:
+					c.factoryRootsDepth(kind, r, addRoot, depth-1)
+				default:
+					if f := usedFunc(c.pass, r); f != nil && c.decls[f] != nil {
+						addRoot(kind, rootName(f), c.decls[f])
+					}
+				}
+			}
+		}
+		return true
+	})
+}
+
+// cqrsHandleMethods makes roots of the Handle methods of this package's
+// types whose values appear in a cqrs call's argument (processor.AddHandlers(
+// &OrderPlacedHandler{...}), a FacadeConfig's EventHandlers): a Handle method
+// taking a context.Context first.
+func (c *Consumers) cqrsHandleMethods(arg ast.Expr, addRoot func(kind, name string, n ast.Node)) {
+	info := c.pass.TypesInfo
+	ast.Inspect(arg, func(m ast.Node) bool {
+		e, ok := m.(ast.Expr)
+		if !ok {
+			return true
+		}
+		t := info.TypeOf(e)
+		if t == nil {
+			return true
+		}
+		if p, ok := t.(*types.Pointer); ok {
+			t = p.Elem()
+		}
+		named, ok := types.Unalias(t).(*types.Named)
+		if !ok || named.Obj().Pkg() != c.pass.Pkg {
+			return true
+		}
+		obj, _, _ := types.LookupFieldOrMethod(types.NewPointer(named), false, c.pass.Pkg, "Handle")
+		h, ok := obj.(*types.Func)
+		if !ok || c.decls[h.Origin()] == nil {
+			return true
+		}
+		sig := h.Type().(*types.Signature)
+		if sig.Params().Len() == 0 || !isNamed(sig.Params().At(0).Type(), "context", "Context") {
+			return true
+		}
+		addRoot(KindCQRS, rootName(h), c.decls[h.Origin()])
+		return true
+	})
+}
+
+// receiveRoot makes a receive loop's function a root. A receive call inside
+// a for or range loop makes its enclosing function the root. A declared
+// function that receives once (a wrapper returning the messages) is not the
+// loop: the functions of this package that call it in a loop are, through up
+// to three levels of wrappers; when no caller in the package loops, the
+// wrapper itself is the root.
+func (c *Consumers) receiveRoot(kind string, stack []ast.Node, addRoot func(kind, name string, n ast.Node)) {
+	fnNode, looped := enclosingLoop(stack)
+	if fnNode == nil {
+		return
+	}
+	name := "func literal"
+	if fd, ok := fnNode.(*ast.FuncDecl); ok {
+		name = fd.Name.Name
+		if !looped {
+			if fn, ok := c.pass.TypesInfo.Defs[fd.Name].(*types.Func); ok {
+				if callers := c.loopCallers(fn, 3); len(callers) > 0 {
+					for _, n := range callers {
+						addRoot(kind, funcNodeName(n), n)
+					}
+					return
+				}
+			}
+		}
+	}
+	addRoot(kind, name, fnNode)
+}
+
+// enclosingLoop returns the innermost function around the end of stack and
+// whether a for or range statement inside that function encloses it.
+func enclosingLoop(stack []ast.Node) (ast.Node, bool) {
+	looped := false
+	for i := len(stack) - 1; i >= 0; i-- {
+		switch stack[i].(type) {
+		case *ast.ForStmt, *ast.RangeStmt:
+			looped = true
+		case *ast.FuncDecl, *ast.FuncLit:
+			return stack[i], looped
+		}
+	}
+	return nil, false
+}
+
+func funcNodeName(n ast.Node) string {
+	if fd, ok := n.(*ast.FuncDecl); ok {
+		return fd.Name.Name
+	}
+	return "func literal"
+}
+
+// loopCallers returns the functions of this package that call fn inside a
+// loop, directly or through callers that do not loop (depth levels).
+func (c *Consumers) loopCallers(fn *types.Func, depth int) []ast.Node {
+	if depth == 0 {
+		return nil
+	}
+	var out []ast.Node
+	for _, f := range c.pass.Files {
+		var stack []ast.Node
+		ast.Inspect(f, func(n ast.Node) bool {
+			if n == nil {
+				stack = stack[:len(stack)-1]
+				return true
+			}
+			stack = append(stack, n)
+			call, ok := n.(*ast.CallExpr)
+			if !ok {
+				return true
+			}
+			if cf := callee(c.pass.TypesInfo, call); cf == nil || cf.Origin() != fn {
+				return true
+			}
+			encl, looped := enclosingLoop(stack)
+			switch {
+			case encl == nil:
+			case looped:
+				out = append(out, encl)
+			default:
+				if fd, ok := encl.(*ast.FuncDecl); ok {
+					if up, ok := c.pass.TypesInfo.Defs[fd.Name].(*types.Func); ok && up != fn {
+						out = append(out, c.loopCallers(up, depth-1)...)
+					}
+				}
+			}
+			return true
+		})
+	}
+	return out
+}
+
+// entryKey is how [Config].Entries names fn: pkgpath.Func or
+// pkgpath.Type.Method.
+func entryKey(fn *types.Func) string {
+	return funcPath(fn) + "." + rootName(fn)
+}
+
+func isSignature(t types.Type) bool {
+	_, ok := t.Underlying().(*types.Signature)
+	return ok
+}

@@ -1,0 +1,195 @@
+package ackgapvet
+
+import (
+	"go/types"
+	"strings"
+)
+
+// Effect classes: what a repeated call touches, highest blast radius first.
+// A class names the effect in findings ("a payment call (charge.New)"), and
+// the finding's [Severity] follows from it through [DefaultSeverityPatterns]:
+// payment is critical; email, SMS and notification are high; storage and
+// publish are medium unless the names around them say more.
+const (
+	ClassPayment      = "payment"      // money moves: stripe-go, Adyen, Braintree, PayPal
+	ClassEmail        = "email"        // a person gets mail: SendGrid, Mailgun, Postmark, SES
+	ClassSMS          = "sms"          // a person gets a text: Twilio
+	ClassNotification = "notification" // a push or fan-out to people: SNS, Firebase messaging
+	ClassStorage      = "storage"      // an object store write: GCS, Azure Blob, MinIO
+	ClassPublish      = "publish"      // a message to another system: Pub/Sub, NATS, RabbitMQ
+	ClassHTTP         = "http"         // any other outside call
+)
+
+// classDesc is how a finding names an effect of each class.
+var classDesc = map[string]string{
+	ClassPayment:      "a payment call",
+	ClassEmail:        "an email",
+	ClassSMS:          "an SMS",
+	ClassNotification: "a notification",
+	ClassStorage:      "a storage write",
+	ClassPublish:      "a publish",
+	ClassHTTP:         "an outside call",
+}
+
+// KnownSDKs maps import path prefixes of SDKs whose calls are effects to
+// their class. A prefix matches its package and the packages below it
+// (github.com/stripe/stripe-go matches github.com/stripe/stripe-go/v76/charge).
+// A call into one is an effect when it changes something: for the publish
+// class a method named Publish... or Send...; for the others a call that
+// returns an error and is neither a read (Get, List, Retrieve, Describe,
+// Find, Search, Iter, Read, Fetch, Query, Scan, Head, Lookup, Parse,
+// Validate, Close, Wait) nor a constructor (New... without a ...Params
+// argument: stripe's charge.New(params) creates a charge). What these SDKs
+// do inside (their HTTP calls) is never reported on its own. The
+// configuration file's "effects" and "not_effects" (see [Config]) add to
+// and override this table; the table itself is read while checks run and
+// must not be changed then.
+var KnownSDKs = map[string]string{
+	"github.com/stripe/stripe-go":                                  ClassPayment,
+	"github.com/adyen/adyen-go-api-library":                        ClassPayment,
+	"github.com/braintree-go/braintree-go":                         ClassPayment,
+	"github.com/plutov/paypal":                                     ClassPayment,
+	"github.com/sendgrid/sendgrid-go":                              ClassEmail,
+	"github.com/mailgun/mailgun-go":                                ClassEmail,
+	"github.com/keighl/postmark":                                   ClassEmail,
+	"github.com/mrz1836/postmark":                                  ClassEmail,
+	pathAWSSvc + "ses":                                             ClassEmail,
+	pathAWSSvc + "sesv2":                                           ClassEmail,
+	pathAWSv1Svc + "ses":                                           ClassEmail,
+	pathAWSv1Svc + "sesv2":                                         ClassEmail,
+	"github.com/twilio/twilio-go":                                  ClassSMS,
+	"github.com/sfreiberg/gotwilio":                                ClassSMS,
+	pathAWSSvc + "sns":                                             ClassNotification,
+	pathAWSv1Svc + "sns":                                           ClassNotification,
+	"firebase.google.com/go/messaging":                             ClassNotification,
+	"firebase.google.com/go/v4/messaging":                          ClassNotification,
+	"cloud.google.com/go/storage":                                  ClassStorage,
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob":         ClassStorage,
+	"github.com/minio/minio-go":                                    ClassStorage,
+	"cloud.google.com/go/pubsub":                                   ClassPublish,
+	"github.com/nats-io/nats.go":                                   ClassPublish,
+	"github.com/rabbitmq/amqp091-go":                               ClassPublish,
+	"github.com/streadway/amqp":                                    ClassPublish,
+	"github.com/Azure/azure-sdk-for-go/sdk/messaging/azservicebus": ClassPublish,
+}
+
+// underPrefix reports whether path is prefix or a package below it.
+func underPrefix(path, prefix string) bool {
+	return path == prefix || strings.HasPrefix(path, prefix+"/")
+}
+
+// longestPrefix returns the class of the longest prefix of path in m.
+func longestPrefix(m map[string]string, path string) (prefix, class string) {
+	for p, c := range m {
+		if underPrefix(path, p) && len(p) > len(prefix) {
+			prefix, class = p, c
+		}
+	}
+	return prefix, class
+}
+
+// readVerbs start the names of SDK calls that only read or tidy up.
+var readVerbs = []string{"Get", "List", "Retrieve", "Describe", "Find", "Search", "Iter", "Read", "Fetch", "Query", "Scan", "Head", "Lookup", "Parse", "Validate", "Close", "Wait"}
+
+// sdkMutates reports whether a call of fn into an SDK of class changes
+// something (see [KnownSDKs]).
+func sdkMutates(fn *types.Func, class string) bool {
+	name := fn.Name()
+	if class == ClassPublish {
+		return strings.HasPrefix(name, "Publish") || strings.HasPrefix(name, "Send") || name == "Produce"
+	}
+	sig := fn.Type().(*types.Signature)
+	rs := sig.Results()
+	if rs.Len() == 0 || !isError(rs.At(rs.Len()-1).Type()) {
+		return false
+	}
+	for _, v := range readVerbs {
+		if strings.HasPrefix(name, v) {
+			return false
+		}
+	}
+	if strings.HasPrefix(name, "New") {
+		for i := range sig.Params().Len() {
+			if strings.HasSuffix(typeName(sig.Params().At(i).Type()), "Params") {
+				return true
+			}
+		}
+		return false
+	}
+	return true
+}
+
+// knownEffect classifies a call by the package it calls into, before the
+// generic rules of effectOf: the configuration's not_effects (never an
+// effect) and effects, [KnownSDKs], aws-sdk-go v1 service clients, and
+// confluent-kafka-go. known is false when none of them covers fn's package;
+// desc is "" for a call that is covered and not an effect.
+func knownEffect(fn *types.Func) (desc string, known bool) {
+	path := funcPath(fn)
+	cfg := activeConfig()
+	if cfg.notEffect(path) {
+		return "", true
+	}
+	if _, class := longestPrefix(cfg.effects, path); class != "" {
+		if sdkMutates(fn, class) {
+			return classDesc[class] + " (" + qualName(fn) + ")", true
+		}
+		return "", true
+	}
+	if isConfluent(path) {
+		if recvName(fn) == "Producer" && fn.Name() == "Produce" {
+			return "a publish (" + qualName(fn) + ")", true
+		}
+		return "", true
+	}
+	if svc, ok := isAWSv1Client(fn); ok {
+		op := awsV1Op(fn.Name())
+		switch {
+		case svc == "sqs" && op != "SendMessage" && op != "SendMessageBatch":
+			return "", true // receive/ack mechanics and queue administration
+		case keyedOverwrite(pathAWSSvc+svc, op):
+			return "", true
+		case !awsMutates(op):
+			return "", true
+		}
+		if class := KnownSDKs[pathAWSv1Svc+svc]; class != "" {
+			return classDesc[class] + " (" + qualName(fn) + ")", true
+		}
+		return "an AWS call (" + qualName(fn) + ")", true
+	}
+	if _, class := longestPrefix(KnownSDKs, path); class != "" {
+		if sdkMutates(fn, class) {
+			return classDesc[class] + " (" + qualName(fn) + ")", true
+		}
+		return "", true
+	}
+	return "", false
+}
+
+// classifiedPackage reports whether fn's package is classified by
+// [knownEffect]: its own calls are judged there, so its [Summary] (what it
+// does inside, such as an SDK's HTTP requests) is not used.
+func classifiedPackage(fn *types.Func) bool {
+	_, known := knownEffect(fn)
+	return known
+}
+
+// ackOfMore classifies the acks of confluent-kafka-go (CommitMessage,
+// CommitOffsets, Commit, StoreMessage, StoreOffsets: a stored offset is
+// committed by the background auto-commit) and aws-sdk-go v1 SQS
+// (DeleteMessage, DeleteMessageBatch, with or without WithContext).
+func ackOfMore(fn *types.Func) string {
+	path, recv, name := funcPath(fn), recvName(fn), fn.Name()
+	if isConfluent(path) && recv == "Consumer" {
+		switch name {
+		case "CommitMessage", "CommitOffsets", "Commit", "StoreMessage", "StoreOffsets":
+			return qualName(fn)
+		}
+	}
+	if svc, ok := isAWSv1Client(fn); ok && svc == "sqs" {
+		if op := awsV1Op(name); op == "DeleteMessage" || op == "DeleteMessageBatch" {
+			return qualName(fn)
+		}
+	}
+	return ""
+}

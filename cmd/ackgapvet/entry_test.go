@@ -1,0 +1,73 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ackgap/ackgap/ackgapvet"
+)
+
+// entryCmd runs a command in testdata/entrymod, a module whose
+// .ackgapvet.json declares an entry point and effect overrides.
+func entryCmd(t *testing.T, name string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Dir = filepath.Join("testdata", "entrymod")
+	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod", "GOPROXY=off", "ACKGAPVET_FORMAT=", "ACKGAPVET_SEVERITY=", "ACKGAPVET_CHECKS=")
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		return o.String(), e.String(), exit.ExitCode()
+	}
+	require.NoError(t, err)
+	return o.String(), e.String(), 0
+}
+
+func TestEntriesAndEffectConfig(t *testing.T) {
+	bin := build(t)
+
+	t.Run("config file and -entry", func(t *testing.T) {
+		out, errOut, code := entryCmd(t, bin, "-format", "json", "-checks", "effect",
+			"-entry", "example.com/entrymod/worker.Sweep", "./...")
+		require.Equal(t, exitFindings, code, errOut)
+		var rep ackgapvet.Report
+		require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
+		var got []string
+		for _, f := range rep.Findings {
+			msg, _, _ := strings.Cut(f.Message, " repeats on every redelivery")
+			got = append(got, string(f.Severity)+" "+f.Function+": "+msg)
+		}
+		require.ElementsMatch(t, []string{
+			// effects: ledger is a payment SDK; Balance is a read and
+			// certcheck is a not_effect, so neither is reported.
+			"critical Worker.Drain: a payment call (ledger.Client.Book) on the consumer path of declared entry point Worker.Drain",
+			"medium Sweep: an HTTP request (http.Client.Post) on the consumer path of declared entry point Sweep",
+		}, got)
+	})
+
+	t.Run("go vet reads the config file", func(t *testing.T) {
+		abs, err := filepath.Abs(bin)
+		require.NoError(t, err)
+		_, errOut, code := entryCmd(t, "go", "vet", "-vettool="+abs, "./...")
+		require.NotEqual(t, 0, code)
+		require.Contains(t, errOut, "a payment call (ledger.Client.Book) on the consumer path of declared entry point Worker.Drain")
+		require.NotContains(t, errOut, "Sweep", "-entry was not given")
+		require.NotContains(t, errOut, "certcheck")
+	})
+
+	t.Run("bad entry", func(t *testing.T) {
+		_, errOut, code := entryCmd(t, bin, "-entry", "worker", "./...")
+		require.Equal(t, exitError, code)
+		require.Contains(t, errOut, `entries: "worker": want pkgpath.Func or pkgpath.Type.Method`)
+	})
+}

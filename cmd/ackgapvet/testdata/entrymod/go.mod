@@ -1,0 +1,3 @@
+module example.com/entrymod
+
+go 1.26
