@@ -69,6 +69,15 @@ func TestWholeProgramPathKinds(t *testing.T) {
 	per, err := Run(&RunConfig{Dir: dir, Env: programEnv(), PerPackage: true})
 	require.NoError(t, err)
 	for _, c := range cases {
+		if c.kind == "other package" || c.kind == "goroutine" {
+			// orders.Handle and Service.AsyncHandler have a Watermill
+			// handler's exact signature: the per-package mode takes them
+			// for entry points in their own package (docs/ackgapvet.md,
+			// per-package limits), and follows a call in the same package
+			// even when it is a go statement.
+			require.NotEmpty(t, findingsIn(per, c.file, c.check), c.kind)
+			continue
+		}
 		require.Empty(t, findingsIn(per, c.file, c.check), "the per-package mode follows no %s path: if it now does, update the docs' limits", c.kind)
 	}
 	require.Empty(t, per.Consumers, "the consumer map is a whole-program result")
@@ -101,7 +110,7 @@ func TestConsumerMap(t *testing.T) {
 	require.True(t, p.Effects[0].Async, "the worker runs beside the loop")
 	require.Equal(t, "acks with sqs.Client.DeleteMessage", p.Acks[0].What)
 
-	a := byName["AsyncHandler"]
+	a := byName["Service.AsyncHandler"]
 	require.Len(t, a.Effects, 2)
 	for _, e := range a.Effects {
 		require.True(t, e.Async, "%+v", e)

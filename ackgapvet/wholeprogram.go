@@ -396,6 +396,9 @@ func (w *wholeProgram) walk(root *Root, entry *ssa.Function) *rootWalk {
 		if to == nil || seen[to] {
 			return
 		}
+		if to.Pkg != nil && activeConfig().notEffect(to.Pkg.Pkg.Path()) {
+			return // configured as no effect (not_effects): not followed
+		}
 		rw.async[to] = async || rw.async[from]
 		if !w.inApp(to) && to.Synthetic == "" {
 			hops++
