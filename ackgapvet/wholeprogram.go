@@ -124,7 +124,30 @@ func buildProgram(pkgs []*packages.Package, roots []*Root, remotes []remote) *wh
 				w.syntax[s] = fn
 			}
 		}
-		w.indexReceives(fn)
+	}
+	// Channel hand-offs go to worker goroutines: a function (or closure)
+	// started with a go statement in the module that receives from a
+	// channel. A function that merely reads a control channel (a crash
+	// notice, a done signal) in the caller's own flow is not a worker.
+	workers := map[*ssa.Function]bool{}
+	for fn := range all {
+		for _, b := range fn.Blocks {
+			for _, in := range b.Instrs {
+				if g, ok := in.(*ssa.Go); ok {
+					if f := g.Call.StaticCallee(); f != nil {
+						workers[f] = true
+					}
+					if mc, ok := g.Call.Value.(*ssa.MakeClosure); ok {
+						workers[mc.Fn.(*ssa.Function)] = true
+					}
+				}
+			}
+		}
+	}
+	for fn := range workers {
+		if w.inApp(fn) {
+			w.indexReceives(fn)
+		}
 	}
 	type entry struct {
 		root *Root
