@@ -18,10 +18,13 @@ func WriteText(w io.Writer, rep *Report) error {
 }
 
 // WriteJSON writes the report as one indented JSON object
-// {"findings": [...], "skipped": [...]}.
+// {"findings": [...], "skipped": [...], "consumers": [...]}; findings is
+// [] (never null) when there are none.
 func WriteJSON(w io.Writer, rep *Report) error {
 	if rep.Findings == nil {
-		rep = &Report{Findings: []Finding{}, Skipped: rep.Skipped}
+		cp := *rep
+		cp.Findings = []Finding{}
+		rep = &cp
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")

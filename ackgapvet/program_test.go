@@ -173,3 +173,12 @@ func TestDiffMode(t *testing.T) {
 	_, err = Run(&RunConfig{Dir: dir, Env: programEnv(), DiffBase: "no-such-revision"})
 	require.ErrorContains(t, err, "no-such-revision")
 }
+
+// TestWriteJSONKeepsConsumers: a report with a consumer map and no findings
+// keeps its map in JSON, and findings is [] rather than null.
+func TestWriteJSONKeepsConsumers(t *testing.T) {
+	var b bytes.Buffer
+	require.NoError(t, WriteJSON(&b, &Report{Consumers: []Consumer{{Kind: KindSQS, Name: "Poll", Acks: []Step{}, Effects: []Step{}, Writes: []Step{}}}}))
+	require.Contains(t, b.String(), `"findings": []`)
+	require.Contains(t, b.String(), `"name": "Poll"`)
+}
