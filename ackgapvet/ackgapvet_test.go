@@ -57,6 +57,17 @@ func TestLambdaBatch(t *testing.T) {
 	analysistest.Run(t, analysistest.TestData(), ackgapvet.LambdaBatchAnalyzer, "lambdabatch")
 }
 
+// TestKeyed: an effect that carries the message's idempotency key is not
+// reported, a publish over the transaction is an outbox write, and a
+// generated HTTP API client's calls are effects (reads are not).
+func TestKeyed(t *testing.T) {
+	analysistest.Run(t, analysistest.TestData(), ackgapvet.EffectAnalyzer, "keyed")
+}
+
+func TestErrAck(t *testing.T) {
+	analysistest.Run(t, analysistest.TestData(), ackgapvet.ErrAckAnalyzer, "errack")
+}
+
 func TestSeverityPatterns(t *testing.T) {
 	require.Equal(t, ackgapvet.SeverityCritical, ackgapvet.SeverityOf("handle", "chargeCard"))
 	require.Equal(t, ackgapvet.SeverityHigh, ackgapvet.SeverityOf("sendEmail"))
@@ -86,6 +97,12 @@ func TestCQRS(t *testing.T) {
 	analysistest.Run(t, analysistest.TestData(), ackgapvet.EffectAnalyzer, "cqrsapp")
 }
 
+// TestLibraryCallbacks: go-queue kq handlers (a type given to
+// kq.MustNewQueue) and Sarama partition consumer loops are entry points.
+func TestLibraryCallbacks(t *testing.T) {
+	analysistest.Run(t, analysistest.TestData(), ackgapvet.EffectAnalyzer, "kqapp", "saramapart")
+}
+
 func TestFactory(t *testing.T) {
 	analysistest.Run(t, analysistest.TestData(), ackgapvet.EffectAnalyzer, "factory")
 }
@@ -103,9 +120,10 @@ func TestConfluent(t *testing.T) {
 }
 
 // TestSQSv1: aws-sdk-go v1 receive loops, found through a wrapper that
-// receives once.
+// receives once, and a v2 loop written against the application's own
+// interface over the client.
 func TestSQSv1(t *testing.T) {
-	analysistest.Run(t, analysistest.TestData(), ackgapvet.EarlyAckAnalyzer, "sqsv1")
+	analysistest.Run(t, analysistest.TestData(), ackgapvet.EarlyAckAnalyzer, "sqsv1", "sqsiface")
 	analysistest.Run(t, analysistest.TestData(), ackgapvet.EffectAnalyzer, "sqsv1effect")
 }
 

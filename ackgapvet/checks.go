@@ -41,7 +41,10 @@ var EffectAnalyzer = newAnalyzer("effect",
 An HTTP request, gRPC call, email, AWS call or publish made directly from a
 consumer handler (or while a database transaction is open) repeats on every
 redelivery, and inside a transaction it also happens when the transaction
-rolls back. Fix: write an outbox row in the handler's transaction and let a
+rolls back. A call that carries an idempotency key that is not made afresh
+(a field, header or helper named like one, or the incoming message's key)
+is not reported: the receiver dedupes it. Neither is a publish through a
+publisher made from the handler's transaction (an outbox). Fix: write an outbox row in the handler's transaction and let a
 relay make the call with a stable idempotency key.`,
 	func(pass *analysis.Pass, c *Consumers, r *reporter) {
 		walk(pass, c, callNode, func(n ast.Node, s *site) {
@@ -58,6 +61,13 @@ relay make the call with a stable idempotency key.`,
 					return
 				}
 				d = viaDesc(cf, sum.Effect)
+			}
+			body := funcBody(s.Inner())
+			if keyedCall(pass, body, call) {
+				return // the receiver dedupes it by its key
+			}
+			if sel, ok := ast.Unparen(call.Fun).(*ast.SelectorExpr); ok && strings.Contains(d, "publish") && builtOverTx(pass.TypesInfo, body, sel.X, 4) {
+				return // a publisher over the transaction: an outbox write
 			}
 			names := append(s.names(), d)
 			names = append(names, constStrings(pass.TypesInfo, call)...)
@@ -978,5 +988,6 @@ func Analyzers() []*analysis.Analyzer {
 		EffectAnalyzer, PoolTxAnalyzer, EarlyAckAnalyzer, AutoCommitAnalyzer,
 		CheckActAnalyzer, IdemKeyAnalyzer, TransitionAnalyzer,
 		HTTPClientAnalyzer, ContextAnalyzer, SleepAnalyzer, VisibilityAnalyzer, LambdaBatchAnalyzer,
+		ErrAckAnalyzer,
 	}
 }

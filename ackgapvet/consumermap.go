@@ -98,8 +98,10 @@ func (w *wholeProgram) describe(rw *rootWalk) Consumer {
 	case KindAckgap:
 		c.Dedupe = "ackgap inbox"
 		c.Acks = append(c.Acks, Step{What: "ackgap acks after the handler's transaction commits"})
-	case KindWatermill:
+	case KindWatermill, KindCQRS:
 		c.Acks = append(c.Acks, Step{What: "the Watermill router acks after the handler returns nil"})
+	case KindKq:
+		c.Acks = append(c.Acks, Step{What: "go-queue kq commits after Consume returns, after an error too unless KqConf.ForceCommit is false"})
 	case KindLambda, KindLambdaKinesis, KindLambdaKafka:
 		c.Acks = append(c.Acks, Step{What: "Lambda deletes or commits the batch when the handler returns (partial batch response: the successes)"})
 	}

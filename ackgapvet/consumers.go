@@ -374,8 +374,6 @@ func (c *Consumers) findRoots(ins *inspector.Inspector, nodeTypes []ast.Node, ad
 			case path == pathKafkaGo && recv == "Reader" && (name == "ReadMessage" || name == "FetchMessage"):
 				fnNode, fname := enclosing(stack)
 				addRoot(KindKafkaGo, fname, fnNode)
-			case path == pathSQS && recv == "Client" && name == "ReceiveMessage":
-				c.receiveRoot(KindSQS, stack, addRoot)
 			}
 		}
 		return true

@@ -43,8 +43,10 @@
 //
 //   - effect: HTTP, gRPC, SMTP, mutating AWS calls and publishes on a consumer
 //     path or inside an open transaction; record them in the outbox. Writes
-//     by key (S3 PutObject, DynamoDB PutItem/BatchWriteItem/DeleteItem) and
-//     publishes into the transaction (watermill-sql) are not effects.
+//     by key (S3 PutObject, DynamoDB PutItem/BatchWriteItem/DeleteItem),
+//     publishes into the transaction (watermill-sql, or any publisher made
+//     from the transaction) and calls that carry an idempotency key not
+//     made afresh are not reported; oapi-codegen clients' calls are effects.
 //   - pooltx: a write through *sql.DB, *sql.Conn or *pgxpool.Pool where a
 //     transaction is in scope; use the transaction (suggested fix).
 //   - earlyack: an offset mark/commit (confluent-kafka-go's CommitMessage and
@@ -72,6 +74,10 @@
 //     literal context.WithTimeout on a consumer path.
 //   - lambdabatch: a Lambda SQS handler returning an error from inside its
 //     Records loop instead of events.SQSEventResponse.
+//   - errack: an ack on the path where the work failed: the error only
+//     logged and the message marked, committed or deleted after, an error
+//     branch that acks, a handler that returns nil (or a Lambda record left
+//     out of BatchItemFailures) when a write or effect failed.
 //
 // Every finding carries a [Severity] from the names around it (see
 // [DefaultSeverityPatterns], [SetSeverityPatterns], [SeverityEnv]). A

@@ -16,6 +16,15 @@ const (
 	// KindConfluent is a function that calls confluent-kafka-go's
 	// (*kafka.Consumer).Poll or ReadMessage in a loop.
 	KindConfluent = "confluent-kafka-go poll loop"
+	// KindKq is the Consume method of a go-queue kq.ConsumeHandler given
+	// to kq.MustNewQueue or NewQueue (go-zero's Kafka queue). kq commits
+	// each message after Consume returns, and by default (KqConf.ForceCommit,
+	// default true; older versions always) also when it returned an error.
+	KindKq = "go-queue kq handler"
+	// KindSaramaPartition is a loop over a Sarama PartitionConsumer's
+	// Messages(): a partition consumer without a consumer group, whose
+	// offsets are stored only if the code stores them.
+	KindSaramaPartition = "Sarama partition consumer"
 	// KindEntry is a function declared an entry point by name (the
 	// -entry flag, [RunConfig].Entries or the entries of [ConfigFile]).
 	KindEntry = "declared entry point"
@@ -50,6 +59,52 @@ func isAWSv1Client(fn *types.Func) (svc string, ok bool) {
 		return svc, true
 	}
 	return "", false
+}
+
+// sqsOp returns the SQS operation fn performs ("ReceiveMessage",
+// "DeleteMessage", ...), or "": a method of aws-sdk-go-v2's *sqs.Client, of
+// aws-sdk-go v1's *sqs.SQS or sqsiface.SQSAPI (WithContext and Request
+// forms included), or any other function or method, an application's own
+// interface over the client included, whose name starts with the operation
+// and that takes the SDK's *sqs.<Operation>Input (v1 or v2). Code on
+// aws-sdk-go-v2 commonly declares such an interface to stub the client in
+// tests (the SDK ships none); the call is the SDK call behind it.
+func sqsOp(fn *types.Func) string {
+	if fn == nil {
+		return ""
+	}
+	path, recv := funcPath(fn), recvName(fn)
+	if path == pathSQS && recv == "Client" {
+		return fn.Name()
+	}
+	if svc, ok := isAWSv1Client(fn); ok {
+		if svc == "sqs" {
+			return awsV1Op(fn.Name())
+		}
+		return ""
+	}
+	sig, ok := fn.Type().(*types.Signature)
+	if !ok {
+		return ""
+	}
+	for i := range sig.Params().Len() {
+		ptr, ok := types.Unalias(sig.Params().At(i).Type()).(*types.Pointer)
+		if !ok {
+			continue
+		}
+		named, ok := types.Unalias(ptr.Elem()).(*types.Named)
+		if !ok || named.Obj().Pkg() == nil {
+			continue
+		}
+		if p := named.Obj().Pkg().Path(); p != pathSQS && p != pathSQSv1 {
+			continue
+		}
+		op, ok := strings.CutSuffix(named.Obj().Name(), "Input")
+		if ok && strings.HasPrefix(fn.Name(), op) {
+			return op
+		}
+	}
+	return ""
 }
 
 // awsV1Op strips the v1 SDK's WithContext and Request suffixes from an
@@ -101,9 +156,57 @@ func (c *Consumers) moreRoots(n ast.Node, stack []ast.Node, addRoot func(kind, n
 			}
 		case isConfluent(path) && recv == "Consumer" && (name == "Poll" || name == "ReadMessage"):
 			c.receiveRoot(KindConfluent, stack, addRoot)
+		case isSaramaPath(path) && recv == "PartitionConsumer" && name == "Messages":
+			c.receiveRoot(KindSaramaPartition, stack, addRoot)
 		default:
-			if svc, ok := isAWSv1Client(fn); ok && svc == "sqs" && awsV1Op(name) == "ReceiveMessage" {
+			if sqsOp(fn) == "ReceiveMessage" {
 				c.receiveRoot(KindSQS, stack, addRoot)
+			}
+		}
+		c.callbackRoots(fn, n, addRoot)
+	}
+}
+
+// libraryCallbacks are interfaces of consumer libraries whose method the
+// library calls once per message: a value given to a library function as
+// one of them makes that method of the value's type an entry point.
+var libraryCallbacks = []struct{ path, iface, method, kind string }{
+	{"github.com/zeromicro/go-queue/kq", "ConsumeHandler", "Consume", KindKq},
+	{"github.com/tal-tech/go-queue/kq", "ConsumeHandler", "Consume", KindKq},
+}
+
+// callbackRoots makes entry points of the callback methods of values passed
+// to call (a call of fn) as one of [libraryCallbacks]: the method of this
+// package's type is a root here, another package's is followed as a remote
+// entry point by the whole-program mode.
+func (c *Consumers) callbackRoots(fn *types.Func, call *ast.CallExpr, addRoot func(kind, name string, n ast.Node)) {
+	sig, ok := fn.Type().(*types.Signature)
+	if !ok {
+		return
+	}
+	info := c.pass.TypesInfo
+	for i, a := range call.Args {
+		pt := paramType(sig, i)
+		if pt == nil {
+			continue
+		}
+		for _, lc := range libraryCallbacks {
+			if !isNamed(pt, lc.path, lc.iface) {
+				continue
+			}
+			t := info.TypeOf(a)
+			if t == nil || types.IsInterface(t) {
+				continue
+			}
+			obj, _, _ := types.LookupFieldOrMethod(t, true, c.pass.Pkg, lc.method)
+			m, ok := obj.(*types.Func)
+			if !ok {
+				continue
+			}
+			if d := c.decls[m.Origin()]; d != nil {
+				addRoot(lc.kind, rootName(m), d)
+			} else {
+				c.remotes = append(c.remotes, remote{kind: lc.kind, fn: m.Origin()})
 			}
 		}
 	}

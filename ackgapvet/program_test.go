@@ -35,7 +35,7 @@ func findingsIn(rep *Report, file, check string) []Finding {
 // a factory's handler calling an interface, a function field, a goroutine
 // started by the handler, a channel to a worker started by main, and an SQS
 // receive loop handing messages to a worker pool that calls a store through
-// an interface.
+// an interface, and a go-queue kq handler given to kq.MustNewQueue by main.
 func TestWholeProgramPathKinds(t *testing.T) {
 	dir := filepath.Join("testdata", "program")
 	rep, err := Run(&RunConfig{Dir: dir, Env: programEnv()})
@@ -52,6 +52,7 @@ func TestWholeProgramPathKinds(t *testing.T) {
 		{"goroutine", "handlers/handlers.go", "effect", "handlers.Service.AsyncHandler → handlers.Service.refund"},
 		{"channel to a worker", "handlers/handlers.go", "effect", "handlers.Service.AsyncHandler → handlers.Worker"},
 		{"SQS worker pool + interface", "ledger/ledger.go", "effect", "poller.Poll → poller.worker → ledger.Ledger.Apply"},
+		{"go-queue kq handler in another package", "mqs/mqs.go", "effect", "go-queue kq handler Consume"},
 	}
 	for _, c := range cases {
 		fs := findingsIn(rep, c.file, c.check)
@@ -96,7 +97,7 @@ func TestConsumerMap(t *testing.T) {
 	for _, c := range rep.Consumers {
 		byName[c.Name] = c
 	}
-	require.Len(t, byName, 5, "%+v", rep.Consumers)
+	require.Len(t, byName, 6, "%+v", rep.Consumers)
 
 	h := byName["Handle"]
 	require.Equal(t, KindWatermill, h.Kind)
@@ -105,6 +106,11 @@ func TestConsumerMap(t *testing.T) {
 	require.True(t, h.Effects[0].AfterAck, "orders.Handle acks before it posts")
 	require.Equal(t, SeverityCritical, h.BlastRadius)
 	require.Equal(t, 3, h.Findings)
+
+	k := byName["Consume"]
+	require.Equal(t, KindKq, k.Kind)
+	require.Contains(t, k.Acks[0].What, "after an error too", "the map says kq commits failed messages")
+	require.Len(t, k.Effects, 1)
 
 	p := byName["Poll"]
 	require.Equal(t, KindSQS, p.Kind)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -202,6 +203,7 @@ func Run(cfg *RunConfig) (*Report, error) {
 	slices.SortFunc(rep.Findings, func(a, b Finding) int {
 		return cmp.Or(cmp.Compare(a.File, b.File), cmp.Compare(a.Line, b.Line), cmp.Compare(a.Column, b.Column), cmp.Compare(a.Check, b.Check))
 	})
+	rep.Findings = mergeRepeats(rep.Findings)
 	rep.countFindings()
 	if cfg.DiffBase != "" {
 		dir := cfg.Dir
@@ -215,6 +217,36 @@ func Run(cfg *RunConfig) (*Report, error) {
 		rep.keepChanged(ch)
 	}
 	return rep, nil
+}
+
+// perFunctionChecks are the checks whose findings in one function share
+// one cause and one fix (a sleep in a retry loop, a client without a
+// timeout, a dropped context): their repeats are merged.
+var perFunctionChecks = map[string]bool{"sleep": true, "httpclient": true, "bgcontext": true}
+
+// mergeRepeats keeps, of the findings of a per-function check in the same
+// function of the same file, the first (findings are sorted by position),
+// and names the other lines in its message: one cause, one finding. A
+// suggested fix of a merged finding is dropped with it; the kept finding's
+// fixes stay.
+func mergeRepeats(fs []Finding) []Finding {
+	type key struct{ file, fn, check string }
+	first := map[key]int{}
+	var out []Finding
+	var also = map[int][]string{}
+	for _, f := range fs {
+		k := key{f.File, f.Function, f.Check}
+		if i, ok := first[k]; ok && perFunctionChecks[f.Check] && f.Function != "" {
+			also[i] = append(also[i], strconv.Itoa(f.Line))
+			continue
+		}
+		first[k] = len(out)
+		out = append(out, f)
+	}
+	for i, lines := range also {
+		out[i].Message += fmt.Sprintf(" (the same in %s at line %s)", out[i].Function, strings.Join(lines, ", "))
+	}
+	return out
 }
 
 // withModulePackages adds to patterns the packages of the main module that

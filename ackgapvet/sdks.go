@@ -176,8 +176,9 @@ func classifiedPackage(fn *types.Func) bool {
 
 // ackOfMore classifies the acks of confluent-kafka-go (CommitMessage,
 // CommitOffsets, Commit, StoreMessage, StoreOffsets: a stored offset is
-// committed by the background auto-commit) and aws-sdk-go v1 SQS
-// (DeleteMessage, DeleteMessageBatch, with or without WithContext).
+// committed by the background auto-commit) and SQS deletes (DeleteMessage,
+// DeleteMessageBatch) in every form [sqsOp] knows: aws-sdk-go v1 and v2
+// clients and an application's interface over either.
 func ackOfMore(fn *types.Func) string {
 	path, recv, name := funcPath(fn), recvName(fn), fn.Name()
 	if isConfluent(path) && recv == "Consumer" {
@@ -186,10 +187,8 @@ func ackOfMore(fn *types.Func) string {
 			return qualName(fn)
 		}
 	}
-	if svc, ok := isAWSv1Client(fn); ok && svc == "sqs" {
-		if op := awsV1Op(name); op == "DeleteMessage" || op == "DeleteMessageBatch" {
-			return qualName(fn)
-		}
+	if op := sqsOp(fn); op == "DeleteMessage" || op == "DeleteMessageBatch" {
+		return qualName(fn)
 	}
 	return ""
 }

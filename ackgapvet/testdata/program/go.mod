@@ -5,8 +5,11 @@ go 1.26
 require (
 	github.com/ThreeDotsLabs/watermill v1.5.2
 	github.com/aws/aws-sdk-go-v2 v1.0.0
+	github.com/zeromicro/go-queue v1.0.0
 )
 
 replace github.com/ThreeDotsLabs/watermill => ../src/github.com/ThreeDotsLabs/watermill
 
 replace github.com/aws/aws-sdk-go-v2 => ../src/github.com/aws/aws-sdk-go-v2
+
+replace github.com/zeromicro/go-queue => ../src/github.com/zeromicro/go-queue

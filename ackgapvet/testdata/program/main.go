@@ -9,9 +9,11 @@ import (
 
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/zeromicro/go-queue/kq"
 
 	"example.com/program/handlers"
 	"example.com/program/ledger"
+	"example.com/program/mqs"
 	"example.com/program/notify"
 	"example.com/program/orders"
 	"example.com/program/poller"
@@ -26,5 +28,6 @@ func main() {
 	r.AddNoPublisherHandler("notify", "signups", nil, handlers.NotifyHandler(s))
 	r.AddNoPublisherHandler("hook", "signups", nil, handlers.HookHandler(s))
 	r.AddNoPublisherHandler("async", "refunds", nil, s.AsyncHandler)
+	kq.MustNewQueue(kq.KqConf{}, mqs.NewPaymentMq(c)).Start()
 	poller.Poll(context.Background(), &sqs.Client{}, "https://sqs.example/q", &ledger.Ledger{C: c})
 }

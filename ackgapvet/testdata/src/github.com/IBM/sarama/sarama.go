@@ -23,3 +23,12 @@ type ProducerMessage struct{ Topic string }
 type SyncProducer interface {
 	SendMessage(msg *ProducerMessage) (int32, int64, error)
 }
+
+type Consumer interface {
+	ConsumePartition(topic string, partition int32, offset int64) (PartitionConsumer, error)
+}
+
+type PartitionConsumer interface {
+	Messages() <-chan *ConsumerMessage
+	Close() error
+}

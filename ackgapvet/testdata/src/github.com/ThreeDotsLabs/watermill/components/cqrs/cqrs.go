@@ -1,7 +1,11 @@
 // Package cqrs is a stub of Watermill's components/cqrs package.
 package cqrs
 
-import "context"
+import (
+	"context"
+
+	"github.com/ThreeDotsLabs/watermill/message"
+)
 
 type EventHandler interface {
 	HandlerName() string
@@ -49,3 +53,5 @@ func (p *EventGroupProcessor) AddHandlersGroup(groupName string, handlers ...Gro
 type EventBus struct{}
 
 func (b *EventBus) Publish(ctx context.Context, event any) error { return nil }
+
+func NewEventBus(pub message.Publisher) *EventBus { return &EventBus{} }

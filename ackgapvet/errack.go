@@ -1,0 +1,361 @@
+package ackgapvet
+
+import (
+	"fmt"
+	"go/ast"
+	"go/token"
+	"go/types"
+	"regexp"
+	"strings"
+
+	"golang.org/x/tools/go/analysis"
+)
+
+// ErrAckAnalyzer reports acks on the path where the message's work failed.
+var ErrAckAnalyzer = newAnalyzer("errack",
+	`report a consumer that acknowledges a message after its work failed
+
+When the work's error is only logged and the code goes on to the offset mark
+or commit, the SQS delete or the Ack, or when the error branch itself acks
+(a Lambda handler that logs a record's error and leaves it out of
+BatchItemFailures, a Watermill or ackgap handler that returns nil), a
+transient failure (a timeout, a busy database, a restarting dependency)
+loses the message instead of redelivering it. So does an ack after an HTTP
+request whose response status the function never reads (a 500 or 429 taken
+for success). Errors from decoding the
+message (Unmarshal, Decode, Parse, Validate) are not reported: a message
+that cannot be read will not read on the next delivery either. An error
+branch that first sends the message elsewhere (a dead-letter or retry
+topic or queue, any publish) is not reported either. Fix: leave the message
+unacked (return the error, continue without the ack) so it is redelivered,
+and dead-letter explicitly only the errors known to be permanent.`,
+	func(pass *analysis.Pass, c *Consumers, r *reporter) {
+		for node, root := range c.reach {
+			body := funcBody(node)
+			if body == nil {
+				continue
+			}
+			implicit := root.Node == node && returnAcks(root.Kind)
+			ast.Inspect(body, func(m ast.Node) bool {
+				if _, ok := m.(*ast.FuncLit); ok {
+					return false // its own function on the path
+				}
+				block, ok := m.(*ast.BlockStmt)
+				if !ok {
+					return true
+				}
+				for i, st := range block.List {
+					uncheckedStatus(pass, r, root, body, st, block.List[i+1:])
+					var prev ast.Stmt
+					if i > 0 {
+						prev = block.List[i-1]
+					}
+					ifs, work := failedWork(pass, st, prev)
+					if ifs == nil {
+						continue
+					}
+					checkErrAck(pass, c, r, root, ifs, work, block.List[i+1:], implicit)
+				}
+				return true
+			})
+		}
+	})
+
+// returnAcks reports whether a root of kind acks its message by returning
+// without an error: the router, ackgap and Lambda.
+func returnAcks(kind string) bool {
+	switch kind {
+	case KindWatermill, KindAckgap, KindCQRS, KindLambda, KindLambdaKinesis, KindLambdaKafka:
+		return true
+	}
+	return false
+}
+
+// decodeCall matches the names of calls that read the message rather than
+// act on it: their failure is permanent for this message.
+var decodeCall = regexp.MustCompile(`(?i)unmarshal|decode|parse|valid|atoi|^Scan$|FromString|^Read(All)?$`)
+
+// failedWork matches "the work failed" at st: `if err := work(); err !=
+// nil {...}`, or `err := work()` (prev) followed by `if err != nil {...}`
+// at st. The condition must be exactly `err != nil`: a condition that
+// classifies the error (errors.Is, a permanent-error check) is a decision,
+// not a swallowed failure. It returns the if statement and the work call.
+func failedWork(pass *analysis.Pass, st, prev ast.Stmt) (*ast.IfStmt, *ast.CallExpr) {
+	ifs, ok := st.(*ast.IfStmt)
+	if !ok {
+		return nil, nil
+	}
+	bin, ok := ast.Unparen(ifs.Cond).(*ast.BinaryExpr)
+	if !ok || bin.Op != token.NEQ {
+		return nil, nil
+	}
+	errID, ok := ast.Unparen(bin.X).(*ast.Ident)
+	if nilID, isNil := ast.Unparen(bin.Y).(*ast.Ident); !ok || !isNil || nilID.Name != "nil" {
+		return nil, nil
+	}
+	errObj := pass.TypesInfo.Uses[errID]
+	if errObj == nil || !isError(errObj.Type()) {
+		return nil, nil
+	}
+	assign := prev
+	if ifs.Init != nil {
+		assign = ifs.Init
+	}
+	as, ok := assign.(*ast.AssignStmt)
+	if !ok || len(as.Rhs) != 1 {
+		return nil, nil
+	}
+	last, ok := as.Lhs[len(as.Lhs)-1].(*ast.Ident)
+	if !ok || pass.TypesInfo.ObjectOf(last) != errObj {
+		return nil, nil
+	}
+	call, ok := ast.Unparen(as.Rhs[0]).(*ast.CallExpr)
+	if !ok || ackOf(pass.TypesInfo, call) != "" {
+		return nil, nil
+	}
+	if cf := callee(pass.TypesInfo, call); cf != nil {
+		if decodeCall.MatchString(cf.Name()) || receives(cf) {
+			return nil, nil
+		}
+	}
+	return ifs, call
+}
+
+// receives reports whether fn fetches messages (a receive, poll or fetch
+// of a supported client): its failure leaves nothing to ack.
+func receives(fn *types.Func) bool {
+	if sqsOp(fn) == "ReceiveMessage" {
+		return true
+	}
+	name := fn.Name()
+	return strings.HasPrefix(name, "Poll") || strings.HasPrefix(name, "Fetch") || name == "ReadMessage" || name == "Receive"
+}
+
+// checkErrAck reports the ack a failed work call leads to: inside the error
+// branch (it acks, or for an implicit-ack root returns without an error),
+// or after a branch that falls through (the rest of the block acks).
+func checkErrAck(pass *analysis.Pass, c *Consumers, r *reporter, root *Root, ifs *ast.IfStmt, work *ast.CallExpr, rest []ast.Stmt, implicit bool) {
+	info := pass.TypesInfo
+	workName := types.ExprString(work.Fun)
+	line := pass.Fset.Position(work.Pos()).Line
+	names := []string{root.Name, workName}
+	if sendsElsewhere(pass, ifs.Body) {
+		return
+	}
+	for _, st := range ifs.Body.List {
+		if call := topCall(st); call != nil {
+			if ack := ackOf(info, call); ack != "" {
+				r.report(call, SeverityOf(names...), fmt.Sprintf(
+					"acks with %s when %s fails (line %d): a transient failure (a timeout, a busy database) loses the message instead of redelivering it; leave it unacked so it is redelivered, and dead-letter only errors known to be permanent",
+					ack, workName, line))
+				return
+			}
+		}
+	}
+	if implicit && isWork(pass, c, work) {
+		if ret := returnsNoError(info, ifs.Body); ret != nil {
+			r.report(ret, SeverityOf(names...), fmt.Sprintf(
+				"returns without an error when %s fails (line %d): the %s acks the message, so a transient failure (a timeout, a busy database) loses it; return the error so it is redelivered, and drop only errors known to be permanent",
+				workName, line, root.Kind))
+			return
+		}
+	}
+	if implicit && isLambda(root.Kind) && isWork(pass, c, work) && !returnsError(info, ifs.Body) {
+		r.report(ifs, SeverityOf(names...), fmt.Sprintf(
+			"a record whose %s fails (line %d) is only logged: the handler succeeds for it (it is not in BatchItemFailures), so Lambda deletes it and a transient failure loses it; add it to BatchItemFailures (or return the error) so it is redelivered",
+			workName, line))
+		return
+	}
+	if terminates(ifs.Body) {
+		return
+	}
+	for _, st := range rest {
+		call := topCall(st)
+		if call == nil {
+			continue
+		}
+		if ack := ackOf(info, call); ack != "" {
+			r.report(call, SeverityOf(names...), fmt.Sprintf(
+				"acks with %s even when %s failed (line %d): the error is only logged, so a transient failure (a timeout, a busy database) loses the message instead of redelivering it; skip the ack (return or continue) so it is redelivered, and dead-letter only errors known to be permanent",
+				ack, workName, line))
+			return
+		}
+	}
+}
+
+func isLambda(kind string) bool {
+	return kind == KindLambda || kind == KindLambdaKinesis || kind == KindLambdaKafka
+}
+
+// returnsError reports whether body has a return statement whose last
+// result is not the literal nil.
+func returnsError(info *types.Info, body *ast.BlockStmt) bool {
+	found := false
+	ast.Inspect(body, func(m ast.Node) bool {
+		if _, ok := m.(*ast.FuncLit); ok {
+			return false
+		}
+		if ret, ok := m.(*ast.ReturnStmt); ok {
+			if len(ret.Results) == 0 {
+				found = true // a named result may carry the error
+			} else if id, ok := ast.Unparen(ret.Results[len(ret.Results)-1]).(*ast.Ident); !ok || id.Name != "nil" {
+				found = true
+			}
+		}
+		return !found
+	})
+	return found
+}
+
+// isWork reports whether call is a database write or an effect, directly
+// or through the functions it calls.
+func isWork(pass *analysis.Pass, c *Consumers, call *ast.CallExpr) bool {
+	w, _ := firstWork(pass, c, []ast.Stmt{&ast.ExprStmt{X: call}})
+	return w != ""
+}
+
+// returnsNoError returns the return statement that ends body when it
+// returns no error (return, return nil, return x, nil), or nil.
+func returnsNoError(info *types.Info, body *ast.BlockStmt) *ast.ReturnStmt {
+	if len(body.List) == 0 {
+		return nil
+	}
+	ret, ok := body.List[len(body.List)-1].(*ast.ReturnStmt)
+	if !ok {
+		return nil
+	}
+	if len(ret.Results) == 0 {
+		return nil // a named result may carry the error
+	}
+	last := ret.Results[len(ret.Results)-1]
+	if id, ok := ast.Unparen(last).(*ast.Ident); ok && id.Name == "nil" {
+		t := info.TypeOf(last)
+		if t == nil || types.Identical(t, types.Typ[types.UntypedNil]) {
+			return ret
+		}
+	}
+	return nil
+}
+
+// terminates reports whether body leaves the enclosing block: a return,
+// break, continue or goto, or a call to panic, os.Exit or a Fatal logger.
+func terminates(body *ast.BlockStmt) bool {
+	for _, st := range body.List {
+		switch st := st.(type) {
+		case *ast.ReturnStmt, *ast.BranchStmt:
+			return true
+		case *ast.ExprStmt:
+			if call, ok := ast.Unparen(st.X).(*ast.CallExpr); ok {
+				name := types.ExprString(call.Fun)
+				if name == "panic" || name == "os.Exit" || strings.Contains(name, "Fatal") || strings.Contains(name, "Panic") {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// deadLetterName matches calls and arguments that send a failed message
+// elsewhere on purpose.
+var deadLetterName = regexp.MustCompile(`(?i)dlq|dead.?letter|retry|redrive|parking|quarantine|poison|failure`)
+
+// sendsElsewhere reports whether an error branch sends the message on
+// (a publish, an SQS send, a call or argument naming a dead-letter or retry
+// destination, or an append to a failures list) before it acks: that is a
+// dead-letter path, not a lost message.
+func sendsElsewhere(pass *analysis.Pass, body *ast.BlockStmt) bool {
+	found := false
+	ast.Inspect(body, func(m ast.Node) bool {
+		call, ok := m.(*ast.CallExpr)
+		if !ok || found {
+			return !found
+		}
+		name := types.ExprString(call.Fun)
+		if deadLetterName.MatchString(name) || name == "append" {
+			found = true
+			return false
+		}
+		for _, s := range constStrings(pass.TypesInfo, call) {
+			if deadLetterName.MatchString(s) {
+				found = true
+				return false
+			}
+		}
+		if d := effectOf(pass.TypesInfo, call); strings.Contains(d, "publish") {
+			found = true
+		}
+		if cf := callee(pass.TypesInfo, call); cf != nil && (sqsOp(cf) == "SendMessage" || strings.HasPrefix(cf.Name(), "Publish") || strings.HasPrefix(cf.Name(), "Produce")) {
+			found = true
+		}
+		return !found
+	})
+	return found
+}
+
+// uncheckedStatus reports an ack after an HTTP request whose response
+// status the function never reads: `resp, err := client.Do(req)` with only
+// err checked takes a 500 or a 429 for success, and the message is acked
+// though the receiver did not apply it. Reading resp.StatusCode or
+// resp.Status anywhere in the function, or handing resp to another function
+// (which may check it), counts as checking.
+func uncheckedStatus(pass *analysis.Pass, r *reporter, root *Root, body *ast.BlockStmt, st ast.Stmt, rest []ast.Stmt) {
+	as, ok := st.(*ast.AssignStmt)
+	if !ok || len(as.Rhs) != 1 || len(as.Lhs) != 2 {
+		return
+	}
+	call, ok := ast.Unparen(as.Rhs[0]).(*ast.CallExpr)
+	if !ok || !strings.HasPrefix(effectOf(pass.TypesInfo, call), "an HTTP request") {
+		return
+	}
+	id, ok := as.Lhs[0].(*ast.Ident)
+	if !ok {
+		return
+	}
+	if id.Name != "_" { // resp, err := ...; "_, err :=" reads nothing
+		resp := pass.TypesInfo.ObjectOf(id)
+		if resp == nil || statusRead(pass.TypesInfo, body, resp) {
+			return
+		}
+	}
+	for _, next := range rest {
+		c := topCall(next)
+		if c == nil {
+			continue
+		}
+		if ack := ackOf(pass.TypesInfo, c); ack != "" {
+			r.report(c, SeverityOf(root.Name, types.ExprString(call.Fun)), fmt.Sprintf(
+				"acks with %s after %s (line %d) without reading its status: a 5xx or 429 answer counts as success, so the message is acked though the receiver did not apply it; check resp.StatusCode and leave the message unacked on failure",
+				ack, types.ExprString(call.Fun), pass.Fset.Position(call.Pos()).Line))
+			return
+		}
+	}
+}
+
+// statusRead reports whether body reads resp's Status or StatusCode, or
+// passes resp itself to a call.
+func statusRead(info *types.Info, body *ast.BlockStmt, resp types.Object) bool {
+	found := false
+	ast.Inspect(body, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.SelectorExpr:
+			if id, ok := ast.Unparen(n.X).(*ast.Ident); ok && info.Uses[id] == resp && (n.Sel.Name == "StatusCode" || n.Sel.Name == "Status") {
+				found = true
+			}
+		case *ast.CallExpr:
+			for _, a := range n.Args {
+				if id, ok := ast.Unparen(a).(*ast.Ident); ok && info.Uses[id] == resp {
+					found = true
+				}
+			}
+		case *ast.ReturnStmt:
+			for _, res := range n.Results {
+				if id, ok := ast.Unparen(res).(*ast.Ident); ok && info.Uses[id] == resp {
+					found = true
+				}
+			}
+		}
+		return !found
+	})
+	return found
+}

@@ -1,0 +1,183 @@
+package ackgapvet
+
+import (
+	"go/ast"
+	"go/types"
+	"strings"
+
+	"golang.org/x/tools/go/analysis"
+)
+
+// keyedCall reports whether an effect call carries an idempotency key that
+// is not made afresh: among its arguments (and the values of the local
+// variables passed as them, assigned in body), a field or header named like
+// an idempotency or deduplication key (see idemKeyName) set to something
+// other than a fresh random value, a helper named like one given such a
+// value (Watermill's NewMessageHeaderWithIdempotencyKey(event.Header.
+// IdempotencyKey) in the go-event-driven style), or the key read from the
+// incoming message (msg.IdempotencyKey). The receiver dedupes the repeat,
+// so the effect is not reported; a fresh key is reported by idemkey.
+func keyedCall(pass *analysis.Pass, body *ast.BlockStmt, call *ast.CallExpr) bool {
+	info := pass.TypesInfo
+	keyed := false
+	var visit func(e ast.Expr, depth int)
+	visit = func(e ast.Expr, depth int) {
+		ast.Inspect(e, func(n ast.Node) bool {
+			if keyed {
+				return false
+			}
+			switch n := n.(type) {
+			case *ast.KeyValueExpr:
+				if k, ok := n.Key.(*ast.Ident); ok && idemKeyName.MatchString(k.Name) && freshRandom(info, n.Value) == "" {
+					keyed = true
+				}
+			case *ast.CallExpr:
+				name := ""
+				if cf := callee(info, n); cf != nil {
+					name = cf.Name()
+				}
+				if strings.Contains(name, "Idempoten") || strings.Contains(name, "Dedup") {
+					if len(n.Args) > 0 && freshRandom(info, n) == "" {
+						keyed = true
+					}
+				}
+				if (name == "Set" || name == "Add") && len(n.Args) == 2 {
+					if k := stringValue(info, n.Args[0]); idemKeyName.MatchString(k) && freshRandom(info, n.Args[1]) == "" {
+						keyed = true
+					}
+				}
+			case *ast.SelectorExpr:
+				if idemKeyName.MatchString(n.Sel.Name) {
+					if _, isField := info.Uses[n.Sel].(*types.Var); isField {
+						keyed = true
+					}
+				}
+			case *ast.Ident:
+				if depth > 0 && body != nil {
+					if v, ok := info.Uses[n].(*types.Var); ok {
+						for _, val := range assignedValues(info, body, v) {
+							visit(val, depth-1)
+						}
+						for _, set := range keySetsOn(info, body, v) {
+							visit(set, depth-1)
+						}
+					}
+				}
+			}
+			return !keyed
+		})
+	}
+	for _, a := range call.Args {
+		visit(a, 2)
+	}
+	return keyed
+}
+
+// assignedValues returns the expressions assigned to v in body (v := e,
+// v = e, var v = e; for v, err := f() the call).
+func assignedValues(info *types.Info, body *ast.BlockStmt, v *types.Var) []ast.Expr {
+	var out []ast.Expr
+	ast.Inspect(body, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.AssignStmt:
+			for i, l := range n.Lhs {
+				if id, ok := l.(*ast.Ident); ok && info.ObjectOf(id) == v {
+					if len(n.Rhs) == len(n.Lhs) {
+						out = append(out, n.Rhs[i])
+					} else if len(n.Rhs) == 1 { // v, err := f(...)
+						out = append(out, n.Rhs[0])
+					}
+				}
+			}
+		case *ast.ValueSpec:
+			for i, id := range n.Names {
+				if info.ObjectOf(id) == v && i < len(n.Values) {
+					out = append(out, n.Values[i])
+				}
+			}
+		}
+		return true
+	})
+	return out
+}
+
+// keySetsOn returns the calls in body that set a header or field on v
+// (v.Header.Set(...), v.Metadata.Set(...)): where a request or message
+// gets its key after it was made.
+func keySetsOn(info *types.Info, body *ast.BlockStmt, v *types.Var) []ast.Expr {
+	var out []ast.Expr
+	ast.Inspect(body, func(n ast.Node) bool {
+		call, ok := n.(*ast.CallExpr)
+		if !ok {
+			return true
+		}
+		sel, ok := ast.Unparen(call.Fun).(*ast.SelectorExpr)
+		if !ok || (sel.Sel.Name != "Set" && sel.Sel.Name != "Add") {
+			return true
+		}
+		x := sel.X
+		for {
+			s, ok := ast.Unparen(x).(*ast.SelectorExpr)
+			if !ok {
+				break
+			}
+			x = s.X
+		}
+		if id, ok := ast.Unparen(x).(*ast.Ident); ok && info.Uses[id] == v {
+			out = append(out, call)
+		}
+		return true
+	})
+	return out
+}
+
+// isNamedTx matches a transaction type of another database library by its
+// name (sqlx.Tx, gorm's *DB is not one): a named type Tx.
+func isNamedTx(t types.Type) bool {
+	if p, ok := t.(*types.Pointer); ok {
+		t = p.Elem()
+	}
+	n, ok := types.Unalias(t).(*types.Named)
+	return ok && n.Obj().Name() == "Tx"
+}
+
+// builtOverTx reports whether e (a publisher or bus a publish is called on)
+// is a local variable made from a database transaction: v := f(..., tx, ...)
+// or through one more constructor (bus := cqrs.NewEventBus(f(tx))). A
+// publisher over a transaction writes the message into that transaction:
+// an outbox, not a publish.
+func builtOverTx(info *types.Info, body *ast.BlockStmt, e ast.Expr, depth int) bool {
+	if t := info.TypeOf(e); t != nil && (isTxType(t) || isNamedTx(t)) {
+		return true
+	}
+	if body == nil || depth <= 0 {
+		return false
+	}
+	switch e := ast.Unparen(e).(type) {
+	case *ast.Ident:
+		v, ok := info.Uses[e].(*types.Var)
+		if !ok {
+			return false
+		}
+		for _, val := range assignedValues(info, body, v) {
+			if builtOverTx(info, body, val, depth-1) {
+				return true
+			}
+		}
+	case *ast.CallExpr:
+		for _, a := range e.Args {
+			if builtOverTx(info, body, a, depth-1) {
+				return true
+			}
+		}
+	case *ast.CompositeLit:
+		for _, el := range e.Elts {
+			if kv, ok := el.(*ast.KeyValueExpr); ok && builtOverTx(info, body, kv.Value, depth-1) {
+				return true
+			}
+		}
+	case *ast.UnaryExpr:
+		return builtOverTx(info, body, e.X, depth)
+	}
+	return false
+}

@@ -1,0 +1,137 @@
+// Package errack acks messages whose work failed, and the look-alikes that
+// do not.
+package errack
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"log"
+	"net/http"
+
+	"github.com/IBM/sarama"
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+)
+
+type group struct{ db *sql.DB }
+
+func (g *group) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.ConsumerGroupClaim) error {
+	for msg := range claim.Messages() {
+		var v struct{ ID string }
+		if err := json.Unmarshal(msg.Value, &v); err != nil {
+			log.Println("bad message", err)
+			sess.MarkMessage(msg, "") // clean: a message that cannot be decoded is skipped on purpose
+			continue
+		}
+		_, err := g.db.ExecContext(sess.Context(), "UPDATE stock SET n = n - 1 WHERE id = $1", v.ID)
+		if err != nil {
+			log.Println("update failed", err)
+		}
+		sess.MarkMessage(msg, "") // want `acks with sarama.ConsumerGroupSession.MarkMessage even when g.db.ExecContext failed \(line \d+\)`
+	}
+	return nil
+}
+
+type careful struct{ db *sql.DB }
+
+// ConsumeClaim leaves a failed message unmarked: clean.
+func (g *careful) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.ConsumerGroupClaim) error {
+	for msg := range claim.Messages() {
+		if _, err := g.db.ExecContext(sess.Context(), "UPDATE stock SET n = n - 1"); err != nil {
+			return err
+		}
+		sess.MarkMessage(msg, "")
+	}
+	return nil
+}
+
+func poll(ctx context.Context, c *sqs.Client, url *string) {
+	for {
+		out, err := c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: url})
+		if err != nil {
+			continue
+		}
+		for _, m := range out.Messages {
+			if _, err := http.Post("http://ship.local/", "text/plain", nil); err != nil {
+				log.Println(err)
+				_, _ = c.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: url, ReceiptHandle: m.ReceiptHandle}) // want `acks with sqs.Client.DeleteMessage when http.Post fails`
+				continue
+			}
+			if _, err := http.Post("http://bill.local/", "text/plain", nil); err != nil {
+				_, _ = c.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: url}) // to the dead-letter queue first: clean
+				_, _ = c.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: url, ReceiptHandle: m.ReceiptHandle})
+				continue
+			}
+			_, _ = c.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: url, ReceiptHandle: m.ReceiptHandle})
+		}
+	}
+}
+
+func forward(ctx context.Context, c *sqs.Client, url *string, hc *http.Client) {
+	for {
+		out, _ := c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: url})
+		for _, m := range out.Messages {
+			resp, err := hc.Post("http://worker.local/", "text/plain", nil)
+			if err != nil {
+				continue
+			}
+			resp.Body.Close()
+			_, _ = c.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: url, ReceiptHandle: m.ReceiptHandle}) // want `acks with sqs.Client.DeleteMessage after hc.Post \(line \d+\) without reading its status`
+		}
+	}
+}
+
+func forwardChecked(ctx context.Context, c *sqs.Client, url *string, hc *http.Client) {
+	for {
+		out, _ := c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: url})
+		for _, m := range out.Messages {
+			resp, err := hc.Post("http://worker.local/", "text/plain", nil)
+			if err != nil {
+				continue
+			}
+			resp.Body.Close()
+			if resp.StatusCode >= 300 {
+				continue
+			}
+			_, _ = c.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: url, ReceiptHandle: m.ReceiptHandle}) // clean: the status is checked
+		}
+	}
+}
+
+var errGone = errors.New("gone")
+
+func register(r *message.Router, db *sql.DB) {
+	r.AddNoPublisherHandler("h", "t", nil, func(msg *message.Message) error {
+		if _, err := db.Exec("UPDATE stock SET n = 0"); err != nil {
+			log.Println(err)
+			return nil // want `returns without an error when db.Exec fails \(line \d+\): the watermill handler acks the message`
+		}
+		return nil
+	})
+	r.AddNoPublisherHandler("h2", "t", nil, func(msg *message.Message) error {
+		err := remove(db)
+		if errors.Is(err, errGone) {
+			return nil // clean: a classified, permanent error
+		}
+		return err
+	})
+}
+
+func remove(db *sql.DB) error {
+	_, err := db.Exec("DELETE FROM stock")
+	return err
+}
+
+func Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	var resp events.SQSEventResponse
+	for _, rec := range ev.Records {
+		if _, err := http.Post("http://ship.local/"+rec.Body, "text/plain", nil); err != nil { // want `a record whose http.Post fails \(line \d+\) is only logged`
+			log.Println(err)
+			continue
+		}
+	}
+	return resp, nil
+}

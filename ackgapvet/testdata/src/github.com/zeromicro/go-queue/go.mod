@@ -1,0 +1,3 @@
+module github.com/zeromicro/go-queue
+
+go 1.26
