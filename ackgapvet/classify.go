@@ -21,6 +21,7 @@ const (
 	pathAWSSvc    = "github.com/aws/aws-sdk-go-v2/service/"
 	pathLambdaEvt = "github.com/aws/aws-lambda-go/events"
 	pathGRPC      = "google.golang.org/grpc"
+	pathSqlx      = "github.com/jmoiron/sqlx"
 )
 
 // isPgx and isPgxpool match pgx v4 and v5.
@@ -216,7 +217,9 @@ const (
 	handleTx            // *sql.Tx, pgx.Tx
 )
 
-// dbCall classifies a call of Exec/Query methods on a database handle, and
+// dbCall classifies a call of Exec/Query methods on a database handle
+// (database/sql, pgx, pgxpool, and jmoiron/sqlx with its Named and Must
+// forms: NamedExecContext, MustExec), and
 // returns the handle kind and the method name.
 func dbCall(info *types.Info, call *ast.CallExpr) (dbHandle, string) {
 	fn := callee(info, call)
@@ -224,11 +227,16 @@ func dbCall(info *types.Info, call *ast.CallExpr) (dbHandle, string) {
 		return handleNone, ""
 	}
 	name := fn.Name()
-	if !strings.HasPrefix(name, "Exec") && !strings.HasPrefix(name, "Query") && name != "SendBatch" && name != "CopyFrom" {
+	base := strings.TrimPrefix(strings.TrimPrefix(name, "Must"), "Named") // sqlx: MustExec, NamedExecContext
+	if !strings.HasPrefix(base, "Exec") && !strings.HasPrefix(base, "Query") && name != "SendBatch" && name != "CopyFrom" {
 		return handleNone, ""
 	}
 	path, recv := funcPath(fn), recvName(fn)
 	switch {
+	case path == pathSqlx && (recv == "DB" || recv == "Conn"):
+		return handlePool, name
+	case path == pathSqlx && recv == "Tx":
+		return handleTx, name
 	case path == "database/sql" && (recv == "DB" || recv == "Conn"),
 		isPgxpool(path) && recv == "Pool":
 		// Not a *pgx.Conn or *pgxpool.Conn: once a transaction began on
@@ -279,7 +287,7 @@ func dbWriteOf(info *types.Info, call *ast.CallExpr) string {
 	if h == handleNone {
 		return ""
 	}
-	if strings.HasPrefix(name, "Exec") || name == "SendBatch" || name == "CopyFrom" || isWriteSQL(sqlText(info, call)) {
+	if strings.Contains(name, "Exec") || name == "SendBatch" || name == "CopyFrom" || isWriteSQL(sqlText(info, call)) {
 		return "a database write (" + qualName(callee(info, call)) + ")"
 	}
 	return ""
@@ -324,7 +332,7 @@ func txParam(info *types.Info, ft *ast.FuncType) string {
 }
 
 func isTxType(t types.Type) bool {
-	return isNamed(t, "database/sql", "Tx") || isNamed(t, "github.com/jackc/pgx/v5", "Tx") || isNamed(t, "github.com/jackc/pgx/v4", "Tx")
+	return isNamed(t, "database/sql", "Tx") || isNamed(t, "github.com/jackc/pgx/v5", "Tx") || isNamed(t, "github.com/jackc/pgx/v4", "Tx") || isNamed(t, pathSqlx, "Tx")
 }
 
 // ctxParam returns the name of a context.Context parameter, or "".

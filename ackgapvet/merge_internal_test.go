@@ -24,4 +24,12 @@ func TestMergeRepeats(t *testing.T) {
 	require.Equal(t, "posts again", out[2].Message, "effects are separate causes")
 	require.Equal(t, 20, out[3].Line)
 	require.Equal(t, "sleeps", out[3].Message)
+
+	out = mergeRepeats([]Finding{
+		{Check: "effect", File: "b.go", Line: 22, Message: "UpdateItem repeats"},
+		{Check: "idemkey", File: "b.go", Line: 22, Message: "increments"},
+		{Check: "effect", File: "b.go", Line: 30, Message: "posts"},
+	})
+	require.Equal(t, []string{"idemkey", "effect"}, []string{out[0].Check, out[1].Check}, "the effect on the idemkey's line is the same cause")
+	require.Equal(t, 30, out[1].Line)
 }

@@ -97,7 +97,13 @@ func TestConsumerMap(t *testing.T) {
 	for _, c := range rep.Consumers {
 		byName[c.Name] = c
 	}
-	require.Len(t, byName, 6, "%+v", rep.Consumers)
+	require.Len(t, byName, 8, "%+v", rep.Consumers)
+
+	// A helper that calls the function it is given (a transaction helper)
+	// joins, in the call graph, every closure passed to it; each consumer
+	// reaches only its own.
+	require.Len(t, byName["Loud"].Effects, 1, "%+v", byName["Loud"])
+	require.Empty(t, byName["Quiet"].Effects, "Quiet does not reach Loud's closure: %+v", byName["Quiet"])
 
 	h := byName["Handle"]
 	require.Equal(t, KindWatermill, h.Kind)

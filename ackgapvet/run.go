@@ -222,14 +222,29 @@ func Run(cfg *RunConfig) (*Report, error) {
 // perFunctionChecks are the checks whose findings in one function share
 // one cause and one fix (a sleep in a retry loop, a client without a
 // timeout, a dropped context): their repeats are merged.
-var perFunctionChecks = map[string]bool{"sleep": true, "httpclient": true, "bgcontext": true}
+var perFunctionChecks = map[string]bool{"sleep": true, "httpclient": true, "bgcontext": true, "lambdabatch": true}
 
 // mergeRepeats keeps, of the findings of a per-function check in the same
 // function of the same file, the first (findings are sorted by position),
 // and names the other lines in its message: one cause, one finding. A
 // suggested fix of a merged finding is dropped with it; the kept finding's
-// fixes stay.
+// fixes stay. An effect finding on the line of an idemkey finding is the
+// same call and cause, and idemkey names the precise fix (a key, a dedupe
+// record): the effect finding is dropped.
 func mergeRepeats(fs []Finding) []Finding {
+	type line struct {
+		file string
+		line int
+	}
+	keyed := map[line]bool{}
+	for _, f := range fs {
+		if f.Check == "idemkey" {
+			keyed[line{f.File, f.Line}] = true
+		}
+	}
+	fs = slices.DeleteFunc(slices.Clone(fs), func(f Finding) bool {
+		return f.Check == "effect" && keyed[line{f.File, f.Line}]
+	})
 	type key struct{ file, fn, check string }
 	first := map[key]int{}
 	var out []Finding

@@ -4,6 +4,7 @@ import (
 	"go/ast"
 	"go/token"
 	"go/types"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -437,13 +438,79 @@ func (w *wholeProgram) walk(root *Root, entry *ssa.Function) *rootWalk {
 		rw.via[to] = pos
 		queue = append(queue, item{to, hops})
 	}
+	// Function values bound, in this walk, to the function-typed
+	// parameters and free variables of the functions it reaches: a call
+	// of such a parameter follows only what this consumer passed (the call
+	// graph joins what every caller of a helper like updateInTx(fn) passes,
+	// so one consumer would reach another's closure).
+	bound := map[ssa.Value]map[*ssa.Function]bool{}
+	type valueCall struct {
+		from *ssa.Function
+		pos  token.Pos
+		hops int
+		isGo bool
+	}
+	calls := map[ssa.Value][]valueCall{} // the calls of each such value met so far
+	valueFuncs := func(v ssa.Value) []*ssa.Function {
+		if u, ok := v.(*ssa.UnOp); ok && u.Op == token.MUL {
+			if _, ok := u.X.(*ssa.FreeVar); ok {
+				v = u.X // a variable captured by reference, loaded
+			}
+		}
+		switch v.(type) {
+		case *ssa.Parameter, *ssa.FreeVar:
+			return slices.Collect(maps.Keys(bound[v]))
+		}
+		return w.funcsOf(v, 2)
+	}
+	bindValue := func(v ssa.Value, fs []*ssa.Function) {
+		for _, f := range fs {
+			if bound[v] == nil {
+				bound[v] = map[*ssa.Function]bool{}
+			}
+			if bound[v][f] {
+				continue
+			}
+			bound[v][f] = true
+			for _, c := range calls[v] { // met before this binding
+				visit(c.from, f, c.pos, c.hops, c.isGo)
+			}
+		}
+	}
+	bindArgs := func(site ssa.CallInstruction, callee *ssa.Function) {
+		if callee == nil || !w.inApp(callee) {
+			return
+		}
+		off := 0
+		if site.Common().IsInvoke() {
+			off = 1 // the receiver is Value, not in Args
+		}
+		for i, a := range site.Common().Args {
+			if i+off < len(callee.Params) && isSignature(a.Type()) {
+				bindValue(callee.Params[i+off], valueFuncs(a))
+			}
+		}
+	}
 	for len(queue) > 0 {
 		it := queue[0]
 		queue = queue[1:]
 		rw.order = append(rw.order, it.fn)
 		if n := w.cg.Nodes[it.fn]; n != nil {
+			done := map[ssa.CallInstruction]bool{}
 			for _, e := range n.Out {
 				_, isGo := e.Site.(*ssa.Go)
+				if v := boundable(e.Site.Common().Value, it.fn); !e.Site.Common().IsInvoke() && v != nil && bound[v] != nil {
+					// Bound in this walk: its functions, not the graph's.
+					if !done[e.Site] {
+						done[e.Site] = true
+						calls[v] = append(calls[v], valueCall{it.fn, e.Pos(), it.hops, isGo})
+						for _, f := range valueFuncs(v) {
+							visit(it.fn, f, e.Pos(), it.hops, isGo)
+						}
+					}
+					continue
+				}
+				bindArgs(e.Site, e.Callee.Func)
 				visit(it.fn, e.Callee.Func, e.Pos(), it.hops, isGo)
 			}
 		}
@@ -465,6 +532,23 @@ func (w *wholeProgram) walk(root *Root, entry *ssa.Function) *rootWalk {
 		for _, b := range it.fn.Blocks {
 			for _, in := range b.Instrs {
 				switch in := in.(type) {
+				case *ssa.MakeClosure:
+					fn := in.Fn.(*ssa.Function)
+					for i, b := range in.Bindings {
+						if i >= len(fn.FreeVars) {
+							continue
+						}
+						if isSignature(b.Type()) {
+							bindValue(fn.FreeVars[i], valueFuncs(b))
+						} else if a, ok := b.(*ssa.Alloc); ok && isSignature(a.Type().(*types.Pointer).Elem()) {
+							// Captured by reference: what is stored in it.
+							for _, ref := range *a.Referrers() {
+								if st, ok := ref.(*ssa.Store); ok && st.Addr == a {
+									bindValue(fn.FreeVars[i], valueFuncs(st.Val))
+								}
+							}
+						}
+					}
 				case *ssa.Send:
 					for _, r := range w.recvers[chanKey(in.Chan.Type())] {
 						visit(it.fn, r, in.Pos(), 0, true)
@@ -476,7 +560,7 @@ func (w *wholeProgram) walk(root *Root, entry *ssa.Function) *rootWalk {
 						continue
 					}
 					for _, a := range in.Common().Args {
-						for _, f := range w.funcsOf(a, 2) {
+						for _, f := range valueFuncs(a) {
 							_, isGo := in.(*ssa.Go)
 							visit(it.fn, f, in.Pos(), 0, isGo)
 						}
@@ -486,6 +570,26 @@ func (w *wholeProgram) walk(root *Root, entry *ssa.Function) *rootWalk {
 		}
 	}
 	return rw
+}
+
+// boundable returns the parameter or free variable of fn that v, the
+// function value a call in fn calls, is (or is loaded from, for a variable
+// captured by reference), or nil.
+func boundable(v ssa.Value, fn *ssa.Function) ssa.Value {
+	if u, ok := v.(*ssa.UnOp); ok && u.Op == token.MUL {
+		v = u.X
+	}
+	switch v := v.(type) {
+	case *ssa.Parameter:
+		if v.Parent() == fn {
+			return v
+		}
+	case *ssa.FreeVar:
+		if v.Parent() == fn {
+			return v
+		}
+	}
+	return nil
 }
 
 // inApp reports whether fn belongs to a checked package.

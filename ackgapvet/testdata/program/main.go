@@ -12,6 +12,7 @@ import (
 	"github.com/zeromicro/go-queue/kq"
 
 	"example.com/program/handlers"
+	"example.com/program/lake"
 	"example.com/program/ledger"
 	"example.com/program/mqs"
 	"example.com/program/notify"
@@ -28,6 +29,8 @@ func main() {
 	r.AddNoPublisherHandler("notify", "signups", nil, handlers.NotifyHandler(s))
 	r.AddNoPublisherHandler("hook", "signups", nil, handlers.HookHandler(s))
 	r.AddNoPublisherHandler("async", "refunds", nil, s.AsyncHandler)
+	r.AddNoPublisherHandler("quiet", "lake", nil, lake.Quiet)
+	r.AddNoPublisherHandler("loud", "lake", nil, lake.Loud)
 	kq.MustNewQueue(kq.KqConf{}, mqs.NewPaymentMq(c)).Start()
 	poller.Poll(context.Background(), &sqs.Client{}, "https://sqs.example/q", &ledger.Ledger{C: c})
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/ThreeDotsLabs/watermill/message/router/middleware"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/jmoiron/sqlx"
 )
 
 type early struct{ db *sql.DB }
@@ -72,6 +73,14 @@ func register(r *message.Router, db *sql.DB) {
 	r.AddNoPublisherHandler("h", "t", nil, func(msg *message.Message) error {
 		msg.Ack() // want `acks with message.Message.Ack before the work`
 		_, err := db.Exec("UPDATE stock SET n = 0")
+		return err
+	})
+}
+
+func registerSqlx(r *message.Router, db *sqlx.DB) {
+	r.AddNoPublisherHandler("lake", "events", nil, func(msg *message.Message) error {
+		msg.Ack() // want `acks with message.Message.Ack before the work \(a database write \(sqlx.DB.NamedExecContext\)`
+		_, err := db.NamedExecContext(msg.Context(), "INSERT INTO events (event_id) VALUES (:id)", map[string]any{"id": msg.UUID})
 		return err
 	})
 }
