@@ -152,7 +152,7 @@ func checkErrAck(pass *analysis.Pass, c *Consumers, r *reporter, root *Root, ifs
 			}
 		}
 	}
-	if implicit && isWork(pass, c, work) {
+	if implicit && (isWork(pass, c, work) || dynamicCall(pass.TypesInfo, work)) {
 		if ret := returnsNoError(info, ifs.Body); ret != nil {
 			r.report(ret, SeverityOf(names...), fmt.Sprintf(
 				"returns without an error when %s fails (line %d): the %s acks the message, so a transient failure (a timeout, a busy database) loses it; return the error so it is redelivered, and drop only errors known to be permanent",
@@ -160,7 +160,7 @@ func checkErrAck(pass *analysis.Pass, c *Consumers, r *reporter, root *Root, ifs
 			return
 		}
 	}
-	if implicit && isLambda(root.Kind) && isWork(pass, c, work) && !returnsError(info, ifs.Body) {
+	if implicit && isLambda(root.Kind) && (isWork(pass, c, work) || dynamicCall(info, work)) && !returnsError(info, ifs.Body) {
 		r.report(ifs, SeverityOf(names...), fmt.Sprintf(
 			"a record whose %s fails (line %d) is only logged: the handler succeeds for it (it is not in BatchItemFailures), so Lambda deletes it and a transient failure loses it; add it to BatchItemFailures (or return the error) so it is redelivered",
 			workName, line))
@@ -205,6 +205,20 @@ func returnsError(info *types.Info, body *ast.BlockStmt) bool {
 		return !found
 	})
 	return found
+}
+
+// dynamicCall reports whether call goes through an interface method or a
+// function value: a service or repository the handler was given, whose
+// failure is the work's failure (what it reaches is the whole-program
+// mode's map; the call itself is the handler's one step of work).
+func dynamicCall(info *types.Info, call *ast.CallExpr) bool {
+	fn := callee(info, call)
+	if fn == nil {
+		tv, ok := info.Types[call.Fun]
+		return ok && !tv.IsType() && !tv.IsBuiltin()
+	}
+	sig, ok := fn.Type().(*types.Signature)
+	return ok && sig.Recv() != nil && types.IsInterface(sig.Recv().Type())
 }
 
 // isWork reports whether call is a database write or an effect, directly
