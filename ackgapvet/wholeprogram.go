@@ -272,9 +272,60 @@ func appCHA(fns map[*ssa.Function]bool) *callgraph.Graph {
 	g := callgraph.New(nil)
 	methods := map[string][]*ssa.Function{}
 	bySig := map[string][]*ssa.Function{}
+	// Only a function used as a value (a closure, a function stored,
+	// passed or returned) can be called through a function value: the
+	// others' signatures would join every dynamic call of their shape
+	// (func() error) to every such function, which made VTA's first round
+	// take minutes on a module with many of them.
+	// types.Implements, once per receiver type and interface: call sites
+	// of a large interface (an AWS SDK client's, hundreds of methods) are
+	// many, and each check walks the whole method set (minutes on
+	// aws-node-termination-handler before this cache).
+	type pair struct {
+		t     types.Type
+		iface *types.Interface
+	}
+	implCache := map[pair]bool{}
+	implements := func(t types.Type, iface *types.Interface) bool {
+		k := pair{t, iface}
+		v, ok := implCache[k]
+		if !ok {
+			v = types.Implements(t, iface)
+			implCache[k] = v
+		}
+		return v
+	}
+	valued := map[*ssa.Function]bool{}
+	for fn := range fns {
+		for _, b := range fn.Blocks {
+			for _, in := range b.Instrs {
+				var vals []ssa.Value
+				if call, ok := in.(ssa.CallInstruction); ok && call.Common().StaticCallee() != nil {
+					vals = call.Common().Args // not the callee itself
+				} else {
+					for _, r := range in.Operands(nil) {
+						if r != nil && *r != nil {
+							vals = append(vals, *r)
+						}
+					}
+				}
+				for _, v := range vals {
+					switch v := v.(type) {
+					case *ssa.Function:
+						valued[v] = true
+					case *ssa.MakeClosure:
+						valued[v.Fn.(*ssa.Function)] = true
+					}
+				}
+			}
+		}
+	}
 	for fn := range fns {
 		if recv := fn.Signature.Recv(); recv != nil {
 			methods[fn.Name()] = append(methods[fn.Name()], fn)
+			continue
+		}
+		if !valued[fn] {
 			continue
 		}
 		k := types.TypeString(fn.Signature, nil)
@@ -297,7 +348,7 @@ func appCHA(fns map[*ssa.Function]bool) *callgraph.Graph {
 						continue
 					}
 					for _, m := range methods[c.Method.Name()] {
-						if types.Implements(m.Signature.Recv().Type(), iface) {
+						if implements(m.Signature.Recv().Type(), iface) {
 							callgraph.AddEdge(g.CreateNode(fn), call, g.CreateNode(m))
 						}
 					}
