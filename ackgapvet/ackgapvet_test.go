@@ -120,10 +120,11 @@ func TestConfluent(t *testing.T) {
 }
 
 // TestSQSv1: aws-sdk-go v1 receive loops, found through a wrapper that
-// receives once, and a v2 loop written against the application's own
-// interface over the client.
+// receives once, a v2 loop written against the application's own
+// interface over the client, and a wrapper whose caller has no loop (a
+// ticker elsewhere calls it): the caller is the consumer.
 func TestSQSv1(t *testing.T) {
-	analysistest.Run(t, analysistest.TestData(), ackgapvet.EarlyAckAnalyzer, "sqsv1", "sqsiface")
+	analysistest.Run(t, analysistest.TestData(), ackgapvet.EarlyAckAnalyzer, "sqsv1", "sqsiface", "sqstick")
 	analysistest.Run(t, analysistest.TestData(), ackgapvet.EffectAnalyzer, "sqsv1effect")
 }
 

@@ -3,6 +3,7 @@ package ackgapvet
 import (
 	"go/ast"
 	"go/types"
+	"slices"
 	"strings"
 )
 
@@ -419,8 +420,10 @@ func (c *Consumers) cqrsHandleMethods(arg ast.Expr, addRoot func(kind, name stri
 // a for or range loop makes its enclosing function the root. A declared
 // function that receives once (a wrapper returning the messages) is not the
 // loop: the functions of this package that call it in a loop are, through up
-// to three levels of wrappers; when no caller in the package loops, the
-// wrapper itself is the root.
+// to three levels of wrappers; when no caller in the package loops, its
+// direct callers in the package are (they take the messages it returns;
+// the loop is elsewhere, a ticker calling them through an interface), and
+// with no caller in the package the wrapper itself is the root.
 func (c *Consumers) receiveRoot(kind string, stack []ast.Node, addRoot func(kind, name string, n ast.Node)) {
 	fnNode, looped := enclosingLoop(stack)
 	if fnNode == nil {
@@ -431,7 +434,14 @@ func (c *Consumers) receiveRoot(kind string, stack []ast.Node, addRoot func(kind
 		name = fd.Name.Name
 		if !looped {
 			if fn, ok := c.pass.TypesInfo.Defs[fd.Name].(*types.Func); ok {
-				if callers := c.loopCallers(fn, 3); len(callers) > 0 {
+				callers := c.loopCallers(fn, 3)
+				if len(callers) == 0 {
+					// No loop here (the loop is a ticker in another
+					// package): the functions that take the messages
+					// from the wrapper are the consumers.
+					callers = c.directCallers(fn)
+				}
+				if len(callers) > 0 {
 					for _, n := range callers {
 						addRoot(kind, funcNodeName(n), n)
 					}
@@ -463,6 +473,30 @@ func funcNodeName(n ast.Node) string {
 		return fd.Name.Name
 	}
 	return "func literal"
+}
+
+// directCallers returns the functions of this package that call fn.
+func (c *Consumers) directCallers(fn *types.Func) []ast.Node {
+	var out []ast.Node
+	for _, f := range c.pass.Files {
+		var stack []ast.Node
+		ast.Inspect(f, func(n ast.Node) bool {
+			if n == nil {
+				stack = stack[:len(stack)-1]
+				return true
+			}
+			stack = append(stack, n)
+			if call, ok := n.(*ast.CallExpr); ok {
+				if cf := callee(c.pass.TypesInfo, call); cf != nil && cf.Origin() == fn {
+					if encl, _ := enclosingLoop(stack); encl != nil && !slices.Contains(out, encl) {
+						out = append(out, encl)
+					}
+				}
+			}
+			return true
+		})
+	}
+	return out
 }
 
 // loopCallers returns the functions of this package that call fn inside a

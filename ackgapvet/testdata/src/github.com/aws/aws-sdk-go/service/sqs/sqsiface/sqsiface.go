@@ -10,4 +10,6 @@ import (
 type SQSAPI interface {
 	ReceiveMessageWithContext(ctx context.Context, in *sqs.ReceiveMessageInput) (*sqs.ReceiveMessageOutput, error)
 	DeleteMessageWithContext(ctx context.Context, in *sqs.DeleteMessageInput) (*sqs.DeleteMessageOutput, error)
+	ReceiveMessage(in *sqs.ReceiveMessageInput) (*sqs.ReceiveMessageOutput, error)
+	DeleteMessage(in *sqs.DeleteMessageInput) (*sqs.DeleteMessageOutput, error)
 }
