@@ -121,7 +121,9 @@ An offset mark or commit, an SQS DeleteMessage or a Watermill msg.Ack() that
 runs before the handler's database writes or effects tells the broker the
 message is done while the work is still ahead: a crash or error in between
 loses the message instead of redelivering it. Watermill's InstantAck middleware
-does the same for every message. Fix: ack after the work has committed.`,
+does the same for every message. So does an ack right after the message was
+handed to another goroutine (go h.apply(msg), jobs <- msg) when nothing
+waits for it. Fix: ack after the work has committed.`,
 	func(pass *analysis.Pass, c *Consumers, r *reporter) {
 		walk(pass, c, []ast.Node{(*ast.Ident)(nil)}, func(n ast.Node, s *site) {
 			id := n.(*ast.Ident)
@@ -158,6 +160,11 @@ does the same for every message. Fix: ack after the work has committed.`,
 						r.report(call, SeverityOf(append(callNames(pass, at), root.Name, work)...), fmt.Sprintf(
 							"acks with %s before the work (%s at line %d): a crash or error in between loses the message instead of redelivering it; ack after the work has committed",
 							ack, work, line))
+					} else if how, at := handedOff(pass, block.List[:i]); how != "" {
+						line := pass.Fset.Position(at.Pos()).Line
+						r.report(call, SeverityOf(root.Name), fmt.Sprintf(
+							"acks with %s while the message's work runs in another goroutine (%s at line %d): a crash or error there loses the message instead of redelivering it; ack from the worker after the work has committed, or wait for it",
+							ack, how, line))
 					}
 				}
 				return true

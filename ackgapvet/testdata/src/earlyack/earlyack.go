@@ -84,3 +84,43 @@ func registerSqlx(r *message.Router, db *sqlx.DB) {
 		return err
 	})
 }
+
+type handoff struct{ jobs chan *sarama.ConsumerMessage }
+
+func (h *handoff) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.ConsumerGroupClaim) error {
+	for msg := range claim.Messages() {
+		h.jobs <- msg
+		sess.MarkMessage(msg, "") // want `acks with sarama.ConsumerGroupSession.MarkMessage while the message's work runs in another goroutine \(a send on h.jobs at line \d+\)`
+	}
+	return nil
+}
+
+type spawn struct{ db *sql.DB }
+
+func (h *spawn) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.ConsumerGroupClaim) error {
+	for msg := range claim.Messages() {
+		go h.apply(msg)
+		sess.MarkMessage(msg, "") // want `acks with sarama.ConsumerGroupSession.MarkMessage while the message's work runs in another goroutine \(go h.apply at line \d+\)`
+	}
+	return nil
+}
+
+func (h *spawn) apply(msg *sarama.ConsumerMessage) {
+	_, _ = h.db.Exec("INSERT INTO seen VALUES ($1)", msg.Offset)
+}
+
+type waited struct{ db *sql.DB }
+
+// ConsumeClaim waits for its worker before it marks: clean.
+func (h *waited) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.ConsumerGroupClaim) error {
+	for msg := range claim.Messages() {
+		done := make(chan struct{})
+		go func(m *sarama.ConsumerMessage) {
+			defer close(done)
+			_, _ = h.db.Exec("INSERT INTO seen VALUES ($1)", m.Offset)
+		}(msg)
+		<-done
+		sess.MarkMessage(msg, "")
+	}
+	return nil
+}
