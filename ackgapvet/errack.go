@@ -20,7 +20,9 @@ or commit, the SQS delete or the Ack, or when the error branch itself acks
 (a Lambda handler that logs a record's error and leaves it out of
 BatchItemFailures, a Watermill or ackgap handler that returns nil), a
 transient failure (a timeout, a busy database, a restarting dependency)
-loses the message instead of redelivering it. So does an ack after an HTTP
+loses the message instead of redelivering it. On Kafka, skipping the ack of
+a failed message (continue) loses it as well: offsets are committed, not
+messages, so the next message's mark commits past it. So does an ack after an HTTP
 request whose response status the function never reads (a 500 or 429 taken
 for success). Errors from decoding the
 message (Unmarshal, Decode, Parse, Validate) are not reported: a message
@@ -167,6 +169,13 @@ func checkErrAck(pass *analysis.Pass, c *Consumers, r *reporter, root *Root, ifs
 		return
 	}
 	if terminates(ifs.Body) {
+		if cont := endsInContinue(ifs.Body); cont != nil {
+			if ack, ok := laterKafkaAck(info, rest); ok {
+				r.report(cont, SeverityOf(names...), fmt.Sprintf(
+					"skips the ack when %s fails (line %d), but Kafka commits offsets, not messages: the next message's %s commits past this one and it is never delivered again; return the error to stop the partition (it is redelivered after the rebalance) or dead-letter it explicitly",
+					workName, line, ack))
+			}
+		}
 		return
 	}
 	for _, st := range rest {
@@ -372,4 +381,36 @@ func statusRead(info *types.Info, body *ast.BlockStmt, resp types.Object) bool {
 		return !found
 	})
 	return found
+}
+
+// endsInContinue returns body's last statement when it is a continue.
+func endsInContinue(body *ast.BlockStmt) *ast.BranchStmt {
+	if len(body.List) == 0 {
+		return nil
+	}
+	b, ok := body.List[len(body.List)-1].(*ast.BranchStmt)
+	if !ok || b.Tok != token.CONTINUE || b.Label != nil {
+		return nil
+	}
+	return b
+}
+
+// laterKafkaAck finds, among the statements after a skipped message, an
+// offset mark or commit of a Kafka client: Sarama, franz-go, kafka-go or
+// confluent-kafka-go. An offset covers every message below it.
+func laterKafkaAck(info *types.Info, rest []ast.Stmt) (string, bool) {
+	for _, st := range rest {
+		call := topCall(st)
+		if call == nil {
+			continue
+		}
+		fn := callee(info, call)
+		if fn == nil || ackOf(info, call) == "" {
+			continue
+		}
+		if p := funcPath(fn); isSaramaPath(p) || p == pathKgo || p == pathKafkaGo || isConfluent(p) {
+			return qualName(fn), true
+		}
+	}
+	return "", false
 }

@@ -53,6 +53,7 @@ func TestWholeProgramPathKinds(t *testing.T) {
 		{"channel to a worker", "handlers/handlers.go", "effect", "handlers.Service.AsyncHandler → handlers.Worker"},
 		{"SQS worker pool + interface", "ledger/ledger.go", "effect", "poller.Poll → poller.worker → ledger.Ledger.Apply"},
 		{"go-queue kq handler in another package", "mqs/mqs.go", "effect", "go-queue kq handler Consume"},
+		{"channel to a worker that receives in a method", "bridge/bridge.go", "effect", "bridge.B.Forward → bridge.Run"},
 	}
 	for _, c := range cases {
 		fs := findingsIn(rep, c.file, c.check)
@@ -97,7 +98,7 @@ func TestConsumerMap(t *testing.T) {
 	for _, c := range rep.Consumers {
 		byName[c.Name] = c
 	}
-	require.Len(t, byName, 8, "%+v", rep.Consumers)
+	require.Len(t, byName, 9, "%+v", rep.Consumers)
 
 	// A helper that calls the function it is given (a transaction helper)
 	// joins, in the call graph, every closure passed to it; each consumer

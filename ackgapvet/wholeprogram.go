@@ -145,11 +145,6 @@ func buildProgram(pkgs []*packages.Package, roots []*Root, remotes []remote) *wh
 			}
 		}
 	}
-	for fn := range workers {
-		if w.inApp(fn) {
-			w.indexReceives(fn)
-		}
-	}
 	type entry struct {
 		root *Root
 		fn   *ssa.Function
@@ -203,6 +198,31 @@ func buildProgram(pkgs []*packages.Package, roots []*Root, remotes []remote) *wh
 	cg = vta.CallGraph(all, cg)
 	debugf("VTA 2 done")
 	w.cg = cg
+	// A worker receives in its own body or in a function it calls (a
+	// Fetch method over the channel, called through an interface):
+	// through two calls of the module's code, by the call graph.
+	for fn := range workers {
+		if !w.inApp(fn) {
+			continue
+		}
+		seen := map[*ssa.Function]bool{fn: true}
+		level := []*ssa.Function{fn}
+		for depth := 0; depth <= 2 && len(level) > 0; depth++ {
+			var next []*ssa.Function
+			for _, g := range level {
+				w.indexReceives(fn, g)
+				if n := cg.Nodes[g]; n != nil {
+					for _, e := range n.Out {
+						if c := e.Callee.Func; w.inApp(c) && !seen[c] {
+							seen[c] = true
+							next = append(next, c)
+						}
+					}
+				}
+			}
+			level = next
+		}
+	}
 	for _, e := range entries {
 		w.walks = append(w.walks, w.walk(e.root, e.fn))
 	}
@@ -403,16 +423,15 @@ func (w *wholeProgram) funcsOf(v ssa.Value, depth int) []*ssa.Function {
 	return nil
 }
 
-// indexReceives records the channel element types fn receives from.
-func (w *wholeProgram) indexReceives(fn *ssa.Function) {
-	seen := map[string]bool{}
+// indexReceives records worker as a receiver of the channel element types
+// g (the worker or a function it calls) receives from.
+func (w *wholeProgram) indexReceives(worker, g *ssa.Function) {
 	add := func(ch ssa.Value) {
-		if k := chanKey(ch.Type()); k != "" && !seen[k] {
-			seen[k] = true
-			w.recvers[k] = append(w.recvers[k], fn)
+		if k := chanKey(ch.Type()); k != "" && !slices.Contains(w.recvers[k], worker) {
+			w.recvers[k] = append(w.recvers[k], worker)
 		}
 	}
-	for _, b := range fn.Blocks {
+	for _, b := range g.Blocks {
 		for _, in := range b.Instrs {
 			switch in := in.(type) {
 			case *ssa.UnOp:

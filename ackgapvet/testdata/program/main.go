@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/zeromicro/go-queue/kq"
 
+	"example.com/program/bridge"
 	"example.com/program/handlers"
 	"example.com/program/lake"
 	"example.com/program/ledger"
@@ -29,6 +30,9 @@ func main() {
 	r.AddNoPublisherHandler("notify", "signups", nil, handlers.NotifyHandler(s))
 	r.AddNoPublisherHandler("hook", "signups", nil, handlers.HookHandler(s))
 	r.AddNoPublisherHandler("async", "refunds", nil, s.AsyncHandler)
+	br := bridge.New()
+	go bridge.Run(br)
+	r.AddNoPublisherHandler("bridge", "in", nil, br.Forward)
 	r.AddNoPublisherHandler("quiet", "lake", nil, lake.Quiet)
 	r.AddNoPublisherHandler("loud", "lake", nil, lake.Loud)
 	kq.MustNewQueue(kq.KqConf{}, mqs.NewPaymentMq(c)).Start()

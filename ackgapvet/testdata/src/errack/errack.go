@@ -35,9 +35,22 @@ func (g *group) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.Cons
 	return nil
 }
 
+type skipper struct{ db *sql.DB }
+
+func (g *skipper) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.ConsumerGroupClaim) error {
+	for msg := range claim.Messages() {
+		if _, err := g.db.ExecContext(sess.Context(), "UPDATE stock SET n = n - 1"); err != nil {
+			log.Println(err)
+			continue // want `skips the ack when g.db.ExecContext fails \(line \d+\), but Kafka commits offsets, not messages: the next message's sarama.ConsumerGroupSession.MarkMessage commits past this one`
+		}
+		sess.MarkMessage(msg, "")
+	}
+	return nil
+}
+
 type careful struct{ db *sql.DB }
 
-// ConsumeClaim leaves a failed message unmarked: clean.
+// ConsumeClaim stops the partition on a failure: clean.
 func (g *careful) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.ConsumerGroupClaim) error {
 	for msg := range claim.Messages() {
 		if _, err := g.db.ExecContext(sess.Context(), "UPDATE stock SET n = n - 1"); err != nil {
