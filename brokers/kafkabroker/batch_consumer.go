@@ -276,9 +276,13 @@ func (bc *BatchConsumer) Stats() []PartitionStats { return bc.sub.Stats() }
 
 // Run joins the consumer group and runs batches until ctx ends or Close
 // is called; then messages in flight get up to CloseTimeout, every
-// finished watermark is committed, and Run returns nil. It returns an
-// error when the brokers cannot be reached, and [ErrSubscriberClosed]
-// when called after Close or a second time.
+// finished watermark is committed and the group left (up to
+// LeaveTimeout), and Run returns nil: within CloseTimeout + LeaveTimeout
+// of the stop even when the broker or the coordinator lookup stopped
+// answering (what was not committed is logged, [LogStopGaveUp]), plus the
+// time a batch in its transaction takes to see its context cancelled. It
+// returns an error when the brokers cannot be reached, and
+// [ErrSubscriberClosed] when called after Close or a second time.
 func (bc *BatchConsumer) Run(ctx context.Context) error {
 	bc.mu.Lock()
 	if bc.started {
@@ -342,7 +346,11 @@ const (
 )
 
 // Close stops Run (see [ParallelSubscriber.Close]) and waits for it to
-// return. Later calls return the first call's result.
+// return: within CloseTimeout + LeaveTimeout, with an error wrapping
+// [ErrCloseTimedOut] when the last commits and the group leave did not
+// finish in time (the broker or the coordinator lookup stopped
+// answering; [LogStopGaveUp] says what was not committed). Later calls
+// return the first call's result.
 func (bc *BatchConsumer) Close() error {
 	bc.closeOnce.Do(func() {
 		close(bc.closing)

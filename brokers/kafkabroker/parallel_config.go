@@ -107,8 +107,11 @@ type ParallelConfig struct {
 	// with fetches). A commit unanswered after it settles the messages it
 	// covered unconfirmed ([ErrCommitRefused]) and is retried; since it
 	// may still land late, the committed offsets are checked (see
-	// [ParallelSubscriber]). A lookup of the group coordinator (Sarama's
-	// Metadata.Retry) comes on top. Default CommitTimeoutDefault (5 s);
+	// [ParallelSubscriber]). The lookup of the group coordinator (Sarama's
+	// FindCoordinator and its Metadata.Retry) counts in it: a request
+	// whose lookup or answer takes longer is given up on as unanswered,
+	// and no other is sent until Sarama returned from it. Default
+	// CommitTimeoutDefault (5 s);
 	// more than 0 and at most RebalanceTimeout - HoldTimeout (a revoked
 	// partition waits up to HoldTimeout for its records in flight, then
 	// commits its watermark, all within the rebalance).
