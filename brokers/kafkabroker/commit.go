@@ -433,7 +433,11 @@ var errCommitBusy = errors.New("an earlier request to the coordinator is still u
 // Sarama's own timeouts do not bound a call: the coordinator lookup
 // (FindCoordinator, retried Metadata.Retry.Max times, each up to
 // Net.ReadTimeout, after a dial of up to Net.DialTimeout) comes before
-// the request and its Net.ReadTimeout. A call given up on goes on in the
+// the request when the coordinator is not known, and again after a
+// request that found it moved or unanswering. (The request's own
+// Net.ReadTimeout is below c.timeout, see ParallelConfig.commitSarama, so
+// an unanswered request to a known coordinator ends as Sarama's timeout
+// when the lookup after it is quick.) A call given up on goes on in the
 // background until Sarama returns (closing the client ends it) and its
 // result is dropped; bounded returns an error wrapping errOutcomeUnknown
 // for op (the request may still land). Until it returned, later calls

@@ -1,6 +1,7 @@
 package kafkabroker_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/ackgap/ackgap/batch"
 	"github.com/ackgap/ackgap/brokers/kafkabroker"
+	"github.com/ackgap/ackgap/internal/testdb"
 	"github.com/ackgap/ackgap/middleware"
 	"github.com/ackgap/ackgap/router"
 )
@@ -57,7 +59,21 @@ func (p *pausable) brokers() []string { return []string{p.addr} }
 // pause stops the broker process (SIGSTOP): its sockets stay open and
 // nothing is answered, as a broker in a long GC pause or behind a
 // partition.
-func (p *pausable) pause() { require.NoError(p.t, p.proc.Signal(syscall.SIGSTOP)) }
+func (p *pausable) pause() {
+	require.NoError(p.t, p.proc.Signal(syscall.SIGSTOP))
+	// SIGSTOP takes effect asynchronously: wait for state T in
+	// /proc/pid/stat (after the last ')', which ends the command name).
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.proc.Pid))
+		require.NoError(p.t, err)
+		if i := bytes.LastIndexByte(b, ')'); i >= 0 && i+2 < len(b) && b[i+2] == 'T' {
+			return
+		}
+		require.True(p.t, time.Now().Before(deadline), "kfake not stopped 10s after SIGSTOP")
+		time.Sleep(5 * time.Millisecond)
+	}
+}
 
 func (p *pausable) resume() { _ = p.proc.Signal(syscall.SIGCONT) }
 
@@ -122,7 +138,13 @@ func requireAllAppliedOnce(t *testing.T, b *seqBackend) {
 // applies seqEvents to b, logging to logs.
 func newStopBatchConsumer(t *testing.T, b *seqBackend, brokers []string, topic, group string, logs *jsonLog) *kafkabroker.BatchConsumer {
 	t.Helper()
-	p, err := batch.New[pgx.Tx](b.store, &batch.Config[pgx.Tx]{InboxConfig: middleware.InboxConfig{Consumer: "billing"}, Handler: b.apply})
+	return newStopBatchConsumerWith(t, b, b.apply, brokers, topic, group, logs)
+}
+
+// newStopBatchConsumerWith is newStopBatchConsumer with handler h.
+func newStopBatchConsumerWith(t *testing.T, b *seqBackend, h router.HandlerFunc[pgx.Tx], brokers []string, topic, group string, logs *jsonLog) *kafkabroker.BatchConsumer {
+	t.Helper()
+	p, err := batch.New[pgx.Tx](b.store, &batch.Config[pgx.Tx]{InboxConfig: middleware.InboxConfig{Consumer: "billing"}, Handler: h})
 	require.NoError(t, err)
 	pub, err := kafkabroker.NewPublisher(&kafkabroker.PublisherConfig{Brokers: brokers}, testLogger())
 	require.NoError(t, err)
@@ -242,4 +264,61 @@ func TestRouterRunCancelBoundedBrokerPaused(t *testing.T) {
 			requireAllAppliedOnce(t, b)
 		})
 	}
+}
+
+// TestBatchConsumerCloseBoundedDatabaseCut: with batches in flight and
+// every PostgreSQL connection of the consumer's pool cut again and again
+// (pg_terminate_backend) while it stops, BatchConsumer.Close and Run
+// return within CloseTimeout + LeaveTimeout (plus the margin): the
+// batches that lose their connection fail as the store being unavailable
+// and are nacked, never acked. Once the database is left alone, a new
+// consumer of the group applies every event, each exactly once.
+func TestBatchConsumerCloseBoundedDatabaseCut(t *testing.T) {
+	t.Parallel()
+	broker := newPausable(t)
+	topic, group := unique("orders"), unique("billing")
+	publishStopEvents(t, broker.brokers(), topic)
+	b := newSeqBackend(t, 8)
+	// Each message holds its transaction a moment, so that the cuts find
+	// batches on the database.
+	slow := func(ctx context.Context, tx pgx.Tx, msg *message.Message) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_sleep(0.05)`); err != nil {
+			return err
+		}
+		return b.apply(ctx, tx, msg)
+	}
+	bc := newStopBatchConsumerWith(t, b, slow, broker.brokers(), topic, group, &jsonLog{})
+	done := make(chan error, 1)
+	go func() { done <- bc.Run(context.Background()) }()
+	eventually(t, time.Minute, "some events applied", func() bool { return len(b.applied(t)) >= 20 })
+
+	cutting, stopCutting := context.WithCancel(context.Background())
+	cut := make(chan int, 1)
+	go func() {
+		total := 0
+		defer func() { cut <- total }()
+		for cutting.Err() == nil {
+			n, err := testdb.Terminate(context.Background(), b.schema)
+			if err == nil {
+				total += n
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	var closeErr error
+	took := within(t, stopCloseTimeout+stopLeaveTimeout+stopMargin, "BatchConsumer.Close with its database connections cut", func() {
+		time.Sleep(200 * time.Millisecond) // let the cuts hit batches in flight
+		closeErr = bc.Close()
+		<-done
+	})
+	stopCutting()
+	n := <-cut
+	t.Logf("Close returned after %s (%d connections cut): %v", took.Round(time.Millisecond), n, closeErr)
+	require.Positive(t, n, "connections were cut")
+	require.NoError(t, closeErr, "the broker answers: the last commits and the leave finish")
+	b.pool.Reset() // its idle connections were cut too
+	require.Less(t, len(b.applied(t)), stopEvents, "stopped with events left: the cuts hit a running consumer")
+
+	consumeAll(t, b, broker.brokers(), topic, group)
+	requireAllAppliedOnce(t, b)
 }
