@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -151,4 +152,81 @@ func TestBatchConsumerRejectedLoggedAsRejected(t *testing.T) {
 	for _, r := range logs.records(t, kafkabroker.LogNotApplied) {
 		require.Contains(t, r["err"], "test: not both records", "only the test's own nacks; a rejected record was logged as redelivered: %v", r)
 	}
+}
+
+// TestBatchConsumerRejectedHeldBackLogged (issue 22, item 5): a record
+// without an event id (rejected) behind a message of its key that fails
+// once and is nacked in the same batch is nacked too, so that its key
+// settles in order, and logged as rejected (LogRejectedHeldBack, with its
+// dead-letter reason), never as a message not applied; it is
+// dead-lettered when it comes again, and the message before it applied.
+func TestBatchConsumerRejectedHeldBackLogged(t *testing.T) {
+	t.Parallel()
+	topic, group := unique("orders"), unique("billing")
+	b := newSeqBackend(t, 2)
+	produceRecords(t, topic, []*sarama.ProducerMessage{
+		record(t, seqEvent(t, "evt-flaky", "k-1", 1)), // offset 0
+		noIDRecord("k-1", "k-1,2,"),                   // offset 1, same key
+	})
+	var failed atomic.Bool
+	handler := func(ctx context.Context, tx pgx.Tx, msg *message.Message) error {
+		if failed.CompareAndSwap(false, true) {
+			return errors.New("test: provider timed out")
+		}
+		return b.apply(ctx, tx, msg)
+	}
+	p, err := batch.New[pgx.Tx](b.store, &batch.Config[pgx.Tx]{InboxConfig: middleware.InboxConfig{Consumer: "billing"}, Handler: handler})
+	require.NoError(t, err)
+	// Both records in one batch first (see TestBatchConsumerRejectedLoggedAsRejected).
+	var met atomic.Bool
+	together := func(ctx context.Context, msgs []*message.Message) []error {
+		var offsets []int64
+		for _, m := range msgs {
+			if d, ok := ackgap.DeliveryFromContext(m.Context()); ok {
+				offsets = append(offsets, d.Offset)
+			}
+		}
+		if slices.Contains(offsets, 0) && slices.Contains(offsets, 1) {
+			met.Store(true)
+		}
+		if met.Load() {
+			return p.ProcessErrors(ctx, msgs)
+		}
+		errs := make([]error, len(msgs))
+		for i := range errs {
+			errs[i] = fmt.Errorf("test: not both records yet: %w", ackgap.ErrStoreUnavailable)
+		}
+		return errs
+	}
+	logs := &jsonLog{}
+	cfg := parallelConfig(kafkaBrokers(t), group)
+	cfg.NackResendSleep = 20 * time.Millisecond
+	bc, err := kafkabroker.NewBatchConsumer(together, &kafkabroker.BatchConsumerConfig{
+		ParallelConfig: *cfg, Topic: topic, BatchWait: 50 * time.Millisecond,
+		DeadLetter: newPublisher(t), DeadLetterTopic: topic + ".dlq",
+	}, router.SlogLogger(slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn}))))
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() { done <- bc.Run(context.Background()) }()
+	t.Cleanup(func() { _ = bc.Close() })
+	eventually(t, time.Minute, "evt-flaky applied", func() bool { return b.applied(t)["evt-flaky"] == 1 })
+	eventually(t, time.Minute, "everything committed", func() bool { return committedOffset(t, group, topic, 0) == 2 })
+	require.NoError(t, bc.Close())
+	require.NoError(t, <-done)
+
+	held := logs.records(t, kafkabroker.LogRejectedHeldBack)
+	require.NotEmpty(t, held, "the rejected record held behind the nacked one, said as it is")
+	for _, r := range held {
+		require.Equal(t, "WARN", r["level"])
+		require.EqualValues(t, 1, r["offset"])
+		require.Equal(t, ackgap.ReasonMissingEventID, r["reason"])
+	}
+	for _, r := range logs.records(t, kafkabroker.LogNotApplied) {
+		if !strings.Contains(fmt.Sprint(r["err"]), "test: not both records") { // the test's own nacks aside
+			require.NotEqualValues(t, 1, r["offset"], "the rejected record logged as not applied: %v", r)
+		}
+	}
+	dead := logs.records(t, ackgap.LogDeadLettered)
+	require.Len(t, dead, 1, "dead-lettered once, when it came again")
+	require.EqualValues(t, 1, dead[0]["offset"])
 }
