@@ -6,6 +6,7 @@ import (
 
 	"github.com/ackgap/ackgap"
 	"github.com/ackgap/ackgap/internal/deadletter"
+	"github.com/ackgap/ackgap/internal/logfield"
 )
 
 // Metadata keys of a sanitised dead-letter copy (see [Config.DeadLetter]).
@@ -51,7 +52,7 @@ func (d *deadLetterPublisher) Publish(topic string, msgs ...*message.Message) er
 	for _, msg := range msgs {
 		note, _ := msg.Context().Value(deadLetterNoteKey{}).(*deadLetterNote)
 		if note == nil || note.fields == nil {
-			note = &deadLetterNote{fields: watermill.LogFields{"message_uuid": msg.UUID,
+			note = &deadLetterNote{fields: watermill.LogFields{"message_uuid": logfield.ID(msg.UUID),
 				"reason": msg.Metadata.Get(ackgap.MetadataDeadLetterReason), "destination": topic}}
 		}
 		if err := deadletter.Publish(d.pub, d.logger, topic, msg, note.err, note.fields); err != nil {

@@ -10,12 +10,16 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 
 	"github.com/ackgap/ackgap"
+	"github.com/ackgap/ackgap/internal/logfield"
 	"github.com/ackgap/ackgap/middleware"
 )
 
 // Log messages of the chain, one per outcome an operator must be able to
 // find. Fields: event_id, consumer, handler (Watermill's message UUID as
 // message_uuid), and per message the fields named in each constant's doc.
+// An event id or UUID that is not plain text (bytes that are not UTF-8,
+// control characters) is logged quoted with Go escapes, as the error texts
+// quote it (ackgap.CheckEventID).
 // Payloads are never logged; error texts are (keep secrets out of them).
 const (
 	// LogDeadLettered (error): the message was published to the
@@ -48,12 +52,21 @@ const (
 	// SQS: DeleteMessage failed or the receipt handle had expired), so it
 	// will be delivered again and found in the inbox. Fields: err.
 	LogAckUnconfirmed = "ack not confirmed by the broker; a duplicate will follow"
-	// LogSchemaBehind (error): at Run, the store's migrations are not all
-	// applied (or their status could not be read): messages will be nacked
-	// as store-unavailable until the store is migrated (ackgap migrate up).
-	// Fields: version (applied), latest, pending (how many), or check and
-	// err when the status could not be read.
+	// LogSchemaBehind (error): at Run, the store's migration table says
+	// migrations are pending: messages will be nacked as store-unavailable
+	// until the store is migrated (ackgap migrate up). Fields: version
+	// (applied), latest, pending (how many). It is logged only when the
+	// status was read; a check that failed is [LogSchemaCheckFailed].
 	LogSchemaBehind = "store schema behind the code: run the migrations (ackgap migrate up)"
+	// LogSchemaCheckFailed: at Run, the store's migration status could not
+	// be read, so whether the schema is behind is not known; Run goes on.
+	// At warn when the store was unavailable (ackgap.ErrStoreUnavailable: a
+	// refused or dropped connection, a busy database; messages are nacked
+	// until it is back), at error otherwise (ackgap.ErrStoreMisconfigured:
+	// missing privileges or database; anything else). Fields: err (the
+	// store's error, which says what failed), cause ("store unavailable",
+	// "store misconfigured" or "error").
+	LogSchemaCheckFailed = "store schema not checked: migration status unreadable"
 )
 
 // SlogLogger returns a Watermill LoggerAdapter on l (nil means
@@ -138,7 +151,7 @@ func logOutcome(c Config, consumer string) message.HandlerMiddleware {
 			msg.SetContext(ctx)
 			fields := func() watermill.LogFields {
 				id, _ := eventID(msg)
-				return watermill.LogFields{"event_id": id, "consumer": consumer, "message_uuid": msg.UUID}
+				return watermill.LogFields{"event_id": logfield.ID(id), "consumer": consumer, "message_uuid": logfield.ID(msg.UUID)}
 			}
 			switch {
 			case err == nil:
@@ -189,7 +202,7 @@ func logAttempt(c Config, consumer string) message.HandlerMiddleware {
 			if err != nil && Retryable(err) && *attempts < c.MaxAttempts && ctx.Err() == nil {
 				id, _ := eventID(msg)
 				warn(c.Logger, LogRetrying, err, watermill.LogFields{
-					"event_id": id, "consumer": consumer, "message_uuid": msg.UUID,
+					"event_id": logfield.ID(id), "consumer": consumer, "message_uuid": logfield.ID(msg.UUID),
 					"attempt": *attempts, "max_attempts": c.MaxAttempts, "backoff": nominalBackoff(c, *attempts),
 				})
 			}

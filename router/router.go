@@ -342,9 +342,10 @@ func buildChain[TTx any](store stores.Store[TTx], consumer string, c Config) ([]
 // Run runs the router until ctx ends or Close is called; see
 // message.Router.Run. It returns once every handler stopped. When the
 // store reports its migrations ([stores.Operator]), Run first checks them
-// and logs [LogSchemaBehind] at error if some are pending or the check
-// fails; it runs anyway (messages are nacked, never dead-lettered, until
-// the store is migrated).
+// and logs [LogSchemaBehind] at error if some are pending, or
+// [LogSchemaCheckFailed] if the status could not be read; it runs anyway
+// (messages are nacked, never dead-lettered, until the store is migrated
+// or reachable).
 func (r *Router[TTx]) Run(ctx context.Context) error {
 	r.checkSchema(ctx)
 	return r.wr.Run(ctx)
@@ -354,7 +355,7 @@ func (r *Router[TTx]) Run(ctx context.Context) error {
 const schemaCheckTimeout = 5 * time.Second
 
 // checkSchema logs LogSchemaBehind when the store's migrations are not
-// all applied, or cannot be read.
+// all applied, and LogSchemaCheckFailed when their status cannot be read.
 func (r *Router[TTx]) checkSchema(ctx context.Context) {
 	op, ok := r.store.(interface {
 		MigrationStatus(context.Context, *stores.MigrationStatusParams) (*stores.MigrationStatusResult, error)
@@ -365,8 +366,16 @@ func (r *Router[TTx]) checkSchema(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, schemaCheckTimeout)
 	defer cancel()
 	st, err := op.MigrationStatus(ctx, &stores.MigrationStatusParams{})
-	if err != nil {
-		r.cfg.Logger.Error(LogSchemaBehind, err, watermill.LogFields{"check": "migration status unreadable"})
+	switch {
+	case err == nil:
+	case errors.Is(err, ackgap.ErrStoreMisconfigured):
+		r.cfg.Logger.Error(LogSchemaCheckFailed, err, watermill.LogFields{"cause": "store misconfigured"})
+		return
+	case errors.Is(err, ackgap.ErrStoreUnavailable):
+		warn(r.cfg.Logger, LogSchemaCheckFailed, err, watermill.LogFields{"cause": "store unavailable"})
+		return
+	default:
+		r.cfg.Logger.Error(LogSchemaCheckFailed, err, watermill.LogFields{"cause": "error"})
 		return
 	}
 	if pending := st.Pending(); len(pending) > 0 {

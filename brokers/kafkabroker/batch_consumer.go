@@ -13,6 +13,7 @@ import (
 
 	"github.com/ackgap/ackgap"
 	"github.com/ackgap/ackgap/internal/deadletter"
+	"github.com/ackgap/ackgap/internal/logfield"
 )
 
 // BatchFunc runs msgs as one batch, in one database transaction, and
@@ -192,10 +193,13 @@ func (c BatchConsumerConfig) validate() error {
 // and those behind it are nacked: the subscriber hands them out again
 // after NackResendSleep, and the failing message holds its key (nothing of
 // its key overtakes it) and its partition's watermark until it is acked.
-// A message held back behind an earlier one of its key in the batch uses
-// no attempt and is never dead-lettered for it. A permanent error, or a
-// message out of MaxAttempts, is published to DeadLetterTopic and then
-// acked, freeing its key; a failed dead-letter publish nacks it instead. A
+// A message held back behind an earlier one of its key in the batch that
+// was nacked uses no attempt and is never dead-lettered for it; one that
+// is rejected itself is logged as such ([LogRejectedHeldBack]) and
+// dead-lettered when it comes again. A permanent error, or a message out
+// of MaxAttempts, is published to DeadLetterTopic and then acked, freeing
+// its key (a later message of its key in the same batch is settled on its
+// own verdict); a failed dead-letter publish nacks it instead. A
 // busy database (ackgap.ErrStoreUnavailable) or a cancelled context never
 // dead-letters and uses no attempt.
 //
@@ -206,7 +210,9 @@ func (c BatchConsumerConfig) validate() error {
 // its event_id metadata and ConsumerGroup), message_uuid, reason,
 // destination, attempts (this consumer's count, the last one included),
 // partition, offset, and the message's error as the logger's error field;
-// never the payload. A message that cannot be dead-lettered this way is
+// never the payload. An event id or UUID that is not plain text (bytes
+// that are not UTF-8, control characters) is logged quoted with Go
+// escapes, as the error text quotes it. A message that cannot be dead-lettered this way is
 // redelivered until the publish succeeds.
 //
 // Run and Close may be called from different goroutines; Close is safe
@@ -270,9 +276,13 @@ func (bc *BatchConsumer) Stats() []PartitionStats { return bc.sub.Stats() }
 
 // Run joins the consumer group and runs batches until ctx ends or Close
 // is called; then messages in flight get up to CloseTimeout, every
-// finished watermark is committed, and Run returns nil. It returns an
-// error when the brokers cannot be reached, and [ErrSubscriberClosed]
-// when called after Close or a second time.
+// finished watermark is committed and the group left (up to
+// LeaveTimeout), and Run returns nil: within CloseTimeout + LeaveTimeout
+// of the stop even when the broker or the coordinator lookup stopped
+// answering (what was not committed is logged, [LogStopGaveUp]), plus the
+// time a batch in its transaction takes to see its context cancelled. It
+// returns an error when the brokers cannot be reached, and
+// [ErrSubscriberClosed] when called after Close or a second time.
 func (bc *BatchConsumer) Run(ctx context.Context) error {
 	bc.mu.Lock()
 	if bc.started {
@@ -336,7 +346,11 @@ const (
 )
 
 // Close stops Run (see [ParallelSubscriber.Close]) and waits for it to
-// return. Later calls return the first call's result.
+// return: within CloseTimeout + LeaveTimeout, with an error wrapping
+// [ErrCloseTimedOut] when the last commits and the group leave did not
+// finish in time (the broker or the coordinator lookup stopped
+// answering; [LogStopGaveUp] says what was not committed). Later calls
+// return the first call's result.
 func (bc *BatchConsumer) Close() error {
 	bc.closeOnce.Do(func() {
 		close(bc.closing)
@@ -422,20 +436,24 @@ func (bc *BatchConsumer) process(ctx context.Context, batch []*message.Message) 
 		}
 		return
 	}
-	var notAcked map[recordKeyOf]bool // keys with a message failed earlier in batch
+	// Per key, whether a message failed earlier in batch (its later ones
+	// were held back by the BatchFunc, at no fault of theirs), and whether
+	// one was nacked (not dead-lettered and acked).
+	var failed, nacked map[recordKeyOf]bool
 	for i, m := range batch {
 		err := verdicts[i]
 		if err == nil {
-			bc.settle(m, nil, false)
+			bc.settle(m, nil, false, false)
 			continue
 		}
 		k, hasKey := keyOfRecord(m)
-		bc.settle(m, err, hasKey && notAcked[k])
+		acked := bc.settle(m, err, hasKey && failed[k], hasKey && nacked[k])
 		if hasKey {
-			if notAcked == nil {
-				notAcked = make(map[recordKeyOf]bool)
+			if failed == nil {
+				failed, nacked = make(map[recordKeyOf]bool), make(map[recordKeyOf]bool)
 			}
-			notAcked[k] = true
+			failed[k] = true
+			nacked[k] = nacked[k] || !acked
 		}
 	}
 }
@@ -455,26 +473,33 @@ func keyOfRecord(m *message.Message) (recordKeyOf, bool) {
 }
 
 // settle acks m (err nil), dead-letters and acks it (permanent, or out
-// of attempts), or nacks it; heldBack (an earlier message of its key in
-// the batch failed) nacks it without using an attempt.
-func (bc *BatchConsumer) settle(m *message.Message, err error, heldBack bool) {
+// of attempts), or nacks it. behindFailed (an earlier message of its key
+// in the batch failed, so the BatchFunc held m back) nacks a message that
+// is not rejected without using an attempt; behindNacked (that earlier
+// message was nacked) nacks a rejected one too, to be dead-lettered when
+// it comes again. It reports whether m was acked.
+func (bc *BatchConsumer) settle(m *message.Message, err error, behindFailed, behindNacked bool) bool {
 	k, hasKey := bc.offsetOf(m)
 	if err == nil {
 		bc.forget(k, hasKey)
 		m.Ack()
-		return
+		return true
 	}
 	reason, attempts := "", 0
 	switch {
-	case heldBack:
+	case behindNacked && ackgap.IsPermanent(err):
+		// Rejected, but behind its key's nacked message: dead-lettered
+		// when it comes again after it, so the key's messages settle in
+		// order. Said as it is, not as a failure.
+		warn(bc.logger, LogRejectedHeldBack, err, bc.nackFields(m, k, hasKey).Add(watermill.LogFields{"reason": reasonOf(err)}))
+		m.Nack()
+		return false
+	case behindFailed && !ackgap.IsPermanent(err):
 		// Behind its key's failed message: redelivered after it, its own
 		// attempts untouched.
 	case ackgap.IsPermanent(err):
 		attempts = bc.failed(k, hasKey)
-		reason = ackgap.ReasonOf(err)
-		if reason == "" {
-			reason = ackgap.ReasonPermanent
-		}
+		reason = reasonOf(err)
 	case errors.Is(err, ackgap.ErrStoreUnavailable) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
 		// The database or the shutdown, not the message: no attempt used.
 	case hasKey:
@@ -483,21 +508,37 @@ func (bc *BatchConsumer) settle(m *message.Message, err error, heldBack bool) {
 		}
 	}
 	if reason == "" {
-		fields := watermill.LogFields{"event_id": m.Metadata.Get(ackgap.MetadataEventIDKey)}
-		if hasKey {
-			fields["partition"], fields["offset"] = k.partition, k.offset
-		}
 		// At warn, as the router logs its nacks: the message is redelivered.
-		warn(bc.logger, LogNotApplied, err, fields)
+		warn(bc.logger, LogNotApplied, err, bc.nackFields(m, k, hasKey))
 		m.Nack()
-		return
+		return false
 	}
 	if bc.deadLetter(m, err, reason, attempts) != nil {
 		m.Nack() // logged: redelivered, never acked without its dead-letter copy
-		return
+		return false
 	}
 	bc.forget(k, hasKey)
 	m.Ack()
+	return true
+}
+
+// nackFields are the log fields of a nacked message: its event id
+// (escaped: internal/logfield), partition and offset.
+func (bc *BatchConsumer) nackFields(m *message.Message, k offsetKey, hasKey bool) watermill.LogFields {
+	fields := watermill.LogFields{"event_id": logfield.ID(m.Metadata.Get(ackgap.MetadataEventIDKey))}
+	if hasKey {
+		fields["partition"], fields["offset"] = k.partition, k.offset
+	}
+	return fields
+}
+
+// reasonOf is a permanent error's dead-letter reason, ackgap.ReasonPermanent
+// when it names none.
+func reasonOf(err error) string {
+	if r := ackgap.ReasonOf(err); r != "" {
+		return r
+	}
+	return ackgap.ReasonPermanent
 }
 
 // batchConsumerName is what Watermill's router would record as the
@@ -511,6 +552,15 @@ const batchConsumerName = "kafkabroker.BatchConsumer"
 // offset and the error (field "err"); the message is redelivered after
 // NackResendSleep.
 const LogNotApplied = "Message not applied; it is redelivered after NackResendSleep and holds its key"
+
+// LogRejectedHeldBack is the message the BatchConsumer logs, at warn, for
+// a rejected message (a permanent error) that sits behind an earlier
+// message of its record key that was nacked in the same batch: it is
+// nacked too, so that its key's messages settle in order, and
+// dead-lettered when it comes again after that one (ackgap.LogDeadLettered
+// then). Fields: event_id, partition, offset, reason (the dead-letter
+// reason it will carry) and the error (field "err").
+const LogRejectedHeldBack = "Message rejected; dead-lettered when redelivered after the earlier message of its key"
 
 // deadLetter publishes a copy of m to DeadLetterTopic, as the router's
 // dead-letter path does (internal/deadletter): m's payload, UUID and
@@ -544,7 +594,7 @@ func (bc *BatchConsumer) deadLetter(m *message.Message, err error, reason string
 	dl.Metadata.Set(wmw.PoisonedHandlerKey, consumer+"/"+bc.cfg.Topic)
 	dl.Metadata.Set(wmw.PoisonedSubscriberKey, batchConsumerName)
 	fields := watermill.LogFields{
-		"event_id": eventID, "consumer": consumer, "message_uuid": m.UUID,
+		"event_id": logfield.ID(eventID), "consumer": consumer, "message_uuid": logfield.ID(m.UUID),
 		"reason": reason, "destination": bc.cfg.DeadLetterTopic, "attempts": attempts,
 	}
 	if hasDelivery && d.HasOffset {

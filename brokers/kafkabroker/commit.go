@@ -91,6 +91,12 @@ type offsetCommitter struct {
 	// checkWindow is how long a partition is watched after an unanswered
 	// commit; 0: never.
 	checkWindow time.Duration
+	// timeout, when set, bounds each request to the coordinator as the
+	// caller sees it, the coordinator lookup included (see bounded).
+	timeout time.Duration
+
+	callMu sync.Mutex
+	busy   chan struct{} // closed when the last request given up on returned
 
 	sendMu sync.Mutex // one request at a time
 
@@ -233,7 +239,16 @@ func (c *offsetCommitter) checkOffsets() {
 	if len(keys) == 0 {
 		return
 	}
-	got, err := fetchCommitted(c.client, c.conf, c.group, keys)
+	var fetched map[partitionKey]int64
+	var got map[partitionKey]int64
+	ran, err := c.bounded("OffsetFetch", func() error {
+		var ferr error
+		fetched, ferr = fetchCommitted(c.client, c.conf, c.group, keys)
+		return ferr
+	})
+	if ran {
+		got = fetched
+	}
 	c.mu.Lock()
 	c.checkAt = time.Now().Add(offsetCheckInterval)
 	c.mu.Unlock()
@@ -390,9 +405,74 @@ func (c *offsetCommitter) flushLocked(only *partitionKey) bool {
 }
 
 // send sends blocks in one request to the group coordinator and returns
-// each block's error (nil: accepted).
+// each block's error (nil: accepted). With timeout set it returns within
+// it (see bounded): a request given up on is unanswered (errOutcomeUnknown),
+// it may still land.
 func (c *offsetCommitter) send(blocks []commitBlock) []error {
-	return sendOffsetCommit(c.client, c.conf, c.group, c.gen, c.member, blocks)
+	var sent []error
+	ran, err := c.bounded("OffsetCommit", func() error {
+		sent = sendOffsetCommit(c.client, c.conf, c.group, c.gen, c.member, blocks)
+		return nil
+	})
+	if ran {
+		return sent
+	}
+	errs := make([]error, len(blocks))
+	for i := range errs {
+		errs[i] = err
+	}
+	return errs
+}
+
+// errCommitBusy: a request sent earlier is still waiting for Sarama (the
+// coordinator lookup or its answer), so no other is sent meanwhile.
+var errCommitBusy = errors.New("an earlier request to the coordinator is still unanswered; not sent")
+
+// bounded runs call, a request to the group coordinator through Sarama,
+// and waits at most c.timeout for it (without limit when c.timeout is 0).
+// Sarama's own timeouts do not bound a call: the coordinator lookup
+// (FindCoordinator, retried Metadata.Retry.Max times, each up to
+// Net.ReadTimeout, after a dial of up to Net.DialTimeout) comes before
+// the request when the coordinator is not known, and again after a
+// request that found it moved or unanswering. (The request's own
+// Net.ReadTimeout is below c.timeout, see ParallelConfig.commitSarama, so
+// an unanswered request to a known coordinator ends as Sarama's timeout
+// when the lookup after it is quick.) A call given up on goes on in the
+// background until Sarama returns (closing the client ends it) and its
+// result is dropped; bounded returns an error wrapping errOutcomeUnknown
+// for op (the request may still land). Until it returned, later calls
+// are not sent: they fail at once with errCommitBusy, so calls neither
+// pile up nor overtake one another. ran reports whether call returned
+// (err is then call's): only then may the caller read what call wrote.
+func (c *offsetCommitter) bounded(op string, call func() error) (ran bool, err error) {
+	if c.timeout <= 0 {
+		return true, call()
+	}
+	c.callMu.Lock()
+	defer c.callMu.Unlock()
+	if c.busy != nil {
+		select {
+		case <-c.busy:
+			c.busy = nil
+		default:
+			return false, fmt.Errorf("%s: %w", op, errCommitBusy)
+		}
+	}
+	done := make(chan struct{})
+	var callErr error
+	go func() {
+		defer close(done)
+		callErr = call()
+	}()
+	t := time.NewTimer(c.timeout)
+	defer t.Stop()
+	select {
+	case <-done:
+		return true, callErr
+	case <-t.C:
+		c.busy = done
+		return false, fmt.Errorf("%s: %w: no answer within CommitTimeout (%s), coordinator lookup included", op, errOutcomeUnknown, c.timeout)
+	}
 }
 
 // sendOffsetCommit sends blocks in one OffsetCommit request to group's

@@ -52,7 +52,12 @@ func joinGroup(t *testing.T, topic, group string) member {
 	if env == "" {
 		env = "127.0.0.1:9092"
 	}
-	brokers := strings.Split(env, ",")
+	return joinGroupOn(t, strings.Split(env, ","), topic, group)
+}
+
+// joinGroupOn is joinGroup on the broker at brokers.
+func joinGroupOn(t *testing.T, brokers []string, topic, group string) member {
+	t.Helper()
 	cfg := ParallelConfig{SubscriberConfig: SubscriberConfig{Brokers: brokers, ConsumerGroup: group, SessionTimeout: 2 * time.Second}}.WithDefaults()
 	sc := cfg.SaramaConfig()
 	sc.Producer.Return.Successes = true

@@ -41,8 +41,10 @@ var (
 // the partition's current watermark. A nacked or failing message holds its
 // partition's watermark, so a crash redelivers everything from it on, and
 // the inbox skips what was already applied. Each OffsetCommit request
-// (and each OffsetFetch below) is bounded by CommitTimeout, not by
-// Sarama's Net.ReadTimeout.
+// (and each OffsetFetch below) is bounded by CommitTimeout, the lookup of
+// the group coordinator included, not by Sarama's Net.ReadTimeout and
+// retries: one given up on counts as unanswered, and no other is sent
+// until Sarama returned from it.
 //
 // Regressions. Commits go out one at a time and a partition's offset only
 // grows, so the member never moves a committed offset backwards itself.
@@ -73,12 +75,18 @@ var (
 //
 // Rebalance and Close. When a partition is revoked (the group session
 // ends), the partition stops handing out records, waits up to
-// HoldTimeout for those in flight, commits its watermark and releases
-// the partition; records it read but had not handed out are left to the
-// next owner. Close (or the end of Subscribe's ctx) stops handing out
-// records, waits up to CloseTimeout for those in flight, cancels the rest
-// (the inbox rolls them back; they are redelivered), commits every
-// watermark and leaves the group.
+// HoldTimeout for those in flight, commits its watermark (within
+// CommitTimeout) and releases the partition, within HoldTimeout +
+// CommitTimeout (at most RebalanceTimeout); records it read but had not
+// handed out are left to the next owner. Close (or the end of Subscribe's
+// ctx) stops handing out records, waits up to CloseTimeout for those in
+// flight, cancels the rest (the inbox rolls them back; they are
+// redelivered), commits every watermark and leaves the group, waiting up
+// to LeaveTimeout for the commits and the leave: it returns, and the
+// channel closes, within CloseTimeout + LeaveTimeout even when the broker
+// or the coordinator lookup stopped answering. A stop that gave up logs
+// what it did not commit ([LogStopGaveUp]) and Close returns an error
+// wrapping [ErrCloseTimedOut]; the group's next member replays it.
 //
 // It is safe for concurrent use; Close may be called more than once.
 type ParallelSubscriber struct {
@@ -238,8 +246,11 @@ func (s *ParallelSubscriber) subscribe(ctx context.Context, topic string, keyRun
 // Close stops every subscription: no new message is handed out, messages
 // in flight get up to CloseTimeout to be acked (or nacked), every
 // partition's watermark is committed, then the consumer leaves the group
-// and the channels close. It returns once everything stopped; later calls
-// return the first call's result.
+// and the channels close. It returns once everything stopped, or after
+// CloseTimeout + LeaveTimeout with an error wrapping [ErrCloseTimedOut]
+// when the last commits and the leave did not finish (the broker or the
+// coordinator lookup stopped answering; [LogStopGaveUp] says what was not
+// committed). Later calls return the first call's result.
 func (s *ParallelSubscriber) Close() error {
 	s.closeOnce.Do(func() {
 		s.mu.Lock()
@@ -359,16 +370,37 @@ type parallelSub struct {
 	mu       sync.Mutex
 	com      *offsetCommitter // the current group session's
 	loops    map[partitionKey]*partLoop
-	accepted *acceptedOffsets // the subscriber's, shared by its subscriptions
+	ended    map[partitionKey]int64 // watermark of each partition whose loop ended
+	accepted *acceptedOffsets       // the subscriber's, shared by its subscriptions
+
+	// handout guards the sends on out and runs against their close: a
+	// partition loop holds it for reading while it may send (its select
+	// then also waits on stopCh, so it lets go soon after stop begins);
+	// closeHandout holds it for writing.
+	handout       sync.RWMutex
+	handoutClosed bool
+	handoutOnce   sync.Once
+}
+
+// closeHandout closes out (and runs) once no partition loop can send on
+// them any more; it is called when the consume loop returns, or by stop
+// when it gave up waiting for it.
+func (sub *parallelSub) closeHandout() {
+	sub.handoutOnce.Do(func() {
+		sub.handout.Lock()
+		defer sub.handout.Unlock()
+		sub.handoutClosed = true
+		close(sub.out)
+		if sub.runs != nil {
+			close(sub.runs)
+		}
+	})
 }
 
 // consume runs group sessions until runCtx ends.
 func (sub *parallelSub) consume(runCtx context.Context) {
 	defer close(sub.consumed)
-	defer close(sub.out)
-	if sub.runs != nil {
-		defer close(sub.runs)
-	}
+	defer sub.closeHandout()
 	for runCtx.Err() == nil {
 		err := sub.group.Consume(runCtx, []string{sub.topic}, sub)
 		switch {
@@ -392,6 +424,7 @@ func (sub *parallelSub) Setup(sess sarama.ConsumerGroupSession) error {
 		sub.logger.With(watermill.LogFields{"member_id": sess.MemberID()}))
 	com.accepted = sub.accepted
 	com.checkWindow = sub.cfg.SessionTimeout
+	com.timeout = sub.cfg.CommitTimeout
 	go com.run()
 	sub.mu.Lock()
 	sub.com = com
@@ -435,10 +468,17 @@ func (sub *parallelSub) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sar
 	sub.loops[k] = l
 	sub.mu.Unlock()
 	defer func() {
+		l.statsMu.Lock()
+		wm := l.stats.Watermark
+		l.statsMu.Unlock()
 		sub.mu.Lock()
 		if sub.loops[k] == l {
 			delete(sub.loops, k)
 		}
+		if sub.ended == nil {
+			sub.ended = make(map[partitionKey]int64)
+		}
+		sub.ended[k] = wm
 		sub.mu.Unlock()
 	}()
 	l.run()
@@ -466,11 +506,84 @@ func (sub *parallelSub) stop() error {
 		close(sub.hardStop)
 		sub.cancelMsgs()
 		sub.cancelRun()
-		<-sub.consumed
-		sub.stopErr = errors.Join(sub.group.Close(), sub.client.Close(), sub.commits.Close())
+		// The last commits and the group leave, within LeaveTimeout: a
+		// broker or coordinator lookup that stopped answering would hold
+		// them for as long as Sarama retries.
+		finished := make(chan error, 1)
+		go func() {
+			<-sub.consumed
+			finished <- errors.Join(sub.group.Close(), sub.client.Close(), sub.commits.Close())
+		}()
+		leave := time.NewTimer(sub.cfg.LeaveTimeout)
+		defer leave.Stop()
+		select {
+		case sub.stopErr = <-finished:
+			return
+		case <-leave.C:
+		}
+		sub.giveUp()
 	})
 	<-sub.done
 	return sub.stopErr
+}
+
+// LogStopGaveUp is logged at error when a stop (Close, or the end of
+// Subscribe's or Run's ctx) gave up after LeaveTimeout waiting for the
+// consumer's last offset commits and the group leave (a broker or group
+// coordinator that stopped answering), with the error field wrapping
+// [ErrCloseTimedOut]. What it did not commit is redelivered to the
+// group's next member, whose inbox skips what was applied.
+//
+// [ParallelSubscriber] and [BatchConsumer] log it once per partition whose
+// acked records are not all confirmed committed. Fields: partition,
+// committed (the highest offset the coordinator accepted from this
+// subscriber: the replay starts there, or lower; -1: none), watermark (the
+// lowest offset not acked: the records from committed up to it were acked
+// but their commit is not confirmed), leave_timeout.
+//
+// [Subscriber] logs it once per subscription. Fields: leave_timeout,
+// unconfirmed (messages acked whose offset commit was not confirmed),
+// unacked (messages handed out and never acked, given up at CloseTimeout);
+// the replay starts at each partition's committed offset.
+const LogStopGaveUp = "Stop gave up waiting for the broker: offsets not committed; the group's next member replays them"
+
+// giveUp ends a stop whose last commits or group leave did not finish
+// within LeaveTimeout: it logs what was not committed (LogStopGaveUp),
+// closes the Kafka clients so that Sarama's calls in flight fail instead
+// of waiting on the broker, closes the channels, and sets stopErr to an
+// error wrapping ErrCloseTimedOut.
+func (sub *parallelSub) giveUp() {
+	sub.mu.Lock()
+	wms := maps.Clone(sub.ended)
+	if wms == nil {
+		wms = make(map[partitionKey]int64)
+	}
+	for k, l := range sub.loops {
+		l.statsMu.Lock()
+		wms[k] = l.stats.Watermark
+		l.statsMu.Unlock()
+	}
+	sub.mu.Unlock()
+	keys := slices.SortedFunc(maps.Keys(wms), func(a, b partitionKey) int { return int(a.partition - b.partition) })
+	for _, k := range keys {
+		committed, ok := sub.accepted.get(k)
+		if !ok {
+			committed = -1
+		}
+		if wm := wms[k]; wm >= 0 && committed >= wm {
+			continue // everything acked is committed: nothing to say
+		}
+		sub.logger.Error(LogStopGaveUp, ErrCloseTimedOut, watermill.LogFields{
+			"partition": k.partition, "committed": committed, "watermark": wms[k],
+			"leave_timeout": sub.cfg.LeaveTimeout.String()})
+	}
+	// Sarama's calls in flight fail once their connections are closed;
+	// the consume loop and the leave then end in the background.
+	_ = sub.commits.Close()
+	_ = sub.client.Close()
+	sub.closeHandout()
+	sub.stopErr = fmt.Errorf("%w: the last offset commits and the group leave of group %q did not finish within LeaveTimeout (%s); "+
+		"offsets not committed are redelivered to the group's next member", ErrCloseTimedOut, sub.cfg.ConsumerGroup, sub.cfg.LeaveTimeout)
 }
 
 func (sub *parallelSub) settledOne() {
@@ -573,11 +686,22 @@ func (l *partLoop) run() {
 				out = l.sub.out
 			}
 		}
+		sending := out != nil || runs != nil
+		if sending {
+			// Held while the select may send; it also waits on stopCh
+			// (not stopping), so closeHandout gets it soon after stop
+			// begins.
+			l.sub.handout.RLock()
+			if l.sub.handoutClosed {
+				out, runs = nil, nil
+			}
+		}
+		ended := false // the claim ended: revoked
 		select {
 		case rec, ok := <-in:
 			if !ok {
-				l.drain(false)
-				return
+				ended = true
+				break
 			}
 			l.read(rec)
 		case out <- next:
@@ -587,10 +711,16 @@ func (l *partLoop) run() {
 		case ev := <-l.events:
 			l.handle(ev)
 		case <-l.sess.Context().Done():
-			l.drain(false)
-			return
+			ended = true
 		case <-stopCh:
 			stopping, stopCh = true, nil
+		}
+		if sending {
+			l.sub.handout.RUnlock()
+		}
+		if ended {
+			l.drain(false)
+			return
 		}
 		l.publishStats()
 	}

@@ -101,14 +101,17 @@ type ParallelConfig struct {
 	MaxBufferedBytes int64
 	// CommitTimeout bounds one OffsetCommit request (and the OffsetFetch
 	// that checks an unanswered one): the subscriber's offset commits go
-	// on a Kafka client of their own whose Net.ReadTimeout is
-	// CommitTimeout (its Net.WriteTimeout and Net.DialTimeout at most
+	// on a Kafka client of their own whose Net.ReadTimeout is nine tenths
+	// of CommitTimeout (its Net.WriteTimeout and Net.DialTimeout at most
 	// that), instead of Sarama's Net.ReadTimeout (30 s by default, shared
 	// with fetches). A commit unanswered after it settles the messages it
 	// covered unconfirmed ([ErrCommitRefused]) and is retried; since it
 	// may still land late, the committed offsets are checked (see
-	// [ParallelSubscriber]). A lookup of the group coordinator (Sarama's
-	// Metadata.Retry) comes on top. Default CommitTimeoutDefault (5 s);
+	// [ParallelSubscriber]). The lookup of the group coordinator (Sarama's
+	// FindCoordinator and its Metadata.Retry) counts in it: a request
+	// whose lookup or answer takes longer is given up on as unanswered,
+	// and no other is sent until Sarama returned from it. Default
+	// CommitTimeoutDefault (5 s);
 	// more than 0 and at most RebalanceTimeout - HoldTimeout (a revoked
 	// partition waits up to HoldTimeout for its records in flight, then
 	// commits its watermark, all within the rebalance).
@@ -171,10 +174,13 @@ func (c ParallelConfig) SaramaConfig() *sarama.Config {
 
 // commitSarama returns a copy of sc, the subscriber's Sarama config, for
 // the client offset commits and their checks go on: its requests time out
-// after CommitTimeout rather than Net.ReadTimeout.
+// within CommitTimeout rather than after Net.ReadTimeout.
 func (c ParallelConfig) commitSarama(sc *sarama.Config) *sarama.Config {
 	cc := *sc
-	cc.Net.ReadTimeout = c.CommitTimeout
+	// A little below CommitTimeout, which bounds the whole request
+	// (offsetCommitter.bounded): an unanswered request to a known
+	// coordinator then ends as Sarama's own timeout.
+	cc.Net.ReadTimeout = c.CommitTimeout - c.CommitTimeout/10
 	cc.Net.WriteTimeout = min(cc.Net.WriteTimeout, c.CommitTimeout)
 	cc.Net.DialTimeout = min(cc.Net.DialTimeout, c.CommitTimeout)
 	return &cc

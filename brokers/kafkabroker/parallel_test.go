@@ -58,6 +58,12 @@ func parallelConfig(brokers []string, group string) *kafkabroker.ParallelConfig 
 // chooses.
 func produce(t testing.TB, topic string, partition int32, msgs []*message.Message) {
 	t.Helper()
+	produceOn(t, kafkaBrokers(t), topic, partition, msgs)
+}
+
+// produceOn is produce to the broker at brokers.
+func produceOn(t testing.TB, brokers []string, topic string, partition int32, msgs []*message.Message) {
+	t.Helper()
 	sc := sarama.NewConfig()
 	sc.Version = kafkabroker.VersionDefault
 	sc.Producer.Return.Successes = true
@@ -67,7 +73,7 @@ func produce(t testing.TB, topic string, partition int32, msgs []*message.Messag
 	if partition >= 0 {
 		sc.Producer.Partitioner = sarama.NewManualPartitioner
 	}
-	producer, err := sarama.NewSyncProducer(kafkaBrokers(t), sc)
+	producer, err := sarama.NewSyncProducer(brokers, sc)
 	require.NoError(t, err)
 	defer producer.Close()
 	batch := make([]*sarama.ProducerMessage, 0, 500)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -44,7 +45,9 @@ var ErrCloseTimedOut = errors.New("kafkabroker: close timed out")
 // and only then closes the consumer, waiting up to LeaveTimeout for it to
 // leave the group: Close returns within CloseTimeout + LeaveTimeout even
 // when the broker stopped answering. The same happens when the ctx given
-// to Subscribe ends (the router cancels it on Close as well).
+// to Subscribe ends (the router cancels it on Close as well, and when
+// Run's ctx ends): the channel closes within CloseTimeout + LeaveTimeout.
+// A stop that gave up logs [LogStopGaveUp].
 type Subscriber struct {
 	inner  *kafka.Subscriber
 	cfg    SubscriberConfig
@@ -132,6 +135,7 @@ func (s *Subscriber) Subscribe(ctx context.Context, topic string) (<-chan *messa
 	sub := &subscription{
 		topic:       topic,
 		timeout:     s.cfg.CloseTimeout,
+		leave:       s.cfg.LeaveTimeout,
 		logger:      s.logger.With(watermill.LogFields{"topic": topic, "consumer_group": s.cfg.ConsumerGroup}),
 		track:       s.track,
 		stopCh:      make(chan struct{}),
@@ -147,6 +151,16 @@ func (s *Subscriber) Subscribe(ctx context.Context, topic string) (<-chan *messa
 		select {
 		case <-ctx.Done():
 			sub.stop()
+			// The consumer closes the channel once Sarama let go of the
+			// group, which waits on the broker: LeaveTimeout bounds it, as
+			// in Close.
+			t := time.NewTimer(s.cfg.LeaveTimeout)
+			defer t.Stop()
+			select {
+			case <-sub.done:
+			case <-t.C:
+				sub.giveUp()
+			}
 		case <-sub.done:
 		}
 	}()
@@ -214,7 +228,7 @@ func (s *Subscriber) Close() error {
 			s.logger.Error("Kafka consumer did not stop in time; closing without it", s.closeErr,
 				watermill.LogFields{"leave_timeout": s.cfg.LeaveTimeout.String()})
 			for _, sub := range subs {
-				close(sub.abandon)
+				sub.giveUp()
 			}
 		}
 		for _, sub := range subs {
@@ -238,8 +252,16 @@ func (s *Subscriber) Close() error {
 type subscription struct {
 	topic   string
 	timeout time.Duration
+	leave   time.Duration // LeaveTimeout
 	logger  watermill.LoggerAdapter
 	track   *tracker
+
+	// Messages of this subscription settled without a confirmed commit:
+	// acked but not confirmed (a commit refused, unanswered or cut short
+	// by the stop), and handed out but never acked (given up at
+	// CloseTimeout). For LogStopGaveUp.
+	unconfirmed, unacked atomic.Int64
+	abandonOnce          sync.Once
 
 	mu       sync.Mutex     // orders inflight.Add against stop
 	stopCh   chan struct{}  // closed when stopping starts: hand out nothing more
@@ -308,22 +330,42 @@ func (sub *subscription) watch(msg *message.Message, d *delivery) {
 		ackedAt := time.Now()
 		select {
 		case <-d.committed:
+			if d.commitErr != nil {
+				sub.unconfirmed.Add(1)
+			}
 			sub.track.settleCommitted(d)
 		case <-d.claimDone:
 			select {
 			case <-d.committed: // marked just before the claim ended
 				sub.track.settleCommitted(d)
 			default:
+				sub.unconfirmed.Add(1)
 				d.ack.Settle(ackgap.Settlement{Acked: true, At: ackedAt, Err: errClaimEnded})
 			}
 		case <-sub.hardStop:
+			sub.unconfirmed.Add(1)
 			d.ack.Settle(ackgap.Settlement{Acked: true, At: ackedAt, Err: errStopped})
 		}
 	case <-msg.Nacked():
 		d.ack.Settle(ackgap.Settlement{At: time.Now()})
 	case <-sub.hardStop:
+		sub.unacked.Add(1)
 		d.ack.Settle(ackgap.Settlement{At: time.Now(), Err: errGivenUp})
 	}
+}
+
+// giveUp stops waiting for the consumer, which did not let go within
+// LeaveTimeout (a broker or coordinator that stopped answering): forward
+// returns, closing the channel, and LogStopGaveUp says what was not
+// committed. Sarama's close goes on in the background until the broker
+// answers or the connection fails.
+func (sub *subscription) giveUp() {
+	sub.abandonOnce.Do(func() {
+		sub.logger.Error(LogStopGaveUp, ErrCloseTimedOut, watermill.LogFields{
+			"leave_timeout": sub.leave.String(),
+			"unconfirmed":   sub.unconfirmed.Load(), "unacked": sub.unacked.Load()})
+		close(sub.abandon)
+	})
 }
 
 // stop drains the subscription and cancels its consumer; concurrent and

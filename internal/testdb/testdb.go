@@ -85,13 +85,18 @@ func Schema(t testing.TB, maxConns int32) (*pgxpool.Pool, string) {
 // Open returns a pool of at most maxConns connections (0 = pgxpool's
 // default) to the database of URL whose search_path is schema, an
 // existing schema: a child process's way into the schema its parent test
-// made with [Schema]. The caller closes the pool.
+// made with [Schema]. Its connections' application_name is schema too
+// (unless URL sets one), so [Terminate] finds them. The caller closes
+// the pool.
 func Open(ctx context.Context, schema string, maxConns int32) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(URL())
 	if err != nil {
 		return nil, err
 	}
 	cfg.ConnConfig.RuntimeParams["search_path"] = schema
+	if _, set := cfg.ConnConfig.RuntimeParams["application_name"]; !set {
+		cfg.ConnConfig.RuntimeParams["application_name"] = schema
+	}
 	if maxConns > 0 {
 		cfg.MaxConns = maxConns
 	}
@@ -100,6 +105,22 @@ func Open(ctx context.Context, schema string, maxConns int32) (*pgxpool.Pool, er
 		return nil, fmt.Errorf("pool: %w", err)
 	}
 	return pool, nil
+}
+
+// Terminate cuts every server connection of schema's pools ([Open]: by
+// application_name) with pg_terminate_backend, as a database restart or a
+// network cut does to them, and returns how many it cut. Connections of
+// other tests are left alone.
+func Terminate(ctx context.Context, schema string) (int, error) {
+	c, err := pgx.Connect(ctx, URL())
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close(ctx)
+	var n int
+	err = c.QueryRow(ctx, `SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM pg_stat_activity
+WHERE application_name = $1 AND pid <> pg_backend_pid()`, schema).Scan(&n)
+	return n, err
 }
 
 // cleanupWait bounds how long a test's cleanup waits for its pool's
