@@ -21,8 +21,9 @@ or commit, the SQS delete or the Ack, or when the error branch itself acks
 BatchItemFailures, a Watermill or ackgap handler that returns nil), a
 transient failure (a timeout, a busy database, a restarting dependency)
 loses the message instead of redelivering it. On Kafka, skipping the ack of
-a failed message (continue) loses it as well: offsets are committed, not
-messages, so the next message's mark commits past it. So does an ack after an HTTP
+a failed message (continue, or the ack only on the success branch) loses
+it as well: offsets are committed, not messages, so the next message's mark
+commits past it. So does an ack after an HTTP
 request whose response status the function never reads (a 500 or 429 taken
 for success). Errors from decoding the
 message (Unmarshal, Decode, Parse, Validate) are not reported: a message
@@ -41,6 +42,12 @@ and dead-letter explicitly only the errors known to be permanent.`,
 			ast.Inspect(body, func(m ast.Node) bool {
 				if _, ok := m.(*ast.FuncLit); ok {
 					return false // its own function on the path
+				}
+				switch loop := m.(type) {
+				case *ast.RangeStmt:
+					kafkaSkips(pass, r, root, loop.Body)
+				case *ast.ForStmt:
+					kafkaSkips(pass, r, root, loop.Body)
 				}
 				block, ok := m.(*ast.BlockStmt)
 				if !ok {
@@ -74,8 +81,10 @@ func returnAcks(kind string) bool {
 }
 
 // decodeCall matches the names of calls that read the message rather than
-// act on it: their failure is permanent for this message.
-var decodeCall = regexp.MustCompile(`(?i)unmarshal|decode|parse|valid|atoi|^Scan$|FromString|^Read(All)?$`)
+// act on it (their failure is permanent for this message), and of calls
+// that tidy up after the work (Close, Flush, Rollback, Release): their
+// failure is not the work's.
+var decodeCall = regexp.MustCompile(`(?i)unmarshal|decode|parse|valid|atoi|^Scan$|FromString|^Read(All)?$|^Close|^Flush$|^Rollback$|^Release$`)
 
 // failedWork matches "the work failed" at st: `if err := work(); err !=
 // nil {...}`, or `err := work()` (prev) followed by `if err != nil {...}`
@@ -169,13 +178,6 @@ func checkErrAck(pass *analysis.Pass, c *Consumers, r *reporter, root *Root, ifs
 		return
 	}
 	if terminates(ifs.Body) {
-		if cont := endsInContinue(ifs.Body); cont != nil {
-			if ack, ok := laterKafkaAck(info, rest); ok {
-				r.report(cont, SeverityOf(names...), fmt.Sprintf(
-					"skips the ack when %s fails (line %d), but Kafka commits offsets, not messages: the next message's %s commits past this one and it is never delivered again; return the error to stop the partition (it is redelivered after the rebalance) or dead-letter it explicitly",
-					workName, line, ack))
-			}
-		}
 		return
 	}
 	for _, st := range rest {
@@ -383,34 +385,93 @@ func statusRead(info *types.Info, body *ast.BlockStmt, resp types.Object) bool {
 	return found
 }
 
-// endsInContinue returns body's last statement when it is a continue.
-func endsInContinue(body *ast.BlockStmt) *ast.BranchStmt {
-	if len(body.List) == 0 {
-		return nil
+// kafkaSkips reports, in a loop over Kafka messages (a loop whose body
+// marks or commits offsets with Sarama, franz-go, kafka-go or
+// confluent-kafka-go), a failed message that the loop goes past without its
+// own ack: the error branch continues or falls through, and the ack is on
+// the success path only (after the branch's continue, or in its else).
+// Offsets are committed, not messages: the next message's ack commits past
+// the failed one, which is never delivered again.
+func kafkaSkips(pass *analysis.Pass, r *reporter, root *Root, loopBody *ast.BlockStmt) {
+	info := pass.TypesInfo
+	ack := kafkaAckIn(info, loopBody)
+	if ack == "" {
+		return
 	}
-	b, ok := body.List[len(body.List)-1].(*ast.BranchStmt)
-	if !ok || b.Tok != token.CONTINUE || b.Label != nil {
-		return nil
-	}
-	return b
+	ast.Inspect(loopBody, func(m ast.Node) bool {
+		switch m.(type) {
+		case *ast.FuncLit, *ast.ForStmt, *ast.RangeStmt:
+			return false // their own functions and loops
+		}
+		block, ok := m.(*ast.BlockStmt)
+		if !ok {
+			return true
+		}
+		for i, st := range block.List {
+			var prev ast.Stmt
+			if i > 0 {
+				prev = block.List[i-1]
+			}
+			ifs, work := failedWork(pass, st, prev)
+			if ifs == nil || leaves(ifs.Body) || kafkaAckIn(info, ifs.Body) != "" || sendsElsewhere(pass, ifs.Body) {
+				continue
+			}
+			if !endsInContinue(ifs.Body) && kafkaAckIn(info, &ast.BlockStmt{List: block.List[i+1:]}) != "" {
+				continue // falls through to the ack: "acks even when ... failed"
+			}
+			workName := types.ExprString(work.Fun)
+			r.report(ifs, SeverityOf(root.Name, workName), fmt.Sprintf(
+				"a message whose %s fails is not acked but the loop goes on, and Kafka commits offsets, not messages: the next message's %s commits past it and it is never delivered again; return the error to stop the partition (it is redelivered after the rebalance), or dead-letter it explicitly",
+				workName, ack))
+		}
+		return true
+	})
 }
 
-// laterKafkaAck finds, among the statements after a skipped message, an
-// offset mark or commit of a Kafka client: Sarama, franz-go, kafka-go or
-// confluent-kafka-go. An offset covers every message below it.
-func laterKafkaAck(info *types.Info, rest []ast.Stmt) (string, bool) {
-	for _, st := range rest {
-		call := topCall(st)
-		if call == nil {
+// endsInContinue reports whether body's last statement is a continue.
+func endsInContinue(body *ast.BlockStmt) bool {
+	if len(body.List) == 0 {
+		return false
+	}
+	b, ok := body.List[len(body.List)-1].(*ast.BranchStmt)
+	return ok && b.Tok == token.CONTINUE && b.Label == nil
+}
+
+// leaves reports whether body leaves the loop or the function: a return,
+// break or goto, or a call to panic, os.Exit or a Fatal logger (not a
+// continue, which goes on to the next message).
+func leaves(body *ast.BlockStmt) bool {
+	for _, st := range body.List {
+		if b, ok := st.(*ast.BranchStmt); ok && b.Tok == token.CONTINUE {
 			continue
+		}
+		if terminates(&ast.BlockStmt{List: []ast.Stmt{st}}) {
+			return true
+		}
+	}
+	return false
+}
+
+// kafkaAckIn returns the first offset mark or commit of a Kafka client in
+// n (not inside function literals), or "".
+func kafkaAckIn(info *types.Info, n ast.Node) string {
+	found := ""
+	ast.Inspect(n, func(m ast.Node) bool {
+		if _, ok := m.(*ast.FuncLit); ok || found != "" {
+			return false
+		}
+		call, ok := m.(*ast.CallExpr)
+		if !ok {
+			return true
 		}
 		fn := callee(info, call)
 		if fn == nil || ackOf(info, call) == "" {
-			continue
+			return true
 		}
 		if p := funcPath(fn); isSaramaPath(p) || p == pathKgo || p == pathKafkaGo || isConfluent(p) {
-			return qualName(fn), true
+			found = qualName(fn)
 		}
-	}
-	return "", false
+		return found == ""
+	})
+	return found
 }
