@@ -1,0 +1,259 @@
+package sqsbroker
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/ackgap/ackgap"
+)
+
+// settleRequestsMin is the least number of settle requests (DeleteMessageBatch,
+// ChangeMessageVisibilityBatch) a settler keeps in flight at once.
+const settleRequestsMin = 4
+
+// settleItem is one message to delete (after its commit) or to make
+// visible after vt (a nack: NackDelay; a release: 0).
+type settleItem struct {
+	l      *lease
+	delete bool
+	vt     time.Duration
+	// done receives the outcome, on the goroutine of the request that
+	// carried the item; it must not block.
+	done func(settleResult)
+}
+
+// settleResult is what SQS answered for one item.
+type settleResult struct {
+	// deletes: AckDeleted, AckStale or AckFailed; visibility changes:
+	// AckNacked (the caller sets its own outcome).
+	outcome ackgap.SettleOutcome
+	change  changeResult // visibility changes
+	err     error        // AckFailed: why
+	at      time.Time    // when SQS answered with success; zero otherwise
+}
+
+// settler sends the deletes and visibility changes of settled messages
+// for one consumer, coalesced across batches and workers: full requests
+// of ten entries go out at once (up to maxInFlight requests at a time),
+// and a partial one goes out when no request of its kind is in flight, so
+// an idle consumer sends each settle at once and a busy one fills its
+// requests while the previous ones are answered (Nagle's rule). The
+// workers hand items over and go on receiving; the delete of a message
+// still happens only after its commit, since items are handed over after
+// it. A delete that fails (the whole request, or its entry, for a reason
+// other than a lost lease) is tried deleteAttempts times; after that the
+// message is delivered again once its lease lapses, and the inbox acks
+// that copy as a duplicate: the failure is logged as an error and counted
+// (Stats.DeleteFailed).
+type settler struct {
+	client      *sqs.Client
+	queueURL    string
+	leases      *leases
+	timeout     time.Duration // per request
+	logger      watermill.LoggerAdapter
+	stats       *counters
+	maxInFlight int
+
+	in   chan []settleItem
+	done chan struct{}
+}
+
+func newSettler(client *sqs.Client, queueURL string, leases *leases, timeout time.Duration, workers int, logger watermill.LoggerAdapter, stats *counters) *settler {
+	n := max(settleRequestsMin, workers)
+	s := &settler{
+		client: client, queueURL: queueURL, leases: leases, timeout: timeout, logger: logger, stats: stats,
+		maxInFlight: n, in: make(chan []settleItem, 4*n), done: make(chan struct{}),
+	}
+	go s.run()
+	return s
+}
+
+// submit hands items over; it blocks only while the settler is that far
+// behind (backpressure). It must not be called after close.
+func (s *settler) submit(items []settleItem) {
+	if len(items) > 0 {
+		s.in <- items
+	}
+}
+
+// close sends what is pending, waits until every request was answered
+// (each bounded by the request timeout, a delete by deleteAttempts of
+// them), and returns. Every submit must have returned before.
+func (s *settler) close() {
+	close(s.in)
+	<-s.done
+}
+
+func (s *settler) run() {
+	defer close(s.done)
+	var dels, vis []settleItem
+	inflight := 0
+	var delBusy, visBusy int // requests in flight by kind
+	type answer struct{ delete bool }
+	answered := make(chan answer, s.maxInFlight)
+	in := s.in
+	send := func(items []settleItem, del bool) {
+		inflight++
+		if del {
+			delBusy++
+		} else {
+			visBusy++
+		}
+		go func() {
+			if del {
+				s.deleteEntries(items)
+			} else {
+				s.changeVisibility(items)
+			}
+			answered <- answer{del}
+		}()
+	}
+	for {
+		closing := in == nil
+		for inflight < s.maxInFlight {
+			switch {
+			case len(dels) >= maxBatchEntries:
+				send(dels[:maxBatchEntries:maxBatchEntries], true)
+				dels = dels[maxBatchEntries:]
+			case len(vis) >= maxBatchEntries:
+				send(vis[:maxBatchEntries:maxBatchEntries], false)
+				vis = vis[maxBatchEntries:]
+			case len(dels) > 0 && (delBusy == 0 || closing):
+				send(dels, true)
+				dels = nil
+			case len(vis) > 0 && (visBusy == 0 || closing):
+				send(vis, false)
+				vis = nil
+			default:
+				goto wait
+			}
+		}
+	wait:
+		if closing && inflight == 0 && len(dels) == 0 && len(vis) == 0 {
+			return
+		}
+		select {
+		case items, ok := <-in:
+			if !ok {
+				in = nil
+				continue
+			}
+			for _, it := range items {
+				if it.delete {
+					dels = append(dels, it)
+				} else {
+					vis = append(vis, it)
+				}
+			}
+		case a := <-answered:
+			inflight--
+			if a.delete {
+				delBusy--
+			} else {
+				visBusy--
+			}
+		}
+	}
+}
+
+// requestCtx bounds one SQS call; detached from every consumer context, so
+// that messages settled during shutdown are still deleted.
+func (s *settler) requestCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), s.timeout) //ackgapvet:ignore bgcontext settles committed messages, bounded by RequestTimeout
+}
+
+// deleteEntries deletes up to ten messages with DeleteMessageBatch,
+// trying the entries that failed for a reason other than a lost lease
+// again, deleteAttempts times in all.
+func (s *settler) deleteEntries(items []settleItem) {
+	todo := make([]int, len(items)) // indexes into items; an entry's Id is its index
+	for i := range todo {
+		todo[i] = i
+	}
+	errs := make([]error, len(items))
+	for attempt := 0; attempt < deleteAttempts && len(todo) > 0; attempt++ {
+		if attempt > 0 {
+			//ackgapvet:ignore sleep a short backoff between DeleteMessageBatch retries of messages already committed (100-200 ms, well inside the lease)
+			time.Sleep(time.Duration(attempt) * 100 * time.Millisecond)
+		}
+		entries := make([]types.DeleteMessageBatchRequestEntry, len(todo))
+		for j, i := range todo {
+			entries[j] = types.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: aws.String(items[i].l.receipt)}
+		}
+		ctx, cancel := s.requestCtx()
+		out, err := s.client.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(s.queueURL), Entries: entries})
+		cancel()
+		answered := time.Now()
+		if err != nil {
+			for _, i := range todo {
+				errs[i] = err
+			}
+			s.logger.Error("DeleteMessageBatch failed", err, watermill.LogFields{"entries": len(todo), "attempt": attempt + 1})
+			continue
+		}
+		index := func(id *string) (int, bool) {
+			i, err := strconv.Atoi(aws.ToString(id))
+			return i, err == nil && i >= 0 && i < len(items)
+		}
+		var again []int
+		for _, r := range out.Successful {
+			if i, ok := index(r.Id); ok {
+				s.stats.deleted.Add(1)
+				items[i].done(settleResult{outcome: AckDeleted, at: answered})
+			}
+		}
+		for _, f := range out.Failed {
+			i, ok := index(f.Id)
+			if !ok {
+				continue
+			}
+			if lostCode(aws.ToString(f.Code)) {
+				s.stats.stale.Add(1)
+				items[i].done(settleResult{outcome: AckStale})
+				continue
+			}
+			errs[i] = errors.New(aws.ToString(f.Code) + ": " + aws.ToString(f.Message))
+			again = append(again, i)
+		}
+		todo = again
+	}
+	for _, i := range todo {
+		s.stats.deleteFailed.Add(1)
+		s.logger.Error("Delete failed: the message is delivered again when its lease lapses, and the inbox acks that copy as a duplicate", errs[i],
+			watermill.LogFields{"sqs_message_id": items[i].l.messageID, "attempts": deleteAttempts})
+		items[i].done(settleResult{outcome: AckFailed, err: errs[i]})
+	}
+}
+
+// changeVisibility sets the visibility of up to ten messages.
+func (s *settler) changeVisibility(items []settleItem) {
+	ls := make([]*lease, len(items))
+	vts := make([]time.Duration, len(items))
+	for i, it := range items {
+		ls[i], vts[i] = it.l, it.vt
+	}
+	ctx, cancel := s.requestCtx()
+	results := s.leases.changeVisibility(ctx, ls, vts)
+	cancel()
+	answered := time.Now()
+	for i, it := range items {
+		r := settleResult{change: results[i]}
+		if results[i] == changeOK {
+			r.at = answered
+		}
+		it.done(r)
+	}
+}
+
+// counters are a consumer's settle counts (see [BatchConsumerStats]).
+type counters struct {
+	batches, received, deleted, stale, deleteFailed, nacked, released atomic.Int64
+}
