@@ -19,6 +19,13 @@ import (
 // ChangeMessageVisibilityBatch) a settler keeps in flight at once.
 const settleRequestsMin = 4
 
+// settleLinger is how long a settle waits for others to share its
+// request before a request that is not full goes out (when none of its
+// kind is in flight). A router's subscriber acks one message per worker
+// at a time: without it, most requests would carry one or two entries.
+// It lengthens the ack gap by as much at most; a lease is seconds long.
+const settleLinger = 10 * time.Millisecond
+
 // settleItem is one message to delete (after its commit) or to make
 // visible after vt (a nack: NackDelay; a release: 0).
 type settleItem struct {
@@ -95,6 +102,9 @@ func (s *settler) close() {
 func (s *settler) run() {
 	defer close(s.done)
 	var dels, vis []settleItem
+	var delSince, visSince time.Time // when the oldest pending item came
+	linger := time.NewTimer(time.Hour)
+	defer linger.Stop()
 	inflight := 0
 	var delBusy, visBusy int // requests in flight by kind
 	type answer struct{ delete bool }
@@ -118,18 +128,21 @@ func (s *settler) run() {
 	}
 	for {
 		closing := in == nil
+		now := time.Now()
 		for inflight < s.maxInFlight {
 			switch {
 			case len(dels) >= maxBatchEntries:
 				send(dels[:maxBatchEntries:maxBatchEntries], true)
 				dels = dels[maxBatchEntries:]
+				delSince = now
 			case len(vis) >= maxBatchEntries:
 				send(vis[:maxBatchEntries:maxBatchEntries], false)
 				vis = vis[maxBatchEntries:]
-			case len(dels) > 0 && (delBusy == 0 || closing):
+				visSince = now
+			case len(dels) > 0 && (closing || delBusy == 0 && now.Sub(delSince) >= settleLinger):
 				send(dels, true)
 				dels = nil
-			case len(vis) > 0 && (visBusy == 0 || closing):
+			case len(vis) > 0 && (closing || visBusy == 0 && now.Sub(visSince) >= settleLinger):
 				send(vis, false)
 				vis = nil
 			default:
@@ -140,7 +153,22 @@ func (s *settler) run() {
 		if closing && inflight == 0 && len(dels) == 0 && len(vis) == 0 {
 			return
 		}
+		// Wake when the oldest partial request's linger ends.
+		var lingerC <-chan time.Time
+		var next time.Duration
+		if len(dels) > 0 && delBusy == 0 {
+			next, lingerC = settleLinger-now.Sub(delSince), linger.C
+		}
+		if len(vis) > 0 && visBusy == 0 {
+			if d := settleLinger - now.Sub(visSince); lingerC == nil || d < next {
+				next, lingerC = d, linger.C
+			}
+		}
+		if lingerC != nil {
+			linger.Reset(max(next, 0)) // Go >= 1.23: no stale tick survives Reset
+		}
 		select {
+		case <-lingerC:
 		case items, ok := <-in:
 			if !ok {
 				in = nil
@@ -148,8 +176,14 @@ func (s *settler) run() {
 			}
 			for _, it := range items {
 				if it.delete {
+					if len(dels) == 0 {
+						delSince = time.Now()
+					}
 					dels = append(dels, it)
 				} else {
+					if len(vis) == 0 {
+						visSince = time.Now()
+					}
 					vis = append(vis, it)
 				}
 			}
