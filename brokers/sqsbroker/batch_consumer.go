@@ -157,9 +157,9 @@ type received struct {
 // batches in their transactions (their leases kept alive), cancels their
 // contexts after that (the transactions roll back and the messages return
 // when their leases lapse), settles them, sends the deletes and visibility
-// changes still pending (each request bounded by RequestTimeout, a
-// delete tried up to three times), and returns nil. A second call returns
-// an error at once.
+// changes still pending (all within RequestTimeout: a delete not
+// answered by then returns when its lease lapses, and the inbox acks it as
+// a duplicate), and returns nil. A second call returns an error at once.
 func (bc *BatchConsumer) Run(ctx context.Context) error {
 	bc.mu.Lock()
 	if bc.started {
@@ -188,7 +188,7 @@ func (bc *BatchConsumer) Run(ctx context.Context) error {
 			leases.run(leaseCtx)
 		}()
 	}
-	st := newSettler(bc.client, bc.queue.URL, leases, bc.cfg.RequestTimeout, bc.cfg.Workers, bc.logger, &bc.stats)
+	st := newSettler(bc.client, bc.queue.URL, leases, bc.cfg.RequestTimeout, settleLinger, bc.cfg.Workers, bc.logger, &bc.stats)
 	batches := make(chan received)
 	var pollers, workers sync.WaitGroup
 	for range bc.cfg.Pollers {

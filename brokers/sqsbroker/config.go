@@ -174,8 +174,12 @@ type SubscriberConfig struct {
 	Unmarshaler wsqs.Unmarshaler
 	// AckObserver, when set, receives the ackgap.Delivery of each message
 	// once the subscriber settled it (deleted, nacked, released or failed):
-	// see [AckObserverFunc].
-	// Called on the worker's goroutine; it must not block. Default nil.
+	// see [AckObserverFunc]. Deletes and nacks are answered in the
+	// background (coalesced into batch requests), so it is called from
+	// the goroutine that sent the request, concurrently with other calls
+	// and possibly after later messages were handed out; releases and
+	// abandoned messages are reported from the worker. It must be safe for
+	// concurrent use and must not block. Default nil.
 	AckObserver AckObserverFunc
 }
 

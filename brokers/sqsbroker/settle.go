@@ -65,18 +65,25 @@ type settler struct {
 	queueURL    string
 	leases      *leases
 	timeout     time.Duration // per request
+	linger      time.Duration // settleLinger, but for tests
 	logger      watermill.LoggerAdapter
 	stats       *counters
 	maxInFlight int
 
 	in   chan []settleItem
 	done chan struct{}
+	// flushBy is, once close was called, the UnixNano time by which
+	// every request must end: close + timeout. Zero before.
+	flushBy atomic.Int64
 }
 
-func newSettler(client *sqs.Client, queueURL string, leases *leases, timeout time.Duration, workers int, logger watermill.LoggerAdapter, stats *counters) *settler {
+// newSettler starts the settler of the queue at queueURL: requests time
+// out after timeout, at most max(settleRequestsMin, workers) in flight, a
+// partial one waits linger (settleLinger).
+func newSettler(client *sqs.Client, queueURL string, leases *leases, timeout, linger time.Duration, workers int, logger watermill.LoggerAdapter, stats *counters) *settler {
 	n := max(settleRequestsMin, workers)
 	s := &settler{
-		client: client, queueURL: queueURL, leases: leases, timeout: timeout, logger: logger, stats: stats,
+		client: client, queueURL: queueURL, leases: leases, timeout: timeout, linger: linger, logger: logger, stats: stats,
 		maxInFlight: n, in: make(chan []settleItem, 4*n), done: make(chan struct{}),
 	}
 	go s.run()
@@ -91,10 +98,12 @@ func (s *settler) submit(items []settleItem) {
 	}
 }
 
-// close sends what is pending, waits until every request was answered
-// (each bounded by the request timeout, a delete by deleteAttempts of
-// them), and returns. Every submit must have returned before.
+// close sends what is pending and waits until every request was
+// answered or timed out, all within the request timeout from now (no
+// retry starts after it): then returns. Every submit must have returned
+// before.
 func (s *settler) close() {
+	s.flushBy.Store(time.Now().Add(s.timeout).UnixNano())
 	close(s.in)
 	<-s.done
 }
@@ -139,10 +148,10 @@ func (s *settler) run() {
 				send(vis[:maxBatchEntries:maxBatchEntries], false)
 				vis = vis[maxBatchEntries:]
 				visSince = now
-			case len(dels) > 0 && (closing || delBusy == 0 && now.Sub(delSince) >= settleLinger):
+			case len(dels) > 0 && (closing || delBusy == 0 && now.Sub(delSince) >= s.linger):
 				send(dels, true)
 				dels = nil
-			case len(vis) > 0 && (closing || visBusy == 0 && now.Sub(visSince) >= settleLinger):
+			case len(vis) > 0 && (closing || visBusy == 0 && now.Sub(visSince) >= s.linger):
 				send(vis, false)
 				vis = nil
 			default:
@@ -157,23 +166,17 @@ func (s *settler) run() {
 		var lingerC <-chan time.Time
 		var next time.Duration
 		if len(dels) > 0 && delBusy == 0 {
-			next, lingerC = settleLinger-now.Sub(delSince), linger.C
+			next, lingerC = s.linger-now.Sub(delSince), linger.C
 		}
 		if len(vis) > 0 && visBusy == 0 {
-			if d := settleLinger - now.Sub(visSince); lingerC == nil || d < next {
+			if d := s.linger - now.Sub(visSince); lingerC == nil || d < next {
 				next, lingerC = d, linger.C
 			}
 		}
 		if lingerC != nil {
 			linger.Reset(max(next, 0)) // Go >= 1.23: no stale tick survives Reset
 		}
-		select {
-		case <-lingerC:
-		case items, ok := <-in:
-			if !ok {
-				in = nil
-				continue
-			}
+		add := func(items []settleItem) {
 			for _, it := range items {
 				if it.delete {
 					if len(dels) == 0 {
@@ -187,6 +190,15 @@ func (s *settler) run() {
 					vis = append(vis, it)
 				}
 			}
+		}
+		select {
+		case <-lingerC:
+		case items, ok := <-in:
+			if !ok {
+				in = nil
+				continue
+			}
+			add(items)
 		case a := <-answered:
 			inflight--
 			if a.delete {
@@ -195,13 +207,39 @@ func (s *settler) run() {
 				visBusy--
 			}
 		}
+		// Take everything submitted meanwhile before deciding what to send,
+		// so that it shares requests.
+	drain:
+		for in != nil {
+			select {
+			case items, ok := <-in:
+				if !ok {
+					in = nil
+					break drain
+				}
+				add(items)
+			default:
+				break drain
+			}
+		}
 	}
 }
 
 // requestCtx bounds one SQS call; detached from every consumer context, so
 // that messages settled during shutdown are still deleted.
 func (s *settler) requestCtx() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), s.timeout) //ackgapvet:ignore bgcontext settles committed messages, bounded by RequestTimeout
+	deadline := time.Now().Add(s.timeout)
+	if by := s.flushBy.Load(); by != 0 && by < deadline.UnixNano() {
+		deadline = time.Unix(0, by)
+	}
+	return context.WithDeadline(context.Background(), deadline) //ackgapvet:ignore bgcontext settles committed messages, bounded by RequestTimeout (and by close's deadline)
+}
+
+// flushOver reports whether close's deadline passed: no request or retry
+// starts after it.
+func (s *settler) flushOver() bool {
+	by := s.flushBy.Load()
+	return by != 0 && time.Now().UnixNano() >= by
 }
 
 // deleteEntries deletes up to ten messages with DeleteMessageBatch,
@@ -213,7 +251,12 @@ func (s *settler) deleteEntries(items []settleItem) {
 		todo[i] = i
 	}
 	errs := make([]error, len(items))
+	tried := 0
 	for attempt := 0; attempt < deleteAttempts && len(todo) > 0; attempt++ {
+		if attempt > 0 && s.flushOver() {
+			break
+		}
+		tried++
 		if attempt > 0 {
 			//ackgapvet:ignore sleep a short backoff between DeleteMessageBatch retries of messages already committed (100-200 ms, well inside the lease)
 			time.Sleep(time.Duration(attempt) * 100 * time.Millisecond)
@@ -262,7 +305,7 @@ func (s *settler) deleteEntries(items []settleItem) {
 	for _, i := range todo {
 		s.stats.deleteFailed.Add(1)
 		s.logger.Error("Delete failed: the message is delivered again when its lease lapses, and the inbox acks that copy as a duplicate", errs[i],
-			watermill.LogFields{"sqs_message_id": items[i].l.messageID, "attempts": deleteAttempts})
+			watermill.LogFields{"sqs_message_id": items[i].l.messageID, "attempts": tried})
 		items[i].done(settleResult{outcome: AckFailed, err: errs[i]})
 	}
 }

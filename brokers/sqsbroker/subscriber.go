@@ -202,8 +202,9 @@ func (s *Subscriber) Subscribe(ctx context.Context, topic string) (<-chan *messa
 
 // Close stops every subscription as described at Subscribe and returns
 // once their channels are closed: after at most CloseTimeout, plus about a
-// second (abandonGrace), plus the deletes and visibility changes of the
-// messages settled meanwhile (each SQS call bounded by RequestTimeout). It
+// second (abandonGrace), plus the deletes and visibility changes still
+// pending (all within RequestTimeout; a delete not answered by then
+// returns when its lease lapses, and the inbox acks it as a duplicate). It
 // is safe to call more than once and always returns nil.
 func (s *Subscriber) Close() error {
 	s.mu.Lock()
@@ -244,7 +245,7 @@ func (s *Subscriber) newSubscription(ctx context.Context) *subscription {
 		stop: make(chan struct{}), drainExpired: make(chan struct{}), workersDone: make(chan struct{}),
 	}
 	sub.leases = newLeases(s.client, s.queue.URL, s.queue.VisibilityTimeout, s.cfg.HeartbeatInterval, s.cfg.RequestTimeout, sub.logger)
-	sub.settler = newSettler(s.client, s.queue.URL, sub.leases, s.cfg.RequestTimeout, s.cfg.Workers, sub.logger, &sub.stats)
+	sub.settler = newSettler(s.client, s.queue.URL, sub.leases, s.cfg.RequestTimeout, settleLinger, s.cfg.Workers, sub.logger, &sub.stats)
 	return sub
 }
 
