@@ -39,8 +39,8 @@ type settleItem struct {
 
 // settleResult is what SQS answered for one item.
 type settleResult struct {
-	// deletes: AckDeleted, AckStale or AckFailed; visibility changes:
-	// AckNacked (the caller sets its own outcome).
+	// outcome, for a delete: AckDeleted, AckStale or AckFailed (zero for
+	// a visibility change: the caller knows its own outcome).
 	outcome ackgap.SettleOutcome
 	change  changeResult // visibility changes
 	err     error        // AckFailed: why
@@ -50,9 +50,10 @@ type settleResult struct {
 // settler sends the deletes and visibility changes of settled messages
 // for one consumer, coalesced across batches and workers: full requests
 // of ten entries go out at once (up to maxInFlight requests at a time),
-// and a partial one goes out when no request of its kind is in flight, so
-// an idle consumer sends each settle at once and a busy one fills its
-// requests while the previous ones are answered (Nagle's rule). The
+// and a partial one goes out once its oldest entry waited settleLinger
+// and no request of its kind is in flight (Nagle's rule), so an idle
+// consumer sends each settle within the linger and a busy one fills its
+// requests while the previous ones are answered. The
 // workers hand items over and go on receiving; the delete of a message
 // still happens only after its commit, since items are handed over after
 // it. A delete that fails (the whole request, or its entry, for a reason
