@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/ackgap/ackgap"
+	"github.com/ackgap/ackgap/internal/logfield"
 )
 
 // BatchFunc runs msgs as one batch, in one database transaction, and
@@ -421,14 +422,14 @@ func (bc *BatchConsumer) process(ctx context.Context, ms []types.Message, ls []*
 						watermill.LogFields{"sqs_message_id": rep.MessageID})
 				case r.outcome == AckStale:
 					bc.logger.Info("Delete refused the receipt handle: the lease was lost and another delivery holds the message; the inbox skips it",
-						watermill.LogFields{"sqs_message_id": rep.MessageID, "event_id": rep.EventID})
+						watermill.LogFields{"sqs_message_id": rep.MessageID, "event_id": logfield.ID(rep.EventID)})
 				}
 				finish()
 			}}
 			continue
 		}
 		bc.logger.Info("Message not acked; it returns after NackDelay", watermill.LogFields{
-			"sqs_message_id": rep.MessageID, "event_id": rep.EventID, "error": errs[i].Error(),
+			"sqs_message_id": rep.MessageID, "event_id": logfield.ID(rep.EventID), "error": errs[i].Error(),
 			"dead_letter_reason": ackgap.ReasonOf(errs[i]),
 		})
 		items[i] = settleItem{l: ls[i], vt: bc.cfg.NackDelay, done: func(r settleResult) {

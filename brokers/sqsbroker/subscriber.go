@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/ackgap/ackgap"
+	"github.com/ackgap/ackgap/internal/logfield"
 )
 
 // abandonGrace is how long a worker still waits for the ack or nack of a
@@ -520,7 +521,7 @@ func waitSettled[T any](msg *message.Message, giveUp <-chan T) (acked, settled b
 func (sub *subscription) delete(l *lease, rep *ackReport, st leaseState, ctx context.Context, after func()) {
 	sub.settler.submit([]settleItem{{l: l, delete: true, done: func(r settleResult) {
 		rep.Outcome, rep.Err, rep.Confirmed = r.outcome, r.err, r.at
-		fields := watermill.LogFields{"sqs_message_id": rep.MessageID, "event_id": rep.EventID, "lease_deadline": st.deadline}
+		fields := watermill.LogFields{"sqs_message_id": rep.MessageID, "event_id": logfield.ID(rep.EventID), "lease_deadline": st.deadline}
 		switch {
 		case r.outcome == AckDeleted && (r.at.After(st.deadline) || st.lost):
 			sub.logger.Info("Deleted after the lease ran out: SQS may deliver the message again, and the inbox will skip it", fields)
