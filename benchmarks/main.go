@@ -31,7 +31,11 @@ import (
 )
 
 // allStores are the stores -stores accepts, in table order.
-var allStores = []string{"postgres", "sqlite"}
+var allStores = []string{"postgres", "sqlite", "mariadb"}
+
+// defaultStores are -stores' default: the whole run of these stays under
+// targetWholeRun; mariadb is added by hand (-stores postgres,sqlite,mariadb).
+var defaultStores = []string{"postgres", "sqlite"}
 
 // Defaults of the flags.
 const (
@@ -55,6 +59,7 @@ type options struct {
 	messages    int
 	runs        int
 	dsn         string
+	mariaDSN    string
 	e2e         e2eOptions
 	out         string
 	overhead    bool
@@ -131,7 +136,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs := flag.NewFlagSet("benchmarks", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	o := &options{args: args}
-	storesFlag := fs.String("stores", strings.Join(allStores, ","), "stores to measure: postgres, sqlite")
+	storesFlag := fs.String("stores", strings.Join(defaultStores, ","), "stores to measure: "+strings.Join(allStores, ", "))
 	workloadsFlag := fs.String("workloads", joinKinds(dbKinds), "database workloads to measure")
 	concFlag := fs.String("concurrency", concurrencyDefault, "concurrency levels: partitions (handlers in flight, pool connections busy)")
 	dupFlag := fs.String("dup-rates", "0,0.1,0.5", "duplicate rates of the duplicates table (fractions of the messages)")
@@ -140,6 +145,8 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.messages, "messages", messagesDefault, "messages per run at most (a run ends at -duration or when they are all acked)")
 	fs.IntVar(&o.runs, "runs", runsDefault, "runs per cell: the table shows their median, minimum and maximum")
 	fs.StringVar(&o.dsn, "dsn", dsnDefault, "PostgreSQL database: the harness creates a schema of its own in it and drops it after")
+	fs.StringVar(&o.mariaDSN, "mariadb-dsn", envOr("TEST_MYSQL_DSN", mariaDSNDefault),
+		"MariaDB server of the mariadb store (driver form or mysql:// URL; default: $TEST_MYSQL_DSN, else the local server): the harness creates a database of its own on it and drops it after")
 	checkE2E := e2eFlags(fs, &o.e2e)
 	fs.StringVar(&o.out, "out", outDefault, "markdown file to write the results to; empty: standard output only")
 	fs.BoolVar(&o.overhead, "overhead", true, "measure the framework overhead table (GoChannel, empty handlers, concurrency 1)")
@@ -304,6 +311,8 @@ func bench(ctx context.Context, o *options, progress io.Writer) (*report, error)
 			b, err = openPostgres(ctx, o.dsn, int32(maxConc+4))
 		case "sqlite":
 			b, err = openSQLite(ctx)
+		case "mariadb":
+			b, err = openMariaDB(ctx, o.mariaDSN, maxConc+4)
 		}
 		if err != nil {
 			return nil, err
@@ -335,8 +344,8 @@ func bench(ctx context.Context, o *options, progress io.Writer) (*report, error)
 	for _, b := range backends {
 		for _, c := range o.concurrency {
 			for _, k := range o.workloads {
-				if k == kindSafeAdd && b.name() == "sqlite" {
-					continue // QueueOutbox inserts at once on SQLite: the same as safe
+				if k == kindSafeAdd && b.name() != "postgres" {
+					continue // QueueOutbox inserts at once on SQLite and MariaDB: the same as safe
 				}
 				add(b, k, c, 0)
 			}
