@@ -42,7 +42,7 @@ VALUES (?, ?, ?, ?, ?)`
 	// myOutboxInsert is mysqlstore's InsertOutboxTx statement; 1062 on the
 	// idempotency key is then read back (myOutboxExisting) to tell a
 	// duplicate from another payload.
-	myOutboxInsert = `INSERT INTO "ackgap_outbox" (kind, idempotency_key, payload, payload_hash, headers, consumer, event_id, last_error, created_at, available_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	myOutboxInsert   = `INSERT INTO "ackgap_outbox" (kind, idempotency_key, payload, payload_hash, headers, consumer, event_id, last_error, created_at, available_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	myOutboxExisting = `SELECT id, payload_hash FROM "ackgap_outbox" WHERE idempotency_key = ?`
 	// myOutboxCeiling inserts both outbox rows in one statement: a key
 	// that exists with the same payload hash is left as it is (a
