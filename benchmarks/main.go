@@ -152,6 +152,8 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.BoolVar(&o.overhead, "overhead", true, "measure the framework overhead table (GoChannel, empty handlers, concurrency 1)")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	fs.BoolVar(&o.kafkaModes.on, "kafka-modes", false, "run only the Kafka ordering modes comparison (issue #11) and write its section of -out")
+	fs.StringVar(&o.kafkaModes.store, "kafka-modes-store", kmStorePostgres, "database of the Kafka ordering modes comparison: "+strings.Join(kmStores, ", ")+
+		" (mariadb: the server of -mariadb-dsn, its section of -out is its own)")
 	fs.IntVar(&o.kafkaModes.events, "kafka-modes-events", 2000, "events per run of the Kafka ordering modes comparison")
 	fs.IntVar(&o.kafkaModes.runs, "kafka-modes-runs", 2, "runs per cell of the Kafka ordering modes comparison")
 	kmDelays := fs.String("kafka-modes-delays", "0,20ms", "provider answer delays of the Kafka ordering modes comparison")
@@ -190,6 +192,9 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 			}
 			o.kafkaModes.modes = append(o.kafkaModes.modes, m)
 		}
+	}
+	if !slices.Contains(kmStores, o.kafkaModes.store) {
+		errs = append(errs, fmt.Errorf("-kafka-modes-store: unknown store %q (want %s)", o.kafkaModes.store, strings.Join(kmStores, ", ")))
 	}
 	if o.kafkaModes.events < 1 || o.kafkaModes.runs < 1 {
 		errs = append(errs, fmt.Errorf("-kafka-modes-events and -kafka-modes-runs must be positive"))
@@ -424,6 +429,7 @@ func bench(ctx context.Context, o *options, progress io.Writer) (*report, error)
 // earlier run, keeping the rest of the file).
 func runKafkaModesCmd(ctx context.Context, o *options, stdout, stderr io.Writer) int {
 	o.kafkaModes.dsn = o.dsn
+	o.kafkaModes.mariaDSN = o.mariaDSN
 	o.kafkaModes.brokers = o.e2e.kafkaBrokers
 	section, err := runKafkaModes(ctx, o.kafkaModes, stderr)
 	if err != nil {
@@ -437,7 +443,8 @@ func runKafkaModesCmd(ctx context.Context, o *options, stdout, stderr io.Writer)
 			fmt.Fprintln(stderr, "benchmarks:", err)
 			return 1
 		}
-		if err := os.WriteFile(o.out, []byte(spliceSection(string(doc), section)), 0o644); err != nil {
+		begin, end := o.kafkaModes.markers()
+		if err := os.WriteFile(o.out, []byte(spliceBetween(string(doc), section, begin, end)), 0o644); err != nil {
 			fmt.Fprintln(stderr, "benchmarks:", err)
 			return 1
 		}
