@@ -1233,7 +1233,6 @@ func (o *kmOptions) serverUnits() string {
 	return "backends"
 }
 
-
 // spliceBetween returns doc with the section between begin and end
 // replaced by section (appended when doc has none).
 func spliceBetween(doc, section, begin, end string) string {
