@@ -62,6 +62,31 @@ ON DUPLICATE KEY UPDATE payload_hash = IF(payload_hash = VALUES(payload_hash), p
 	myChargeMany     = `UPDATE "orders" SET "status" = ?, "version" = "version" + 1 WHERE "id" IN (%s) AND "status" = ?`
 )
 
+// mariaCellsNote is the report's section on how the MariaDB cells are
+// made, printed when -stores has mariadb.
+const mariaCellsNote = `## The MariaDB cells (issue 23)
+
+The same workloads, plans and checks as on PostgreSQL (benchmarks/mariadb.go), on a database of their own on the server of ` + "`-mariadb-dsn`" + `,
+created and dropped by the run, migrated by mysqlstore as shipped. Server CPU is that of the threads serving the pools' connections
+(MariaDB runs one thread per connection; their TIDs from information_schema.PROCESSLIST), not InnoDB's background threads.
+
+- ` + "`safe`" + `: the billing handler through ackgap on mysqlstore.Open's pool (READ COMMITTED set once per session, parameters interpolated by
+  the driver). mysqlstore does not pipeline: START TRANSACTION, the inbox INSERT, the guarded UPDATE, one INSERT per outbox row and COMMIT
+  are six round trips. ` + "`safe-addoutbox`" + ` is not run: on MariaDB it sends what ` + "`safe`" + ` sends.
+- ` + "`hand-written`" + `: a careful MySQL user's handler on the same pool: BeginTx at READ COMMITTED (SET TRANSACTION, then START TRANSACTION),
+  INSERT of the inbox row (1062 = a duplicate: roll back, ack), the guarded UPDATE (no row changed: SELECT the state, applied or refused),
+  one INSERT per outbox row (1062: SELECT the stored hash, same payload a duplicate, another a conflict), COMMIT; mysqlstore's SQL
+  character for character.
+- ` + "`ceiling`" + `: the same writes in one round trip, on a pool of its own with multiStatements and interpolateParams: SET TRANSACTION
+  ISOLATION LEVEL READ COMMITTED; START TRANSACTION; INSERT IGNORE of the inbox row; the guarded UPDATE; both outbox rows in one INSERT
+  ... ON DUPLICATE KEY UPDATE that fails (NULL into NOT NULL) when a key exists with another payload; COMMIT. A copy runs every statement
+  and writes nothing; a failed statement ends the batch and the connection is rolled back.
+- ` + "`unsafe`" + `: the guarded UPDATE alone in autocommit.
+- ` + "`safe-batched`" + ` (and ` + "`safe-batched-10`" + `): batch.Processor on mysqlstore (inbox rows by one SELECT and one multi-row INSERT, outbox rows
+  likewise) with the set-based transition written for MariaDB, which has no UPDATE ... RETURNING: SELECT id ... WHERE id IN (...) AND
+  status = 'pending' FOR UPDATE, then UPDATE ... WHERE id IN (...) AND status = 'pending' (the locks make the SELECT's rows the moved ones).
+`
+
 // mariadb is the MariaDB backend: a database of its own on the server of
 // -mariadb-dsn, dropped by close, migrated as shipped, served by
 // mysqlstore.Open's pool (READ COMMITTED per transaction, ANSI_QUOTES).

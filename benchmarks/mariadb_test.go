@@ -143,7 +143,7 @@ func TestHarnessMariaDB(t *testing.T) {
 		require.Regexp(t, `\| mariadb \| `+k+` \| 50 % \| .*\| yes \|`, out)
 	}
 	for _, want := range []string{"| safe / hand-written ≥ 1.5, mariadb, concurrency 3 |", "| safe-batched / unsafe ≥ 2 (batches of 100, one transaction each), mariadb, concurrency 1 |",
-		"innodb_flush_log_at_trx_commit"} {
+		"innodb_flush_log_at_trx_commit", "## The MariaDB cells"} {
 		require.Contains(t, out, want)
 	}
 	require.NotContains(t, out, "**no**: ", "every run was correct")
@@ -177,6 +177,19 @@ func TestKafkaModesMariaDB(t *testing.T) {
 	var stderr2 bytes.Buffer
 	_, err = parse([]string{"-kafka-modes-store", "oracle"}, &stderr2)
 	require.ErrorContains(t, err, `-kafka-modes-store: unknown store "oracle"`)
+}
+
+// A benchmark run keeps the MariaDB Kafka modes section beside
+// PostgreSQL's.
+func TestWriteKeepingMariaDBModes(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "RESULTS.md")
+	km := kmBegin + "\npostgres modes\n" + kmEnd
+	kmm := kmMariaBegin + "\nmariadb modes\n" + kmMariaEnd
+	require.NoError(t, os.WriteFile(out, []byte("# Old\n\nstale\n\n"+km+"\n\n"+kmm+"\n"), 0o644))
+	require.NoError(t, writeKeepingSections(out, "# Results\n\ntable\n"))
+	b, err := os.ReadFile(out)
+	require.NoError(t, err)
+	require.Equal(t, "# Results\n\ntable\n\n"+km+"\n\n"+kmm+"\n", string(b))
 }
 
 // decodeInto unmarshals an order.placed payload.

@@ -275,6 +275,11 @@ func (r *report) markdown() string {
 		}
 	}
 
+	for _, be := range r.backends {
+		if be.name() == "mariadb" {
+			w("\n%s", mariaCellsNote)
+		}
+	}
 	r.e2eMarkdown(&b)
 	return b.String()
 }
