@@ -375,9 +375,64 @@ func (s *Store) InboxVerdictTx(_ context.Context, tx *sql.Tx) (*stores.BeginInbo
 	return storekit.VerdictNow(tx), nil
 }
 
-// QueueTransitionTx implements [stores.Store.QueueTransitionTx] at once.
+// QueueTransitionTx implements [stores.Store.QueueTransitionTx] at once,
+// as storekit.QueueTransitionNow does, except that the rows of a
+// transition that applied go in one multi-row INSERT (one round trip, not
+// one per row). A key that exists fails that INSERT with 1062, which
+// rolls back the statement alone; the rows then go through
+// InsertOutboxManyTx, which tells duplicates from conflicts.
 func (s *Store) QueueTransitionTx(ctx context.Context, tx *sql.Tx, p *stores.QueueTransitionParams) error {
-	return storekit.QueueTransitionNow[*sql.Tx](ctx, s, tx, p)
+	res, err := s.TransitionIfStateTx(ctx, tx, &p.Transition)
+	if err != nil {
+		return err
+	}
+	if err := res.Err(); err != nil {
+		return err
+	}
+	if res.Applied() {
+		if err := s.insertOutboxAll(ctx, tx, p.Outbox); err != nil {
+			return err
+		}
+	}
+	if p.Ran != nil {
+		p.Ran(res.Applied())
+	}
+	return nil
+}
+
+// insertOutboxAll inserts rows in one statement when none of their keys
+// exists (the usual case), else as InsertOutboxManyTx does. Rows are
+// validated first; two rows with one key and another payload are an
+// idempotency conflict.
+func (s *Store) insertOutboxAll(ctx context.Context, tx *sql.Tx, rows []ackgap.OutboxEntry) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	mp := &stores.OutboxInsertManyParams{Rows: rows}
+	plan, err := storekit.PlanOutboxMany(mp)
+	if err != nil {
+		return err
+	}
+	var q strings.Builder
+	q.WriteString(`INSERT INTO ` + s.names.Outbox + outboxInsertColumns)
+	args := make([]any, 0, 10*len(plan.Rows))
+	for j, i := range plan.Rows {
+		vals, err := outboxValues(&rows[i], plan.Hashes[j])
+		if err != nil {
+			return err
+		}
+		if j > 0 {
+			q.WriteString(", ")
+		}
+		q.WriteString(outboxValuesRow)
+		args = append(args, vals...)
+	}
+	_, err = tx.ExecContext(ctx, q.String(), args...)
+	if isCode(err, erDupEntry) {
+		_, err = s.InsertOutboxManyTx(ctx, tx, mp)
+		return err
+	}
+	return interpretError("insert outbox rows", err)
 }
 
 // QueueOutboxTx implements [stores.Store.QueueOutboxTx] at once.

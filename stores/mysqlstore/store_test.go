@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/ackgap/ackgap"
 	"github.com/ackgap/ackgap/internal/testdb"
 	"github.com/ackgap/ackgap/stores"
 	"github.com/ackgap/ackgap/stores/mysqlstore"
@@ -95,4 +96,60 @@ func TestSessionSetup(t *testing.T) {
 	}
 	require.NoError(t, plain.QueryRowContext(ctx, `SELECT @@tx_isolation`).Scan(&def))
 	require.Equal(t, "REPEATABLE-READ", def, "New leaves the caller's sessions as they were")
+}
+
+// TestQueueTransitionRows: the rows of a queued transition that applied go
+// in one INSERT; when one of their keys exists already, that INSERT fails
+// alone and the rows are written as InsertOutboxManyTx writes them: a key
+// held with the same payload is a duplicate (the others are written), with
+// another payload an idempotency conflict; a transition already applied
+// or refused writes no row.
+func TestQueueTransitionRows(t *testing.T) {
+	ctx := context.Background()
+	store := setup(t)
+	_, err := store.DB().ExecContext(ctx, `CREATE TABLE orders (id VARCHAR(64) PRIMARY KEY, status VARCHAR(16) NOT NULL)`)
+	require.NoError(t, err)
+	_, err = store.DB().ExecContext(ctx, `INSERT INTO orders VALUES ('o1', 'new'), ('o2', 'new'), ('o3', 'new'), ('o4', 'cancelled')`)
+	require.NoError(t, err)
+	rows := func(key1, key2, payload2 string) []ackgap.OutboxEntry {
+		return []ackgap.OutboxEntry{{Kind: "k", IdempotencyKey: key1, Payload: []byte("p")}, {Kind: "k", IdempotencyKey: key2, Payload: []byte(payload2)}}
+	}
+	queue := func(order string, outbox []ackgap.OutboxEntry) error {
+		res, err := store.BeginInbox(ctx, &stores.BeginInboxParams{Consumer: "c", EventID: "e-" + order + "-" + outbox[0].IdempotencyKey})
+		require.NoError(t, err)
+		var applied *bool
+		err = store.QueueTransitionTx(ctx, res.Tx, &stores.QueueTransitionParams{
+			Transition: ackgap.Transition{Table: "orders", Key: order, From: []string{"new"}, To: "done"},
+			Outbox:     outbox, Ran: func(a bool) { applied = &a },
+		})
+		if err != nil {
+			require.NoError(t, store.RollbackTx(ctx, res.Tx))
+			return err
+		}
+		require.NotNil(t, applied, "Ran called")
+		return store.CommitTx(ctx, res.Tx)
+	}
+	keys := func() []string {
+		var out []string
+		r, err := store.DB().QueryContext(ctx, `SELECT idempotency_key FROM "ackgap_outbox" ORDER BY idempotency_key`)
+		require.NoError(t, err)
+		defer r.Close()
+		for r.Next() {
+			var k string
+			require.NoError(t, r.Scan(&k))
+			out = append(out, k)
+		}
+		return out
+	}
+
+	require.NoError(t, queue("o1", rows("a", "b", "p")))
+	require.Equal(t, []string{"a", "b"}, keys())
+	require.NoError(t, queue("o2", rows("b", "c", "p")), "b held with the same payload: a duplicate")
+	require.Equal(t, []string{"a", "b", "c"}, keys())
+	require.ErrorIs(t, queue("o3", rows("d", "c", "other")), ackgap.ErrIdempotencyConflict)
+	require.Equal(t, []string{"a", "b", "c"}, keys(), "the conflict wrote nothing")
+	require.NoError(t, queue("o1", rows("e", "f", "p")), "o1 is done already: nothing written")
+	require.ErrorIs(t, queue("o4", rows("e", "f", "p")), ackgap.ErrTransitionRefused, "o4 is cancelled, not new")
+	require.ErrorIs(t, queue("o3", rows("g", "g", "other")), ackgap.ErrIdempotencyConflict, "one key, two payloads")
+	require.Equal(t, []string{"a", "b", "c"}, keys())
 }
