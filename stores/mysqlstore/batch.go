@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/ackgap/ackgap/stores"
@@ -67,6 +68,10 @@ func (s *Store) insertInboxMany(ctx context.Context, tx *sql.Tx, p *stores.Begin
 			missing = append(missing, i)
 		}
 	}
+	// Inserted in event id order, so that concurrent batches with keys in
+	// common take their locks in one order and wait for each other instead
+	// of deadlocking (1213), as pgxstore's ORDER BY does.
+	slices.SortFunc(missing, func(a, b int) int { return strings.Compare(p.Rows[a].EventID, p.Rows[b].EventID) })
 	now := micros(p.Now)
 	values := func(i int) []any {
 		r := &p.Rows[i]
@@ -232,6 +237,7 @@ func (s *Store) InsertOutboxManyTx(ctx context.Context, tx *sql.Tx, p *stores.Ou
 			missing = append(missing, j)
 		}
 	}
+	slices.SortFunc(missing, func(a, b int) int { return strings.Compare(keys[a], keys[b]) }) // one lock order (see insertInboxMany)
 	values := func(j int) []any {
 		v, _ := outboxValues(&p.Rows[plan.Rows[j]], plan.Hashes[j])
 		return v

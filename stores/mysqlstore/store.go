@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -413,11 +414,18 @@ func (s *Store) insertOutboxAll(ctx context.Context, tx *sql.Tx, rows []ackgap.O
 	if err != nil {
 		return err
 	}
+	order := make([]int, len(plan.Rows)) // by key: one lock order for concurrent writers (see insertInboxMany)
+	for j := range order {
+		order[j] = j
+	}
+	slices.SortFunc(order, func(a, b int) int {
+		return strings.Compare(rows[plan.Rows[a]].IdempotencyKey, rows[plan.Rows[b]].IdempotencyKey)
+	})
 	var q strings.Builder
 	q.WriteString(`INSERT INTO ` + s.names.Outbox + outboxInsertColumns)
 	args := make([]any, 0, 10*len(plan.Rows))
-	for j, i := range plan.Rows {
-		vals, err := outboxValues(&rows[i], plan.Hashes[j])
+	for j, o := range order {
+		vals, err := outboxValues(&rows[plan.Rows[o]], plan.Hashes[o])
 		if err != nil {
 			return err
 		}

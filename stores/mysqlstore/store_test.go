@@ -3,7 +3,12 @@ package mysqlstore_test
 import (
 	"context"
 	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/stretchr/testify/require"
@@ -152,4 +157,47 @@ func TestQueueTransitionRows(t *testing.T) {
 	require.ErrorIs(t, queue("o4", rows("e", "f", "p")), ackgap.ErrTransitionRefused, "o4 is cancelled, not new")
 	require.ErrorIs(t, queue("o3", rows("g", "g", "other")), ackgap.ErrIdempotencyConflict, "one key, two payloads")
 	require.Equal(t, []string{"a", "b", "c"}, keys())
+}
+
+// TestBeginInboxManyLockOrder: two batches with the same event ids in
+// opposite orders, begun at once, never deadlock (1213 would be
+// redelivered, but a busy consumer group would keep paying for it): the
+// store inserts in key order, so the second waits for the first and finds
+// its rows duplicates. Each event id is applied by exactly one batch.
+func TestBeginInboxManyLockOrder(t *testing.T) {
+	ctx := context.Background()
+	store := setup(t)
+	for round := range 10 {
+		rows := make([]stores.InboxManyRow, 200)
+		for i := range rows {
+			rows[i] = stores.InboxManyRow{EventID: fmt.Sprintf("r%d-e%03d", round, i)}
+		}
+		reversed := slices.Clone(rows)
+		slices.Reverse(reversed)
+		start := make(chan struct{})
+		owned := make([]int, 2)
+		errs := make([]error, 2)
+		var wg sync.WaitGroup
+		for g, batch := range [][]stores.InboxManyRow{rows, reversed} {
+			wg.Go(func() {
+				<-start
+				res, err := store.BeginInboxMany(ctx, &stores.BeginInboxManyParams{Consumer: "c", Rows: batch})
+				if err != nil {
+					errs[g] = err
+					return
+				}
+				for _, r := range res.Rows {
+					if !r.Duplicate {
+						owned[g]++
+					}
+				}
+				time.Sleep(5 * time.Millisecond) // hold the locks a moment, as a handler does
+				errs[g] = store.CommitTx(ctx, res.Tx)
+			})
+		}
+		close(start)
+		wg.Wait()
+		require.NoError(t, errors.Join(errs...), "round %d", round)
+		require.Equal(t, len(rows), owned[0]+owned[1], "round %d: each event id applied by one batch", round)
+	}
 }
