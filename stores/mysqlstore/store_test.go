@@ -201,3 +201,38 @@ func TestBeginInboxManyLockOrder(t *testing.T) {
 		require.Equal(t, len(rows), owned[0]+owned[1], "round %d: each event id applied by one batch", round)
 	}
 }
+
+// TestBeginInboxManyDeadlockVictim: a transaction that holds inbox row b
+// and then inserts a, while a batch that inserted a waits for b, is a
+// deadlock; InnoDB rolls back the lighter transaction, the batch (the
+// other one wrote 50 rows first). BeginInboxMany begins again and finds a
+// and b committed by the other: duplicates, not a 1213.
+func TestBeginInboxManyDeadlockVictim(t *testing.T) {
+	ctx := context.Background()
+	store := setup(t)
+	other, err := store.DB().BeginTx(ctx, nil)
+	require.NoError(t, err)
+	defer func() { _ = other.Rollback() }()
+	insert := func(id string) error {
+		_, err := other.ExecContext(ctx, `INSERT INTO "ackgap_inbox" (consumer, event_id, received_at) VALUES ('c', ?, 0)`, id)
+		return err
+	}
+	for i := range 50 {
+		require.NoError(t, insert(fmt.Sprintf("z%02d", i)))
+	}
+	require.NoError(t, insert("b"))
+	done := make(chan error, 1)
+	var res *stores.BeginInboxManyResult[*sql.Tx]
+	go func() {
+		var err error
+		res, err = store.BeginInboxMany(ctx, &stores.BeginInboxManyParams{Consumer: "c",
+			Rows: []stores.InboxManyRow{{EventID: "a"}, {EventID: "b"}}})
+		done <- err
+	}()
+	time.Sleep(300 * time.Millisecond) // let the batch insert a and wait for b; if it is later, there is no deadlock and the outcome is the same
+	require.NoError(t, insert("a"))
+	require.NoError(t, other.Commit())
+	require.NoError(t, <-done)
+	require.True(t, res.Rows[0].Duplicate && res.Rows[1].Duplicate, "%+v", res.Rows)
+	require.NoError(t, store.RollbackTx(ctx, res.Tx))
+}
