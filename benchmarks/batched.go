@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -145,6 +146,15 @@ func batchProcessor(be backend) (func(context.Context, []*message.Message) (*bat
 			return nil, err
 		}
 		return p.Process, nil
+	case *mariadb:
+		p, err := batch.New(b.store, &batch.Config[*sql.Tx]{
+			InboxConfig: middleware.InboxConfig{Consumer: consumer}, Handler: chargeOrder[*sql.Tx](true),
+			BatchHandler: chargeOrders(b.store, myChargeOrders),
+		})
+		if err != nil {
+			return nil, err
+		}
+		return p.Process, nil
 	}
 	return nil, fmt.Errorf("batched workloads: no batch store for %s", be.name())
 }
@@ -158,6 +168,44 @@ FROM unnest($2::text[]) AS u(id) WHERE o."id" = u.id AND o."status" = $3 RETURNI
 	liteChargeMany = `UPDATE "orders" SET "status" = ?1, "version" = "version" + 1
 FROM json_each(?2) AS u WHERE "orders"."id" = u.value AND "status" = ?3 RETURNING "orders"."id"`
 )
+
+// myChargeOrders is the set-based guarded transition on MariaDB: lock and
+// read the batch's pending orders (myChargeManyLock), then move them
+// (myChargeMany); two statements, as there is no UPDATE ... RETURNING.
+func myChargeOrders(ctx context.Context, tx *sql.Tx, ids []string) ([]string, error) {
+	marks := strings.TrimSuffix(strings.Repeat("?, ", len(ids)), ", ")
+	args := make([]any, 0, len(ids)+2)
+	for _, id := range ids {
+		args = append(args, id)
+	}
+	rows, err := tx.QueryContext(ctx, fmt.Sprintf(myChargeManyLock, marks), append(args, statusPending)...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var moved []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		moved = append(moved, id)
+	}
+	if err := rows.Err(); err != nil || len(moved) == 0 {
+		return nil, err
+	}
+	upd := append([]any{statusCharging}, args...)
+	res, err := tx.ExecContext(ctx, fmt.Sprintf(myChargeMany, marks), append(upd, statusPending)...)
+	if err != nil {
+		return nil, err
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return nil, err
+	} else if n != int64(len(moved)) {
+		return nil, fmt.Errorf("mariadb: moved %d orders, locked %d", n, len(moved))
+	}
+	return moved, nil
+}
 
 // chargeOrders is chargeOrder for a whole batch: decode every payload,
 // move every order pending -> charging with one guarded UPDATE

@@ -72,6 +72,10 @@ type kmOptions struct {
 	modes   []string // the modes to run, in kmModes order by default
 	brokers []string
 	dsn     string
+	// store is -kafka-modes-store: kmStorePostgres ("" too) or
+	// kmStoreMariaDB, whose server is mariaDSN.
+	store    string
+	mariaDSN string
 }
 
 // kmResult is one run of one mode.
@@ -116,6 +120,9 @@ type kmEnv struct {
 	// dead counts the messages ackgap's modes dead-lettered in this run:
 	// a guarded step refused (out of order) is one.
 	dead deadLetters
+	// my is the database when -kafka-modes-store is mariadb; the pools
+	// and stores above are then nil.
+	my *kmMaria
 }
 
 // deadLetters is a dead-letter publisher that counts what it is given.
@@ -179,6 +186,39 @@ func runKafkaModes(ctx context.Context, o kmOptions, progress io.Writer) (string
 }
 
 func openKMEnv(ctx context.Context, o kmOptions) (*kmEnv, error) {
+	var env *kmEnv
+	var err error
+	if o.store == kmStoreMariaDB {
+		env = &kmEnv{o: o}
+		env.my, err = openKMMaria(ctx, o.mariaDSN)
+	} else {
+		env, err = openKMPostgres(ctx, o)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(o.brokers) > 0 { // the SQS modes comparison shares the rest without Kafka
+		sc := sarama.NewConfig()
+		sc.Version = kafkabroker.VersionDefault
+		if env.admin, err = sarama.NewClusterAdmin(o.brokers, sc); err != nil {
+			env.close()
+			return nil, fmt.Errorf("kafka %s: %w", o.brokers[0], err)
+		}
+		env.brokerID = brokerProcess("kfake", o.brokers[0])
+		if env.brokerID == 0 {
+			env.brokerID = kfakeListening(o.brokers[0])
+		}
+	}
+	if env.prov, err = startKMProvider(); err != nil {
+		env.close()
+		return nil, err
+	}
+	return env, nil
+}
+
+// openKMPostgres creates the comparison's schema, pools and stores on
+// PostgreSQL.
+func openKMPostgres(ctx context.Context, o kmOptions) (*kmEnv, error) {
 	cfg, err := pgxpool.ParseConfig(o.dsn)
 	if err != nil {
 		return nil, err
@@ -231,22 +271,6 @@ CREATE INDEX hand_outbox_pending ON hand_outbox (id) WHERE state = 'pending'`); 
 		env.close()
 		return nil, err
 	}
-	if len(o.brokers) > 0 { // the SQS modes comparison shares the rest without Kafka
-		sc := sarama.NewConfig()
-		sc.Version = kafkabroker.VersionDefault
-		if env.admin, err = sarama.NewClusterAdmin(o.brokers, sc); err != nil {
-			env.close()
-			return nil, fmt.Errorf("kafka %s: %w", o.brokers[0], err)
-		}
-		env.brokerID = brokerProcess("kfake", o.brokers[0])
-		if env.brokerID == 0 {
-			env.brokerID = kfakeListening(o.brokers[0])
-		}
-	}
-	if env.prov, err = startKMProvider(); err != nil {
-		env.close()
-		return nil, err
-	}
 	return env, nil
 }
 
@@ -262,6 +286,10 @@ func (env *kmEnv) close() {
 	}
 	if env.relayPool != nil {
 		env.relayPool.Close()
+	}
+	if env.my != nil {
+		env.my.close()
+		return
 	}
 	if c, err := pgx.Connect(context.Background(), env.o.dsn); err == nil {
 		_, _ = c.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+env.schema+" CASCADE")
@@ -327,10 +355,7 @@ func (env *kmEnv) run(ctx context.Context, mode string, delay time.Duration, hot
 	res := &kmResult{mode: mode, delay: delay, hot: hot, events: env.o.events}
 	evs := kmPlan(env.o.events, hot)
 	env.dead.n.Store(0)
-	if _, err := env.pool.Exec(ctx, `TRUNCATE orders, misses, hand_inbox, hand_outbox, ackgap_inbox, ackgap_outbox`); err != nil {
-		return nil, err
-	}
-	if _, err := env.pool.Exec(ctx, `INSERT INTO orders (id) SELECT 'k-' || i FROM generate_series(0, $1::int - 1) AS i`, kmKeys); err != nil {
+	if err := env.resetDB(ctx); err != nil {
 		return nil, err
 	}
 	env.prov.reset(delay)
@@ -348,7 +373,7 @@ func (env *kmEnv) run(ctx context.Context, mode string, delay time.Duration, hot
 
 	// Every connection open before the run, so that its backends are the
 	// ones counted.
-	pids, relayPIDs := kmPoolPIDs(ctx, env.pool), kmPoolPIDs(ctx, env.relayPool)
+	pids, relayPIDs := env.dbPIDs(ctx)
 	var gaps gapRecorder
 	stop, err := env.start(runCtx, mode, topic, group, &gaps)
 	if err != nil {
@@ -416,21 +441,15 @@ func (env *kmEnv) check(ctx context.Context, res *kmResult, evs []kmEvent) {
 		want[e.order] = e.seq
 	}
 	var why []string
-	var misses int
-	if err := env.pool.QueryRow(ctx, `SELECT count(*) FROM misses`).Scan(&misses); err != nil {
+	misses, seqs, err := env.readOutcome(ctx)
+	if err != nil {
 		why = append(why, err.Error())
 	}
-	rows, err := env.pool.Query(ctx, `SELECT id, seq FROM orders`)
 	bad := 0
-	if err == nil {
-		for rows.Next() {
-			var id string
-			var seq int
-			if rows.Scan(&id, &seq) == nil && seq != want[id] {
-				bad++
-			}
+	for id, seq := range seqs {
+		if seq != want[id] {
+			bad++
 		}
-		rows.Close()
 	}
 	dead := env.dead.n.Load()
 	res.orderOK = err == nil && bad == 0 && misses == 0 && dead == 0
@@ -518,12 +537,30 @@ func (env *kmEnv) start(ctx context.Context, mode, topic, group string, gaps *ga
 			gaps.watch(msgCtx, rep.Committed)
 		}
 	}
+	if env.my != nil {
+		return startAckgap(ctx, env, env.my.store, env.my.batchStep, mode, topic, base, observe, relay, relayStop)
+	}
+	return startAckgap(ctx, env, env.store, env.batchStep, mode, topic, base, observe, relay, relayStop)
+}
+
+// ackgapStore is what ackgap's modes need of a store.
+type ackgapStore[TTx any] interface {
+	stores.Store[TTx]
+	stores.BatchStore[TTx]
+}
+
+// startAckgap starts ackgap's mode on store, with batchStep as the batched
+// mode's set-based handler.
+func startAckgap[TTx any](ctx context.Context, env *kmEnv, store ackgapStore[TTx], batchStep batch.BatchHandlerFunc[TTx],
+	mode, topic string, base kafkabroker.SubscriberConfig, observe func(context.Context, *ackgap.InboxReport),
+	relay *outbox.Relay, relayStop func() error) (func() error, error) {
 	// ackgap's handler: the guarded step as a guarded transition with its
 	// two outbox rows, unread, so the inbox insert, the UPDATE and the rows
-	// go as one statement with the COMMIT, in one round trip. A refused
-	// step (out of order, or applied twice) is a permanent error: the
-	// message is dead-lettered, and check counts it.
-	handler := func(ctx context.Context, _ pgx.Tx, msg *message.Message) error {
+	// go as one statement with the COMMIT, in one round trip (PostgreSQL;
+	// MariaDB sends them one by one). A refused step (out of order, or
+	// applied twice) is a permanent error: the message is dead-lettered,
+	// and check counts it.
+	handler := func(ctx context.Context, _ TTx, msg *message.Message) error {
 		order, seq, err := parseEvent(msg)
 		if err != nil {
 			return err
@@ -539,14 +576,14 @@ func (env *kmEnv) start(ctx context.Context, mode, topic, group string, gaps *ga
 		return err
 	}
 	if mode == modeBatched || mode == modeGroup {
-		cfg := &batch.Config[pgx.Tx]{
+		cfg := &batch.Config[TTx]{
 			InboxConfig: middleware.InboxConfig{Consumer: kmConsumer, Observer: observe, Dispatch: relay},
 			Handler:     handler,
 		}
 		if mode == modeBatched {
-			cfg.BatchHandler = env.batchStep
+			cfg.BatchHandler = batchStep
 		}
-		p, err := batch.New[pgx.Tx](env.store, cfg)
+		p, err := batch.New[TTx](store, cfg)
 		if err != nil {
 			return nil, errors.Join(err, relayStop())
 		}
@@ -562,6 +599,7 @@ func (env *kmEnv) start(ctx context.Context, mode, topic, group string, gaps *ga
 		return func() error { return errors.Join(bc.Close(), <-done, relayStop()) }, nil
 	}
 	var sub message.Subscriber
+	var err error
 	switch mode {
 	case modePerMsg:
 		cfg := base
@@ -573,7 +611,7 @@ func (env *kmEnv) start(ctx context.Context, mode, topic, group string, gaps *ga
 	if err != nil {
 		return nil, errors.Join(err, relayStop())
 	}
-	r, err := router.New(env.store, &router.Config{DeadLetter: &env.dead, HandlerTimeout: e2eHandlerTimeout,
+	r, err := router.New(store, &router.Config{DeadLetter: &env.dead, HandlerTimeout: e2eHandlerTimeout,
 		Logger: watermill.NopLogger{}, InboxConfig: middleware.InboxConfig{Observer: observe, Dispatch: relay}})
 	if err != nil {
 		return nil, errors.Join(err, relayStop())
@@ -647,7 +685,11 @@ func poolExec(p *pgxpool.Pool) func(ctx context.Context, sql string, args ...any
 // startRelay starts ackgap's outbox relay calling the provider; the
 // consumers hand it their rows right after their commit (InboxConfig.Dispatch).
 func (env *kmEnv) startRelay(ctx context.Context) (*outbox.Relay, func() error, error) {
-	relay, err := outbox.New(env.relayStore, &outbox.Config{
+	var relayStore stores.OutboxStore = env.relayStore
+	if env.my != nil {
+		relayStore = env.my.relayStore
+	}
+	relay, err := outbox.New(relayStore, &outbox.Config{
 		Effects: map[string]outbox.Effect{
 			"charge":  outbox.HTTP(env.prov.client, env.prov.url),
 			"receipt": outbox.HTTP(env.prov.client, env.prov.url),
@@ -697,7 +739,12 @@ func (env *kmEnv) startPlain(ctx context.Context, mode, topic, group string) (fu
 			if err != nil {
 				return err
 			}
-			if err := step(msg.Context(), poolExec(env.pool), order, seq); err != nil {
+			if env.my != nil {
+				err = myStep(msg.Context(), env.my.store.DB(), order, seq)
+			} else {
+				err = step(msg.Context(), poolExec(env.pool), order, seq)
+			}
+			if err != nil {
 				return err
 			}
 			id := msg.Metadata.Get(ackgap.MetadataEventIDKey)
@@ -710,9 +757,14 @@ func (env *kmEnv) startPlain(ctx context.Context, mode, topic, group string) (fu
 		}
 	case modeHandSafe:
 		h = func(msg *message.Message) error { return env.handSafe(msg) }
+		relayRun := env.handRelay
+		if env.my != nil {
+			h = env.my.handSafe
+			relayRun = func(ctx context.Context) { env.my.handRelay(ctx, env.prov) }
+		}
 		rctx, cancel := context.WithCancel(ctx)
 		done := make(chan struct{})
-		go func() { defer close(done); env.handRelay(rctx) }()
+		go func() { defer close(done); relayRun(rctx) }()
 		more = func() error { cancel(); <-done; return nil }
 	}
 	r.AddConsumerHandler(kmConsumer, topic, sub, h)
@@ -990,19 +1042,27 @@ func (p *kmProvider) close() error {
 func kmMarkdown(o kmOptions, results []*kmResult, took time.Duration, loadBefore, loadAfter string) string {
 	var b strings.Builder
 	w := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
-	w("%s\n\n", kmBegin)
-	w("## Kafka ordering modes (issue #11)\n\n")
-	w("Produced by `go run ./benchmarks -kafka-modes` on %s UTC in %s: %d events per run, %d partitions, %d keys, PostgreSQL, kfake; "+
+	begin, end := o.markers()
+	db := o.dbName()
+	w("%s\n\n", begin)
+	cmd := "go run ./benchmarks -kafka-modes"
+	if o.store == kmStoreMariaDB {
+		cmd += " -kafka-modes-store mariadb"
+		w("## Kafka ordering modes on MariaDB (issues #11, #23)\n\n")
+	} else {
+		w("## Kafka ordering modes (issue #11)\n\n")
+	}
+	w("Produced by `%s` on %s UTC in %s: %d events per run, %d partitions, %d keys, %s, kfake; "+
 		"%d runs per cell, cells alternating (every mode once, then again), so load from elsewhere hits all alike. "+
 		"%d CPUs; load average (1 min) %s at the start, %s at the end: with other jobs on the machine absolute figures are noisy, ratios within one run less so.\n\n",
-		time.Now().UTC().Format("2006-01-02 15:04"), took.Round(time.Second), o.events, kmPartitions, kmKeys, o.runs,
+		cmd, time.Now().UTC().Format("2006-01-02 15:04"), took.Round(time.Second), o.events, kmPartitions, kmKeys, db, o.runs,
 		runtime.NumCPU(), loadBefore, loadAfter)
 	w("Each run publishes every event at once (one idempotent producer, %d records per request), then waits until the provider "+
 		"carried out both effects (charge and receipt, deduped on the Idempotency-Key header) of every event: events/s is "+
 		"events / (publish start → last effect). Every run checks per-key order and exactly-once (every order at its last step, "+
 		"no guarded UPDATE missed: an event out of its key's order or applied twice would miss) and every effect key carried out. "+
-		"CPU is per event: this process (consumer, relay, producer and provider together), the PostgreSQL backends serving the consumer, "+
-		"those serving the relay (a pool of its own), kfake.\n\n", kmPublishSize)
+		"CPU is per event: this process (consumer, relay, producer and provider together), the %s %s serving the consumer, "+
+		"those serving the relay (a pool of its own), kfake.\n\n", kmPublishSize, db, o.serverUnits())
 	w("The consumers: `unsafe-inline` is watermill-kafka's subscriber with its defaults, the guarded UPDATE and the two HTTP calls " +
 		"inline, no inbox; `hand-safe` a careful hand-written safe consumer (inbox insert, guarded UPDATE and two outbox rows in one " +
 		"transaction, a polling relay). ackgap's modes run one handler, `ackgap.ApplyTransition` of the guarded step with its two " +
@@ -1013,7 +1073,15 @@ func kmMarkdown(o kmOptions, results []*kmResult, took time.Duration, loadBefore
 		"handler run by `kafkabroker.BatchConsumer` (key-ordered, one transaction per fetched batch, a savepoint per message), " +
 		"`batched` the BatchConsumer with a set-based batch handler (one UPDATE ... FROM unnest for the batch, " +
 		"`ackgap.AddOutboxMany`).\n\n")
-	w("| mode | provider | events/s | CPU µs/event: process + PostgreSQL consumer + PostgreSQL relay + kfake = total | ack gap p50 / p99 (ms) | correct |\n|---|---|---:|---:|---:|---|\n")
+	if o.store == kmStoreMariaDB {
+		w("On MariaDB (benchmarks/kafka_modes_mariadb.go) the SQL is a MySQL user's: `?` placeholders; `hand-safe` inserts its inbox row " +
+			"with 1062 as the duplicate, at READ COMMITTED, and its relay claims with SELECT ... FOR UPDATE SKIP LOCKED then UPDATE by id " +
+			"(no UPDATE ... RETURNING); `batched`'s set-based handler reads and locks the orders the step will move (SELECT ... FOR UPDATE " +
+			"joined to the batch as a derived table of SELECT ?, ? rows), moves them with one multi-table UPDATE, and inserts the misses " +
+			"in one INSERT; mysqlstore sends each store statement on its own (no pipelining), so ackgap's modes do not save the round " +
+			"trips they save on PostgreSQL.\n\n")
+	}
+	w("| mode | provider | events/s | CPU µs/event: process + %s consumer + %s relay + kfake = total | ack gap p50 / p99 (ms) | correct |\n|---|---|---:|---:|---:|---|\n", db, db)
 	type key struct {
 		mode  string
 		delay time.Duration
@@ -1130,7 +1198,7 @@ func kmMarkdown(o kmOptions, results []*kmResult, took time.Duration, loadBefore
 			}
 		}
 	}
-	w("\n%s\n", kmEnd)
+	w("\n%s\n", end)
 	return b.String()
 }
 
@@ -1141,9 +1209,29 @@ const (
 	kmEnd   = "<!-- kafka-modes: end -->"
 )
 
-// spliceSection returns doc with the section between kmBegin and kmEnd
-// replaced by section (appended when doc has none).
-func spliceSection(doc, section string) string { return spliceBetween(doc, section, kmBegin, kmEnd) }
+// Markers of the MariaDB comparison's section (-kafka-modes-store mariadb).
+const (
+	kmMariaBegin = "<!-- kafka-modes mariadb: begin (go run ./benchmarks -kafka-modes -kafka-modes-store mariadb) -->"
+	kmMariaEnd   = "<!-- kafka-modes mariadb: end -->"
+)
+
+// markers returns the markers of o's section: a run on MariaDB keeps the
+// PostgreSQL section, and the other way round.
+func (o *kmOptions) markers() (begin, end string) {
+	if o.store == kmStoreMariaDB {
+		return kmMariaBegin, kmMariaEnd
+	}
+	return kmBegin, kmEnd
+}
+
+// serverUnits names what serves a connection: PostgreSQL's backends,
+// MariaDB's threads (one per connection).
+func (o *kmOptions) serverUnits() string {
+	if o.store == kmStoreMariaDB {
+		return "threads"
+	}
+	return "backends"
+}
 
 // spliceBetween returns doc with the section between begin and end
 // replaced by section (appended when doc has none).

@@ -31,7 +31,11 @@ import (
 )
 
 // allStores are the stores -stores accepts, in table order.
-var allStores = []string{"postgres", "sqlite"}
+var allStores = []string{"postgres", "sqlite", "mariadb"}
+
+// defaultStores are -stores' default: the whole run of these stays under
+// targetWholeRun; mariadb is added by hand (-stores postgres,sqlite,mariadb).
+var defaultStores = []string{"postgres", "sqlite"}
 
 // Defaults of the flags.
 const (
@@ -55,6 +59,7 @@ type options struct {
 	messages    int
 	runs        int
 	dsn         string
+	mariaDSN    string
 	e2e         e2eOptions
 	out         string
 	overhead    bool
@@ -131,7 +136,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs := flag.NewFlagSet("benchmarks", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	o := &options{args: args}
-	storesFlag := fs.String("stores", strings.Join(allStores, ","), "stores to measure: postgres, sqlite")
+	storesFlag := fs.String("stores", strings.Join(defaultStores, ","), "stores to measure: "+strings.Join(allStores, ", "))
 	workloadsFlag := fs.String("workloads", joinKinds(dbKinds), "database workloads to measure")
 	concFlag := fs.String("concurrency", concurrencyDefault, "concurrency levels: partitions (handlers in flight, pool connections busy)")
 	dupFlag := fs.String("dup-rates", "0,0.1,0.5", "duplicate rates of the duplicates table (fractions of the messages)")
@@ -140,11 +145,15 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.messages, "messages", messagesDefault, "messages per run at most (a run ends at -duration or when they are all acked)")
 	fs.IntVar(&o.runs, "runs", runsDefault, "runs per cell: the table shows their median, minimum and maximum")
 	fs.StringVar(&o.dsn, "dsn", dsnDefault, "PostgreSQL database: the harness creates a schema of its own in it and drops it after")
+	fs.StringVar(&o.mariaDSN, "mariadb-dsn", envOr("TEST_MYSQL_DSN", mariaDSNDefault),
+		"MariaDB server of the mariadb store (driver form or mysql:// URL; default: $TEST_MYSQL_DSN, else the local server): the harness creates a database of its own on it and drops it after")
 	checkE2E := e2eFlags(fs, &o.e2e)
 	fs.StringVar(&o.out, "out", outDefault, "markdown file to write the results to; empty: standard output only")
 	fs.BoolVar(&o.overhead, "overhead", true, "measure the framework overhead table (GoChannel, empty handlers, concurrency 1)")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	fs.BoolVar(&o.kafkaModes.on, "kafka-modes", false, "run only the Kafka ordering modes comparison (issue #11) and write its section of -out")
+	fs.StringVar(&o.kafkaModes.store, "kafka-modes-store", kmStorePostgres, "database of the Kafka ordering modes comparison: "+strings.Join(kmStores, ", ")+
+		" (mariadb: the server of -mariadb-dsn, its section of -out is its own)")
 	fs.IntVar(&o.kafkaModes.events, "kafka-modes-events", 2000, "events per run of the Kafka ordering modes comparison")
 	fs.IntVar(&o.kafkaModes.runs, "kafka-modes-runs", 2, "runs per cell of the Kafka ordering modes comparison")
 	kmDelays := fs.String("kafka-modes-delays", "0,20ms", "provider answer delays of the Kafka ordering modes comparison")
@@ -183,6 +192,9 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 			}
 			o.kafkaModes.modes = append(o.kafkaModes.modes, m)
 		}
+	}
+	if !slices.Contains(kmStores, o.kafkaModes.store) {
+		errs = append(errs, fmt.Errorf("-kafka-modes-store: unknown store %q (want %s)", o.kafkaModes.store, strings.Join(kmStores, ", ")))
 	}
 	if o.kafkaModes.events < 1 || o.kafkaModes.runs < 1 {
 		errs = append(errs, fmt.Errorf("-kafka-modes-events and -kafka-modes-runs must be positive"))
@@ -304,6 +316,8 @@ func bench(ctx context.Context, o *options, progress io.Writer) (*report, error)
 			b, err = openPostgres(ctx, o.dsn, int32(maxConc+4))
 		case "sqlite":
 			b, err = openSQLite(ctx)
+		case "mariadb":
+			b, err = openMariaDB(ctx, o.mariaDSN, maxConc+4)
 		}
 		if err != nil {
 			return nil, err
@@ -335,8 +349,8 @@ func bench(ctx context.Context, o *options, progress io.Writer) (*report, error)
 	for _, b := range backends {
 		for _, c := range o.concurrency {
 			for _, k := range o.workloads {
-				if k == kindSafeAdd && b.name() == "sqlite" {
-					continue // QueueOutbox inserts at once on SQLite: the same as safe
+				if k == kindSafeAdd && b.name() != "postgres" {
+					continue // QueueOutbox inserts at once on SQLite and MariaDB: the same as safe
 				}
 				add(b, k, c, 0)
 			}
@@ -415,6 +429,7 @@ func bench(ctx context.Context, o *options, progress io.Writer) (*report, error)
 // earlier run, keeping the rest of the file).
 func runKafkaModesCmd(ctx context.Context, o *options, stdout, stderr io.Writer) int {
 	o.kafkaModes.dsn = o.dsn
+	o.kafkaModes.mariaDSN = o.mariaDSN
 	o.kafkaModes.brokers = o.e2e.kafkaBrokers
 	section, err := runKafkaModes(ctx, o.kafkaModes, stderr)
 	if err != nil {
@@ -428,7 +443,8 @@ func runKafkaModesCmd(ctx context.Context, o *options, stdout, stderr io.Writer)
 			fmt.Fprintln(stderr, "benchmarks:", err)
 			return 1
 		}
-		if err := os.WriteFile(o.out, []byte(spliceSection(string(doc), section)), 0o644); err != nil {
+		begin, end := o.kafkaModes.markers()
+		if err := os.WriteFile(o.out, []byte(spliceBetween(string(doc), section, begin, end)), 0o644); err != nil {
 			fmt.Fprintln(stderr, "benchmarks:", err)
 			return 1
 		}

@@ -177,7 +177,7 @@ func (r *report) markdown() string {
 		}
 		return "unclear"
 	}
-	for _, store := range []string{"postgres"} {
+	for _, store := range []string{"postgres", "mariadb"} {
 		for _, c := range o.concurrency {
 			safe, hand := r.find(store, kindSafe, c, 0), r.find(store, kindHand, c, 0)
 			if safe == nil || hand == nil {
@@ -213,7 +213,11 @@ func (r *report) markdown() string {
 			}
 		}
 	}
-	w("| whole run under %s | %s | %s |\n", targetWholeRun, r.elapsed.Round(time.Second), met(r.elapsed < targetWholeRun))
+	if slices.Equal(o.stores, defaultStores) {
+		w("| whole run under %s | %s | %s |\n", targetWholeRun, r.elapsed.Round(time.Second), met(r.elapsed < targetWholeRun))
+	} else {
+		w("| whole run under %s (for the default -stores %s only) | %s | – |\n", targetWholeRun, strings.Join(defaultStores, ","), r.elapsed.Round(time.Second))
+	}
 
 	if len(o.dupRates) > 0 {
 		w("\n## Duplicates (concurrency %d)\n\n", o.dupConc)
@@ -271,6 +275,11 @@ func (r *report) markdown() string {
 		}
 	}
 
+	for _, be := range r.backends {
+		if be.name() == "mariadb" {
+			w("\n%s", mariaCellsNote)
+		}
+	}
 	r.e2eMarkdown(&b)
 	return b.String()
 }

@@ -98,8 +98,10 @@ func writeKeepingSections(path, text string) error {
 	}
 	doc := string(old)
 	text = strings.TrimRight(text, "\n") + "\n"
-	if i, j := strings.Index(doc, kmBegin), strings.Index(doc, kmEnd); i >= 0 && j > i {
-		text += "\n" + doc[i:j+len(kmEnd)] + "\n"
+	for _, m := range [][2]string{{kmBegin, kmEnd}, {kmMariaBegin, kmMariaEnd}} {
+		if i, j := strings.Index(doc, m[0]), strings.Index(doc, m[1]); i >= 0 && j > i {
+			text += "\n" + doc[i:j+len(m[1])] + "\n"
+		}
 	}
 	if start, end, ok := soakBounds(doc); ok {
 		text += "\n" + strings.TrimRight(doc[start:end], "\n") + "\n"

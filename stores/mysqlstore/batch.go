@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/ackgap/ackgap/stores"
@@ -25,26 +26,42 @@ const rowsPerStatement = 5000
 // and the rows are inserted one by one, each 1062 a duplicate. INSERT
 // IGNORE is not used: it would also turn NULL, truncation and foreign-key
 // errors into warnings.
+//
+// The rows are inserted in event id order, so concurrent batches take
+// their locks in one order; InnoDB's duplicate-key checks can still
+// deadlock a few of them (1213, the transaction rolled back). The
+// transaction then held only this call's inserts, so it is begun again,
+// up to inboxDeadlockAttempts times in all, before the 1213 is returned
+// (store-unavailable: redelivered).
 func (s *Store) BeginInboxMany(ctx context.Context, p *stores.BeginInboxManyParams) (*stores.BeginInboxManyResult[*sql.Tx], error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	tx, err := s.begin(ctx)
-	if err != nil {
-		return nil, err
+	for attempt := 1; ; attempt++ {
+		tx, err := s.begin(ctx)
+		if err != nil {
+			return nil, err
+		}
+		res, err := s.insertInboxMany(ctx, tx, p)
+		if err == nil && p.Savepoint != "" {
+			err = s.SavepointTx(ctx, tx, p.Savepoint)
+		}
+		if err != nil {
+			_ = tx.Rollback()
+			if isCode(err, erLockDeadlock) && attempt < inboxDeadlockAttempts && ctx.Err() == nil {
+				continue
+			}
+			return nil, err
+		}
+		s.holdProgress(tx, p.Consumer, stores.MergeProgress(p.Progress))
+		res.Tx = tx
+		return res, nil
 	}
-	res, err := s.insertInboxMany(ctx, tx, p)
-	if err == nil && p.Savepoint != "" {
-		err = s.SavepointTx(ctx, tx, p.Savepoint)
-	}
-	if err != nil {
-		_ = tx.Rollback()
-		return nil, err
-	}
-	s.holdProgress(tx, p.Consumer, stores.MergeProgress(p.Progress))
-	res.Tx = tx
-	return res, nil
 }
+
+// inboxDeadlockAttempts bounds how many times BeginInboxMany begins its
+// transaction when InnoDB picks it as a deadlock's victim.
+const inboxDeadlockAttempts = 3
 
 func (s *Store) insertInboxMany(ctx context.Context, tx *sql.Tx, p *stores.BeginInboxManyParams) (*stores.BeginInboxManyResult[*sql.Tx], error) {
 	res := &stores.BeginInboxManyResult[*sql.Tx]{Rows: make([]stores.InboxManyOutcome, len(p.Rows))}
@@ -67,6 +84,10 @@ func (s *Store) insertInboxMany(ctx context.Context, tx *sql.Tx, p *stores.Begin
 			missing = append(missing, i)
 		}
 	}
+	// Inserted in event id order, so that concurrent batches with keys in
+	// common take their locks in one order and wait for each other instead
+	// of deadlocking (1213), as pgxstore's ORDER BY does.
+	slices.SortFunc(missing, func(a, b int) int { return strings.Compare(p.Rows[a].EventID, p.Rows[b].EventID) })
 	now := micros(p.Now)
 	values := func(i int) []any {
 		r := &p.Rows[i]
@@ -232,6 +253,7 @@ func (s *Store) InsertOutboxManyTx(ctx context.Context, tx *sql.Tx, p *stores.Ou
 			missing = append(missing, j)
 		}
 	}
+	slices.SortFunc(missing, func(a, b int) int { return strings.Compare(keys[a], keys[b]) }) // one lock order (see insertInboxMany)
 	values := func(j int) []any {
 		v, _ := outboxValues(&p.Rows[plan.Rows[j]], plan.Hashes[j])
 		return v

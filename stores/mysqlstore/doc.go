@@ -4,11 +4,16 @@
 // DSN: the driver's own form, user:pass@tcp(host:3306)/db, or a URL,
 // mysql://user:pass@host:3306/db (mariadb:// too); see [ParseDSN]. Open
 // sets sql_mode ANSI_QUOTES on every connection (ackgap quotes
-// identifiers "like this") and keeps clientFoundRows off.
+// identifiers "like this"), keeps clientFoundRows off and turns
+// interpolateParams on (one round trip per statement, not a prepare, an
+// execute and a close).
 //
-// Every store transaction runs at READ COMMITTED, set per transaction
-// (MariaDB 10.11 has no @@transaction_isolation; under InnoDB's default
-// REPEATABLE READ, concurrent inbox inserts deadlock through gap locks).
+// Every store transaction runs at READ COMMITTED (under InnoDB's default
+// REPEATABLE READ, concurrent inbox inserts deadlock through gap locks):
+// Open sets it once per session when a connection opens (SET SESSION
+// TRANSACTION ISOLATION LEVEL, the same on MariaDB and MySQL 8; MariaDB
+// 10.11 has no @@transaction_isolation), on a *sql.DB given to New it is
+// set per transaction (one more round trip each).
 // The inbox row is inserted directly: a duplicate key (1062) rolls back
 // only that statement, so 1062 means "duplicate" and no savepoint is
 // taken. A deadlock (1213), a lock-wait timeout (1205) and a lost

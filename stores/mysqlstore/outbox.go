@@ -221,7 +221,7 @@ FROM `+o+` WHERE state IN ('pending', 'claimed', 'dead') AND (? = '' OR kind = ?
 
 // writeTx runs fn in a READ COMMITTED transaction and commits it.
 func (s *Store) writeTx(ctx context.Context, op string, fn func(tx *sql.Tx) error) error {
-	tx, err := s.db.BeginTx(ctx, txOptions)
+	tx, err := s.db.BeginTx(ctx, s.txOpts)
 	if err != nil {
 		return interpretError(op, err)
 	}

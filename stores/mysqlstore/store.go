@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"embed"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -33,7 +35,7 @@ const (
 // SQLMode is the session sql_mode Open sets: the server's own plus
 // ANSI_QUOTES, so that ackgap's identifiers (quoted "like this", shared
 // with the other SQL stores) parse. A *sql.DB given to [New] must set it
-// too (see [Connector]).
+// too (open it from [ParseDSN]'s config).
 const SQLMode = "CONCAT(@@sql_mode, ',ANSI_QUOTES')"
 
 // Config configures a [Store]. The zero value is ready to use.
@@ -74,6 +76,10 @@ type Store struct {
 	db     *sql.DB
 	ownsDB bool
 	names  sqlbuild.Names
+	// txOpts begins every store transaction: nil on Open's pool, whose
+	// sessions are READ COMMITTED from the start (readCommittedConnector),
+	// txOptions on a *sql.DB given to New.
+	txOpts *sql.TxOptions
 	// progress holds, per open *sql.Tx, the watermarks it writes at
 	// commit (pendingProgress; holdProgress, writeProgress); CommitTx and
 	// RollbackTx forget them.
@@ -82,17 +88,57 @@ type Store struct {
 
 var _ stores.Store[*sql.Tx] = (*Store)(nil)
 
-// txOptions: every store transaction runs at READ COMMITTED, set per
-// transaction (the driver sends SET TRANSACTION ISOLATION LEVEL before
-// START TRANSACTION). Under InnoDB's default REPEATABLE READ, concurrent
-// inserts of inbox keys in one gap deadlock (1213) through gap locks.
+// txOptions: every store transaction runs at READ COMMITTED. Under
+// InnoDB's default REPEATABLE READ, concurrent inserts of inbox keys in one
+// gap deadlock (1213) through gap locks. On a *sql.DB given to New the
+// level is set per transaction (the driver sends SET TRANSACTION
+// ISOLATION LEVEL, a round trip of its own, before START TRANSACTION); on
+// Open's pool each session is set once, when it connects
+// (readCommittedConnector), and transactions begin with START
+// TRANSACTION alone.
 var txOptions = &sql.TxOptions{Isolation: sql.LevelReadCommitted}
+
+// setSessionReadCommitted makes every later transaction of a session READ
+// COMMITTED. The statement, unlike the variables tx_isolation (MariaDB)
+// and transaction_isolation (MySQL 8, MariaDB 11.1), means the same on
+// every server this store supports.
+const setSessionReadCommitted = "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED"
+
+// readCommittedConnector is the driver's connector with every new
+// connection's session set to READ COMMITTED (setSessionReadCommitted).
+type readCommittedConnector struct{ driver.Connector }
+
+// Connect connects and sets the session's isolation level; a connection
+// whose SET fails is closed and the error returned.
+func (c readCommittedConnector) Connect(ctx context.Context) (driver.Conn, error) {
+	conn, err := c.Connector.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ex, ok := conn.(driver.ExecerContext)
+	if !ok {
+		_ = conn.Close()
+		return nil, errors.New("mysqlstore: the driver's connection cannot execute statements")
+	}
+	if _, err := ex.ExecContext(ctx, setSessionReadCommitted, nil); err != nil {
+		_ = conn.Close()
+		return nil, err
+	}
+	return conn, nil
+}
 
 // ParseDSN accepts the driver's own DSN (user:pass@tcp(host:3306)/db?...)
 // or a URL mysql://user:pass@host:3306/db?param=value (also mariadb://),
-// and returns the driver config with sql_mode ANSI_QUOTES, parseTime off
-// and clientFoundRows off (affected rows count changed rows only, which
-// guarded transitions rely on: see [Store.TransitionIfStateTx]).
+// and returns the driver config with sql_mode ANSI_QUOTES, parseTime off,
+// clientFoundRows off (affected rows count changed rows only, which
+// guarded transitions rely on: see [Store.TransitionIfStateTx]) and
+// interpolateParams on: the driver sends a statement with its parameters
+// escaped into its text, one round trip, instead of a server-side prepare,
+// an execute and a close per call (database/sql prepares every statement
+// with arguments otherwise, which doubled the round trips of a message's
+// transaction). The driver refuses interpolation on the multi-byte
+// character sets where escaping is unsafe (big5, gbk, sjis, cp932); use
+// utf8mb4.
 func ParseDSN(dsn string) (*mysql.Config, error) {
 	native := dsn
 	if rest, ok := strings.CutPrefix(dsn, "mysql://"); ok {
@@ -113,6 +159,7 @@ func ParseDSN(dsn string) (*mysql.Config, error) {
 	cfg.Params["sql_mode"] = SQLMode
 	cfg.ClientFoundRows = false
 	cfg.ParseTime = false
+	cfg.InterpolateParams = true
 	return cfg, nil
 }
 
@@ -158,7 +205,7 @@ func Open(ctx context.Context, dsn string, cfg *Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("invalid config: %w", err)
 	}
-	db := sql.OpenDB(conn)
+	db := sql.OpenDB(readCommittedConnector{conn})
 	db.SetMaxOpenConns(c.MaxOpenConns)
 	db.SetMaxIdleConns(c.MaxOpenConns)
 	db.SetConnMaxLifetime(5 * time.Minute)
@@ -168,12 +215,15 @@ func Open(ctx context.Context, dsn string, cfg *Config) (*Store, error) {
 	}
 	s := newStore(db, c)
 	s.ownsDB = true
+	s.txOpts = nil // every session is READ COMMITTED already
 	return s, nil
 }
 
 // New returns a Store on a *sql.DB the caller opened with the "mysql"
 // driver and owns. Its connections must run with ANSI_QUOTES in sql_mode
-// and without clientFoundRows (open it from [ParseDSN]'s config). cfg nil
+// and without clientFoundRows (open it from [ParseDSN]'s config). Its
+// sessions keep their isolation level: the store sets READ COMMITTED on
+// each of its transactions, a round trip that Open's pool saves. cfg nil
 // means all defaults; MaxOpenConns is not used.
 func New(db *sql.DB, cfg *Config) (*Store, error) {
 	if db == nil {
@@ -190,7 +240,7 @@ func New(db *sql.DB, cfg *Config) (*Store, error) {
 }
 
 func newStore(db *sql.DB, c Config) *Store {
-	return &Store{db: db, names: sqlbuild.TableNames("", c.TablePrefix)}
+	return &Store{db: db, names: sqlbuild.TableNames("", c.TablePrefix), txOpts: txOptions}
 }
 
 // DB returns the underlying database, for the application's own tables.
@@ -212,7 +262,7 @@ func TxFromContext(ctx context.Context) (*sql.Tx, bool) {
 
 // begin starts a READ COMMITTED transaction.
 func (s *Store) begin(ctx context.Context) (*sql.Tx, error) {
-	tx, err := s.db.BeginTx(ctx, txOptions)
+	tx, err := s.db.BeginTx(ctx, s.txOpts)
 	if err != nil {
 		return nil, beginError(err)
 	}
@@ -326,9 +376,71 @@ func (s *Store) InboxVerdictTx(_ context.Context, tx *sql.Tx) (*stores.BeginInbo
 	return storekit.VerdictNow(tx), nil
 }
 
-// QueueTransitionTx implements [stores.Store.QueueTransitionTx] at once.
+// QueueTransitionTx implements [stores.Store.QueueTransitionTx] at once,
+// as storekit.QueueTransitionNow does, except that the rows of a
+// transition that applied go in one multi-row INSERT (one round trip, not
+// one per row). A key that exists fails that INSERT with 1062, which
+// rolls back the statement alone; the rows then go through
+// InsertOutboxManyTx, which tells duplicates from conflicts.
 func (s *Store) QueueTransitionTx(ctx context.Context, tx *sql.Tx, p *stores.QueueTransitionParams) error {
-	return storekit.QueueTransitionNow[*sql.Tx](ctx, s, tx, p)
+	res, err := s.TransitionIfStateTx(ctx, tx, &p.Transition)
+	if err != nil {
+		return err
+	}
+	if err := res.Err(); err != nil {
+		return err
+	}
+	if res.Applied() {
+		if err := s.insertOutboxAll(ctx, tx, p.Outbox); err != nil {
+			return err
+		}
+	}
+	if p.Ran != nil {
+		p.Ran(res.Applied())
+	}
+	return nil
+}
+
+// insertOutboxAll inserts rows in one statement when none of their keys
+// exists (the usual case), else as InsertOutboxManyTx does. Rows are
+// validated first; two rows with one key and another payload are an
+// idempotency conflict.
+func (s *Store) insertOutboxAll(ctx context.Context, tx *sql.Tx, rows []ackgap.OutboxEntry) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	mp := &stores.OutboxInsertManyParams{Rows: rows}
+	plan, err := storekit.PlanOutboxMany(mp)
+	if err != nil {
+		return err
+	}
+	order := make([]int, len(plan.Rows)) // by key: one lock order for concurrent writers (see insertInboxMany)
+	for j := range order {
+		order[j] = j
+	}
+	slices.SortFunc(order, func(a, b int) int {
+		return strings.Compare(rows[plan.Rows[a]].IdempotencyKey, rows[plan.Rows[b]].IdempotencyKey)
+	})
+	var q strings.Builder
+	q.WriteString(`INSERT INTO ` + s.names.Outbox + outboxInsertColumns)
+	args := make([]any, 0, 10*len(plan.Rows))
+	for j, o := range order {
+		vals, err := outboxValues(&rows[plan.Rows[o]], plan.Hashes[o])
+		if err != nil {
+			return err
+		}
+		if j > 0 {
+			q.WriteString(", ")
+		}
+		q.WriteString(outboxValuesRow)
+		args = append(args, vals...)
+	}
+	_, err = tx.ExecContext(ctx, q.String(), args...)
+	if isCode(err, erDupEntry) {
+		_, err = s.InsertOutboxManyTx(ctx, tx, mp)
+		return err
+	}
+	return interpretError("insert outbox rows", err)
 }
 
 // QueueOutboxTx implements [stores.Store.QueueOutboxTx] at once.
