@@ -63,6 +63,9 @@ relay make the call with a stable idempotency key.`,
 				d = viaDesc(cf, sum.Effect)
 			}
 			body := funcBody(s.Inner())
+			if cf := callee(pass.TypesInfo, call); cf != nil && funcPath(cf) == "net/http" && cf.Name() == "Do" && safeRequest(pass.TypesInfo, body, call) {
+				return // a GET or HEAD: safe to repeat
+			}
 			if keyedCall(pass, body, call) {
 				return // the receiver dedupes it by its key
 			}
@@ -701,7 +704,11 @@ var CheckActAnalyzer = newAnalyzer("checkact",
 	`report a dedupe that checks then acts
 
 A SELECT (or EXISTS) for an id followed by an INSERT of it lets two
-concurrent deliveries both pass the check. Watermill's Deduplicator keeps its
+concurrent deliveries both pass the check. A plain INSERT of the message's
+own id (Watermill's UUID, an SQS MessageId, an event id field) without ON
+CONFLICT fails on the unique key when the message is redelivered (it is
+retried until dead-lettered, or blocks its partition), or inserts a second
+row when there is no unique key. Watermill's Deduplicator keeps its
 keys in memory (lost on restart, not shared between instances) and records a
 key before the handler runs, so a failed handler's retry is dropped. Fix: make
 the insert the check (INSERT ... ON CONFLICT DO NOTHING under a unique
@@ -727,6 +734,15 @@ constraint, in the handler's transaction), as ackgap's inbox does.`,
 					return
 				}
 				h, name := dbCall(pass.TypesInfo, n)
+				if h != handleNone && s.Root.Kind != KindAckgap && !usesInbox {
+					if sql := sqlText(pass.TypesInfo, n); strings.HasPrefix(strings.TrimSpace(sql), "INSERT") && !guardedInsert(sql) {
+						if id := messageIDArg(pass.TypesInfo, n); id != "" {
+							r.report(n, SeverityOf(s.names()...), fmt.Sprintf(
+								"inserts the message's id (%s) %s without ON CONFLICT: a redelivery either fails on the unique key (and is retried until it is dead-lettered or blocks its partition) or, with no unique key, inserts a second row; use INSERT ... ON CONFLICT DO NOTHING (INSERT IGNORE on MySQL) and treat no row inserted as a duplicate",
+								id, s.where()))
+						}
+					}
+				}
 				if h == handleNone || !strings.HasPrefix(name, "Query") {
 					return
 				}
@@ -848,6 +864,26 @@ the request), and record the event in an inbox row in the same transaction.`,
 				attr, update, s.where()))
 		})
 	})
+
+// messageIDName matches the fields that carry a message's own id.
+var messageIDName = regexp.MustCompile(`^(UUID|MessageId|MessageID|EventID|EventId|EventUUID)$`)
+
+// messageIDArg returns the argument expression of a database call that is
+// (or holds, in a map or struct literal) the message's id, or "".
+func messageIDArg(info *types.Info, call *ast.CallExpr) string {
+	found := ""
+	for _, a := range call.Args {
+		ast.Inspect(a, func(n ast.Node) bool {
+			if sel, ok := n.(*ast.SelectorExpr); ok && found == "" && messageIDName.MatchString(sel.Sel.Name) {
+				if _, isField := info.Uses[sel.Sel].(*types.Var); isField {
+					found = types.ExprString(sel)
+				}
+			}
+			return found == ""
+		})
+	}
+	return found
+}
 
 // idemKeyName matches the names of idempotency and deduplication keys:
 // header names and struct fields (IdempotencyKey, MessageDeduplicationId,

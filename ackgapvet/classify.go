@@ -110,8 +110,10 @@ func effectOf(info *types.Info, call *ast.CallExpr) string {
 	}
 	path, recv, name := funcPath(fn), recvName(fn), fn.Name()
 	switch {
-	case path == "net/http" && recv == "Client" && (name == "Do" || name == "Get" || name == "Post" || name == "PostForm" || name == "Head"),
-		path == "net/http" && recv == "" && (name == "Get" || name == "Post" || name == "PostForm" || name == "Head"):
+	case path == "net/http" && (recv == "Client" || recv == "") && (name == "Get" || name == "Head"):
+		return "" // GET and HEAD are safe methods (RFC 9110, 9.2.1): repeating one changes nothing
+	case path == "net/http" && recv == "Client" && (name == "Do" || name == "Post" || name == "PostForm"),
+		path == "net/http" && recv == "" && (name == "Post" || name == "PostForm"):
 		return "an HTTP request (" + qualName(fn) + ")"
 	case path == "net/smtp" && (name == "SendMail" || recv == "Client" && (name == "Mail" || name == "Data")):
 		return "an email (" + qualName(fn) + ")"

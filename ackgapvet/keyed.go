@@ -181,3 +181,46 @@ func builtOverTx(info *types.Info, body *ast.BlockStmt, e ast.Expr, depth int) b
 	}
 	return false
 }
+
+// safeRequest reports whether the request a Client.Do call sends was made
+// in body by http.NewRequest or NewRequestWithContext with the constant
+// method GET or HEAD (or http.MethodGet, MethodHead): safe methods (RFC
+// 9110, 9.2.1), which a redelivery repeats without changing anything.
+func safeRequest(info *types.Info, body *ast.BlockStmt, call *ast.CallExpr) bool {
+	if body == nil || len(call.Args) != 1 {
+		return false
+	}
+	id, ok := ast.Unparen(call.Args[0]).(*ast.Ident)
+	if !ok {
+		return false
+	}
+	v, ok := info.Uses[id].(*types.Var)
+	if !ok {
+		return false
+	}
+	vals := assignedValues(info, body, v)
+	if len(vals) == 0 {
+		return false
+	}
+	for _, val := range vals {
+		rc, ok := ast.Unparen(val).(*ast.CallExpr)
+		if !ok {
+			return false
+		}
+		fn := callee(info, rc)
+		if fn == nil || funcPath(fn) != "net/http" || (fn.Name() != "NewRequest" && fn.Name() != "NewRequestWithContext") {
+			return false
+		}
+		mi := 0
+		if fn.Name() == "NewRequestWithContext" {
+			mi = 1
+		}
+		if len(rc.Args) <= mi {
+			return false
+		}
+		if m := strings.ToUpper(stringValue(info, rc.Args[mi])); m != "GET" && m != "HEAD" {
+			return false
+		}
+	}
+	return true
+}

@@ -170,6 +170,9 @@ func knownEffect(fn *types.Func) (desc string, known bool) {
 // [knownEffect]: its own calls are judged there, so its [Summary] (what it
 // does inside, such as an SDK's HTTP requests) is not used.
 func classifiedPackage(fn *types.Func) bool {
+	if funcPath(fn) == "net/http" {
+		return true // judged at the call (effectOf): a GET is not an effect
+	}
 	_, known := knownEffect(fn)
 	return known
 }

@@ -623,6 +623,15 @@ func (w *wholeProgram) walk(root *Root, entry *ssa.Function) *rootWalk {
 					for _, r := range w.recvers[chanKey(in.Chan.Type())] {
 						visit(it.fn, r, in.Pos(), 0, true)
 					}
+				case *ssa.Select: // a send written as a select case
+					for _, st := range in.States {
+						if st.Dir != types.SendOnly {
+							continue
+						}
+						for _, r := range w.recvers[chanKey(st.Chan.Type())] {
+							visit(it.fn, r, st.Pos, 0, true)
+						}
+					}
 				case ssa.CallInstruction:
 					// A function value passed to a library (no body
 					// here) is taken as called by it.

@@ -33,3 +33,14 @@ func register(r *router.Router[*sql.Tx], wr *message.Router) {
 	d := middleware.Deduplicator{Timeout: time.Minute} // want `medium: Watermill's Deduplicator as the only guard keeps keys in memory`
 	wr.AddMiddleware(d.Middleware)
 }
+
+func registerLake(wr *message.Router, db *sql.DB) {
+	wr.AddNoPublisherHandler("lake", "events", nil, func(msg *message.Message) error {
+		_, err := db.ExecContext(msg.Context(), "INSERT INTO events (event_id, payload) VALUES ($1, $2)", msg.UUID, msg.Payload) // want `inserts the message's id \(msg.UUID\) on the consumer path of watermill handler \(func literal\) without ON CONFLICT`
+		return err
+	})
+	wr.AddNoPublisherHandler("lake2", "events", nil, func(msg *message.Message) error {
+		_, err := db.ExecContext(msg.Context(), "INSERT INTO events (event_id, payload) VALUES ($1, $2) ON CONFLICT DO NOTHING", msg.UUID, msg.Payload) // clean
+		return err
+	})
+}

@@ -46,7 +46,7 @@ func setup(ep *cqrs.EventProcessor, cp *cqrs.CommandProcessor, gp *cqrs.EventGro
 	if err := ep.AddHandlers(
 		&emailOnOrderPlaced{pub: pub},
 		cqrs.NewEventHandler("audit", func(ctx context.Context, e *OrderPlaced) error {
-			_, err := client.Get("http://audit.local/" + e.ID) // want `medium: an HTTP request \(http.Client.Get\) on the consumer path of Watermill CQRS handler \(func literal\) repeats`
+			_, err := client.Post("http://audit.local/"+e.ID, "text/plain", nil) // want `medium: an HTTP request \(http.Client.Post\) on the consumer path of Watermill CQRS handler \(func literal\) repeats`
 			return err
 		}),
 	); err != nil {

@@ -55,7 +55,7 @@ func poll(ctx context.Context, c *sqs.Client, url *string, client *http.Client) 
 }
 
 func sendPayout(client *http.Client, body string) {
-	_, _ = client.Get("http://payouts.local/" + body)
+	_, _ = client.Post("http://payouts.local/"+body, "text/plain", nil)
 }
 
 func pollLate(ctx context.Context, c *sqs.Client, url *string, client *http.Client) {

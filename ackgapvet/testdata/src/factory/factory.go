@@ -40,7 +40,7 @@ type order struct{ ID string }
 
 func makeApply(db *sql.DB) func(ctx context.Context, tx *sql.Tx, msg *message.Message, o order) error {
 	return func(ctx context.Context, tx *sql.Tx, msg *message.Message, o order) error {
-		_, err := http.Get("http://stock.local/" + o.ID) // want `medium: an HTTP request \(http.Get\) on the consumer path of ackgap handler func literal returned by makeApply`
+		_, err := http.Post("http://stock.local/"+o.ID, "text/plain", nil) // want `medium: an HTTP request \(http.Post\) on the consumer path of ackgap handler func literal returned by makeApply`
 		return err
 	}
 }

@@ -19,7 +19,7 @@ func Forward(msg *message.Message) ([]*message.Message, error) {
 
 // Apply is an exported ackgap handler.
 func Apply(ctx context.Context, tx *sql.Tx, msg *message.Message) error {
-	_, err := http.Get("http://stock.local/" + msg.UUID) // want `an HTTP request \(http.Get\) on the consumer path of ackgap handler Apply, while a database transaction is open repeats`
+	_, err := http.Post("http://stock.local/"+msg.UUID, "text/plain", nil) // want `an HTTP request \(http.Post\) on the consumer path of ackgap handler Apply, while a database transaction is open repeats`
 	return err
 }
 
