@@ -217,11 +217,17 @@ const (
 	handleNone dbHandle = iota
 	handlePool          // *sql.DB, *sql.Conn, *pgxpool.Pool
 	handleTx            // *sql.Tx, pgx.Tx
+	// handleIface is an application's interface with database/sql's
+	// method shapes (sqlc's DBTX: ExecContext returning sql.Result,
+	// QueryContext returning *sql.Rows): a pool or a transaction, which
+	// one is not known at the call.
+	handleIface
 )
 
 // dbCall classifies a call of Exec/Query methods on a database handle
-// (database/sql, pgx, pgxpool, and jmoiron/sqlx with its Named and Must
-// forms: NamedExecContext, MustExec), and
+// (database/sql, pgx, pgxpool, jmoiron/sqlx with its Named and Must forms:
+// NamedExecContext, MustExec, and an application's interface with
+// database/sql's method shapes, sqlc's DBTX), and
 // returns the handle kind and the method name.
 func dbCall(info *types.Info, call *ast.CallExpr) (dbHandle, string) {
 	fn := callee(info, call)
@@ -247,6 +253,15 @@ func dbCall(info *types.Info, call *ast.CallExpr) (dbHandle, string) {
 	case path == "database/sql" && recv == "Tx", isPgx(path) && recv == "Tx", isPgxpool(path) && recv == "Tx":
 		return handleTx, name
 	}
+	if sig, ok := fn.Type().(*types.Signature); ok && sig.Recv() != nil && types.IsInterface(sig.Recv().Type()) {
+		rs := sig.Results()
+		for i := range rs.Len() {
+			t := rs.At(i).Type()
+			if isNamed(t, "database/sql", "Result") || isNamed(t, "database/sql", "Rows") || isNamed(t, "database/sql", "Row") {
+				return handleIface, name
+			}
+		}
+	}
 	return handleNone, ""
 }
 
@@ -255,10 +270,35 @@ func dbCall(info *types.Info, call *ast.CallExpr) (dbHandle, string) {
 func sqlText(info *types.Info, call *ast.CallExpr) string {
 	for _, a := range call.Args {
 		if tv, ok := info.Types[a]; ok && tv.Value != nil && tv.Value.Kind() == constant.String {
-			return strings.ToUpper(constant.StringVal(tv.Value))
+			return strings.ToUpper(stripSQLComments(constant.StringVal(tv.Value)))
 		}
 	}
 	return ""
+}
+
+// stripSQLComments drops the leading comment lines of a statement (sqlc
+// writes "-- name: CreateEmailLog :exec" above each query) and leading
+// /* */ blocks.
+func stripSQLComments(sql string) string {
+	for {
+		sql = strings.TrimSpace(sql)
+		switch {
+		case strings.HasPrefix(sql, "--"):
+			_, rest, ok := strings.Cut(sql, "\n")
+			if !ok {
+				return ""
+			}
+			sql = rest
+		case strings.HasPrefix(sql, "/*"):
+			_, rest, ok := strings.Cut(sql, "*/")
+			if !ok {
+				return ""
+			}
+			sql = rest
+		default:
+			return sql
+		}
+	}
 }
 
 // isWriteSQL reports whether a statement changes rows.

@@ -129,17 +129,37 @@ func failedWork(pass *analysis.Pass, st, prev ast.Stmt) (*ast.IfStmt, *ast.CallE
 			return nil, nil
 		}
 	}
+	// The receiver's name says it too: v.validate.StructCtx(...).
+	if sel, ok := ast.Unparen(call.Fun).(*ast.SelectorExpr); ok && decodeCall.MatchString(lastName(sel.X)) {
+		return nil, nil
+	}
 	return ifs, call
 }
 
 // receives reports whether fn fetches messages (a receive, poll or fetch
-// of a supported client): its failure leaves nothing to ack.
+// of a supported client, franz-go's Fetches.Err): its failure leaves
+// nothing to ack.
 func receives(fn *types.Func) bool {
 	if sqsOp(fn) == "ReceiveMessage" {
 		return true
 	}
 	name := fn.Name()
+	if funcPath(fn) == pathKgo && (recvName(fn) == "Fetches" || recvName(fn) == "FetchPartition" || recvName(fn) == "FetchTopic") {
+		return true // a fetch's errors (fetches.Err())
+	}
 	return strings.HasPrefix(name, "Poll") || strings.HasPrefix(name, "Fetch") || name == "ReadMessage" || name == "Receive"
+}
+
+// lastName returns the last identifier of a selector chain (validate in
+// v.validate), or the identifier itself.
+func lastName(e ast.Expr) string {
+	switch e := ast.Unparen(e).(type) {
+	case *ast.Ident:
+		return e.Name
+	case *ast.SelectorExpr:
+		return e.Sel.Name
+	}
+	return ""
 }
 
 // checkErrAck reports the ack a failed work call leads to: inside the error
@@ -310,7 +330,7 @@ func sendsElsewhere(pass *analysis.Pass, body *ast.BlockStmt) bool {
 		if d := effectOf(pass.TypesInfo, call); strings.Contains(d, "publish") {
 			found = true
 		}
-		if cf := callee(pass.TypesInfo, call); cf != nil && (sqsOp(cf) == "SendMessage" || strings.HasPrefix(cf.Name(), "Publish") || strings.HasPrefix(cf.Name(), "Produce")) {
+		if cf := callee(pass.TypesInfo, call); cf != nil && (sqsOp(cf) == "SendMessage" || strings.HasPrefix(strings.ToLower(cf.Name()), "publish") || strings.HasPrefix(strings.ToLower(cf.Name()), "produce")) {
 			found = true
 		}
 		return !found

@@ -44,3 +44,28 @@ func registerLake(wr *message.Router, db *sql.DB) {
 		return err
 	})
 }
+
+// DBTX is sqlc's interface over a pool or a transaction.
+type DBTX interface {
+	ExecContext(context.Context, string, ...interface{}) (sql.Result, error)
+}
+
+type Queries struct{ db DBTX }
+
+type CreateEmailLogParams struct{ MessageID, Recipient string }
+
+const createEmailLog = `-- name: CreateEmailLog :exec
+INSERT INTO email_logs (message_id, recipient)
+VALUES ($1, $2)
+`
+
+func (q *Queries) CreateEmailLog(ctx context.Context, arg CreateEmailLogParams) error {
+	_, err := q.db.ExecContext(ctx, createEmailLog, arg.MessageID, arg.Recipient) // want `inserts the message's id \(arg.MessageID\)`
+	return err
+}
+
+func registerSqlc(wr *message.Router, q *Queries) {
+	wr.AddNoPublisherHandler("email", "emails", nil, func(msg *message.Message) error {
+		return q.CreateEmailLog(msg.Context(), CreateEmailLogParams{MessageID: msg.UUID})
+	})
+}
