@@ -806,7 +806,7 @@ the request), and record the event in an inbox row in the same transaction.`,
 			if h, _ := dbCall(pass.TypesInfo, call); h != handleNone && s.Root.Kind != KindAckgap {
 				sql := sqlText(pass.TypesInfo, call)
 				m := increment.FindStringSubmatch(sql)
-				if m == nil || m[1] != m[2] || hasDedupeInsert(pass, funcBody(s.Inner())) {
+				if m == nil || m[1] != m[2] || guardedUpdate(sql) || hasDedupeInsert(pass, funcBody(s.Inner())) {
 					return
 				}
 				r.report(call, SeverityOf(append(s.names(), sql)...), fmt.Sprintf(
@@ -1006,6 +1006,26 @@ func checkRequestKey(pass *analysis.Pass, r *reporter, call *ast.CallExpr, fn *t
 	r.report(call, SeverityOf(append(s.names(), constStrings(pass.TypesInfo, call)...)...), fmt.Sprintf(
 		"HTTP %s %s without an Idempotency-Key header: the receiver applies a redelivered message twice; set Idempotency-Key to a key derived from the event id",
 		method, s.where()))
+}
+
+// setColumn matches one assignment of an UPDATE's SET list.
+var setColumn = regexp.MustCompile(`(?:SET|,)\s*"?([A-Z0-9_]+)"?\s*=`)
+
+// guardedUpdate reports whether an UPDATE's WHERE clause tests a column its
+// SET list assigns (SET seq = $1 ... WHERE seq = $1 - 1, SET state = 'paid'
+// WHERE state = 'pending'): a guarded transition, which a redelivery finds
+// already made and leaves alone, so its increments do not repeat.
+func guardedUpdate(sql string) bool {
+	set, where, ok := strings.Cut(sql, " WHERE ")
+	if !ok {
+		return false
+	}
+	for _, m := range setColumn.FindAllStringSubmatch(set, -1) {
+		if regexp.MustCompile(`\b` + m[1] + `\b`).MatchString(where) {
+			return true
+		}
+	}
+	return false
 }
 
 // hasDedupeInsert reports whether body inserts a row that dedupes by itself.

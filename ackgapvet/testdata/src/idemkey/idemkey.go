@@ -48,6 +48,10 @@ func register(r *message.Router, client *http.Client, db *sql.DB) {
 		_, err := db.ExecContext(context.Background(), "UPDATE counters SET hits = hits + 1 WHERE id = $1", msg.UUID) // want `medium: increments hits with no dedupe record in the same transaction`
 		return err
 	})
+	r.AddNoPublisherHandler("count-guarded", "orders", nil, func(msg *message.Message) error {
+		_, err := db.ExecContext(context.Background(), "UPDATE orders SET seq = $1, version = version + 1 WHERE id = $2 AND seq = $1 - 1", 2, msg.UUID) // clean: a guarded transition
+		return err
+	})
 	r.AddNoPublisherHandler("count-deduped", "orders", nil, func(msg *message.Message) error {
 		tx, err := db.Begin()
 		if err != nil {
