@@ -62,15 +62,8 @@ relay make the call with a stable idempotency key.`,
 				}
 				d = viaDesc(cf, sum.Effect)
 			}
-			body := funcBody(s.Inner())
-			if cf := callee(pass.TypesInfo, call); cf != nil && funcPath(cf) == "net/http" && cf.Name() == "Do" && safeRequest(pass.TypesInfo, body, call) {
-				return // a GET or HEAD: safe to repeat
-			}
-			if keyedCall(pass, body, call) {
-				return // the receiver dedupes it by its key
-			}
-			if sel, ok := ast.Unparen(call.Fun).(*ast.SelectorExpr); ok && strings.Contains(d, "publish") && builtOverTx(pass.TypesInfo, body, sel.X, 4) {
-				return // a publisher over the transaction: an outbox write
+			if !harmfulRepeat(pass, funcBody(s.Inner()), call, d) {
+				return
 			}
 			names := append(s.names(), d)
 			names = append(names, constStrings(pass.TypesInfo, call)...)

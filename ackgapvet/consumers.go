@@ -444,12 +444,13 @@ func (c *Consumers) summarize(fn *types.Func, visiting map[*types.Func]bool) *Su
 	}
 	visiting[fn] = true
 	s := &Summary{}
-	ast.Inspect(c.decls[fn].Body, func(n ast.Node) bool {
+	body := c.decls[fn].Body
+	ast.Inspect(body, func(n ast.Node) bool {
 		call, ok := n.(*ast.CallExpr)
 		if !ok {
 			return true
 		}
-		if d := effectOf(c.pass.TypesInfo, call); d != "" && s.Effect == "" {
+		if d := effectOf(c.pass.TypesInfo, call); d != "" && s.Effect == "" && harmfulRepeat(c.pass, body, call, d) {
 			s.Effect = d
 		}
 		if d := dbWriteOf(c.pass.TypesInfo, call); d != "" && s.Write == "" {

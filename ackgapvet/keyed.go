@@ -8,6 +8,25 @@ import (
 	"golang.org/x/tools/go/analysis"
 )
 
+// harmfulRepeat reports whether an effect call (d its description), in a
+// function whose body is body, does harm when a redelivery repeats it: not
+// a GET or HEAD, not a call that carries an idempotency key the receiver
+// dedupes by, not a publish through a publisher made from a transaction
+// (an outbox). The effect check and the functions' summaries (facts) both
+// ask it, so the two modes agree.
+func harmfulRepeat(pass *analysis.Pass, body *ast.BlockStmt, call *ast.CallExpr, d string) bool {
+	if cf := callee(pass.TypesInfo, call); cf != nil && funcPath(cf) == "net/http" && cf.Name() == "Do" && safeRequest(pass.TypesInfo, body, call) {
+		return false
+	}
+	if keyedCall(pass, body, call) {
+		return false
+	}
+	if sel, ok := ast.Unparen(call.Fun).(*ast.SelectorExpr); ok && strings.Contains(d, "publish") && builtOverTx(pass.TypesInfo, body, sel.X, 4) {
+		return false
+	}
+	return true
+}
+
 // keyedCall reports whether an effect call carries an idempotency key that
 // is not made afresh: among its arguments (and the values of the local
 // variables passed as them, assigned in body), a field or header named like

@@ -12,12 +12,13 @@ type Client struct {
 	URL  string
 }
 
+// Charge posts a charge without an idempotency key: a redelivery charges
+// again. (With an Idempotency-Key header the call is not an effect.)
 func (c *Client) Charge(ctx context.Context, order string) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.URL, nil)
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Idempotency-Key", order)
 	_, err = c.HTTP.Do(req)
 	return err
 }

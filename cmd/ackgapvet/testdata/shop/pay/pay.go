@@ -5,15 +5,15 @@ package pay
 import (
 	"context"
 	"net/http"
+	"strings"
 )
 
-// Charge posts a charge with an idempotency key.
+// Charge posts a charge. It sends no idempotency key, so a redelivered
+// order is charged again: the effect the command's tests expect. (With
+// an Idempotency-Key header derived from the message the call would not
+// be reported: the payment provider dedupes it.)
 func Charge(ctx context.Context, client *http.Client, id string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "https://pay.example/charges", nil)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Idempotency-Key", id)
-	_, err = client.Do(req)
+	var err error
+	_, err = client.Post("https://pay.example/charges", "text/plain", strings.NewReader(id))
 	return err
 }
