@@ -99,9 +99,7 @@ func TestBatchConsumerFIFOHoldsBackGroup(t *testing.T) {
 		ms = append(ms, m)
 	}
 	leases := newLeases(bc.client, bc.queue.URL, bc.queue.VisibilityTimeout, bc.cfg.HeartbeatInterval, bc.cfg.RequestTimeout, bc.logger)
-	st := newSettler(bc.client, bc.queue.URL, leases, bc.cfg.RequestTimeout, settleLinger, 1, bc.logger, &bc.stats)
-	bc.process(ctx, ms, leases.add(ms, time.Now()), leases, st)
-	st.close() // every settle answered and reported
+	bc.process(ctx, ms, leases.add(ms, time.Now()), leases)
 
 	require.Len(t, reports, 7)
 	got := map[string]ackgap.SettleOutcome{}
