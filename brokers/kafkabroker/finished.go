@@ -205,7 +205,9 @@ type finishedSet struct {
 }
 
 func newFinishedSet(inherited []offsetRun) *finishedSet {
-	return &finishedSet{offs: make(map[int64]struct{}), inherited: inherited}
+	// A copy: pruning works in place, and the claim's skipCursor walks
+	// the same runs.
+	return &finishedSet{offs: make(map[int64]struct{}), inherited: slices.Clone(inherited)}
 }
 
 // add records offset as finished above the watermark.

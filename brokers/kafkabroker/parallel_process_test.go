@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ackgap/ackgap"
+	"github.com/ackgap/ackgap/batch"
 	"github.com/ackgap/ackgap/brokers/kafkabroker"
 	"github.com/ackgap/ackgap/internal/childproc"
 	"github.com/ackgap/ackgap/internal/testdb"
@@ -39,6 +40,9 @@ const (
 	envChildFailKey   = "ACKGAP_KAFKATEST_FAIL_KEY"
 	envChildFailFrom  = "ACKGAP_KAFKATEST_FAIL_FROM_SEQ"
 	envChildDelay     = "ACKGAP_KAFKATEST_DELAY"
+	envChildMode      = "ACKGAP_KAFKATEST_MODE" // "batch": a BatchConsumer; else a router with a ParallelSubscriber
+	envChildSlowKey   = "ACKGAP_KAFKATEST_SLOW_KEY"
+	envChildSlowDelay = "ACKGAP_KAFKATEST_SLOW_DELAY"
 	lineOutcome       = "OUTCOME"
 )
 
@@ -86,6 +90,12 @@ type consumerProcess struct {
 	// delay is how long the handler sleeps inside its transaction: slow
 	// work, so a rebalance finds records in flight.
 	delay time.Duration
+	// batch runs a BatchConsumer (batch.Processor) instead of a router.
+	batch bool
+	// slowKey's events sleep slowDelay instead of delay: a slow key that
+	// holds its partition's watermark while the other keys finish above it.
+	slowKey   string
+	slowDelay time.Duration
 }
 
 // startConsumer starts a consumer process on b's schema and waits until
@@ -95,7 +105,11 @@ func startConsumer(t testing.TB, b *seqBackend, p consumerProcess) *childproc.Ch
 	env := append([]string{
 		envChildSchema + "=" + b.schema, envChildTopic + "=" + p.topic, envChildGroup + "=" + p.group,
 		envChildDelay + "=" + p.delay.String(),
+		envChildSlowKey + "=" + p.slowKey, envChildSlowDelay + "=" + p.slowDelay.String(),
 	}, p.outage.env()...)
+	if p.batch {
+		env = append(env, envChildMode+"=batch")
+	}
 	c := childproc.Start(t, parallelChildRole, env...)
 	c.WaitFor(t, time.Minute, func(line string) bool { return line == "READY" })
 	return c
@@ -122,27 +136,21 @@ func runParallelChild() error {
 		return err
 	}
 
+	slowKey := os.Getenv(envChildSlowKey)
+	slowDelay, err := time.ParseDuration(os.Getenv(envChildSlowDelay))
+	if err != nil {
+		return err
+	}
+
 	pub, err := kafkabroker.NewPublisher(&kafkabroker.PublisherConfig{Brokers: brokersFromEnv()}, testLogger())
 	if err != nil {
 		return err
 	}
 	defer pub.Close()
-	r, err := router.New(b.store, &router.Config{
-		DeadLetter: pub, DeadLetterTopic: topic + ".dlq", Logger: testLogger(), MaxAttempts: 1,
-		InboxConfig: middleware.InboxConfig{Observer: func(_ context.Context, rep *ackgap.InboxReport) {
-			childproc.Say("%s %s %s", lineOutcome, rep.EventID, rep.Outcome)
-		}},
-	})
-	if err != nil {
-		return err
+	observe := func(_ context.Context, rep *ackgap.InboxReport) {
+		childproc.Say("%s %s %s", lineOutcome, rep.EventID, rep.Outcome)
 	}
-	cfg := parallelConfig(brokersFromEnv(), group)
-	cfg.NackResendSleep = 20 * time.Millisecond
-	sub, err := kafkabroker.NewParallelSubscriber(cfg, testLogger())
-	if err != nil {
-		return err
-	}
-	err = r.AddHandler("billing", topic, sub, func(ctx context.Context, tx pgx.Tx, msg *message.Message) error {
+	handle := func(ctx context.Context, tx pgx.Tx, msg *message.Message) error {
 		key, seq, err := keySeq(msg)
 		if err != nil {
 			return err
@@ -156,19 +164,59 @@ func runParallelChild() error {
 				return fmt.Errorf("%w: test: the order service is busy", ackgap.ErrStoreUnavailable)
 			}
 		}
+		sleep := delay
+		if key == slowKey {
+			sleep = slowDelay
+		}
 		//ackgapvet:ignore sleep the test simulates slow work inside the transaction, so a rebalance finds records in flight
-		time.Sleep(delay)
+		time.Sleep(sleep)
 		return b.apply(ctx, tx, msg)
+	}
+	cfg := parallelConfig(brokersFromEnv(), group)
+	cfg.NackResendSleep = 20 * time.Millisecond
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, syscall.SIGTERM)
+
+	if os.Getenv(envChildMode) == "batch" {
+		p, err := batch.New[pgx.Tx](b.store, &batch.Config[pgx.Tx]{
+			InboxConfig: middleware.InboxConfig{Consumer: "billing", Observer: observe},
+			Handler:     handle,
+		})
+		if err != nil {
+			return err
+		}
+		bc, err := kafkabroker.NewBatchConsumer(p.ProcessErrors, &kafkabroker.BatchConsumerConfig{
+			ParallelConfig: *cfg, Topic: topic, DeadLetter: pub, DeadLetterTopic: topic + ".dlq",
+		}, testLogger())
+		if err != nil {
+			return err
+		}
+		go func() {
+			<-stop
+			_ = bc.Close()
+		}()
+		childproc.Say("READY")
+		return bc.Run(ctx)
+	}
+
+	r, err := router.New(b.store, &router.Config{
+		DeadLetter: pub, DeadLetterTopic: topic + ".dlq", Logger: testLogger(), MaxAttempts: 1,
+		InboxConfig: middleware.InboxConfig{Observer: observe},
 	})
 	if err != nil {
+		return err
+	}
+	sub, err := kafkabroker.NewParallelSubscriber(cfg, testLogger())
+	if err != nil {
+		return err
+	}
+	if err := r.AddHandler("billing", topic, sub, handle); err != nil {
 		return err
 	}
 	go func() {
 		<-r.Running()
 		childproc.Say("READY")
 	}()
-	stop := make(chan os.Signal, 1)
-	signal.Notify(stop, syscall.SIGTERM)
 	go func() {
 		<-stop
 		_ = r.Close()
