@@ -118,9 +118,9 @@ type offsetCommitter struct {
 
 	kick     chan struct{}
 	metaKick chan struct{} // a finished set grew; commit within finishedCommitDelay
-	stop chan struct{}
-	done chan struct{}
-	once sync.Once
+	stop     chan struct{}
+	done     chan struct{}
+	once     sync.Once
 }
 
 // commitState is one partition's side of the committer.

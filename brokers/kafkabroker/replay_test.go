@@ -70,7 +70,7 @@ func TestReplaysPerStop(t *testing.T) {
 				}
 				load, _ := os.ReadFile("/proc/loadavg")
 				t.Logf("REPLAYS mode=%s stop=%s stops=%d per_stop=%v mean=%.1f loadavg=%s",
-					mode, how, len(replays), replays, float64(total)/float64(len(replays)), strings.Fields(string(load)+" ?")[0])
+					mode, how, len(replays), replays, float64(total)/float64(len(replays)), strings.Fields(string(load) + " ?")[0])
 				if !kill {
 					for i, r := range replays {
 						require.Zero(t, r, "stop %d: a graceful stop commits every finished record; none replayed", i)
