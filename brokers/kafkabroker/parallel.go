@@ -68,6 +68,30 @@ var (
 // same way, and its watermark is committed again as the records in between
 // are redelivered and acked.
 //
+// Finished offsets. The committed offset is the lowest offset not yet
+// acked, so the records acked above it would be fetched again after a
+// stop, and skipped by the inbox. As in the Confluent Parallel Consumer,
+// each commit carries them in the partition's OffsetCommit metadata
+// ("ackgap1:" then a run-length or bitset encoding of the offsets above
+// the committed one, whichever is shorter, base64, with a CRC-32C; at most
+// 4 KiB, Kafka's default offset.metadata.max.bytes: a longer set is not
+// sent, and a coordinator that refuses one as too large gets none from
+// then on). A partition whose watermark is held while records finish above
+// it is committed again within 100 ms (at the next tick with a
+// CommitInterval) with the grown set. When a partition is claimed at a
+// committed offset whose metadata is such a set for that very offset (read
+// with one OffsetFetch per session, within CommitTimeout), the records it
+// names are settled as acked for the watermark as they are read, never
+// handed out, and counted in [PartitionStats].ReplaysSkipped; they stay in
+// the set the next commits carry. Other metadata (another client's,
+// another version, a damaged or stale set, an offset reset) is ignored.
+// With SubscriberConfig.Progress set nothing is skipped: a database behind
+// the group's committed offset (a failover, a restore) may have lost what
+// the set says was finished. The set is an optimisation, never a
+// correctness dependency: without it the records are handed out again
+// and the inbox skips them. So a graceful stop replays nothing but what it
+// cancelled, and a crash replays what was acked after the last commit.
+//
 // Memory. Each partition buffers at most MaxBufferedRecords records and
 // MaxBufferedBytes bytes (plus one record) that are not yet below its
 // watermark; at the limit it stops reading its claim, and Sarama stops
