@@ -51,6 +51,13 @@ const (
 	// committed offsets of the partitions it watches after an unanswered
 	// commit.
 	offsetCheckInterval = time.Second
+	// finishedCommitDelay is how long the committer (without a
+	// CommitInterval) waits before it commits a partition whose watermark
+	// did not move but whose finished offsets above it grew (see
+	// finishedSet): a watermark held by a slow record then costs at most
+	// ten commits a second, and a crash replays at most what finished in
+	// the last one.
+	finishedCommitDelay = 100 * time.Millisecond
 )
 
 // errOutcomeUnknown marks a commit that was sent and not answered (a
@@ -103,11 +110,17 @@ type offsetCommitter struct {
 	mu      sync.Mutex
 	parts   map[partitionKey]*commitState
 	checkAt time.Time // when the next offset check is due
+	// metaLimit bounds the finished-offsets metadata of each partition's
+	// commit (finishedMetadataMax); 0 once the coordinator refused one as
+	// too large (offset.metadata.max.bytes set lower): commits then go
+	// without it.
+	metaLimit int
 
-	kick chan struct{}
-	stop chan struct{}
-	done chan struct{}
-	once sync.Once
+	kick     chan struct{}
+	metaKick chan struct{} // a finished set grew; commit within finishedCommitDelay
+	stop     chan struct{}
+	done     chan struct{}
+	once     sync.Once
 }
 
 // commitState is one partition's side of the committer.
@@ -118,6 +131,11 @@ type commitState struct {
 	// watchUntil is when the offset checks of the partition end: an
 	// unanswered commit's time plus checkWindow.
 	watchUntil time.Time
+	// fin, when set (track), is the partition's finished offsets above the
+	// watermark, sent in each commit's metadata; finVersion is its version
+	// the last accepted commit carried.
+	fin        *finishedSet
+	finVersion uint64
 }
 
 func newOffsetCommitter(client sarama.Client, conf *sarama.Config, group string, gen int32, member string, interval time.Duration, logger watermill.LoggerAdapter) *offsetCommitter {
@@ -128,10 +146,46 @@ func newOffsetCommitter(client sarama.Client, conf *sarama.Config, group string,
 	return &offsetCommitter{
 		client: client, conf: conf, group: group, gen: gen, member: member,
 		interval: interval, retry: retry, logger: logger,
-		parts: make(map[partitionKey]*commitState),
-		kick:  make(chan struct{}, 1),
-		stop:  make(chan struct{}),
-		done:  make(chan struct{}),
+		parts:     make(map[partitionKey]*commitState),
+		metaLimit: finishedMetadataMax,
+		kick:      make(chan struct{}, 1),
+		metaKick:  make(chan struct{}, 1),
+		stop:      make(chan struct{}),
+		done:      make(chan struct{}),
+	}
+}
+
+// state returns k's state, created when missing; c.mu must be held.
+func (c *offsetCommitter) state(k partitionKey) *commitState {
+	st := c.parts[k]
+	if st == nil {
+		st = &commitState{want: -1, committed: -1}
+		c.parts[k] = st
+	}
+	return st
+}
+
+// track makes fin the finished set of partition k whose commits carry in
+// their metadata (a claim's, from its start).
+func (c *offsetCommitter) track(k partitionKey, fin *finishedSet) {
+	c.mu.Lock()
+	c.state(k).fin = fin
+	c.mu.Unlock()
+}
+
+// finished tells the committer that partition k's finished set grew while
+// its watermark, wm, did not move: without a CommitInterval it is
+// committed within finishedCommitDelay; with one, at the next tick.
+func (c *offsetCommitter) finished(k partitionKey, wm int64) {
+	c.mu.Lock()
+	st := c.state(k)
+	st.want = max(st.want, wm)
+	c.mu.Unlock()
+	if c.interval == 0 {
+		select {
+		case c.metaKick <- struct{}{}:
+		default:
+		}
 	}
 }
 
@@ -139,11 +193,7 @@ func newOffsetCommitter(client sarama.Client, conf *sarama.Config, group string,
 // acked (all below wm) wait for a commit covering them.
 func (c *offsetCommitter) advance(k partitionKey, wm int64, acked []ackedRecord) {
 	c.mu.Lock()
-	st := c.parts[k]
-	if st == nil {
-		st = &commitState{want: -1, committed: -1}
-		c.parts[k] = st
-	}
+	st := c.state(k)
 	st.want = max(st.want, wm)
 	st.waiting = append(st.waiting, acked...)
 	c.mu.Unlock()
@@ -170,12 +220,24 @@ func (c *offsetCommitter) run() {
 	check := time.NewTimer(offsetCheckInterval)
 	check.Stop()
 	defer check.Stop()
+	meta := time.NewTimer(finishedCommitDelay)
+	meta.Stop()
+	defer meta.Stop()
+	metaArmed := false
 	for {
 		select {
 		case <-c.kick:
 		case <-tick:
 		case <-retry.C:
 		case <-check.C:
+		case <-meta.C:
+			metaArmed = false
+		case <-c.metaKick:
+			if !metaArmed {
+				metaArmed = true
+				meta.Reset(finishedCommitDelay)
+			}
+			continue
 		case <-c.stop:
 			return
 		}
@@ -315,7 +377,9 @@ func (c *offsetCommitter) forget(k partitionKey) {
 		return
 	}
 	for _, r := range st.waiting {
-		r.d.Settle(ackgap.Settlement{Acked: true, At: r.ackedAt, Err: errReleased})
+		if r.d != nil { // nil: skipped, finished by an earlier owner
+			r.d.Settle(ackgap.Settlement{Acked: true, At: r.ackedAt, Err: errReleased})
+		}
 	}
 }
 
@@ -324,6 +388,11 @@ type commitBlock struct {
 	k       partitionKey
 	offset  int64
 	covered []ackedRecord
+	// metadata is the partition's finished offsets above offset
+	// (encodeFinished), "" for none; version the finished set's version
+	// it encodes.
+	metadata string
+	version  uint64
 }
 
 // flush sends one OffsetCommit request for every partition (only for k
@@ -345,14 +414,22 @@ func (c *offsetCommitter) flushLocked(only *partitionKey) bool {
 		if only != nil && k != *only {
 			continue
 		}
-		if st.want <= st.committed {
-			continue // nothing new: never commit the same or a lower offset
+		if st.want < 0 || st.want < st.committed {
+			continue // never commit a lower offset
+		}
+		var meta string
+		var version uint64
+		if st.fin != nil && c.metaLimit > 0 {
+			meta, version = st.fin.encode(st.want, c.metaLimit)
+		}
+		if st.want == st.committed && (st.fin == nil || version == st.finVersion || meta == "") {
+			continue // nothing new: the same offset again only with more finished above it
 		}
 		n := 0
 		for n < len(st.waiting) && st.waiting[n].offset < st.want {
 			n++
 		}
-		blocks = append(blocks, commitBlock{k: k, offset: st.want, covered: slices.Clone(st.waiting[:n])})
+		blocks = append(blocks, commitBlock{k: k, offset: st.want, covered: slices.Clone(st.waiting[:n]), metadata: meta, version: version})
 		st.waiting = slices.Delete(st.waiting, 0, n)
 	}
 	c.mu.Unlock()
@@ -364,13 +441,20 @@ func (c *offsetCommitter) flushLocked(only *partitionKey) bool {
 	at := time.Now()
 	ok := true
 	c.mu.Lock()
+	tooLarge := false
 	for i, b := range blocks {
 		st := c.parts[b.k]
 		if errs[i] == nil && st != nil {
 			st.committed = max(st.committed, b.offset)
+			st.finVersion = max(st.finVersion, b.version)
 		}
 		if errs[i] != nil {
 			ok = false
+		}
+		if errors.Is(errs[i], sarama.ErrOffsetMetadataTooLarge) && c.metaLimit > 0 {
+			// The broker's offset.metadata.max.bytes is below ours: the
+			// retry, and every later commit, goes without the set.
+			c.metaLimit, tooLarge = 0, true
 		}
 		if st != nil && c.checkWindow > 0 && errors.Is(errs[i], errOutcomeUnknown) {
 			// It may land late, after a newer commit: check at the next
@@ -381,13 +465,19 @@ func (c *offsetCommitter) flushLocked(only *partitionKey) bool {
 		}
 	}
 	c.mu.Unlock()
+	if tooLarge {
+		warn(c.logger, "Offset commit metadata refused as too large (the broker's offset.metadata.max.bytes is below 4096); committing without the finished offsets from now on: a restart replays them and the inbox skips them",
+			sarama.ErrOffsetMetadataTooLarge, watermill.LogFields{"consumer_group": c.group, "generation": c.gen})
+	}
 	for i, b := range blocks {
 		if errs[i] == nil {
 			if c.accepted != nil {
 				c.accepted.record(b.k, b.offset)
 			}
 			for _, r := range b.covered {
-				r.d.Settle(ackgap.Settlement{Acked: true, At: r.ackedAt, Confirmed: at})
+				if r.d != nil {
+					r.d.Settle(ackgap.Settlement{Acked: true, At: r.ackedAt, Confirmed: at})
+				}
 			}
 			continue
 		}
@@ -398,7 +488,9 @@ func (c *offsetCommitter) flushLocked(only *partitionKey) bool {
 				"consumer_group": c.group, "generation": c.gen, "unconfirmed": len(b.covered)})
 		err := fmt.Errorf("%w: %w: topic %s partition %d offset %d: %w", ackgap.ErrAckNotConfirmed, ErrCommitRefused, b.k.topic, b.k.partition, b.offset, errs[i])
 		for _, r := range b.covered {
-			r.d.Settle(ackgap.Settlement{Acked: true, At: r.ackedAt, Err: err})
+			if r.d != nil {
+				r.d.Settle(ackgap.Settlement{Acked: true, At: r.ackedAt, Err: err})
+			}
 		}
 	}
 	return ok
@@ -490,7 +582,7 @@ func sendOffsetCommit(client sarama.Client, conf *sarama.Config, group string, g
 	req.ConsumerGroupGeneration = gen
 	req.ConsumerID = member
 	for _, b := range blocks {
-		req.AddBlock(b.k.topic, b.k.partition, b.offset, 0, "")
+		req.AddBlock(b.k.topic, b.k.partition, b.offset, 0, b.metadata)
 	}
 	coord, err := client.Coordinator(group)
 	if err != nil {
@@ -534,6 +626,27 @@ func sendOffsetCommit(client sarama.Client, conf *sarama.Config, group string, g
 // partition the coordinator answered with an error is left out, and the
 // error returned with the others.
 func fetchCommitted(client sarama.Client, conf *sarama.Config, group string, keys []partitionKey) (map[partitionKey]int64, error) {
+	got, err := fetchCommittedMeta(client, conf, group, keys)
+	if got == nil {
+		return nil, err
+	}
+	out := make(map[partitionKey]int64, len(got))
+	for k, c := range got {
+		out[k] = c.offset
+	}
+	return out, err
+}
+
+// committedAt is a partition's committed offset and the metadata
+// committed with it.
+type committedAt struct {
+	offset   int64
+	metadata string
+}
+
+// fetchCommittedMeta is fetchCommitted with each partition's committed
+// metadata.
+func fetchCommittedMeta(client sarama.Client, conf *sarama.Config, group string, keys []partitionKey) (map[partitionKey]committedAt, error) {
 	parts := make(map[string][]int32)
 	for _, k := range keys {
 		parts[k.topic] = append(parts[k.topic], k.partition)
@@ -558,7 +671,7 @@ func fetchCommitted(client sarama.Client, conf *sarama.Config, group string, key
 		}
 		return nil, fmt.Errorf("OffsetFetch: %w", kerr)
 	}
-	out := make(map[partitionKey]int64, len(keys))
+	out := make(map[partitionKey]committedAt, len(keys))
 	var errs []error
 	for _, k := range keys {
 		b := resp.GetBlock(k.topic, k.partition)
@@ -568,7 +681,7 @@ func fetchCommitted(client sarama.Client, conf *sarama.Config, group string, key
 		case b.Err != sarama.ErrNoError:
 			errs = append(errs, fmt.Errorf("OffsetFetch: topic %s partition %d: %w", k.topic, k.partition, b.Err))
 		default:
-			out[k] = b.Offset
+			out[k] = committedAt{offset: b.Offset, metadata: b.Metadata}
 		}
 	}
 	return out, errors.Join(errs...)
@@ -578,12 +691,31 @@ func fetchCommitted(client sarama.Client, conf *sarama.Config, group string, key
 // coordinator accepted from one subscriber, across group sessions, so that
 // a committed offset that went backwards (a zombie member's late commit,
 // offsets expired or reset by an operator) is seen when the partition is
-// claimed again; and how often one was found to have gone backwards.
-// Safe for concurrent use.
+// claimed again; how often one was found to have gone backwards; and how
+// many records were skipped as finished by an earlier owner (the commit
+// metadata, see finishedSet). Safe for concurrent use.
 type acceptedOffsets struct {
 	mu          sync.Mutex
 	m           map[partitionKey]int64
 	regressions map[partitionKey]int64
+	skips       map[partitionKey]int64
+}
+
+// skipped counts one record of k skipped as finished by its last owner.
+func (a *acceptedOffsets) skipped(k partitionKey) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.skips == nil {
+		a.skips = make(map[partitionKey]int64)
+	}
+	a.skips[k]++
+}
+
+// skipsOf returns how many records of k were skipped as finished.
+func (a *acceptedOffsets) skipsOf(k partitionKey) int64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.skips[k]
 }
 
 // regressed counts one ErrOffsetRegressed finding for k.

@@ -87,6 +87,16 @@
 // new message or a rebalance. A partition claimed with a committed offset
 // below one accepted from the subscriber before is reported the same way.
 //
+// Each commit also carries, in the partition's OffsetCommit metadata, the
+// offsets acked above the watermark (bounded to 4 KiB, versioned
+// "ackgap1:"), as the Confluent Parallel Consumer does; the partition's
+// next owner skips those records without handing them out
+// ([PartitionStats].ReplaysSkipped), so a graceful stop replays nothing
+// that finished and a crash only what finished after the last commit. It
+// is an optimisation: metadata that is missing, foreign or stale is
+// ignored and the inbox skips what comes again; with
+// SubscriberConfig.Progress set it is not used.
+//
 //	sub, err := kafkabroker.NewParallelSubscriber(&kafkabroker.ParallelConfig{
 //		SubscriberConfig: kafkabroker.SubscriberConfig{Brokers: brokers, ConsumerGroup: "billing"},
 //		MaxInFlight:      64,

@@ -68,6 +68,30 @@ var (
 // same way, and its watermark is committed again as the records in between
 // are redelivered and acked.
 //
+// Finished offsets. The committed offset is the lowest offset not yet
+// acked, so the records acked above it would be fetched again after a
+// stop, and skipped by the inbox. As in the Confluent Parallel Consumer,
+// each commit carries them in the partition's OffsetCommit metadata
+// ("ackgap1:" then a run-length or bitset encoding of the offsets above
+// the committed one, whichever is shorter, base64, with a CRC-32C; at most
+// 4 KiB, Kafka's default offset.metadata.max.bytes: a longer set is not
+// sent, and a coordinator that refuses one as too large gets none from
+// then on). A partition whose watermark is held while records finish above
+// it is committed again within 100 ms (at the next tick with a
+// CommitInterval) with the grown set. When a partition is claimed at a
+// committed offset whose metadata is such a set for that very offset (read
+// with one OffsetFetch per session, within CommitTimeout), the records it
+// names are settled as acked for the watermark as they are read, never
+// handed out, and counted in [PartitionStats].ReplaysSkipped; they stay in
+// the set the next commits carry. Other metadata (another client's,
+// another version, a damaged or stale set, an offset reset) is ignored.
+// With SubscriberConfig.Progress set nothing is skipped: a database behind
+// the group's committed offset (a failover, a restore) may have lost what
+// the set says was finished. The set is an optimisation, never a
+// correctness dependency: without it the records are handed out again
+// and the inbox skips them. So a graceful stop replays nothing but what it
+// cancelled, and a crash replays what was acked after the last commit.
+//
 // Memory. Each partition buffers at most MaxBufferedRecords records and
 // MaxBufferedBytes bytes (plus one record) that are not yet below its
 // watermark; at the limit it stops reading its claim, and Sarama stops
@@ -299,6 +323,13 @@ type PartitionStats struct {
 	// ([ErrOffsetRegressed]), over its lifetime: by the offset checks after
 	// an unanswered commit, or when the partition was claimed.
 	Regressions int64
+	// ReplaysSkipped is how many records of the partition the subscriber
+	// skipped, over its lifetime, without handing them out, because the
+	// committed offset's metadata recorded them finished above it by the
+	// partition's last owner (see "Finished offsets" at
+	// [ParallelSubscriber]): each one a replay that no handler and no
+	// inbox saw.
+	ReplaysSkipped int64
 }
 
 // Stats returns a snapshot of every partition the subscriber holds now,
@@ -321,6 +352,7 @@ func (s *ParallelSubscriber) Stats() []PartitionStats {
 				st.Committed = c
 			}
 			st.Regressions = sub.accepted.regressionsOf(l.k)
+			st.ReplaysSkipped = sub.accepted.skipsOf(l.k)
 			out = append(out, st)
 		}
 	}
@@ -372,6 +404,9 @@ type parallelSub struct {
 	loops    map[partitionKey]*partLoop
 	ended    map[partitionKey]int64 // watermark of each partition whose loop ended
 	accepted *acceptedOffsets       // the subscriber's, shared by its subscriptions
+	// inherit is the current session's committed offsets and metadata of
+	// its claims, read in Setup (none with Progress set).
+	inherit map[partitionKey]committedAt
 
 	// handout guards the sends on out and runs against their close: a
 	// partition loop holds it for reading while it may send (its select
@@ -425,11 +460,65 @@ func (sub *parallelSub) Setup(sess sarama.ConsumerGroupSession) error {
 	com.accepted = sub.accepted
 	com.checkWindow = sub.cfg.SessionTimeout
 	com.timeout = sub.cfg.CommitTimeout
+	inherit := sub.readInherited(sess, com)
 	go com.run()
 	sub.mu.Lock()
 	sub.com = com
+	sub.inherit = inherit
 	sub.mu.Unlock()
 	return nil
+}
+
+// readInherited reads the committed offsets of sess's claims with their
+// metadata (one OffsetFetch, within CommitTimeout), where the partitions'
+// last owners recorded the offsets they finished above them. With
+// Progress set it reads nothing: a database behind the group's committed
+// offset (a failover, a restore) may have lost what the metadata says was
+// finished, so every record from the committed offset on is handed out
+// again and the inbox decides. A failed read only means the records are
+// handed out again.
+func (sub *parallelSub) readInherited(sess sarama.ConsumerGroupSession, com *offsetCommitter) map[partitionKey]committedAt {
+	if sub.cfg.Progress != nil {
+		return nil
+	}
+	var keys []partitionKey
+	for topic, partitions := range sess.Claims() {
+		for _, p := range partitions {
+			keys = append(keys, partitionKey{topic, p})
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	var got map[partitionKey]committedAt
+	ran, err := com.bounded("OffsetFetch", func() error {
+		var ferr error
+		got, ferr = fetchCommittedMeta(sub.commits, sub.sc, sub.cfg.ConsumerGroup, keys)
+		return ferr
+	})
+	if err != nil {
+		sub.logger.Info("Cannot read the finished offsets the partitions' last owners committed; their records are handed out again and the inbox skips them",
+			watermill.LogFields{"err": err.Error(), "generation": sess.GenerationID()})
+	}
+	if !ran {
+		return nil
+	}
+	return got
+}
+
+// inherited returns the finished offsets above k's committed offset that
+// its last owner recorded in the commit's metadata, when the claim starts
+// at that committed offset (not at a reset, a rewind or an offset the
+// session did not read).
+func (sub *parallelSub) inherited(k partitionKey, initial int64) []offsetRun {
+	sub.mu.Lock()
+	c, ok := sub.inherit[k]
+	sub.mu.Unlock()
+	if !ok || c.offset != initial {
+		return nil
+	}
+	runs, _ := decodeFinished(c.metadata, c.offset)
+	return runs
 }
 
 // Cleanup commits the session's last watermarks; Sarama calls it after
@@ -456,9 +545,12 @@ func (sub *parallelSub) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sar
 		warn(sub.logger, "The group's committed offset went backwards since this subscriber's last accepted commit (a zombie member's late commit, or offsets expired or reset): records from it on are redelivered",
 			ErrOffsetRegressed, watermill.LogFields{"partition": k.partition, "committed": claim.InitialOffset(), "accepted_before": last, "generation": sess.GenerationID()})
 	}
+	runs := sub.inherited(k, claim.InitialOffset())
 	sub.mu.Lock()
 	l := &partLoop{
 		sub: sub, sess: sess, claim: claim, k: k, com: sub.com,
+		fin:    newFinishedSet(runs),
+		skip:   skipCursor{runs: runs},
 		wm:     newWatermark(),
 		queues: make(map[string][]*pending),
 		events: make(chan partEvent),
@@ -467,6 +559,9 @@ func (sub *parallelSub) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sar
 	}
 	sub.loops[k] = l
 	sub.mu.Unlock()
+	if l.com != nil {
+		l.com.track(k, l.fin)
+	}
 	defer func() {
 		l.statsMu.Lock()
 		wm := l.stats.Watermark
@@ -643,6 +738,12 @@ type partLoop struct {
 	k     partitionKey
 	com   *offsetCommitter
 
+	// fin is the offsets acked above the watermark, which the commits
+	// carry; skip, the ones the partition's last owner finished, which are
+	// not handed out again.
+	fin  *finishedSet
+	skip skipCursor
+
 	wm       *watermark
 	queues   map[string][]*pending // per key: head in flight (or due), the rest waiting
 	ready    []*pending            // due to be handed out
@@ -727,10 +828,16 @@ func (l *partLoop) run() {
 	l.drain(true)
 }
 
-// read buffers rec and makes it due if its key is free.
+// read buffers rec and makes it due if its key is free; a record the
+// partition's last owner finished is settled at once, never handed out.
 func (l *partLoop) read(rec *sarama.ConsumerMessage) {
 	p := &pending{rec: rec, size: int64(len(rec.Key) + len(rec.Value))}
 	l.wm.add(rec.Offset, p.size)
+	if l.skip.finished(rec.Offset) {
+		l.sub.accepted.skipped(l.k)
+		l.finish(rec.Offset, nil, time.Now())
+		return
+	}
 	switch l.sub.cfg.Ordering {
 	case OrderingUnordered:
 		l.ready = append(l.ready, p)
@@ -881,16 +988,13 @@ func (l *partLoop) handle(ev partEvent) {
 	switch ev.kind {
 	case evAcked:
 		l.inflight--
-		l.wm.ack(ev.p.rec.Offset, ev.d, ev.at)
 		if ev.p.run != nil {
 			ev.p.acked = true
 			l.runSettled(ev.p)
 		} else {
 			l.next(ev.p)
 		}
-		if acked := l.wm.advance(); len(acked) > 0 {
-			l.com.advance(l.k, l.wm.offset(), acked)
-		}
+		l.finish(ev.p.rec.Offset, ev.d, ev.at)
 	case evNacked:
 		l.inflight--
 		if ev.p.run != nil {
@@ -903,6 +1007,31 @@ func (l *partLoop) handle(ev partEvent) {
 		if !l.draining {
 			l.ready = append(l.ready, ev.p)
 		}
+	}
+}
+
+// finish settles offset as done for the watermark (acked by d at at; d
+// nil for a record skipped as finished by an earlier owner) and tells the
+// committer: the watermark moved, or the offset is one more finished
+// above it.
+func (l *partLoop) finish(offset int64, d *ackgap.Delivery, at time.Time) {
+	l.wm.ack(offset, d, at)
+	acked := l.wm.advance()
+	wm := l.wm.offset()
+	if offset > wm {
+		l.fin.add(offset)
+	}
+	if l.com == nil {
+		return
+	}
+	switch {
+	case len(acked) > 0:
+		if l.fin.size() > l.sub.cfg.MaxBufferedRecords {
+			l.fin.prune(wm) // between commits, so the set stays bounded
+		}
+		l.com.advance(l.k, wm, acked)
+	case offset > wm:
+		l.com.finished(l.k, wm)
 	}
 }
 

@@ -326,7 +326,9 @@ func TestParallelBackPressure(t *testing.T) {
 			require.Equal(t, int64(0), s.Watermark, "the slow record holds the watermark")
 		}
 	}
-	require.Equal(t, int64(-1), committedOffset(t, group, topic, 0), "nothing committed past the slow record")
+	// At most the slow record's own offset, committed with the records
+	// finished above it in its metadata.
+	require.LessOrEqual(t, committedOffset(t, group, topic, 0), int64(0), "nothing committed past the slow record")
 
 	slow.Ack()
 	deadline = time.After(time.Minute)
