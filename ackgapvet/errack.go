@@ -30,8 +30,10 @@ message (Unmarshal, Decode, Parse, Validate) are not reported: a message
 that cannot be read will not read on the next delivery either. An error
 branch that first sends the message elsewhere (a dead-letter or retry
 topic or queue, any publish) is not reported either. Fix: leave the message
-unacked (return the error, continue without the ack) so it is redelivered,
-and dead-letter explicitly only the errors known to be permanent.`,
+unacked so it is redelivered (on Kafka, return the error: a continue without
+the mark lets the next mark commit past it; on SQS or Watermill, skipping the
+ack is enough), and dead-letter explicitly only the errors known to be
+permanent.`,
 	func(pass *analysis.Pass, c *Consumers, r *reporter) {
 		for node, root := range c.reach {
 			body := funcBody(node)
@@ -177,8 +179,8 @@ func checkErrAck(pass *analysis.Pass, c *Consumers, r *reporter, root *Root, ifs
 		if call := topCall(st); call != nil {
 			if ack := ackOf(info, call); ack != "" {
 				r.report(call, SeverityOf(names...), fmt.Sprintf(
-					"acks with %s when %s fails (line %d): a transient failure (a timeout, a busy database) loses the message instead of redelivering it; leave it unacked so it is redelivered, and dead-letter only errors known to be permanent",
-					ack, workName, line))
+					"acks with %s when %s fails (line %d): a transient failure (a timeout, a busy database) loses the message instead of redelivering it; %s, and dead-letter only errors known to be permanent",
+					ack, workName, line, leaveUnacked(call, info)))
 				return
 			}
 		}
@@ -207,8 +209,8 @@ func checkErrAck(pass *analysis.Pass, c *Consumers, r *reporter, root *Root, ifs
 		}
 		if ack := ackOf(info, call); ack != "" {
 			r.report(call, SeverityOf(names...), fmt.Sprintf(
-				"acks with %s even when %s failed (line %d): the error is only logged, so a transient failure (a timeout, a busy database) loses the message instead of redelivering it; skip the ack (return or continue) so it is redelivered, and dead-letter only errors known to be permanent",
-				ack, workName, line))
+				"acks with %s even when %s failed (line %d): the error is only logged, so a transient failure (a timeout, a busy database) loses the message instead of redelivering it; %s, and dead-letter only errors known to be permanent",
+				ack, workName, line, leaveUnacked(call, info)))
 			return
 		}
 	}
@@ -494,4 +496,18 @@ func kafkaAckIn(info *types.Info, n ast.Node) string {
 		return found == ""
 	})
 	return found
+}
+
+// leaveUnacked is the fix an errack finding gives for the ack call: on
+// Kafka, where skipping one message's ack lets the next one commit past
+// it, return the error (the partition stops and the message is delivered
+// again after the rebalance); elsewhere (an SQS delete, a Watermill Ack),
+// skipping the ack is enough.
+func leaveUnacked(ack *ast.CallExpr, info *types.Info) string {
+	if fn := callee(info, ack); fn != nil {
+		if p := funcPath(fn); isSaramaPath(p) || p == pathKgo || p == pathKafkaGo || isConfluent(p) {
+			return "return the error instead (Kafka commits offsets: skipping this mark lets the next one commit past it), so the message is delivered again after the rebalance"
+		}
+	}
+	return "leave it unacked (return, or continue without the ack) so it is redelivered"
 }

@@ -61,10 +61,6 @@ func newHeldWorkload(t *testing.T) *heldWorkload {
 
 func (w *heldWorkload) id(i int) string { return fmt.Sprintf("evt-%05d", i) }
 
-// held reports whether event i waits behind the held one (it or a later
-// event of its key).
-func (w *heldWorkload) held(i int) bool { return i%w.keys == 0 && i >= w.keys }
-
 // handle is the handler: it records the call, fails the held event while
 // the gate is shut, and applies the event.
 func (w *heldWorkload) handle(ctx context.Context, tx pgx.Tx, msg *message.Message) error {
