@@ -490,7 +490,7 @@ func kafkaAckIn(info *types.Info, n ast.Node) string {
 		if fn == nil || ackOf(info, call) == "" {
 			return true
 		}
-		if p := funcPath(fn); isSaramaPath(p) || p == pathKgo || p == pathKafkaGo || isConfluent(p) {
+		if isKafkaClient(funcPath(fn)) {
 			found = qualName(fn)
 		}
 		return found == ""
@@ -505,9 +505,15 @@ func kafkaAckIn(info *types.Info, n ast.Node) string {
 // skipping the ack is enough.
 func leaveUnacked(ack *ast.CallExpr, info *types.Info) string {
 	if fn := callee(info, ack); fn != nil {
-		if p := funcPath(fn); isSaramaPath(p) || p == pathKgo || p == pathKafkaGo || isConfluent(p) {
+		if isKafkaClient(funcPath(fn)) {
 			return "return the error instead (Kafka commits offsets: skipping this mark lets the next one commit past it), so the message is delivered again after the rebalance"
 		}
 	}
 	return "leave it unacked (return, or continue without the ack) so it is redelivered"
+}
+
+// isKafkaClient matches the Kafka clients whose acks are offset commits:
+// Sarama, franz-go, kafka-go and confluent-kafka-go.
+func isKafkaClient(path string) bool {
+	return isSaramaPath(path) || path == pathKgo || path == pathKafkaGo || isConfluent(path)
 }
