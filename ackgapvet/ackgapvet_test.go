@@ -53,6 +53,10 @@ func TestVisibility(t *testing.T) {
 	analysistest.Run(t, analysistest.TestData(), ackgapvet.VisibilityAnalyzer, "visibility")
 }
 
+func TestCommitOrder(t *testing.T) {
+	analysistest.Run(t, analysistest.TestData(), ackgapvet.CommitOrderAnalyzer, "commitorder")
+}
+
 func TestLambdaBatch(t *testing.T) {
 	analysistest.Run(t, analysistest.TestData(), ackgapvet.LambdaBatchAnalyzer, "lambdabatch")
 }

@@ -1044,6 +1044,6 @@ func Analyzers() []*analysis.Analyzer {
 		EffectAnalyzer, PoolTxAnalyzer, EarlyAckAnalyzer, AutoCommitAnalyzer,
 		CheckActAnalyzer, IdemKeyAnalyzer, TransitionAnalyzer,
 		HTTPClientAnalyzer, ContextAnalyzer, SleepAnalyzer, VisibilityAnalyzer, LambdaBatchAnalyzer,
-		ErrAckAnalyzer,
+		ErrAckAnalyzer, CommitOrderAnalyzer,
 	}
 }

@@ -78,6 +78,8 @@
 //     logged and the message marked, committed or deleted after, an error
 //     branch that acks, a handler that returns nil (or a Lambda record left
 //     out of BatchItemFailures) when a write or effect failed.
+//   - commitorder: Kafka offsets committed out of order by goroutines that
+//     share one reader, client or claim, or by a goroutine per message.
 //
 // Every finding carries a [Severity] from the names around it (see
 // [DefaultSeverityPatterns], [SetSeverityPatterns], [SeverityEnv]). A

@@ -88,6 +88,31 @@ func TestWholeProgramPathKinds(t *testing.T) {
 	require.Empty(t, per.Consumers, "the consumer map is a whole-program result")
 }
 
+// TestForwardsNotEffects: a consumer that only publishes (a splitter, no
+// state of its own) gets no effect finding for its publishes; one that
+// writes a row and then publishes does (a dual write). The map lists both
+// publishes.
+func TestForwardsNotEffects(t *testing.T) {
+	rep, err := Run(&RunConfig{Dir: filepath.Join("testdata", "program"), Env: programEnv()})
+	require.NoError(t, err)
+	var lines []int
+	for _, f := range findingsIn(rep, "fanout/fanout.go", "effect") {
+		lines = append(lines, f.Line)
+	}
+	require.Equal(t, []int{31}, lines, "only Ship's publish, after its UPDATE")
+	split := 0
+	for _, c := range rep.Consumers {
+		if c.Name == "F.Split" {
+			split++
+			require.Len(t, c.Effects, 2, "the map still shows the forwards: %+v", c)
+		}
+	}
+	require.Equal(t, 1, split, "%+v", rep.Consumers)
+	per, err := Run(&RunConfig{Dir: filepath.Join("testdata", "program"), Env: programEnv(), PerPackage: true})
+	require.NoError(t, err)
+	require.Empty(t, per.Consumers)
+}
+
 // TestConsumerMap: one entry per entry point, with its acks, its effects,
 // the path to each, and whether an effect comes after the ack or runs in
 // another goroutine.
@@ -98,7 +123,7 @@ func TestConsumerMap(t *testing.T) {
 	for _, c := range rep.Consumers {
 		byName[c.Name] = c
 	}
-	require.Len(t, byName, 9, "%+v", rep.Consumers)
+	require.Len(t, byName, 11, "%+v", rep.Consumers)
 
 	// A helper that calls the function it is given (a transaction helper)
 	// joins, in the call graph, every closure passed to it; each consumer

@@ -209,6 +209,7 @@ func Run(cfg *RunConfig) (*Report, error) {
 		return cmp.Or(cmp.Compare(a.File, b.File), cmp.Compare(a.Line, b.Line), cmp.Compare(a.Column, b.Column), cmp.Compare(a.Check, b.Check))
 	})
 	rep.Findings = mergeRepeats(rep.Findings)
+	rep.Findings = dropForwards(rep.Findings, rep.Consumers)
 	rep.countFindings()
 	if cfg.DiffBase != "" {
 		dir := cfg.Dir
@@ -295,6 +296,38 @@ func mergeRepeats(fs []Finding) []Finding {
 		out[i].Message += fmt.Sprintf(" (the same in %s at line %s)", out[i].Function, strings.Join(lines, ", "))
 	}
 	return out
+}
+
+// dropForwards drops, in the whole-program mode, an effect finding on a
+// publish that only consumers with no database write reach: such a
+// consumer forwards (routes, splits, transforms) and owns no state that a
+// publish could disagree with, so there is no transaction to put an outbox
+// row in. Its redelivery publishes again, which is the at-least-once
+// contract every downstream consumer dedupes on the event id; a publish
+// whose id is made afresh per delivery is still reported, by idemkey. A
+// finding no consumer of the map reaches (a publish inside a transaction
+// outside any consumer) is kept.
+func dropForwards(fs []Finding, consumers []Consumer) []Finding {
+	if len(consumers) == 0 {
+		return fs
+	}
+	return slices.DeleteFunc(fs, func(f Finding) bool {
+		if f.Check != "effect" || !strings.Contains(f.Message, "a publish (") {
+			return false
+		}
+		reached := false
+		for i := range consumers {
+			c := &consumers[i]
+			if !c.reaches(f.abs, f.Line) {
+				continue
+			}
+			if len(c.Writes) > 0 {
+				return false
+			}
+			reached = true
+		}
+		return reached
+	})
 }
 
 // withModulePackages adds to patterns the packages of the main module that

@@ -12,6 +12,7 @@ import (
 	"github.com/zeromicro/go-queue/kq"
 
 	"example.com/program/bridge"
+	"example.com/program/fanout"
 	"example.com/program/handlers"
 	"example.com/program/lake"
 	"example.com/program/ledger"
@@ -35,6 +36,9 @@ func main() {
 	r.AddNoPublisherHandler("bridge", "in", nil, br.Forward)
 	r.AddNoPublisherHandler("quiet", "lake", nil, lake.Quiet)
 	r.AddNoPublisherHandler("loud", "lake", nil, lake.Loud)
+	fo := &fanout.F{}
+	r.AddNoPublisherHandler("split", "orders", nil, fo.Split)
+	r.AddNoPublisherHandler("ship", "orders", nil, fo.Ship)
 	kq.MustNewQueue(kq.KqConf{}, mqs.NewPaymentMq(c)).Start()
 	poller.Poll(context.Background(), &sqs.Client{}, "https://sqs.example/q", &ledger.Ledger{C: c})
 }

@@ -32,3 +32,7 @@ type PartitionConsumer interface {
 	Messages() <-chan *ConsumerMessage
 	Close() error
 }
+
+type PartitionOffsetManager interface {
+	MarkOffset(offset int64, metadata string)
+}

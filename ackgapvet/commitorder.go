@@ -1,0 +1,288 @@
+package ackgapvet
+
+import (
+	"fmt"
+	"go/ast"
+	"go/token"
+	"go/types"
+
+	"golang.org/x/tools/go/analysis"
+	"golang.org/x/tools/go/analysis/passes/inspect"
+	"golang.org/x/tools/go/ast/inspector"
+)
+
+// CommitOrderAnalyzer reports Kafka offset commits made out of order by
+// concurrent goroutines.
+var CommitOrderAnalyzer = newAnalyzer("commitorder",
+	`report Kafka offsets marked or committed out of order by concurrent goroutines
+
+Kafka commits an offset per partition, not a set of messages: committing
+offset n says every message before n is done. Several goroutines that fetch
+from one kafka-go Reader, one franz-go or confluent-kafka-go client or one
+Sarama claim and each commit the message they finished, or a goroutine
+started per message that marks its own message, commit in the order the
+work ends, not the order of the partition: a fast message's commit passes
+over a slow one still in work, and a crash or rebalance then loses the slow
+one (kafka-go and Sarama keep the highest offset marked; franz-go ignores a
+mark below the current one). Goroutines that each own a reader or a
+partition are not reported. Fix: commit from one place in partition order
+(a watermark: the lowest offset still in work), or keep one goroutine per
+partition and hand work out by key, as ackgap's key-parallel consumer does.`,
+	func(pass *analysis.Pass, c *Consumers, r *reporter) {
+		ins := pass.ResultOf[inspect.Analyzer].(*inspector.Inspector)
+		ins.WithStack([]ast.Node{(*ast.GoStmt)(nil)}, func(n ast.Node, push bool, stack []ast.Node) bool {
+			if !push {
+				return true
+			}
+			g := n.(*ast.GoStmt)
+			loop := innermostLoop(stack)
+			if loop == nil {
+				return true
+			}
+			body, bind := goroutineFunc(pass.TypesInfo, c, g)
+			if body == nil {
+				return true
+			}
+			ack, ackAt := kafkaAckCall(pass.TypesInfo, body)
+			if ack == "" {
+				return true
+			}
+			line := pass.Fset.Position(ackAt.Pos()).Line
+			if src := kafkaReceiveIn(pass.TypesInfo, body); src != nil {
+				// Workers that fetch for themselves: shared when the source
+				// they fetch from is one value for every iteration.
+				o := origin(pass.TypesInfo, src, body, bind)
+				if o == nil || within(o.Pos(), loop) {
+					return true
+				}
+				r.report(g, SeverityOf(enclosingName(stack)), fmt.Sprintf(
+					"starts goroutines in a loop that all fetch from %s and each commits its own messages (%s at line %d): commits land in the order the work ends, so a later offset's commit passes over a message still in work in another goroutine, and a crash loses it; commit from one place in partition order (the lowest offset still in work), or give each goroutine its own partitions",
+					types.ExprString(src), ack, line))
+				return true
+			}
+			if kafkaReceiveIn(pass.TypesInfo, funcBody(starterOf(stack))) == nil || !carriesLoopMessage(pass.TypesInfo, g, loop) {
+				return true
+			}
+			r.report(g, SeverityOf(enclosingName(stack)), fmt.Sprintf(
+				"starts a goroutine per message that marks or commits its own message (%s at line %d): marks land in the order the work ends, so a later message's commit passes over an earlier one still in work, and a crash loses it; commit in partition order (the lowest offset still in work) from the loop, or process a partition's messages in order",
+				ack, line))
+			return true
+		})
+	})
+
+// innermostLoop returns the innermost for or range statement around the
+// top of stack inside the same function, or nil.
+func innermostLoop(stack []ast.Node) ast.Node {
+	for i := len(stack) - 2; i >= 0; i-- {
+		switch n := stack[i].(type) {
+		case *ast.ForStmt, *ast.RangeStmt:
+			return n
+		case *ast.FuncLit, *ast.FuncDecl:
+			return nil
+		}
+	}
+	return nil
+}
+
+// starterOf returns the function declaration or literal on stack
+// nearest its top.
+func starterOf(stack []ast.Node) ast.Node {
+	for i := len(stack) - 1; i >= 0; i-- {
+		switch stack[i].(type) {
+		case *ast.FuncDecl, *ast.FuncLit:
+			return stack[i]
+		}
+	}
+	return stack[0]
+}
+
+// enclosingName returns the name of the function declaration on stack, for
+// severity.
+func enclosingName(stack []ast.Node) string {
+	for i := len(stack) - 1; i >= 0; i-- {
+		if fd, ok := stack[i].(*ast.FuncDecl); ok {
+			return fd.Name.Name
+		}
+	}
+	return ""
+}
+
+// goroutineFunc returns the body of the function g starts (a function
+// literal, or a function or method declared in this package) and a binding
+// from that function's parameters and receiver to the expressions g passes.
+func goroutineFunc(info *types.Info, c *Consumers, g *ast.GoStmt) (*ast.BlockStmt, map[types.Object]ast.Expr) {
+	bind := map[types.Object]ast.Expr{}
+	var ft *ast.FuncType
+	var body *ast.BlockStmt
+	switch f := ast.Unparen(g.Call.Fun).(type) {
+	case *ast.FuncLit:
+		ft, body = f.Type, f.Body
+	default:
+		fn := callee(info, g.Call)
+		if fn == nil {
+			return nil, nil
+		}
+		d := c.decls[fn.Origin()]
+		if d == nil {
+			return nil, nil
+		}
+		ft, body = d.Type, d.Body
+		if sel, ok := f.(*ast.SelectorExpr); ok && d.Recv != nil && len(d.Recv.List) == 1 && len(d.Recv.List[0].Names) == 1 {
+			if o := info.Defs[d.Recv.List[0].Names[0]]; o != nil {
+				bind[o] = sel.X
+			}
+		}
+	}
+	i := 0
+	for _, field := range ft.Params.List {
+		for _, name := range field.Names {
+			if o := info.Defs[name]; o != nil && i < len(g.Call.Args) {
+				bind[o] = g.Call.Args[i]
+			}
+			i++
+		}
+		if len(field.Names) == 0 {
+			i++
+		}
+	}
+	return body, bind
+}
+
+// kafkaAckCall returns the first Kafka offset mark or commit in body
+// (outside nested function literals) and the call.
+func kafkaAckCall(info *types.Info, body *ast.BlockStmt) (string, ast.Node) {
+	var at ast.Node
+	name := ""
+	ast.Inspect(body, func(m ast.Node) bool {
+		if _, ok := m.(*ast.FuncLit); ok || name != "" {
+			return false
+		}
+		if call, ok := m.(*ast.CallExpr); ok {
+			if fn := callee(info, call); fn != nil && ackOf(info, call) != "" && isKafkaClient(funcPath(fn)) {
+				name, at = qualName(fn), call
+			}
+		}
+		return name == ""
+	})
+	return name, at
+}
+
+// kafkaReceiveIn returns the value n fetches Kafka messages from (outside
+// nested function literals): the receiver of a kafka-go FetchMessage or
+// ReadMessage, a franz-go PollFetches or PollRecords, a confluent-kafka-go
+// Poll or ReadMessage, or the claim or partition consumer whose Messages()
+// channel a range or receive reads. It returns nil when n fetches nothing.
+func kafkaReceiveIn(info *types.Info, n ast.Node) ast.Expr {
+	var src ast.Expr
+	ast.Inspect(n, func(m ast.Node) bool {
+		if _, ok := m.(*ast.FuncLit); ok || src != nil {
+			return false
+		}
+		call, ok := m.(*ast.CallExpr)
+		if !ok {
+			return true
+		}
+		sel, ok := ast.Unparen(call.Fun).(*ast.SelectorExpr)
+		fn := callee(info, call)
+		if !ok || fn == nil {
+			return true
+		}
+		path, recv, name := funcPath(fn), recvName(fn), fn.Name()
+		switch {
+		case path == pathKafkaGo && recv == "Reader" && (name == "FetchMessage" || name == "ReadMessage"),
+			path == pathKgo && recv == "Client" && (name == "PollFetches" || name == "PollRecords"),
+			isConfluent(path) && recv == "Consumer" && (name == "Poll" || name == "ReadMessage"),
+			isSaramaPath(path) && name == "Messages" && (recv == "ConsumerGroupClaim" || recv == "PartitionConsumer"):
+			src = sel.X
+		}
+		return src == nil
+	})
+	return src
+}
+
+// origin returns the object in the goroutine's starter that src (an
+// expression inside the goroutine's body) comes from: the variable a
+// parameter or receiver was bound to at the go statement, or a variable the
+// body captures. It returns nil when src is made inside the body (each
+// goroutine has its own).
+func origin(info *types.Info, src ast.Expr, body *ast.BlockStmt, bind map[types.Object]ast.Expr) types.Object {
+	o := rootObject(info, src)
+	if o == nil {
+		return nil
+	}
+	if e, ok := bind[o]; ok {
+		return rootObject(info, e)
+	}
+	if o.Pos() >= body.Pos() && o.Pos() < body.End() {
+		return nil
+	}
+	return o
+}
+
+// rootObject returns the variable at the base of a selector, index or
+// dereference chain (c in c.reader, r in *r), or nil.
+func rootObject(info *types.Info, e ast.Expr) types.Object {
+	for {
+		switch x := ast.Unparen(e).(type) {
+		case *ast.Ident:
+			if v, ok := info.Uses[x].(*types.Var); ok {
+				return v
+			}
+			if v, ok := info.Defs[x].(*types.Var); ok {
+				return v
+			}
+			return nil
+		case *ast.SelectorExpr:
+			e = x.X
+		case *ast.IndexExpr:
+			e = x.X
+		case *ast.StarExpr:
+			e = x.X
+		case *ast.CallExpr:
+			e = x.Fun
+		default:
+			return nil
+		}
+	}
+}
+
+// within reports whether pos lies inside n.
+func within(pos token.Pos, n ast.Node) bool {
+	return pos >= n.Pos() && pos < n.End()
+}
+
+// carriesLoopMessage reports whether g hands the goroutine a message
+// received in loop: an argument of a message type, or a message variable
+// declared in the loop that a function literal captures.
+func carriesLoopMessage(info *types.Info, g *ast.GoStmt, loop ast.Node) bool {
+	for _, a := range g.Call.Args {
+		if carriesMessage(info, a) {
+			return true
+		}
+	}
+	lit, ok := ast.Unparen(g.Call.Fun).(*ast.FuncLit)
+	if !ok {
+		return false
+	}
+	found := false
+	ast.Inspect(lit.Body, func(n ast.Node) bool {
+		if id, ok := n.(*ast.Ident); ok {
+			if v, ok := info.Uses[id].(*types.Var); ok && within(v.Pos(), loop) && !within(v.Pos(), lit) && (isMessageType(v.Type()) || isMessageType(elemType(v.Type()))) {
+				found = true
+			}
+		}
+		return !found
+	})
+	return found
+}
+
+// elemType returns what a pointer or slice type holds, or t.
+func elemType(t types.Type) types.Type {
+	switch u := t.Underlying().(type) {
+	case *types.Pointer:
+		return u.Elem()
+	case *types.Slice:
+		return u.Elem()
+	}
+	return t
+}
