@@ -701,7 +701,10 @@ concurrent deliveries both pass the check. A plain INSERT of the message's
 own id (Watermill's UUID, an SQS MessageId, an event id field) without ON
 CONFLICT fails on the unique key when the message is redelivered (it is
 retried until dead-lettered, or blocks its partition), or inserts a second
-row when there is no unique key. Watermill's Deduplicator keeps its
+row when there is no unique key. A dedupe done in two steps around the work
+(IsProcessed(id), the work, then MarkProcessed(id)) lets two concurrent
+deliveries both pass, and a crash between the work and the mark does the
+work again. Watermill's Deduplicator keeps its
 keys in memory (lost on restart, not shared between instances) and records a
 key before the handler runs, so a failed handler's retry is dropped. Fix: make
 the insert the check (INSERT ... ON CONFLICT DO NOTHING under a unique
@@ -768,6 +771,9 @@ constraint, in the handler's transaction), as ackgap's inbox does.`,
 					strings.ToLower(table), pass.Fset.Position(insert.Pos()).Line))
 			}
 		})
+		if !usesInbox {
+			checkThenMark(pass, c, r)
+		}
 	})
 
 // IdemKeyAnalyzer reports non-idempotent effects without a key.

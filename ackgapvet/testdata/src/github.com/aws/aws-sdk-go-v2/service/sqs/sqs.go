@@ -6,7 +6,7 @@ import "context"
 type Options struct{}
 
 type Message struct {
-	Body, ReceiptHandle *string
+	Body, ReceiptHandle, MessageId *string
 }
 
 type ReceiveMessageInput struct {

@@ -1,0 +1,149 @@
+package ackgapvet
+
+import (
+	"fmt"
+	"go/ast"
+	"go/types"
+	"regexp"
+	"slices"
+
+	"golang.org/x/tools/go/analysis"
+)
+
+// seenCheckName matches the names of calls that ask whether a message was
+// already handled: IsProcessed, AlreadySeen, HasBeenHandled, IsDuplicate,
+// Exists.
+var seenCheckName = regexp.MustCompile(`(?i)processed|seen|handled|duplicate|dedup|exists`)
+
+// seenMarkName matches the names of calls that record a message as handled:
+// MarkProcessed, MarkAsDone, SaveProcessed, RecordSeen, SetHandled, Mark.
+var seenMarkName = regexp.MustCompile(`(?i)^(mark|set|save|record|store|insert|add|put)\w*(processed|seen|handled|done|dedup|complete)|^mark(as)?$`)
+
+// checkThenMark reports, in a function on a consumer path, a dedupe done in
+// two separate steps around the work: a call that asks whether the message
+// was handled (a bool result), then the work, then a call that marks it
+// with the same key. Two concurrent deliveries both pass the check, and a crash between the
+// work and the mark leaves the message unmarked, so its redelivery does the
+// work again. A function that holds a database transaction over the three
+// (a transaction parameter, or Begin before the check) is not reported.
+func checkThenMark(pass *analysis.Pass, c *Consumers, r *reporter) {
+	info := pass.TypesInfo
+	for node, root := range c.reach {
+		body := funcBody(node)
+		if body == nil || root.Kind == KindAckgap || txParam(info, funcType(node)) != "" {
+			continue
+		}
+		var check, mark *ast.CallExpr
+		var work ast.Node
+		workDesc := ""
+		inTx := false
+		ast.Inspect(body, func(m ast.Node) bool {
+			if _, ok := m.(*ast.FuncLit); ok || mark != nil || inTx {
+				return false
+			}
+			call, ok := m.(*ast.CallExpr)
+			if !ok {
+				return true
+			}
+			if isBeginTx(info, call) {
+				inTx = true // a transaction holds what follows
+				return false
+			}
+			name := calledName(call)
+			switch {
+			case check == nil:
+				if seenCheckName.MatchString(name) && returnsBool(info, call) && len(keyArgs(info, call)) > 0 {
+					check = call
+				}
+			case work == nil:
+				if call == check {
+					return true
+				}
+				if d, at := firstWork(pass, c, []ast.Stmt{&ast.ExprStmt{X: call}}); d != "" && !seenMarkName.MatchString(name) {
+					work, workDesc = at, d
+				} else if dynamicCall(info, call) && !seenMarkName.MatchString(name) && !seenCheckName.MatchString(name) && !decodeCall.MatchString(name) {
+					work, workDesc = call, "a call to "+types.ExprString(call.Fun)
+				}
+			default:
+				if seenMarkName.MatchString(name) && sharesKey(info, check, call) {
+					mark = call
+				}
+			}
+			return true
+		})
+		if check == nil || work == nil || mark == nil {
+			continue
+		}
+		r.report(check, SeverityOf(root.Name, calledName(check), calledName(mark), workDesc), fmt.Sprintf(
+			"checks whether the message was handled (%s), does the work (%s at line %d), then marks it (%s at line %d) in a separate step: two concurrent deliveries both pass the check, and a crash between the work and the mark leaves it unmarked, so the redelivery does the work again; insert the mark first, under a unique constraint, in the same transaction as the work (an inbox row), and make external calls outbox rows",
+			types.ExprString(check.Fun), workDesc, pass.Fset.Position(work.Pos()).Line,
+			types.ExprString(mark.Fun), pass.Fset.Position(mark.Pos()).Line))
+	}
+}
+
+// calledName returns the last name of a call's function (Mark in s.store.Mark).
+func calledName(call *ast.CallExpr) string {
+	return lastName(call.Fun)
+}
+
+// returnsBool reports whether call's results include a bool.
+func returnsBool(info *types.Info, call *ast.CallExpr) bool {
+	t := info.TypeOf(call)
+	if t == nil {
+		return false
+	}
+	if tup, ok := t.(*types.Tuple); ok {
+		for v := range tup.Variables() {
+			if isBool(v.Type()) {
+				return true
+			}
+		}
+		return false
+	}
+	return isBool(t)
+}
+
+func isBool(t types.Type) bool {
+	b, ok := t.Underlying().(*types.Basic)
+	return ok && b.Kind() == types.Bool
+}
+
+// keyArgs returns the arguments of call that can be a dedupe key: not a
+// context.
+func keyArgs(info *types.Info, call *ast.CallExpr) []string {
+	var out []string
+	for _, a := range call.Args {
+		if t := info.TypeOf(a); t != nil && isNamed(t, "context", "Context") {
+			continue
+		}
+		out = append(out, types.ExprString(a))
+	}
+	return out
+}
+
+// sharesKey reports whether mark is given one of the keys check was given
+// (the same expression): the check and the mark are about one message.
+func sharesKey(info *types.Info, check, mark *ast.CallExpr) bool {
+	keys := keyArgs(info, check)
+	for _, k := range keyArgs(info, mark) {
+		if slices.Contains(keys, k) {
+			return true
+		}
+	}
+	return false
+}
+
+// isBeginTx reports whether call begins a database transaction (Begin,
+// BeginTx, BeginTxx of database/sql, pgx or sqlx).
+func isBeginTx(info *types.Info, call *ast.CallExpr) bool {
+	fn := callee(info, call)
+	if fn == nil {
+		return false
+	}
+	sig, ok := fn.Type().(*types.Signature)
+	if !ok || sig.Results().Len() == 0 {
+		return false
+	}
+	t := sig.Results().At(0).Type()
+	return isTxType(t) || isNamedTx(t)
+}
