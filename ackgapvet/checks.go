@@ -62,7 +62,7 @@ relay make the call with a stable idempotency key.`,
 				}
 				d = viaDesc(cf, sum.Effect)
 			}
-			if !harmfulRepeat(pass, funcBody(s.Inner()), call, d) {
+			if !harmfulRepeat(pass, funcNodeName(s.Inner()), funcBody(s.Inner()), call, d) {
 				return
 			}
 			names := append(s.names(), d)

@@ -450,7 +450,7 @@ func (c *Consumers) summarize(fn *types.Func, visiting map[*types.Func]bool) *Su
 		if !ok {
 			return true
 		}
-		if d := effectOf(c.pass.TypesInfo, call); d != "" && s.Effect == "" && harmfulRepeat(c.pass, body, call, d) {
+		if d := effectOf(c.pass.TypesInfo, call); d != "" && s.Effect == "" && harmfulRepeat(c.pass, fn.Name(), body, call, d) {
 			s.Effect = d
 		}
 		if d := dbWriteOf(c.pass.TypesInfo, call); d != "" && s.Write == "" {

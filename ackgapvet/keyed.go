@@ -12,9 +12,14 @@ import (
 // function whose body is body, does harm when a redelivery repeats it: not
 // a GET or HEAD, not a call that carries an idempotency key the receiver
 // dedupes by, not a publish through a publisher made from a transaction
-// (an outbox). The effect check and the functions' summaries (facts) both
-// ask it, so the two modes agree.
-func harmfulRepeat(pass *analysis.Pass, body *ast.BlockStmt, call *ast.CallExpr, d string) bool {
+// (an outbox), not a publish to a dead-letter or error topic (fname, the
+// function making the call, and the call's text name it: a second record of
+// one failure is noise, not harm). The effect check and the functions'
+// summaries (facts) both ask it, so the two modes agree.
+func harmfulRepeat(pass *analysis.Pass, fname string, body *ast.BlockStmt, call *ast.CallExpr, d string) bool {
+	if strings.Contains(d, "publish") && deadLetterPublish(pass.TypesInfo, fname, call) {
+		return false
+	}
 	if cf := callee(pass.TypesInfo, call); cf != nil && funcPath(cf) == "net/http" && cf.Name() == "Do" && safeRequest(pass.TypesInfo, body, call) {
 		return false
 	}
@@ -25,6 +30,19 @@ func harmfulRepeat(pass *analysis.Pass, body *ast.BlockStmt, call *ast.CallExpr,
 		return false
 	}
 	return true
+}
+
+// deadLetterPublish reports whether a publish goes to a dead-letter or error
+// topic: the function making it, the publisher it is called on, or a string
+// constant among its arguments is named like one.
+func deadLetterPublish(info *types.Info, fname string, call *ast.CallExpr) bool {
+	names := append([]string{fname, types.ExprString(call.Fun)}, constStrings(info, call)...)
+	for _, n := range names {
+		if deadLetterName.MatchString(n) {
+			return true
+		}
+	}
+	return false
 }
 
 // keyedCall reports whether an effect call carries an idempotency key that

@@ -43,7 +43,18 @@ func register(r *message.Router, ar *router.Router[*sql.Tx], h *handlers) {
 }
 
 func (h *handlers) notify(msg *message.Message) error {
+	if len(msg.Payload) == 0 {
+		return h.publishErrorMessage(msg)
+	}
+	if msg.Payload[0] == '!' {
+		return h.pub.Publish("orders-dead-letter", msg) // clean: a second dead-letter record of one failure is noise
+	}
 	return h.pub.Publish("emails", msg) // want `high: a publish \(message.Publisher.Publish\) on the consumer path of watermill handler notify`
+}
+
+// publishErrorMessage sends the failed message to the error topic: clean.
+func (h *handlers) publishErrorMessage(msg *message.Message) error {
+	return h.pub.Publish("errors", msg)
 }
 
 // relay is a proper outbox relay: it claims in a transaction, commits, then
