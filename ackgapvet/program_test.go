@@ -88,6 +88,22 @@ func TestWholeProgramPathKinds(t *testing.T) {
 	require.Empty(t, per.Consumers, "the consumer map is a whole-program result")
 }
 
+// TestChannelsByField: a send on one struct field's channel does not reach
+// the worker that receives from another field of the same element type.
+func TestChannelsByField(t *testing.T) {
+	rep, err := Run(&RunConfig{Dir: filepath.Join("testdata", "program"), Env: programEnv()})
+	require.NoError(t, err)
+	require.Empty(t, findingsIn(rep, "twochans/twochans.go", "effect"), "Audit sends on audit; Pay reads payouts")
+	n := 0
+	for _, c := range rep.Consumers {
+		if c.Name == "T.Audit" {
+			n++
+			require.Empty(t, c.Effects, "%+v", c)
+		}
+	}
+	require.Equal(t, 1, n, "%+v", rep.Consumers)
+}
+
 // TestForwardsNotEffects: a consumer that only publishes (a splitter, no
 // state of its own) gets no effect finding for its publishes; one that
 // writes a row and then publishes does (a dual write). The map lists both
@@ -123,7 +139,7 @@ func TestConsumerMap(t *testing.T) {
 	for _, c := range rep.Consumers {
 		byName[c.Name] = c
 	}
-	require.Len(t, byName, 11, "%+v", rep.Consumers)
+	require.Len(t, byName, 12, "%+v", rep.Consumers)
 
 	// A helper that calls the function it is given (a transaction helper)
 	// joins, in the call graph, every closure passed to it; each consumer

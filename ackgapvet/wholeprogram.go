@@ -60,7 +60,7 @@ type wholeProgram struct {
 	app     map[*types.Package]bool
 	cg      *callgraph.Graph
 	syntax  map[ast.Node]*ssa.Function
-	recvers map[string][]*ssa.Function // channel element type -> receivers
+	recvers map[string][]chanRecv // channel element type -> receivers
 	funcs   map[*ssa.Function]bool     // the functions the call graph covers
 	walks   []*rootWalk
 }
@@ -100,7 +100,7 @@ func buildProgram(pkgs []*packages.Package, roots []*Root, remotes []remote) *wh
 		info:    map[*types.Package]*packages.Package{},
 		app:     map[*types.Package]bool{},
 		syntax:  map[ast.Node]*ssa.Function{},
-		recvers: map[string][]*ssa.Function{},
+		recvers: map[string][]chanRecv{},
 	}
 	packages.Visit(pkgs, nil, func(p *packages.Package) {
 		if p.Types == nil {
@@ -427,8 +427,9 @@ func (w *wholeProgram) funcsOf(v ssa.Value, depth int) []*ssa.Function {
 // g (the worker or a function it calls) receives from.
 func (w *wholeProgram) indexReceives(worker, g *ssa.Function) {
 	add := func(ch ssa.Value) {
-		if k := chanKey(ch.Type()); k != "" && !slices.Contains(w.recvers[k], worker) {
-			w.recvers[k] = append(w.recvers[k], worker)
+		r := chanRecv{worker, chanField(ch)}
+		if k := chanKey(ch.Type()); k != "" && !slices.Contains(w.recvers[k], r) {
+			w.recvers[k] = append(w.recvers[k], r)
 		}
 	}
 	for _, b := range g.Blocks {
@@ -447,6 +448,49 @@ func (w *wholeProgram) indexReceives(worker, g *ssa.Function) {
 			}
 		}
 	}
+}
+
+// chanRecv is a receiver of a channel element type: the worker, and the
+// struct field it receives the channel from (nil for a local or a
+// parameter).
+type chanRecv struct {
+	worker *ssa.Function
+	field  *types.Var
+}
+
+// pairs reports whether a send on a channel read from field sf reaches r:
+// two different struct fields are two channels; a channel held in a local
+// or a parameter may be any of its type.
+func (r chanRecv) pairs(sf *types.Var) bool {
+	return r.field == nil || sf == nil || r.field == sf
+}
+
+// chanField returns the struct field a channel value was loaded from
+// (s.jobs, (*s).jobs), or nil.
+func chanField(v ssa.Value) *types.Var {
+	var x ssa.Value
+	var i int
+	switch v := v.(type) {
+	case *ssa.UnOp:
+		fa, ok := v.X.(*ssa.FieldAddr)
+		if v.Op != token.MUL || !ok {
+			return nil
+		}
+		x, i = fa.X, fa.Field
+	case *ssa.Field:
+		x, i = v.X, v.Field
+	default:
+		return nil
+	}
+	t := x.Type()
+	if p, ok := t.Underlying().(*types.Pointer); ok {
+		t = p.Elem()
+	}
+	st, ok := t.Underlying().(*types.Struct)
+	if !ok || i >= st.NumFields() {
+		return nil
+	}
+	return st.Field(i).Origin()
 }
 
 // chanKey is the key of a channel's element type for pairing sends with
@@ -620,16 +664,22 @@ func (w *wholeProgram) walk(root *Root, entry *ssa.Function) *rootWalk {
 						}
 					}
 				case *ssa.Send:
+					sf := chanField(in.Chan)
 					for _, r := range w.recvers[chanKey(in.Chan.Type())] {
-						visit(it.fn, r, in.Pos(), 0, true)
+						if r.pairs(sf) {
+							visit(it.fn, r.worker, in.Pos(), 0, true)
+						}
 					}
 				case *ssa.Select: // a send written as a select case
 					for _, st := range in.States {
 						if st.Dir != types.SendOnly {
 							continue
 						}
+						sf := chanField(st.Chan)
 						for _, r := range w.recvers[chanKey(st.Chan.Type())] {
-							visit(it.fn, r, st.Pos, 0, true)
+							if r.pairs(sf) {
+								visit(it.fn, r.worker, st.Pos, 0, true)
+							}
 						}
 					}
 				case ssa.CallInstruction:

@@ -20,6 +20,7 @@ import (
 	"example.com/program/notify"
 	"example.com/program/orders"
 	"example.com/program/poller"
+	"example.com/program/twochans"
 )
 
 func main() {
@@ -39,6 +40,10 @@ func main() {
 	fo := &fanout.F{}
 	r.AddNoPublisherHandler("split", "orders", nil, fo.Split)
 	r.AddNoPublisherHandler("ship", "orders", nil, fo.Ship)
+	tc := twochans.New()
+	go tc.Log()
+	go tc.Pay()
+	r.AddNoPublisherHandler("audit", "orders", nil, tc.Audit)
 	kq.MustNewQueue(kq.KqConf{}, mqs.NewPaymentMq(c)).Start()
 	poller.Poll(context.Background(), &sqs.Client{}, "https://sqs.example/q", &ledger.Ledger{C: c})
 }
