@@ -107,6 +107,12 @@ func TestLibraryCallbacks(t *testing.T) {
 	analysistest.Run(t, analysistest.TestData(), ackgapvet.EffectAnalyzer, "kqapp", "saramapart")
 }
 
+// TestKqCommitsOnError: a kq Consume that returns a failed update's error
+// loses the message (kq commits it anyway).
+func TestKqCommitsOnError(t *testing.T) {
+	analysistest.Run(t, analysistest.TestData(), ackgapvet.ErrAckAnalyzer, "kqerr")
+}
+
 func TestFactory(t *testing.T) {
 	analysistest.Run(t, analysistest.TestData(), ackgapvet.EffectAnalyzer, "factory")
 }

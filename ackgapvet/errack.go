@@ -73,10 +73,11 @@ permanent.`,
 	})
 
 // returnAcks reports whether a root of kind acks its message by returning
-// without an error: the router, ackgap and Lambda.
+// without an error: the router, ackgap, Lambda, and go-queue's kq (which
+// commits after an error too).
 func returnAcks(kind string) bool {
 	switch kind {
-	case KindWatermill, KindAckgap, KindCQRS, KindLambda, KindLambdaKinesis, KindLambdaKafka:
+	case KindWatermill, KindAckgap, KindCQRS, KindLambda, KindLambdaKinesis, KindLambdaKafka, KindKq:
 		return true
 	}
 	return false
@@ -192,6 +193,12 @@ func checkErrAck(pass *analysis.Pass, c *Consumers, r *reporter, root *Root, ifs
 				workName, line, root.Kind))
 			return
 		}
+	}
+	if implicit && root.Kind == KindKq && (isWork(pass, c, work) || dynamicCall(info, work)) && returnsError(info, ifs.Body) {
+		r.report(ifs, SeverityOf(names...), fmt.Sprintf(
+			"returns the error when %s fails (line %d), but go-queue's kq commits the offset whatever Consume returns (KqConf.ForceCommit, on by default; with it off, the next message's commit passes over this one): the message is lost; retry the work inside Consume until it succeeds (the partition waits), and dead-letter explicitly only errors known to be permanent",
+			workName, line))
+		return
 	}
 	if implicit && isLambda(root.Kind) && (isWork(pass, c, work) || dynamicCall(info, work)) && !returnsError(info, ifs.Body) {
 		r.report(ifs, SeverityOf(names...), fmt.Sprintf(
