@@ -94,6 +94,9 @@ func (w *wholeProgram) describe(rw *rootWalk) Consumer {
 	rel := func(p token.Position) string { return relPath(p.Filename) }
 	start := fset.Position(rw.root.Node.Pos())
 	c := Consumer{Kind: rw.root.Kind, Name: rw.root.Name, File: rel(start), Line: start.Line, Acks: []Step{}, Effects: []Step{}, Writes: []Step{}, Dedupe: "none found"}
+	if recv := rw.entry.Signature.Recv(); recv != nil && !strings.Contains(c.Name, ".") {
+		c.Name = typeName(recv.Type()) + "." + c.Name // Sarama's ConsumeClaim: whose
+	}
 	switch c.Kind {
 	case KindAckgap:
 		c.Dedupe = "ackgap inbox"
@@ -238,7 +241,7 @@ func WriteMap(w io.Writer, rep *Report) error {
 		if radius == "" {
 			radius = "none"
 		}
-		fmt.Fprintf(&b, "  reaches %d functions; blast radius %s; dedupe: %s; findings: %d\n", c.Functions, radius, c.Dedupe, c.Findings)
+		fmt.Fprintf(&b, "  reaches %s; blast radius %s; dedupe: %s; findings: %d\n", plural(c.Functions, "function"), radius, c.Dedupe, c.Findings)
 		for _, a := range c.Acks {
 			fmt.Fprintf(&b, "  ack     %s%s\n", a.What, at(a))
 		}
@@ -270,6 +273,14 @@ func WriteMapMarkdown(w io.Writer, rep *Report) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// plural renders n and noun, with an s unless n is 1.
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 func steps(ss []Step) string {

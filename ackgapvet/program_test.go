@@ -155,7 +155,7 @@ func TestConsumerMap(t *testing.T) {
 	require.Equal(t, SeverityCritical, h.BlastRadius)
 	require.Equal(t, 3, h.Findings)
 
-	k := byName["Consume"]
+	k := byName["PaymentMq.Consume"]
 	require.Equal(t, KindKq, k.Kind)
 	require.Contains(t, k.Acks[0].What, "after an error too", "the map says kq commits failed messages")
 	require.Len(t, k.Effects, 1)
