@@ -310,9 +310,9 @@ func terminates(body *ast.BlockStmt) bool {
 	return false
 }
 
-// deadLetterName matches calls, arguments and functions that send a failed
-// message elsewhere on purpose: a dead-letter, retry or error topic.
-var deadLetterName = regexp.MustCompile(`(?i)dlq|dead.?letter|retry|redrive|parking|quarantine|poison|failure|error.?(topic|queue|message)`)
+// deadLetterName matches calls and arguments that send a failed message
+// elsewhere on purpose.
+var deadLetterName = regexp.MustCompile(`(?i)dlq|dead.?letter|retry|redrive|parking|quarantine|poison|failure`)
 
 // sendsElsewhere reports whether an error branch sends the message on
 // (a publish, an SQS send, a call or argument naming a dead-letter or retry

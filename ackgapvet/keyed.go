@@ -3,6 +3,7 @@ package ackgapvet
 import (
 	"go/ast"
 	"go/types"
+	"regexp"
 	"strings"
 
 	"golang.org/x/tools/go/analysis"
@@ -32,13 +33,17 @@ func harmfulRepeat(pass *analysis.Pass, fname string, body *ast.BlockStmt, call 
 	return true
 }
 
+// deadLetterTopic matches the names of dead-letter, retry and error topics
+// and of the functions and publishers that write to them.
+var deadLetterTopic = regexp.MustCompile(`(?i)dlq|dead.?letter|retry|redrive|parking|quarantine|poison|error.?(topic|queue|message)`)
+
 // deadLetterPublish reports whether a publish goes to a dead-letter or error
 // topic: the function making it, the publisher it is called on, or a string
 // constant among its arguments is named like one.
 func deadLetterPublish(info *types.Info, fname string, call *ast.CallExpr) bool {
 	names := append([]string{fname, types.ExprString(call.Fun)}, constStrings(info, call)...)
 	for _, n := range names {
-		if deadLetterName.MatchString(n) {
+		if deadLetterTopic.MatchString(n) {
 			return true
 		}
 	}
