@@ -113,3 +113,62 @@ INSERT INTO orders VALUES ('o1', 'pending'); INSERT INTO customers VALUES ('c1',
 	// evt-9 applied
 	// customer orders: 1
 }
+
+// foreignEventIDs is the configuration for messages from a producer you do
+// not own: it reads the producer's own id, from a header (CloudEvents'
+// ce_id here) or else from the JSON body's "id" field. A message with
+// neither is rejected (ackgap.ErrMissingEventID, dead-lettered).
+func foreignEventIDs(deadLetter message.Publisher) *router.Config {
+	return &router.Config{
+		DeadLetter: deadLetter,
+		InboxConfig: middleware.InboxConfig{
+			EventID: middleware.FirstEventID(
+				middleware.EventIDFromMetadata("ce_id"),
+				middleware.EventIDFromJSONField("id")),
+		},
+	}
+}
+
+// A producer that puts its event id in the JSON body: the copy of a
+// delivery is recognised by that id, not by Watermill's per-send UUID.
+func ExampleMiddlewares_foreignEventIDs() {
+	ctx := context.Background()
+	dir, _ := os.MkdirTemp("", "ackgap-example")
+	defer os.RemoveAll(dir)
+	store, err := sqlitestore.Open(ctx, filepath.Join(dir, "app.db"), nil)
+	if err != nil {
+		panic(err)
+	}
+	defer store.Close()
+	if _, err := store.Migrate(ctx, &stores.MigrateParams{}); err != nil {
+		panic(err)
+	}
+	pubsub := gochannel.NewGoChannel(gochannel.Config{Persistent: true}, watermill.NopLogger{})
+	defer pubsub.Close()
+	done := make(chan ackgap.Outcome, 3)
+	cfg := foreignEventIDs(pubsub)
+	cfg.InboxConfig.Observer = func(_ context.Context, r *ackgap.InboxReport) { done <- r.Outcome }
+	chain, err := router.Middlewares[*sql.Tx](store, "audit", cfg)
+	if err != nil {
+		panic(err)
+	}
+	wr, err := message.NewRouter(message.RouterConfig{}, watermill.NopLogger{})
+	if err != nil {
+		panic(err)
+	}
+	wr.AddConsumerHandler("audit", "payments", pubsub, router.ConsumerHandler(func(ctx context.Context, tx *sql.Tx, msg *message.Message) error {
+		return nil
+	})).AddMiddleware(chain...)
+	go func() { _ = wr.Run(ctx) }()
+	<-wr.Running()
+
+	for _, body := range []string{`{"id":"pay-7","amount":5}`, `{"id":"pay-7","amount":5}`, `{"id":"pay-8","amount":2}`} {
+		_ = pubsub.Publish("payments", message.NewMessage(watermill.NewUUID(), []byte(body)))
+		fmt.Println(body[7:12], <-done)
+	}
+	_ = wr.Close()
+	// Output:
+	// pay-7 applied
+	// pay-7 duplicate
+	// pay-8 applied
+}
