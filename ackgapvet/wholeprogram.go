@@ -60,8 +60,8 @@ type wholeProgram struct {
 	app     map[*types.Package]bool
 	cg      *callgraph.Graph
 	syntax  map[ast.Node]*ssa.Function
-	recvers map[string][]chanRecv // channel element type -> receivers
-	funcs   map[*ssa.Function]bool     // the functions the call graph covers
+	recvers map[string][]chanRecv  // channel element type -> receivers
+	funcs   map[*ssa.Function]bool // the functions the call graph covers
 	walks   []*rootWalk
 }
 
