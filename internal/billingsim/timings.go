@@ -118,7 +118,7 @@ func formatMS(ms float64) string {
 func (t *Timings) rows() [][2]string {
 	gap := fmt.Sprintf("no applied delivery was acked and confirmed (%d acked, %d confirmed)", t.Acked, t.Confirmed)
 	if t.AckGap.Count() > 0 {
-		gap = fmt.Sprintf("%s over %d applied deliveries acked and confirmed (commit -> broker confirmed; %d acked, %d confirmed, %d unconfirmed)",
+		gap = fmt.Sprintf("%s over %d applied deliveries acked and confirmed (commit -> broker confirmed; %d acked, %d confirmed, %d unconfirmed; a delivery that applied but whose instance crashed before the ack has no ack gap: its redelivery is acked as a duplicate)",
 			t.AckGap.percentiles(), t.AckGap.Count(), t.Acked, t.Confirmed, t.Unconfirmed)
 	}
 	lease := "no lease: " + t.NoLease
