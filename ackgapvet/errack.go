@@ -50,6 +50,7 @@ permanent.`,
 					kafkaSkips(pass, r, root, loop.Body)
 				case *ast.ForStmt:
 					kafkaSkips(pass, r, root, loop.Body)
+					kafkaBreaks(pass, r, root, loop.Body)
 				}
 				block, ok := m.(*ast.BlockStmt)
 				if !ok {
@@ -455,6 +456,106 @@ func kafkaSkips(pass *analysis.Pass, r *reporter, root *Root, loopBody *ast.Bloc
 		}
 		return true
 	})
+}
+
+// kafkaBreaks reports, in a poll loop that fetches a batch and commits
+// (a Kafka receive and an offset commit in one loop body), a loop over the
+// batch's records that breaks at a failed record: the records before it are
+// committed, but the client's fetch position is already past the failed
+// one, so the next poll's commit passes over it and it is never delivered
+// again. A loop that seeks back (SetOffsets, Seek, ResetOffset) or returns
+// is not reported.
+func kafkaBreaks(pass *analysis.Pass, r *reporter, root *Root, pollBody *ast.BlockStmt) {
+	info := pass.TypesInfo
+	ack := kafkaAckIn(info, pollBody)
+	if ack == "" || kafkaReceiveIn(info, pollBody) == nil || seeksBack(info, pollBody) {
+		return
+	}
+	ast.Inspect(pollBody, func(m ast.Node) bool {
+		var inner *ast.BlockStmt
+		switch l := m.(type) {
+		case *ast.FuncLit:
+			return false
+		case *ast.RangeStmt:
+			inner = l.Body
+		case *ast.ForStmt:
+			inner = l.Body
+		}
+		if inner == nil {
+			return true
+		}
+		for i, st := range inner.List {
+			ifs, ok := st.(*ast.IfStmt)
+			if !ok || !endsInBreak(ifs.Body) || leaves(&ast.BlockStmt{List: ifs.Body.List[:len(ifs.Body.List)-1]}) || sendsElsewhere(pass, ifs.Body) {
+				continue
+			}
+			var prev ast.Stmt
+			if i > 0 {
+				prev = inner.List[i-1]
+			}
+			work := failedCall(pass, ifs, prev)
+			if work == nil {
+				continue
+			}
+			workName := types.ExprString(work.Fun)
+			r.report(ifs, SeverityOf(root.Name, workName), fmt.Sprintf(
+				"breaks out of the batch when %s fails, and the records before it are committed (%s), but the client's fetch position is already past the failed record: the next poll's commit passes over it and it is never delivered again; seek back to it (franz-go SetOffsets, confluent-kafka-go Seek) or return the error and let the partition be consumed again from the commit",
+				workName, ack))
+		}
+		return false
+	})
+}
+
+// failedCall matches the failure test of an if: `err != nil` after (or in
+// the init of) `err := work(...)`, or `work(...) != nil` itself. Decode
+// calls are not the work's failure.
+func failedCall(pass *analysis.Pass, ifs *ast.IfStmt, prev ast.Stmt) *ast.CallExpr {
+	if _, work := failedWork(pass, ifs, prev); work != nil {
+		return work
+	}
+	bin, ok := ast.Unparen(ifs.Cond).(*ast.BinaryExpr)
+	if !ok || bin.Op != token.NEQ {
+		return nil
+	}
+	if id, ok := ast.Unparen(bin.Y).(*ast.Ident); !ok || id.Name != "nil" {
+		return nil
+	}
+	call, ok := ast.Unparen(bin.X).(*ast.CallExpr)
+	if !ok || ackOf(pass.TypesInfo, call) != "" || decodeCall.MatchString(lastName(call.Fun)) {
+		return nil
+	}
+	if t := pass.TypesInfo.TypeOf(call); t == nil || !isError(t) {
+		return nil
+	}
+	return call
+}
+
+// endsInBreak reports whether body's last statement is an unlabelled break.
+func endsInBreak(body *ast.BlockStmt) bool {
+	if len(body.List) == 0 {
+		return false
+	}
+	b, ok := body.List[len(body.List)-1].(*ast.BranchStmt)
+	return ok && b.Tok == token.BREAK && b.Label == nil
+}
+
+// seeksBack reports whether n moves a Kafka client's fetch position (franz-go
+// SetOffsets, confluent-kafka-go Seek, kafka-go SetOffset, Sarama
+// ResetOffset): a loop that does so re-reads what it did not commit.
+func seeksBack(info *types.Info, n ast.Node) bool {
+	found := false
+	ast.Inspect(n, func(m ast.Node) bool {
+		if call, ok := m.(*ast.CallExpr); ok {
+			if fn := callee(info, call); fn != nil && isKafkaClient(funcPath(fn)) {
+				switch fn.Name() {
+				case "SetOffsets", "Seek", "SeekPartitions", "SetOffset", "SetOffsetAt", "ResetOffset":
+					found = true
+				}
+			}
+		}
+		return !found
+	})
+	return found
 }
 
 // endsInContinue reports whether body's last statement is a continue.
