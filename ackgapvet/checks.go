@@ -302,7 +302,7 @@ kgo.DisableAutoCommit and CommitRecords after the work; confluent-kafka-go
 					if call == nil || fn == nil || funcPath(fn) != pathKafkaGo || recvName(fn) != "Reader" || fn.Name() != "ReadMessage" {
 						continue
 					}
-					if work, at := firstWork(pass, c, block.List[i+1:]); work != "" {
+					if work, at := workOrHandler(pass, c, block.List[i+1:]); work != "" {
 						r.report(call, SeverityOf(append(callNames(pass, at), root.Name, work)...), fmt.Sprintf(
 							"ReadMessage commits the offset as it returns (reader with a GroupID), before the work (%s at line %d): a crash in between loses the message; use FetchMessage and CommitMessages after the work",
 							work, pass.Fset.Position(at.Pos()).Line))

@@ -173,7 +173,7 @@ func confluentWork(pass *analysis.Pass, c *Consumers) (string, ast.Node) {
 			}
 			for i, st := range block.List {
 				if polls(pass, st) {
-					if work, at = firstWork(pass, c, block.List[i:]); work != "" {
+					if work, at = workOrHandler(pass, c, block.List[i:]); work != "" {
 						return false
 					}
 				}
@@ -182,6 +182,38 @@ func confluentWork(pass *analysis.Pass, c *Consumers) (string, ast.Node) {
 		})
 		if work != "" {
 			return work, at
+		}
+	}
+	return "", nil
+}
+
+// workOrHandler is firstWork, or else the first call through a function
+// value or an interface that is handed a message: the application's
+// handler, given to the loop as a parameter or a field (what it does is the
+// whole-program mode's to follow; here it is the loop's work).
+func workOrHandler(pass *analysis.Pass, c *Consumers, stmts []ast.Stmt) (string, ast.Node) {
+	if work, at := firstWork(pass, c, stmts); work != "" {
+		return work, at
+	}
+	var at *ast.CallExpr
+	for _, st := range stmts {
+		ast.Inspect(st, func(n ast.Node) bool {
+			if _, ok := n.(*ast.FuncLit); ok || at != nil {
+				return false
+			}
+			call, ok := n.(*ast.CallExpr)
+			if !ok || !dynamicCall(pass.TypesInfo, call) {
+				return true
+			}
+			for _, a := range call.Args {
+				if carriesMessage(pass.TypesInfo, a) {
+					at = call
+				}
+			}
+			return at == nil
+		})
+		if at != nil {
+			return "the handler " + types.ExprString(at.Fun), at
 		}
 	}
 	return "", nil

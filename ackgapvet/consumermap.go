@@ -83,6 +83,25 @@ func (w *wholeProgram) consumerMap() []Consumer {
 	for _, rw := range w.walks {
 		out = append(out, w.describe(rw))
 	}
+	// An entry that acknowledges nothing itself and that another consumer
+	// reaches is part of that consumer's path, not a consumer: a closure
+	// of an application's handler type (a filter, a processor) that a
+	// receive loop calls.
+	all := slices.Clone(out)
+	out = slices.DeleteFunc(out, func(c Consumer) bool {
+		if len(c.Acks) > 0 || len(c.spans) == 0 {
+			return false
+		}
+		for i := range all {
+			d := &all[i]
+			if d.File != c.File || d.Line != c.Line || d.Name != c.Name {
+				if d.reaches(c.spans[0].file, c.spans[0].start) {
+					return true
+				}
+			}
+		}
+		return false
+	})
 	slices.SortFunc(out, func(a, b Consumer) int {
 		return cmp.Or(cmp.Compare(a.File, b.File), cmp.Compare(a.Line, b.Line), cmp.Compare(a.Name, b.Name))
 	})

@@ -88,6 +88,21 @@ func TestWholeProgramPathKinds(t *testing.T) {
 	require.Empty(t, per.Consumers, "the consumer map is a whole-program result")
 }
 
+// TestFunctionValuesByShape: a loop that calls its work through a
+// function-typed parameter reaches a method value passed to it (a bound
+// method wrapper in SSA) and a closure whose parameter names differ from
+// the parameter type's.
+func TestFunctionValuesByShape(t *testing.T) {
+	rep, err := Run(&RunConfig{Dir: filepath.Join("testdata", "program"), Env: programEnv()})
+	require.NoError(t, err)
+	var lines []int
+	for _, f := range findingsIn(rep, "methval/methval.go", "effect") {
+		lines = append(lines, f.Line)
+	}
+	require.Contains(t, lines, 55, "Store.Save through st.Save: %+v", lines)
+	require.Contains(t, lines, 63, "Notifier's closure through Work: %+v", lines)
+}
+
 // TestChannelsByField: a send on one struct field's channel does not reach
 // the worker that receives from another field of the same element type.
 func TestChannelsByField(t *testing.T) {
@@ -139,7 +154,7 @@ func TestConsumerMap(t *testing.T) {
 	for _, c := range rep.Consumers {
 		byName[c.Name] = c
 	}
-	require.Len(t, byName, 12, "%+v", rep.Consumers)
+	require.Len(t, byName, 14, "%+v", rep.Consumers)
 
 	// A helper that calls the function it is given (a transaction helper)
 	// joins, in the call graph, every closure passed to it; each consumer

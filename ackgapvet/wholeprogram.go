@@ -247,6 +247,25 @@ func (w *wholeProgram) appFunctions(pkgs []*ssa.Package) map[*ssa.Function]bool 
 		}
 		for _, b := range fn.Blocks {
 			for _, in := range b.Instrs {
+				// A method value (h.onMessage) or expression ((*T).m) used
+				// as a value is a synthetic wrapper (a bound method
+				// closure, a thunk) that calls the method: without it in
+				// the graph a walk that reaches the wrapper stops there.
+				for _, op := range in.Operands(nil) {
+					if op == nil || *op == nil {
+						continue
+					}
+					var f *ssa.Function
+					switch v := (*op).(type) {
+					case *ssa.Function:
+						f = v
+					case *ssa.MakeClosure:
+						f, _ = v.Fn.(*ssa.Function)
+					}
+					if f != nil && f.Synthetic != "" && len(f.Blocks) > 0 {
+						add(f)
+					}
+				}
 				call, ok := in.(ssa.CallInstruction)
 				if !ok {
 					continue
@@ -348,7 +367,7 @@ func appCHA(fns map[*ssa.Function]bool) *callgraph.Graph {
 		if !valued[fn] {
 			continue
 		}
-		k := types.TypeString(fn.Signature, nil)
+		k := sigKey(fn.Signature)
 		bySig[k] = append(bySig[k], fn)
 	}
 	for fn := range fns {
@@ -373,7 +392,7 @@ func appCHA(fns map[*ssa.Function]bool) *callgraph.Graph {
 						}
 					}
 				default:
-					for _, f := range bySig[types.TypeString(c.Signature(), nil)] {
+					for _, f := range bySig[sigKey(c.Signature())] {
 						callgraph.AddEdge(g.CreateNode(fn), call, g.CreateNode(f))
 					}
 				}
@@ -381,6 +400,35 @@ func appCHA(fns map[*ssa.Function]bool) *callgraph.Graph {
 		}
 	}
 	return g
+}
+
+// sigKey is a signature's shape without parameter and result names:
+// func(log *logrus.Entry, m *kafka.Message) error and the function type
+// func(*logrus.Entry, *kafka.Message) error it is called through are one
+// shape (their type strings differ by the names).
+func sigKey(sig *types.Signature) string {
+	var b strings.Builder
+	b.WriteString("func(")
+	for i := range sig.Params().Len() {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		t := sig.Params().At(i).Type()
+		if sig.Variadic() && i == sig.Params().Len()-1 {
+			b.WriteString("...")
+			t = t.(*types.Slice).Elem()
+		}
+		b.WriteString(types.TypeString(t, nil))
+	}
+	b.WriteString(") (")
+	for i := range sig.Results().Len() {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(types.TypeString(sig.Results().At(i).Type(), nil))
+	}
+	b.WriteString(")")
+	return b.String()
 }
 
 // madeBy returns the functions a factory returns: func literals and

@@ -16,6 +16,7 @@ import (
 	"example.com/program/handlers"
 	"example.com/program/lake"
 	"example.com/program/ledger"
+	"example.com/program/methval"
 	"example.com/program/mqs"
 	"example.com/program/notify"
 	"example.com/program/orders"
@@ -45,5 +46,8 @@ func main() {
 	go tc.Pay()
 	r.AddNoPublisherHandler("audit", "orders", nil, tc.Audit)
 	kq.MustNewQueue(kq.KqConf{}, mqs.NewPaymentMq(c)).Start()
+	st := &methval.Store{C: c}
+	go methval.Run(context.Background(), &sqs.Client{}, st.Save)
+	go methval.RunWork(context.Background(), &sqs.Client{}, methval.Notifier(c))
 	poller.Poll(context.Background(), &sqs.Client{}, "https://sqs.example/q", &ledger.Ledger{C: c})
 }
