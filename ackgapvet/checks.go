@@ -424,7 +424,9 @@ var HTTPClientAnalyzer = newAnalyzer("httpclient",
 http.DefaultClient, the http.Get/Post helpers and an http.Client without
 Timeout wait forever for a slow server: the handler outlives the message's
 lease (SQS visibility timeout, Kafka session) and the message is delivered
-again while the first copy is still in flight. Fix: a client with a Timeout
+again while the first copy is still in flight. http.DefaultClient in a
+function that makes a context with a deadline (context.WithTimeout) is not
+reported: the request carries it. Fix: a client with a Timeout
 shorter than the handler timeout, or the message context's deadline.`,
 	func(pass *analysis.Pass, c *Consumers, r *reporter) {
 		hasRoots := len(c.Roots) > 0
@@ -446,6 +448,9 @@ shorter than the handler timeout, or the message context's deadline.`,
 				if s.Root == nil || !ok || obj.Pkg() == nil || obj.Pkg().Path() != "net/http" || obj.Name() != "DefaultClient" {
 					return
 				}
+				if setsDeadline(pass.TypesInfo, funcBody(s.Inner())) {
+					return // the request's context carries a deadline made here
+				}
 				r.report(n, SeverityOf(s.names()...), fmt.Sprintf("http.DefaultClient, "+risk, s.where()))
 			case *ast.CompositeLit:
 				t := pass.TypesInfo.TypeOf(n)
@@ -465,6 +470,25 @@ shorter than the handler timeout, or the message context's deadline.`,
 			}
 		})
 	})
+
+// setsDeadline reports whether body makes a context with a deadline
+// (context.WithTimeout, WithDeadline and their Cause forms): a request sent
+// with it is bounded even through http.DefaultClient.
+func setsDeadline(info *types.Info, body *ast.BlockStmt) bool {
+	found := false
+	if body == nil {
+		return false
+	}
+	ast.Inspect(body, func(n ast.Node) bool {
+		if call, ok := n.(*ast.CallExpr); ok {
+			if fn := callee(info, call); fn != nil && funcPath(fn) == "context" && strings.HasPrefix(fn.Name(), "With") && (strings.Contains(fn.Name(), "Timeout") || strings.Contains(fn.Name(), "Deadline")) {
+				found = true
+			}
+		}
+		return !found
+	})
+	return found
+}
 
 // ContextAnalyzer reports context.Background/TODO where the message's
 // context is available.

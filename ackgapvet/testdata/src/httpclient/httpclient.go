@@ -1,6 +1,7 @@
 package httpclient
 
 import (
+	"context"
 	"net/http"
 	"time"
 
@@ -24,8 +25,21 @@ func register(r *message.Router) {
 			return err
 		}
 		_, err = timed.Do(req) // clean
-		return err
+		if err != nil {
+			return err
+		}
+		return bounded(msg)
 	})
+}
+
+// bounded sends through http.DefaultClient with a context deadline made
+// here: clean.
+func bounded(msg *message.Message) error {
+	ctx, cancel := context.WithTimeout(msg.Context(), 5*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "https://example.com", nil)
+	_, err := http.DefaultClient.Do(req)
+	return err
 }
 
 // health is not a consumer: clean.
