@@ -319,11 +319,22 @@ var mongoWrites = map[string]bool{
 	"FindOneAndUpdate": true, "FindOneAndReplace": true, "FindOneAndDelete": true,
 }
 
+// gormWrites are the methods of gorm's *DB (gorm.io/gorm, and v1's
+// github.com/jinzhu/gorm) that write rows; the chain builders (Model,
+// Where, Table) and the reads (Find, First, Take, Count) are not.
+var gormWrites = map[string]bool{
+	"Create": true, "CreateInBatches": true, "Save": true, "Update": true, "Updates": true,
+	"UpdateColumn": true, "UpdateColumns": true, "Delete": true, "Exec": true, "FirstOrCreate": true,
+}
+
 // dbWriteOf returns a description if call writes rows (through any handle):
 // an Exec, a Query whose SQL is a write, or a MongoDB write.
 func dbWriteOf(info *types.Info, call *ast.CallExpr) string {
 	if fn := callee(info, call); fn != nil && (strings.HasPrefix(funcPath(fn), "go.mongodb.org/mongo-driver") || strings.HasPrefix(funcPath(fn), "github.com/mongodb/mongo-go-driver")) && recvName(fn) == "Collection" && mongoWrites[fn.Name()] {
 		return "a MongoDB write (" + qualName(fn) + ")"
+	}
+	if fn := callee(info, call); fn != nil && (funcPath(fn) == "gorm.io/gorm" || funcPath(fn) == "github.com/jinzhu/gorm") && recvName(fn) == "DB" && gormWrites[fn.Name()] {
+		return "a database write (" + qualName(fn) + ")"
 	}
 	h, name := dbCall(info, call)
 	if h == handleNone {
