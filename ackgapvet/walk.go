@@ -63,6 +63,9 @@ func (s *site) where() string {
 			name = "(func literal)"
 		}
 		p := "on the consumer path of " + s.Root.Kind + " " + name
+		if strings.HasSuffix(s.Root.Kind, " "+name) {
+			p = "on the consumer path of " + s.Root.Kind // Sarama ConsumeClaim, not "ConsumeClaim ConsumeClaim"
+		}
 		if len(s.Path) > 1 {
 			p += " (" + pathString(s.Path) + ")"
 		}

@@ -24,7 +24,7 @@ type h struct{}
 
 func (h) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.ConsumerGroupClaim) error {
 	for msg := range claim.Messages() {
-		if err := work(context.TODO(), string(msg.Value)); err != nil { // want `context.TODO\(\) on the consumer path of Sarama ConsumeClaim ConsumeClaim drops .*; use sess.Context\(\)`
+		if err := work(context.TODO(), string(msg.Value)); err != nil { // want `context.TODO\(\) on the consumer path of Sarama ConsumeClaim drops .*; use sess.Context\(\)`
 			return err
 		}
 		sess.MarkMessage(msg, "")
