@@ -115,9 +115,11 @@ type SubscriberConfig struct {
 	// long to finish its in-flight messages and rejoin, or it is removed
 	// from the group and its commits fail. A revoked partition waits up to
 	// HoldTimeout for its message in flight, then commits its offset
-	// (within CommitTimeoutDefault, 5 s) and is released; an ack that
-	// arrives after that is not committed: the message is redelivered to
-	// the partition's next owner, and the inbox skips it as a duplicate.
+	// (within CommitTimeoutDefault, 5 s) and is released; a message still
+	// in flight then holds the member out of the group until it is
+	// settled (see [Subscriber]), and its ack is not committed: the
+	// message is redelivered to the partition's next owner, and the inbox
+	// skips it as a duplicate.
 	// So a rebalance in the middle of a stream costs a few duplicates,
 	// never a double apply. Default HoldTimeout + CommitMargin; less than
 	// that is a config error.

@@ -1124,6 +1124,34 @@ wait:
 	if l.com != nil {
 		l.com.release(l.k)
 	}
+	if !closing && l.inflight > 0 && l.sub.cfg.holdRevoked {
+		l.holdReleased()
+	}
+}
+
+// holdReleased holds a revoked partition whose messages outlasted
+// HoldTimeout until they are settled, or hardStop (ParallelConfig's
+// holdRevoked): the claim, and so the member's rejoin, waits for them. Their
+// acks come after the partition's last commit and are settled
+// unconfirmed.
+func (l *partLoop) holdReleased() {
+	l.sub.logger.Info("Holding the revoked partition's claim until its messages in flight are settled; the member rejoins the group after them",
+		watermill.LogFields{"partition": l.k.partition, "in_flight": l.inflight})
+	for l.inflight > 0 {
+		select {
+		case ev := <-l.events:
+			switch ev.kind {
+			case evAcked:
+				l.inflight--
+				ev.d.Settle(ackgap.Settlement{Acked: true, At: ev.at, Err: errReleased})
+			case evNacked:
+				l.inflight--
+			case evResend:
+			}
+		case <-l.sub.hardStop:
+			return
+		}
+	}
 }
 
 func (l *partLoop) publishStats() {

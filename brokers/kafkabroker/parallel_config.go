@@ -117,6 +117,16 @@ type ParallelConfig struct {
 	// partition waits up to HoldTimeout for its records in flight, then
 	// commits its watermark, all within the rebalance).
 	CommitTimeout time.Duration
+
+	// holdRevoked, set by NewSubscriber: a revoked partition whose
+	// messages are still in flight after HoldTimeout commits its
+	// watermark and then holds its claim until they are settled (or the
+	// stop's CloseTimeout ends), so the member rejoins only then, as a
+	// consumer whose handler overran max.poll.interval.ms does; the group
+	// removes it after RebalanceTimeout. Without it the member rejoins at
+	// once and may take new records of the partition while the old ones
+	// still run, which one message per partition must not.
+	holdRevoked bool
 }
 
 // WithDefaults returns a copy of c with every zero field set to its

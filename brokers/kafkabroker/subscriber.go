@@ -68,8 +68,16 @@ var ErrCloseTimedOut = errors.New("kafkabroker: close timed out")
 // lookup stopped answering. The same happens when the ctx given to
 // Subscribe ends (the router cancels it on Close as well, and when Run's
 // ctx ends): the channel closes within CloseTimeout + LeaveTimeout. A
-// stop that gave up logs [LogStopGaveUp]. A revoked partition waits up to
-// HoldTimeout for its message in flight, then commits its offset.
+// stop that gave up logs [LogStopGaveUp].
+//
+// Rebalance. A revoked partition waits up to HoldTimeout for its message
+// in flight, then commits its offset and is released. A message still in
+// flight after HoldTimeout holds the member's claim until it is settled:
+// the member rejoins the group only then (the group removes it after
+// RebalanceTimeout), so it never runs a partition's next record while an
+// older one is still in its handler; that message's ack is not committed,
+// and the partition's next owner gets it again (the inbox skips it if it
+// was applied).
 type Subscriber struct {
 	p *ParallelSubscriber
 }
@@ -100,7 +108,7 @@ func NewSubscriber(cfg *SubscriberConfig, logger watermill.LoggerAdapter) (*Subs
 		}
 		sc.Consumer.Offsets.AutoCommit.Enable = false
 	}
-	p, err := NewParallelSubscriber(&ParallelConfig{SubscriberConfig: c, Ordering: OrderingPartition, MaxInFlight: 1}, logger)
+	p, err := NewParallelSubscriber(&ParallelConfig{SubscriberConfig: c, Ordering: OrderingPartition, MaxInFlight: 1, holdRevoked: true}, logger)
 	if err != nil {
 		return nil, err
 	}
