@@ -64,10 +64,23 @@ const (
 // timeout, a lost connection): the coordinator may still apply it, late.
 var errOutcomeUnknown = errors.New("no answer: the commit may still land late")
 
-// Why a parallel delivery was settled without a confirmed commit.
+// Why a delivery was settled without a confirmed commit.
 var (
 	errReleased = fmt.Errorf("%w: kafkabroker: the partition was released (rebalance or close) before a commit covering the offset was accepted", ackgap.ErrAckNotConfirmed)
+	errGivenUp  = errors.New("kafkabroker: the subscriber stopped (CloseTimeout) before the message was acked or nacked")
 )
+
+// partitionKey names one partition of a topic.
+type partitionKey struct {
+	topic     string
+	partition int32
+}
+
+// offsetKey names one record of a partition.
+type offsetKey struct {
+	partitionKey
+	offset int64
+}
 
 // offsetCommitter sends one group session's offset commits itself: one
 // OffsetCommit request to the group coordinator for every partition of the

@@ -230,58 +230,6 @@ func hexID() string {
 	return hex.EncodeToString(b)
 }
 
-// fakeSession is a group session's generation and member id; nothing else
-// of it is called.
-type fakeSession struct {
-	sarama.ConsumerGroupSession
-	gen int32
-	id  string
-}
-
-func (s fakeSession) GenerationID() int32 { return s.gen }
-func (s fakeSession) MemberID() string    { return s.id }
-
-// TestSubscriberCommitRefusedIsUnconfirmed: the plain Subscriber's
-// per-ack commit (the session wrapper watermill-kafka calls Commit on)
-// reads the coordinator's answer: a commit refused for a stale generation
-// or an unknown member settles the message unconfirmed (ErrAckNotConfirmed,
-// ErrCommitRefused), never confirmed, and moves nothing; the same commit
-// with the member's real generation is accepted and confirmed.
-func TestSubscriberCommitRefusedIsUnconfirmed(t *testing.T) {
-	t.Parallel()
-	topic, group := "commit."+hexID(), "plain."+hexID()
-	m := joinGroup(t, topic, group)
-	p := partitionWithRecord(t, m, topic)
-	tr := newTracker(false, 0, group, m.sc, watermill.NopLogger{})
-	tr.setClient(m.client)
-	commit := func(gen int32, id string) ackgap.Settlement {
-		ack, got := watched()
-		d := &delivery{key: offsetKey{partitionKey{topic, p}, 0}, committed: make(chan struct{}), ack: ack, ackedAt: time.Now()}
-		s := &session{ConsumerGroupSession: fakeSession{gen: gen, id: id}, t: tr, pending: []*delivery{d}}
-		s.Commit()
-		<-d.committed
-		tr.settleCommitted(d)
-		require.Len(t, *got, 1)
-		return (*got)[0]
-	}
-	for _, tc := range []struct {
-		name   string
-		gen    int32
-		member string
-	}{{"stale generation", m.gen - 1, m.id}, {"unknown member", m.gen, "zombie-" + hexID()}} {
-		s := commit(tc.gen, tc.member)
-		require.True(t, s.Acked)
-		require.True(t, s.Confirmed.IsZero(), "%s: never confirmed", tc.name)
-		require.ErrorIs(t, s.Err, ackgap.ErrAckNotConfirmed)
-		require.ErrorIs(t, s.Err, ErrCommitRefused)
-		require.Equal(t, int64(-1), committed(t, m, group, topic, p), "%s: the refused commit moved nothing", tc.name)
-	}
-	s := commit(m.gen, m.id)
-	require.NoError(t, s.Err)
-	require.False(t, s.Confirmed.IsZero())
-	require.Equal(t, int64(1), committed(t, m, group, topic, p))
-}
-
 // levelLogs is a watermill.LoggerAdapter with a Warn level that keeps the
 // messages logged at warn and at error.
 type levelLogs struct {

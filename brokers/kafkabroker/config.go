@@ -51,8 +51,9 @@ const (
 	SessionTimeoutMin = time.Second
 	SessionTimeoutMax = 30 * time.Minute
 	// FetchMaxWaitDefault is the default FetchMaxWait when offsets are
-	// committed after each ack. The synchronous commit waits behind the
-	// fetch long-poll on the broker connection: 200 messages took 27.6 s
+	// committed after each ack. It was chosen when the commit went on the
+	// fetch's broker connection and waited behind its long-poll (commits
+	// now go on a client of their own): 200 messages took 27.6 s
 	// with Sarama's 500 ms and 0.64 s with 10 ms (notes/local-brokers.md).
 	// Through the router and a SQLite inbox on kfake, 4 partitions, 200
 	// events (TestRoundTrip): 1 ms ~1,300 msgs/s, 10 ms ~210 msgs/s, 50 ms
@@ -112,15 +113,16 @@ type SubscriberConfig struct {
 	// to the broker as JoinGroup's rebalance timeout (Kafka
 	// rebalance.timeout.ms): once a rebalance starts, each member has this
 	// long to finish its in-flight messages and rejoin, or it is removed
-	// from the group and its commits fail. watermill-kafka lets the
-	// in-flight message of a revoked partition finish before it releases
-	// the partition, but an ack that arrives after the group session ended
-	// is not committed (watermill-kafka v3.1.4 subscriber.go, "session ctx
-	// cancelled before ack"): the message is redelivered to the
-	// partition's next owner, and the inbox skips it as a duplicate. So a
-	// rebalance in the middle of a stream costs a few duplicates, never a
-	// double apply. Default HoldTimeout + CommitMargin; less than that
-	// is a config error.
+	// from the group and its commits fail. A revoked partition waits up to
+	// HoldTimeout for its message in flight, then commits its offset
+	// (within CommitTimeoutDefault, 5 s) and is released; a message still
+	// in flight then holds the member out of the group until it is
+	// settled (see [Subscriber]), and its ack is not committed: the
+	// message is redelivered to the partition's next owner, and the inbox
+	// skips it as a duplicate.
+	// So a rebalance in the middle of a stream costs a few duplicates,
+	// never a double apply. Default HoldTimeout + CommitMargin; less than
+	// that is a config error.
 	RebalanceTimeout time.Duration
 	// SessionTimeout is Sarama's Consumer.Group.Session.Timeout (Kafka
 	// session.timeout.ms): a member that sends no heartbeat for this long is
@@ -132,18 +134,19 @@ type SubscriberConfig struct {
 	// SessionTimeoutDefault (10 s), within [SessionTimeoutMin,
 	// SessionTimeoutMax] and the broker's range.
 	SessionTimeout time.Duration
-	// CommitInterval chooses how acked offsets reach Kafka. Zero (the
-	// default): each ack marks the offset and commits it synchronously
-	// before the partition's next message is handed out, so a crash
-	// redelivers at most the messages in flight. Positive: the subscriber
-	// commits what is marked every CommitInterval (itself rather than
-	// Sarama's ticker, so each commit is observed; see
-	// [SubscriberConfig.SaramaConfig]); an ack only marks the offset, and a
-	// crash (not a Close, which commits what is marked) replays up to
-	// CommitInterval's worth of acked messages per partition. The inbox
-	// skips them as duplicates either way; the interval trades that replay
-	// for one commit per interval instead of one per message. Must not be
-	// negative.
+	// CommitInterval chooses how acked offsets reach Kafka; the
+	// subscriber sends every OffsetCommit itself (never Sarama's offset
+	// manager), so each commit's answer is observed. Zero (the default):
+	// a commit goes out as soon as a partition's offset moved and no
+	// commit is on the wire, so under load one request carries what was
+	// acked meanwhile; the partition's next message is handed out after
+	// the ack without waiting for the commit, and a crash redelivers the
+	// message in flight and those acked whose commit was not yet accepted.
+	// Positive: one commit every CommitInterval, and a crash (not a Close,
+	// which commits every offset) replays up to CommitInterval's worth of
+	// acked messages per partition. The inbox skips them as duplicates
+	// either way; the interval trades that replay for fewer commits. Must
+	// not be negative.
 	CommitInterval time.Duration
 	// FetchMaxWait is Sarama's Consumer.MaxWaitTime (Kafka fetch.max.wait.ms):
 	// how long a fetch waits on the broker for new data. Default
@@ -152,17 +155,18 @@ type SubscriberConfig struct {
 	// 1 ms (Sarama's minimum).
 	FetchMaxWait time.Duration
 	// CloseTimeout bounds how long Close (or the end of Subscribe's ctx)
-	// waits for messages already handed to the handler to be acked and
-	// their offsets committed. After it, their contexts are cancelled: the
+	// waits for messages already handed to the handler to be acked or
+	// nacked. After it, their contexts are cancelled: the
 	// inbox rolls their transactions back, the router nacks them (never
 	// dead-letters them), and they are redelivered after a restart.
 	// Default CloseTimeoutDefault (20 s); keep it below the router's
 	// CloseTimeout. Must not be negative.
 	CloseTimeout time.Duration
-	// LeaveTimeout bounds how long Close waits, after CloseTimeout's
-	// drain, for the consumer to commit its last offsets and leave the
-	// group. A broker that stopped answering (paused, partitioned) would
-	// otherwise hold Close for as long as Sarama retries. After it Close
+	// LeaveTimeout bounds how long Close (or the end of Subscribe's ctx)
+	// waits, after CloseTimeout's drain, for the consumer to commit its
+	// last offsets and leave the group. A broker or group coordinator
+	// lookup that stopped answering (paused, partitioned) would otherwise
+	// hold Close for as long as Sarama retries. After it Close
 	// gives up with an error wrapping [ErrCloseTimedOut]: the unfinished
 	// messages stay uncommitted and are redelivered, and the group drops
 	// the member after its session timeout. Close returns within
@@ -170,9 +174,9 @@ type SubscriberConfig struct {
 	// not be negative.
 	LeaveTimeout time.Duration
 	// NackResendSleep is how long a partition waits after a nack before it
-	// hands the same message out again (watermill-kafka's NackResendSleep):
-	// the partition is stalled meanwhile, since Kafka keeps order per
-	// partition. The router's retries happen before a nack, so this only
+	// hands the same message out again (as watermill-kafka's
+	// NackResendSleep): the partition is stalled meanwhile, since Kafka
+	// keeps order per partition. The router's retries happen before a nack, so this only
 	// paces redeliveries that left the router: a store that is unavailable,
 	// a shutdown, a crash in the ack gap. Default NackResendSleepDefault
 	// (100 ms); NackResendSleepNone for no wait; other negative values are
@@ -185,7 +189,9 @@ type SubscriberConfig struct {
 	// ackgap's settings, for TLS, SASL or a client id. NewSubscriber then
 	// re-checks the settings ackgap relies on (auto-commit as CommitInterval
 	// says, RebalanceTimeout against HoldTimeout, Offsets.Initial oldest
-	// or newest); changing them is a config error. Default nil.
+	// or newest); changing them is a config error. NewSubscriber calls it
+	// once more for the config it runs, and then turns auto-commit off
+	// (see [SubscriberConfig.SaramaConfig]). Default nil.
 	ConfigureSarama func(c *sarama.Config)
 }
 
@@ -266,11 +272,12 @@ func (c SubscriberConfig) validate() error {
 // published before the group first joined), Consumer.Return.Errors (commit
 // and fetch errors reach the logger) and ClientID.
 //
-// With CommitInterval set, NewSubscriber keeps Sarama's auto-commit on
-// (for the commit when a session ends) but makes the periodic commits
-// itself, every CommitInterval, so that it sees each commit return and can
-// report it (ackgap.Delivery); it sets AutoCommit.Interval to a day on the
-// config it uses, overriding a value ConfigureSarama set.
+// Consumer.Offsets.AutoCommit.Enable says whether CommitInterval is set
+// (with AutoCommit.Interval CommitInterval), and ConfigureSarama must
+// leave it so; but NewSubscriber runs Sarama with auto-commit off whatever
+// it says: the subscriber sends every OffsetCommit itself (periodic ones
+// every CommitInterval), so that it sees each commit's answer and can
+// report it (ackgap.Delivery).
 //
 // With OffsetOldest, a group whose committed offsets expired (broker
 // offsets.retention.minutes, 7 days by default, counted from when the group

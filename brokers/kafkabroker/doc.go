@@ -1,5 +1,6 @@
-// Package kafkabroker connects ackgap to Kafka through watermill-kafka v3
-// and Sarama, with settings that keep a consumer correct under redelivery.
+// Package kafkabroker connects ackgap to Kafka through Sarama (and
+// watermill-kafka v3's publisher), with settings that keep a consumer
+// correct under redelivery.
 //
 //	pub, err := kafkabroker.NewPublisher(&kafkabroker.PublisherConfig{Brokers: brokers}, logger)
 //	sub, err := kafkabroker.NewSubscriber(&kafkabroker.SubscriberConfig{
@@ -32,12 +33,18 @@
 // # Subscriber
 //
 // [NewSubscriber] requires a consumer group and starts a new group at the
-// oldest offset. With the default per-ack commits, an offset is marked only
-// after the router acked its message, that is after the inbox transaction
-// committed, and is committed to Kafka synchronously before the partition's
-// next message is handed out; a crash then redelivers at most the messages
-// in flight, and the inbox skips them as duplicates. CommitInterval trades
-// that for periodic commits with a replay window of one interval.
+// oldest offset. It hands out one message of a partition at a time, in
+// offset order: it is the key-parallel subscriber's engine (below) with
+// [OrderingPartition] and MaxInFlight 1, so its offset commits,
+// regression checks, finished-offset metadata and stops are the same. An
+// offset is committed only after the router acked its message, that is
+// after the inbox transaction committed. With the default CommitInterval
+// (zero) a commit goes out as soon as the partition's offset moved and no
+// commit is on the wire (commits coalesce under load); the next message
+// does not wait for it. A crash redelivers the message in flight and those
+// acked whose commit was not yet accepted, and the inbox skips them as
+// duplicates. CommitInterval trades that for one commit per interval with
+// a replay window of one interval.
 //
 // The ack gap on Kafka is ack -> offset commit returned: a process that
 // dies in it, or a partition revoked by a rebalance before the commit,
@@ -45,21 +52,22 @@
 // metadata; partition, offset, record key and timestamp are in the
 // message context ([PartitionFromContext], [OffsetFromContext]).
 //
-// [Subscriber] also fixes shutdown. watermill-kafka cancels every
-// in-flight message's context as soon as its Close starts, and Watermill's
-// router calls that Close first thing; a handler in the middle of its
-// transaction would roll back and be redelivered. Subscriber stops handing
-// out messages, waits up to CloseTimeout until each in-flight message was
-// nacked or acked with its offset committed, and only then closes the
+// [Subscriber] also fixes shutdown. watermill-kafka's subscriber cancels
+// every in-flight message's context as soon as its Close starts, and
+// Watermill's router calls that Close first thing; a handler in the middle
+// of its transaction would roll back and be redelivered. Subscriber stops
+// handing out messages, waits up to CloseTimeout until each in-flight
+// message was acked or nacked, and only then commits and closes the
 // consumer; a handler still running after CloseTimeout is cancelled,
 // rolled back and nacked (never dead-lettered), and redelivered later.
-// Closing the consumer (last offset commit, leaving the group) gets
-// LeaveTimeout more: a broker that stopped answering cannot hold Close
-// past CloseTimeout + LeaveTimeout ([ErrCloseTimedOut]).
+// Closing the consumer (last offset commits, leaving the group) gets
+// LeaveTimeout more: a broker or coordinator lookup that stopped answering
+// cannot hold Close, or the end of Subscribe's ctx, past CloseTimeout +
+// LeaveTimeout ([ErrCloseTimedOut]).
 //
 // # Key-parallel subscriber
 //
-// [NewParallelSubscriber] (opt-in, [ParallelConfig]) runs up to MaxInFlight
+// [NewParallelSubscriber] ([ParallelConfig]) runs up to MaxInFlight
 // records of one partition at once, same record key strictly in order
 // ([OrderingKey]; [OrderingPartition] and [OrderingUnordered] too), with a
 // per-partition bound on buffered records and bytes that stops fetching,
@@ -138,18 +146,20 @@
 // (ackgap.DeliveryFromContext): the consumer group, partition and offset,
 // and Confirmation ackgap.ConfirmationReported. The subscriber settles it
 // once: with the nack time, or with the ack time and the time the offset
-// commit carrying the message was accepted by the group coordinator
-// (per-ack commits: the synchronous commit after the ack; CommitInterval:
+// commit covering the message was accepted by the group coordinator
+// (CommitInterval zero: the first commit after the ack; CommitInterval:
 // the first periodic commit after it), or with an error wrapping
-// ackgap.ErrAckNotConfirmed when the claim ended, CloseTimeout ran out
-// first, or the coordinator refused the commit or did not answer
-// ([ErrCommitRefused], logged with the partition and offset). Package
-// telemetry turns that into the span's broker_confirmed event and the ack
-// gap. Sarama's ConsumerGroupSession.Commit reports a refused commit only
-// on the group's error channel, so [Subscriber] sends each OffsetCommit
-// itself, through a Kafka client of its own (one more connection), with
-// the session's generation and member id, and reads the answer per
-// partition, as [ParallelSubscriber] does.
+// ackgap.ErrAckNotConfirmed when the partition was released first,
+// CloseTimeout ran out first, or the coordinator refused the commit or did
+// not answer ([ErrCommitRefused], logged with the partition and offset).
+// Package telemetry turns that into the span's broker_confirmed event and
+// the ack gap. Sarama's ConsumerGroupSession.Commit reports a refused
+// commit only on the group's error channel, so [Subscriber] and
+// [ParallelSubscriber] send each OffsetCommit themselves, through a Kafka
+// client of their own (one more connection), with the session's generation
+// and member id, and read the answer per partition. Stats
+// ([Subscriber.Stats], [ParallelSubscriber.Stats]) shows each partition's
+// committed offset, watermark, in flight, replays skipped and regressions.
 //
 // # Time limits
 //

@@ -26,8 +26,8 @@ var (
 // out up to MaxInFlight records of one partition at once (same record key
 // strictly in order with [OrderingKey]) and commits offsets itself, in
 // batches, only up to each partition's watermark: the lowest offset not
-// yet acked. It is the opt-in fast path of issue #11; [Subscriber] stays
-// the default.
+// yet acked. It is the opt-in fast path of issue #11; the default
+// [Subscriber] is this engine with OrderingPartition and MaxInFlight 1.
 //
 // Commits. ParallelSubscriber turns Sarama's offset manager off and sends
 // each OffsetCommit request to the group coordinator itself, with the
@@ -629,17 +629,14 @@ func (sub *parallelSub) stop() error {
 // [ErrCloseTimedOut]. What it did not commit is redelivered to the
 // group's next member, whose inbox skips what was applied.
 //
-// [ParallelSubscriber] and [BatchConsumer] log it once per partition whose
-// acked records are not all confirmed committed. Fields: partition,
+// [Subscriber], [ParallelSubscriber] and [BatchConsumer] log it once per
+// partition whose acked records are not all confirmed committed. Fields: partition,
 // committed (the highest offset the coordinator accepted from this
 // subscriber: the replay starts there, or lower; -1: none), watermark (the
 // lowest offset not acked: the records from committed up to it were acked
-// but their commit is not confirmed), leave_timeout.
-//
-// [Subscriber] logs it once per subscription. Fields: leave_timeout,
-// unconfirmed (messages acked whose offset commit was not confirmed),
-// unacked (messages handed out and never acked, given up at CloseTimeout);
-// the replay starts at each partition's committed offset.
+// but their commit is not confirmed), leave_timeout. ([Subscriber] logged
+// it once per subscription, with fields unconfirmed and unacked, until it
+// ran on this engine.)
 const LogStopGaveUp = "Stop gave up waiting for the broker: offsets not committed; the group's next member replays them"
 
 // giveUp ends a stop whose last commits or group leave did not finish
@@ -1126,6 +1123,34 @@ wait:
 	l.publishStats()
 	if l.com != nil {
 		l.com.release(l.k)
+	}
+	if !closing && l.inflight > 0 && l.sub.cfg.holdRevoked {
+		l.holdReleased()
+	}
+}
+
+// holdReleased holds a revoked partition whose messages outlasted
+// HoldTimeout until they are settled, or hardStop (ParallelConfig's
+// holdRevoked): the claim, and so the member's rejoin, waits for them. Their
+// acks come after the partition's last commit and are settled
+// unconfirmed.
+func (l *partLoop) holdReleased() {
+	l.sub.logger.Info("Holding the revoked partition's claim until its messages in flight are settled; the member rejoins the group after them",
+		watermill.LogFields{"partition": l.k.partition, "in_flight": l.inflight})
+	for l.inflight > 0 {
+		select {
+		case ev := <-l.events:
+			switch ev.kind {
+			case evAcked:
+				l.inflight--
+				ev.d.Settle(ackgap.Settlement{Acked: true, At: ev.at, Err: errReleased})
+			case evNacked:
+				l.inflight--
+			case evResend:
+			}
+		case <-l.sub.hardStop:
+			return
+		}
 	}
 }
 

@@ -22,7 +22,8 @@ const (
 	// "partition_key", else the event id).
 	OrderingKey Ordering = iota
 	// OrderingPartition: one record of a partition at a time, in offset
-	// order, as the plain [Subscriber] does, with batched commits.
+	// order, whatever MaxInFlight; the default [Subscriber] is this
+	// engine in this mode (with MaxInFlight 1).
 	OrderingPartition
 	// OrderingUnordered: any record of the partition may run while others
 	// are in flight, up to MaxInFlight. Use it when handlers commute (the
@@ -70,9 +71,9 @@ const (
 )
 
 // ParallelConfig configures [NewParallelSubscriber]. The embedded
-// SubscriberConfig's fields keep their meaning and defaults, except
-// CommitInterval (see below); its ConfigureSarama must leave auto-commit
-// off. Fields left zero take the default named in their doc.
+// SubscriberConfig's fields keep their meaning and defaults (CommitInterval
+// as below, the same as for [Subscriber]); its ConfigureSarama must leave
+// auto-commit off. Fields left zero take the default named in their doc.
 //
 // CommitInterval: zero (the default) sends an offset commit as soon as a
 // partition's watermark moved and no commit is in flight, so commits
@@ -116,6 +117,16 @@ type ParallelConfig struct {
 	// partition waits up to HoldTimeout for its records in flight, then
 	// commits its watermark, all within the rebalance).
 	CommitTimeout time.Duration
+
+	// holdRevoked, set by NewSubscriber: a revoked partition whose
+	// messages are still in flight after HoldTimeout commits its
+	// watermark and then holds its claim until they are settled (or the
+	// stop's CloseTimeout ends), so the member rejoins only then, as a
+	// consumer whose handler overran max.poll.interval.ms does; the group
+	// removes it after RebalanceTimeout. Without it the member rejoins at
+	// once and may take new records of the partition while the old ones
+	// still run, which one message per partition must not.
+	holdRevoked bool
 }
 
 // WithDefaults returns a copy of c with every zero field set to its
