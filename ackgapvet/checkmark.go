@@ -6,6 +6,7 @@ import (
 	"go/types"
 	"regexp"
 	"slices"
+	"strings"
 
 	"golang.org/x/tools/go/analysis"
 )
@@ -61,7 +62,7 @@ func checkThenMark(pass *analysis.Pass, c *Consumers, r *reporter) {
 				}
 				if d, at := firstWork(pass, c, []ast.Stmt{&ast.ExprStmt{X: call}}); d != "" && !seenMarkName.MatchString(name) {
 					work, workDesc = at, d
-				} else if dynamicCall(info, call) && !seenMarkName.MatchString(name) && !seenCheckName.MatchString(name) && !decodeCall.MatchString(name) {
+				} else if (dynamicCall(info, call) || handsOver(info, check, call)) && !seenMarkName.MatchString(name) && !seenCheckName.MatchString(name) && !decodeCall.MatchString(name) && !ackOrLog(info, call) {
 					work, workDesc = call, "a call to "+types.ExprString(call.Fun)
 				}
 			default:
@@ -79,6 +80,45 @@ func checkThenMark(pass *analysis.Pass, c *Consumers, r *reporter) {
 			types.ExprString(check.Fun), workDesc, pass.Fset.Position(work.Pos()).Line,
 			types.ExprString(mark.Fun), pass.Fset.Position(mark.Pos()).Line))
 	}
+}
+
+// handsOver reports whether call is given what the check's key came from
+// (job.Message for a key job.Message.ID): the work on the same message,
+// whatever it reaches.
+func handsOver(info *types.Info, check, call *ast.CallExpr) bool {
+	var roots []types.Object
+	for _, a := range check.Args {
+		if t := info.TypeOf(a); t != nil && isNamed(t, "context", "Context") {
+			continue
+		}
+		if o := rootObject(info, a); o != nil {
+			roots = append(roots, o)
+		}
+	}
+	for _, a := range call.Args {
+		if o := rootObject(info, a); o != nil && slices.Contains(roots, o) {
+			return true
+		}
+	}
+	return false
+}
+
+// notWorkName matches the names of calls that tidy up or report rather
+// than do the message's work.
+var notWorkName = regexp.MustCompile(`(?i)^(delete|ack|log|debug|info|warn|error|print)`)
+
+// ackOrLog reports whether call acks the message or logs: neither is the
+// work.
+func ackOrLog(info *types.Info, call *ast.CallExpr) bool {
+	if ackOf(info, call) != "" {
+		return true
+	}
+	fn := callee(info, call)
+	if fn == nil {
+		return false
+	}
+	p := funcPath(fn)
+	return p == "log" || p == "log/slog" || p == "fmt" || strings.Contains(p, "zerolog") || strings.Contains(p, "logrus") || strings.Contains(p, "zap") || notWorkName.MatchString(fn.Name())
 }
 
 // calledName returns the last name of a call's function (Mark in s.store.Mark).

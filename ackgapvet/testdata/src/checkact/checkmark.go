@@ -53,6 +53,7 @@ func (w *worker) loop(ctx context.Context) {
 			w.seenHTTP(ctx, m.MessageId, *m.Body)
 			w.markOther(ctx, m.MessageId, *m.Body)
 			_ = w.inTx(ctx, *m.MessageId, *m.Body)
+			w.handleJob(ctx, &job{ID: *m.MessageId, Body: *m.Body})
 			_, _ = w.sqs.DeleteMessage(ctx, &sqs.DeleteMessageInput{ReceiptHandle: m.ReceiptHandle})
 		}
 	}
@@ -91,4 +92,23 @@ func (w *worker) inTx(ctx context.Context, id, body string) error {
 	}
 	_ = w.store.MarkProcessed(ctx, id)
 	return tx.Commit()
+}
+
+// job is one message handed to a worker.
+type job struct{ ID, Body string }
+
+// handleJob checks, hands the job to its own method, then marks: the work
+// is whatever process reaches.
+func (w *worker) handleJob(ctx context.Context, j *job) {
+	if done, _ := w.store.IsProcessed(ctx, j.ID); done { // want `does the work \(a call to w.process at line \d+\), then marks it \(w.store.MarkProcessed`
+		return
+	}
+	if !w.process(ctx, j) {
+		return
+	}
+	_ = w.store.MarkProcessed(ctx, j.ID)
+}
+
+func (w *worker) process(ctx context.Context, j *job) bool {
+	return w.payer.Pay(ctx, j.Body) == nil
 }
