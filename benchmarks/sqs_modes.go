@@ -25,6 +25,7 @@ import (
 	"github.com/ackgap/ackgap/batch"
 	"github.com/ackgap/ackgap/brokers/sqsbroker"
 	"github.com/ackgap/ackgap/middleware"
+	"github.com/ackgap/ackgap/outbox"
 	"github.com/ackgap/ackgap/router"
 )
 
@@ -61,8 +62,10 @@ type smOptions struct {
 	runs   int
 	delays []time.Duration
 	modes  []string
-	// relayPoll is ackgap's relay's PollInterval (the hand-written relay
-	// polls every kmPollEvery): with direct dispatch the poll only finds
+	// relayPoll is ackgap's relay's PollInterval; zero means the relay's
+	// default (outbox.PollIntervalDefault), what users get. The
+	// hand-written relay polls every kmPollEvery, as it has nothing else;
+	// ackgap's gets its rows by direct dispatch, and the poll only finds
 	// rows whose hold lapsed.
 	relayPoll time.Duration
 	endpoint  string
@@ -92,7 +95,7 @@ func runSQSModes(ctx context.Context, o smOptions, progress io.Writer) (string, 
 	}
 	defer func() { _ = s.close() }()
 	host := strings.TrimPrefix(strings.TrimPrefix(o.endpoint, "http://"), "https://")
-	km.relayPoll = o.relayPoll
+	km.relayPoll = cmp.Or(o.relayPoll, outbox.PollIntervalDefault)
 	env := &smEnv{kmEnv: km, sqs: s, fauxqsPID: brokerProcess("fauxqs", strings.SplitN(host, "/", 2)[0])}
 	var results []*kmResult
 	total := len(o.delays) * len(o.modes) * o.runs
@@ -589,14 +592,16 @@ func smMarkdown(o smOptions, results []*kmResult, took time.Duration, loadBefore
 		"same loop with the careful hand-written safe handler: inbox insert, guarded UPDATE and two outbox rows in one transaction per "+
 		"message, and a polling relay (claims %d rows, calls them concurrently, marks them done). ackgap's modes run "+
 		"`ackgap.ApplyTransition` of the guarded step with its two outbox rows and hand the rows to `outbox.Relay` in the same process "+
-		"(direct dispatch): `router` is `sqsbroker.Subscriber` behind `router.Router` (a transaction per message); `batched` is "+
+		"(direct dispatch); their deletes and nacks leave after the commit in the background, coalesced across messages and batches into "+
+		"DeleteMessageBatch and ChangeMessageVisibilityBatch requests of up to 10: `router` is `sqsbroker.Subscriber` behind "+
+		"`router.Router` (a transaction per message); `batched` is "+
 		"`sqsbroker.BatchConsumer` running `batch.Processor` with a set-based batch handler (one UPDATE ... FROM unnest per round, "+
-		"`ackgap.AddOutboxMany`), one transaction per received batch, one DeleteMessageBatch after the commit; `Lambda batched` is "+
+		"`ackgap.AddOutboxMany`), its %d receive loops (Pollers) handing batches to as many workers, one transaction per received batch; `Lambda batched` is "+
 		"`sqsbroker.LambdaBatchHandler` with the same processor, called as the SQS event source mapping calls it: ReceiveMessage of 10, "+
 		"the batch handed over as an `events.SQSEvent`, the records not in BatchItemFailures deleted with one DeleteMessageBatch, the "+
 		"listed ones left (made visible after %d s). The FIFO rows are the same on a FIFO queue, the group as the ordering key. "+
 		"ackgap's NackDelay is %s; its relay polls every %s (-sqs-modes-relay-poll; the hand-written one every %s). fauxqs returns at most one message per group per receive, which real SQS does not.\n\n",
-		smWorkers, smWaitSeconds, kmHandClaim, smLambdaFailVT, smNackDelay, cmp.Or(o.relayPoll, kmPollEvery), kmPollEvery)
+		smWorkers, smWaitSeconds, kmHandClaim, smWorkers, smLambdaFailVT, smNackDelay, cmp.Or(o.relayPoll, outbox.PollIntervalDefault), kmPollEvery)
 	w("| mode | provider | events/s | CPU µs/event: process + PostgreSQL consumer + PostgreSQL relay + fauxqs = total | ack gap p50 / p99 (ms) | correct |\n|---|---|---:|---:|---:|---|\n")
 	type key struct {
 		mode  string

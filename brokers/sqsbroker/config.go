@@ -139,9 +139,19 @@ type SubscriberConfig struct {
 	NackDelay time.Duration
 	// Workers is the number of receive loops per Subscribe call; each
 	// hands out one message at a time, so it is also the number of
-	// messages in the handler at once. Default WorkersDefault (4); at
-	// least 1.
+	// messages in the handler at once. For a [BatchConsumer] it is the
+	// number of batches in their transactions at once (fed by Pollers).
+	// Default WorkersDefault (4); at least 1.
 	Workers int
+	// Pollers is, for a [BatchConsumer], the number of ReceiveMessage
+	// calls it keeps in flight: each poller hands its batch to a free
+	// worker and receives the next, so a worker that committed finds a
+	// batch waiting instead of waiting for a receive. Each holds at most
+	// one received batch waiting for a worker (its leases kept by the
+	// heartbeat), so at most (Pollers + Workers) × MaxNumberOfMessages
+	// messages are held at once. A [Subscriber] does not use it: its
+	// Workers receive. Default Workers; at least 1.
+	Pollers int
 	// CloseTimeout bounds how long Close (or the end of Subscribe's ctx)
 	// waits for messages already handed out to be acked or nacked; their
 	// leases are kept alive meanwhile. After it, their contexts are
@@ -164,8 +174,12 @@ type SubscriberConfig struct {
 	Unmarshaler wsqs.Unmarshaler
 	// AckObserver, when set, receives the ackgap.Delivery of each message
 	// once the subscriber settled it (deleted, nacked, released or failed):
-	// see [AckObserverFunc].
-	// Called on the worker's goroutine; it must not block. Default nil.
+	// see [AckObserverFunc]. Deletes and nacks are answered in the
+	// background (coalesced into batch requests), so it is called from
+	// the goroutine that sent the request, concurrently with other calls
+	// and possibly after later messages were handed out; releases and
+	// abandoned messages are reported from the worker. It must be safe for
+	// concurrent use and must not block. Default nil.
 	AckObserver AckObserverFunc
 }
 
@@ -193,6 +207,9 @@ func (c SubscriberConfig) WithDefaults() SubscriberConfig {
 	}
 	if c.Workers == 0 {
 		c.Workers = WorkersDefault
+	}
+	if c.Pollers == 0 {
+		c.Pollers = max(c.Workers, 1)
 	}
 	if c.CloseTimeout == 0 {
 		c.CloseTimeout = CloseTimeoutDefault
@@ -237,6 +254,9 @@ func (c SubscriberConfig) validate() error {
 	}
 	if c.Workers < 1 {
 		errs = append(errs, fmt.Errorf("Workers is %d, must be at least 1", c.Workers))
+	}
+	if c.Pollers < 1 {
+		errs = append(errs, fmt.Errorf("Pollers is %d, must be at least 1", c.Pollers))
 	}
 	if c.CloseTimeout < 0 {
 		errs = append(errs, fmt.Errorf("CloseTimeout is %s, must not be negative", c.CloseTimeout))
