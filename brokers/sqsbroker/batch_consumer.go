@@ -153,14 +153,23 @@ type received struct {
 }
 
 // Run receives and processes batches until ctx ends or Close is called.
-// Then it stops receiving (a batch received but not yet taken by a worker
-// is made visible again at once), waits up to CloseTimeout for the
-// batches in their transactions (their leases kept alive), cancels their
-// contexts after that (the transactions roll back and the messages return
-// when their leases lapse), settles them, sends the deletes and visibility
-// changes still pending (all within RequestTimeout: a delete not
-// answered by then returns when its lease lapses, and the inbox acks it as
-// a duplicate), and returns nil. A second call returns an error at once.
+// Then it starts no more receives and lets those in flight finish: a
+// receive cancelled by the client may still be answered by SQS with
+// messages nobody reads, which then stay invisible for the queue's whole
+// visibility timeout (aws/aws-sdk-go-v2#2068), so a receive is cancelled
+// only if it is still unanswered CloseTimeout after the stop (a long poll
+// is answered within WaitTimeSeconds: a CloseTimeout longer than
+// WaitTimeSeconds waits for every one). Every batch received after the
+// stop, or not yet taken by a worker, is made visible again at once
+// (ChangeMessageVisibilityBatch to 0, counted in
+// [BatchConsumerStats].Released), never handed out. Meanwhile Run waits
+// up to CloseTimeout for the batches in their transactions (their leases
+// kept alive), cancels their contexts after that (the transactions roll
+// back and the messages are nacked), settles them, sends the deletes and
+// visibility changes still pending (all within RequestTimeout: a delete
+// not answered by then returns when its lease lapses, and the inbox acks
+// it as a duplicate), and returns nil: after at most CloseTimeout +
+// RequestTimeout. A second call returns an error at once.
 func (bc *BatchConsumer) Run(ctx context.Context) error {
 	bc.mu.Lock()
 	if bc.started {
@@ -172,7 +181,14 @@ func (bc *BatchConsumer) Run(ctx context.Context) error {
 	defer close(bc.done)
 
 	stop := make(chan struct{})
-	pollCtx, cancelPoll := context.WithCancel(ctx)
+	// Receives are not cancelled by the stop, nor by ctx: SQS may answer a
+	// long poll that the client gave up with messages that nobody reads,
+	// invisible for the queue's whole visibility timeout
+	// (aws/aws-sdk-go-v2#2068; fauxqs does the same). A receive in flight
+	// at the stop is let finish (a long poll is answered within
+	// WaitTimeSeconds) and what it brought is released; only one still
+	// unanswered CloseTimeout after the stop is cancelled.
+	pollCtx, cancelPoll := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelPoll()
 	// Batches run on a context detached from ctx, cancelled CloseTimeout
 	// after the stop.
@@ -209,8 +225,13 @@ func (bc *BatchConsumer) Run(ctx context.Context) error {
 	case <-bc.closing:
 	}
 	close(stop)
-	cancelPoll()
-	pollers.Wait()
+	giveUp := time.AfterFunc(bc.cfg.CloseTimeout, cancelPoll)
+	defer giveUp.Stop()
+	pollersDone := make(chan struct{})
+	go func() {
+		pollers.Wait()
+		close(pollersDone)
+	}()
 	drain := time.NewTimer(bc.cfg.CloseTimeout)
 	select {
 	case <-workersDone:
@@ -220,6 +241,8 @@ func (bc *BatchConsumer) Run(ctx context.Context) error {
 		<-workersDone
 	}
 	drain.Stop()
+	// The pollers release what their last receives brought, through st.
+	<-pollersDone
 	st.close()
 	cancelLeases()
 	<-heartbeatDone
@@ -243,7 +266,9 @@ func (bc *BatchConsumer) Close() error {
 	return nil
 }
 
-// poll is one receive loop: it hands each non-empty response to a worker.
+// poll is one receive loop: it hands each non-empty response to a worker
+// until the stop; a response that comes after the stop is released (made
+// visible again at once), never dropped.
 func (bc *BatchConsumer) poll(pollCtx context.Context, stop <-chan struct{}, batches chan<- received, leases *leases, st *settler) {
 	input := &sqs.ReceiveMessageInput{
 		QueueUrl:                    aws.String(bc.queue.URL),
@@ -279,6 +304,13 @@ func (bc *BatchConsumer) poll(pollCtx context.Context, stop <-chan struct{}, bat
 		bc.stats.batches.Add(1)
 		bc.stats.received.Add(int64(len(out.Messages)))
 		rb := received{ms: out.Messages, ls: leases.add(out.Messages, now)}
+		select {
+		case <-stop:
+			// Do not start a batch after the stop: release it.
+			bc.release(rb, leases, st)
+			return
+		default:
+		}
 		select {
 		case batches <- rb:
 		case <-stop:

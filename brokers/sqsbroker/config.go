@@ -43,7 +43,9 @@ const (
 	// so it adds no latency; it saves empty responses, and unlike short
 	// polling it queries every SQS server rather than a sample, so it gives
 	// no false empty responses (SQS developer guide, "Amazon SQS short and
-	// long polling"). Close does not wait for it: it cancels the poll.
+	// long polling"). Close waits for a poll in flight, up to
+	// CloseTimeout, and releases what it brings: a poll cancelled by the
+	// client may still take messages that nobody then reads.
 	WaitTimeSecondsDefault = 20
 	// WaitTimeSecondsMax is SQS's limit on WaitTimeSeconds.
 	WaitTimeSecondsMax = 20
@@ -157,8 +159,13 @@ type SubscriberConfig struct {
 	// leases are kept alive meanwhile. After it, their contexts are
 	// cancelled, their heartbeat stops, and SQS delivers them again once
 	// their visibility lapses. Messages received but not handed out are
-	// released at once (visibility 0). Default CloseTimeoutDefault (20 s);
-	// must not be negative.
+	// released at once (visibility 0). It also bounds the wait for the
+	// receives in flight at the stop, whose messages are released too: a
+	// receive still unanswered after it is cancelled, and what SQS may
+	// still hand to it stays invisible for the visibility timeout (so
+	// above WaitTimeSeconds, every receive is waited for). An idle
+	// consumer's Close therefore takes up to the rest of its long polls.
+	// Default CloseTimeoutDefault (20 s); must not be negative.
 	CloseTimeout time.Duration
 	// RequestTimeout bounds each SQS call other than the long poll.
 	// Default RequestTimeoutDefault (10 s); must be positive.

@@ -100,9 +100,12 @@
 // cap on a message's time in flight; package router's HandlerTimeout
 // cancels its context long before that.
 //
-// Close (or the end of Subscribe's ctx) stops receiving, releases the
-// messages not yet handed out (visibility 0), and waits up to
-// CloseTimeout for the ones in the handler to be acked and deleted,
+// Close (or the end of Subscribe's ctx) starts no more receives, lets
+// those in flight finish (up to CloseTimeout: SQS may answer a long poll
+// that the client cancelled with messages nobody reads, invisible for a
+// whole visibility timeout), releases the messages not yet handed out
+// (visibility 0), those received after the stop included, and waits up
+// to CloseTimeout for the ones in the handler to be acked and deleted,
 // keeping their leases alive; their contexts are cancelled only after it.
 //
 // # Why not watermill-aws's subscriber

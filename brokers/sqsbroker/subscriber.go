@@ -183,9 +183,16 @@ func (s *Subscriber) Config() SubscriberConfig { return s.cfg }
 // channel they hand messages out on, one message per worker at a time.
 // topic must name the subscriber's queue (its name, its URL, or
 // SubscriberConfig.Queue). When ctx ends or Close is called, the workers
-// stop receiving, release messages not handed out, wait up to
-// CloseTimeout for the ones handed out, and then the channel is closed.
-// Messages' contexts are not cancelled by ctx, only after CloseTimeout.
+// start no more receives, let those in flight finish, release (make
+// visible again at once) every message not handed out, those a receive
+// brought after the stop included, wait up to CloseTimeout for the ones
+// handed out, and then the channel is closed. A receive still unanswered
+// CloseTimeout after the stop is cancelled: SQS may answer a long poll
+// the client gave up with messages nobody reads, which then stay
+// invisible for the queue's whole visibility timeout
+// (aws/aws-sdk-go-v2#2068), so a CloseTimeout longer than
+// WaitTimeSeconds waits for every receive. Messages' contexts are not
+// cancelled by ctx, only after CloseTimeout.
 func (s *Subscriber) Subscribe(ctx context.Context, topic string) (<-chan *message.Message, error) {
 	if topic != s.cfg.Queue && topic != s.queue.Name && topic != s.queue.URL {
 		return nil, fmt.Errorf("sqsbroker: Subscribe(%q): this subscriber reads queue %s only (NewSubscriber checked its lease against that queue)", topic, s.queue.Name)
@@ -230,7 +237,7 @@ type subscription struct {
 
 	ctx          context.Context // Subscribe's
 	msgCtx       context.Context // parent of message contexts: not cancelled by ctx
-	pollCtx      context.Context // cancelled on stop
+	pollCtx      context.Context // cancelled CloseTimeout after the stop
 	cancelPoll   context.CancelFunc
 	stop         chan struct{} // closed when ctx ends or Close is called
 	drainExpired chan struct{} // closed CloseTimeout after stop
@@ -238,7 +245,9 @@ type subscription struct {
 }
 
 func (s *Subscriber) newSubscription(ctx context.Context) *subscription {
-	pollCtx, cancelPoll := context.WithCancel(ctx)
+	// Receives are not cancelled by the stop, nor by ctx, but CloseTimeout
+	// after it: see Subscribe.
+	pollCtx, cancelPoll := context.WithCancel(context.WithoutCancel(ctx))
 	sub := &subscription{
 		s: s, logger: s.logger.With(watermill.LogFields{"subscription": watermill.NewShortUUID()}),
 		out: make(chan *message.Message),
@@ -270,8 +279,10 @@ func (sub *subscription) start() {
 		case <-s.closing:
 		}
 		close(sub.stop)
-		sub.cancelPoll()
-		t := time.AfterFunc(s.cfg.CloseTimeout, func() { close(sub.drainExpired) })
+		t := time.AfterFunc(s.cfg.CloseTimeout, func() {
+			close(sub.drainExpired)
+			sub.cancelPoll()
+		})
 		<-sub.workersDone
 		t.Stop()
 	}()
