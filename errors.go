@@ -78,6 +78,19 @@ var (
 	// a duplicate whatever the handler returns. Handlers just return it.
 	ErrDuplicate = errors.New("ackgap: event already applied (duplicate delivery); transaction rolled back")
 
+	// ErrCommitUnknown: the store's commit call failed, so the outcome is
+	// unknown to the caller (stores.Store.CommitTx): the transaction may
+	// have committed all the same, for example a COMMIT that the database
+	// ran after the client's context ran out (pgxstore sends a
+	// transaction's statements and its COMMIT in one round trip). The inbox
+	// middleware and package batch wrap it in the error of such an attempt
+	// (InboxReport.Outcome failed): the message is not acked, and its
+	// redelivery either applies it or, if the commit did happen, finds the
+	// inbox row and is acked as a duplicate. An observer that counts
+	// applied events counts the event once that duplicate comes, since no
+	// attempt will report it applied.
+	ErrCommitUnknown = errors.New("ackgap: commit outcome unknown")
+
 	// ErrNoTransaction: a transaction-scoped helper was called with a
 	// context that does not come from the inbox middleware.
 	ErrNoTransaction = errors.New("ackgap: no inbox transaction in context")

@@ -361,7 +361,7 @@ func (p *Processor[TTx]) process(ctx context.Context, msgs []*message.Message, r
 	if err := p.store.CommitTx(ctx, tx); err != nil {
 		// The transaction is over either way; redeliveries find the inbox
 		// rows if the commit happened after all.
-		return res.failAll(fmt.Errorf("ackgap batch: commit: %w", err))
+		return res.failAll(fmt.Errorf("ackgap batch: commit: %w: %w", ackgap.ErrCommitUnknown, err))
 	}
 	res.Committed = p.cfg.Now()
 	hold.Dispatch()

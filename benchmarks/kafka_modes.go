@@ -93,6 +93,10 @@ type kmResult struct {
 	// modes only).
 	ackGaps     []time.Duration
 	unconfirmed int64
+	// leaseHeadrooms are lease deadline - delete answered per acked
+	// message (SQS ackgap modes only; negative: answered after the lease
+	// ran out).
+	leaseHeadrooms []time.Duration
 	// Checks.
 	orderOK, onceOK, effectsOK bool
 	why                        string
@@ -859,10 +863,12 @@ RETURNING id, idempotency_key, payload`, kmHandClaim)
 }
 
 // gapRecorder records the ack gap (commit -> broker confirmed) of applied
-// messages through their ackgap.Delivery.
+// messages through their ackgap.Delivery, and on a broker with a lease
+// (SQS) the lease headroom at the confirmation.
 type gapRecorder struct {
 	mu          sync.Mutex
 	gaps        []time.Duration
+	headrooms   []time.Duration
 	unconfirmed int64
 	waiting     atomic.Int64
 }
@@ -877,6 +883,11 @@ func (g *gapRecorder) watch(ctx context.Context, committed time.Time) {
 		defer g.waiting.Add(-1)
 		g.mu.Lock()
 		defer g.mu.Unlock()
+		// The headroom of every answered settle, a late one (negative)
+		// included: that is the one that announces a duplicate.
+		if s.Acked && !s.LeaseDeadline.IsZero() && !s.Answered.IsZero() {
+			g.headrooms = append(g.headrooms, s.LeaseDeadline.Sub(s.Answered))
+		}
 		if s.Err != nil || s.Confirmed.IsZero() {
 			g.unconfirmed++
 			return
@@ -893,6 +904,13 @@ func (g *gapRecorder) snapshot() ([]time.Duration, int64) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return slices.Clone(g.gaps), g.unconfirmed
+}
+
+// leaseHeadrooms returns the lease headrooms recorded (none on Kafka).
+func (g *gapRecorder) leaseHeadrooms() []time.Duration {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return slices.Clone(g.headrooms)
 }
 
 // kmPoolPIDs returns the backend pids of every connection of pool, opening

@@ -163,7 +163,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.sqsModes.events, "sqs-modes-events", 2000, "events per run of the SQS modes comparison")
 	fs.IntVar(&o.sqsModes.runs, "sqs-modes-runs", 3, "runs per cell of the SQS modes comparison")
 	smDelays := fs.String("sqs-modes-delays", "0,20ms", "provider answer delays of the SQS modes comparison")
-	fs.DurationVar(&o.sqsModes.relayPoll, "sqs-modes-relay-poll", kmPollEvery, "PollInterval of ackgap's outbox relay in the SQS modes comparison (direct dispatch carries the rows out; the poll finds those whose hold lapsed)")
+	fs.DurationVar(&o.sqsModes.relayPoll, "sqs-modes-relay-poll", 0, "PollInterval of ackgap's outbox relay in the SQS modes comparison; 0: the relay's default, outbox.PollIntervalDefault (direct dispatch carries the rows out; the poll finds those whose hold lapsed)")
 	smOnly := fs.String("sqs-modes-only", "", "comma-separated modes of the SQS modes comparison to run (default all: "+strings.Join(smModes, ", ")+"); targets whose modes did not run read 0")
 	soakFlags(fs, &o.soak)
 	if err := fs.Parse(args); err != nil {

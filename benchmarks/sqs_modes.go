@@ -25,6 +25,7 @@ import (
 	"github.com/ackgap/ackgap/batch"
 	"github.com/ackgap/ackgap/brokers/sqsbroker"
 	"github.com/ackgap/ackgap/middleware"
+	"github.com/ackgap/ackgap/outbox"
 	"github.com/ackgap/ackgap/router"
 )
 
@@ -61,8 +62,10 @@ type smOptions struct {
 	runs   int
 	delays []time.Duration
 	modes  []string
-	// relayPoll is ackgap's relay's PollInterval (the hand-written relay
-	// polls every kmPollEvery): with direct dispatch the poll only finds
+	// relayPoll is ackgap's relay's PollInterval; zero means the relay's
+	// default (outbox.PollIntervalDefault), what users get. The
+	// hand-written relay polls every kmPollEvery, as it has nothing else;
+	// ackgap's gets its rows by direct dispatch, and the poll only finds
 	// rows whose hold lapsed.
 	relayPoll time.Duration
 	endpoint  string
@@ -92,7 +95,7 @@ func runSQSModes(ctx context.Context, o smOptions, progress io.Writer) (string, 
 	}
 	defer func() { _ = s.close() }()
 	host := strings.TrimPrefix(strings.TrimPrefix(o.endpoint, "http://"), "https://")
-	km.relayPoll = o.relayPoll
+	km.relayPoll = cmp.Or(o.relayPoll, outbox.PollIntervalDefault)
 	env := &smEnv{kmEnv: km, sqs: s, fauxqsPID: brokerProcess("fauxqs", strings.SplitN(host, "/", 2)[0])}
 	var results []*kmResult
 	total := len(o.delays) * len(o.modes) * o.runs
@@ -200,6 +203,7 @@ func (env *smEnv) run(ctx context.Context, mode string, delay time.Duration) (*k
 		return nil, fmt.Errorf("stop: %w", err)
 	}
 	res.ackGaps, res.unconfirmed = gaps.snapshot()
+	res.leaseHeadrooms = gaps.leaseHeadrooms()
 	env.check(ctx, res, evs)
 	return res, nil
 }
@@ -589,15 +593,20 @@ func smMarkdown(o smOptions, results []*kmResult, took time.Duration, loadBefore
 		"same loop with the careful hand-written safe handler: inbox insert, guarded UPDATE and two outbox rows in one transaction per "+
 		"message, and a polling relay (claims %d rows, calls them concurrently, marks them done). ackgap's modes run "+
 		"`ackgap.ApplyTransition` of the guarded step with its two outbox rows and hand the rows to `outbox.Relay` in the same process "+
-		"(direct dispatch): `router` is `sqsbroker.Subscriber` behind `router.Router` (a transaction per message); `batched` is "+
+		"(direct dispatch); their deletes and nacks leave after the commit in the background, coalesced across messages and batches into "+
+		"DeleteMessageBatch and ChangeMessageVisibilityBatch requests of up to 10: `router` is `sqsbroker.Subscriber` behind "+
+		"`router.Router` (a transaction per message); `batched` is "+
 		"`sqsbroker.BatchConsumer` running `batch.Processor` with a set-based batch handler (one UPDATE ... FROM unnest per round, "+
-		"`ackgap.AddOutboxMany`), one transaction per received batch, one DeleteMessageBatch after the commit; `Lambda batched` is "+
+		"`ackgap.AddOutboxMany`), its %d receive loops (Pollers) handing batches to as many workers, one transaction per received batch; `Lambda batched` is "+
 		"`sqsbroker.LambdaBatchHandler` with the same processor, called as the SQS event source mapping calls it: ReceiveMessage of 10, "+
 		"the batch handed over as an `events.SQSEvent`, the records not in BatchItemFailures deleted with one DeleteMessageBatch, the "+
 		"listed ones left (made visible after %d s). The FIFO rows are the same on a FIFO queue, the group as the ordering key. "+
-		"ackgap's NackDelay is %s; its relay polls every %s (-sqs-modes-relay-poll; the hand-written one every %s). fauxqs returns at most one message per group per receive, which real SQS does not.\n\n",
-		smWorkers, smWaitSeconds, kmHandClaim, smLambdaFailVT, smNackDelay, cmp.Or(o.relayPoll, kmPollEvery), kmPollEvery)
-	w("| mode | provider | events/s | CPU µs/event: process + PostgreSQL consumer + PostgreSQL relay + fauxqs = total | ack gap p50 / p99 (ms) | correct |\n|---|---|---:|---:|---:|---|\n")
+		"ackgap's NackDelay is %s; its relay polls every %s (-sqs-modes-relay-poll; the hand-written one every %s). fauxqs returns at most one message per group per receive, which real SQS does not. "+
+		"The ack gap is each applied message's commit to SQS's answer to its delete; the lease headroom is its lease deadline (as last "+
+		"extended) minus that answer, for every message of every batch: p50 and p1 (99%% of the messages had at least that much; "+
+		"negative: the delete came after the lease ran out, and SQS may have delivered the message again).\n\n",
+		smWorkers, smWaitSeconds, kmHandClaim, smWorkers, smLambdaFailVT, smNackDelay, cmp.Or(o.relayPoll, outbox.PollIntervalDefault), kmPollEvery)
+	w("| mode | provider | events/s | CPU µs/event: process + PostgreSQL consumer + PostgreSQL relay + fauxqs = total | ack gap p50 / p99 (ms) | lease headroom p50 / p1 (s) | correct |\n|---|---|---:|---:|---:|---:|---|\n")
 	type key struct {
 		mode  string
 		delay time.Duration
@@ -644,12 +653,13 @@ func smMarkdown(o smOptions, results []*kmResult, took time.Duration, loadBefore
 	for _, k := range order {
 		rs := groups[k]
 		lo, hi := rs[0].rate(), rs[0].rate()
-		var gaps []time.Duration
+		var gaps, heads []time.Duration
 		var unconf int64
 		ok := true
 		for _, r := range rs {
 			lo, hi = min(lo, r.rate()), max(hi, r.rate())
 			gaps = append(gaps, r.ackGaps...)
+			heads = append(heads, r.leaseHeadrooms...)
 			unconf += r.unconfirmed
 			ok = ok && r.correct()
 		}
@@ -664,6 +674,15 @@ func smMarkdown(o smOptions, results []*kmResult, took time.Duration, loadBefore
 		} else if unconf > 0 {
 			gapCol = fmt.Sprintf("n/a (%d deletes unobserved)", unconf)
 		}
+		// The headroom's bad tail is its low end: p1 is what 99% of the
+		// messages had at least.
+		headCol := "n/a"
+		if len(heads) > 0 {
+			headCol = fmt.Sprintf("%.2f / %.2f", percentile(heads, 0.5).Seconds(), percentile(heads, 0.01).Seconds())
+			if late := countNegative(heads); late > 0 {
+				headCol += fmt.Sprintf(" (%d after the lease)", late)
+			}
+		}
 		prov := "at once"
 		if k.delay > 0 {
 			prov = "after " + k.delay.String()
@@ -672,7 +691,7 @@ func smMarkdown(o smOptions, results []*kmResult, took time.Duration, loadBefore
 		if !ok {
 			mark = "NO"
 		}
-		w("| %s | %s | %.0f [%.0f–%.0f] | %.0f + %.0f + %.0f + %.0f = %.0f | %s | %s |\n", k.mode, prov, rate(k), lo, hi, self, pg, rpg, br, self+pg+rpg+br, gapCol, mark)
+		w("| %s | %s | %.0f [%.0f–%.0f] | %.0f + %.0f + %.0f + %.0f = %.0f | %s | %s | %s |\n", k.mode, prov, rate(k), lo, hi, self, pg, rpg, br, self+pg+rpg+br, gapCol, headCol, mark)
 	}
 	w("\n### Targets\n\n| target | measured | met |\n|---|---:|---|\n")
 	ratio := func(a, b key) float64 {
@@ -735,4 +754,15 @@ FROM unnest($1::text[], $2::int[]) AS u(id, seq) WHERE o.id = u.id AND o.seq = u
 		return fmt.Errorf("%d of %d steps refused: the round runs message by message", len(msgs)-int(tag.RowsAffected()), len(msgs))
 	}
 	return ackgap.AddOutboxMany(ctx, rows)
+}
+
+// countNegative counts the durations below zero.
+func countNegative(ds []time.Duration) int {
+	n := 0
+	for _, d := range ds {
+		if d < 0 {
+			n++
+		}
+	}
+	return n
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -40,6 +41,11 @@ func TestSQSModes(t *testing.T) {
 		require.Contains(t, stdout.String(), "| "+m+" | at once | ")
 	}
 	require.NotContains(t, stdout.String(), "| NO |")
+	// The lease headroom of every deleted message, p50 / p1, on the modes
+	// whose subscriber reports its lease (issue 21, item 4).
+	for _, m := range []string{smRouter, smBatched, smBatchedFIFO} {
+		require.Regexp(t, `\| `+regexp.QuoteMeta(m)+` \| at once \| [^\n]*\| -?\d+\.\d\d / -?\d+\.\d\d[^|]*\| yes \|`, stdout.String())
+	}
 }
 
 func TestSQSModesFlags(t *testing.T) {

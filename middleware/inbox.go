@@ -256,7 +256,7 @@ func (in *inbox[TTx]) handle(msg *message.Message, h message.HandlerFunc, rep *a
 		rep.Outcome = ackgap.OutcomeFailed
 		// The transaction is over either way; a redelivery finds the inbox
 		// row if the commit happened after all.
-		return nil, fmt.Errorf("ackgap inbox: commit: %w", in.classify(err))
+		return nil, fmt.Errorf("ackgap inbox: commit: %w: %w", ackgap.ErrCommitUnknown, in.classify(err))
 	}
 	rep.Committed = in.cfg.Now()
 	rep.Outcome = ackgap.OutcomeApplied

@@ -34,7 +34,22 @@ const (
 	// LeaseDefault is how long a claim holds a row.
 	LeaseDefault = time.Minute
 	// PollIntervalDefault is the time between two claims when nothing woke
-	// the relay.
+	// the relay: 1 s, as watermill-sql polls. The poll is the fallback, not
+	// the path: rows committed by a consumer of this process reach the
+	// relay at once, held, without a claim (direct dispatch,
+	// Config.DispatchLimit); rows committed elsewhere wake it through the
+	// store's notifications (pgxstore: LISTEN/NOTIFY); a retried row wakes
+	// it when it comes due. Left to the poll are rows whose hold lapsed
+	// (their process died: they wait a Lease anyway), notifications lost
+	// while the listener reconnects, rows written by code that does not
+	// notify, and stores without notifications (SQLite, MySQL), whose
+	// rows wait up to this long. Each poll is a claim statement that
+	// usually finds nothing: polling every 10 ms beside direct dispatch
+	// cost about as much CPU as carrying the rows out, and a quarter of
+	// ackgap's CPU per event in the SQS modes benchmark
+	// (benchmarks/RESULTS.md, "SQS modes: notes"). Lower it for a store
+	// without notifications when rows from other processes must go out
+	// sooner.
 	PollIntervalDefault = time.Second
 	// MaxAttemptsDefault is how many times a row's effect is tried before
 	// the row is dead. With the default backoff (1 s doubling to 10 min)
@@ -99,10 +114,12 @@ type Config struct {
 	// than Lease. Default: half of Lease (30 s with the default Lease).
 	EffectTimeout time.Duration
 	// PollInterval is the time between two claims when nothing woke the
-	// relay. Stores with notifications (pgxstore: LISTEN/NOTIFY) wake it
-	// soon after a commit (pgxstore: within its Config.NotifyInterval,
-	// 10 ms by default), and polling is the fallback; SQLite is only
-	// polled. Default PollIntervalDefault (1 s).
+	// relay. Direct dispatch hands this process's rows over at once, and
+	// stores with notifications (pgxstore: LISTEN/NOTIFY) wake it soon
+	// after a commit elsewhere (pgxstore: within its
+	// Config.NotifyInterval, 10 ms by default), so polling is the fallback
+	// (see PollIntervalDefault for what it still finds); SQLite and MySQL
+	// are only polled. Default PollIntervalDefault (1 s).
 	PollInterval time.Duration
 	// MaxAttempts is how many times a row's effect is tried, the first
 	// included; a row that fails that often is dead (redrivable). Default

@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill"
@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/ackgap/ackgap"
+	"github.com/ackgap/ackgap/internal/logfield"
 )
 
 // BatchFunc runs msgs as one batch, in one database transaction, and
@@ -28,14 +29,27 @@ type BatchFunc func(ctx context.Context, msgs []*message.Message) []error
 
 // BatchConsumer reads one SQS queue and runs each ReceiveMessage batch
 // (up to MaxNumberOfMessages, 10) through a [BatchFunc], in one
-// database transaction: after the commit it deletes the acked messages
-// (applied and duplicate) with one DeleteMessageBatch, and makes the
-// others visible again after NackDelay with one
-// ChangeMessageVisibilityBatch. It is the batched counterpart of
-// [Subscriber] plus a router, with the same lease handling: the queue's
-// visibility timeout is checked against AttemptTimeout, which bounds one
-// batch, and the heartbeat extends the leases of a batch until it is
-// settled.
+// database transaction; after the commit it deletes the acked messages
+// (applied and duplicate) and makes the others visible again after
+// NackDelay. It is the batched counterpart of [Subscriber] plus a
+// router, with the same lease handling: the queue's visibility timeout is
+// checked against AttemptTimeout, which bounds one batch, and the
+// heartbeat extends the leases of a batch until it is settled.
+//
+// Pollers receive loops keep that many ReceiveMessage calls in flight
+// and hand the batches to Workers workers, each with one batch in its
+// transaction at a time, so a worker that committed takes the next batch
+// at once instead of waiting for a receive. The deletes and visibility
+// changes of settled batches are sent in the background, coalesced across
+// batches and workers into DeleteMessageBatch and
+// ChangeMessageVisibilityBatch requests of up to ten entries (a request
+// that is not full goes out as soon as the previous one of its kind was
+// answered), so they overlap the next receives and transactions. A
+// message is deleted only after its batch committed. A delete that still
+// fails after three attempts is logged as an error and counted
+// ([BatchConsumerStats].DeleteFailed): the message is delivered again
+// when its lease lapses, and the inbox acks that copy as a duplicate
+// without applying it again.
 //
 // Rejected messages (no event id, an id reused with another payload, a
 // handler's ackgap.Permanent) are nacked like failed ones, with their
@@ -51,7 +65,8 @@ type BatchFunc func(ctx context.Context, msgs []*message.Message) []error
 // on, in order, while the other groups of the batch commit and are
 // deleted. A message the redrive policy moves to the dead-letter queue
 // after maxReceiveCount receives unblocks its group. SQS itself hands a
-// group to one receiver at a time, so several Workers keep the order.
+// group to one receiver at a time (its messages in flight lock it), so
+// several Pollers and Workers keep the order.
 //
 // Run and Close may be called from different goroutines; both are safe to
 // call more than once.
@@ -61,6 +76,7 @@ type BatchConsumer struct {
 	client *sqs.Client
 	queue  QueueInfo
 	logger watermill.LoggerAdapter
+	stats  counters
 
 	mu      sync.Mutex
 	started bool
@@ -68,10 +84,41 @@ type BatchConsumer struct {
 	done    chan struct{} // closed when Run returns
 }
 
+// BatchConsumerStats counts what a [BatchConsumer] did since it was
+// created; every count is of messages except Batches.
+type BatchConsumerStats struct {
+	// Batches and Received count the non-empty ReceiveMessage responses
+	// and their messages.
+	Batches, Received int64
+	// Deleted counts the messages SQS confirmed deleted.
+	Deleted int64
+	// Stale counts the deletes SQS refused because the lease was lost
+	// (another delivery holds the message; the inbox skips it).
+	Stale int64
+	// DeleteFailed counts the acked messages whose delete failed after
+	// every attempt: each is delivered again once its lease lapses, and
+	// the inbox acks that copy as a duplicate. Each is logged as an error.
+	DeleteFailed int64
+	// Nacked counts the messages made visible again after NackDelay;
+	// Released those made visible at once, never processed (received while
+	// Run was stopping).
+	Nacked, Released int64
+}
+
+// Stats returns the consumer's counts so far. It is safe to call at any
+// time, from any goroutine.
+func (bc *BatchConsumer) Stats() BatchConsumerStats {
+	s := &bc.stats
+	return BatchConsumerStats{
+		Batches: s.batches.Load(), Received: s.received.Load(), Deleted: s.deleted.Load(), Stale: s.stale.Load(),
+		DeleteFailed: s.deleteFailed.Load(), Nacked: s.nacked.Load(), Released: s.released.Load(),
+	}
+}
+
 // NewBatchConsumer returns a BatchConsumer of cfg.Queue running p. It
 // reads the queue's attributes with ctx and checks them as
-// [NewSubscriber] does; cfg.Workers receive loops run at once, each with
-// one batch in its transaction at a time.
+// [NewSubscriber] does; Run starts cfg.Pollers receive loops and
+// cfg.Workers workers, each with one batch in its transaction at a time.
 // Configuration errors wrap "invalid config" and name every bad field at
 // once. logger nil means watermill.NopLogger. It starts no goroutine.
 func NewBatchConsumer(ctx context.Context, p BatchFunc, cfg *SubscriberConfig, logger watermill.LoggerAdapter) (*BatchConsumer, error) {
@@ -99,12 +146,30 @@ func NewBatchConsumer(ctx context.Context, p BatchFunc, cfg *SubscriberConfig, l
 // Queue returns what NewBatchConsumer read about the queue.
 func (bc *BatchConsumer) Queue() QueueInfo { return bc.queue }
 
+// received is one ReceiveMessage response on its way to a worker.
+type received struct {
+	ms []types.Message
+	ls []*lease
+}
+
 // Run receives and processes batches until ctx ends or Close is called.
-// Then it stops receiving, waits up to CloseTimeout for the batches in
-// their transactions (their leases kept alive), cancels their contexts
-// after that (the transactions roll back and the messages return when
-// their leases lapse), settles them, and returns nil. A second call
-// returns an error at once.
+// Then it starts no more receives and lets those in flight finish: a
+// receive cancelled by the client may still be answered by SQS with
+// messages nobody reads, which then stay invisible for the queue's whole
+// visibility timeout (aws/aws-sdk-go-v2#2068), so a receive is cancelled
+// only if it is still unanswered CloseTimeout after the stop (a long poll
+// is answered within WaitTimeSeconds: a CloseTimeout longer than
+// WaitTimeSeconds waits for every one). Every batch received after the
+// stop, or not yet taken by a worker, is made visible again at once
+// (ChangeMessageVisibilityBatch to 0, counted in
+// [BatchConsumerStats].Released), never handed out. Meanwhile Run waits
+// up to CloseTimeout for the batches in their transactions (their leases
+// kept alive), cancels their contexts after that (the transactions roll
+// back and the messages are nacked), settles them, sends the deletes and
+// visibility changes still pending (all within RequestTimeout: a delete
+// not answered by then returns when its lease lapses, and the inbox acks
+// it as a duplicate), and returns nil: after at most CloseTimeout +
+// RequestTimeout. A second call returns an error at once.
 func (bc *BatchConsumer) Run(ctx context.Context) error {
 	bc.mu.Lock()
 	if bc.started {
@@ -116,7 +181,14 @@ func (bc *BatchConsumer) Run(ctx context.Context) error {
 	defer close(bc.done)
 
 	stop := make(chan struct{})
-	pollCtx, cancelPoll := context.WithCancel(ctx)
+	// Receives are not cancelled by the stop, nor by ctx: SQS may answer a
+	// long poll that the client gave up with messages that nobody reads,
+	// invisible for the queue's whole visibility timeout
+	// (aws/aws-sdk-go-v2#2068; fauxqs does the same). A receive in flight
+	// at the stop is let finish (a long poll is answered within
+	// WaitTimeSeconds) and what it brought is released; only one still
+	// unanswered CloseTimeout after the stop is cancelled.
+	pollCtx, cancelPoll := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelPoll()
 	// Batches run on a context detached from ctx, cancelled CloseTimeout
 	// after the stop.
@@ -133,11 +205,16 @@ func (bc *BatchConsumer) Run(ctx context.Context) error {
 			leases.run(leaseCtx)
 		}()
 	}
-	var workers sync.WaitGroup
-	for range bc.cfg.Workers {
-		workers.Go(func() { bc.work(pollCtx, batchCtx, stop, leases) })
+	st := newSettler(bc.client, bc.queue.URL, leases, bc.cfg.RequestTimeout, settleLinger, bc.cfg.Workers, bc.logger, &bc.stats)
+	batches := make(chan received)
+	var pollers, workers sync.WaitGroup
+	for range bc.cfg.Pollers {
+		pollers.Go(func() { bc.poll(pollCtx, stop, batches, leases, st) })
 	}
-	bc.logger.Info("Batch consumer running", watermill.LogFields{"workers": bc.cfg.Workers, "batch_size": bc.cfg.MaxNumberOfMessages})
+	for range bc.cfg.Workers {
+		workers.Go(func() { bc.work(batchCtx, stop, batches, leases, st) })
+	}
+	bc.logger.Info("Batch consumer running", watermill.LogFields{"pollers": bc.cfg.Pollers, "workers": bc.cfg.Workers, "batch_size": bc.cfg.MaxNumberOfMessages})
 	workersDone := make(chan struct{})
 	go func() {
 		workers.Wait()
@@ -146,10 +223,15 @@ func (bc *BatchConsumer) Run(ctx context.Context) error {
 	select {
 	case <-ctx.Done():
 	case <-bc.closing:
-	case <-workersDone:
 	}
 	close(stop)
-	cancelPoll()
+	giveUp := time.AfterFunc(bc.cfg.CloseTimeout, cancelPoll)
+	defer giveUp.Stop()
+	pollersDone := make(chan struct{})
+	go func() {
+		pollers.Wait()
+		close(pollersDone)
+	}()
 	drain := time.NewTimer(bc.cfg.CloseTimeout)
 	select {
 	case <-workersDone:
@@ -159,6 +241,9 @@ func (bc *BatchConsumer) Run(ctx context.Context) error {
 		<-workersDone
 	}
 	drain.Stop()
+	// The pollers release what their last receives brought, through st.
+	<-pollersDone
+	st.close()
 	cancelLeases()
 	<-heartbeatDone
 	return nil
@@ -181,8 +266,10 @@ func (bc *BatchConsumer) Close() error {
 	return nil
 }
 
-// work is one receive loop.
-func (bc *BatchConsumer) work(pollCtx, batchCtx context.Context, stop <-chan struct{}, leases *leases) {
+// poll is one receive loop: it hands each non-empty response to a worker
+// until the stop; a response that comes after the stop is released (made
+// visible again at once), never dropped.
+func (bc *BatchConsumer) poll(pollCtx context.Context, stop <-chan struct{}, batches chan<- received, leases *leases, st *settler) {
 	input := &sqs.ReceiveMessageInput{
 		QueueUrl:                    aws.String(bc.queue.URL),
 		MaxNumberOfMessages:         int32(bc.cfg.MaxNumberOfMessages),
@@ -198,7 +285,7 @@ func (bc *BatchConsumer) work(pollCtx, batchCtx context.Context, stop <-chan str
 		default:
 		}
 		out, err := bc.client.ReceiveMessage(pollCtx, input)
-		received := time.Now()
+		now := time.Now()
 		if err != nil {
 			if pollCtx.Err() != nil {
 				return
@@ -211,14 +298,90 @@ func (bc *BatchConsumer) work(pollCtx, batchCtx context.Context, stop <-chan str
 			}
 			continue
 		}
-		if len(out.Messages) > 0 {
-			bc.process(batchCtx, out.Messages, leases.add(out.Messages, received), leases)
+		if len(out.Messages) == 0 {
+			continue
+		}
+		bc.stats.batches.Add(1)
+		bc.stats.received.Add(int64(len(out.Messages)))
+		rb := received{ms: out.Messages, ls: leases.add(out.Messages, now)}
+		select {
+		case <-stop:
+			// Do not start a batch after the stop: release it.
+			bc.release(rb, leases, st)
+			return
+		default:
+		}
+		select {
+		case batches <- rb:
+		case <-stop:
+			bc.release(rb, leases, st)
+			return
 		}
 	}
 }
 
-// process runs one received batch and settles its messages.
-func (bc *BatchConsumer) process(ctx context.Context, ms []types.Message, ls []*lease, leases *leases) {
+// work is one worker: it processes the batches the pollers received.
+func (bc *BatchConsumer) work(batchCtx context.Context, stop <-chan struct{}, batches <-chan received, leases *leases, st *settler) {
+	for {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		select {
+		case <-stop:
+			return
+		case rb := <-batches:
+			bc.process(batchCtx, rb.ms, rb.ls, leases, st)
+		}
+	}
+}
+
+// release makes a received batch that no worker took visible again at
+// once.
+func (bc *BatchConsumer) release(rb received, leases *leases, st *settler) {
+	var remaining atomic.Int32
+	remaining.Store(int32(len(rb.ms)))
+	reps := make([]*ackReport, len(rb.ms))
+	states := make([]leaseState, len(rb.ms))
+	items := make([]settleItem, len(rb.ms))
+	for i := range rb.ms {
+		reps[i] = newReport(bc.queue.Name, &rb.ms[i], len(rb.ms), rb.ls[i].received, leases.deadline(rb.ls[i]))
+		states[i] = leases.settle(rb.ls[i])
+		items[i] = settleItem{l: rb.ls[i], done: func(r settleResult) {
+			reps[i].Outcome = AckReleased
+			if r.change == changeOK {
+				reps[i].Confirmed = r.at
+			}
+			bc.stats.released.Add(1)
+			if remaining.Add(-1) == 0 {
+				bc.observe(reps, states, nil)
+			}
+		}}
+	}
+	st.submit(items)
+}
+
+// observe settles the Deliveries of one batch and gives them to the
+// AckObserver; handedOut[i] tells whether message i was handed to the
+// BatchFunc (nil: none was).
+func (bc *BatchConsumer) observe(reps []*ackReport, states []leaseState, handedOut []bool) {
+	for i, rep := range reps {
+		rep.d.Settle(settlement(rep, states[i]))
+		// The message is settled: the observer's context carries its Delivery,
+		// not a deadline that has nothing left to bound.
+		msgCtx := context.Background() //ackgapvet:ignore bgcontext settled already; the context only carries the Delivery to the observer
+		if handedOut != nil && handedOut[i] {
+			msgCtx = ackgap.WithDelivery(msgCtx, rep.d)
+		}
+		if obs := bc.cfg.AckObserver; obs != nil {
+			obs(msgCtx, rep.d)
+		}
+	}
+}
+
+// process runs one received batch and hands its settles to st.
+func (bc *BatchConsumer) process(ctx context.Context, ms []types.Message, ls []*lease, leases *leases, st *settler) {
 	reps := make([]*ackReport, len(ms))
 	handedOut := make([]bool, len(ms))
 	errs := make([]error, len(ms)) // why each message is not acked
@@ -253,13 +416,15 @@ func (bc *BatchConsumer) process(ctx context.Context, ms []types.Message, ls []*
 		msgs = append(msgs, msg)
 		idx = append(idx, i)
 	}
-	// A batch that failed as a whole has every message failed.
+	// A batch that failed as a whole has every message failed. The
+	// BatchFunc returns once the transaction committed or failed: what is
+	// acked below may be deleted.
 	verdicts := bc.p(ctx, msgs)
 	settled := time.Now()
 	for j, err := range verdicts {
 		// Ack and Nack tell what watches the messages (batch.Config.Trace:
 		// telemetry) the processor's verdict; the ackgap.Delivery reports
-		// the broker's confirmation after DeleteMessageBatch.
+		// the broker's confirmation after the delete.
 		if err != nil {
 			errs[idx[j]] = err
 			msgs[j].Nack()
@@ -268,100 +433,45 @@ func (bc *BatchConsumer) process(ctx context.Context, ms []types.Message, ls []*
 		msgs[j].Ack()
 	}
 	states := make([]leaseState, len(ms))
-	var acked, nacked []int
+	items := make([]settleItem, len(ms))
+	var remaining atomic.Int32
+	remaining.Store(int32(len(ms)))
+	finish := func() {
+		if remaining.Add(-1) == 0 {
+			bc.observe(reps, states, handedOut)
+		}
+	}
 	for i := range ms {
 		states[i] = leases.settle(ls[i])
 		reps[i].Settled = settled
+		rep := reps[i]
 		if errs[i] == nil {
-			acked = append(acked, i)
+			items[i] = settleItem{l: ls[i], delete: true, done: func(r settleResult) {
+				rep.Outcome, rep.Err, rep.Confirmed = r.outcome, r.err, r.at
+				switch {
+				case r.outcome == AckDeleted && (r.at.After(states[i].deadline) || states[i].lost):
+					bc.logger.Info("Deleted after the lease ran out: SQS may deliver the message again, and the inbox will skip it",
+						watermill.LogFields{"sqs_message_id": rep.MessageID})
+				case r.outcome == AckStale:
+					bc.logger.Info("Delete refused the receipt handle: the lease was lost and another delivery holds the message; the inbox skips it",
+						watermill.LogFields{"sqs_message_id": rep.MessageID, "event_id": logfield.ID(rep.EventID)})
+				}
+				finish()
+			}}
 			continue
 		}
-		nacked = append(nacked, i)
 		bc.logger.Info("Message not acked; it returns after NackDelay", watermill.LogFields{
-			"sqs_message_id": reps[i].MessageID, "event_id": reps[i].EventID, "error": errs[i].Error(),
+			"sqs_message_id": rep.MessageID, "event_id": logfield.ID(rep.EventID), "error": errs[i].Error(),
 			"dead_letter_reason": ackgap.ReasonOf(errs[i]),
 		})
-	}
-	bc.deleteBatch(ms, acked, reps, states)
-	bc.nackBatch(ls, nacked, reps, leases)
-	for i := range ms {
-		rep := reps[i]
-		rep.d.Settle(settlement(rep, states[i]))
-		// The message is settled: the observer's context carries its Delivery,
-		// not a deadline that has nothing left to bound.
-		msgCtx := context.Background() //ackgapvet:ignore bgcontext settled already; the context only carries the Delivery to the observer
-		if handedOut[i] {
-			msgCtx = ackgap.WithDelivery(msgCtx, rep.d)
-		}
-		if obs := bc.cfg.AckObserver; obs != nil {
-			obs(msgCtx, rep.d)
-		}
-	}
-}
-
-// requestCtx bounds one SQS call; detached from Run's ctx so that a
-// settled batch is still deleted during shutdown.
-func (bc *BatchConsumer) requestCtx() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), bc.cfg.RequestTimeout)
-}
-
-// deleteBatch deletes the acked messages ms[acked], ten per request.
-func (bc *BatchConsumer) deleteBatch(ms []types.Message, acked []int, reps []*ackReport, states []leaseState) {
-	for start := 0; start < len(acked); start += maxBatchEntries {
-		chunk := acked[start:min(start+maxBatchEntries, len(acked))]
-		entries := make([]types.DeleteMessageBatchRequestEntry, len(chunk))
-		for j, i := range chunk {
-			entries[j] = types.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: ms[i].ReceiptHandle}
-		}
-		ctx, cancel := bc.requestCtx()
-		out, err := bc.client.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(bc.queue.URL), Entries: entries})
-		cancel()
-		confirmed := time.Now()
-		for _, i := range chunk {
-			reps[i].Outcome, reps[i].Err = AckFailed, err
-		}
-		if err != nil {
-			bc.logger.Error("DeleteMessageBatch failed; the messages return when their leases lapse and the inbox skips them", err, nil)
-			continue
-		}
-		for _, s := range out.Successful {
-			if i, err := strconv.Atoi(aws.ToString(s.Id)); err == nil && i < len(reps) {
-				reps[i].Outcome, reps[i].Err, reps[i].Confirmed = AckDeleted, nil, confirmed
-				if confirmed.After(states[i].deadline) || states[i].lost {
-					bc.logger.Info("Deleted after the lease ran out: SQS may deliver the message again, and the inbox will skip it",
-						watermill.LogFields{"sqs_message_id": reps[i].MessageID})
-				}
+		items[i] = settleItem{l: ls[i], vt: bc.cfg.NackDelay, done: func(r settleResult) {
+			rep.Outcome = AckNacked
+			if r.change == changeOK {
+				rep.Confirmed = r.at
 			}
-		}
-		for _, f := range out.Failed {
-			if i, err := strconv.Atoi(aws.ToString(f.Id)); err == nil && i < len(reps) {
-				reps[i].Outcome, reps[i].Err = AckFailed, errors.New(aws.ToString(f.Code)+": "+aws.ToString(f.Message))
-				if lostCode(aws.ToString(f.Code)) {
-					reps[i].Outcome, reps[i].Err = AckStale, nil
-				}
-			}
-		}
+			bc.stats.nacked.Add(1)
+			finish()
+		}}
 	}
-}
-
-// nackBatch makes the messages ls[nacked] visible again after NackDelay,
-// ten per request.
-func (bc *BatchConsumer) nackBatch(ls []*lease, nacked []int, reps []*ackReport, leases *leases) {
-	for start := 0; start < len(nacked); start += maxBatchEntries {
-		chunk := nacked[start:min(start+maxBatchEntries, len(nacked))]
-		batch := make([]*lease, len(chunk))
-		vts := make([]time.Duration, len(chunk))
-		for j, i := range chunk {
-			batch[j], vts[j] = ls[i], bc.cfg.NackDelay
-		}
-		ctx, cancel := bc.requestCtx()
-		results := leases.changeVisibility(ctx, batch, vts)
-		cancel()
-		for j, i := range chunk {
-			reps[i].Outcome = AckNacked
-			if results[j] == changeOK {
-				reps[i].Confirmed = time.Now()
-			}
-		}
-	}
+	st.submit(items)
 }

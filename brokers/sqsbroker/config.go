@@ -43,7 +43,9 @@ const (
 	// so it adds no latency; it saves empty responses, and unlike short
 	// polling it queries every SQS server rather than a sample, so it gives
 	// no false empty responses (SQS developer guide, "Amazon SQS short and
-	// long polling"). Close does not wait for it: it cancels the poll.
+	// long polling"). Close waits for a poll in flight, up to
+	// CloseTimeout, and releases what it brings: a poll cancelled by the
+	// client may still take messages that nobody then reads.
 	WaitTimeSecondsDefault = 20
 	// WaitTimeSecondsMax is SQS's limit on WaitTimeSeconds.
 	WaitTimeSecondsMax = 20
@@ -139,16 +141,31 @@ type SubscriberConfig struct {
 	NackDelay time.Duration
 	// Workers is the number of receive loops per Subscribe call; each
 	// hands out one message at a time, so it is also the number of
-	// messages in the handler at once. Default WorkersDefault (4); at
-	// least 1.
+	// messages in the handler at once. For a [BatchConsumer] it is the
+	// number of batches in their transactions at once (fed by Pollers).
+	// Default WorkersDefault (4); at least 1.
 	Workers int
+	// Pollers is, for a [BatchConsumer], the number of ReceiveMessage
+	// calls it keeps in flight: each poller hands its batch to a free
+	// worker and receives the next, so a worker that committed finds a
+	// batch waiting instead of waiting for a receive. Each holds at most
+	// one received batch waiting for a worker (its leases kept by the
+	// heartbeat), so at most (Pollers + Workers) × MaxNumberOfMessages
+	// messages are held at once. A [Subscriber] does not use it: its
+	// Workers receive. Default Workers; at least 1.
+	Pollers int
 	// CloseTimeout bounds how long Close (or the end of Subscribe's ctx)
 	// waits for messages already handed out to be acked or nacked; their
 	// leases are kept alive meanwhile. After it, their contexts are
 	// cancelled, their heartbeat stops, and SQS delivers them again once
 	// their visibility lapses. Messages received but not handed out are
-	// released at once (visibility 0). Default CloseTimeoutDefault (20 s);
-	// must not be negative.
+	// released at once (visibility 0). It also bounds the wait for the
+	// receives in flight at the stop, whose messages are released too: a
+	// receive still unanswered after it is cancelled, and what SQS may
+	// still hand to it stays invisible for the visibility timeout (so
+	// above WaitTimeSeconds, every receive is waited for). An idle
+	// consumer's Close therefore takes up to the rest of its long polls.
+	// Default CloseTimeoutDefault (20 s); must not be negative.
 	CloseTimeout time.Duration
 	// RequestTimeout bounds each SQS call other than the long poll.
 	// Default RequestTimeoutDefault (10 s); must be positive.
@@ -164,8 +181,12 @@ type SubscriberConfig struct {
 	Unmarshaler wsqs.Unmarshaler
 	// AckObserver, when set, receives the ackgap.Delivery of each message
 	// once the subscriber settled it (deleted, nacked, released or failed):
-	// see [AckObserverFunc].
-	// Called on the worker's goroutine; it must not block. Default nil.
+	// see [AckObserverFunc]. Deletes and nacks are answered in the
+	// background (coalesced into batch requests), so it is called from
+	// the goroutine that sent the request, concurrently with other calls
+	// and possibly after later messages were handed out; releases and
+	// abandoned messages are reported from the worker. It must be safe for
+	// concurrent use and must not block. Default nil.
 	AckObserver AckObserverFunc
 }
 
@@ -193,6 +214,9 @@ func (c SubscriberConfig) WithDefaults() SubscriberConfig {
 	}
 	if c.Workers == 0 {
 		c.Workers = WorkersDefault
+	}
+	if c.Pollers == 0 {
+		c.Pollers = max(c.Workers, 1)
 	}
 	if c.CloseTimeout == 0 {
 		c.CloseTimeout = CloseTimeoutDefault
@@ -237,6 +261,9 @@ func (c SubscriberConfig) validate() error {
 	}
 	if c.Workers < 1 {
 		errs = append(errs, fmt.Errorf("Workers is %d, must be at least 1", c.Workers))
+	}
+	if c.Pollers < 1 {
+		errs = append(errs, fmt.Errorf("Pollers is %d, must be at least 1", c.Pollers))
 	}
 	if c.CloseTimeout < 0 {
 		errs = append(errs, fmt.Errorf("CloseTimeout is %s, must not be negative", c.CloseTimeout))

@@ -65,9 +65,17 @@
 // (ChangeMessageVisibilityBatch for messages due together), and stops when
 // it is acked or nacked. A delete, a nack's visibility change and an
 // extension never overlap for one message. An ack deletes the message
-// (DeleteMessage, on a context detached from shutdown) after the router
-// acked, that is after the inbox transaction committed. A nack sets the
-// visibility to NackDelay (1 s) so the message returns in a second rather
+// after the router acked, that is after the inbox transaction committed:
+// the worker hands the delete to a background sender and goes on to its
+// next message; the sender coalesces the deletes of all workers (and of
+// several batches, for a [BatchConsumer]) into DeleteMessageBatch requests
+// of up to ten, sent on a context detached from shutdown (a request that
+// is not full leaves within 10 ms, once the previous one was answered;
+// Close sends what is pending before it returns). A delete that fails
+// three times is logged as an error; the message returns when its lease
+// lapses, and the inbox acks that copy as a duplicate. A nack sets the
+// visibility to NackDelay (1 s), coalesced the same way
+// (ChangeMessageVisibilityBatch), so the message returns in a second rather
 // than after the rest of its timeout; a message that keeps failing is
 // moved to the queue's dead-letter queue by its redrive policy after
 // maxReceiveCount receives. Each message's ackgap.Delivery holds its
@@ -92,9 +100,12 @@
 // cap on a message's time in flight; package router's HandlerTimeout
 // cancels its context long before that.
 //
-// Close (or the end of Subscribe's ctx) stops receiving, releases the
-// messages not yet handed out (visibility 0), and waits up to
-// CloseTimeout for the ones in the handler to be acked and deleted,
+// Close (or the end of Subscribe's ctx) starts no more receives, lets
+// those in flight finish (up to CloseTimeout: SQS may answer a long poll
+// that the client cancelled with messages nobody reads, invisible for a
+// whole visibility timeout), releases the messages not yet handed out
+// (visibility 0), those received after the stop included, and waits up
+// to CloseTimeout for the ones in the handler to be acked and deleted,
 // keeping their leases alive; their contexts are cancelled only after it.
 //
 // # Why not watermill-aws's subscriber
@@ -141,10 +152,14 @@
 // MaxNumberOfMessages defaults to 10 (SQS's maximum; the heartbeat keeps
 // waiting messages leased), WaitTimeSeconds to 20 (SQS's longest long
 // poll: no added latency, fewer empty receives, and no false empty
-// responses, which short polling gives), Workers to 4. Against fauxqs on
+// responses, which short polling gives; a long poll waits only while the
+// queue is empty, and a [BatchConsumer]'s Pollers keep receives in flight
+// while its workers are in their transactions, so under load no worker
+// waits for a receive), Workers to 4 (Pollers as many). Against fauxqs on
 // loopback (2 cores shared by fauxqs, the test and SQLite), 200 events
 // through the router and a SQLite inbox, one inbox transaction and one
-// DeleteMessage each (BenchmarkConsume200, no race detector; the spread is
+// DeleteMessage each (measured before deletes were coalesced;
+// BenchmarkConsume200, no race detector; the spread is
 // other load on the machine): Workers 1, ~900 msgs/s with batches of 1 and
 // ~1,350-1,750 with batches of 10; Workers 4 with batches of 10,
 // ~1,900-2,800; Workers 8 within the same spread as 4 (SQLite has one

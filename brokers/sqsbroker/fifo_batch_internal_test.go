@@ -99,7 +99,9 @@ func TestBatchConsumerFIFOHoldsBackGroup(t *testing.T) {
 		ms = append(ms, m)
 	}
 	leases := newLeases(bc.client, bc.queue.URL, bc.queue.VisibilityTimeout, bc.cfg.HeartbeatInterval, bc.cfg.RequestTimeout, bc.logger)
-	bc.process(ctx, ms, leases.add(ms, time.Now()), leases)
+	st := newSettler(bc.client, bc.queue.URL, leases, bc.cfg.RequestTimeout, settleLinger, 1, bc.logger, &bc.stats)
+	bc.process(ctx, ms, leases.add(ms, time.Now()), leases, st)
+	st.close() // every settle answered and reported
 
 	require.Len(t, reports, 7)
 	got := map[string]ackgap.SettleOutcome{}

@@ -22,8 +22,8 @@ import (
 // message whose context it cancelled at the end of CloseTimeout.
 const abandonGrace = time.Second
 
-// deleteAttempts is how many times an ack's DeleteMessage is tried when it
-// fails for a reason other than a lost lease.
+// deleteAttempts is how many times the delete of an acked message is
+// tried when it fails for a reason other than a lost lease.
 const deleteAttempts = 3
 
 // The values of ackgap.Settlement.Outcome the subscriber and the batch
@@ -183,9 +183,16 @@ func (s *Subscriber) Config() SubscriberConfig { return s.cfg }
 // channel they hand messages out on, one message per worker at a time.
 // topic must name the subscriber's queue (its name, its URL, or
 // SubscriberConfig.Queue). When ctx ends or Close is called, the workers
-// stop receiving, release messages not handed out, wait up to
-// CloseTimeout for the ones handed out, and then the channel is closed.
-// Messages' contexts are not cancelled by ctx, only after CloseTimeout.
+// start no more receives, let those in flight finish, release (make
+// visible again at once) every message not handed out, those a receive
+// brought after the stop included, wait up to CloseTimeout for the ones
+// handed out, and then the channel is closed. A receive still unanswered
+// CloseTimeout after the stop is cancelled: SQS may answer a long poll
+// the client gave up with messages nobody reads, which then stay
+// invisible for the queue's whole visibility timeout
+// (aws/aws-sdk-go-v2#2068), so a CloseTimeout longer than
+// WaitTimeSeconds waits for every receive. Messages' contexts are not
+// cancelled by ctx, only after CloseTimeout.
 func (s *Subscriber) Subscribe(ctx context.Context, topic string) (<-chan *message.Message, error) {
 	if topic != s.cfg.Queue && topic != s.queue.Name && topic != s.queue.URL {
 		return nil, fmt.Errorf("sqsbroker: Subscribe(%q): this subscriber reads queue %s only (NewSubscriber checked its lease against that queue)", topic, s.queue.Name)
@@ -203,8 +210,9 @@ func (s *Subscriber) Subscribe(ctx context.Context, topic string) (<-chan *messa
 
 // Close stops every subscription as described at Subscribe and returns
 // once their channels are closed: after at most CloseTimeout, plus about a
-// second (abandonGrace), plus the deletes and visibility changes of the
-// messages settled meanwhile (each SQS call bounded by RequestTimeout). It
+// second (abandonGrace), plus the deletes and visibility changes still
+// pending (all within RequestTimeout; a delete not answered by then
+// returns when its lease lapses, and the inbox acks it as a duplicate). It
 // is safe to call more than once and always returns nil.
 func (s *Subscriber) Close() error {
 	s.mu.Lock()
@@ -223,10 +231,13 @@ type subscription struct {
 	logger watermill.LoggerAdapter
 	out    chan *message.Message
 	leases *leases
+	// settler sends the deletes and nacks, coalesced across the workers.
+	settler *settler
+	stats   counters
 
 	ctx          context.Context // Subscribe's
 	msgCtx       context.Context // parent of message contexts: not cancelled by ctx
-	pollCtx      context.Context // cancelled on stop
+	pollCtx      context.Context // cancelled CloseTimeout after the stop
 	cancelPoll   context.CancelFunc
 	stop         chan struct{} // closed when ctx ends or Close is called
 	drainExpired chan struct{} // closed CloseTimeout after stop
@@ -234,7 +245,9 @@ type subscription struct {
 }
 
 func (s *Subscriber) newSubscription(ctx context.Context) *subscription {
-	pollCtx, cancelPoll := context.WithCancel(ctx)
+	// Receives are not cancelled by the stop, nor by ctx, but CloseTimeout
+	// after it: see Subscribe.
+	pollCtx, cancelPoll := context.WithCancel(context.WithoutCancel(ctx))
 	sub := &subscription{
 		s: s, logger: s.logger.With(watermill.LogFields{"subscription": watermill.NewShortUUID()}),
 		out: make(chan *message.Message),
@@ -242,6 +255,7 @@ func (s *Subscriber) newSubscription(ctx context.Context) *subscription {
 		stop: make(chan struct{}), drainExpired: make(chan struct{}), workersDone: make(chan struct{}),
 	}
 	sub.leases = newLeases(s.client, s.queue.URL, s.queue.VisibilityTimeout, s.cfg.HeartbeatInterval, s.cfg.RequestTimeout, sub.logger)
+	sub.settler = newSettler(s.client, s.queue.URL, sub.leases, s.cfg.RequestTimeout, settleLinger, s.cfg.Workers, sub.logger, &sub.stats)
 	return sub
 }
 
@@ -265,8 +279,10 @@ func (sub *subscription) start() {
 		case <-s.closing:
 		}
 		close(sub.stop)
-		sub.cancelPoll()
-		t := time.AfterFunc(s.cfg.CloseTimeout, func() { close(sub.drainExpired) })
+		t := time.AfterFunc(s.cfg.CloseTimeout, func() {
+			close(sub.drainExpired)
+			sub.cancelPoll()
+		})
 		<-sub.workersDone
 		t.Stop()
 	}()
@@ -283,6 +299,7 @@ func (sub *subscription) start() {
 		defer s.subs.Done()
 		workers.Wait()
 		close(sub.workersDone)
+		sub.settler.close() // the deletes and nacks still pending
 		cancelLeases()
 		<-heartbeatDone
 		sub.cancelPoll()
@@ -395,7 +412,10 @@ func (sub *subscription) observe(ctx context.Context, rep *ackReport, st leaseSt
 }
 
 // handle hands one message out and settles it; it reports whether the
-// message was nacked.
+// message was nacked. The delete (after the ack, so after the commit) or
+// the nack's visibility change is sent by the settler, coalesced with
+// other messages', while the worker goes on to its next message; the
+// AckObserver is called once SQS answered.
 func (sub *subscription) handle(m *types.Message, l *lease, batch int) (nacked bool) {
 	s := sub.s
 	rep := sub.report(m, l, batch)
@@ -406,12 +426,16 @@ func (sub *subscription) handle(m *types.Message, l *lease, batch int) (nacked b
 		rep.Settled = time.Now()
 		st := sub.leases.settle(l)
 		rep.Err = err
-		sub.nack(l, rep)
-		sub.observe(context.Background(), rep, st)
+		sub.nack(l, rep, st, context.Background(), func() {})
 		return true
 	}
 	ctx, cancel := context.WithCancel(sub.msgCtx)
-	defer cancel()
+	handedOff := false // cancel is the settle callback's to call
+	defer func() {
+		if !handedOff {
+			cancel()
+		}
+	}()
 	msg.SetContext(ackgap.WithDelivery(ctx, rep.d))
 
 	select {
@@ -443,12 +467,14 @@ func (sub *subscription) handle(m *types.Message, l *lease, batch int) (nacked b
 		rep.Outcome = AckAbandoned
 		sub.logger.Info("Message still in the handler after CloseTimeout: abandoned, it returns when its lease lapses",
 			watermill.LogFields{"sqs_message_id": rep.MessageID, "lease_deadline": st.deadline})
+		sub.observe(msg.Context(), rep, st)
 	case acked:
-		sub.delete(l, rep, st)
+		handedOff = true
+		sub.delete(l, rep, st, msg.Context(), cancel)
 	default:
-		sub.nack(l, rep)
+		handedOff = true
+		sub.nack(l, rep, st, msg.Context(), cancel)
 	}
-	sub.observe(msg.Context(), rep, st)
 	return settled && !acked
 }
 
@@ -500,65 +526,53 @@ func waitSettled[T any](msg *message.Message, giveUp <-chan T) (acked, settled b
 	}
 }
 
+// delete hands an acked message's delete to the settler; once SQS
+// answered, it settles rep and calls the AckObserver with ctx, then
+// after.
+func (sub *subscription) delete(l *lease, rep *ackReport, st leaseState, ctx context.Context, after func()) {
+	sub.settler.submit([]settleItem{{l: l, delete: true, done: func(r settleResult) {
+		rep.Outcome, rep.Err, rep.Confirmed = r.outcome, r.err, r.at
+		fields := watermill.LogFields{"sqs_message_id": rep.MessageID, "event_id": logfield.ID(rep.EventID), "lease_deadline": st.deadline}
+		switch {
+		case r.outcome == AckDeleted && (r.at.After(st.deadline) || st.lost):
+			sub.logger.Info("Deleted after the lease ran out: SQS may deliver the message again, and the inbox will skip it", fields)
+		case r.outcome == AckStale:
+			sub.logger.Info("Delete refused the receipt handle: the lease was lost and another delivery holds the message; the inbox skips it", fields)
+		}
+		sub.observe(ctx, rep, st)
+		after()
+	}}})
+}
+
+// errNackNotAnswered is the AdapterErr of a nack whose visibility change
+// failed (logged with SQS's error).
+var errNackNotAnswered = errors.New("sqsbroker: the nack's ChangeMessageVisibility failed; the message returns when its lease lapses")
+
+// nack hands a nacked message's visibility change (NackDelay) to the
+// settler; once SQS answered, it settles rep and calls the AckObserver
+// with ctx, then after.
+func (sub *subscription) nack(l *lease, rep *ackReport, st leaseState, ctx context.Context, after func()) {
+	rep.Outcome = AckNacked
+	sub.settler.submit([]settleItem{{l: l, vt: sub.s.cfg.NackDelay, done: func(r settleResult) {
+		switch r.change {
+		case changeOK:
+			rep.Confirmed = r.at
+		case changeLost:
+			// Already visible again: nothing to shorten.
+		default:
+			if rep.Err == nil {
+				rep.Err = errNackNotAnswered
+			}
+		}
+		sub.observe(ctx, rep, st)
+		after()
+	}}})
+}
+
 // requestCtx bounds one SQS call; it is detached from Subscribe's ctx so
-// that an ack during shutdown still deletes (docs/design.md invariant 4 holds
-// either way: the commit happened before the ack).
+// that messages are still released during shutdown.
 func (sub *subscription) requestCtx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(sub.msgCtx, sub.s.cfg.RequestTimeout)
-}
-
-// delete deletes an acked message.
-func (sub *subscription) delete(l *lease, rep *ackReport, st leaseState) {
-	var err error
-	for attempt := range deleteAttempts {
-		if attempt > 0 {
-			//ackgapvet:ignore sleep a short backoff between DeleteMessage retries of a message already committed (100-200 ms, well inside the lease)
-			time.Sleep(time.Duration(attempt) * 100 * time.Millisecond)
-		}
-		ctx, cancel := sub.requestCtx()
-		_, err = sub.s.client.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(sub.s.queue.URL), ReceiptHandle: aws.String(l.receipt)})
-		cancel()
-		if err == nil || lostLease(err) {
-			break
-		}
-	}
-	fields := watermill.LogFields{"sqs_message_id": rep.MessageID, "event_id": logfield.ID(rep.EventID), "lease_deadline": st.deadline}
-	switch {
-	case err == nil:
-		rep.Confirmed = time.Now()
-		rep.Outcome = AckDeleted
-		if rep.Confirmed.After(st.deadline) || st.lost {
-			sub.logger.Info("Deleted after the lease ran out: SQS may deliver the message again, and the inbox will skip it", fields)
-		}
-	case lostLease(err):
-		rep.Outcome = AckStale
-		sub.logger.Info("Delete refused the receipt handle: the lease was lost and another delivery holds the message; the inbox skips it", fields)
-	default:
-		rep.Outcome, rep.Err = AckFailed, err
-		sub.logger.Error("DeleteMessage failed; the message returns when its lease lapses and the inbox skips it", err, fields)
-	}
-}
-
-// nack makes a nacked message visible again after NackDelay.
-func (sub *subscription) nack(l *lease, rep *ackReport) {
-	rep.Outcome = AckNacked
-	ctx, cancel := sub.requestCtx()
-	defer cancel()
-	_, err := sub.s.client.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{
-		QueueUrl: aws.String(sub.s.queue.URL), ReceiptHandle: aws.String(l.receipt), VisibilityTimeout: seconds(sub.s.cfg.NackDelay),
-	})
-	switch {
-	case err == nil:
-		rep.Confirmed = time.Now()
-	case lostLease(err):
-		// Already visible again: nothing to shorten.
-	default:
-		if rep.Err == nil {
-			rep.Err = err
-		}
-		sub.logger.Error("ChangeMessageVisibility for a nack failed; the message returns when its lease lapses", err,
-			watermill.LogFields{"sqs_message_id": rep.MessageID})
-	}
 }
 
 // release makes messages that were never handed out visible at once.

@@ -179,7 +179,7 @@ func publishAll(ctx context.Context, br demoBroker, p *plan, t *tally, external 
 		if err := errors.Join(errs...); err != nil {
 			return fmt.Errorf("concurrent duplicates: %w", err)
 		}
-		if err := t.waitUntil(ctx, func() bool { e := t.events[ev.id]; return e.applied+e.dups >= 2 }); err != nil {
+		if err := t.waitUntil(ctx, func() bool { e := t.events[ev.id]; return e.passes() >= 2 }); err != nil {
 			return err
 		}
 	}

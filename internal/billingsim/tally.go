@@ -2,6 +2,7 @@ package billingsim
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -17,8 +18,15 @@ type tally struct {
 	// remaining counts events not yet applied with every expected
 	// duplicate seen.
 	remaining int
-	// appliedEvents counts events applied at least once.
+	// appliedEvents counts events applied at least once, those of
+	// appliedUnreported included.
 	appliedEvents int
+	// appliedUnreported counts events whose applying commit was reported
+	// as of unknown outcome (a failed pass wrapping ackgap.ErrCommitUnknown)
+	// and that a later pass found applied (a duplicate) before any pass
+	// reported them applied: the commit happened, and no report will say
+	// so. A later applied report takes its place.
+	appliedUnreported int
 	// twice counts events applied more than once: the inbox failed.
 	twice int
 	// unknown counts reports for event ids the producer never sent.
@@ -35,6 +43,21 @@ type eventTally struct {
 	// the earliest duplicate reached the inbox.
 	committed, firstDup time.Time
 	done                bool
+	// commitUnknown: a pass failed at its commit, outcome unknown.
+	// inferred: applied as appliedUnreported says, shown by the duplicate
+	// received at inferredBy.
+	commitUnknown, inferred bool
+	inferredBy              time.Time
+}
+
+// passes counts the passes that applied the event or found it applied
+// (the duplicate that stands for an unreported commit included).
+func (e *eventTally) passes() int {
+	n := e.applied + e.dups
+	if e.inferred {
+		n++
+	}
+	return n
 }
 
 func newTally(p *plan) *tally {
@@ -57,22 +80,47 @@ func (t *tally) observe(_ context.Context, r *ackgap.InboxReport) {
 		t.unknown++
 		return
 	}
+	dup := func(received time.Time) {
+		e.dups++
+		if e.firstDup.IsZero() || received.Before(e.firstDup) {
+			e.firstDup = received
+		}
+	}
 	switch r.Outcome {
 	case ackgap.OutcomeApplied:
 		e.applied++
-		if e.applied == 1 {
+		switch {
+		case e.inferred:
+			// The pass that applied it reports after all, later than a
+			// duplicate that found its row: that was a duplicate like any
+			// other, and the event is counted applied already.
+			e.inferred = false
+			t.appliedUnreported--
+			e.committed = r.Committed
+			dup(e.inferredBy)
+		case e.applied == 1:
 			e.committed = r.Committed
 			t.appliedEvents++
-		} else {
+		default:
 			t.twice++
 		}
 	case ackgap.OutcomeDuplicate:
-		e.dups++
-		if e.firstDup.IsZero() || r.Received.Before(e.firstDup) {
-			e.firstDup = r.Received
+		if e.applied == 0 && !e.inferred && e.commitUnknown {
+			// A commit reported as of unknown outcome happened: its
+			// redelivery (or a copy) found the inbox row. This duplicate
+			// stands for the applied report that will not come.
+			e.inferred, e.inferredBy = true, r.Received
+			t.appliedUnreported++
+			t.appliedEvents++
+			break
+		}
+		dup(r.Received)
+	case ackgap.OutcomeFailed:
+		if errors.Is(r.Err, ackgap.ErrCommitUnknown) {
+			e.commitUnknown = true
 		}
 	}
-	if !e.done && e.applied >= 1 && e.dups >= e.expectedDups {
+	if !e.done && (e.applied >= 1 || e.inferred) && e.dups >= e.expectedDups {
 		e.done = true
 		t.remaining--
 	}
@@ -119,7 +167,9 @@ func (t *tally) progress(p *plan) string {
 	defer t.mu.Unlock()
 	applied, dups, expected := 0, 0, 0
 	for _, e := range t.events {
-		applied += min(e.applied, 1)
+		if e.applied > 0 || e.inferred {
+			applied++
+		}
 		dups += min(e.dups, e.expectedDups)
 		expected += e.expectedDups
 	}
