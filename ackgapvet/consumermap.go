@@ -177,7 +177,9 @@ func (w *wholeProgram) describe(rw *rootWalk) Consumer {
 					step.What = "acks with " + a
 					step.Async = false
 					c.Acks = append(c.Acks, step)
-					if at := first(fn, n.Pos()); ackAt == token.NoPos || at < ackAt {
+					// An ack on a branch that leaves (an error path that acks
+					// and returns) is not before what follows the branch.
+					if at := first(fn, n.Pos()); (ackAt == token.NoPos || at < ackAt) && !onLeavingBranch(funcBody(rw.entry.Syntax()), at) {
 						ackAt = at
 					}
 					return true
@@ -211,6 +213,29 @@ func (w *wholeProgram) describe(rw *rootWalk) Consumer {
 		c.BlastRadius = maxSeverity(c.BlastRadius, f.step.Severity)
 	}
 	return c
+}
+
+// onLeavingBranch reports whether pos lies in a block of body (not body
+// itself) that ends by leaving: a return, continue, break or panic. What
+// follows such a block runs only when the block did not.
+func onLeavingBranch(body *ast.BlockStmt, pos token.Pos) bool {
+	if body == nil {
+		return false
+	}
+	var inner *ast.BlockStmt
+	ast.Inspect(body, func(n ast.Node) bool {
+		if n == nil || pos < n.Pos() || pos >= n.End() {
+			return false
+		}
+		if _, ok := n.(*ast.FuncLit); ok {
+			return false
+		}
+		if b, ok := n.(*ast.BlockStmt); ok && b != body {
+			inner = b
+		}
+		return true
+	})
+	return inner != nil && (terminates(inner) || endsInContinue(inner) || endsInBreak(inner))
 }
 
 // maxSeverity returns the higher of two severities ("" is lowest).

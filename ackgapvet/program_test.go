@@ -154,7 +154,7 @@ func TestConsumerMap(t *testing.T) {
 	for _, c := range rep.Consumers {
 		byName[c.Name] = c
 	}
-	require.Len(t, byName, 14, "%+v", rep.Consumers)
+	require.Len(t, byName, 15, "%+v", rep.Consumers)
 
 	// A helper that calls the function it is given (a transaction helper)
 	// joins, in the call graph, every closure passed to it; each consumer
@@ -167,6 +167,9 @@ func TestConsumerMap(t *testing.T) {
 	require.Equal(t, "testdata/program/orders/orders.go", h.File)
 	require.Len(t, h.Effects, 1)
 	require.True(t, h.Effects[0].AfterAck, "orders.Handle acks before it posts")
+	g := byName["F.Guard"]
+	require.Len(t, g.Effects, 1, "%+v", g)
+	require.False(t, g.Effects[0].AfterAck, "F.Guard acks only on a branch that returns: %+v", g)
 	require.Equal(t, SeverityCritical, h.BlastRadius)
 	require.Equal(t, 3, h.Findings)
 

@@ -41,6 +41,7 @@ func main() {
 	fo := &fanout.F{}
 	r.AddNoPublisherHandler("split", "orders", nil, fo.Split)
 	r.AddNoPublisherHandler("ship", "orders", nil, fo.Ship)
+	r.AddNoPublisherHandler("guard", "orders", nil, fo.Guard)
 	tc := twochans.New()
 	go tc.Log()
 	go tc.Pay()

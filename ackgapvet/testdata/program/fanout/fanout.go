@@ -30,3 +30,13 @@ func (f *F) Ship(msg *message.Message) error {
 	}
 	return f.Pub.Publish("shipped", msg)
 }
+
+// Guard acks an empty message on a branch that returns, and publishes the
+// others: the publish is not after the ack.
+func (f *F) Guard(msg *message.Message) error {
+	if len(msg.Payload) == 0 {
+		msg.Ack()
+		return nil
+	}
+	return f.Pub.Publish("guarded", msg)
+}
