@@ -41,6 +41,14 @@ partition and hand work out by key, as ackgap's key-parallel consumer does.`,
 			}
 			body, bind := goroutineFunc(pass.TypesInfo, c, g)
 			if body == nil {
+				// A worker given as a function value: its body is not
+				// here, but handing one reader to every goroutine of a
+				// loop is the shared-reader pool.
+				if src := sharedReaderArg(pass.TypesInfo, g, loop); src != nil {
+					r.report(g, SeverityOf(enclosingName(stack)), fmt.Sprintf(
+						"starts goroutines in a loop that all get the reader %s: each worker that fetches from it and commits its own messages commits in the order the work ends, so a later offset's commit passes over a message still in work in another worker, and a crash loses it; commit from one place in partition order (the lowest offset still in work), or give each worker its own reader",
+						types.ExprString(src)))
+				}
 				return true
 			}
 			ack, ackAt := kafkaAckCall(pass.TypesInfo, body)
@@ -146,6 +154,27 @@ func goroutineFunc(info *types.Info, c *Consumers, g *ast.GoStmt) (*ast.BlockStm
 		}
 	}
 	return body, bind
+}
+
+// sharedReaderArg returns the argument of g that is a Kafka reader, claim
+// or consumer client (kafka-go *Reader, Sarama ConsumerGroupClaim,
+// franz-go *Client, confluent-kafka-go *Consumer) made outside loop, or
+// nil.
+func sharedReaderArg(info *types.Info, g *ast.GoStmt, loop ast.Node) ast.Expr {
+	for _, a := range g.Call.Args {
+		t := info.TypeOf(a)
+		if t == nil {
+			continue
+		}
+		if !isNamed(t, pathKafkaGo, "Reader") && !isNamed(t, "github.com/IBM/sarama", "ConsumerGroupClaim") && !isNamed(t, "github.com/Shopify/sarama", "ConsumerGroupClaim") &&
+			!isNamed(t, pathKgo, "Client") && !isNamed(t, pathConfluent, "Consumer") && !isNamed(t, pathConfluent1, "Consumer") {
+			continue
+		}
+		if o := rootObject(info, a); o != nil && !within(o.Pos(), loop) {
+			return a
+		}
+	}
+	return nil
 }
 
 // kafkaAckCall returns the first Kafka offset mark or commit in body

@@ -143,3 +143,28 @@ func waitThenCommit(ctx context.Context, r *kafka.Reader, db *sql.DB) {
 		_ = r.CommitMessages(ctx, m)
 	}
 }
+
+// Worker is a pool worker given by the caller.
+type Worker func(ctx context.Context, r *kafka.Reader, wg *sync.WaitGroup, id int)
+
+// A pool of workers given as a function value, all handed one reader.
+func consumeWith(ctx context.Context, cfg kafka.ReaderConfig, workers int, worker Worker) {
+	r := kafka.NewReader(cfg)
+	wg := &sync.WaitGroup{}
+	for i := 0; i <= workers; i++ {
+		wg.Add(1)
+		go worker(ctx, r, wg, i) // want `starts goroutines in a loop that all get the reader r`
+	}
+	wg.Wait()
+}
+
+// Each worker gets a reader of its own: clean.
+func consumeOwn(ctx context.Context, cfg kafka.ReaderConfig, workers int, worker Worker) {
+	wg := &sync.WaitGroup{}
+	for i := 0; i <= workers; i++ {
+		r := kafka.NewReader(cfg)
+		wg.Add(1)
+		go worker(ctx, r, wg, i)
+	}
+	wg.Wait()
+}
