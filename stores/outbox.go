@@ -14,10 +14,9 @@ import (
 // implement, stays as it is; pgxstore and sqlitestore implement both, and
 // storetest.Run runs its conformance suite when a store implements it.
 //
-// The life of a row: pending -> claimed (ClaimOutbox) -> done
-// (MarkOutboxDoneIfClaimed), back to pending (RetryOutboxIfClaimed), or
-// dead (MarkOutboxDeadIfClaimed), or any of the three for many rows at once
-// (SettleOutboxManyIfClaimed, which the relay uses); dead -> pending (RedriveOutboxIfDead);
+// The life of a row: pending -> claimed (ClaimOutbox) -> done, back to
+// pending (a retry) or dead, for one or many rows at once
+// (SettleOutboxManyIfClaimed); dead -> pending (RedriveOutboxIfDead);
 // done rows are deleted after a retention (PruneOutboxIfDone). A claimed
 // row whose lease lapsed is due again: a relay that crashed mid-effect
 // loses it to the next claimer, which repeats the effect with the same
@@ -43,30 +42,12 @@ type OutboxStore interface {
 	// values after the claim, ordered by id.
 	ClaimOutbox(ctx context.Context, p *OutboxClaimParams) (*OutboxClaimResult, error)
 
-	// MarkOutboxDoneIfClaimed sets the row done (done_at = now) if it is
-	// still claimed under p.ClaimToken. Otherwise (its lease lapsed and
-	// another claimer took it, or an operator moved it) it writes nothing
-	// and reports Changed false.
-	MarkOutboxDoneIfClaimed(ctx context.Context, p *OutboxMarkDoneParams) (*OutboxSettleResult, error)
-
-	// RetryOutboxIfClaimed sets the row back to pending, due at now +
-	// p.Delay, with last_error = p.LastError, if it is still claimed under
-	// p.ClaimToken; otherwise it writes nothing and reports Changed false.
-	// Attempts is not changed: ClaimOutbox counts attempts.
-	RetryOutboxIfClaimed(ctx context.Context, p *OutboxRetryParams) (*OutboxSettleResult, error)
-
-	// MarkOutboxDeadIfClaimed sets the row dead with last_error =
-	// p.LastError if it is still claimed under p.ClaimToken; otherwise it
-	// writes nothing and reports Changed false. Dead rows are never claimed;
-	// RedriveOutboxIfDead brings them back.
-	MarkOutboxDeadIfClaimed(ctx context.Context, p *OutboxMarkDeadParams) (*OutboxSettleResult, error)
-
 	// SettleOutboxManyIfClaimed gives each row of p.Rows its new state, in
 	// one statement (one commit), if that row is still claimed under its
 	// ClaimToken: done (done_at = now), pending (due at now + Delay,
-	// last_error = LastError) or dead (last_error = LastError), exactly as
-	// MarkOutboxDoneIfClaimed, RetryOutboxIfClaimed and
-	// MarkOutboxDeadIfClaimed would. A row no longer claimed under its
+	// last_error = LastError; attempts unchanged: ClaimOutbox counts them)
+	// or dead (last_error = LastError; never claimed again until
+	// RedriveOutboxIfDead). A row no longer claimed under its
 	// token (its lease lapsed and another claimer took it, or an operator
 	// moved it) is left alone and reported unchanged: the guard is in the
 	// statement's WHERE clause, per row. The outbox relay records every
@@ -181,14 +162,14 @@ func (p *OutboxClaimParams) LimitOrDefault() int {
 	return p.Limit
 }
 
-// OutboxClaim identifies one claim of one row: the guard of the Mark and
-// Retry methods.
+// OutboxClaim identifies one claim of one row: the guard with which
+// [OutboxStore.SettleOutboxManyIfClaimed] records the row's outcome.
 type OutboxClaim struct {
 	// ID is the row's id.
 	ID int64
 	// Token is new for every claim (random, 32 hex digits): a claimer whose
 	// lease lapsed and whose row was claimed again holds a stale token, and
-	// its Mark or Retry call changes nothing.
+	// its settle changes nothing.
 	Token string
 	// Until is when the lease ends (claimed_until).
 	Until time.Time
@@ -200,7 +181,7 @@ type ClaimedOutboxRow struct {
 	// OutboxRow holds the row's values after the claim: State claimed,
 	// Attempts counting this claim, AvailableAt equal to Claim.Until.
 	OutboxRow
-	// Claim is the guard to pass to the Mark and Retry methods.
+	// Claim is the guard to settle the row with.
 	Claim OutboxClaim
 }
 
@@ -208,50 +189,6 @@ type ClaimedOutboxRow struct {
 type OutboxClaimResult struct {
 	// Rows are the claimed rows, ordered by id; empty when none was due.
 	Rows []ClaimedOutboxRow
-}
-
-// OutboxMarkDoneParams are the input of [OutboxStore.MarkOutboxDoneIfClaimed].
-type OutboxMarkDoneParams struct {
-	// ID is the claimed row's id (OutboxClaim.ID). Required.
-	ID int64
-	// ClaimToken is the claim's token (OutboxClaim.Token). Required.
-	ClaimToken string
-	// Now is recorded as done_at; zero means the store's clock.
-	Now time.Time
-}
-
-// OutboxRetryParams are the input of [OutboxStore.RetryOutboxIfClaimed].
-type OutboxRetryParams struct {
-	// ID is the claimed row's id (OutboxClaim.ID). Required.
-	ID int64
-	// ClaimToken is the claim's token (OutboxClaim.Token). Required.
-	ClaimToken string
-	// Delay is how long after now the row is due again; 0 means at once.
-	// Relative to the store's clock, like the lease, so relays with
-	// skewed clocks agree. Stored with microsecond precision.
-	Delay time.Duration
-	// LastError describes the failure; it is kept on the row.
-	LastError string
-	// Now is the time Delay counts from; zero means the store's clock.
-	Now time.Time
-}
-
-// OutboxMarkDeadParams are the input of [OutboxStore.MarkOutboxDeadIfClaimed].
-type OutboxMarkDeadParams struct {
-	// ID is the claimed row's id (OutboxClaim.ID). Required.
-	ID int64
-	// ClaimToken is the claim's token (OutboxClaim.Token). Required.
-	ClaimToken string
-	// LastError says why the row is dead; it is kept on the row.
-	LastError string
-}
-
-// OutboxSettleResult is the output of the Mark and Retry methods.
-type OutboxSettleResult struct {
-	// Changed is true when the row was still claimed under the token and
-	// now has the new state; false when the guard found it otherwise and
-	// nothing was written (the claim was lost).
-	Changed bool
 }
 
 // OutboxRedriveParams are the input of [OutboxStore.RedriveOutboxIfDead].

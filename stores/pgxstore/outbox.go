@@ -90,47 +90,6 @@ RETURNING o.id, o.kind, o.idempotency_key, o.payload, o.headers, o.consumer, o.e
 	return res, nil
 }
 
-// MarkOutboxDoneIfClaimed implements
-// [stores.OutboxStore.MarkOutboxDoneIfClaimed]: one UPDATE whose WHERE
-// clause holds the guard (state claimed, the claim's token).
-func (s *Store) MarkOutboxDoneIfClaimed(ctx context.Context, p *stores.OutboxMarkDoneParams) (*stores.OutboxSettleResult, error) {
-	return s.settle(ctx, "mark outbox row done", p.ClaimToken, `UPDATE `+s.names.Outbox+`
-SET state = 'done', done_at = `+nowSQL+`, claimed_until = NULL, claim_token = NULL
-WHERE id = $2 AND state = 'claimed' AND claim_token = $3`, nullTime(p.Now), p.ID, p.ClaimToken)
-}
-
-// RetryOutboxIfClaimed implements [stores.OutboxStore.RetryOutboxIfClaimed].
-func (s *Store) RetryOutboxIfClaimed(ctx context.Context, p *stores.OutboxRetryParams) (*stores.OutboxSettleResult, error) {
-	if p.Delay < 0 {
-		return nil, fmt.Errorf("retry outbox row: Delay is %s, must not be negative", p.Delay)
-	}
-	return s.settle(ctx, "retry outbox row", p.ClaimToken, `UPDATE `+s.names.Outbox+`
-SET state = 'pending', available_at = `+nowSQL+` + $4::bigint * interval '1 microsecond', last_error = $5,
-    claimed_until = NULL, claim_token = NULL
-WHERE id = $2 AND state = 'claimed' AND claim_token = $3`, nullTime(p.Now), p.ID, p.ClaimToken, p.Delay.Microseconds(), p.LastError)
-}
-
-// MarkOutboxDeadIfClaimed implements
-// [stores.OutboxStore.MarkOutboxDeadIfClaimed].
-func (s *Store) MarkOutboxDeadIfClaimed(ctx context.Context, p *stores.OutboxMarkDeadParams) (*stores.OutboxSettleResult, error) {
-	return s.settle(ctx, "mark outbox row dead", p.ClaimToken, `UPDATE `+s.names.Outbox+`
-SET state = 'dead', last_error = $3, claimed_until = NULL, claim_token = NULL
-WHERE id = $1 AND state = 'claimed' AND claim_token = $2`, p.ID, p.ClaimToken, p.LastError)
-}
-
-// settle runs one guarded UPDATE of a claimed row and reports whether it
-// changed the row.
-func (s *Store) settle(ctx context.Context, op, token, q string, args ...any) (*stores.OutboxSettleResult, error) {
-	if token == "" {
-		return nil, fmt.Errorf("%s: ClaimToken is empty", op)
-	}
-	tag, err := s.pool.Exec(ctx, q, args...)
-	if err != nil {
-		return nil, interpretError(op, err)
-	}
-	return &stores.OutboxSettleResult{Changed: tag.RowsAffected() == 1}, nil
-}
-
 // RedriveOutboxIfDead implements [stores.OutboxStore.RedriveOutboxIfDead].
 func (s *Store) RedriveOutboxIfDead(ctx context.Context, p *stores.OutboxRedriveParams) (*stores.OutboxRedriveResult, error) {
 	limit := p.Limit

@@ -78,46 +78,6 @@ RETURNING id, kind, idempotency_key, payload, headers, consumer, event_id, state
 	return res, nil
 }
 
-// MarkOutboxDoneIfClaimed implements
-// [stores.OutboxStore.MarkOutboxDoneIfClaimed]: one UPDATE whose WHERE
-// clause holds the guard (state claimed, the claim's token).
-func (s *Store) MarkOutboxDoneIfClaimed(ctx context.Context, p *stores.OutboxMarkDoneParams) (*stores.OutboxSettleResult, error) {
-	return s.settle(ctx, "mark outbox row done", p.ClaimToken, `UPDATE `+s.names.Outbox+`
-SET state = 'done', done_at = ?1, claimed_until = NULL, claim_token = NULL
-WHERE id = ?2 AND state = 'claimed' AND claim_token = ?3`, micros(p.Now), p.ID, p.ClaimToken)
-}
-
-// RetryOutboxIfClaimed implements [stores.OutboxStore.RetryOutboxIfClaimed].
-func (s *Store) RetryOutboxIfClaimed(ctx context.Context, p *stores.OutboxRetryParams) (*stores.OutboxSettleResult, error) {
-	if p.Delay < 0 {
-		return nil, fmt.Errorf("retry outbox row: Delay is %s, must not be negative", p.Delay)
-	}
-	return s.settle(ctx, "retry outbox row", p.ClaimToken, `UPDATE `+s.names.Outbox+`
-SET state = 'pending', available_at = ?1, last_error = ?4, claimed_until = NULL, claim_token = NULL
-WHERE id = ?2 AND state = 'claimed' AND claim_token = ?3`, micros(p.Now)+p.Delay.Microseconds(), p.ID, p.ClaimToken, p.LastError)
-}
-
-// MarkOutboxDeadIfClaimed implements
-// [stores.OutboxStore.MarkOutboxDeadIfClaimed].
-func (s *Store) MarkOutboxDeadIfClaimed(ctx context.Context, p *stores.OutboxMarkDeadParams) (*stores.OutboxSettleResult, error) {
-	return s.settle(ctx, "mark outbox row dead", p.ClaimToken, `UPDATE `+s.names.Outbox+`
-SET state = 'dead', last_error = ?3, claimed_until = NULL, claim_token = NULL
-WHERE id = ?1 AND state = 'claimed' AND claim_token = ?2`, p.ID, p.ClaimToken, p.LastError)
-}
-
-// settle runs one guarded UPDATE of a claimed row and reports whether it
-// changed the row.
-func (s *Store) settle(ctx context.Context, op, token, q string, args ...any) (*stores.OutboxSettleResult, error) {
-	if token == "" {
-		return nil, fmt.Errorf("%s: ClaimToken is empty", op)
-	}
-	n, err := s.execWrite(ctx, op, q, args...)
-	if err != nil {
-		return nil, err
-	}
-	return &stores.OutboxSettleResult{Changed: n == 1}, nil
-}
-
 // execWrite runs one writing statement in its own write transaction
 // (writeTx) and returns the rows it affected.
 func (s *Store) execWrite(ctx context.Context, op, q string, args ...any) (int64, error) {

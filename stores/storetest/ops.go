@@ -52,9 +52,9 @@ func runOperator[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TTx]) 
 		res := claim(t, o, &stores.OutboxClaimParams{Limit: 1000, Lease: lease, Now: t0})
 		for _, r := range res.Rows {
 			if dead[r.ID] {
-				out, err := o.MarkOutboxDeadIfClaimed(context.Background(), &stores.OutboxMarkDeadParams{ID: r.ID, ClaimToken: r.Claim.Token, LastError: "boom"})
+				changed, err := settleOne(context.Background(), o, stores.OutboxSettlement{ID: r.ID, ClaimToken: r.Claim.Token, State: stores.OutboxDead, LastError: "boom"}, time.Time{})
 				require.NoError(t, err)
-				require.True(t, out.Changed)
+				require.True(t, changed)
 			} else {
 				markDone(t, o, r, t0)
 			}
