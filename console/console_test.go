@@ -58,7 +58,7 @@ type genericSeeder[TTx any] struct {
 func (g *genericSeeder[TTx]) inbox(t *testing.T, consumer, eventID string, rows ...ackgap.OutboxEntry) {
 	t.Helper()
 	ctx := context.Background()
-	res, err := g.s.BeginInbox(ctx, &stores.BeginInboxParams{Consumer: consumer, EventID: eventID,
+	res, err := g.s.BeginInboxDeferred(ctx, &stores.BeginInboxParams{Consumer: consumer, EventID: eventID,
 		PayloadHash: stores.PayloadHash([]byte(eventID)), TraceParent: traceParent})
 	require.NoError(t, err)
 	require.False(t, res.Duplicate)

@@ -32,7 +32,7 @@ func Example() {
 	}
 
 	// What the inbox middleware and ackgap.AddOutbox do for a handler.
-	res, err := store.BeginInbox(ctx, &stores.BeginInboxParams{Consumer: "billing", EventID: "order.placed:o1"})
+	res, err := store.BeginInboxDeferred(ctx, &stores.BeginInboxParams{Consumer: "billing", EventID: "order.placed:o1"})
 	if err != nil {
 		panic(err)
 	}

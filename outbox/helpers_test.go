@@ -92,7 +92,7 @@ var events atomic.Int64
 func insert[TTx any](t testing.TB, s stores.Store[TTx], rows ...ackgap.OutboxEntry) []int64 {
 	t.Helper()
 	ctx := context.Background()
-	res, err := s.BeginInbox(ctx, &stores.BeginInboxParams{Consumer: "test", EventID: fmt.Sprintf("e%d", events.Add(1))})
+	res, err := s.BeginInboxDeferred(ctx, &stores.BeginInboxParams{Consumer: "test", EventID: fmt.Sprintf("e%d", events.Add(1))})
 	require.NoError(t, err)
 	ids := make([]int64, 0, len(rows))
 	for i := range rows {

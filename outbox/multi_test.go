@@ -97,7 +97,7 @@ func TestSlowProviderHoldsNoConnection(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
 	defer cancel()
 	for i := range 20 {
-		res, err := b.store.BeginInbox(ctx, &stores.BeginInboxParams{Consumer: "consumer", EventID: fmt.Sprintf("during-%d", i)})
+		res, err := b.store.BeginInboxDeferred(ctx, &stores.BeginInboxParams{Consumer: "consumer", EventID: fmt.Sprintf("during-%d", i)})
 		require.NoError(t, err, "a connection was free for the consumer")
 		_, err = b.store.InsertOutboxTx(ctx, res.Tx, &ackgap.OutboxEntry{Kind: "later", IdempotencyKey: fmt.Sprintf("later:%d", i)})
 		require.NoError(t, err)

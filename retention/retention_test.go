@@ -44,8 +44,16 @@ func newBundle[TTx any](s stores.Store[TTx]) *bundle {
 	return &bundle{
 		store: s,
 		tryInsert: func(ctx context.Context, consumer, eventID string, at time.Time) error {
-			res, err := s.BeginInbox(ctx, &stores.BeginInboxParams{Consumer: consumer, EventID: eventID, Now: at})
+			begun, err := s.BeginInboxDeferred(ctx, &stores.BeginInboxParams{Consumer: consumer, EventID: eventID, Now: at})
 			if err != nil {
+				return err
+			}
+			if begun.Duplicate { // an eager store knows at once
+				return fmt.Errorf("%s/%s inserted twice", consumer, eventID)
+			}
+			res, err := s.InboxVerdictTx(ctx, begun.Tx)
+			if err != nil {
+				_ = s.RollbackTx(ctx, begun.Tx)
 				return err
 			}
 			if res.Duplicate {
@@ -55,7 +63,12 @@ func newBundle[TTx any](s stores.Store[TTx]) *bundle {
 		},
 		duplicate: func(t *testing.T, consumer, eventID string) bool {
 			ctx := context.Background()
-			res, err := s.BeginInbox(ctx, &stores.BeginInboxParams{Consumer: consumer, EventID: eventID, Now: now})
+			begun, err := s.BeginInboxDeferred(ctx, &stores.BeginInboxParams{Consumer: consumer, EventID: eventID, Now: now})
+			require.NoError(t, err)
+			if begun.Duplicate { // an eager store knows at once
+				return true
+			}
+			res, err := s.InboxVerdictTx(ctx, begun.Tx)
 			require.NoError(t, err)
 			if !res.Duplicate {
 				require.NoError(t, s.RollbackTx(ctx, res.Tx))

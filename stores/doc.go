@@ -19,7 +19,7 @@
 // with QueueOutboxTx and QueueTransitionTx are sent with the next
 // statement or the commit) or not; the methods are the same either way,
 // and an eager store implements the pipelined ones with the storekit
-// helpers (BeginInboxNow, VerdictNow, QueueOutboxNow, QueueTransitionNow).
+// helpers (VerdictNow, QueueOutboxNow, QueueTransitionNow).
 // storetest.Run checks it, and storetest.RunBenchmarks runs one benchmark
 // workload on every store.
 // The types a handler also touches (ackgap.Transition with its Guards and
@@ -42,7 +42,7 @@
 // apart from the contract.
 //
 // Rules every implementation keeps (docs/design.md, invariants 1, 2, 7, 8):
-//   - [Store.BeginInbox] inserts the inbox row as the transaction's first
+//   - [Store.BeginInboxDeferred] inserts the inbox row as the transaction's first
 //     write, under a unique constraint on (consumer, event id); the insert
 //     itself is the dedupe check, never a SELECT before it.
 //   - A duplicate is a result ([BeginInboxResult.Duplicate]), not an error.

@@ -26,27 +26,22 @@ type Store[TTx any] interface {
 	OutboxLister
 	ErrorClassifier
 
-	// BeginInbox begins a transaction and inserts the inbox row
-	// (p.Consumer, p.EventID) in it as its first write, and returns once
-	// the insert's verdict is known. When the row already exists it rolls
-	// the transaction back and returns a result with Duplicate set and a
-	// zero Tx. Concurrent calls for one key block in the database until the
-	// first transaction ends; exactly one of them gets a transaction.
-	BeginInbox(ctx context.Context, p *BeginInboxParams) (*BeginInboxResult[TTx], error)
-
-	// BeginInboxDeferred is BeginInbox for a message about to be handled:
-	// the store may send the BEGIN and the inbox insert with the first
+	// BeginInboxDeferred begins a transaction whose first write inserts
+	// the inbox row (p.Consumer, p.EventID), for a message about to be
+	// handled. The store may send the BEGIN and the insert with the first
 	// statement that goes through the transaction instead of ahead of it
-	// (pgxstore: one pipelined round trip), or resolve at once as
-	// BeginInbox does (storekit.BeginInboxNow). A result with Duplicate
-	// set is a duplicate known at once. Otherwise Tx is the transaction,
-	// and when the insert is still pending the dedupe check is still the
-	// insert under the unique constraint (docs/design.md invariant 2): for
-	// a duplicate, the first statement that carried it fails with
-	// ackgap.ErrDuplicate and the transaction has been rolled back (the
-	// statement's own work undone); every later statement fails too.
-	// Release Tx with CommitTx or RollbackTx, after InboxVerdictTx said it
-	// is not a duplicate.
+	// (pgxstore: one pipelined round trip), or resolve at once (sqlitestore,
+	// mysqlstore: BEGIN and INSERT now; when the row already exists the
+	// transaction is rolled back and the result has Duplicate set and a
+	// zero Tx). Concurrent deliveries of one key block in the database
+	// until the first transaction ends; exactly one of them applies.
+	// Otherwise Tx is the transaction, and when the insert is still
+	// pending the dedupe check is still the insert under the unique
+	// constraint (docs/design.md invariant 2): for a duplicate, the first
+	// statement that carried it fails with ackgap.ErrDuplicate and the
+	// transaction has been rolled back (the statement's own work undone);
+	// every later statement fails too. InboxVerdictTx gives the verdict
+	// at any point. Release Tx with CommitTx or RollbackTx.
 	BeginInboxDeferred(ctx context.Context, p *BeginInboxParams) (*BeginInboxResult[TTx], error)
 
 	// InboxVerdictTx returns whether the inbox insert of tx (from
@@ -143,7 +138,7 @@ type OutboxLister interface {
 	ListOutbox(ctx context.Context, p *OutboxListParams) (*OutboxListResult, error)
 }
 
-// BeginInboxParams are the input of [Store.BeginInbox].
+// BeginInboxParams are the input of [Store.BeginInboxDeferred].
 type BeginInboxParams struct {
 	// Consumer is the consumer name that scopes the inbox row (docs/design.md
 	// invariant 6): two consumers of one topic each process an event once.
@@ -242,7 +237,8 @@ func MergeProgress(ps []Progress) []Progress {
 	return out
 }
 
-// BeginInboxResult is the output of [Store.BeginInbox].
+// BeginInboxResult is the output of [Store.BeginInboxDeferred] and
+// [Store.InboxVerdictTx].
 type BeginInboxResult[TTx any] struct {
 	// Tx is the open transaction holding the new inbox row; zero when
 	// Duplicate is true.

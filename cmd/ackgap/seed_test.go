@@ -28,7 +28,7 @@ type genericSeeder[TTx any] struct {
 func (g *genericSeeder[TTx]) inbox(t *testing.T, consumer, eventID string, at time.Time, rows ...ackgap.OutboxEntry) {
 	t.Helper()
 	ctx := context.Background()
-	res, err := g.s.BeginInbox(ctx, &stores.BeginInboxParams{Consumer: consumer, EventID: eventID,
+	res, err := g.s.BeginInboxDeferred(ctx, &stores.BeginInboxParams{Consumer: consumer, EventID: eventID,
 		PayloadHash: stores.PayloadHash([]byte(eventID)), Now: at, TraceParent: traceParent})
 	require.NoError(t, err)
 	require.False(t, res.Duplicate)
@@ -43,7 +43,7 @@ func (g *genericSeeder[TTx]) inbox(t *testing.T, consumer, eventID string, at ti
 func (g *genericSeeder[TTx]) progress(t *testing.T, consumer, eventID string, p stores.Progress) {
 	t.Helper()
 	ctx := context.Background()
-	res, err := g.s.BeginInbox(ctx, &stores.BeginInboxParams{Consumer: consumer, EventID: eventID, Progress: &p})
+	res, err := g.s.BeginInboxDeferred(ctx, &stores.BeginInboxParams{Consumer: consumer, EventID: eventID, Progress: &p})
 	require.NoError(t, err)
 	require.False(t, res.Duplicate)
 	require.NoError(t, g.s.CommitTx(ctx, res.Tx))

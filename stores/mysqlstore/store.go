@@ -269,11 +269,11 @@ func (s *Store) begin(ctx context.Context) (*sql.Tx, error) {
 	return tx, nil
 }
 
-// BeginInbox implements [stores.Store.BeginInbox]: a READ COMMITTED
-// transaction and a plain INSERT of the inbox row. A duplicate key (1062)
+// BeginInboxDeferred implements [stores.Store.BeginInboxDeferred] at
+// once: a READ COMMITTED transaction and a plain INSERT of the inbox row. A duplicate key (1062)
 // rolls back only that statement on MariaDB and MySQL, so no savepoint is
 // needed: 1062 means the event was applied, and the stored hash is read.
-func (s *Store) BeginInbox(ctx context.Context, p *stores.BeginInboxParams) (*stores.BeginInboxResult[*sql.Tx], error) {
+func (s *Store) BeginInboxDeferred(ctx context.Context, p *stores.BeginInboxParams) (*stores.BeginInboxResult[*sql.Tx], error) {
 	tx, err := s.begin(ctx)
 	if err != nil {
 		return nil, err
@@ -363,12 +363,6 @@ func (s *Store) TransitionIfStateTx(ctx context.Context, tx *sql.Tx, p *ackgap.T
 
 // dialect: MySQL binds with anonymous "?" in order.
 var dialect = sqlbuild.Dialect{Placeholder: func(int) string { return "?" }}
-
-// BeginInboxDeferred implements [stores.Store.BeginInboxDeferred] at once,
-// as BeginInbox.
-func (s *Store) BeginInboxDeferred(ctx context.Context, p *stores.BeginInboxParams) (*stores.BeginInboxResult[*sql.Tx], error) {
-	return storekit.BeginInboxNow[*sql.Tx](ctx, s, p)
-}
 
 // InboxVerdictTx implements [stores.Store.InboxVerdictTx]: the verdict was
 // known at BeginInboxDeferred, so tx is not a duplicate.

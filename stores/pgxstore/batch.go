@@ -71,7 +71,7 @@ func (s *Store) BeginInboxMany(ctx context.Context, p *stores.BeginInboxManyPara
 		b.Queue("SAVEPOINT " + storekit.QuoteIdentifier(p.Savepoint))
 	}
 	br := conn.SendBatch(ctx, &b)
-	// The transaction of BeginInbox, begun already: it queues outbox rows
+	// An inbox transaction, begun already: it queues outbox rows
 	// and wakes the relays after a commit that wrote some.
 	tx := &inboxTx{tx: br.Tx(), conn: conn, pgConn: conn.Conn(), store: s}
 	if len(p.Progress) > 0 {

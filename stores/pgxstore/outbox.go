@@ -164,8 +164,8 @@ FROM `+o+` WHERE state IN ('pending', 'claimed') AND ($1 = '' OR kind = $1)`, p.
 // run) and closed on return: it never holds one of the pool's connections.
 // The channel is "ackgap_outbox_" followed by the MD5 of
 // "<schema>.<table>" of the outbox table this store uses. It is notified
-// after every commit of a transaction from BeginInbox or
-// BeginInboxDeferred that wrote outbox rows, and by [Store.NotifyOutbox];
+// after every commit of a transaction from BeginInboxDeferred or
+// BeginInboxMany that wrote outbox rows, and by [Store.NotifyOutbox];
 // rows written in other transactions are found at the relay's next poll.
 func (s *Store) ListenOutbox(ctx context.Context, p *stores.OutboxListenParams) error {
 	if p == nil || p.Notify == nil {
@@ -210,7 +210,7 @@ func (s *Store) ListenOutbox(ctx context.Context, p *stores.OutboxListenParams) 
 
 // NotifyOutbox wakes the relays listening on this store's outbox now. Call
 // it after committing outbox rows written in a transaction of your own
-// (InsertOutboxTx or QueueOutboxTx on a pgx.Tx that BeginInbox did not
+// (QueueOutboxTx on a pgx.Tx that BeginInboxDeferred did not
 // return): without it they are found at the relays' next poll. It returns
 // an error wrapping ackgap.ErrStoreUnavailable when the database cannot be
 // reached.

@@ -36,7 +36,7 @@ func TestListenOutbox(t *testing.T) {
 	}
 
 	insert := func(s *pgxstore.Store, key string, commit bool) {
-		res, err := s.BeginInbox(ctx, &stores.BeginInboxParams{Consumer: "c1", EventID: key})
+		res, err := s.BeginInboxDeferred(ctx, &stores.BeginInboxParams{Consumer: "c1", EventID: key})
 		require.NoError(t, err)
 		_, err = s.InsertOutboxTx(ctx, res.Tx, &ackgap.OutboxEntry{Kind: "charge", IdempotencyKey: key})
 		require.NoError(t, err)
@@ -94,7 +94,7 @@ func TestOutboxMigrationsInSchema(t *testing.T) {
 		done <- store.ListenOutbox(lctx, &stores.OutboxListenParams{Notify: func() { notified <- struct{}{} }})
 	}()
 	<-notified
-	res, err := store.BeginInbox(ctx, &stores.BeginInboxParams{Consumer: "c1", EventID: "e1"})
+	res, err := store.BeginInboxDeferred(ctx, &stores.BeginInboxParams{Consumer: "c1", EventID: "e1"})
 	require.NoError(t, err)
 	_, err = store.InsertOutboxTx(ctx, res.Tx, &ackgap.OutboxEntry{Kind: "charge", IdempotencyKey: "k1"})
 	require.NoError(t, err)

@@ -173,31 +173,19 @@ func TxFromContext(ctx context.Context) (pgx.Tx, bool) {
 	return ackgap.TxFromContext[pgx.Tx](ctx)
 }
 
-// BeginInbox implements [stores.Store.BeginInbox] in one round trip: a
-// pgx batch of BEGIN and INSERT ... ON CONFLICT DO NOTHING into the inbox.
-// A duplicate takes a second round trip: ROLLBACK and a SELECT of the
-// stored payload hash and trace context, pipelined. The SELECT is a
-// statement of its own, so under READ COMMITTED it sees a row a concurrent
-// delivery committed while the INSERT waited on it.
-//
-// The transaction it returns queues the rows of [Store.QueueOutboxTx] and
-// sends them ahead of its next statement or with its COMMIT, in the same
-// round trip. [Store.BeginInboxDeferred] saves the first round trip too.
-func (s *Store) BeginInbox(ctx context.Context, p *stores.BeginInboxParams) (*stores.BeginInboxResult[pgx.Tx], error) {
-	begun, err := s.BeginInboxDeferred(ctx, p)
-	if err != nil {
-		return nil, err
-	}
-	return s.InboxVerdictTx(ctx, begun.Tx)
-}
-
 // BeginInboxDeferred implements [stores.Store.BeginInboxDeferred]: it
 // takes a connection from the pool and sends nothing; the result holds the
 // transaction, its verdict pending. The transaction's
 // BEGIN and inbox insert go in one round trip with its first Exec that has
 // arguments (a guarded transition's UPDATE), behind them; any other
-// statement is sent right after them. Queued outbox rows behave as with
-// [Store.BeginInbox]. It returns an error wrapping
+// statement is sent right after them; [Store.InboxVerdictTx] sends them
+// alone (one round trip: BEGIN and INSERT ... ON CONFLICT DO NOTHING; a
+// duplicate takes a second: ROLLBACK and a SELECT of the stored payload
+// hash and trace context, a statement of its own, so under READ COMMITTED
+// it sees a row a concurrent delivery committed while the INSERT waited).
+// The transaction queues the rows of [Store.QueueOutboxTx] and sends them
+// ahead of its next statement or with its COMMIT, in the same round trip.
+// It returns an error wrapping
 // ackgap.ErrStoreUnavailable when no connection can be had.
 func (s *Store) BeginInboxDeferred(ctx context.Context, p *stores.BeginInboxParams) (*stores.BeginInboxResult[pgx.Tx], error) {
 	conn, err := s.pool.Acquire(ctx)
@@ -213,7 +201,7 @@ func (s *Store) BeginInboxDeferred(ctx context.Context, p *stores.BeginInboxPara
 }
 
 // InboxVerdictTx implements [stores.Store.InboxVerdictTx]. tx must
-// come from BeginInbox or BeginInboxDeferred of this store; anything else
+// come from BeginInboxDeferred of this store; anything else
 // returns an error.
 func (s *Store) InboxVerdictTx(ctx context.Context, tx pgx.Tx) (*stores.BeginInboxResult[pgx.Tx], error) {
 	t, ok := tx.(*inboxTx)
@@ -300,7 +288,7 @@ func (s *Store) InsertOutboxTx(ctx context.Context, tx pgx.Tx, p *ackgap.OutboxE
 }
 
 // QueueOutboxTx implements [stores.Store.QueueOutboxTx]. On a
-// transaction from BeginInbox it validates p and holds the row back: it is
+// transaction from BeginInboxDeferred it validates p and holds the row back: it is
 // sent, pipelined, ahead of the transaction's next statement or with its
 // COMMIT, in the same round trip; rows queued one after the other go in
 // one statement (queries.outboxQueuedMany), and a key queued twice before

@@ -24,7 +24,7 @@ import (
 func TestQueuedRowVisibleToNextStatement(t *testing.T) {
 	ctx := context.Background()
 	store, _ := migrated(t, nil)
-	res, err := store.BeginInbox(ctx, &stores.BeginInboxParams{Consumer: "c1", EventID: "e1"})
+	res, err := store.BeginInboxDeferred(ctx, &stores.BeginInboxParams{Consumer: "c1", EventID: "e1"})
 	require.NoError(t, err)
 	row := &ackgap.OutboxEntry{Kind: "charge", IdempotencyKey: "charge:o1", Payload: []byte(`{}`)}
 	require.NoError(t, store.QueueOutboxTx(ctx, res.Tx, row))
@@ -44,13 +44,13 @@ func TestQueuedRowVisibleToNextStatement(t *testing.T) {
 func TestQueuedConflictAtNextStatement(t *testing.T) {
 	ctx := context.Background()
 	store, pool := migrated(t, nil)
-	first, err := store.BeginInbox(ctx, &stores.BeginInboxParams{Consumer: "c1", EventID: "e1"})
+	first, err := store.BeginInboxDeferred(ctx, &stores.BeginInboxParams{Consumer: "c1", EventID: "e1"})
 	require.NoError(t, err)
 	_, err = store.InsertOutboxTx(ctx, first.Tx, &ackgap.OutboxEntry{Kind: "charge", IdempotencyKey: "charge:o1", Payload: []byte(`{"amount":1}`)})
 	require.NoError(t, err)
 	require.NoError(t, store.CommitTx(ctx, first.Tx))
 
-	res, err := store.BeginInbox(ctx, &stores.BeginInboxParams{Consumer: "c1", EventID: "e2"})
+	res, err := store.BeginInboxDeferred(ctx, &stores.BeginInboxParams{Consumer: "c1", EventID: "e2"})
 	require.NoError(t, err)
 	require.NoError(t, store.QueueOutboxTx(ctx, res.Tx, &ackgap.OutboxEntry{Kind: "charge", IdempotencyKey: "charge:o1", Payload: []byte(`{"amount":2}`)}))
 	_, err = res.Tx.Exec(ctx, `SELECT 1`)
@@ -59,13 +59,15 @@ func TestQueuedConflictAtNextStatement(t *testing.T) {
 	require.NoError(t, store.RollbackTx(ctx, res.Tx))
 	require.Zero(t, pool.Stat().AcquiredConns(), "the connection went back to the pool")
 
-	again, err := store.BeginInbox(ctx, &stores.BeginInboxParams{Consumer: "c1", EventID: "e2"})
+	begun, err := store.BeginInboxDeferred(ctx, &stores.BeginInboxParams{Consumer: "c1", EventID: "e2"})
+	require.NoError(t, err)
+	again, err := store.InboxVerdictTx(ctx, begun.Tx)
 	require.NoError(t, err)
 	require.False(t, again.Duplicate, "the inbox row rolled back")
 	require.NoError(t, store.RollbackTx(ctx, again.Tx))
 }
 
-// TestQueueOnOtherTxInsertsAtOnce: on a transaction BeginInbox did not
+// TestQueueOnOtherTxInsertsAtOnce: on a transaction BeginInboxDeferred did not
 // return, QueueOutboxTx inserts at once.
 func TestQueueOnOtherTxInsertsAtOnce(t *testing.T) {
 	ctx := context.Background()
@@ -218,7 +220,7 @@ func TestDeferredStatementsOtherThanExec(t *testing.T) {
 	}
 }
 
-// TestQueueTransitionOnOtherTxRunsAtOnce: on a transaction BeginInbox did
+// TestQueueTransitionOnOtherTxRunsAtOnce: on a transaction BeginInboxDeferred did
 // not return, QueueTransitionTx runs its statement at once: applied with
 // its rows, then refused (permanent) from a state it does not start from.
 func TestQueueTransitionOnOtherTxRunsAtOnce(t *testing.T) {

@@ -194,11 +194,12 @@ func TxFromContext(ctx context.Context) (*sql.Tx, bool) {
 	return ackgap.TxFromContext[*sql.Tx](ctx)
 }
 
-// BeginInbox implements [stores.Store.BeginInbox]: BEGIN IMMEDIATE, then
-// INSERT ... ON CONFLICT DO NOTHING into the inbox. The store's statements
-// are prepared once per connection and kept (the first time here, before
-// the transaction begins).
-func (s *Store) BeginInbox(ctx context.Context, p *stores.BeginInboxParams) (*stores.BeginInboxResult[*sql.Tx], error) {
+// BeginInboxDeferred implements [stores.Store.BeginInboxDeferred] at
+// once: SQLite gains nothing from deferring (no network round trip). BEGIN
+// IMMEDIATE, then INSERT ... ON CONFLICT DO NOTHING into the inbox. The
+// store's statements are prepared once per connection and kept (the first
+// time here, before the transaction begins).
+func (s *Store) BeginInboxDeferred(ctx context.Context, p *stores.BeginInboxParams) (*stores.BeginInboxResult[*sql.Tx], error) {
 	s.stmts.prepare(ctx)
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
@@ -287,13 +288,6 @@ func (s *Store) TransitionIfStateTx(ctx context.Context, tx *sql.Tx, p *ackgap.T
 		return nil, interpretError("read state", err)
 	}
 	return &ackgap.TransitionResult{Outcome: storekit.OutcomeOf(false, found, state, tp.To), Found: found, Previous: state}, nil
-}
-
-// BeginInboxDeferred implements [stores.Store.BeginInboxDeferred]: SQLite
-// gains nothing from deferring (no network round trip), so it resolves at
-// once, as BeginInbox.
-func (s *Store) BeginInboxDeferred(ctx context.Context, p *stores.BeginInboxParams) (*stores.BeginInboxResult[*sql.Tx], error) {
-	return storekit.BeginInboxNow[*sql.Tx](ctx, s, p)
 }
 
 // InboxVerdictTx implements [stores.Store.InboxVerdictTx]: the verdict was

@@ -114,15 +114,9 @@ func (pl *OutboxManyPlan) Settle(p *stores.OutboxInsertManyParams, inserted map[
 	return res, nil
 }
 
-// BeginInboxNow is [stores.Store.BeginInboxDeferred] for a store that
-// does not pipeline: it resolves at once with s.BeginInbox.
-func BeginInboxNow[TTx any](ctx context.Context, s stores.Store[TTx], p *stores.BeginInboxParams) (*stores.BeginInboxResult[TTx], error) {
-	return s.BeginInbox(ctx, p)
-}
-
-// VerdictNow is [stores.Store.InboxVerdictTx] for a store that resolved
-// the inbox insert at once (BeginInboxNow): tx is not a duplicate, or
-// BeginInboxDeferred would have said so.
+// VerdictNow is [stores.Store.InboxVerdictTx] for a store whose
+// BeginInboxDeferred resolves the inbox insert at once: tx is not a
+// duplicate, or BeginInboxDeferred would have said so.
 func VerdictNow[TTx any](tx TTx) *stores.BeginInboxResult[TTx] {
 	return &stores.BeginInboxResult[TTx]{Tx: tx}
 }

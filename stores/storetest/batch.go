@@ -51,7 +51,7 @@ func runBatch[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TTx]) {
 		require.NoError(t, h.Store.RollbackTx(ctx, again.Tx))
 		require.Equal(t, tp, again.Rows[0].TraceParent, "the traceparent of the batch that applied e1")
 		require.Empty(t, again.Rows[1].TraceParent, "e2 was not traced")
-		require.Equal(t, tp, begin(t, h, "c1", "e1", nil).TraceParent, "BeginInbox reads it too")
+		require.Equal(t, tp, begin(t, h, "c1", "e1", nil).TraceParent, "the inbox verdict reads it too")
 	})
 
 	t.Run("InsertManyReportsDuplicates", func(t *testing.T) {

@@ -12,8 +12,8 @@ import (
 )
 
 // runInboxDeferrer checks a pipelining store's BeginInboxDeferred: the inbox
-// insert sent with the transaction's first statement decides as the plain
-// BeginInbox does (first insert wins, a duplicate changes nothing, a
+// insert sent with the transaction's first statement decides as the insert with
+// its verdict read at once (InboxVerdictTx) does (first insert wins, a duplicate changes nothing, a
 // rollback frees the key, concurrent deliveries apply once), and a
 // duplicate's statement fails with ackgap.ErrDuplicate, its work undone.
 // [Run] runs it when Harness.Pipelines is set.

@@ -35,7 +35,7 @@ func runOperator[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TTx]) 
 	inbox := func(t *testing.T, h *Harness[TTx], consumer, eventID string, at time.Time, rows ...ackgap.OutboxEntry) {
 		t.Helper()
 		ctx := context.Background()
-		res, err := h.Store.BeginInbox(ctx, &stores.BeginInboxParams{Consumer: consumer, EventID: eventID,
+		res, err := beginInbox(ctx, h.Store, &stores.BeginInboxParams{Consumer: consumer, EventID: eventID,
 			PayloadHash: hashOf(eventID), Now: at, TraceParent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"})
 		require.NoError(t, err)
 		require.False(t, res.Duplicate)

@@ -68,7 +68,7 @@ const createStateTable = `CREATE TABLE "Order ""Items""" (id VARCHAR(255) PRIMAR
 //   - QueuedOutbox, when Harness.Pipelines is set (queued outbox rows
 //     commit, deduplicate and fail with their transaction);
 //   - DeferredInbox, when Harness.Pipelines is set (the deferred inbox
-//     insert decides as BeginInbox does; a duplicate's statement fails
+//     insert decides as an eager one does; a duplicate's statement fails
 //     with ackgap.ErrDuplicate).
 //
 // A part the store does not implement is skipped with the reason, so a new
@@ -103,7 +103,7 @@ func runInbox[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TTx]) {
 		require.False(t, first.Duplicate)
 		require.NoError(t, h.Store.CommitTx(ctx, first.Tx))
 
-		second, err := h.Store.BeginInbox(ctx, &stores.BeginInboxParams{Consumer: "c1", EventID: "e1", PayloadHash: hashOf("p")})
+		second, err := beginInbox(ctx, h.Store, &stores.BeginInboxParams{Consumer: "c1", EventID: "e1", PayloadHash: hashOf("p")})
 		require.NoError(t, err, "a duplicate is a result, not an error")
 		require.True(t, second.Duplicate)
 		require.False(t, second.PayloadMismatch)
@@ -126,10 +126,10 @@ func runInbox[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TTx]) {
 		h := setup(t)
 		ctx := context.Background()
 		const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
-		first, err := h.Store.BeginInbox(ctx, &stores.BeginInboxParams{Consumer: "c1", EventID: "e1", TraceParent: tp})
+		first, err := beginInbox(ctx, h.Store, &stores.BeginInboxParams{Consumer: "c1", EventID: "e1", TraceParent: tp})
 		require.NoError(t, err)
 		require.NoError(t, h.Store.CommitTx(ctx, first.Tx))
-		second, err := h.Store.BeginInbox(ctx, &stores.BeginInboxParams{Consumer: "c1", EventID: "e1",
+		second, err := beginInbox(ctx, h.Store, &stores.BeginInboxParams{Consumer: "c1", EventID: "e1",
 			TraceParent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"})
 		require.NoError(t, err)
 		require.True(t, second.Duplicate)
@@ -172,7 +172,7 @@ func runInbox[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TTx]) {
 
 		const n = 16
 		applied, dupes, errs := concurrently(n, func() (bool, error) {
-			res, err := h.Store.BeginInbox(ctx, &stores.BeginInboxParams{Consumer: "c1", EventID: "e1"})
+			res, err := beginInbox(ctx, h.Store, &stores.BeginInboxParams{Consumer: "c1", EventID: "e1"})
 			if err != nil || res.Duplicate {
 				return err == nil, err
 			}
@@ -206,7 +206,7 @@ func runInbox[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TTx]) {
 			consumer, id string
 			at           time.Time
 		}{{"c1", "old1", old}, {"c1", "old2", old}, {"c2", "old3", old}, {"c1", "new", now}} {
-			res, err := h.Store.BeginInbox(ctx, &stores.BeginInboxParams{Consumer: k.consumer, EventID: k.id, Now: k.at})
+			res, err := beginInbox(ctx, h.Store, &stores.BeginInboxParams{Consumer: k.consumer, EventID: k.id, Now: k.at})
 			require.NoError(t, err)
 			require.NoError(t, h.Store.CommitTx(ctx, res.Tx))
 		}
@@ -440,7 +440,7 @@ func runInbox[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TTx]) {
 		require.NoError(t, err)
 		require.Equal(t, 0, down.Version)
 		require.Len(t, down.Applied, newest)
-		_, err = h.Store.BeginInbox(ctx, &stores.BeginInboxParams{Consumer: "c1", EventID: "e1"})
+		_, err = beginInbox(ctx, h.Store, &stores.BeginInboxParams{Consumer: "c1", EventID: "e1"})
 		require.Error(t, err, "no inbox table after migrating down")
 		up, err := h.Store.Migrate(ctx, &stores.MigrateParams{})
 		require.NoError(t, err)
@@ -484,7 +484,7 @@ func concurrently(n int, deliver func() (duplicate bool, err error)) (applied, d
 
 func begin[TTx any](t *testing.T, h *Harness[TTx], consumer, eventID string, hash []byte) *stores.BeginInboxResult[TTx] {
 	t.Helper()
-	res, err := h.Store.BeginInbox(context.Background(), &stores.BeginInboxParams{Consumer: consumer, EventID: eventID, PayloadHash: hash})
+	res, err := beginInbox(context.Background(), h.Store, &stores.BeginInboxParams{Consumer: consumer, EventID: eventID, PayloadHash: hash})
 	require.NoError(t, err)
 	return res
 }
@@ -497,3 +497,19 @@ func listOutbox[TTx any](t *testing.T, h *Harness[TTx]) []stores.OutboxRow {
 }
 
 func hashOf(s string) []byte { return stores.PayloadHash([]byte(s)) }
+
+// beginInbox begins s's inbox transaction for p and returns its verdict at
+// once (BeginInboxDeferred, then InboxVerdictTx): a duplicate is known on
+// return, as the middleware learns it before the handler's outcome counts.
+func beginInbox[TTx any](ctx context.Context, s stores.Store[TTx], p *stores.BeginInboxParams) (*stores.BeginInboxResult[TTx], error) {
+	begun, err := s.BeginInboxDeferred(ctx, p)
+	if err != nil || begun.Duplicate {
+		return begun, err
+	}
+	res, err := s.InboxVerdictTx(ctx, begun.Tx)
+	if err != nil {
+		_ = s.RollbackTx(ctx, begun.Tx)
+		return nil, err
+	}
+	return res, nil
+}
