@@ -351,11 +351,10 @@ type Report struct {
 // by one at a time. A Relay is safe for concurrent use; Run runs once at a
 // time.
 type Relay struct {
-	store    stores.OutboxStore
-	listener stores.OutboxListener
-	cfg      Config
-	kinds    []string
-	running  atomic.Bool
+	store   stores.OutboxStore
+	cfg     Config
+	kinds   []string
+	running atomic.Bool
 	// accepting: Run takes dispatched rows (HoldOutbox may say yes).
 	accepting atomic.Bool
 	// taking: Run receives hand-overs (DispatchOutbox sends them), from
@@ -372,8 +371,8 @@ type Relay struct {
 }
 
 // New returns a Relay on store; cfg is required because Effects is. When
-// store also implements stores.OutboxListener (pgxstore does), Run is
-// woken right after commits that added rows; wrap the store with
+// the store can listen (stores.OutboxStore.ListenOutbox; pgxstore can), Run
+// is woken right after commits that added rows; wrap the store with
 // [PollOnly] to poll only. It does not touch the database. It returns an
 // error wrapping "invalid config" that names every bad field.
 func New(store stores.OutboxStore, cfg *Config) (*Relay, error) {
@@ -389,26 +388,28 @@ func New(store stores.OutboxStore, cfg *Config) (*Relay, error) {
 	}
 	r := &Relay{store: store, cfg: c, kinds: slices.Sorted(maps.Keys(c.Effects)),
 		dispatched: make(chan []ackgap.OutboxEntry, c.DispatchLimit)}
-	if l, ok := store.(stores.OutboxListener); ok {
-		r.listener = l
-	}
 	return r, nil
 }
 
-// PollOnly returns store without its stores.OutboxListener, if it has one:
-// a relay on it polls every Config.PollInterval and is never woken.
+// PollOnly returns store with listening turned off: its ListenOutbox
+// returns an error wrapping errors.ErrUnsupported, so a relay on it polls
+// every Config.PollInterval and is never woken.
 func PollOnly(store stores.OutboxStore) stores.OutboxStore {
 	return pollOnly{store}
 }
 
 type pollOnly struct{ stores.OutboxStore }
 
+func (pollOnly) ListenOutbox(context.Context, *stores.OutboxListenParams) error {
+	return fmt.Errorf("outbox: listening turned off by PollOnly: %w", errors.ErrUnsupported)
+}
+
 // Run carries out due rows until ctx ends, then returns nil. It claims as
 // many due rows as it has free slots (Config.Concurrency) and calls their
 // effects concurrently. While claims come back full (a backlog), it claims
 // again as soon as half its slots are free, so one claim statement serves
 // several rows; otherwise it claims when woken by the store
-// (stores.OutboxListener), when a retried row comes due, or every
+// (stores.OutboxStore.ListenOutbox), when a retried row comes due, or every
 // Config.PollInterval. It also deletes
 // rows done more than Config.DoneRetention ago, every
 // Config.PruneInterval. Claim and recording errors are logged, not
@@ -443,9 +444,7 @@ func (r *Relay) Run(ctx context.Context) error {
 		stopBG()
 		bg.Wait()
 	}()
-	if r.listener != nil {
-		bg.Go(func() { r.listen(bgCtx, wake) })
-	}
+	bg.Go(func() { r.listen(bgCtx, wake) })
 	bg.Go(func() { r.prune(bgCtx) })
 
 	// Effects run on a context that outlives ctx by up to StopTimeout.
@@ -677,7 +676,8 @@ func (r *Relay) drain(workers *sync.WaitGroup, hardStop context.CancelFunc) {
 
 // listen runs the store's listener, restarting it after a failure, and
 // turns its notifications into wake-ups (coalesced: one pending wake-up
-// is enough).
+// is enough). It returns at once for a store that cannot listen
+// (errors.ErrUnsupported): the relay polls.
 func (r *Relay) listen(ctx context.Context, wake chan<- struct{}) {
 	notify := func() {
 		select {
@@ -686,8 +686,8 @@ func (r *Relay) listen(ctx context.Context, wake chan<- struct{}) {
 		}
 	}
 	for {
-		err := r.listener.ListenOutbox(ctx, &stores.OutboxListenParams{Notify: notify})
-		if ctx.Err() != nil {
+		err := r.store.ListenOutbox(ctx, &stores.OutboxListenParams{Notify: notify})
+		if ctx.Err() != nil || errors.Is(err, errors.ErrUnsupported) {
 			return
 		}
 		r.cfg.Logger.Error("outbox relay: listening for new rows failed; polling until it is back", err, nil)

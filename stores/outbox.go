@@ -7,12 +7,13 @@ import (
 	"time"
 )
 
-// OutboxStore is what an outbox relay (package outbox) needs from a store,
-// beside [Store]: claim due rows under a lease, record each row's outcome
-// behind a guard, and the operations around them (redrive, prune, stats).
-// It is a separate interface so that [Store], which third parties
-// implement, stays as it is; pgxstore and sqlitestore implement both, and
-// storetest.Run runs its conformance suite when a store implements it.
+// OutboxStore is the outbox path of the contract: what an outbox relay
+// (package outbox) needs from a store: claim due rows under a lease,
+// record each row's outcome behind a guard, be woken when rows are added,
+// and the operations around them (list, redrive, prune, stats). It needs
+// no transaction type, so one relay serves every store. pgxstore,
+// sqlitestore and mysqlstore implement it, and storetest.Run runs its
+// conformance suite when a store implements it.
 //
 // The life of a row: pending -> claimed (ClaimOutbox) -> done, back to
 // pending (a retry) or dead, for one or many rows at once
@@ -29,7 +30,22 @@ import (
 // Implementations are safe for concurrent use, by many relays in one or
 // many processes.
 type OutboxStore interface {
-	OutboxLister
+	// ListOutbox returns outbox rows ordered by ID, filtered by p, at most
+	// p.Limit (default OutboxListLimitDefault, 1000).
+	ListOutbox(ctx context.Context, p *OutboxListParams) (*OutboxListResult, error)
+
+	// ListenOutbox tells the caller at once that a transaction added
+	// outbox rows (pgxstore: LISTEN/NOTIFY). It listens until ctx ends
+	// (then it returns nil) or the listening connection fails (then it
+	// returns the error; call it again). It calls p.Notify once listening
+	// has begun, so that rows committed before are not missed, and then
+	// after each commit that inserted outbox rows. A notification is only
+	// a hint to claim now: a relay must still poll, since a notification
+	// can be lost while no one is listening. A store that cannot listen
+	// (sqlitestore, mysqlstore) returns an error wrapping
+	// errors.ErrUnsupported at once, without calling p.Notify: its relays
+	// poll only.
+	ListenOutbox(ctx context.Context, p *OutboxListenParams) error
 
 	// ClaimOutbox claims at most p.Limit due rows, oldest due first
 	// (available_at, then id): rows whose state is pending, or claimed with
@@ -87,20 +103,6 @@ type OutboxStore interface {
 	// OutboxStats counts rows by state (done rows are not counted) and
 	// finds the oldest row not yet carried out, for metrics and alerts.
 	OutboxStats(ctx context.Context, p *OutboxStatsParams) (*OutboxStatsResult, error)
-}
-
-// OutboxListener is implemented by stores that can tell a relay at once
-// that a transaction added outbox rows (pgxstore: LISTEN/NOTIFY). Stores
-// without it are polled.
-type OutboxListener interface {
-	// ListenOutbox listens until ctx ends (then it returns nil) or the
-	// listening connection fails (then it returns the error; call it
-	// again). It calls p.Notify once listening has begun, so that rows
-	// committed before are not missed, and then after each commit that
-	// inserted outbox rows. A notification is only a hint to claim now: a
-	// relay must still poll, since a notification can be lost while no one
-	// is listening.
-	ListenOutbox(ctx context.Context, p *OutboxListenParams) error
 }
 
 // Defaults and limits of the outbox relay methods.
@@ -267,7 +269,7 @@ func (r *OutboxStatsResult) OldestPendingAge(now time.Time) time.Duration {
 	return max(now.Sub(r.OldestPendingCreatedAt), 0)
 }
 
-// OutboxListenParams are the input of [OutboxListener.ListenOutbox].
+// OutboxListenParams are the input of [OutboxStore.ListenOutbox].
 type OutboxListenParams struct {
 	// Notify is called from the listening goroutine once listening has
 	// begun and after each commit that added outbox rows. It must not

@@ -7,9 +7,12 @@ import (
 	"github.com/ackgap/ackgap"
 )
 
-// Store is the contract a database implements for ackgap. TTx is the
-// driver's own transaction type (pgx.Tx, *sql.Tx): handlers receive it
-// as-is, without type assertions.
+// Store is the handler path of the contract: what the inbox middleware,
+// the router and the batched mode (package batch) need to run a message's
+// transaction. TTx is the driver's own transaction type (pgx.Tx, *sql.Tx):
+// handlers receive it as-is, without type assertions. The outbox relay's
+// path is [OutboxStore], the operator's [Operator]; a complete store
+// implements all three (pgxstore, sqlitestore, mysqlstore do).
 //
 // A store may pipeline (send the inbox insert with the handler's first
 // statement, hold outbox rows and guarded transitions back until the next
@@ -18,14 +21,17 @@ import (
 // one method per operation and an eager store resolves at once
 // (stores/storekit has the helpers for that).
 //
+// The batched mode runs many messages in one transaction with a savepoint
+// each: BeginInboxMany inserts the inbox rows of a whole batch with one
+// statement, savepoints undo one message without the others,
+// DeleteInboxTx removes the inbox rows of failed messages again, and
+// InsertOutboxManyTx writes many outbox rows at a time. One transaction is
+// used by one goroutine at a time.
+//
 // Implementations are safe for concurrent use. Every method takes ctx first
 // and honours its cancellation; errors that mean the database is
 // unreachable wrap ackgap.ErrStoreUnavailable.
 type Store[TTx any] interface {
-	InboxPruner
-	OutboxLister
-	ErrorClassifier
-
 	// BeginInboxDeferred begins a transaction whose first write inserts
 	// the inbox row (p.Consumer, p.EventID), for a message about to be
 	// handled. The store may send the BEGIN and the insert with the first
@@ -98,9 +104,66 @@ type Store[TTx any] interface {
 	// rolled it back, inbox row included. A rollback discards queued rows.
 	QueueOutboxTx(ctx context.Context, tx TTx, p *ackgap.OutboxEntry) error
 
-	// Migrate brings the store's tables to p.TargetVersion (0 with
-	// p.Down for none; the newest when zero and not Down).
-	Migrate(ctx context.Context, p *MigrateParams) (*MigrateResult, error)
+	// BeginInboxMany begins a transaction and inserts the inbox rows
+	// (p.Consumer, p.Rows[i].EventID) in it as its first write, with one
+	// statement for all rows (INSERT ... ON CONFLICT DO NOTHING): the
+	// dedupe check is the insert under the unique constraint (docs/design.md
+	// invariant 2). Rows that already existed are reported as duplicates,
+	// with a payload mismatch when both hashes are set and differ; reading
+	// their hashes takes a second statement only when there are
+	// duplicates. A concurrent transaction holding one of the keys makes
+	// the insert wait until it ends. With p.Savepoint set, the savepoint
+	// is taken after the insert, in the same round trip where the store
+	// can. Event ids must be distinct within p.Rows (an error otherwise);
+	// no rows begins the transaction only. On error no transaction is left
+	// open. End the transaction with CommitTx or RollbackTx;
+	// TransitionIfStateTx, QueueOutboxTx and InsertOutboxManyTx work in it.
+	BeginInboxMany(ctx context.Context, p *BeginInboxManyParams) (*BeginInboxManyResult[TTx], error)
+
+	// SavepointTx sets a savepoint named name in tx. A name used again
+	// shadows the earlier savepoint until it is released.
+	SavepointTx(ctx context.Context, tx TTx, name string) error
+
+	// RollbackToSavepointTx undoes everything tx did since the savepoint
+	// name was set, and keeps the savepoint. It also recovers a
+	// transaction that a failed statement aborted (PostgreSQL) since then.
+	RollbackToSavepointTx(ctx context.Context, tx TTx, name string) error
+
+	// ReleaseSavepointTx ends the savepoint name, keeping its changes. It
+	// fails when a statement since the savepoint aborted the transaction
+	// (PostgreSQL): then roll back to the savepoint.
+	ReleaseSavepointTx(ctx context.Context, tx TTx, name string) error
+
+	// DeleteInboxTx deletes the inbox rows (p.Consumer, p.EventIDs[i]) in
+	// tx, with one statement: the rows of messages whose handler failed
+	// after BeginInboxMany inserted them, so that their redelivery applies
+	// them.
+	DeleteInboxTx(ctx context.Context, tx TTx, p *DeleteInboxParams) (*DeleteInboxResult, error)
+
+	// InsertOutboxManyTx adds outbox rows in tx with one statement (a
+	// second only when some keys exist), each row validated as
+	// QueueOutboxTx validates it. A row whose idempotency key exists with
+	// the same payload, in the table or earlier in p.Rows, is a duplicate
+	// and writes nothing; the same key with another payload returns
+	// storekit.IdempotencyConflict (permanent, ackgap.ErrIdempotencyConflict)
+	// and the statement's rows are not kept: roll back (to a savepoint).
+	InsertOutboxManyTx(ctx context.Context, tx TTx, p *OutboxInsertManyParams) (*OutboxInsertManyResult, error)
+
+	// ClassifyError tells what a database error means, for errors that
+	// reach ackgap without passing through a store method: the handler's
+	// own statements on its transaction (pgx.Tx, *sql.Tx) return the
+	// driver's errors as they are. The inbox middleware and the batch
+	// processor pass a handler's error, and a commit's, through it. It
+	// returns err itself when it is nil or not a database error the store
+	// recognises (a store that knows no codes always does); an error
+	// wrapping ackgap.ErrStoreUnavailable when the database is busy or
+	// unreachable (the message is redelivered, never dead-lettered); a
+	// permanent error with reason ackgap.ReasonInvalidData wrapping
+	// ackgap.ErrInvalidData when the database refused the data
+	// (dead-lettered without retries). The result still wraps err.
+	// docs/errors.md lists the codes of each store and their class;
+	// storekit.ClassifyError does the sorting for a store that lists them.
+	ClassifyError(err error) error
 }
 
 // QueueTransitionParams are the input of [Store.QueueTransitionTx].
@@ -121,21 +184,6 @@ type QueueTransitionParams struct {
 	// that does not call it costs such rows their hold: a relay carries
 	// them out when the hold lapses. Default nil.
 	Ran func(applied bool)
-}
-
-// InboxPruner deletes old inbox rows; package retention runs it on a
-// schedule. It is the part of [Store] that needs no transaction type.
-type InboxPruner interface {
-	// PruneInbox deletes at most p.Limit inbox rows first received before
-	// p.Before and returns how many it deleted. Several callers at once are
-	// safe: rows another caller is deleting are skipped, not waited for.
-	PruneInbox(ctx context.Context, p *PruneInboxParams) (*PruneInboxResult, error)
-}
-
-// OutboxLister reads outbox rows for inspection and tests.
-type OutboxLister interface {
-	// ListOutbox returns outbox rows ordered by ID, filtered by p.
-	ListOutbox(ctx context.Context, p *OutboxListParams) (*OutboxListResult, error)
 }
 
 // BeginInboxParams are the input of [Store.BeginInboxDeferred].
@@ -305,7 +353,7 @@ func (r OutboxRow) Held(now time.Time) bool {
 	return r.State == OutboxPending && r.Attempts == 0 && r.AvailableAt.After(now)
 }
 
-// OutboxListParams filter [OutboxLister.ListOutbox]. Zero fields do not
+// OutboxListParams filter [OutboxStore.ListOutbox]. Zero fields do not
 // filter.
 type OutboxListParams struct {
 	Kind  string
@@ -314,12 +362,12 @@ type OutboxListParams struct {
 	Limit int
 }
 
-// OutboxListResult is the output of [OutboxLister.ListOutbox].
+// OutboxListResult is the output of [OutboxStore.ListOutbox].
 type OutboxListResult struct {
 	Rows []OutboxRow
 }
 
-// PruneInboxParams are the input of [InboxPruner.PruneInbox].
+// PruneInboxParams are the input of [Operator.PruneInbox].
 type PruneInboxParams struct {
 	// Before: rows first received before this instant are deleted.
 	// Required.
@@ -330,12 +378,12 @@ type PruneInboxParams struct {
 	Limit int
 }
 
-// PruneInboxResult is the output of [InboxPruner.PruneInbox].
+// PruneInboxResult is the output of [Operator.PruneInbox].
 type PruneInboxResult struct {
 	Deleted int64
 }
 
-// MigrateParams are the input of [Store.Migrate].
+// MigrateParams are the input of [Operator.Migrate].
 type MigrateParams struct {
 	// Down migrates down instead of up.
 	Down bool
@@ -356,7 +404,7 @@ type Migration struct {
 	UpSQL, DownSQL string
 }
 
-// MigrateResult is the output of [Store.Migrate].
+// MigrateResult is the output of [Operator.Migrate].
 type MigrateResult struct {
 	// Applied lists the versions applied (up) or reverted (down), in order.
 	Applied []int

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/ackgap/ackgap/stores"
@@ -15,9 +16,13 @@ var _ stores.OutboxStore = (*Store)(nil)
 // timeNow is time.Now, for the version table's applied_at.
 var timeNow = time.Now
 
-// The MariaDB store has no [stores.OutboxListener]: the server has no
-// notifications, so relays are woken by direct dispatch in process and
-// otherwise poll (outbox Config.PollInterval).
+// ListenOutbox implements [stores.OutboxStore.ListenOutbox]: MariaDB and
+// MySQL have no notifications, so it returns an error wrapping
+// errors.ErrUnsupported at once, and relays are woken by direct dispatch
+// in process and otherwise poll (outbox Config.PollInterval).
+func (s *Store) ListenOutbox(context.Context, *stores.OutboxListenParams) error {
+	return fmt.Errorf("mysqlstore: listen outbox: the server has no notifications: %w", errors.ErrUnsupported)
+}
 
 // outboxColumns are the columns scanRow reads, in its order.
 const outboxColumns = sqldb.OutboxColumns

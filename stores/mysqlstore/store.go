@@ -507,7 +507,7 @@ func (s *Store) InsertOutboxTx(ctx context.Context, tx *sql.Tx, p *ackgap.Outbox
 	return &stores.OutboxInsertResult{ID: id, Duplicate: true}, nil
 }
 
-// ListOutbox implements [stores.OutboxLister.ListOutbox].
+// ListOutbox implements [stores.OutboxStore.ListOutbox].
 func (s *Store) ListOutbox(ctx context.Context, p *stores.OutboxListParams) (*stores.OutboxListResult, error) {
 	limit := p.Limit
 	if limit <= 0 {
@@ -521,7 +521,7 @@ WHERE (? = '' OR kind = ?) AND (? = '' OR state = ?) ORDER BY id LIMIT ?`, p.Kin
 	return &stores.OutboxListResult{Rows: rows}, nil
 }
 
-// PruneInbox implements [stores.InboxPruner.PruneInbox]: one DELETE ...
+// PruneInbox implements [stores.Operator.PruneInbox]: one DELETE ...
 // ORDER BY received_at LIMIT n (MySQL allows no LIMIT in an IN subquery).
 func (s *Store) PruneInbox(ctx context.Context, p *stores.PruneInboxParams) (*stores.PruneInboxResult, error) {
 	if p.Before.IsZero() {

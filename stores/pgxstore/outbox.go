@@ -17,8 +17,7 @@ import (
 )
 
 var (
-	_ stores.OutboxStore    = (*Store)(nil)
-	_ stores.OutboxListener = (*Store)(nil)
+	_ stores.OutboxStore = (*Store)(nil)
 )
 
 // nowSQL is the time a statement runs at: $1 when set, else the
@@ -158,7 +157,7 @@ FROM `+o+` WHERE state IN ('pending', 'claimed') AND ($1 = '' OR kind = $1)`, p.
 	return res, nil
 }
 
-// ListenOutbox implements [stores.OutboxListener.ListenOutbox] with
+// ListenOutbox implements [stores.OutboxStore.ListenOutbox] with
 // PostgreSQL's LISTEN on a connection of its own, opened with the pool's
 // connection config (the pool's BeforeConnect and AfterConnect hooks do not
 // run) and closed on return: it never holds one of the pool's connections.

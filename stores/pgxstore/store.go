@@ -356,7 +356,7 @@ func outboxArgs(p *ackgap.OutboxEntry) (args []any, hash []byte, err error) {
 	return []any{p.Kind, p.IdempotencyKey, payload, hash, headers, p.Consumer, p.EventID, nullTime(p.Now), nullTime(p.AvailableAt)}, hash, nil
 }
 
-// ListOutbox implements [stores.OutboxLister.ListOutbox].
+// ListOutbox implements [stores.OutboxStore.ListOutbox].
 func (s *Store) ListOutbox(ctx context.Context, p *stores.OutboxListParams) (*stores.OutboxListResult, error) {
 	limit := p.Limit
 	if limit <= 0 {
@@ -387,7 +387,7 @@ WHERE ($1 = '' OR kind = $1) AND ($2 = '' OR state = $2) ORDER BY id LIMIT $3`, 
 	return res, interpretError("list outbox", rows.Err())
 }
 
-// PruneInbox implements [stores.InboxPruner.PruneInbox]; rows locked by
+// PruneInbox implements [stores.Operator.PruneInbox]; rows locked by
 // another pruner are skipped (FOR UPDATE SKIP LOCKED).
 func (s *Store) PruneInbox(ctx context.Context, p *stores.PruneInboxParams) (*stores.PruneInboxResult, error) {
 	if p.Before.IsZero() {

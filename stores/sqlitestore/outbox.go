@@ -17,8 +17,12 @@ import (
 
 var _ stores.OutboxStore = (*Store)(nil)
 
-// The SQLite store has no [stores.OutboxListener]: SQLite has no
-// notifications across connections or processes, so relays poll.
+// ListenOutbox implements [stores.OutboxStore.ListenOutbox]: SQLite has no
+// notifications across connections or processes, so it returns an error
+// wrapping errors.ErrUnsupported at once, and relays poll.
+func (s *Store) ListenOutbox(context.Context, *stores.OutboxListenParams) error {
+	return fmt.Errorf("sqlitestore: listen outbox: SQLite has no notifications: %w", errors.ErrUnsupported)
+}
 
 // ClaimOutbox implements [stores.OutboxStore.ClaimOutbox]: one UPDATE ...
 // WHERE id IN (the due rows, oldest due first) RETURNING, in a

@@ -353,7 +353,7 @@ func (s *Store) InsertOutboxTx(ctx context.Context, tx *sql.Tx, p *ackgap.Outbox
 	return &stores.OutboxInsertResult{ID: id, Duplicate: true}, nil
 }
 
-// ListOutbox implements [stores.OutboxLister.ListOutbox].
+// ListOutbox implements [stores.OutboxStore.ListOutbox].
 func (s *Store) ListOutbox(ctx context.Context, p *stores.OutboxListParams) (*stores.OutboxListResult, error) {
 	limit := p.Limit
 	if limit <= 0 {
@@ -384,7 +384,7 @@ func (s *Store) ListOutbox(ctx context.Context, p *stores.OutboxListParams) (*st
 	return res, interpretError("list outbox", rows.Err())
 }
 
-// PruneInbox implements [stores.InboxPruner.PruneInbox]. SQLite runs one
+// PruneInbox implements [stores.Operator.PruneInbox]. SQLite runs one
 // writer at a time, so concurrent pruners take turns.
 func (s *Store) PruneInbox(ctx context.Context, p *stores.PruneInboxParams) (*stores.PruneInboxResult, error) {
 	if p.Before.IsZero() {

@@ -58,7 +58,7 @@ func IdempotencyConflict(key string) error {
 }
 
 // OutboxManyPlan is how a store carries out
-// [stores.BatchStore.InsertOutboxManyTx], shared by the SQL stores: the rows to
+// [stores.Store.InsertOutboxManyTx], shared by the SQL stores: the rows to
 // send (the first of each idempotency key) and what is known before
 // sending them. Build it with [PlanOutboxMany]; finish with Settle.
 type OutboxManyPlan struct {

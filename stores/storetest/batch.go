@@ -14,8 +14,9 @@ import (
 	"github.com/ackgap/ackgap/stores"
 )
 
-// runBatch is the conformance suite of stores.BatchStore, for stores that
-// implement it (pgxstore, sqlitestore); [Run] runs it when it does.
+// runBatch is the conformance suite of the batched mode's part of
+// stores.Store (BeginInboxMany, savepoints, DeleteInboxTx,
+// InsertOutboxManyTx); [Run] runs it for every store.
 //
 // It checks: one insert reports inserted rows, duplicates of committed
 // rows and payload mismatches, and its rows commit with the transaction or
@@ -28,12 +29,10 @@ import (
 // concurrent batches sharing event ids (in opposite orders) apply each
 // event exactly once and do not deadlock.
 func runBatch[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TTx]) {
-	batchStore := func(t *testing.T) (stores.BatchStore[TTx], *Harness[TTx]) {
+	batchStore := func(t *testing.T) (stores.Store[TTx], *Harness[TTx]) {
 		t.Helper()
 		h := setup(t)
-		bs, ok := h.Store.(stores.BatchStore[TTx])
-		require.True(t, ok, "%T does not implement stores.BatchStore", h.Store)
-		return bs, h
+		return h.Store, h
 	}
 	rows := inboxManyRows
 
@@ -284,7 +283,7 @@ func inboxManyRows(ids ...string) []stores.InboxManyRow {
 // applyBatch begins an inbox batch of ids, applies the transition of each
 // id that is not a duplicate, holds the keys a while and commits; it
 // returns the ids it applied.
-func applyBatch[TTx any](ctx context.Context, h *Harness[TTx], bs stores.BatchStore[TTx], ids []string) ([]string, error) {
+func applyBatch[TTx any](ctx context.Context, h *Harness[TTx], bs stores.Store[TTx], ids []string) ([]string, error) {
 	res, err := bs.BeginInboxMany(ctx, &stores.BeginInboxManyParams{Consumer: "c1", Rows: inboxManyRows(ids...)})
 	if err != nil {
 		return nil, err

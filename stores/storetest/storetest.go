@@ -63,8 +63,8 @@ const createStateTable = `CREATE TABLE "Order ""Items""" (id VARCHAR(255) PRIMAR
 //   - Inbox, for every store (the checks listed in the package doc);
 //   - Outbox, when the store implements stores.OutboxStore (the relay's
 //     claims, leases, retries, dead rows, redrive, pruning, stats);
-//   - Batch, when it implements stores.BatchStore (multi-row inbox
-//     inserts, savepoints, outbox rows many at a time, concurrent batches);
+//   - Batch, for every store (multi-row inbox inserts, savepoints, outbox
+//     rows many at a time, concurrent batches);
 //   - QueuedOutbox, when Harness.Pipelines is set (queued outbox rows
 //     commit, deduplicate and fail with their transaction);
 //   - DeferredInbox, when Harness.Pipelines is set (the deferred inbox
@@ -86,8 +86,7 @@ func Run[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TTx]) {
 	part("Inbox", true, runInbox[TTx])
 	_, ok := probe.Store.(stores.OutboxStore)
 	part("OutboxStore", ok, runOutbox[TTx])
-	_, ok = probe.Store.(stores.BatchStore[TTx])
-	part("BatchStore", ok, runBatch[TTx])
+	part("Batch", true, runBatch[TTx])
 	_, ok = probe.Store.(stores.Operator)
 	part("Operator", ok, runOperator[TTx])
 	part("QueuedOutbox", probe.Pipelines, runOutboxQueuer[TTx])
@@ -211,13 +210,13 @@ func runInbox[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TTx]) {
 			require.NoError(t, h.Store.CommitTx(ctx, res.Tx))
 		}
 		cutoff := now.Add(-24 * time.Hour)
-		res, err := h.Store.PruneInbox(ctx, &stores.PruneInboxParams{Before: cutoff, Consumer: "c2"})
+		res, err := operator(t, h).PruneInbox(ctx, &stores.PruneInboxParams{Before: cutoff, Consumer: "c2"})
 		require.NoError(t, err)
 		require.EqualValues(t, 1, res.Deleted, "consumer-scoped prune")
-		res, err = h.Store.PruneInbox(ctx, &stores.PruneInboxParams{Before: cutoff, Limit: 1})
+		res, err = operator(t, h).PruneInbox(ctx, &stores.PruneInboxParams{Before: cutoff, Limit: 1})
 		require.NoError(t, err)
 		require.EqualValues(t, 1, res.Deleted, "limit caps one call")
-		res, err = h.Store.PruneInbox(ctx, &stores.PruneInboxParams{Before: cutoff})
+		res, err = operator(t, h).PruneInbox(ctx, &stores.PruneInboxParams{Before: cutoff})
 		require.NoError(t, err)
 		require.EqualValues(t, 1, res.Deleted)
 		for _, id := range []string{"old1", "old2"} {
@@ -226,7 +225,7 @@ func runInbox[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TTx]) {
 			require.NoError(t, h.Store.RollbackTx(ctx, r.Tx))
 		}
 		require.True(t, begin(t, h, "c1", "new", nil).Duplicate, "a recent row survives")
-		_, err = h.Store.PruneInbox(ctx, &stores.PruneInboxParams{})
+		_, err = operator(t, h).PruneInbox(ctx, &stores.PruneInboxParams{})
 		require.Error(t, err, "a zero Before is refused, not 'delete everything'")
 	})
 
@@ -423,7 +422,7 @@ func runInbox[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TTx]) {
 		require.Equal(t, map[string]string{"traceparent": "00-abc-def-01"}, r.Headers)
 		require.WithinDuration(t, at, r.AvailableAt, time.Millisecond)
 		require.WithinDuration(t, time.Now(), rows[1].AvailableAt, time.Minute, "AvailableAt defaults to now")
-		charges, err := h.Store.ListOutbox(ctx, &stores.OutboxListParams{Kind: "charge"})
+		charges, err := outboxOf(t, h).ListOutbox(ctx, &stores.OutboxListParams{Kind: "charge"})
 		require.NoError(t, err)
 		require.Len(t, charges.Rows, 1)
 	})
@@ -431,23 +430,23 @@ func runInbox[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TTx]) {
 	t.Run("MigrateDownAndUp", func(t *testing.T) {
 		h := setup(t)
 		ctx := context.Background()
-		again, err := h.Store.Migrate(ctx, &stores.MigrateParams{})
+		again, err := operator(t, h).Migrate(ctx, &stores.MigrateParams{})
 		require.NoError(t, err)
 		require.Empty(t, again.Applied, "migrating an up-to-date store applies nothing")
 		newest := again.Version
 		require.Positive(t, newest)
-		down, err := h.Store.Migrate(ctx, &stores.MigrateParams{Down: true})
+		down, err := operator(t, h).Migrate(ctx, &stores.MigrateParams{Down: true})
 		require.NoError(t, err)
 		require.Equal(t, 0, down.Version)
 		require.Len(t, down.Applied, newest)
 		_, err = beginInbox(ctx, h.Store, &stores.BeginInboxParams{Consumer: "c1", EventID: "e1"})
 		require.Error(t, err, "no inbox table after migrating down")
-		up, err := h.Store.Migrate(ctx, &stores.MigrateParams{})
+		up, err := operator(t, h).Migrate(ctx, &stores.MigrateParams{})
 		require.NoError(t, err)
 		require.Equal(t, newest, up.Version)
 		r := begin(t, h, "c1", "e1", nil)
 		require.NoError(t, h.Store.CommitTx(ctx, r.Tx))
-		_, err = h.Store.Migrate(ctx, &stores.MigrateParams{TargetVersion: newest + 1})
+		_, err = operator(t, h).Migrate(ctx, &stores.MigrateParams{TargetVersion: newest + 1})
 		require.Error(t, err)
 	})
 }
@@ -491,7 +490,7 @@ func begin[TTx any](t *testing.T, h *Harness[TTx], consumer, eventID string, has
 
 func listOutbox[TTx any](t *testing.T, h *Harness[TTx]) []stores.OutboxRow {
 	t.Helper()
-	res, err := h.Store.ListOutbox(context.Background(), &stores.OutboxListParams{})
+	res, err := outboxOf(t, h).ListOutbox(context.Background(), &stores.OutboxListParams{})
 	require.NoError(t, err)
 	return res.Rows
 }
@@ -512,4 +511,26 @@ func beginInbox[TTx any](ctx context.Context, s stores.Store[TTx], p *stores.Beg
 		return nil, err
 	}
 	return res, nil
+}
+
+// operator returns h.Store as a stores.Operator (migrations, pruning), or
+// skips t when the store does not implement it.
+func operator[TTx any](t *testing.T, h *Harness[TTx]) stores.Operator {
+	t.Helper()
+	o, ok := h.Store.(stores.Operator)
+	if !ok {
+		t.Skipf("%T does not implement stores.Operator", h.Store)
+	}
+	return o
+}
+
+// outboxOf returns h.Store as a stores.OutboxStore (to read outbox rows
+// back), or skips t when the store does not implement it.
+func outboxOf[TTx any](t *testing.T, h *Harness[TTx]) stores.OutboxStore {
+	t.Helper()
+	o, ok := h.Store.(stores.OutboxStore)
+	if !ok {
+		t.Skipf("%T does not implement stores.OutboxStore", h.Store)
+	}
+	return o
 }
