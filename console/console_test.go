@@ -67,7 +67,7 @@ func (g *genericSeeder[TTx]) inbox(t *testing.T, consumer, eventID string, rows 
 		if rows[i].Headers == nil {
 			rows[i].Headers = map[string]string{ackgap.TraceParentHeader: traceParent}
 		}
-		_, err := g.s.InsertOutboxTx(ctx, res.Tx, &rows[i])
+		err := g.s.QueueOutboxTx(ctx, res.Tx, &rows[i])
 		require.NoError(t, err)
 	}
 	require.NoError(t, g.s.CommitTx(ctx, res.Tx))

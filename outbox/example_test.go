@@ -36,7 +36,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	if _, err := store.InsertOutboxTx(ctx, res.Tx, &ackgap.OutboxEntry{
+	if err := store.QueueOutboxTx(ctx, res.Tx, &ackgap.OutboxEntry{
 		Kind: "email.receipt", IdempotencyKey: "receipt:o1", Payload: []byte("Thank you for order o1"),
 	}); err != nil {
 		panic(err)

@@ -63,7 +63,7 @@ func measureLatency[TTx any](t *testing.T, b *backend[TTx], relayStore stores.Ou
 	for i := range latencySamples {
 		res, err := b.store.BeginInboxDeferred(ctx, &stores.BeginInboxParams{Consumer: "latency", EventID: fmt.Sprint(i)})
 		require.NoError(t, err)
-		_, err = b.store.InsertOutboxTx(ctx, res.Tx, &ackgap.OutboxEntry{Kind: "ping", IdempotencyKey: fmt.Sprint("ping:", i)})
+		err = b.store.QueueOutboxTx(ctx, res.Tx, &ackgap.OutboxEntry{Kind: "ping", IdempotencyKey: fmt.Sprint("ping:", i)})
 		require.NoError(t, err)
 		commit := time.Now()
 		require.NoError(t, b.store.CommitTx(ctx, res.Tx))

@@ -99,7 +99,7 @@ func TestSlowProviderHoldsNoConnection(t *testing.T) {
 	for i := range 20 {
 		res, err := b.store.BeginInboxDeferred(ctx, &stores.BeginInboxParams{Consumer: "consumer", EventID: fmt.Sprintf("during-%d", i)})
 		require.NoError(t, err, "a connection was free for the consumer")
-		_, err = b.store.InsertOutboxTx(ctx, res.Tx, &ackgap.OutboxEntry{Kind: "later", IdempotencyKey: fmt.Sprintf("later:%d", i)})
+		err = b.store.QueueOutboxTx(ctx, res.Tx, &ackgap.OutboxEntry{Kind: "later", IdempotencyKey: fmt.Sprintf("later:%d", i)})
 		require.NoError(t, err)
 		require.NoError(t, b.store.CommitTx(ctx, res.Tx))
 	}

@@ -76,7 +76,7 @@ const (
 	RecordWaitDefault = 2 * time.Millisecond
 	// DoneRetentionDefault is how long done rows are kept before Run prunes
 	// them: while a done row exists, its idempotency key dedupes a second
-	// insert of the same effect (stores.Store.InsertOutboxTx).
+	// insert of the same effect (stores.Store.QueueOutboxTx).
 	DoneRetentionDefault = 7 * 24 * time.Hour
 	// PruneIntervalDefault is the time between two prunes of done rows.
 	PruneIntervalDefault = time.Hour

@@ -32,7 +32,7 @@
 // with QueueOutboxTx and QueueTransitionTx are sent with the next
 // statement or the commit) or not; the methods are the same either way,
 // and an eager store implements the pipelined ones with the storekit
-// helpers (VerdictNow, QueueOutboxNow, QueueTransitionNow).
+// helpers (VerdictNow, QueueTransitionNow).
 // storetest.Run checks it, and storetest.RunBenchmarks runs one benchmark
 // workload on every store.
 // The types a handler also touches (ackgap.Transition with its Guards and

@@ -86,15 +86,10 @@ type Store[TTx any] interface {
 	// outcome use TransitionIfStateTx.
 	QueueTransitionTx(ctx context.Context, tx TTx, p *QueueTransitionParams) error
 
-	// InsertOutboxTx adds an outbox row in tx. A row with the same
-	// idempotency key and payload is a duplicate result; the same key with
-	// another payload returns ackgap.ErrIdempotencyConflict.
-	InsertOutboxTx(ctx context.Context, tx TTx, p *ackgap.OutboxEntry) (*OutboxInsertResult, error)
-
-	// QueueOutboxTx adds an outbox row to tx like InsertOutboxTx, except
-	// that a store may write it later: with the next statement sent
+	// QueueOutboxTx adds the outbox row p to tx (ackgap.AddOutbox calls
+	// it). A store may write it later: with the next statement sent
 	// through tx, or with the commit (pgxstore); an eager store inserts it
-	// at once (storekit.QueueOutboxNow). It validates p at once. The caller
+	// at once. It validates p at once (ackgap.OutboxEntry.Validate). The caller
 	// learns neither the row's id nor whether it was a duplicate (a row
 	// with the same idempotency key and payload is still a duplicate, and
 	// nothing is written). The same key with another payload fails the
@@ -171,7 +166,7 @@ type QueueTransitionParams struct {
 	// Transition is the guarded transition; see [ackgap.Transition].
 	Transition ackgap.Transition
 	// Outbox rows are written only when the transition applies. Each is
-	// validated like an InsertOutboxTx row; two rows with one idempotency
+	// validated like a QueueOutboxTx row; two rows with one idempotency
 	// key and one payload are written once, with another payload they are
 	// an ackgap.ErrIdempotencyConflict at once.
 	Outbox []ackgap.OutboxEntry
@@ -301,15 +296,6 @@ type BeginInboxResult[TTx any] struct {
 	// delivery that applied the event ("" when it was not traced or the
 	// store does not keep it).
 	TraceParent string
-}
-
-// OutboxInsertResult is the output of [Store.InsertOutboxTx].
-type OutboxInsertResult struct {
-	// ID is the row's id (new or existing).
-	ID int64
-	// Duplicate is true when a row with this idempotency key and the same
-	// payload already existed; nothing was written.
-	Duplicate bool
 }
 
 // OutboxState is the life-cycle state of an outbox row.

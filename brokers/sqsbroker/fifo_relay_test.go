@@ -39,7 +39,7 @@ func TestRelayFIFO(t *testing.T) {
 		{Kind: "ship", IdempotencyKey: "ship:o1:2", Payload: []byte("2"), Headers: map[string]string{sqsbroker.MetadataPartitionKey: "o1"}},
 		{Kind: "ship", IdempotencyKey: "ship:nogroup", Payload: []byte("3")},
 	} {
-		_, err := b.store.InsertOutboxTx(ctx, res.Tx, &e)
+		err := b.store.QueueOutboxTx(ctx, res.Tx, &e)
 		require.NoError(t, err)
 	}
 	require.NoError(t, b.store.CommitTx(ctx, res.Tx))

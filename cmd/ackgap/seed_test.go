@@ -34,7 +34,7 @@ func (g *genericSeeder[TTx]) inbox(t *testing.T, consumer, eventID string, at ti
 	require.False(t, res.Duplicate)
 	for i := range rows {
 		rows[i].Consumer, rows[i].EventID = consumer, eventID
-		_, err := g.s.InsertOutboxTx(ctx, res.Tx, &rows[i])
+		err := g.s.QueueOutboxTx(ctx, res.Tx, &rows[i])
 		require.NoError(t, err)
 	}
 	require.NoError(t, g.s.CommitTx(ctx, res.Tx))

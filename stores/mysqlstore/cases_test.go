@@ -174,7 +174,7 @@ func TestCasesZombieRelayIsNoOp(t *testing.T) {
 	ctx := context.Background()
 	tx, err := store.DB().BeginTx(ctx, nil)
 	require.NoError(t, err)
-	_, err = store.InsertOutboxTx(ctx, tx, &ackgap.OutboxEntry{Kind: "k", IdempotencyKey: "z1", Payload: []byte("x")})
+	err = store.QueueOutboxTx(ctx, tx, &ackgap.OutboxEntry{Kind: "k", IdempotencyKey: "z1", Payload: []byte("x")})
 	require.NoError(t, err)
 	require.NoError(t, tx.Commit())
 	t0 := time.Now()

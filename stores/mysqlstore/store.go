@@ -437,11 +437,6 @@ func (s *Store) insertOutboxAll(ctx context.Context, tx *sql.Tx, rows []ackgap.O
 	return interpretError("insert outbox rows", err)
 }
 
-// QueueOutboxTx implements [stores.Store.QueueOutboxTx] at once.
-func (s *Store) QueueOutboxTx(ctx context.Context, tx *sql.Tx, p *ackgap.OutboxEntry) error {
-	return storekit.QueueOutboxNow[*sql.Tx](ctx, s, tx, p)
-}
-
 // outboxValues returns the INSERT values of e: kind, idempotency_key,
 // payload, payload_hash, headers, consumer, event_id, last_error,
 // created_at, available_at.
@@ -472,39 +467,35 @@ func outboxValues(e *ackgap.OutboxEntry, hash []byte) ([]any, error) {
 const outboxInsertColumns = ` (kind, idempotency_key, payload, payload_hash, headers, consumer, event_id, last_error, created_at, available_at) VALUES `
 const outboxValuesRow = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
-// InsertOutboxTx implements [stores.Store.InsertOutboxTx]: a plain INSERT;
-// 1062 on the idempotency key means the row exists, and its hash tells a
-// duplicate from a conflict.
-func (s *Store) InsertOutboxTx(ctx context.Context, tx *sql.Tx, p *ackgap.OutboxEntry) (*stores.OutboxInsertResult, error) {
+// QueueOutboxTx implements [stores.Store.QueueOutboxTx] at once: a plain
+// INSERT; 1062 on the idempotency key means the row exists, and its hash
+// tells a duplicate (nothing written, nil) from a conflict
+// (storekit.IdempotencyConflict).
+func (s *Store) QueueOutboxTx(ctx context.Context, tx *sql.Tx, p *ackgap.OutboxEntry) error {
 	if err := p.Validate(); err != nil {
-		return nil, err
+		return err
 	}
 	hash := stores.PayloadHash(p.Payload)
 	vals, err := outboxValues(p, hash)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	res, err := tx.ExecContext(ctx, `INSERT INTO `+s.names.Outbox+outboxInsertColumns+outboxValuesRow, vals...)
+	_, err = tx.ExecContext(ctx, `INSERT INTO `+s.names.Outbox+outboxInsertColumns+outboxValuesRow, vals...)
 	if err == nil {
-		id, err := res.LastInsertId()
-		if err != nil {
-			return nil, interpretError("insert outbox row", err)
-		}
-		return &stores.OutboxInsertResult{ID: id}, nil
+		return nil
 	}
 	if !isCode(err, erDupEntry) {
-		return nil, interpretError("insert outbox row", err)
+		return interpretError("insert outbox row", err)
 	}
-	var id int64
 	var stored []byte
-	if err := tx.QueryRowContext(ctx, `SELECT id, payload_hash FROM `+s.names.Outbox+` WHERE idempotency_key = ?`,
-		p.IdempotencyKey).Scan(&id, &stored); err != nil {
-		return nil, interpretError("read outbox row", err)
+	if err := tx.QueryRowContext(ctx, `SELECT payload_hash FROM `+s.names.Outbox+` WHERE idempotency_key = ?`,
+		p.IdempotencyKey).Scan(&stored); err != nil {
+		return interpretError("read outbox row", err)
 	}
 	if !bytes.Equal(stored, hash) {
-		return nil, storekit.IdempotencyConflict(p.IdempotencyKey)
+		return storekit.IdempotencyConflict(p.IdempotencyKey)
 	}
-	return &stores.OutboxInsertResult{ID: id, Duplicate: true}, nil
+	return nil
 }
 
 // ListOutbox implements [stores.OutboxStore.ListOutbox].

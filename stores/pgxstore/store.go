@@ -144,7 +144,7 @@ ON CONFLICT (idempotency_key) DO NOTHING RETURNING id`,
 		// WHERE divide by zero, which aborts the transaction before the
 		// COMMIT runs. ON CONFLICT DO UPDATE sees the newest committed
 		// version of a conflicting row, as the separate SELECT of
-		// InsertOutboxTx does.
+		// insertOutbox does.
 		outboxQueued: `INSERT INTO ` + n.Outbox + ` AS o (kind, idempotency_key, payload, payload_hash, headers, consumer, event_id, created_at, available_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7, COALESCE($8::timestamptz, now()), COALESCE($9::timestamptz, $8::timestamptz, now()))
 ON CONFLICT (idempotency_key) DO UPDATE SET kind = o.kind WHERE 1 / (o.payload_hash = excluded.payload_hash)::int = 0`,
@@ -260,11 +260,14 @@ func (s *Store) TransitionIfStateTx(ctx context.Context, tx pgx.Tx, p *ackgap.Tr
 	return &ackgap.TransitionResult{Outcome: storekit.OutcomeOf(false, found, state, tp.To), Found: found, Previous: state}, nil
 }
 
-// InsertOutboxTx implements [stores.Store.InsertOutboxTx].
-func (s *Store) InsertOutboxTx(ctx context.Context, tx pgx.Tx, p *ackgap.OutboxEntry) (*stores.OutboxInsertResult, error) {
+// insertOutbox inserts p in tx at once: INSERT ... ON CONFLICT DO NOTHING
+// RETURNING id; when it returns nothing the key exists, and a SELECT of
+// the stored payload hash tells a duplicate (nothing written, nil) from a
+// conflict (storekit.IdempotencyConflict).
+func (s *Store) insertOutbox(ctx context.Context, tx pgx.Tx, p *ackgap.OutboxEntry) error {
 	args, hash, err := outboxArgs(p)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	var id int64
 	err = tx.QueryRow(ctx, s.q.outboxInsert, args...).Scan(&id)
@@ -272,19 +275,19 @@ func (s *Store) InsertOutboxTx(ctx context.Context, tx pgx.Tx, p *ackgap.OutboxE
 		if t, ok := tx.(*inboxTx); ok && t.store == s && dueSoon(time.Now(), *p) {
 			t.notify = true
 		}
-		return &stores.OutboxInsertResult{ID: id}, nil
+		return nil
 	}
 	if !errors.Is(err, pgx.ErrNoRows) {
-		return nil, interpretError("insert outbox row", err)
+		return interpretError("insert outbox row", err)
 	}
 	var stored []byte
 	if err := tx.QueryRow(ctx, s.q.outboxExisting, p.IdempotencyKey).Scan(&id, &stored); err != nil {
-		return nil, interpretError("read outbox row", err)
+		return interpretError("read outbox row", err)
 	}
 	if !bytes.Equal(stored, hash) {
-		return nil, storekit.IdempotencyConflict(p.IdempotencyKey)
+		return storekit.IdempotencyConflict(p.IdempotencyKey)
 	}
-	return &stores.OutboxInsertResult{ID: id, Duplicate: true}, nil
+	return nil
 }
 
 // QueueOutboxTx implements [stores.Store.QueueOutboxTx]. On a
@@ -294,15 +297,14 @@ func (s *Store) InsertOutboxTx(ctx context.Context, tx pgx.Tx, p *ackgap.OutboxE
 // one statement (queries.outboxQueuedMany), and a key queued twice before
 // it was sent is written once (same payload) or fails this call with
 // storekit.IdempotencyConflict (another payload). On any other pgx.Tx it inserts the row
-// at once, like InsertOutboxTx. A queued row whose key exists with
+// at once (insertOutbox). A queued row whose key exists with
 // another payload fails that statement (the transaction is then aborted:
 // roll it back), or the commit (which rolls it back), with
 // storekit.IdempotencyConflict.
 func (s *Store) QueueOutboxTx(ctx context.Context, tx pgx.Tx, p *ackgap.OutboxEntry) error {
 	t, ok := tx.(*inboxTx)
 	if !ok || t.store != s || t.ended {
-		_, err := s.InsertOutboxTx(ctx, tx, p)
-		return err
+		return s.insertOutbox(ctx, tx, p)
 	}
 	args, hash, err := outboxArgs(p)
 	if err != nil {

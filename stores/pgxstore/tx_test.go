@@ -19,8 +19,8 @@ import (
 )
 
 // TestQueuedRowVisibleToNextStatement: a queued row is sent ahead of the
-// transaction's next statement, which sees it; InsertOutboxTx of the same
-// row after it is then a duplicate.
+// transaction's next statement, which sees it; inserting the same row
+// after it at once (InsertOutboxManyTx) is then a duplicate.
 func TestQueuedRowVisibleToNextStatement(t *testing.T) {
 	ctx := context.Background()
 	store, _ := migrated(t, nil)
@@ -31,9 +31,9 @@ func TestQueuedRowVisibleToNextStatement(t *testing.T) {
 	var n int
 	require.NoError(t, res.Tx.QueryRow(ctx, `SELECT count(*) FROM ackgap_outbox`).Scan(&n))
 	require.Equal(t, 1, n)
-	again, err := store.InsertOutboxTx(ctx, res.Tx, row)
+	again, err := store.InsertOutboxManyTx(ctx, res.Tx, &stores.OutboxInsertManyParams{Rows: []ackgap.OutboxEntry{*row}})
 	require.NoError(t, err)
-	require.True(t, again.Duplicate)
+	require.Equal(t, []bool{true}, again.Duplicate)
 	require.NoError(t, store.CommitTx(ctx, res.Tx))
 	require.ErrorIs(t, res.Tx.Commit(ctx), pgx.ErrTxClosed)
 }
@@ -46,8 +46,7 @@ func TestQueuedConflictAtNextStatement(t *testing.T) {
 	store, pool := migrated(t, nil)
 	first, err := store.BeginInboxDeferred(ctx, &stores.BeginInboxParams{Consumer: "c1", EventID: "e1"})
 	require.NoError(t, err)
-	_, err = store.InsertOutboxTx(ctx, first.Tx, &ackgap.OutboxEntry{Kind: "charge", IdempotencyKey: "charge:o1", Payload: []byte(`{"amount":1}`)})
-	require.NoError(t, err)
+	require.NoError(t, store.QueueOutboxTx(ctx, first.Tx, &ackgap.OutboxEntry{Kind: "charge", IdempotencyKey: "charge:o1", Payload: []byte(`{"amount":1}`)}))
 	require.NoError(t, store.CommitTx(ctx, first.Tx))
 
 	res, err := store.BeginInboxDeferred(ctx, &stores.BeginInboxParams{Consumer: "c1", EventID: "e2"})

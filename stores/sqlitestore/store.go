@@ -302,22 +302,19 @@ func (s *Store) QueueTransitionTx(ctx context.Context, tx *sql.Tx, p *stores.Que
 	return storekit.QueueTransitionNow[*sql.Tx](ctx, s, tx, p)
 }
 
-// QueueOutboxTx implements [stores.Store.QueueOutboxTx] at once
-// (storekit.QueueOutboxNow).
+// QueueOutboxTx implements [stores.Store.QueueOutboxTx] at once: an
+// INSERT ... ON CONFLICT DO NOTHING RETURNING id; when it returns nothing
+// the key exists, and the stored payload hash tells a duplicate (nothing
+// written, nil) from a conflict (storekit.IdempotencyConflict).
 func (s *Store) QueueOutboxTx(ctx context.Context, tx *sql.Tx, p *ackgap.OutboxEntry) error {
-	return storekit.QueueOutboxNow[*sql.Tx](ctx, s, tx, p)
-}
-
-// InsertOutboxTx implements [stores.Store.InsertOutboxTx].
-func (s *Store) InsertOutboxTx(ctx context.Context, tx *sql.Tx, p *ackgap.OutboxEntry) (*stores.OutboxInsertResult, error) {
 	if err := p.Validate(); err != nil {
-		return nil, err
+		return err
 	}
 	headers := "{}"
 	if p.Headers != nil {
 		b, err := json.Marshal(p.Headers)
 		if err != nil {
-			return nil, fmt.Errorf("outbox headers: %w", err)
+			return fmt.Errorf("outbox headers: %w", err)
 		}
 		headers = string(b)
 	}
@@ -338,19 +335,19 @@ func (s *Store) InsertOutboxTx(ctx context.Context, tx *sql.Tx, p *ackgap.Outbox
 	err := s.txQueryRow(ctx, tx, s.q.outboxInsert, p.Kind, p.IdempotencyKey, payload, hash, headers,
 		p.Consumer, p.EventID, now.UnixMicro(), available.UnixMicro()).Scan(&id)
 	if err == nil {
-		return &stores.OutboxInsertResult{ID: id}, nil
+		return nil
 	}
 	if !errors.Is(err, sql.ErrNoRows) {
-		return nil, interpretError("insert outbox row", err)
+		return interpretError("insert outbox row", err)
 	}
 	var stored []byte
 	if err := s.txQueryRow(ctx, tx, s.q.outboxExisting, p.IdempotencyKey).Scan(&id, &stored); err != nil {
-		return nil, interpretError("read outbox row", err)
+		return interpretError("read outbox row", err)
 	}
 	if !bytes.Equal(stored, hash) {
-		return nil, storekit.IdempotencyConflict(p.IdempotencyKey)
+		return storekit.IdempotencyConflict(p.IdempotencyKey)
 	}
-	return &stores.OutboxInsertResult{ID: id, Duplicate: true}, nil
+	return nil
 }
 
 // ListOutbox implements [stores.OutboxStore.ListOutbox].

@@ -50,8 +50,9 @@ func AppliedFrom(from []string) string {
 	return ""
 }
 
-// IdempotencyConflict returns the error stores.Store.InsertOutboxTx returns when key
-// exists with another payload: permanent (reason
+// IdempotencyConflict returns the error an outbox insert returns when key
+// exists with another payload (stores.Store.QueueOutboxTx,
+// InsertOutboxManyTx): permanent (reason
 // ackgap.ReasonIdempotencyConflict), wrapping ackgap.ErrIdempotencyConflict.
 func IdempotencyConflict(key string) error {
 	return ackgap.Permanent(ackgap.ReasonIdempotencyConflict, fmt.Errorf("%w: key %q", ackgap.ErrIdempotencyConflict, key))
@@ -121,17 +122,10 @@ func VerdictNow[TTx any](tx TTx) *stores.BeginInboxResult[TTx] {
 	return &stores.BeginInboxResult[TTx]{Tx: tx}
 }
 
-// QueueOutboxNow is [stores.Store.QueueOutboxTx] for a store that does
-// not pipeline: it inserts the row at once with s.InsertOutboxTx.
-func QueueOutboxNow[TTx any](ctx context.Context, s stores.Store[TTx], tx TTx, p *ackgap.OutboxEntry) error {
-	_, err := s.InsertOutboxTx(ctx, tx, p)
-	return err
-}
-
 // QueueTransitionNow is [stores.Store.QueueTransitionTx] for a store that
 // does not pipeline: it applies p.Transition at once with
 // s.TransitionIfStateTx and, only if it applied, inserts p.Outbox with
-// s.InsertOutboxTx. A refused transition returns TransitionResult.Err
+// one s.InsertOutboxManyTx. A refused transition returns TransitionResult.Err
 // (permanent, ackgap.ErrTransitionRefused); one already applied writes
 // nothing and returns nil. It calls p.Ran, when set, once the transition
 // ran and its rows (if it applied) were inserted.
@@ -143,11 +137,9 @@ func QueueTransitionNow[TTx any](ctx context.Context, s stores.Store[TTx], tx TT
 	if err := res.Err(); err != nil {
 		return err
 	}
-	if res.Applied() {
-		for i := range p.Outbox {
-			if _, err := s.InsertOutboxTx(ctx, tx, &p.Outbox[i]); err != nil {
-				return err
-			}
+	if res.Applied() && len(p.Outbox) > 0 {
+		if _, err := s.InsertOutboxManyTx(ctx, tx, &stores.OutboxInsertManyParams{Rows: p.Outbox}); err != nil {
+			return err
 		}
 	}
 	if p.Ran != nil {

@@ -118,7 +118,7 @@ func runBatch[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TTx]) {
 			})
 			require.NoError(t, err)
 			require.True(t, out.Applied())
-			_, err = h.Store.InsertOutboxTx(ctx, tx, &ackgap.OutboxEntry{Kind: "charge", IdempotencyKey: "charge:" + order, Consumer: "c1", EventID: event})
+			_, err = insertOutbox(ctx, h.Store, tx, ackgap.OutboxEntry{Kind: "charge", IdempotencyKey: "charge:" + order, Consumer: "c1", EventID: event})
 			require.NoError(t, err)
 		}
 		apply("o1", "e1")

@@ -30,7 +30,8 @@ const benchRows = 256
 //     kafkabroker.SubscriberConfig.Progress adds to every transaction;
 //   - Duplicate: the same for an event already in the inbox;
 //   - Billing: the inbox transaction, a guarded transition (applied), two outbox rows
-//     with InsertOutboxTx, CommitTx: the billing example's transaction;
+//     inserted at once (InsertOutboxManyTx, one row each), CommitTx: the
+//     billing example's transaction;
 //   - BillingQueued: the same with the outbox rows queued with
 //     stores.Store.QueueOutboxTx (inserted at once by a store that does
 //     not pipeline);
@@ -181,7 +182,7 @@ func benchBilling[TTx any](h *Harness[TTx], queue bool, i, row int) error {
 			if queue {
 				err = h.Store.QueueOutboxTx(ctx, res.Tx, &p)
 			} else {
-				_, err = h.Store.InsertOutboxTx(ctx, res.Tx, &p)
+				_, err = insertOutbox(ctx, h.Store, res.Tx, p)
 			}
 			if err != nil {
 				return err

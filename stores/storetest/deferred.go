@@ -71,7 +71,7 @@ func runInboxDeferrer[TTx any](t *testing.T, setup func(t *testing.T) *Harness[T
 		verdict, err := d.InboxVerdictTx(ctx, tx)
 		require.NoError(t, err)
 		require.False(t, verdict.Duplicate)
-		_, err = h.Store.InsertOutboxTx(ctx, tx, &ackgap.OutboxEntry{Kind: "charge", IdempotencyKey: "charge:o1"})
+		_, err = insertOutbox(ctx, h.Store, tx, ackgap.OutboxEntry{Kind: "charge", IdempotencyKey: "charge:o1"})
 		require.NoError(t, err)
 		require.NoError(t, h.Store.CommitTx(ctx, tx))
 		require.Len(t, listOutbox(t, h), 1)

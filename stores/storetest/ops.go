@@ -41,7 +41,7 @@ func runOperator[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TTx]) 
 		require.False(t, res.Duplicate)
 		for i := range rows {
 			rows[i].Consumer, rows[i].EventID = consumer, eventID
-			_, err := h.Store.InsertOutboxTx(ctx, res.Tx, &rows[i])
+			_, err := insertOutbox(ctx, h.Store, res.Tx, rows[i])
 			require.NoError(t, err)
 		}
 		require.NoError(t, h.Store.CommitTx(ctx, res.Tx))

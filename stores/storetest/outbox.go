@@ -323,18 +323,26 @@ func row(kind, k string, created, available time.Time) ackgap.OutboxEntry {
 
 var outboxEvents atomic.Int64
 
-// addRows inserts rows in one inbox transaction and returns their ids.
+// addRows inserts rows (distinct keys) in one inbox transaction, one
+// statement each, and returns their ids, read back by key.
 func addRows[TTx any](t *testing.T, h *Harness[TTx], rows ...ackgap.OutboxEntry) []int64 {
 	t.Helper()
 	ctx := context.Background()
 	res := begin(t, h, "storetest", fmt.Sprintf("outbox-%d-%d", time.Now().UnixNano(), outboxEvents.Add(1)), nil)
-	ids := make([]int64, 0, len(rows))
 	for i := range rows {
-		out, err := h.Store.InsertOutboxTx(ctx, res.Tx, &rows[i])
+		dup, err := insertOutbox(ctx, h.Store, res.Tx, rows[i])
 		require.NoError(t, err)
-		ids = append(ids, out.ID)
+		require.False(t, dup, "addRows takes new keys")
 	}
 	require.NoError(t, h.Store.CommitTx(ctx, res.Tx))
+	byKey := map[string]int64{}
+	for _, r := range listOutbox(t, h) {
+		byKey[r.IdempotencyKey] = r.ID
+	}
+	ids := make([]int64, 0, len(rows))
+	for _, r := range rows {
+		ids = append(ids, byKey[r.IdempotencyKey])
+	}
 	return ids
 }
 

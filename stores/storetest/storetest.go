@@ -377,7 +377,7 @@ func runInbox[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TTx]) {
 		out, err := h.Store.TransitionIfStateTx(ctx, res.Tx, &ackgap.Transition{Table: stateTable, Key: "o1", From: []string{"pending"}, To: "charging"})
 		require.NoError(t, err)
 		require.Equal(t, ackgap.TransitionApplied, out.Outcome)
-		_, err = h.Store.InsertOutboxTx(ctx, res.Tx, &ackgap.OutboxEntry{Kind: "charge", IdempotencyKey: "charge:o1", Payload: []byte("{}")})
+		_, err = insertOutbox(ctx, h.Store, res.Tx, ackgap.OutboxEntry{Kind: "charge", IdempotencyKey: "charge:o1", Payload: []byte("{}")})
 		require.NoError(t, err)
 		require.NoError(t, h.Store.RollbackTx(ctx, res.Tx))
 
@@ -395,21 +395,21 @@ func runInbox[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TTx]) {
 		ctx := context.Background()
 		at := time.Now().Add(time.Hour).Truncate(time.Millisecond)
 		res := begin(t, h, "c1", "e1", nil)
-		first, err := h.Store.InsertOutboxTx(ctx, res.Tx, &ackgap.OutboxEntry{
+		dup, err := insertOutbox(ctx, h.Store, res.Tx, ackgap.OutboxEntry{
 			Kind: "charge", IdempotencyKey: "charge:o1", Payload: []byte(`{"amount":100}`),
 			Headers: map[string]string{"traceparent": "00-abc-def-01"}, AvailableAt: at, Consumer: "c1", EventID: "e1",
 		})
 		require.NoError(t, err)
-		require.False(t, first.Duplicate)
-		same, err := h.Store.InsertOutboxTx(ctx, res.Tx, &ackgap.OutboxEntry{Kind: "charge", IdempotencyKey: "charge:o1", Payload: []byte(`{"amount":100}`)})
+		require.False(t, dup)
+		dup, err = insertOutbox(ctx, h.Store, res.Tx, ackgap.OutboxEntry{Kind: "charge", IdempotencyKey: "charge:o1", Payload: []byte(`{"amount":100}`)})
 		require.NoError(t, err)
-		require.Equal(t, &stores.OutboxInsertResult{ID: first.ID, Duplicate: true}, same)
-		_, err = h.Store.InsertOutboxTx(ctx, res.Tx, &ackgap.OutboxEntry{Kind: "charge", IdempotencyKey: "charge:o1", Payload: []byte(`{"amount":250}`)})
+		require.True(t, dup, "same key, same payload: a duplicate, nothing written")
+		_, err = insertOutbox(ctx, h.Store, res.Tx, ackgap.OutboxEntry{Kind: "charge", IdempotencyKey: "charge:o1", Payload: []byte(`{"amount":250}`)})
 		require.ErrorIs(t, err, ackgap.ErrIdempotencyConflict)
 		require.Equal(t, ackgap.ReasonIdempotencyConflict, ackgap.ReasonOf(err))
-		_, err = h.Store.InsertOutboxTx(ctx, res.Tx, &ackgap.OutboxEntry{Kind: "email.receipt", IdempotencyKey: "receipt:o1"})
+		_, err = insertOutbox(ctx, h.Store, res.Tx, ackgap.OutboxEntry{Kind: "email.receipt", IdempotencyKey: "receipt:o1"})
 		require.NoError(t, err, "an empty payload is allowed")
-		_, err = h.Store.InsertOutboxTx(ctx, res.Tx, &ackgap.OutboxEntry{Kind: "", IdempotencyKey: ""})
+		_, err = insertOutbox(ctx, h.Store, res.Tx, ackgap.OutboxEntry{Kind: "", IdempotencyKey: ""})
 		require.ErrorContains(t, err, "Kind is empty")
 		require.ErrorContains(t, err, "IdempotencyKey is empty")
 		require.NoError(t, h.Store.CommitTx(ctx, res.Tx))
@@ -533,4 +533,14 @@ func outboxOf[TTx any](t *testing.T, h *Harness[TTx]) stores.OutboxStore {
 		t.Skipf("%T does not implement stores.OutboxStore", h.Store)
 	}
 	return o
+}
+
+// insertOutbox inserts row in tx at once (InsertOutboxManyTx with one row)
+// and returns whether it was a duplicate.
+func insertOutbox[TTx any](ctx context.Context, s stores.Store[TTx], tx TTx, row ackgap.OutboxEntry) (bool, error) {
+	res, err := s.InsertOutboxManyTx(ctx, tx, &stores.OutboxInsertManyParams{Rows: []ackgap.OutboxEntry{row}})
+	if err != nil {
+		return false, err
+	}
+	return res.Duplicate[0], nil
 }
