@@ -125,9 +125,9 @@ func seed(t *testing.T, s seeder) map[string]int64 {
 	for _, r := range claimed.Rows {
 		ids[r.IdempotencyKey] = r.ID
 		if r.Kind == "email" {
-			_, err = s.SettleOutboxManyIfClaimed(ctx, &stores.OutboxSettleManyParams{Rows: []stores.OutboxSettlement{{ID: r.ID, ClaimToken: r.Claim.Token, State: stores.OutboxDone}}})
+			_, err = s.SettleOutboxIfClaimedOrHeld(ctx, &stores.OutboxSettleParams{Rows: []stores.OutboxSettlement{{ID: r.ID, ClaimToken: r.Claim.Token, State: stores.OutboxDone}}})
 		} else {
-			_, err = s.SettleOutboxManyIfClaimed(ctx, &stores.OutboxSettleManyParams{Rows: []stores.OutboxSettlement{{ID: r.ID, ClaimToken: r.Claim.Token, State: stores.OutboxDead,
+			_, err = s.SettleOutboxIfClaimedOrHeld(ctx, &stores.OutboxSettleParams{Rows: []stores.OutboxSettlement{{ID: r.ID, ClaimToken: r.Claim.Token, State: stores.OutboxDead,
 				LastError: "payment gateway: card declined <b>" + r.IdempotencyKey + "</b>"}}})
 		}
 		require.NoError(t, err)
@@ -361,7 +361,7 @@ func TestHeldRows(t *testing.T) {
 		require.NoError(t, err)
 		require.Len(t, claimed.Rows, 1)
 		r := claimed.Rows[0]
-		res, err := s.SettleOutboxManyIfClaimed(ctx, &stores.OutboxSettleManyParams{Rows: []stores.OutboxSettlement{
+		res, err := s.SettleOutboxIfClaimedOrHeld(ctx, &stores.OutboxSettleParams{Rows: []stores.OutboxSettlement{
 			{ID: r.ID, ClaimToken: r.Claim.Token, State: stores.OutboxPending, Delay: time.Hour, LastError: "503"}}})
 		require.NoError(t, err)
 		require.Equal(t, []bool{true}, res.Changed)
@@ -638,7 +638,7 @@ func TestPrune(t *testing.T) {
 		claimed, err := s.ClaimOutbox(ctx, &stores.OutboxClaimParams{Kinds: []string{"email"}, Lease: time.Minute})
 		require.NoError(t, err)
 		require.Len(t, claimed.Rows, 1)
-		_, err = s.SettleOutboxManyIfClaimed(ctx, &stores.OutboxSettleManyParams{Rows: []stores.OutboxSettlement{
+		_, err = s.SettleOutboxIfClaimedOrHeld(ctx, &stores.OutboxSettleParams{Rows: []stores.OutboxSettlement{
 			{ID: claimed.Rows[0].ID, ClaimToken: claimed.Rows[0].Claim.Token, State: stores.OutboxDone}}})
 		require.NoError(t, err)
 

@@ -24,14 +24,14 @@ type countingStore struct {
 	settles, settled atomic.Int64
 }
 
-func (c *countingStore) SettleOutboxManyIfClaimed(ctx context.Context, p *stores.OutboxSettleManyParams) (*stores.OutboxSettleManyResult, error) {
+func (c *countingStore) SettleOutboxIfClaimedOrHeld(ctx context.Context, p *stores.OutboxSettleParams) (*stores.OutboxSettleResult, error) {
 	c.settles.Add(1)
 	c.settled.Add(int64(len(p.Rows)))
-	return c.OutboxStore.SettleOutboxManyIfClaimed(ctx, p)
+	return c.OutboxStore.SettleOutboxIfClaimedOrHeld(ctx, p)
 }
 
 // TestRecordSetBased: a relay records every outcome (done, retry, dead)
-// through stores.OutboxStore.SettleOutboxManyIfClaimed and never row by
+// through stores.OutboxStore.SettleOutboxIfClaimedOrHeld and never row by
 // row, and every row ends as its effect said, on both stores.
 func TestRecordSetBased(t *testing.T) {
 	t.Parallel()
@@ -148,7 +148,7 @@ func recordGuardedByClaim[TTx any](t *testing.T, b *backend[TTx]) {
 	row := rowOf(t, b.store, ids[0])
 	require.Equal(t, stores.OutboxClaimed, row.State, "nothing written by the first relay")
 	require.Equal(t, 2, row.Attempts)
-	res, err := b.store.SettleOutboxManyIfClaimed(ctx, &stores.OutboxSettleManyParams{Rows: []stores.OutboxSettlement{
+	res, err := b.store.SettleOutboxIfClaimedOrHeld(ctx, &stores.OutboxSettleParams{Rows: []stores.OutboxSettlement{
 		{ID: ids[0], ClaimToken: other.Rows[0].Claim.Token, State: stores.OutboxDone}}})
 	require.NoError(t, err)
 	require.Equal(t, []bool{true}, res.Changed, "the second claim still holds the row")
@@ -162,14 +162,14 @@ type blockingSettleStore struct {
 	settling, release chan struct{}
 }
 
-func (b *blockingSettleStore) SettleOutboxManyIfClaimed(ctx context.Context, p *stores.OutboxSettleManyParams) (*stores.OutboxSettleManyResult, error) {
+func (b *blockingSettleStore) SettleOutboxIfClaimedOrHeld(ctx context.Context, p *stores.OutboxSettleParams) (*stores.OutboxSettleResult, error) {
 	first := false
 	b.once.Do(func() { first = true })
 	if first {
 		close(b.settling)
 		<-b.release
 	}
-	return b.OutboxStore.SettleOutboxManyIfClaimed(ctx, p)
+	return b.OutboxStore.SettleOutboxIfClaimedOrHeld(ctx, p)
 }
 
 // TestSlotFreeWhileRecording: an effect's slot (Config.Concurrency) is

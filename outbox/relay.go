@@ -144,7 +144,7 @@ type Config struct {
 	RecordTimeout time.Duration
 	// RecordWait is how long an outcome waits for those of the other
 	// effects still in flight before the relay records what it has, in one
-	// statement (stores.OutboxStore.SettleOutboxManyIfClaimed). It waits only while effects are
+	// statement (stores.OutboxStore.SettleOutboxIfClaimedOrHeld). It waits only while effects are
 	// in flight, and no longer than this after the first outcome waiting:
 	// the effects of one claim that finish within RecordWait of each other
 	// cost one statement and one commit instead of one each. It delays the
@@ -559,24 +559,24 @@ func (r *Relay) Run(ctx context.Context) error {
 const releaseNote = "released unstarted by a stopping relay"
 
 // release makes held rows whose effect was never started due now, for
-// any relay to claim (SettleOutboxManyIfHeld to pending, no delay: this
+// any relay to claim (SettleOutboxIfClaimedOrHeld to pending, no delay: this
 // counts one attempt), at most OutboxClaimLimitMax per statement, each
 // statement bounded by RecordTimeout. A row whose release fails keeps its
 // hold until it lapses; the failure is logged.
 func (r *Relay) release(ctx context.Context, rows []ackgap.OutboxEntry) {
 	for chunk := range slices.Chunk(rows, stores.OutboxClaimLimitMax) {
-		p := &stores.OutboxSettleHeldParams{Rows: make([]stores.OutboxHeldSettlement, 0, len(chunk))}
+		p := &stores.OutboxSettleParams{Rows: make([]stores.OutboxSettlement, 0, len(chunk))}
 		seen := make(map[string]bool, len(chunk))
 		for _, e := range chunk {
 			if seen[e.IdempotencyKey] {
 				continue // one settlement per key and statement
 			}
 			seen[e.IdempotencyKey] = true
-			p.Rows = append(p.Rows, stores.OutboxHeldSettlement{IdempotencyKey: e.IdempotencyKey, HeldUntil: e.AvailableAt,
+			p.Rows = append(p.Rows, stores.OutboxSettlement{IdempotencyKey: e.IdempotencyKey, HeldUntil: e.AvailableAt,
 				State: stores.OutboxPending, LastError: releaseNote})
 		}
 		rctx, cancel := context.WithTimeout(ctx, r.cfg.RecordTimeout)
-		_, err := r.store.SettleOutboxManyIfHeld(rctx, p)
+		_, err := r.store.SettleOutboxIfClaimedOrHeld(rctx, p)
 		cancel()
 		if err != nil {
 			r.cfg.Logger.Error("outbox relay: releasing unstarted dispatched rows failed; they are claimed when their hold lapses", err,
@@ -771,7 +771,7 @@ func (r *Relay) report(ctx context.Context, rep *Report) {
 
 // carryOutHeld carries out a row handed over by direct dispatch: as a
 // claimed row, whose claim is the row's hold (no token: its outcome is
-// recorded with SettleOutboxManyIfHeld, by idempotency key; Report.Row.ID
+// recorded with SettleOutboxIfClaimedOrHeld, by idempotency key; Report.Row.ID
 // is the id that statement returns, 0 until the outcome is recorded and
 // when it could not be). A row whose hold ends before an effect call could finish is
 // left for the relay that claims it once the hold lapsed. It returns what

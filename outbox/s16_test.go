@@ -31,13 +31,13 @@ type failDoneOnce struct {
 
 var errInjected = errors.New("injected: connection reset while marking the row done")
 
-func (f *failDoneOnce) SettleOutboxManyIfClaimed(ctx context.Context, p *stores.OutboxSettleManyParams) (*stores.OutboxSettleManyResult, error) {
+func (f *failDoneOnce) SettleOutboxIfClaimedOrHeld(ctx context.Context, p *stores.OutboxSettleParams) (*stores.OutboxSettleResult, error) {
 	for _, r := range p.Rows {
 		if r.ID == f.id && r.State == stores.OutboxDone && f.failed.CompareAndSwap(false, true) {
 			return nil, errInjected
 		}
 	}
-	return f.OutboxStore.SettleOutboxManyIfClaimed(ctx, p)
+	return f.OutboxStore.SettleOutboxIfClaimedOrHeld(ctx, p)
 }
 
 // TestS16MarkDoneFailsOnce is case S16 (b): rows O1..O3 with keys K1..K3

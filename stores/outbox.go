@@ -17,7 +17,8 @@ import (
 //
 // The life of a row: pending -> claimed (ClaimOutbox) -> done, back to
 // pending (a retry) or dead, for one or many rows at once
-// (SettleOutboxManyIfClaimed); dead -> pending (RedriveOutboxIfDead);
+// (SettleOutboxIfClaimedOrHeld, which also records rows held for direct
+// dispatch, never claimed); dead -> pending (RedriveOutboxIfDead);
 // done rows are deleted after a retention (PruneOutboxIfDone). A claimed
 // row whose lease lapsed is due again: a relay that crashed mid-effect
 // loses it to the next claimer, which repeats the effect with the same
@@ -58,36 +59,36 @@ type OutboxStore interface {
 	// values after the claim, ordered by id.
 	ClaimOutbox(ctx context.Context, p *OutboxClaimParams) (*OutboxClaimResult, error)
 
-	// SettleOutboxManyIfClaimed gives each row of p.Rows its new state, in
-	// one statement (one commit), if that row is still claimed under its
-	// ClaimToken: done (done_at = now), pending (due at now + Delay,
-	// last_error = LastError; attempts unchanged: ClaimOutbox counts them)
-	// or dead (last_error = LastError; never claimed again until
-	// RedriveOutboxIfDead). A row no longer claimed under its
-	// token (its lease lapsed and another claimer took it, or an operator
-	// moved it) is left alone and reported unchanged: the guard is in the
-	// statement's WHERE clause, per row. The outbox relay records every
-	// outcome with it, so the outcomes of effects that finish together cost
-	// one statement. It returns an error, and writes nothing, when p is
-	// invalid ([OutboxSettleManyParams.Validate]) or the statement failed.
-	SettleOutboxManyIfClaimed(ctx context.Context, p *OutboxSettleManyParams) (*OutboxSettleManyResult, error)
-
-	// SettleOutboxManyIfHeld records the outcomes of rows that a relay in
-	// the writing process carried out right after their commit, without a
-	// claim (outbox direct dispatch: middleware.InboxConfig.Dispatch). Such
-	// a row was inserted pending, with attempts 0 and available_at set to
-	// its hold's end, so no relay claims it before then. Each row of p.Rows
-	// is found by its idempotency key and changed only if it is still
-	// pending, with attempts 0 and available_at equal to the row's
-	// HeldUntil (to the microsecond): then it gets its new state as
-	// SettleOutboxManyIfClaimed gives it, and attempts 1. A row claimed by
-	// a relay after its hold lapsed, or one that already existed under the
-	// key when the insert was a duplicate, fails the guard and is left
-	// alone. One statement (one commit) for all rows. Changed in the
-	// result says, per row, whether it was written. It returns an error if
-	// p is invalid ([OutboxSettleHeldParams.Validate]) or the statement
-	// failed.
-	SettleOutboxManyIfHeld(ctx context.Context, p *OutboxSettleHeldParams) (*OutboxSettleManyResult, error)
+	// SettleOutboxIfClaimedOrHeld records the outcome of each row of
+	// p.Rows, behind the row's own guard in the statement's WHERE clause:
+	//
+	//   - a claimed row (ClaimOutbox; ID and ClaimToken) changes only if it
+	//     is still claimed under ClaimToken. Its lease may have lapsed and
+	//     another claimer taken it, or an operator moved it: then it is
+	//     left alone.
+	//   - a held row (carried out by the relay of the writing process right
+	//     after its commit, without a claim: outbox direct dispatch,
+	//     middleware.InboxConfig.Dispatch; IdempotencyKey and HeldUntil)
+	//     was inserted pending, with attempts 0 and available_at at its
+	//     hold's end, so no relay claims it before then. It changes only if
+	//     it is still pending, with attempts 0 and available_at equal to
+	//     HeldUntil (to the microsecond), and then also gets attempts 1. A
+	//     row claimed by a relay after its hold lapsed, or one that already
+	//     existed under the key when the insert was a duplicate, fails the
+	//     guard and is left alone.
+	//
+	// A row that passes gets its new state: done (done_at = now), pending
+	// (due at now + Delay, last_error = LastError; attempts unchanged:
+	// ClaimOutbox counts them) or dead (last_error = LastError; never
+	// claimed again until RedriveOutboxIfDead). The result says per row
+	// whether it was written and its id. The claimed rows go in one
+	// statement (one commit), the held rows in another, so the outcomes of
+	// effects that finish together cost one statement; the outbox relay
+	// records every outcome with it. It returns an error, and writes
+	// nothing, when p is invalid ([OutboxSettleParams.Validate]); an error
+	// of a statement leaves the rows of the other statement as it wrote
+	// them.
+	SettleOutboxIfClaimedOrHeld(ctx context.Context, p *OutboxSettleParams) (*OutboxSettleResult, error)
 
 	// RedriveOutboxIfDead sets dead rows (those of p.IDs, or every dead row
 	// of p.Kind) back to pending, due now, with attempts reset to 0, at
@@ -165,7 +166,7 @@ func (p *OutboxClaimParams) LimitOrDefault() int {
 }
 
 // OutboxClaim identifies one claim of one row: the guard with which
-// [OutboxStore.SettleOutboxManyIfClaimed] records the row's outcome.
+// [OutboxStore.SettleOutboxIfClaimedOrHeld] records the row's outcome.
 type OutboxClaim struct {
 	// ID is the row's id.
 	ID int64

@@ -186,13 +186,13 @@ func TestCasesZombieRelayIsNoOp(t *testing.T) {
 	require.Len(t, winner.Rows, 1, "the lapsed lease is claimed again")
 	z := zombie.Rows[0].Claim
 	for _, st := range []stores.OutboxState{stores.OutboxDone, stores.OutboxPending, stores.OutboxDead} {
-		res, err := store.SettleOutboxManyIfClaimed(ctx, &stores.OutboxSettleManyParams{Rows: []stores.OutboxSettlement{
+		res, err := store.SettleOutboxIfClaimedOrHeld(ctx, &stores.OutboxSettleParams{Rows: []stores.OutboxSettlement{
 			{ID: z.ID, ClaimToken: z.Token, State: st, LastError: "late"}}})
 		require.NoError(t, err)
 		require.Equal(t, []bool{false}, res.Changed, "the zombie's %s", st)
 	}
 	w := winner.Rows[0].Claim
-	res, err := store.SettleOutboxManyIfClaimed(ctx, &stores.OutboxSettleManyParams{Rows: []stores.OutboxSettlement{{ID: w.ID, ClaimToken: w.Token, State: stores.OutboxDone}}})
+	res, err := store.SettleOutboxIfClaimedOrHeld(ctx, &stores.OutboxSettleParams{Rows: []stores.OutboxSettlement{{ID: w.ID, ClaimToken: w.Token, State: stores.OutboxDone}}})
 	require.NoError(t, err)
 	require.Equal(t, []bool{true}, res.Changed)
 	rows, err := store.ListOutbox(ctx, &stores.OutboxListParams{})

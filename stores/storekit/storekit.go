@@ -147,3 +147,55 @@ func QueueTransitionNow[TTx any](ctx context.Context, s stores.Store[TTx], tx TT
 	}
 	return nil
 }
+
+// SettleByGuard is [stores.OutboxStore.SettleOutboxIfClaimedOrHeld] for a
+// store with one statement for claimed rows and one for held rows: it
+// validates p, calls claimed with the claimed rows of p and held with the
+// held ones (each only when there are some, with p.Now, the rows in p's
+// order), and returns their results merged in p's order, with the ids of
+// the claimed rows written filled in. claimed must fill the result's
+// Changed; held fills Changed and IDs. An error of claimed is returned
+// before held runs.
+func SettleByGuard(ctx context.Context, p *stores.OutboxSettleParams,
+	claimed, held func(ctx context.Context, p *stores.OutboxSettleParams) (*stores.OutboxSettleResult, error)) (*stores.OutboxSettleResult, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	n := len(p.Rows)
+	res := &stores.OutboxSettleResult{Changed: make([]bool, n), IDs: make([]int64, n)}
+	var byClaim, byHold []int
+	for i := range p.Rows {
+		if p.Rows[i].Held() {
+			byHold = append(byHold, i)
+		} else {
+			byClaim = append(byClaim, i)
+		}
+	}
+	for _, part := range []struct {
+		at     []int
+		settle func(context.Context, *stores.OutboxSettleParams) (*stores.OutboxSettleResult, error)
+	}{{byClaim, claimed}, {byHold, held}} {
+		if len(part.at) == 0 {
+			continue
+		}
+		sub := &stores.OutboxSettleParams{Rows: make([]stores.OutboxSettlement, len(part.at)), Now: p.Now}
+		for j, i := range part.at {
+			sub.Rows[j] = p.Rows[i]
+		}
+		got, err := part.settle(ctx, sub)
+		if err != nil {
+			return nil, err
+		}
+		for j, i := range part.at {
+			res.Changed[i] = got.Changed[j]
+			switch {
+			case !got.Changed[j]:
+			case got.IDs != nil:
+				res.IDs[i] = got.IDs[j]
+			default:
+				res.IDs[i] = p.Rows[i].ID
+			}
+		}
+	}
+	return res, nil
+}

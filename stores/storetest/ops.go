@@ -155,7 +155,7 @@ func runOperator[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TTx]) 
 			row("charge", "backoff", t0.Add(-2*time.Minute), t0.Add(-2*time.Minute)))
 		claimed := claim(t, o, &stores.OutboxClaimParams{Limit: 10, Lease: lease, Now: t0})
 		require.Equal(t, tried, claimedIDs(claimed))
-		settled, err := o.SettleOutboxManyIfClaimed(ctx, &stores.OutboxSettleManyParams{Now: t0, Rows: []stores.OutboxSettlement{
+		settled, err := o.SettleOutboxIfClaimedOrHeld(ctx, &stores.OutboxSettleParams{Now: t0, Rows: []stores.OutboxSettlement{
 			{ID: tried[0], ClaimToken: claimed.Rows[0].Claim.Token, State: stores.OutboxPending, LastError: "503"},
 			{ID: tried[1], ClaimToken: claimed.Rows[1].Claim.Token, State: stores.OutboxPending, Delay: 10 * time.Minute, LastError: "503"},
 		}})
@@ -168,7 +168,7 @@ func runOperator[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TTx]) 
 			row("charge", "held-settled", t0, hold.Add(time.Second)),
 			row("email", "delayed", t0, t0.Add(3*time.Hour)), // a handler's AvailableAt: held too
 		)
-		res, err := o.SettleOutboxManyIfHeld(ctx, &stores.OutboxSettleHeldParams{Now: t0, Rows: []stores.OutboxHeldSettlement{
+		res, err := o.SettleOutboxIfClaimedOrHeld(ctx, &stores.OutboxSettleParams{Now: t0, Rows: []stores.OutboxSettlement{
 			{IdempotencyKey: "held-settled", HeldUntil: hold.Add(time.Second), State: stores.OutboxDone},
 		}})
 		require.NoError(t, err)

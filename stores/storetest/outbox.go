@@ -27,7 +27,7 @@ import (
 // come back through redrive with attempts reset; pruning deletes only done
 // rows older than the cutoff; stats count the backlog and find its oldest
 // row; concurrent claimers never get the same row; bad params are refused;
-// and one SettleOutboxManyIfClaimed call records a claim's done, retried
+// and one SettleOutboxIfClaimedOrHeld call records a claim's done, retried
 // and dead rows behind each row's guard.
 func runOutbox[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TTx]) {
 	// t0 is the suite's clock: every call passes Now relative to it, so
@@ -364,7 +364,7 @@ func claimedIDs(res *stores.OutboxClaimResult) []int64 {
 // settleOne records the outcome of one claimed row and returns whether
 // the store wrote it; now is the settle's Now.
 func settleOne(ctx context.Context, o stores.OutboxStore, s stores.OutboxSettlement, now time.Time) (bool, error) {
-	res, err := o.SettleOutboxManyIfClaimed(ctx, &stores.OutboxSettleManyParams{Rows: []stores.OutboxSettlement{s}, Now: now})
+	res, err := o.SettleOutboxIfClaimedOrHeld(ctx, &stores.OutboxSettleParams{Rows: []stores.OutboxSettlement{s}, Now: now})
 	if err != nil {
 		return false, err
 	}
