@@ -143,10 +143,10 @@ type rowRef struct {
 }
 
 func refOf(rep *Report) rowRef {
-	if rep.Claim.Token == "" {
+	if rep.Row.Claim.Token == "" {
 		return rowRef{key: rep.Row.IdempotencyKey}
 	}
-	return rowRef{id: rep.Claim.ID}
+	return rowRef{id: rep.Row.Claim.ID}
 }
 
 // recordMany writes the outcomes of batch, each guarded by its claim or,
@@ -160,7 +160,7 @@ func (r *Relay) recordMany(ctx context.Context, batch []*recordReq) {
 	defer cancel()
 	var claimed, held []*recordReq
 	for _, q := range batch {
-		if q.rep.Claim.Token == "" {
+		if q.rep.Row.Claim.Token == "" {
 			held = append(held, q)
 		} else {
 			claimed = append(claimed, q)
@@ -172,10 +172,11 @@ func (r *Relay) recordMany(ctx context.Context, batch []*recordReq) {
 		}
 		p := &stores.OutboxSettleParams{Rows: make([]stores.OutboxSettlement, len(part))}
 		for i, q := range part {
-			p.Rows[i] = stores.OutboxSettlement{ID: q.rep.Claim.ID, ClaimToken: q.rep.Claim.Token,
+			c := q.rep.Row.Claim
+			p.Rows[i] = stores.OutboxSettlement{ID: c.ID, ClaimToken: c.Token,
 				State: settledState(q.outcome), LastError: q.lastError(), Delay: q.delay()}
-			if q.rep.Claim.Token == "" {
-				p.Rows[i].IdempotencyKey, p.Rows[i].HeldUntil = q.rep.Row.IdempotencyKey, q.rep.Claim.Until
+			if c.Token == "" {
+				p.Rows[i].IdempotencyKey, p.Rows[i].HeldUntil = q.rep.Row.IdempotencyKey, c.Until
 			}
 		}
 		res, err := r.store.SettleOutboxIfClaimedOrHeld(rctx, p)

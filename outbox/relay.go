@@ -321,12 +321,12 @@ const (
 // Report describes one row carried out by a relay.
 type Report struct {
 	// Row is the row as claimed: Attempts counts this attempt (1 for the
-	// first).
+	// first), Row.Claim is the claim the relay held. For a row carried out
+	// by direct dispatch, Claim.Token is empty, Claim.ID is 0 and
+	// Claim.Until is the end of the row's hold; Row.ID is 0 until the
+	// outcome is recorded (the relay never read the row), then the id the
+	// record returned.
 	Row stores.OutboxRow
-	// Claim is the claim the relay held. For a row carried out by direct
-	// dispatch, Token is empty, ID is 0 (as is Row.ID: the relay never
-	// read the row) and Until is the end of the row's hold.
-	Claim stores.OutboxClaim
 	// Outcome is what was recorded.
 	Outcome Outcome
 	// Err is the effect's error; nil when it succeeded (also for
@@ -648,7 +648,7 @@ func (r *Relay) RunOnce(ctx context.Context) (int, error) {
 	return len(rows), nil
 }
 
-func (r *Relay) claim(ctx context.Context, n int) ([]stores.ClaimedOutboxRow, error) {
+func (r *Relay) claim(ctx context.Context, n int) ([]stores.OutboxRow, error) {
 	res, err := r.store.ClaimOutbox(ctx, &stores.OutboxClaimParams{Limit: n, Lease: r.cfg.Lease, Kinds: r.kinds})
 	if err != nil {
 		return nil, fmt.Errorf("outbox relay: claim: %w", err)
@@ -724,8 +724,8 @@ func (r *Relay) prune(ctx context.Context) {
 // returns when a retried row is due again, zero for other outcomes. ctx is
 // the work context: when it is cancelled (the relay's hard stop)
 // mid-effect, the outcome is left unrecorded.
-func (r *Relay) carryOut(ctx context.Context, row stores.ClaimedOutboxRow, claimed time.Time, rec *recorder) (retryAt time.Time) {
-	rep := &Report{Row: row.OutboxRow, Claim: row.Claim, Claimed: claimed}
+func (r *Relay) carryOut(ctx context.Context, row stores.OutboxRow, claimed time.Time, rec *recorder) (retryAt time.Time) {
+	rep := &Report{Row: row, Claimed: claimed}
 	rec.enter()
 	if row.Attempts > r.cfg.MaxAttempts {
 		// Earlier attempts ended without an outcome: do not call an effect
@@ -737,7 +737,7 @@ func (r *Relay) carryOut(ctx context.Context, row stores.ClaimedOutboxRow, claim
 	}
 	effectCtx, cancel := context.WithTimeout(ctx, r.cfg.EffectTimeout)
 	rep.Started = r.cfg.Now()
-	rep.Err = call(effectCtx, r.cfg.Effects[row.Kind], row.OutboxRow)
+	rep.Err = call(effectCtx, r.cfg.Effects[row.Kind], row)
 	rep.Finished = r.cfg.Now()
 	cancel()
 	switch err := rep.Err; {
@@ -783,14 +783,7 @@ func (r *Relay) carryOutHeld(ctx context.Context, e ackgap.OutboxEntry, rec *rec
 			watermill.LogFields{"kind": e.Kind, "idempotency_key": e.IdempotencyKey, "held_until": e.AvailableAt})
 		return time.Time{}
 	}
-	row := stores.ClaimedOutboxRow{
-		OutboxRow: stores.OutboxRow{
-			Kind: e.Kind, IdempotencyKey: e.IdempotencyKey, Payload: e.Payload, Headers: e.Headers,
-			Consumer: e.Consumer, EventID: e.EventID, State: stores.OutboxPending, Attempts: 1,
-			CreatedAt: e.Now, AvailableAt: e.AvailableAt,
-		},
-		Claim: stores.OutboxClaim{Until: e.AvailableAt},
-	}
+	row := stores.OutboxRow{OutboxEntry: e, State: stores.OutboxPending, Attempts: 1, Claim: stores.OutboxClaim{Until: e.AvailableAt}}
 	return r.carryOut(ctx, row, now, rec)
 }
 

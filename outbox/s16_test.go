@@ -122,8 +122,8 @@ func s16[TTx any](t *testing.T, b *backend[TTx]) {
 	// statement returned, and on SQLite the claim may wait for the write
 	// lock after the lease began (a gap between Started times under the
 	// lease, seen under -race on a busy machine).
-	require.False(t, r2[1].Started.Before(r2[0].Claim.Until),
-		"republished once the lease lapsed: the second attempt started %s, the first lease ended %s", r2[1].Started, r2[0].Claim.Until)
+	require.False(t, r2[1].Started.Before(r2[0].Row.Claim.Until),
+		"republished once the lease lapsed: the second attempt started %s, the first lease ended %s", r2[1].Started, r2[0].Row.Claim.Until)
 
 	mu.Lock()
 	defer mu.Unlock()

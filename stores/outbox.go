@@ -178,20 +178,12 @@ type OutboxClaim struct {
 	Until time.Time
 }
 
-// ClaimedOutboxRow is a row as [OutboxStore.ClaimOutbox] left it, with
-// its claim.
-type ClaimedOutboxRow struct {
-	// OutboxRow holds the row's values after the claim: State claimed,
-	// Attempts counting this claim, AvailableAt equal to Claim.Until.
-	OutboxRow
-	// Claim is the guard to settle the row with.
-	Claim OutboxClaim
-}
-
 // OutboxClaimResult is the output of [OutboxStore.ClaimOutbox].
 type OutboxClaimResult struct {
-	// Rows are the claimed rows, ordered by id; empty when none was due.
-	Rows []ClaimedOutboxRow
+	// Rows are the claimed rows, ordered by id, with their values after
+	// the claim (State claimed, Attempts counting this claim, AvailableAt
+	// equal to Claim.Until) and their Claim set; empty when none was due.
+	Rows []OutboxRow
 }
 
 // OutboxRedriveParams are the input of [OutboxStore.RedriveOutboxIfDead].

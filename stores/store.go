@@ -309,21 +309,35 @@ const (
 	OutboxDead    OutboxState = "dead"
 )
 
-// OutboxRow is one outbox row as stored.
+// OutboxRow is one outbox row as stored: the entry a handler added and
+// what the relays did with it since. It is the one value of an outbox row
+// from the store to the relay's effects (outbox.Effect), its reports and
+// the operator's tools.
 type OutboxRow struct {
-	ID             int64
-	Kind           string
-	IdempotencyKey string
-	Payload        []byte
-	Headers        map[string]string
-	Consumer       string
-	EventID        string
-	State          OutboxState
-	Attempts       int
-	LastError      string
-	CreatedAt      time.Time
-	AvailableAt    time.Time
+	// ID is the row's id, assigned by the store in insert order.
+	ID int64
+	// OutboxEntry is the row as written (ackgap.AddOutbox): Kind,
+	// IdempotencyKey, Payload (never nil when read back), Headers, Consumer
+	// and EventID as given. Now is the row's created_at (see CreatedAt);
+	// AvailableAt is its available_at now: when it was written, then moved
+	// by each claim (to the lease's end) and each retry (to its due time).
+	ackgap.OutboxEntry
+	// State is the row's life-cycle state.
+	State OutboxState
+	// Attempts counts the claims of the row (and the recorded outcome of a
+	// row held for direct dispatch); 0 for a row never tried.
+	Attempts int
+	// LastError is the error the last failed attempt kept; "" when none
+	// failed (a done row keeps the error of an earlier failed attempt).
+	LastError string
+	// Claim is the claim [OutboxStore.ClaimOutbox] took on the row: set on
+	// the rows it returns (Claim.ID is ID, Claim.Until is AvailableAt),
+	// zero on rows read any other way. Settle the row with it.
+	Claim OutboxClaim
 }
+
+// CreatedAt returns when the row was written (created_at): r.Now.
+func (r OutboxRow) CreatedAt() time.Time { return r.Now }
 
 // Held reports whether r is held at now: pending, never tried (Attempts
 // 0) and not due before AvailableAt, which is after now. Such a row was

@@ -69,9 +69,9 @@ WHERE id IN (`+in+`)`, append([]any{token, until, until}, anys(ids)...)...); err
 		}
 		defer rows.Close()
 		for rows.Next() {
-			var c stores.ClaimedOutboxRow
+			var c stores.OutboxRow
 			var claimedUntil int64
-			if err := sqldb.ScanRow(rows, &c.OutboxRow, &claimedUntil); err != nil {
+			if err := sqldb.ScanRow(rows, &c, &claimedUntil); err != nil {
 				return err
 			}
 			c.Claim = stores.OutboxClaim{ID: c.ID, Token: token, Until: time.UnixMicro(claimedUntil)}

@@ -75,8 +75,8 @@ RETURNING o.id, o.kind, o.idempotency_key, o.payload, o.headers, o.consumer, o.e
 	defer rows.Close()
 	res := &stores.OutboxClaimResult{}
 	for rows.Next() {
-		var c stores.ClaimedOutboxRow
-		if err := scanRow(rows, &c.OutboxRow, &c.Claim.Until); err != nil {
+		var c stores.OutboxRow
+		if err := scanRow(rows, &c, &c.Claim.Until); err != nil {
 			return nil, interpretError("claim outbox", err)
 		}
 		c.Claim.ID, c.Claim.Token = c.ID, token
@@ -85,7 +85,7 @@ RETURNING o.id, o.kind, o.idempotency_key, o.payload, o.headers, o.consumer, o.e
 	if err := rows.Err(); err != nil {
 		return nil, interpretError("claim outbox", err)
 	}
-	slices.SortFunc(res.Rows, func(a, b stores.ClaimedOutboxRow) int { return cmp.Compare(a.ID, b.ID) })
+	slices.SortFunc(res.Rows, func(a, b stores.OutboxRow) int { return cmp.Compare(a.ID, b.ID) })
 	return res, nil
 }
 
@@ -249,7 +249,7 @@ func scanRow(rows pgx.Rows, r *stores.OutboxRow, extra ...any) error {
 	var headers []byte
 	var state string
 	dest := append([]any{&r.ID, &r.Kind, &r.IdempotencyKey, &r.Payload, &headers, &r.Consumer, &r.EventID,
-		&state, &r.Attempts, &r.LastError, &r.CreatedAt, &r.AvailableAt}, extra...)
+		&state, &r.Attempts, &r.LastError, &r.Now, &r.AvailableAt}, extra...)
 	if err := rows.Scan(dest...); err != nil {
 		return err
 	}

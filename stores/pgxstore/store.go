@@ -377,7 +377,7 @@ WHERE ($1 = '' OR kind = $1) AND ($2 = '' OR state = $2) ORDER BY id LIMIT $3`, 
 		var headers []byte
 		var state string
 		if err := rows.Scan(&r.ID, &r.Kind, &r.IdempotencyKey, &r.Payload, &headers, &r.Consumer, &r.EventID,
-			&state, &r.Attempts, &r.LastError, &r.CreatedAt, &r.AvailableAt); err != nil {
+			&state, &r.Attempts, &r.LastError, &r.Now, &r.AvailableAt); err != nil {
 			return nil, interpretError("list outbox", err)
 		}
 		r.State = stores.OutboxState(state)

@@ -65,9 +65,9 @@ RETURNING id, kind, idempotency_key, payload, headers, consumer, event_id, state
 		}
 		defer rows.Close()
 		for rows.Next() {
-			var c stores.ClaimedOutboxRow
+			var c stores.OutboxRow
 			var claimedUntil int64
-			if err := sqldb.ScanRow(rows, &c.OutboxRow, &claimedUntil); err != nil {
+			if err := sqldb.ScanRow(rows, &c, &claimedUntil); err != nil {
 				return err
 			}
 			c.Claim = stores.OutboxClaim{ID: c.ID, Token: token, Until: time.UnixMicro(claimedUntil)}
@@ -78,7 +78,7 @@ RETURNING id, kind, idempotency_key, payload, headers, consumer, event_id, state
 	if err != nil {
 		return nil, err
 	}
-	slices.SortFunc(res.Rows, func(a, b stores.ClaimedOutboxRow) int { return cmp.Compare(a.ID, b.ID) })
+	slices.SortFunc(res.Rows, func(a, b stores.OutboxRow) int { return cmp.Compare(a.ID, b.ID) })
 	return res, nil
 }
 

@@ -371,7 +371,7 @@ func (s *Store) ListOutbox(ctx context.Context, p *stores.OutboxListParams) (*st
 			return nil, interpretError("list outbox", err)
 		}
 		r.State = stores.OutboxState(state)
-		r.CreatedAt = time.UnixMicro(created)
+		r.Now = time.UnixMicro(created)
 		r.AvailableAt = time.UnixMicro(available)
 		if err := json.Unmarshal([]byte(headers), &r.Headers); err != nil {
 			return nil, fmt.Errorf("outbox row %d: headers: %w", r.ID, err)

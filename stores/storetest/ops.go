@@ -311,7 +311,7 @@ func runOperator[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TTx]) 
 		require.Equal(t, 1, r.Attempts)
 		require.Equal(t, `{"key":"charge:1"}`, string(r.Payload))
 		require.Equal(t, map[string]string{"h": "charge:1"}, r.Headers)
-		require.WithinDuration(t, t0.Add(-time.Hour), r.CreatedAt, time.Millisecond)
+		require.WithinDuration(t, t0.Add(-time.Hour), r.CreatedAt(), time.Millisecond)
 
 		_, err = o.FindOutbox(ctx, &stores.FindOutboxParams{Limit: -1, States: []stores.OutboxState{"gone"}})
 		require.ErrorContains(t, err, "Limit is -1")

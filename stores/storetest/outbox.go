@@ -372,7 +372,7 @@ func settleOne(ctx context.Context, o stores.OutboxStore, s stores.OutboxSettlem
 }
 
 // markDone settles r done at at; it must still be claimed.
-func markDone(t *testing.T, o stores.OutboxStore, r stores.ClaimedOutboxRow, at time.Time) {
+func markDone(t *testing.T, o stores.OutboxStore, r stores.OutboxRow, at time.Time) {
 	t.Helper()
 	changed, err := settleOne(context.Background(), o, stores.OutboxSettlement{ID: r.ID, ClaimToken: r.Claim.Token, State: stores.OutboxDone}, at)
 	require.NoError(t, err)
@@ -380,7 +380,7 @@ func markDone(t *testing.T, o stores.OutboxStore, r stores.ClaimedOutboxRow, at 
 }
 
 // markDead settles r dead with last error "x"; it must still be claimed.
-func markDead(t *testing.T, o stores.OutboxStore, r stores.ClaimedOutboxRow) {
+func markDead(t *testing.T, o stores.OutboxStore, r stores.OutboxRow) {
 	t.Helper()
 	changed, err := settleOne(context.Background(), o, stores.OutboxSettlement{ID: r.ID, ClaimToken: r.Claim.Token, State: stores.OutboxDead, LastError: "x"}, time.Time{})
 	require.NoError(t, err)
