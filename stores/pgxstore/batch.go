@@ -113,7 +113,7 @@ func (s *Store) BeginInboxMany(ctx context.Context, p *stores.BeginInboxManyPara
 }
 
 // SavepointTx implements [stores.Store.SavepointTx].
-// On a transaction of BeginInboxMany (or BeginInbox) whose BEGIN was sent,
+// On a transaction of BeginInboxMany (or BeginInboxDeferred) whose BEGIN was sent,
 // the SAVEPOINT is held back like a queued outbox row: it goes, in order,
 // with the store's next statement (a message's queued transition or
 // outbox rows, and the RELEASE), so a message whose handler only queues
