@@ -334,7 +334,7 @@ func AddOutbox(ctx context.Context, e *OutboxEntry) error {
 // AddOutboxMany adds rows to the transaction of ctx. In a batch handler
 // (package batch's BatchHandler, whose ctx carries the batch's
 // transaction) it writes them in one statement
-// (stores.BatchStore.InsertOutboxManyTx), recording the batch's consumer
+// (stores.Store.InsertOutboxManyTx), recording the batch's consumer
 // where a row leaves Consumer empty; EventID is the caller's to set, since
 // a batch holds many events. In a message handler it adds each row as
 // [AddOutbox] does. Errors are AddOutbox's: an invalid row is a permanent

@@ -38,7 +38,7 @@ const (
 // external effects as outbox rows with ackgap.AddOutboxMany(ctx, rows)
 // (one statement; ctx carries the batch's transaction; rows are held for
 // direct dispatch when Config.Dispatch is set), or
-// stores.BatchStore.InsertOutboxManyTx, whose rows relays always claim.
+// stores.Store.InsertOutboxManyTx, whose rows relays always claim.
 type BatchHandlerFunc[TTx any] func(ctx context.Context, tx TTx, msgs []*message.Message) error
 
 // Config configures [New]. Fields left zero take the default named in
@@ -113,7 +113,7 @@ func (c Config[TTx]) validate() error {
 // safe for concurrent use: concurrent Process calls run concurrent
 // transactions.
 type Processor[TTx any] struct {
-	store stores.BatchStore[TTx]
+	store stores.Store[TTx]
 	cfg   Config[TTx]
 	// perMessage is Handler as a Watermill handler; nil without a Handler.
 	perMessage message.HandlerFunc
@@ -122,7 +122,7 @@ type Processor[TTx any] struct {
 // New returns a Processor on store. It returns an error wrapping
 // "invalid config" when store or cfg is nil or cfg is invalid (every
 // problem at once).
-func New[TTx any](store stores.BatchStore[TTx], cfg *Config[TTx]) (*Processor[TTx], error) {
+func New[TTx any](store stores.Store[TTx], cfg *Config[TTx]) (*Processor[TTx], error) {
 	if cfg == nil {
 		return nil, errors.New("invalid config: Config is nil: Consumer and a handler are required")
 	}
@@ -185,7 +185,7 @@ func (r *Result) Count(o ackgap.Outcome) int {
 // failed). Each message's event id is extracted and checked first: one
 // without an id, or with an over-long one, is rejected. Then one
 // statement inserts the inbox rows of the others
-// (stores.BatchStore.BeginInboxMany); rows already there are duplicates
+// (stores.Store.BeginInboxMany); rows already there are duplicates
 // (or rejected, for another payload under PayloadMismatchReject), as is a
 // message whose event id an earlier message of msgs carries. The other
 // messages go to the handlers in rounds, by key ([Config.KeyOf]): round 1

@@ -30,7 +30,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // env is a migrated store with an orders table, and ways to look at it.
 type env[TTx any] struct {
-	store stores.BatchStore[TTx]
+	store stores.Store[TTx]
 	exec  func(t testing.TB, q string)
 	count func(t testing.TB, q string) int
 }
@@ -169,7 +169,7 @@ func charge[TTx any](fail func(order string) error) router.HandlerFunc[TTx] {
 
 // setCharge is charge as a BatchHandler: the transitions, then every
 // outbox row with one InsertOutboxManyTx.
-func setCharge[TTx any](store stores.BatchStore[TTx], calls *[][]string) batch.BatchHandlerFunc[TTx] {
+func setCharge[TTx any](store stores.Store[TTx], calls *[][]string) batch.BatchHandlerFunc[TTx] {
 	return func(ctx context.Context, tx TTx, msgs []*message.Message) error {
 		var ids []string
 		rows := make([]ackgap.OutboxEntry, 0, len(msgs))
@@ -195,7 +195,7 @@ func setCharge[TTx any](store stores.BatchStore[TTx], calls *[][]string) batch.B
 	}
 }
 
-func newProcessor[TTx any](t *testing.T, store stores.BatchStore[TTx], cfg batch.Config[TTx]) *batch.Processor[TTx] {
+func newProcessor[TTx any](t *testing.T, store stores.Store[TTx], cfg batch.Config[TTx]) *batch.Processor[TTx] {
 	t.Helper()
 	cfg.Consumer = "billing"
 	p, err := batch.New(store, &cfg)

@@ -21,8 +21,8 @@
 //		}
 //	}
 //
-// The store must implement stores.BatchStore (pgxstore and sqlitestore
-// do). Process keeps every invariant of the per-message inbox (docs/design.md):
+// Every stores.Store has the batched methods (pgxstore, sqlitestore and
+// mysqlstore implement them). Process keeps every invariant of the per-message inbox (docs/design.md):
 //
 //   - The inbox rows of the whole batch are inserted by one statement in
 //     the batch's transaction, under the unique constraint; rows already

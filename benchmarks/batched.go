@@ -214,7 +214,7 @@ func myChargeOrders(ctx context.Context, tx *sql.Tx, ids []string) ([]string, er
 // charging (applied by an earlier event): nothing to record, as in
 // chargeOrder. A payload that does not decode fails the batch, which then
 // falls back to chargeOrder per message (which dead-letters that one).
-func chargeOrders[TTx any](store stores.BatchStore[TTx], transition func(ctx context.Context, tx TTx, orderIDs []string) ([]string, error)) batch.BatchHandlerFunc[TTx] {
+func chargeOrders[TTx any](store stores.Store[TTx], transition func(ctx context.Context, tx TTx, orderIDs []string) ([]string, error)) batch.BatchHandlerFunc[TTx] {
 	return func(ctx context.Context, tx TTx, msgs []*message.Message) error {
 		byOrder := make(map[string]*orderPlaced, len(msgs))
 		eventOf := make(map[string]string, len(msgs))

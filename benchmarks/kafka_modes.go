@@ -547,15 +547,9 @@ func (env *kmEnv) start(ctx context.Context, mode, topic, group string, gaps *ga
 	return startAckgap(ctx, env, env.store, env.batchStep, mode, topic, base, observe, relay, relayStop)
 }
 
-// ackgapStore is what ackgap's modes need of a store.
-type ackgapStore[TTx any] interface {
-	stores.Store[TTx]
-	stores.BatchStore[TTx]
-}
-
 // startAckgap starts ackgap's mode on store, with batchStep as the batched
 // mode's set-based handler.
-func startAckgap[TTx any](ctx context.Context, env *kmEnv, store ackgapStore[TTx], batchStep batch.BatchHandlerFunc[TTx],
+func startAckgap[TTx any](ctx context.Context, env *kmEnv, store stores.Store[TTx], batchStep batch.BatchHandlerFunc[TTx],
 	mode, topic string, base kafkabroker.SubscriberConfig, observe func(context.Context, *ackgap.InboxReport),
 	relay *outbox.Relay, relayStop func() error) (func() error, error) {
 	// ackgap's handler: the guarded step as a guarded transition with its

@@ -27,7 +27,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ackgap/ackgap/internal/billingsim"
+	"github.com/ackgap/ackgap/examples/billing/billingsim"
 )
 
 // allStores are the stores -stores accepts, in table order.

@@ -39,7 +39,7 @@ VALUES (?, ?, ?, ?, ?)`
 	// handler's TransitionParams with "?" placeholders.
 	myTransition = `UPDATE "orders" SET "status" = ?, "version" = "version" + 1 WHERE "id" = ? AND "status" IN (?)`
 	myState      = `SELECT "status" FROM "orders" WHERE "id" = ?`
-	// myOutboxInsert is mysqlstore's InsertOutboxTx statement; 1062 on the
+	// myOutboxInsert is mysqlstore's single-row outbox insert statement; 1062 on the
 	// idempotency key is then read back (myOutboxExisting) to tell a
 	// duplicate from another payload.
 	myOutboxInsert   = `INSERT INTO "ackgap_outbox" (kind, idempotency_key, payload, payload_hash, headers, consumer, event_id, last_error, created_at, available_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`

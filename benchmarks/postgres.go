@@ -34,7 +34,7 @@ VALUES ($1, $2, $3, COALESCE($4::timestamptz, now()), $5) ON CONFLICT DO NOTHING
 	// handler's TransitionParams.
 	pgTransition = `UPDATE "orders" SET "status" = $1, "version" = "version" + 1 WHERE "id" = $2 AND "status" IN ($3)`
 	pgState      = `SELECT "status" FROM "orders" WHERE "id" = $1`
-	// pgOutboxInsert is pgxstore's InsertOutboxTx statement; a row that
+	// pgOutboxInsert is pgxstore's single-row outbox insert statement; a row that
 	// conflicts is then read back (pgOutboxExisting) to tell a duplicate
 	// from another payload.
 	pgOutboxInsert = `INSERT INTO "ackgap_outbox" (kind, idempotency_key, payload, payload_hash, headers, consumer, event_id, created_at, available_at)

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ackgap/ackgap/internal/billingsim"
+	"github.com/ackgap/ackgap/examples/billing/billingsim"
 )
 
 // soakOptions are the flags of the soak (-soak and -soak-*).

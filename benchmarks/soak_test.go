@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/ackgap/ackgap/internal/billingsim"
+	"github.com/ackgap/ackgap/examples/billing/billingsim"
 	"github.com/ackgap/ackgap/internal/testdb"
 )
 

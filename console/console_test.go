@@ -58,7 +58,7 @@ type genericSeeder[TTx any] struct {
 func (g *genericSeeder[TTx]) inbox(t *testing.T, consumer, eventID string, rows ...ackgap.OutboxEntry) {
 	t.Helper()
 	ctx := context.Background()
-	res, err := g.s.BeginInbox(ctx, &stores.BeginInboxParams{Consumer: consumer, EventID: eventID,
+	res, err := g.s.BeginInboxDeferred(ctx, &stores.BeginInboxParams{Consumer: consumer, EventID: eventID,
 		PayloadHash: stores.PayloadHash([]byte(eventID)), TraceParent: traceParent})
 	require.NoError(t, err)
 	require.False(t, res.Duplicate)
@@ -67,7 +67,7 @@ func (g *genericSeeder[TTx]) inbox(t *testing.T, consumer, eventID string, rows 
 		if rows[i].Headers == nil {
 			rows[i].Headers = map[string]string{ackgap.TraceParentHeader: traceParent}
 		}
-		_, err := g.s.InsertOutboxTx(ctx, res.Tx, &rows[i])
+		err := g.s.QueueOutboxTx(ctx, res.Tx, &rows[i])
 		require.NoError(t, err)
 	}
 	require.NoError(t, g.s.CommitTx(ctx, res.Tx))
@@ -125,10 +125,10 @@ func seed(t *testing.T, s seeder) map[string]int64 {
 	for _, r := range claimed.Rows {
 		ids[r.IdempotencyKey] = r.ID
 		if r.Kind == "email" {
-			_, err = s.MarkOutboxDoneIfClaimed(ctx, &stores.OutboxMarkDoneParams{ID: r.ID, ClaimToken: r.Claim.Token})
+			_, err = s.SettleOutboxIfClaimedOrHeld(ctx, &stores.OutboxSettleParams{Rows: []stores.OutboxSettlement{{ID: r.ID, ClaimToken: r.Claim.Token, State: stores.OutboxDone}}})
 		} else {
-			_, err = s.MarkOutboxDeadIfClaimed(ctx, &stores.OutboxMarkDeadParams{ID: r.ID, ClaimToken: r.Claim.Token,
-				LastError: "payment gateway: card declined <b>" + r.IdempotencyKey + "</b>"})
+			_, err = s.SettleOutboxIfClaimedOrHeld(ctx, &stores.OutboxSettleParams{Rows: []stores.OutboxSettlement{{ID: r.ID, ClaimToken: r.Claim.Token, State: stores.OutboxDead,
+				LastError: "payment gateway: card declined <b>" + r.IdempotencyKey + "</b>"}}})
 		}
 		require.NoError(t, err)
 	}
@@ -361,9 +361,10 @@ func TestHeldRows(t *testing.T) {
 		require.NoError(t, err)
 		require.Len(t, claimed.Rows, 1)
 		r := claimed.Rows[0]
-		res, err := s.RetryOutboxIfClaimed(ctx, &stores.OutboxRetryParams{ID: r.ID, ClaimToken: r.Claim.Token, Delay: time.Hour, LastError: "503"})
+		res, err := s.SettleOutboxIfClaimedOrHeld(ctx, &stores.OutboxSettleParams{Rows: []stores.OutboxSettlement{
+			{ID: r.ID, ClaimToken: r.Claim.Token, State: stores.OutboxPending, Delay: time.Hour, LastError: "503"}}})
 		require.NoError(t, err)
-		require.True(t, res.Changed)
+		require.Equal(t, []bool{true}, res.Changed)
 		all, err := s.FindOutbox(ctx, &stores.FindOutboxParams{KeyPrefix: "charge:order-4"})
 		require.NoError(t, err)
 		require.Len(t, all.Rows, 1)
@@ -637,7 +638,8 @@ func TestPrune(t *testing.T) {
 		claimed, err := s.ClaimOutbox(ctx, &stores.OutboxClaimParams{Kinds: []string{"email"}, Lease: time.Minute})
 		require.NoError(t, err)
 		require.Len(t, claimed.Rows, 1)
-		_, err = s.MarkOutboxDoneIfClaimed(ctx, &stores.OutboxMarkDoneParams{ID: claimed.Rows[0].ID, ClaimToken: claimed.Rows[0].Claim.Token})
+		_, err = s.SettleOutboxIfClaimedOrHeld(ctx, &stores.OutboxSettleParams{Rows: []stores.OutboxSettlement{
+			{ID: claimed.Rows[0].ID, ClaimToken: claimed.Rows[0].Claim.Token, State: stores.OutboxDone}}})
 		require.NoError(t, err)
 
 		b := setup(t, s, &console.Config{Token: token})

@@ -58,7 +58,9 @@ const WaitDefault = 30 * time.Second
 // return independent state (a new schema or database file) set up the same
 // way, so snapshots from two calls are comparable.
 type Setup[TTx any] struct {
-	// Store is migrated and holds the state the handler changes.
+	// Store is migrated and holds the state the handler changes. It must
+	// also be a stores.OutboxStore (every ackgap store is): the checks read
+	// the outbox back.
 	Store stores.Store[TTx]
 	// Handler is the handler under test.
 	Handler router.HandlerFunc[TTx]
@@ -93,7 +95,9 @@ type outboxRow struct {
 
 func capture[TTx any](t testing.TB, s *Setup[TTx]) state {
 	t.Helper()
-	res, err := s.Store.ListOutbox(context.Background(), &stores.OutboxListParams{Limit: 100000})
+	ob, ok := s.Store.(stores.OutboxStore)
+	require.True(t, ok, "%T does not implement stores.OutboxStore: the check reads the outbox back", s.Store)
+	res, err := ob.ListOutbox(context.Background(), &stores.OutboxListParams{Limit: 100000})
 	require.NoError(t, err)
 	rows := make([]outboxRow, 0, len(res.Rows))
 	for _, r := range res.Rows {

@@ -16,7 +16,7 @@ var errBatchTransition = errors.New("ackgap: ApplyTransition needs one message: 
 // batchTx binds a batch's transaction to its store and consumer for the
 // batch handler: ackgap.AddOutboxMany writes through it in one statement.
 type batchTx[TTx any] struct {
-	store    stores.BatchStore[TTx]
+	store    stores.Store[TTx]
 	tx       TTx
 	consumer string
 	hold     *OutboxHold
@@ -28,7 +28,7 @@ type batchTx[TTx any] struct {
 // leave Consumer empty; rows are held for direct dispatch in hold (nil:
 // none are). ackgap.ApplyTransition returns an error there: it records one
 // message's event. It is for package batch.
-func WithBatchTx[TTx any](ctx context.Context, store stores.BatchStore[TTx], tx TTx, consumer string, hold *OutboxHold) context.Context {
+func WithBatchTx[TTx any](ctx context.Context, store stores.Store[TTx], tx TTx, consumer string, hold *OutboxHold) context.Context {
 	return inboxctx.WithOps(ctx, &batchTx[TTx]{store: store, tx: tx, consumer: consumer, hold: hold})
 }
 

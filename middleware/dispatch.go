@@ -18,7 +18,7 @@ import (
 // hold's end, so no relay claims it before then; once the transaction
 // committed, the row is handed over with DispatchOutbox, and the relay
 // calls its effect and records the outcome by idempotency key
-// (stores.OutboxStore.SettleOutboxManyIfHeld): one write per row after the
+// (stores.OutboxStore.SettleOutboxIfClaimedOrHeld): one write per row after the
 // insert instead of two (claim, then outcome), and no claim statement. If
 // the process dies first, the hold lapses and any relay claims the row, as
 // it would a row whose lease lapsed. Without room (or a dispatcher that is

@@ -23,7 +23,7 @@ import (
 func TestAddOutbox(t *testing.T) {
 	type target struct {
 		inbox  message.HandlerMiddleware
-		lister stores.OutboxLister
+		lister stores.OutboxStore
 		status func(t *testing.T) string
 	}
 	targets := map[string]func(t *testing.T) target{

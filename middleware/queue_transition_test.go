@@ -27,7 +27,7 @@ type qtStore struct {
 	inbox  func(t *testing.T) message.HandlerMiddleware
 	exec   func(t *testing.T, sql string)
 	query  func(t *testing.T, sql string, dest ...any)
-	outbox stores.OutboxLister
+	outbox stores.OutboxStore
 }
 
 const qtOrders = `CREATE TABLE orders (id TEXT PRIMARY KEY, status TEXT NOT NULL, version INTEGER NOT NULL DEFAULT 0)`

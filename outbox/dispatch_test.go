@@ -123,7 +123,7 @@ func dispatch[TTx any](t *testing.T, b *backend[TTx]) {
 	list := append([]outbox.Report(nil), reps.list...)
 	reps.mu.Unlock()
 	for _, rep := range list {
-		if rep.Claim.Token == "" {
+		if rep.Row.Claim.Token == "" {
 			dispatched++
 			require.Equal(t, outbox.OutcomeDone, rep.Outcome, rep.Row.IdempotencyKey)
 		}
@@ -170,7 +170,7 @@ func dispatchDeadLogsID[TTx any](t *testing.T, b *backend[TTx]) {
 	}))
 	rep := reps.next(t)
 	require.Equal(t, outbox.OutcomeDead, rep.Outcome)
-	require.Empty(t, rep.Claim.Token, "dispatched, not claimed")
+	require.Empty(t, rep.Row.Claim.Token, "dispatched, not claimed")
 	var id int64
 	for _, r := range rowsByID(t, b.store) {
 		id = r.ID
@@ -265,7 +265,7 @@ func dispatchLost[TTx any](t *testing.T, b *backend[TTx]) {
 	running(t, relay)
 	rep := reps.next(t)
 	require.Equal(t, outbox.OutcomeDone, rep.Outcome)
-	require.NotEmpty(t, rep.Claim.Token, "claimed by the relay, not dispatched")
+	require.NotEmpty(t, rep.Row.Claim.Token, "claimed by the relay, not dispatched")
 	require.Len(t, lost.held, 1)
 	require.False(t, rep.Claimed.Before(lost.held[0].Add(-time.Millisecond)), "claimed at %s, before the hold ended at %s", rep.Claimed, lost.held[0])
 	require.Equal(t, map[string]int{"charge:lost": 1}, p.callsPerKey())
@@ -294,7 +294,7 @@ func TestDispatchNotRunning(t *testing.T) {
 	running(t, relay)
 	rep := reps.next(t)
 	require.Equal(t, outbox.OutcomeDone, rep.Outcome)
-	require.NotEmpty(t, rep.Claim.Token)
+	require.NotEmpty(t, rep.Row.Claim.Token)
 }
 
 // TestDispatchTransitions (PostgreSQL): the rows of a guarded transition
@@ -405,7 +405,7 @@ func TestDispatchBatch(t *testing.T) {
 	reps.mu.Lock()
 	defer reps.mu.Unlock()
 	for _, rep := range reps.list {
-		require.Empty(t, rep.Claim.Token, "%s dispatched, not claimed", rep.Row.IdempotencyKey)
+		require.Empty(t, rep.Row.Claim.Token, "%s dispatched, not claimed", rep.Row.IdempotencyKey)
 	}
 }
 

@@ -20,7 +20,7 @@
 //     (Config.EffectTimeout, shorter than the lease);
 //  3. records the outcome, guarded by the claim token, in one short
 //     statement shared with the other rows that finished meanwhile
-//     (stores.OutboxStore.SettleOutboxManyIfClaimed): done; retry later (exponential backoff from
+//     (stores.OutboxStore.SettleOutboxIfClaimedOrHeld): done; retry later (exponential backoff from
 //     Config.RetryInitialInterval, doubling, capped at
 //     Config.RetryMaxInterval, ±20% jitter; at least what a [RetryAfter]
 //     error asks); or dead (an ackgap.Permanent error, or
@@ -112,7 +112,7 @@
 // the commit the inbox hands the rows to the relay ([Relay.DispatchOutbox]),
 // which calls their effects ahead of claimed rows and records the outcomes
 // by idempotency key, guarded by the hold (attempts still 0, available_at
-// the hold's end): stores.OutboxStore.SettleOutboxManyIfHeld. That saves
+// the hold's end): stores.OutboxStore.SettleOutboxIfClaimedOrHeld. That saves
 // the claim: one write per row instead of two after the insert, and no
 // claim statement or wake-up before the call (relay PostgreSQL CPU per
 // event in the Kafka batched benchmark: 95 µs claimed, 48 µs dispatched).

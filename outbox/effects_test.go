@@ -48,10 +48,10 @@ func TestHTTPEffect(t *testing.T) {
 	defer srv.Close()
 	defer close(stop)
 	effect := outbox.HTTP(srv.Client(), srv.URL+"/charges")
-	row := stores.OutboxRow{
+	row := stores.OutboxRow{OutboxEntry: ackgap.OutboxEntry{
 		Kind: "charge", IdempotencyKey: "charge:o1", Payload: []byte(`{"amount_cents":100}`),
 		Headers: map[string]string{"Content-Type": "application/json", "traceparent": "00-abc-def-01", "Idempotency-Key": "forged"},
-	}
+	}}
 	do := func(code int, h http.Header) error {
 		status, header = code, h
 		// Long enough for a loopback round trip on a busy machine; the
@@ -126,10 +126,10 @@ func TestPublishEffect(t *testing.T) {
 	msgs, err := pubsub.Subscribe(ctx, "orders.charged")
 	require.NoError(t, err)
 	effect := outbox.Publish(pubsub, "orders.charged")
-	row := stores.OutboxRow{
+	row := stores.OutboxRow{OutboxEntry: ackgap.OutboxEntry{
 		Kind: "order.charged", IdempotencyKey: "order.charged:o1", Payload: []byte(`{"order":"o1"}`),
 		Headers: map[string]string{"traceparent": "00-abc-def-01", ackgap.MetadataEventIDKey: "not this"},
-	}
+	}}
 	require.NoError(t, effect(ctx, row))
 	require.NoError(t, effect(ctx, row))
 	for range 2 {

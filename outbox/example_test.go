@@ -32,11 +32,11 @@ func Example() {
 	}
 
 	// What the inbox middleware and ackgap.AddOutbox do for a handler.
-	res, err := store.BeginInbox(ctx, &stores.BeginInboxParams{Consumer: "billing", EventID: "order.placed:o1"})
+	res, err := store.BeginInboxDeferred(ctx, &stores.BeginInboxParams{Consumer: "billing", EventID: "order.placed:o1"})
 	if err != nil {
 		panic(err)
 	}
-	if _, err := store.InsertOutboxTx(ctx, res.Tx, &ackgap.OutboxEntry{
+	if err := store.QueueOutboxTx(ctx, res.Tx, &ackgap.OutboxEntry{
 		Kind: "email.receipt", IdempotencyKey: "receipt:o1", Payload: []byte("Thank you for order o1"),
 	}); err != nil {
 		panic(err)

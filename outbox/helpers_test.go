@@ -87,20 +87,32 @@ func bothStores(t *testing.T, sqlite func(t *testing.T, b *backend[*sqlTx]), pg 
 
 var events atomic.Int64
 
-// insert writes rows in one inbox transaction, as a handler's
-// stores.Store.InsertOutboxTx calls do, and returns their ids.
+// insert writes rows (distinct new keys) in one inbox transaction, as a
+// handler's ackgap.AddOutbox calls do (stores.Store.QueueOutboxTx), and
+// returns their ids, read back by key.
 func insert[TTx any](t testing.TB, s stores.Store[TTx], rows ...ackgap.OutboxEntry) []int64 {
 	t.Helper()
 	ctx := context.Background()
-	res, err := s.BeginInbox(ctx, &stores.BeginInboxParams{Consumer: "test", EventID: fmt.Sprintf("e%d", events.Add(1))})
+	res, err := s.BeginInboxDeferred(ctx, &stores.BeginInboxParams{Consumer: "test", EventID: fmt.Sprintf("e%d", events.Add(1))})
 	require.NoError(t, err)
-	ids := make([]int64, 0, len(rows))
 	for i := range rows {
-		out, err := s.InsertOutboxTx(ctx, res.Tx, &rows[i])
-		require.NoError(t, err)
-		ids = append(ids, out.ID)
+		require.NoError(t, s.QueueOutboxTx(ctx, res.Tx, &rows[i]))
 	}
 	require.NoError(t, s.CommitTx(ctx, res.Tx))
+	ob, ok := s.(stores.OutboxStore)
+	require.True(t, ok, "%T is not a stores.OutboxStore", s)
+	all, err := ob.ListOutbox(ctx, &stores.OutboxListParams{Limit: 1_000_000})
+	require.NoError(t, err)
+	byKey := map[string]int64{}
+	for _, r := range all.Rows {
+		byKey[r.IdempotencyKey] = r.ID
+	}
+	ids := make([]int64, 0, len(rows))
+	for _, r := range rows {
+		id, ok := byKey[r.IdempotencyKey]
+		require.True(t, ok, "row %q not found after its commit", r.IdempotencyKey)
+		ids = append(ids, id)
+	}
 	return ids
 }
 

@@ -61,9 +61,9 @@ func measureLatency[TTx any](t *testing.T, b *backend[TTx], relayStore stores.Ou
 	time.Sleep(50 * time.Millisecond) // let the listener start
 	var out []time.Duration
 	for i := range latencySamples {
-		res, err := b.store.BeginInbox(ctx, &stores.BeginInboxParams{Consumer: "latency", EventID: fmt.Sprint(i)})
+		res, err := b.store.BeginInboxDeferred(ctx, &stores.BeginInboxParams{Consumer: "latency", EventID: fmt.Sprint(i)})
 		require.NoError(t, err)
-		_, err = b.store.InsertOutboxTx(ctx, res.Tx, &ackgap.OutboxEntry{Kind: "ping", IdempotencyKey: fmt.Sprint("ping:", i)})
+		err = b.store.QueueOutboxTx(ctx, res.Tx, &ackgap.OutboxEntry{Kind: "ping", IdempotencyKey: fmt.Sprint("ping:", i)})
 		require.NoError(t, err)
 		commit := time.Now()
 		require.NoError(t, b.store.CommitTx(ctx, res.Tx))

@@ -97,9 +97,9 @@ func TestSlowProviderHoldsNoConnection(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
 	defer cancel()
 	for i := range 20 {
-		res, err := b.store.BeginInbox(ctx, &stores.BeginInboxParams{Consumer: "consumer", EventID: fmt.Sprintf("during-%d", i)})
+		res, err := b.store.BeginInboxDeferred(ctx, &stores.BeginInboxParams{Consumer: "consumer", EventID: fmt.Sprintf("during-%d", i)})
 		require.NoError(t, err, "a connection was free for the consumer")
-		_, err = b.store.InsertOutboxTx(ctx, res.Tx, &ackgap.OutboxEntry{Kind: "later", IdempotencyKey: fmt.Sprintf("later:%d", i)})
+		err = b.store.QueueOutboxTx(ctx, res.Tx, &ackgap.OutboxEntry{Kind: "later", IdempotencyKey: fmt.Sprintf("later:%d", i)})
 		require.NoError(t, err)
 		require.NoError(t, b.store.CommitTx(ctx, res.Tx))
 	}

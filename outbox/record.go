@@ -11,7 +11,7 @@ import (
 // recorder records the outcomes of finished effects: one goroutine takes
 // every outcome that is waiting when it is free, waits up to
 // Config.RecordWait for those of the effects still in flight, and records
-// them together, in one stores.OutboxStore.SettleOutboxManyIfClaimed call
+// them together, in one stores.OutboxStore.SettleOutboxIfClaimedOrHeld call
 // (one statement, one commit), so a claim whose effects finish together is
 // recorded in one statement instead of one per row (group commit). Each row
 // keeps its claim-token guard.
@@ -143,45 +143,44 @@ type rowRef struct {
 }
 
 func refOf(rep *Report) rowRef {
-	if rep.Claim.Token == "" {
+	if rep.Row.Claim.Token == "" {
 		return rowRef{key: rep.Row.IdempotencyKey}
 	}
-	return rowRef{id: rep.Claim.ID}
+	return rowRef{id: rep.Row.Claim.ID}
 }
 
-// recordMany writes the outcomes of batch, each guarded by its claim
-// (SettleOutboxManyIfClaimed) or, for dispatched rows, its hold
-// (SettleOutboxManyIfHeld): one statement for each kind present, on a
-// context bounded by RecordTimeout. It sets each report's Outcome: the one
-// asked for, OutcomeClaimLost or OutcomeUnrecorded.
+// recordMany writes the outcomes of batch, each guarded by its claim or,
+// for dispatched rows, its hold (SettleOutboxIfClaimedOrHeld): one call
+// for each kind present, so that a failure of one leaves the other's
+// outcomes known, on a context bounded by RecordTimeout. It sets each
+// report's Outcome: the one asked for, OutcomeClaimLost or
+// OutcomeUnrecorded.
 func (r *Relay) recordMany(ctx context.Context, batch []*recordReq) {
 	rctx, cancel := context.WithTimeout(ctx, r.cfg.RecordTimeout)
 	defer cancel()
 	var claimed, held []*recordReq
 	for _, q := range batch {
-		if q.rep.Claim.Token == "" {
+		if q.rep.Row.Claim.Token == "" {
 			held = append(held, q)
 		} else {
 			claimed = append(claimed, q)
 		}
 	}
-	if len(claimed) > 0 {
-		p := &stores.OutboxSettleManyParams{Rows: make([]stores.OutboxSettlement, len(claimed))}
-		for i, q := range claimed {
-			p.Rows[i] = stores.OutboxSettlement{ID: q.rep.Claim.ID, ClaimToken: q.rep.Claim.Token, State: settledState(q.outcome),
-				LastError: q.lastError(), Delay: q.delay()}
+	for _, part := range [][]*recordReq{claimed, held} {
+		if len(part) == 0 {
+			continue
 		}
-		res, err := r.store.SettleOutboxManyIfClaimed(rctx, p)
-		r.settled(claimed, res, err)
-	}
-	if len(held) > 0 {
-		p := &stores.OutboxSettleHeldParams{Rows: make([]stores.OutboxHeldSettlement, len(held))}
-		for i, q := range held {
-			p.Rows[i] = stores.OutboxHeldSettlement{IdempotencyKey: q.rep.Row.IdempotencyKey, HeldUntil: q.rep.Claim.Until,
+		p := &stores.OutboxSettleParams{Rows: make([]stores.OutboxSettlement, len(part))}
+		for i, q := range part {
+			c := q.rep.Row.Claim
+			p.Rows[i] = stores.OutboxSettlement{ID: c.ID, ClaimToken: c.Token,
 				State: settledState(q.outcome), LastError: q.lastError(), Delay: q.delay()}
+			if c.Token == "" {
+				p.Rows[i].IdempotencyKey, p.Rows[i].HeldUntil = q.rep.Row.IdempotencyKey, c.Until
+			}
 		}
-		res, err := r.store.SettleOutboxManyIfHeld(rctx, p)
-		r.settled(held, res, err)
+		res, err := r.store.SettleOutboxIfClaimedOrHeld(rctx, p)
+		r.settled(part, res, err)
 	}
 }
 
@@ -203,7 +202,7 @@ func (q *recordReq) delay() time.Duration {
 
 // settled sets the Outcome of each report of batch from what its settle
 // statement did.
-func (r *Relay) settled(batch []*recordReq, res *stores.OutboxSettleManyResult, err error) {
+func (r *Relay) settled(batch []*recordReq, res *stores.OutboxSettleResult, err error) {
 	now := r.cfg.Now()
 	for i, q := range batch {
 		switch {
@@ -213,7 +212,7 @@ func (r *Relay) settled(batch []*recordReq, res *stores.OutboxSettleManyResult, 
 			q.rep.Outcome = OutcomeClaimLost
 		default:
 			q.rep.Outcome, q.rep.Recorded = q.outcome, now
-			if res.IDs != nil && q.rep.Row.ID == 0 {
+			if q.rep.Row.ID == 0 {
 				q.rep.Row.ID = res.IDs[i] // a dispatched row: known by its key until now
 			}
 		}

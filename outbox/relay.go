@@ -76,7 +76,7 @@ const (
 	RecordWaitDefault = 2 * time.Millisecond
 	// DoneRetentionDefault is how long done rows are kept before Run prunes
 	// them: while a done row exists, its idempotency key dedupes a second
-	// insert of the same effect (stores.Store.InsertOutboxTx).
+	// insert of the same effect (stores.Store.QueueOutboxTx).
 	DoneRetentionDefault = 7 * 24 * time.Hour
 	// PruneIntervalDefault is the time between two prunes of done rows.
 	PruneIntervalDefault = time.Hour
@@ -144,7 +144,7 @@ type Config struct {
 	RecordTimeout time.Duration
 	// RecordWait is how long an outcome waits for those of the other
 	// effects still in flight before the relay records what it has, in one
-	// statement (stores.OutboxStore.SettleOutboxManyIfClaimed). It waits only while effects are
+	// statement (stores.OutboxStore.SettleOutboxIfClaimedOrHeld). It waits only while effects are
 	// in flight, and no longer than this after the first outcome waiting:
 	// the effects of one claim that finish within RecordWait of each other
 	// cost one statement and one commit instead of one each. It delays the
@@ -321,12 +321,12 @@ const (
 // Report describes one row carried out by a relay.
 type Report struct {
 	// Row is the row as claimed: Attempts counts this attempt (1 for the
-	// first).
+	// first), Row.Claim is the claim the relay held. For a row carried out
+	// by direct dispatch, Claim.Token is empty, Claim.ID is 0 and
+	// Claim.Until is the end of the row's hold; Row.ID is 0 until the
+	// outcome is recorded (the relay never read the row), then the id the
+	// record returned.
 	Row stores.OutboxRow
-	// Claim is the claim the relay held. For a row carried out by direct
-	// dispatch, Token is empty, ID is 0 (as is Row.ID: the relay never
-	// read the row) and Until is the end of the row's hold.
-	Claim stores.OutboxClaim
 	// Outcome is what was recorded.
 	Outcome Outcome
 	// Err is the effect's error; nil when it succeeded (also for
@@ -351,11 +351,10 @@ type Report struct {
 // by one at a time. A Relay is safe for concurrent use; Run runs once at a
 // time.
 type Relay struct {
-	store    stores.OutboxStore
-	listener stores.OutboxListener
-	cfg      Config
-	kinds    []string
-	running  atomic.Bool
+	store   stores.OutboxStore
+	cfg     Config
+	kinds   []string
+	running atomic.Bool
 	// accepting: Run takes dispatched rows (HoldOutbox may say yes).
 	accepting atomic.Bool
 	// taking: Run receives hand-overs (DispatchOutbox sends them), from
@@ -372,8 +371,8 @@ type Relay struct {
 }
 
 // New returns a Relay on store; cfg is required because Effects is. When
-// store also implements stores.OutboxListener (pgxstore does), Run is
-// woken right after commits that added rows; wrap the store with
+// the store can listen (stores.OutboxStore.ListenOutbox; pgxstore can), Run
+// is woken right after commits that added rows; wrap the store with
 // [PollOnly] to poll only. It does not touch the database. It returns an
 // error wrapping "invalid config" that names every bad field.
 func New(store stores.OutboxStore, cfg *Config) (*Relay, error) {
@@ -389,26 +388,28 @@ func New(store stores.OutboxStore, cfg *Config) (*Relay, error) {
 	}
 	r := &Relay{store: store, cfg: c, kinds: slices.Sorted(maps.Keys(c.Effects)),
 		dispatched: make(chan []ackgap.OutboxEntry, c.DispatchLimit)}
-	if l, ok := store.(stores.OutboxListener); ok {
-		r.listener = l
-	}
 	return r, nil
 }
 
-// PollOnly returns store without its stores.OutboxListener, if it has one:
-// a relay on it polls every Config.PollInterval and is never woken.
+// PollOnly returns store with listening turned off: its ListenOutbox
+// returns an error wrapping errors.ErrUnsupported, so a relay on it polls
+// every Config.PollInterval and is never woken.
 func PollOnly(store stores.OutboxStore) stores.OutboxStore {
 	return pollOnly{store}
 }
 
 type pollOnly struct{ stores.OutboxStore }
 
+func (pollOnly) ListenOutbox(context.Context, *stores.OutboxListenParams) error {
+	return fmt.Errorf("outbox: listening turned off by PollOnly: %w", errors.ErrUnsupported)
+}
+
 // Run carries out due rows until ctx ends, then returns nil. It claims as
 // many due rows as it has free slots (Config.Concurrency) and calls their
 // effects concurrently. While claims come back full (a backlog), it claims
 // again as soon as half its slots are free, so one claim statement serves
 // several rows; otherwise it claims when woken by the store
-// (stores.OutboxListener), when a retried row comes due, or every
+// (stores.OutboxStore.ListenOutbox), when a retried row comes due, or every
 // Config.PollInterval. It also deletes
 // rows done more than Config.DoneRetention ago, every
 // Config.PruneInterval. Claim and recording errors are logged, not
@@ -443,9 +444,7 @@ func (r *Relay) Run(ctx context.Context) error {
 		stopBG()
 		bg.Wait()
 	}()
-	if r.listener != nil {
-		bg.Go(func() { r.listen(bgCtx, wake) })
-	}
+	bg.Go(func() { r.listen(bgCtx, wake) })
 	bg.Go(func() { r.prune(bgCtx) })
 
 	// Effects run on a context that outlives ctx by up to StopTimeout.
@@ -560,24 +559,24 @@ func (r *Relay) Run(ctx context.Context) error {
 const releaseNote = "released unstarted by a stopping relay"
 
 // release makes held rows whose effect was never started due now, for
-// any relay to claim (SettleOutboxManyIfHeld to pending, no delay: this
+// any relay to claim (SettleOutboxIfClaimedOrHeld to pending, no delay: this
 // counts one attempt), at most OutboxClaimLimitMax per statement, each
 // statement bounded by RecordTimeout. A row whose release fails keeps its
 // hold until it lapses; the failure is logged.
 func (r *Relay) release(ctx context.Context, rows []ackgap.OutboxEntry) {
 	for chunk := range slices.Chunk(rows, stores.OutboxClaimLimitMax) {
-		p := &stores.OutboxSettleHeldParams{Rows: make([]stores.OutboxHeldSettlement, 0, len(chunk))}
+		p := &stores.OutboxSettleParams{Rows: make([]stores.OutboxSettlement, 0, len(chunk))}
 		seen := make(map[string]bool, len(chunk))
 		for _, e := range chunk {
 			if seen[e.IdempotencyKey] {
 				continue // one settlement per key and statement
 			}
 			seen[e.IdempotencyKey] = true
-			p.Rows = append(p.Rows, stores.OutboxHeldSettlement{IdempotencyKey: e.IdempotencyKey, HeldUntil: e.AvailableAt,
+			p.Rows = append(p.Rows, stores.OutboxSettlement{IdempotencyKey: e.IdempotencyKey, HeldUntil: e.AvailableAt,
 				State: stores.OutboxPending, LastError: releaseNote})
 		}
 		rctx, cancel := context.WithTimeout(ctx, r.cfg.RecordTimeout)
-		_, err := r.store.SettleOutboxManyIfHeld(rctx, p)
+		_, err := r.store.SettleOutboxIfClaimedOrHeld(rctx, p)
 		cancel()
 		if err != nil {
 			r.cfg.Logger.Error("outbox relay: releasing unstarted dispatched rows failed; they are claimed when their hold lapses", err,
@@ -649,7 +648,7 @@ func (r *Relay) RunOnce(ctx context.Context) (int, error) {
 	return len(rows), nil
 }
 
-func (r *Relay) claim(ctx context.Context, n int) ([]stores.ClaimedOutboxRow, error) {
+func (r *Relay) claim(ctx context.Context, n int) ([]stores.OutboxRow, error) {
 	res, err := r.store.ClaimOutbox(ctx, &stores.OutboxClaimParams{Limit: n, Lease: r.cfg.Lease, Kinds: r.kinds})
 	if err != nil {
 		return nil, fmt.Errorf("outbox relay: claim: %w", err)
@@ -677,7 +676,8 @@ func (r *Relay) drain(workers *sync.WaitGroup, hardStop context.CancelFunc) {
 
 // listen runs the store's listener, restarting it after a failure, and
 // turns its notifications into wake-ups (coalesced: one pending wake-up
-// is enough).
+// is enough). It returns at once for a store that cannot listen
+// (errors.ErrUnsupported): the relay polls.
 func (r *Relay) listen(ctx context.Context, wake chan<- struct{}) {
 	notify := func() {
 		select {
@@ -686,8 +686,8 @@ func (r *Relay) listen(ctx context.Context, wake chan<- struct{}) {
 		}
 	}
 	for {
-		err := r.listener.ListenOutbox(ctx, &stores.OutboxListenParams{Notify: notify})
-		if ctx.Err() != nil {
+		err := r.store.ListenOutbox(ctx, &stores.OutboxListenParams{Notify: notify})
+		if ctx.Err() != nil || errors.Is(err, errors.ErrUnsupported) {
 			return
 		}
 		r.cfg.Logger.Error("outbox relay: listening for new rows failed; polling until it is back", err, nil)
@@ -724,8 +724,8 @@ func (r *Relay) prune(ctx context.Context) {
 // returns when a retried row is due again, zero for other outcomes. ctx is
 // the work context: when it is cancelled (the relay's hard stop)
 // mid-effect, the outcome is left unrecorded.
-func (r *Relay) carryOut(ctx context.Context, row stores.ClaimedOutboxRow, claimed time.Time, rec *recorder) (retryAt time.Time) {
-	rep := &Report{Row: row.OutboxRow, Claim: row.Claim, Claimed: claimed}
+func (r *Relay) carryOut(ctx context.Context, row stores.OutboxRow, claimed time.Time, rec *recorder) (retryAt time.Time) {
+	rep := &Report{Row: row, Claimed: claimed}
 	rec.enter()
 	if row.Attempts > r.cfg.MaxAttempts {
 		// Earlier attempts ended without an outcome: do not call an effect
@@ -737,7 +737,7 @@ func (r *Relay) carryOut(ctx context.Context, row stores.ClaimedOutboxRow, claim
 	}
 	effectCtx, cancel := context.WithTimeout(ctx, r.cfg.EffectTimeout)
 	rep.Started = r.cfg.Now()
-	rep.Err = call(effectCtx, r.cfg.Effects[row.Kind], row.OutboxRow)
+	rep.Err = call(effectCtx, r.cfg.Effects[row.Kind], row)
 	rep.Finished = r.cfg.Now()
 	cancel()
 	switch err := rep.Err; {
@@ -771,7 +771,7 @@ func (r *Relay) report(ctx context.Context, rep *Report) {
 
 // carryOutHeld carries out a row handed over by direct dispatch: as a
 // claimed row, whose claim is the row's hold (no token: its outcome is
-// recorded with SettleOutboxManyIfHeld, by idempotency key; Report.Row.ID
+// recorded with SettleOutboxIfClaimedOrHeld, by idempotency key; Report.Row.ID
 // is the id that statement returns, 0 until the outcome is recorded and
 // when it could not be). A row whose hold ends before an effect call could finish is
 // left for the relay that claims it once the hold lapsed. It returns what
@@ -783,14 +783,7 @@ func (r *Relay) carryOutHeld(ctx context.Context, e ackgap.OutboxEntry, rec *rec
 			watermill.LogFields{"kind": e.Kind, "idempotency_key": e.IdempotencyKey, "held_until": e.AvailableAt})
 		return time.Time{}
 	}
-	row := stores.ClaimedOutboxRow{
-		OutboxRow: stores.OutboxRow{
-			Kind: e.Kind, IdempotencyKey: e.IdempotencyKey, Payload: e.Payload, Headers: e.Headers,
-			Consumer: e.Consumer, EventID: e.EventID, State: stores.OutboxPending, Attempts: 1,
-			CreatedAt: e.Now, AvailableAt: e.AvailableAt,
-		},
-		Claim: stores.OutboxClaim{Until: e.AvailableAt},
-	}
+	row := stores.OutboxRow{OutboxEntry: e, State: stores.OutboxPending, Attempts: 1, Claim: stores.OutboxClaim{Until: e.AvailableAt}}
 	return r.carryOut(ctx, row, now, rec)
 }
 

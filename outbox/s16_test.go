@@ -31,13 +31,13 @@ type failDoneOnce struct {
 
 var errInjected = errors.New("injected: connection reset while marking the row done")
 
-func (f *failDoneOnce) SettleOutboxManyIfClaimed(ctx context.Context, p *stores.OutboxSettleManyParams) (*stores.OutboxSettleManyResult, error) {
+func (f *failDoneOnce) SettleOutboxIfClaimedOrHeld(ctx context.Context, p *stores.OutboxSettleParams) (*stores.OutboxSettleResult, error) {
 	for _, r := range p.Rows {
 		if r.ID == f.id && r.State == stores.OutboxDone && f.failed.CompareAndSwap(false, true) {
 			return nil, errInjected
 		}
 	}
-	return f.OutboxStore.SettleOutboxManyIfClaimed(ctx, p)
+	return f.OutboxStore.SettleOutboxIfClaimedOrHeld(ctx, p)
 }
 
 // TestS16MarkDoneFailsOnce is case S16 (b): rows O1..O3 with keys K1..K3
@@ -122,8 +122,8 @@ func s16[TTx any](t *testing.T, b *backend[TTx]) {
 	// statement returned, and on SQLite the claim may wait for the write
 	// lock after the lease began (a gap between Started times under the
 	// lease, seen under -race on a busy machine).
-	require.False(t, r2[1].Started.Before(r2[0].Claim.Until),
-		"republished once the lease lapsed: the second attempt started %s, the first lease ended %s", r2[1].Started, r2[0].Claim.Until)
+	require.False(t, r2[1].Started.Before(r2[0].Row.Claim.Until),
+		"republished once the lease lapsed: the second attempt started %s, the first lease ended %s", r2[1].Started, r2[0].Row.Claim.Until)
 
 	mu.Lock()
 	defer mu.Unlock()

@@ -16,8 +16,8 @@
 //	}
 //	go func() { _ = p.Run(ctx) }() // returns nil once ctx is done
 //
-// store is any [stores.InboxPruner]: stores/pgxstore and stores/sqlitestore
-// implement it.
+// store is any [stores.Operator] (it calls PruneInbox): stores/pgxstore,
+// stores/sqlitestore and stores/mysqlstore implement it.
 //
 // An inbox row is what makes a redelivered message a duplicate. Deleting
 // it while the broker can still redeliver or replay the message lets that

@@ -14,7 +14,7 @@ import (
 )
 
 // startPruner runs the inbox pruner of a new service until ctx ends.
-func startPruner(ctx context.Context, store stores.InboxPruner, logger *slog.Logger) (*retention.Pruner, error) {
+func startPruner(ctx context.Context, store stores.Operator, logger *slog.Logger) (*retention.Pruner, error) {
 	pruner, err := retention.New(store, &retention.Config{
 		RedeliveryWindow: 7 * 24 * time.Hour, // Kafka: the topic's retention.ms; SQS: MessageRetentionPeriod (+ the DLQ's, if redriven)
 		Retention:        8 * 24 * time.Hour, // at least the window; New refuses less

@@ -124,7 +124,7 @@ func days(d time.Duration) string {
 // concurrent use, and any number of Pruners, in one process or many, may
 // prune one store at once: see [Pruner.PruneOnce].
 type Pruner struct {
-	store stores.InboxPruner
+	store stores.Operator
 	cfg   Config
 }
 
@@ -132,7 +132,7 @@ type Pruner struct {
 // touch the database. It returns an error wrapping "invalid config" that
 // names every bad field, among them a Retention shorter than
 // RedeliveryWindow.
-func New(store stores.InboxPruner, cfg *Config) (*Pruner, error) {
+func New(store stores.Operator, cfg *Config) (*Pruner, error) {
 	if store == nil {
 		return nil, errors.New("invalid config: store is nil")
 	}

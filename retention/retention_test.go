@@ -31,7 +31,7 @@ const day = 24 * time.Hour
 
 // bundle is a migrated store seen through the parts the tests need.
 type bundle struct {
-	store stores.InboxPruner
+	store stores.Operator
 	// tryInsert commits an inbox row for (consumer, eventID) received at
 	// at; it is safe to call from any goroutine.
 	tryInsert func(ctx context.Context, consumer, eventID string, at time.Time) error
@@ -40,12 +40,21 @@ type bundle struct {
 	duplicate func(t *testing.T, consumer, eventID string) bool
 }
 
-func newBundle[TTx any](s stores.Store[TTx]) *bundle {
+// newBundle is the bundle of s; op is s as a stores.Operator.
+func newBundle[TTx any](s stores.Store[TTx], op stores.Operator) *bundle {
 	return &bundle{
-		store: s,
+		store: op,
 		tryInsert: func(ctx context.Context, consumer, eventID string, at time.Time) error {
-			res, err := s.BeginInbox(ctx, &stores.BeginInboxParams{Consumer: consumer, EventID: eventID, Now: at})
+			begun, err := s.BeginInboxDeferred(ctx, &stores.BeginInboxParams{Consumer: consumer, EventID: eventID, Now: at})
 			if err != nil {
+				return err
+			}
+			if begun.Duplicate { // an eager store knows at once
+				return fmt.Errorf("%s/%s inserted twice", consumer, eventID)
+			}
+			res, err := s.InboxVerdictTx(ctx, begun.Tx)
+			if err != nil {
+				_ = s.RollbackTx(ctx, begun.Tx)
 				return err
 			}
 			if res.Duplicate {
@@ -55,7 +64,12 @@ func newBundle[TTx any](s stores.Store[TTx]) *bundle {
 		},
 		duplicate: func(t *testing.T, consumer, eventID string) bool {
 			ctx := context.Background()
-			res, err := s.BeginInbox(ctx, &stores.BeginInboxParams{Consumer: consumer, EventID: eventID, Now: now})
+			begun, err := s.BeginInboxDeferred(ctx, &stores.BeginInboxParams{Consumer: consumer, EventID: eventID, Now: now})
+			require.NoError(t, err)
+			if begun.Duplicate { // an eager store knows at once
+				return true
+			}
+			res, err := s.InboxVerdictTx(ctx, begun.Tx)
 			require.NoError(t, err)
 			if !res.Duplicate {
 				require.NoError(t, s.RollbackTx(ctx, res.Tx))
@@ -78,7 +92,7 @@ func setupPostgres(t *testing.T) *bundle {
 	require.NoError(t, err)
 	_, err = store.Migrate(context.Background(), &stores.MigrateParams{})
 	require.NoError(t, err)
-	return newBundle(store)
+	return newBundle(store, store)
 }
 
 func setupSQLite(t *testing.T) *bundle {
@@ -88,7 +102,7 @@ func setupSQLite(t *testing.T) *bundle {
 	t.Cleanup(func() { require.NoError(t, store.Close()) })
 	_, err = store.Migrate(context.Background(), &stores.MigrateParams{})
 	require.NoError(t, err)
-	return newBundle(store)
+	return newBundle(store, store)
 }
 
 // forEachStore runs fn as a parallel subtest on a fresh PostgreSQL schema
@@ -105,7 +119,7 @@ func forEachStore(t *testing.T, fn func(t *testing.T, b *bundle)) {
 	}
 }
 
-func newPruner(t *testing.T, store stores.InboxPruner, cfg retention.Config) *retention.Pruner {
+func newPruner(t *testing.T, store stores.Operator, cfg retention.Config) *retention.Pruner {
 	t.Helper()
 	cfg.Now = clock
 	p, err := retention.New(store, &cfg)
@@ -116,7 +130,7 @@ func newPruner(t *testing.T, store stores.InboxPruner, cfg retention.Config) *re
 // countingPruner counts the PruneInbox calls it passes to the real store
 // and fails the first failFirst of them.
 type countingPruner struct {
-	stores.InboxPruner
+	stores.Operator
 	calls     atomic.Int64
 	failFirst int64
 }
@@ -127,11 +141,12 @@ func (c *countingPruner) PruneInbox(ctx context.Context, p *stores.PruneInboxPar
 	if c.calls.Add(1) <= c.failFirst {
 		return nil, errTransient
 	}
-	return c.InboxPruner.PruneInbox(ctx, p)
+	return c.Operator.PruneInbox(ctx, p)
 }
 
-// nopPruner is a store for tests that never reach it.
-type nopPruner struct{}
+// nopPruner is a store for tests that never reach it (only PruneInbox is
+// implemented).
+type nopPruner struct{ stores.Operator }
 
 func (nopPruner) PruneInbox(context.Context, *stores.PruneInboxParams) (*stores.PruneInboxResult, error) {
 	return &stores.PruneInboxResult{}, nil
@@ -248,7 +263,7 @@ func TestPruneOnceBatches(t *testing.T) {
 		}
 		b.insert(t, "billing", "recent", now)
 
-		counting := &countingPruner{InboxPruner: b.store}
+		counting := &countingPruner{Operator: b.store}
 		p := newPruner(t, counting, retention.Config{BatchSize: 10})
 		deleted, err := p.PruneOnce(context.Background())
 		require.NoError(t, err)
@@ -330,7 +345,7 @@ func TestRunContinuesAfterError(t *testing.T) {
 			b.insert(t, "billing", fmt.Sprintf("old-%d", i), old)
 		}
 
-		flaky := &countingPruner{InboxPruner: b.store, failFirst: 2}
+		flaky := &countingPruner{Operator: b.store, failFirst: 2}
 		reports := make(chan report, 16)
 		p := newPruner(t, flaky, retention.Config{
 			Interval: time.Millisecond,

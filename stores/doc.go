@@ -1,12 +1,25 @@
-// Package stores defines the contract between ackgap and a database: the
-// [Store] interface, typed by the store's own transaction, and the params
-// and results of its methods. It imports no database driver.
+// Package stores defines the contract between ackgap and a database, as
+// three interfaces, one per path through it, and the params and results of
+// their methods. It imports no database driver.
 //
-// Two stores implement it: stores/pgxstore (PostgreSQL through
-// github.com/jackc/pgx/v5, handlers get a pgx.Tx) and stores/sqlitestore
+//   - [Store], typed by the store's own transaction (pgx.Tx, *sql.Tx): the
+//     handler path. The inbox middleware, the router and package batch
+//     begin a message's transaction with its inbox row, apply guarded
+//     transitions, add outbox rows and commit through it.
+//   - [OutboxStore]: the outbox path. The relay (package outbox) claims due
+//     rows under a lease, records their outcomes behind each row's claim
+//     or hold, many rows in one statement, and is woken by stores that can
+//     listen.
+//   - [Operator], which includes OutboxStore: the operator path. Migrations,
+//     inbox pruning (package retention), stats, event lookups and
+//     repairs, for the ackgap command (cmd/ackgap) and the console.
+//
+// Three stores implement all three: stores/pgxstore (PostgreSQL through
+// github.com/jackc/pgx/v5, handlers get a pgx.Tx), stores/sqlitestore
 // (SQLite through modernc.org/sqlite, handlers get a *sql.Tx; the embedded
-// default). A third-party store is a package that implements [Store] and
-// passes the conformance suite in stores/storetest:
+// default) and stores/mysqlstore (MariaDB and MySQL, *sql.Tx). A
+// third-party store is a package that implements them and passes the
+// conformance suite in stores/storetest:
 //
 //	func TestConformance(t *testing.T) {
 //		storetest.Run(t, func(t *testing.T) *storetest.Harness[*mydb.Tx] {
@@ -19,7 +32,7 @@
 // with QueueOutboxTx and QueueTransitionTx are sent with the next
 // statement or the commit) or not; the methods are the same either way,
 // and an eager store implements the pipelined ones with the storekit
-// helpers (BeginInboxNow, VerdictNow, QueueOutboxNow, QueueTransitionNow).
+// helpers (VerdictNow, QueueTransitionNow).
 // storetest.Run checks it, and storetest.RunBenchmarks runs one benchmark
 // workload on every store.
 // The types a handler also touches (ackgap.Transition with its Guards and
@@ -30,11 +43,9 @@
 // (ackgap.PendingTransition.Result) and QueueTransitionTx for one it does
 // not, and QueueOutboxTx for ackgap.AddOutbox.
 //
-// A store that also serves the outbox relay implements [OutboxStore]
-// (both stores do): claim due rows under a lease, and record their outcomes
-// behind each row's claim token, many rows in one statement
-// (SettleOutboxManyIfClaimed, which the relay always uses). storetest.Run
-// runs the outbox part of the suite for every OutboxStore.
+// A capability a store lacks is an answer, not a missing interface:
+// ListenOutbox of a store without notifications returns an error wrapping
+// errors.ErrUnsupported, and its relays poll.
 //
 // Helpers a store author shares with ackgap's own stores (quoting
 // identifiers, classifying a guarded UPDATE, the idempotency-conflict
@@ -42,7 +53,7 @@
 // apart from the contract.
 //
 // Rules every implementation keeps (docs/design.md, invariants 1, 2, 7, 8):
-//   - [Store.BeginInbox] inserts the inbox row as the transaction's first
+//   - [Store.BeginInboxDeferred] inserts the inbox row as the transaction's first
 //     write, under a unique constraint on (consumer, event id); the insert
 //     itself is the dedupe check, never a SELECT before it.
 //   - A duplicate is a result ([BeginInboxResult.Duplicate]), not an error.

@@ -9,10 +9,13 @@ import (
 	"unicode/utf8"
 )
 
-// Operator is implemented by stores that an operator can inspect and
-// repair without writing SQL: the ackgap command (cmd/ackgap) runs on it.
-// It needs no transaction type, so one command serves every store. Both
-// pgxstore and sqlitestore implement it and pass its part of storetest.Run.
+// Operator is the operator path of the contract: what it takes to set a
+// store up, keep it bounded, inspect and repair it without writing SQL.
+// The ackgap command (cmd/ackgap), the console and package retention run
+// on it. It includes [OutboxStore] (redrive, stats) and needs no
+// transaction type, so one command serves every store. pgxstore,
+// sqlitestore and mysqlstore implement it and pass its part of
+// storetest.Run.
 //
 // Every method reads or writes outside any handler transaction; writes are
 // guarded by the rows' state in their WHERE clause, so running one twice
@@ -20,8 +23,18 @@ import (
 type Operator interface {
 	OutboxStore
 
-	// Migrate is [Store.Migrate].
+	// Migrate brings the store's tables to p.TargetVersion (0 with
+	// p.Down for none; the newest when zero and not Down), recording each
+	// version in the version table. A target newer than the store knows is
+	// an error.
 	Migrate(ctx context.Context, p *MigrateParams) (*MigrateResult, error)
+
+	// PruneInbox deletes at most p.Limit inbox rows first received before
+	// p.Before and returns how many it deleted; package retention runs it
+	// on a schedule. Several callers at once are safe: rows another
+	// caller is deleting are skipped, not waited for (SQLite: one writer
+	// at a time, callers take turns). A zero Before is an error.
+	PruneInbox(ctx context.Context, p *PruneInboxParams) (*PruneInboxResult, error)
 
 	// MigrationStatus lists every migration the store knows with the time
 	// it was applied, read from the version table (none applied when the

@@ -7,17 +7,18 @@ import (
 	"time"
 )
 
-// OutboxStore is what an outbox relay (package outbox) needs from a store,
-// beside [Store]: claim due rows under a lease, record each row's outcome
-// behind a guard, and the operations around them (redrive, prune, stats).
-// It is a separate interface so that [Store], which third parties
-// implement, stays as it is; pgxstore and sqlitestore implement both, and
-// storetest.Run runs its conformance suite when a store implements it.
+// OutboxStore is the outbox path of the contract: what an outbox relay
+// (package outbox) needs from a store: claim due rows under a lease,
+// record each row's outcome behind a guard, be woken when rows are added,
+// and the operations around them (list, redrive, prune, stats). It needs
+// no transaction type, so one relay serves every store. pgxstore,
+// sqlitestore and mysqlstore implement it, and storetest.Run runs its
+// conformance suite when a store implements it.
 //
-// The life of a row: pending -> claimed (ClaimOutbox) -> done
-// (MarkOutboxDoneIfClaimed), back to pending (RetryOutboxIfClaimed), or
-// dead (MarkOutboxDeadIfClaimed), or any of the three for many rows at once
-// (SettleOutboxManyIfClaimed, which the relay uses); dead -> pending (RedriveOutboxIfDead);
+// The life of a row: pending -> claimed (ClaimOutbox) -> done, back to
+// pending (a retry) or dead, for one or many rows at once
+// (SettleOutboxIfClaimedOrHeld, which also records rows held for direct
+// dispatch, never claimed); dead -> pending (RedriveOutboxIfDead);
 // done rows are deleted after a retention (PruneOutboxIfDone). A claimed
 // row whose lease lapsed is due again: a relay that crashed mid-effect
 // loses it to the next claimer, which repeats the effect with the same
@@ -30,7 +31,22 @@ import (
 // Implementations are safe for concurrent use, by many relays in one or
 // many processes.
 type OutboxStore interface {
-	OutboxLister
+	// ListOutbox returns outbox rows ordered by ID, filtered by p, at most
+	// p.Limit (default OutboxListLimitDefault, 1000).
+	ListOutbox(ctx context.Context, p *OutboxListParams) (*OutboxListResult, error)
+
+	// ListenOutbox tells the caller at once that a transaction added
+	// outbox rows (pgxstore: LISTEN/NOTIFY). It listens until ctx ends
+	// (then it returns nil) or the listening connection fails (then it
+	// returns the error; call it again). It calls p.Notify once listening
+	// has begun, so that rows committed before are not missed, and then
+	// after each commit that inserted outbox rows. A notification is only
+	// a hint to claim now: a relay must still poll, since a notification
+	// can be lost while no one is listening. A store that cannot listen
+	// (sqlitestore, mysqlstore) returns an error wrapping
+	// errors.ErrUnsupported at once, without calling p.Notify: its relays
+	// poll only.
+	ListenOutbox(ctx context.Context, p *OutboxListenParams) error
 
 	// ClaimOutbox claims at most p.Limit due rows, oldest due first
 	// (available_at, then id): rows whose state is pending, or claimed with
@@ -43,54 +59,36 @@ type OutboxStore interface {
 	// values after the claim, ordered by id.
 	ClaimOutbox(ctx context.Context, p *OutboxClaimParams) (*OutboxClaimResult, error)
 
-	// MarkOutboxDoneIfClaimed sets the row done (done_at = now) if it is
-	// still claimed under p.ClaimToken. Otherwise (its lease lapsed and
-	// another claimer took it, or an operator moved it) it writes nothing
-	// and reports Changed false.
-	MarkOutboxDoneIfClaimed(ctx context.Context, p *OutboxMarkDoneParams) (*OutboxSettleResult, error)
-
-	// RetryOutboxIfClaimed sets the row back to pending, due at now +
-	// p.Delay, with last_error = p.LastError, if it is still claimed under
-	// p.ClaimToken; otherwise it writes nothing and reports Changed false.
-	// Attempts is not changed: ClaimOutbox counts attempts.
-	RetryOutboxIfClaimed(ctx context.Context, p *OutboxRetryParams) (*OutboxSettleResult, error)
-
-	// MarkOutboxDeadIfClaimed sets the row dead with last_error =
-	// p.LastError if it is still claimed under p.ClaimToken; otherwise it
-	// writes nothing and reports Changed false. Dead rows are never claimed;
-	// RedriveOutboxIfDead brings them back.
-	MarkOutboxDeadIfClaimed(ctx context.Context, p *OutboxMarkDeadParams) (*OutboxSettleResult, error)
-
-	// SettleOutboxManyIfClaimed gives each row of p.Rows its new state, in
-	// one statement (one commit), if that row is still claimed under its
-	// ClaimToken: done (done_at = now), pending (due at now + Delay,
-	// last_error = LastError) or dead (last_error = LastError), exactly as
-	// MarkOutboxDoneIfClaimed, RetryOutboxIfClaimed and
-	// MarkOutboxDeadIfClaimed would. A row no longer claimed under its
-	// token (its lease lapsed and another claimer took it, or an operator
-	// moved it) is left alone and reported unchanged: the guard is in the
-	// statement's WHERE clause, per row. The outbox relay records every
-	// outcome with it, so the outcomes of effects that finish together cost
-	// one statement. It returns an error, and writes nothing, when p is
-	// invalid ([OutboxSettleManyParams.Validate]) or the statement failed.
-	SettleOutboxManyIfClaimed(ctx context.Context, p *OutboxSettleManyParams) (*OutboxSettleManyResult, error)
-
-	// SettleOutboxManyIfHeld records the outcomes of rows that a relay in
-	// the writing process carried out right after their commit, without a
-	// claim (outbox direct dispatch: middleware.InboxConfig.Dispatch). Such
-	// a row was inserted pending, with attempts 0 and available_at set to
-	// its hold's end, so no relay claims it before then. Each row of p.Rows
-	// is found by its idempotency key and changed only if it is still
-	// pending, with attempts 0 and available_at equal to the row's
-	// HeldUntil (to the microsecond): then it gets its new state as
-	// SettleOutboxManyIfClaimed gives it, and attempts 1. A row claimed by
-	// a relay after its hold lapsed, or one that already existed under the
-	// key when the insert was a duplicate, fails the guard and is left
-	// alone. One statement (one commit) for all rows. Changed in the
-	// result says, per row, whether it was written. It returns an error if
-	// p is invalid ([OutboxSettleHeldParams.Validate]) or the statement
-	// failed.
-	SettleOutboxManyIfHeld(ctx context.Context, p *OutboxSettleHeldParams) (*OutboxSettleManyResult, error)
+	// SettleOutboxIfClaimedOrHeld records the outcome of each row of
+	// p.Rows, behind the row's own guard in the statement's WHERE clause:
+	//
+	//   - a claimed row (ClaimOutbox; ID and ClaimToken) changes only if it
+	//     is still claimed under ClaimToken. Its lease may have lapsed and
+	//     another claimer taken it, or an operator moved it: then it is
+	//     left alone.
+	//   - a held row (carried out by the relay of the writing process right
+	//     after its commit, without a claim: outbox direct dispatch,
+	//     middleware.InboxConfig.Dispatch; IdempotencyKey and HeldUntil)
+	//     was inserted pending, with attempts 0 and available_at at its
+	//     hold's end, so no relay claims it before then. It changes only if
+	//     it is still pending, with attempts 0 and available_at equal to
+	//     HeldUntil (to the microsecond), and then also gets attempts 1. A
+	//     row claimed by a relay after its hold lapsed, or one that already
+	//     existed under the key when the insert was a duplicate, fails the
+	//     guard and is left alone.
+	//
+	// A row that passes gets its new state: done (done_at = now), pending
+	// (due at now + Delay, last_error = LastError; attempts unchanged:
+	// ClaimOutbox counts them) or dead (last_error = LastError; never
+	// claimed again until RedriveOutboxIfDead). The result says per row
+	// whether it was written and its id. The claimed rows go in one
+	// statement (one commit), the held rows in another, so the outcomes of
+	// effects that finish together cost one statement; the outbox relay
+	// records every outcome with it. It returns an error, and writes
+	// nothing, when p is invalid ([OutboxSettleParams.Validate]); an error
+	// of a statement leaves the rows of the other statement as it wrote
+	// them.
+	SettleOutboxIfClaimedOrHeld(ctx context.Context, p *OutboxSettleParams) (*OutboxSettleResult, error)
 
 	// RedriveOutboxIfDead sets dead rows (those of p.IDs, or every dead row
 	// of p.Kind) back to pending, due now, with attempts reset to 0, at
@@ -106,20 +104,6 @@ type OutboxStore interface {
 	// OutboxStats counts rows by state (done rows are not counted) and
 	// finds the oldest row not yet carried out, for metrics and alerts.
 	OutboxStats(ctx context.Context, p *OutboxStatsParams) (*OutboxStatsResult, error)
-}
-
-// OutboxListener is implemented by stores that can tell a relay at once
-// that a transaction added outbox rows (pgxstore: LISTEN/NOTIFY). Stores
-// without it are polled.
-type OutboxListener interface {
-	// ListenOutbox listens until ctx ends (then it returns nil) or the
-	// listening connection fails (then it returns the error; call it
-	// again). It calls p.Notify once listening has begun, so that rows
-	// committed before are not missed, and then after each commit that
-	// inserted outbox rows. A notification is only a hint to claim now: a
-	// relay must still poll, since a notification can be lost while no one
-	// is listening.
-	ListenOutbox(ctx context.Context, p *OutboxListenParams) error
 }
 
 // Defaults and limits of the outbox relay methods.
@@ -181,77 +165,25 @@ func (p *OutboxClaimParams) LimitOrDefault() int {
 	return p.Limit
 }
 
-// OutboxClaim identifies one claim of one row: the guard of the Mark and
-// Retry methods.
+// OutboxClaim identifies one claim of one row: the guard with which
+// [OutboxStore.SettleOutboxIfClaimedOrHeld] records the row's outcome.
 type OutboxClaim struct {
 	// ID is the row's id.
 	ID int64
 	// Token is new for every claim (random, 32 hex digits): a claimer whose
 	// lease lapsed and whose row was claimed again holds a stale token, and
-	// its Mark or Retry call changes nothing.
+	// its settle changes nothing.
 	Token string
 	// Until is when the lease ends (claimed_until).
 	Until time.Time
 }
 
-// ClaimedOutboxRow is a row as [OutboxStore.ClaimOutbox] left it, with
-// its claim.
-type ClaimedOutboxRow struct {
-	// OutboxRow holds the row's values after the claim: State claimed,
-	// Attempts counting this claim, AvailableAt equal to Claim.Until.
-	OutboxRow
-	// Claim is the guard to pass to the Mark and Retry methods.
-	Claim OutboxClaim
-}
-
 // OutboxClaimResult is the output of [OutboxStore.ClaimOutbox].
 type OutboxClaimResult struct {
-	// Rows are the claimed rows, ordered by id; empty when none was due.
-	Rows []ClaimedOutboxRow
-}
-
-// OutboxMarkDoneParams are the input of [OutboxStore.MarkOutboxDoneIfClaimed].
-type OutboxMarkDoneParams struct {
-	// ID is the claimed row's id (OutboxClaim.ID). Required.
-	ID int64
-	// ClaimToken is the claim's token (OutboxClaim.Token). Required.
-	ClaimToken string
-	// Now is recorded as done_at; zero means the store's clock.
-	Now time.Time
-}
-
-// OutboxRetryParams are the input of [OutboxStore.RetryOutboxIfClaimed].
-type OutboxRetryParams struct {
-	// ID is the claimed row's id (OutboxClaim.ID). Required.
-	ID int64
-	// ClaimToken is the claim's token (OutboxClaim.Token). Required.
-	ClaimToken string
-	// Delay is how long after now the row is due again; 0 means at once.
-	// Relative to the store's clock, like the lease, so relays with
-	// skewed clocks agree. Stored with microsecond precision.
-	Delay time.Duration
-	// LastError describes the failure; it is kept on the row.
-	LastError string
-	// Now is the time Delay counts from; zero means the store's clock.
-	Now time.Time
-}
-
-// OutboxMarkDeadParams are the input of [OutboxStore.MarkOutboxDeadIfClaimed].
-type OutboxMarkDeadParams struct {
-	// ID is the claimed row's id (OutboxClaim.ID). Required.
-	ID int64
-	// ClaimToken is the claim's token (OutboxClaim.Token). Required.
-	ClaimToken string
-	// LastError says why the row is dead; it is kept on the row.
-	LastError string
-}
-
-// OutboxSettleResult is the output of the Mark and Retry methods.
-type OutboxSettleResult struct {
-	// Changed is true when the row was still claimed under the token and
-	// now has the new state; false when the guard found it otherwise and
-	// nothing was written (the claim was lost).
-	Changed bool
+	// Rows are the claimed rows, ordered by id, with their values after
+	// the claim (State claimed, Attempts counting this claim, AvailableAt
+	// equal to Claim.Until) and their Claim set; empty when none was due.
+	Rows []OutboxRow
 }
 
 // OutboxRedriveParams are the input of [OutboxStore.RedriveOutboxIfDead].
@@ -330,7 +262,7 @@ func (r *OutboxStatsResult) OldestPendingAge(now time.Time) time.Duration {
 	return max(now.Sub(r.OldestPendingCreatedAt), 0)
 }
 
-// OutboxListenParams are the input of [OutboxListener.ListenOutbox].
+// OutboxListenParams are the input of [OutboxStore.ListenOutbox].
 type OutboxListenParams struct {
 	// Notify is called from the listening goroutine once listening has
 	// begun and after each commit that added outbox rows. It must not

@@ -7,9 +7,12 @@ import (
 	"github.com/ackgap/ackgap"
 )
 
-// Store is the contract a database implements for ackgap. TTx is the
-// driver's own transaction type (pgx.Tx, *sql.Tx): handlers receive it
-// as-is, without type assertions.
+// Store is the handler path of the contract: what the inbox middleware,
+// the router and the batched mode (package batch) need to run a message's
+// transaction. TTx is the driver's own transaction type (pgx.Tx, *sql.Tx):
+// handlers receive it as-is, without type assertions. The outbox relay's
+// path is [OutboxStore], the operator's [Operator]; a complete store
+// implements all three (pgxstore, sqlitestore, mysqlstore do).
 //
 // A store may pipeline (send the inbox insert with the handler's first
 // statement, hold outbox rows and guarded transitions back until the next
@@ -18,35 +21,33 @@ import (
 // one method per operation and an eager store resolves at once
 // (stores/storekit has the helpers for that).
 //
+// The batched mode runs many messages in one transaction with a savepoint
+// each: BeginInboxMany inserts the inbox rows of a whole batch with one
+// statement, savepoints undo one message without the others,
+// DeleteInboxTx removes the inbox rows of failed messages again, and
+// InsertOutboxManyTx writes many outbox rows at a time. One transaction is
+// used by one goroutine at a time.
+//
 // Implementations are safe for concurrent use. Every method takes ctx first
 // and honours its cancellation; errors that mean the database is
 // unreachable wrap ackgap.ErrStoreUnavailable.
 type Store[TTx any] interface {
-	InboxPruner
-	OutboxLister
-	ErrorClassifier
-
-	// BeginInbox begins a transaction and inserts the inbox row
-	// (p.Consumer, p.EventID) in it as its first write, and returns once
-	// the insert's verdict is known. When the row already exists it rolls
-	// the transaction back and returns a result with Duplicate set and a
-	// zero Tx. Concurrent calls for one key block in the database until the
-	// first transaction ends; exactly one of them gets a transaction.
-	BeginInbox(ctx context.Context, p *BeginInboxParams) (*BeginInboxResult[TTx], error)
-
-	// BeginInboxDeferred is BeginInbox for a message about to be handled:
-	// the store may send the BEGIN and the inbox insert with the first
+	// BeginInboxDeferred begins a transaction whose first write inserts
+	// the inbox row (p.Consumer, p.EventID), for a message about to be
+	// handled. The store may send the BEGIN and the insert with the first
 	// statement that goes through the transaction instead of ahead of it
-	// (pgxstore: one pipelined round trip), or resolve at once as
-	// BeginInbox does (storekit.BeginInboxNow). A result with Duplicate
-	// set is a duplicate known at once. Otherwise Tx is the transaction,
-	// and when the insert is still pending the dedupe check is still the
-	// insert under the unique constraint (docs/design.md invariant 2): for
-	// a duplicate, the first statement that carried it fails with
-	// ackgap.ErrDuplicate and the transaction has been rolled back (the
-	// statement's own work undone); every later statement fails too.
-	// Release Tx with CommitTx or RollbackTx, after InboxVerdictTx said it
-	// is not a duplicate.
+	// (pgxstore: one pipelined round trip), or resolve at once (sqlitestore,
+	// mysqlstore: BEGIN and INSERT now; when the row already exists the
+	// transaction is rolled back and the result has Duplicate set and a
+	// zero Tx). Concurrent deliveries of one key block in the database
+	// until the first transaction ends; exactly one of them applies.
+	// Otherwise Tx is the transaction, and when the insert is still
+	// pending the dedupe check is still the insert under the unique
+	// constraint (docs/design.md invariant 2): for a duplicate, the first
+	// statement that carried it fails with ackgap.ErrDuplicate and the
+	// transaction has been rolled back (the statement's own work undone);
+	// every later statement fails too. InboxVerdictTx gives the verdict
+	// at any point. Release Tx with CommitTx or RollbackTx.
 	BeginInboxDeferred(ctx context.Context, p *BeginInboxParams) (*BeginInboxResult[TTx], error)
 
 	// InboxVerdictTx returns whether the inbox insert of tx (from
@@ -85,15 +86,10 @@ type Store[TTx any] interface {
 	// outcome use TransitionIfStateTx.
 	QueueTransitionTx(ctx context.Context, tx TTx, p *QueueTransitionParams) error
 
-	// InsertOutboxTx adds an outbox row in tx. A row with the same
-	// idempotency key and payload is a duplicate result; the same key with
-	// another payload returns ackgap.ErrIdempotencyConflict.
-	InsertOutboxTx(ctx context.Context, tx TTx, p *ackgap.OutboxEntry) (*OutboxInsertResult, error)
-
-	// QueueOutboxTx adds an outbox row to tx like InsertOutboxTx, except
-	// that a store may write it later: with the next statement sent
+	// QueueOutboxTx adds the outbox row p to tx (ackgap.AddOutbox calls
+	// it). A store may write it later: with the next statement sent
 	// through tx, or with the commit (pgxstore); an eager store inserts it
-	// at once (storekit.QueueOutboxNow). It validates p at once. The caller
+	// at once. It validates p at once (ackgap.OutboxEntry.Validate). The caller
 	// learns neither the row's id nor whether it was a duplicate (a row
 	// with the same idempotency key and payload is still a duplicate, and
 	// nothing is written). The same key with another payload fails the
@@ -103,9 +99,66 @@ type Store[TTx any] interface {
 	// rolled it back, inbox row included. A rollback discards queued rows.
 	QueueOutboxTx(ctx context.Context, tx TTx, p *ackgap.OutboxEntry) error
 
-	// Migrate brings the store's tables to p.TargetVersion (0 with
-	// p.Down for none; the newest when zero and not Down).
-	Migrate(ctx context.Context, p *MigrateParams) (*MigrateResult, error)
+	// BeginInboxMany begins a transaction and inserts the inbox rows
+	// (p.Consumer, p.Rows[i].EventID) in it as its first write, with one
+	// statement for all rows (INSERT ... ON CONFLICT DO NOTHING): the
+	// dedupe check is the insert under the unique constraint (docs/design.md
+	// invariant 2). Rows that already existed are reported as duplicates,
+	// with a payload mismatch when both hashes are set and differ; reading
+	// their hashes takes a second statement only when there are
+	// duplicates. A concurrent transaction holding one of the keys makes
+	// the insert wait until it ends. With p.Savepoint set, the savepoint
+	// is taken after the insert, in the same round trip where the store
+	// can. Event ids must be distinct within p.Rows (an error otherwise);
+	// no rows begins the transaction only. On error no transaction is left
+	// open. End the transaction with CommitTx or RollbackTx;
+	// TransitionIfStateTx, QueueOutboxTx and InsertOutboxManyTx work in it.
+	BeginInboxMany(ctx context.Context, p *BeginInboxManyParams) (*BeginInboxManyResult[TTx], error)
+
+	// SavepointTx sets a savepoint named name in tx. A name used again
+	// shadows the earlier savepoint until it is released.
+	SavepointTx(ctx context.Context, tx TTx, name string) error
+
+	// RollbackToSavepointTx undoes everything tx did since the savepoint
+	// name was set, and keeps the savepoint. It also recovers a
+	// transaction that a failed statement aborted (PostgreSQL) since then.
+	RollbackToSavepointTx(ctx context.Context, tx TTx, name string) error
+
+	// ReleaseSavepointTx ends the savepoint name, keeping its changes. It
+	// fails when a statement since the savepoint aborted the transaction
+	// (PostgreSQL): then roll back to the savepoint.
+	ReleaseSavepointTx(ctx context.Context, tx TTx, name string) error
+
+	// DeleteInboxTx deletes the inbox rows (p.Consumer, p.EventIDs[i]) in
+	// tx, with one statement: the rows of messages whose handler failed
+	// after BeginInboxMany inserted them, so that their redelivery applies
+	// them.
+	DeleteInboxTx(ctx context.Context, tx TTx, p *DeleteInboxParams) (*DeleteInboxResult, error)
+
+	// InsertOutboxManyTx adds outbox rows in tx with one statement (a
+	// second only when some keys exist), each row validated as
+	// QueueOutboxTx validates it. A row whose idempotency key exists with
+	// the same payload, in the table or earlier in p.Rows, is a duplicate
+	// and writes nothing; the same key with another payload returns
+	// storekit.IdempotencyConflict (permanent, ackgap.ErrIdempotencyConflict)
+	// and the statement's rows are not kept: roll back (to a savepoint).
+	InsertOutboxManyTx(ctx context.Context, tx TTx, p *OutboxInsertManyParams) (*OutboxInsertManyResult, error)
+
+	// ClassifyError tells what a database error means, for errors that
+	// reach ackgap without passing through a store method: the handler's
+	// own statements on its transaction (pgx.Tx, *sql.Tx) return the
+	// driver's errors as they are. The inbox middleware and the batch
+	// processor pass a handler's error, and a commit's, through it. It
+	// returns err itself when it is nil or not a database error the store
+	// recognises (a store that knows no codes always does); an error
+	// wrapping ackgap.ErrStoreUnavailable when the database is busy or
+	// unreachable (the message is redelivered, never dead-lettered); a
+	// permanent error with reason ackgap.ReasonInvalidData wrapping
+	// ackgap.ErrInvalidData when the database refused the data
+	// (dead-lettered without retries). The result still wraps err.
+	// docs/errors.md lists the codes of each store and their class;
+	// storekit.ClassifyError does the sorting for a store that lists them.
+	ClassifyError(err error) error
 }
 
 // QueueTransitionParams are the input of [Store.QueueTransitionTx].
@@ -113,7 +166,7 @@ type QueueTransitionParams struct {
 	// Transition is the guarded transition; see [ackgap.Transition].
 	Transition ackgap.Transition
 	// Outbox rows are written only when the transition applies. Each is
-	// validated like an InsertOutboxTx row; two rows with one idempotency
+	// validated like a QueueOutboxTx row; two rows with one idempotency
 	// key and one payload are written once, with another payload they are
 	// an ackgap.ErrIdempotencyConflict at once.
 	Outbox []ackgap.OutboxEntry
@@ -128,22 +181,7 @@ type QueueTransitionParams struct {
 	Ran func(applied bool)
 }
 
-// InboxPruner deletes old inbox rows; package retention runs it on a
-// schedule. It is the part of [Store] that needs no transaction type.
-type InboxPruner interface {
-	// PruneInbox deletes at most p.Limit inbox rows first received before
-	// p.Before and returns how many it deleted. Several callers at once are
-	// safe: rows another caller is deleting are skipped, not waited for.
-	PruneInbox(ctx context.Context, p *PruneInboxParams) (*PruneInboxResult, error)
-}
-
-// OutboxLister reads outbox rows for inspection and tests.
-type OutboxLister interface {
-	// ListOutbox returns outbox rows ordered by ID, filtered by p.
-	ListOutbox(ctx context.Context, p *OutboxListParams) (*OutboxListResult, error)
-}
-
-// BeginInboxParams are the input of [Store.BeginInbox].
+// BeginInboxParams are the input of [Store.BeginInboxDeferred].
 type BeginInboxParams struct {
 	// Consumer is the consumer name that scopes the inbox row (docs/design.md
 	// invariant 6): two consumers of one topic each process an event once.
@@ -242,7 +280,8 @@ func MergeProgress(ps []Progress) []Progress {
 	return out
 }
 
-// BeginInboxResult is the output of [Store.BeginInbox].
+// BeginInboxResult is the output of [Store.BeginInboxDeferred] and
+// [Store.InboxVerdictTx].
 type BeginInboxResult[TTx any] struct {
 	// Tx is the open transaction holding the new inbox row; zero when
 	// Duplicate is true.
@@ -259,15 +298,6 @@ type BeginInboxResult[TTx any] struct {
 	TraceParent string
 }
 
-// OutboxInsertResult is the output of [Store.InsertOutboxTx].
-type OutboxInsertResult struct {
-	// ID is the row's id (new or existing).
-	ID int64
-	// Duplicate is true when a row with this idempotency key and the same
-	// payload already existed; nothing was written.
-	Duplicate bool
-}
-
 // OutboxState is the life-cycle state of an outbox row.
 type OutboxState string
 
@@ -279,21 +309,35 @@ const (
 	OutboxDead    OutboxState = "dead"
 )
 
-// OutboxRow is one outbox row as stored.
+// OutboxRow is one outbox row as stored: the entry a handler added and
+// what the relays did with it since. It is the one value of an outbox row
+// from the store to the relay's effects (outbox.Effect), its reports and
+// the operator's tools.
 type OutboxRow struct {
-	ID             int64
-	Kind           string
-	IdempotencyKey string
-	Payload        []byte
-	Headers        map[string]string
-	Consumer       string
-	EventID        string
-	State          OutboxState
-	Attempts       int
-	LastError      string
-	CreatedAt      time.Time
-	AvailableAt    time.Time
+	// ID is the row's id, assigned by the store in insert order.
+	ID int64
+	// OutboxEntry is the row as written (ackgap.AddOutbox): Kind,
+	// IdempotencyKey, Payload (never nil when read back), Headers, Consumer
+	// and EventID as given. Now is the row's created_at (see CreatedAt);
+	// AvailableAt is its available_at now: when it was written, then moved
+	// by each claim (to the lease's end) and each retry (to its due time).
+	ackgap.OutboxEntry
+	// State is the row's life-cycle state.
+	State OutboxState
+	// Attempts counts the claims of the row (and the recorded outcome of a
+	// row held for direct dispatch); 0 for a row never tried.
+	Attempts int
+	// LastError is the error the last failed attempt kept; "" when none
+	// failed (a done row keeps the error of an earlier failed attempt).
+	LastError string
+	// Claim is the claim [OutboxStore.ClaimOutbox] took on the row: set on
+	// the rows it returns (Claim.ID is ID, Claim.Until is AvailableAt),
+	// zero on rows read any other way. Settle the row with it.
+	Claim OutboxClaim
 }
+
+// CreatedAt returns when the row was written (created_at): r.Now.
+func (r OutboxRow) CreatedAt() time.Time { return r.Now }
 
 // Held reports whether r is held at now: pending, never tried (Attempts
 // 0) and not due before AvailableAt, which is after now. Such a row was
@@ -309,7 +353,7 @@ func (r OutboxRow) Held(now time.Time) bool {
 	return r.State == OutboxPending && r.Attempts == 0 && r.AvailableAt.After(now)
 }
 
-// OutboxListParams filter [OutboxLister.ListOutbox]. Zero fields do not
+// OutboxListParams filter [OutboxStore.ListOutbox]. Zero fields do not
 // filter.
 type OutboxListParams struct {
 	Kind  string
@@ -318,12 +362,12 @@ type OutboxListParams struct {
 	Limit int
 }
 
-// OutboxListResult is the output of [OutboxLister.ListOutbox].
+// OutboxListResult is the output of [OutboxStore.ListOutbox].
 type OutboxListResult struct {
 	Rows []OutboxRow
 }
 
-// PruneInboxParams are the input of [InboxPruner.PruneInbox].
+// PruneInboxParams are the input of [Operator.PruneInbox].
 type PruneInboxParams struct {
 	// Before: rows first received before this instant are deleted.
 	// Required.
@@ -334,12 +378,12 @@ type PruneInboxParams struct {
 	Limit int
 }
 
-// PruneInboxResult is the output of [InboxPruner.PruneInbox].
+// PruneInboxResult is the output of [Operator.PruneInbox].
 type PruneInboxResult struct {
 	Deleted int64
 }
 
-// MigrateParams are the input of [Store.Migrate].
+// MigrateParams are the input of [Operator.Migrate].
 type MigrateParams struct {
 	// Down migrates down instead of up.
 	Down bool
@@ -360,7 +404,7 @@ type Migration struct {
 	UpSQL, DownSQL string
 }
 
-// MigrateResult is the output of [Store.Migrate].
+// MigrateResult is the output of [Operator.Migrate].
 type MigrateResult struct {
 	// Applied lists the versions applied (up) or reverted (down), in order.
 	Applied []int

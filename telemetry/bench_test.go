@@ -28,9 +28,13 @@ type memTx struct{}
 // Methods it does not override panic (the embedded nil interface).
 type memStore struct{ stores.Store[memTx] }
 
-func (memStore) BeginInbox(context.Context, *stores.BeginInboxParams) (*stores.BeginInboxResult[memTx], error) {
+func (memStore) BeginInboxDeferred(context.Context, *stores.BeginInboxParams) (*stores.BeginInboxResult[memTx], error) {
 	return &stores.BeginInboxResult[memTx]{}, nil
 }
+func (memStore) InboxVerdictTx(_ context.Context, tx memTx) (*stores.BeginInboxResult[memTx], error) {
+	return &stores.BeginInboxResult[memTx]{Tx: tx}, nil
+}
+func (memStore) ClassifyError(err error) error { return err }
 func (memStore) CommitTx(context.Context, memTx) error   { return nil }
 func (memStore) RollbackTx(context.Context, memTx) error { return nil }
 

@@ -32,14 +32,14 @@ func TestRelayFIFO(t *testing.T) {
 	c := client(t)
 	name, url := createQueue(t, c, "fifo-relay", 30*time.Second, map[string]string{"FifoQueue": "true"})
 	b := newPGBackend(t)
-	res, err := b.store.BeginInbox(ctx, &stores.BeginInboxParams{Consumer: "orders", EventID: "order.placed:o1"})
+	res, err := b.store.BeginInboxDeferred(ctx, &stores.BeginInboxParams{Consumer: "orders", EventID: "order.placed:o1"})
 	require.NoError(t, err)
 	for _, e := range []ackgap.OutboxEntry{
 		{Kind: "ship", IdempotencyKey: "ship:o1:1", Payload: []byte("1"), Headers: map[string]string{sqsbroker.MetadataPartitionKey: "o1"}},
 		{Kind: "ship", IdempotencyKey: "ship:o1:2", Payload: []byte("2"), Headers: map[string]string{sqsbroker.MetadataPartitionKey: "o1"}},
 		{Kind: "ship", IdempotencyKey: "ship:nogroup", Payload: []byte("3")},
 	} {
-		_, err := b.store.InsertOutboxTx(ctx, res.Tx, &e)
+		err := b.store.QueueOutboxTx(ctx, res.Tx, &e)
 		require.NoError(t, err)
 	}
 	require.NoError(t, b.store.CommitTx(ctx, res.Tx))

@@ -175,11 +175,14 @@ func seed(t *testing.T, c *cli, s seeder) {
 	for _, r := range claimed.Rows {
 		switch r.IdempotencyKey {
 		case "email:order-1":
-			_, err = s.MarkOutboxDoneIfClaimed(ctx, &stores.OutboxMarkDoneParams{ID: r.ID, ClaimToken: r.Claim.Token, Now: at(3, 56)})
+			_, err = s.SettleOutboxIfClaimedOrHeld(ctx, &stores.OutboxSettleParams{Now: at(3, 56), Rows: []stores.OutboxSettlement{
+				{ID: r.ID, ClaimToken: r.Claim.Token, State: stores.OutboxDone}}})
 		case "charge:order-1":
-			_, err = s.MarkOutboxDeadIfClaimed(ctx, &stores.OutboxMarkDeadParams{ID: r.ID, ClaimToken: r.Claim.Token, LastError: "card declined (permanent)"})
+			_, err = s.SettleOutboxIfClaimedOrHeld(ctx, &stores.OutboxSettleParams{Rows: []stores.OutboxSettlement{
+				{ID: r.ID, ClaimToken: r.Claim.Token, State: stores.OutboxDead, LastError: "card declined (permanent)"}}})
 		default:
-			_, err = s.MarkOutboxDeadIfClaimed(ctx, &stores.OutboxMarkDeadParams{ID: r.ID, ClaimToken: r.Claim.Token, LastError: "payment gateway: 503 after 8 attempts"})
+			_, err = s.SettleOutboxIfClaimedOrHeld(ctx, &stores.OutboxSettleParams{Rows: []stores.OutboxSettlement{
+				{ID: r.ID, ClaimToken: r.Claim.Token, State: stores.OutboxDead, LastError: "payment gateway: 503 after 8 attempts"}}})
 		}
 		require.NoError(t, err)
 	}
@@ -204,10 +207,10 @@ func seedWaiting(t *testing.T, s seeder) {
 	require.Len(t, claimed.Rows, 1, "only order-5's row is due at 03:57:30")
 	r := claimed.Rows[0]
 	require.Equal(t, "charge:order-5", r.IdempotencyKey)
-	res, err := s.RetryOutboxIfClaimed(ctx, &stores.OutboxRetryParams{ID: r.ID, ClaimToken: r.Claim.Token, Delay: 10 * time.Minute,
-		LastError: "payment gateway: 503", Now: at(3, 57, 30)})
+	res, err := s.SettleOutboxIfClaimedOrHeld(ctx, &stores.OutboxSettleParams{Now: at(3, 57, 30), Rows: []stores.OutboxSettlement{
+		{ID: r.ID, ClaimToken: r.Claim.Token, State: stores.OutboxPending, Delay: 10 * time.Minute, LastError: "payment gateway: 503"}}})
 	require.NoError(t, err)
-	require.True(t, res.Changed)
+	require.Equal(t, []bool{true}, res.Changed)
 }
 
 // schemaVersionLine matches status's first line, which differs per dialect.

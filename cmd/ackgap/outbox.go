@@ -37,7 +37,7 @@ type outboxRowView struct {
 func rowView(r stores.OutboxRow, payload bool, now time.Time) outboxRowView {
 	v := outboxRowView{ID: r.ID, Kind: r.Kind, IdempotencyKey: r.IdempotencyKey, State: string(r.State), Held: r.Held(now),
 		Attempts: r.Attempts, LastError: r.LastError, Consumer: r.Consumer, EventID: r.EventID,
-		CreatedAt: r.CreatedAt.UTC(), AvailableAt: r.AvailableAt.UTC(), PayloadBytes: len(r.Payload), Headers: r.Headers}
+		CreatedAt: r.CreatedAt().UTC(), AvailableAt: r.AvailableAt.UTC(), PayloadBytes: len(r.Payload), Headers: r.Headers}
 	if payload {
 		p := string(r.Payload)
 		v.Payload = &p

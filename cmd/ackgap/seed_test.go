@@ -28,13 +28,13 @@ type genericSeeder[TTx any] struct {
 func (g *genericSeeder[TTx]) inbox(t *testing.T, consumer, eventID string, at time.Time, rows ...ackgap.OutboxEntry) {
 	t.Helper()
 	ctx := context.Background()
-	res, err := g.s.BeginInbox(ctx, &stores.BeginInboxParams{Consumer: consumer, EventID: eventID,
+	res, err := g.s.BeginInboxDeferred(ctx, &stores.BeginInboxParams{Consumer: consumer, EventID: eventID,
 		PayloadHash: stores.PayloadHash([]byte(eventID)), Now: at, TraceParent: traceParent})
 	require.NoError(t, err)
 	require.False(t, res.Duplicate)
 	for i := range rows {
 		rows[i].Consumer, rows[i].EventID = consumer, eventID
-		_, err := g.s.InsertOutboxTx(ctx, res.Tx, &rows[i])
+		err := g.s.QueueOutboxTx(ctx, res.Tx, &rows[i])
 		require.NoError(t, err)
 	}
 	require.NoError(t, g.s.CommitTx(ctx, res.Tx))
@@ -43,7 +43,7 @@ func (g *genericSeeder[TTx]) inbox(t *testing.T, consumer, eventID string, at ti
 func (g *genericSeeder[TTx]) progress(t *testing.T, consumer, eventID string, p stores.Progress) {
 	t.Helper()
 	ctx := context.Background()
-	res, err := g.s.BeginInbox(ctx, &stores.BeginInboxParams{Consumer: consumer, EventID: eventID, Progress: &p})
+	res, err := g.s.BeginInboxDeferred(ctx, &stores.BeginInboxParams{Consumer: consumer, EventID: eventID, Progress: &p})
 	require.NoError(t, err)
 	require.False(t, res.Duplicate)
 	require.NoError(t, g.s.CommitTx(ctx, res.Tx))

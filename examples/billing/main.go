@@ -25,7 +25,7 @@
 //     service writes (the event, the guarded move, the two outbox rows and
 //     their idempotency keys).
 //   - this file: the flags, and the summary with its checks.
-//   - internal/billingsim: the wiring (a store, one router.New per
+//   - examples/billing/billingsim: the wiring (a store, one router.New per
 //     partition with the handler, outbox relays against a payment
 //     provider and a mailer on loopback) and the fault injection around it
 //     (the duplicate plan, the tally of inbox outcomes, the crashed router
@@ -45,7 +45,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/ackgap/ackgap/internal/billingsim"
+	"github.com/ackgap/ackgap/examples/billing/billingsim"
 )
 
 func main() {

@@ -12,13 +12,11 @@ import (
 	"github.com/ackgap/ackgap/stores/storekit"
 )
 
-var _ stores.BatchStore[*sql.Tx] = (*Store)(nil)
-
 // rowsPerStatement bounds the rows of one multi-row statement, keeping its
 // bind parameters (at most 10 per row) under the protocol's 65,535.
 const rowsPerStatement = 5000
 
-// BeginInboxMany implements [stores.BatchStore.BeginInboxMany] with
+// BeginInboxMany implements [stores.Store.BeginInboxMany] with
 // set-based statements in one READ COMMITTED transaction: a SELECT of the
 // batch's inbox rows that exist, one multi-row INSERT of the others, and
 // the savepoint. When a concurrent batch inserted one of those rows in
@@ -186,17 +184,17 @@ func (s *Store) storedInboxRows(ctx context.Context, tx *sql.Tx, consumer string
 	return hashes, traces, nil
 }
 
-// SavepointTx implements [stores.BatchStore.SavepointTx].
+// SavepointTx implements [stores.Store.SavepointTx].
 func (s *Store) SavepointTx(ctx context.Context, tx *sql.Tx, name string) error {
 	return s.savepointExec(ctx, tx, "savepoint", "SAVEPOINT ", name)
 }
 
-// RollbackToSavepointTx implements [stores.BatchStore.RollbackToSavepointTx].
+// RollbackToSavepointTx implements [stores.Store.RollbackToSavepointTx].
 func (s *Store) RollbackToSavepointTx(ctx context.Context, tx *sql.Tx, name string) error {
 	return s.savepointExec(ctx, tx, "rollback to savepoint", "ROLLBACK TO SAVEPOINT ", name)
 }
 
-// ReleaseSavepointTx implements [stores.BatchStore.ReleaseSavepointTx].
+// ReleaseSavepointTx implements [stores.Store.ReleaseSavepointTx].
 func (s *Store) ReleaseSavepointTx(ctx context.Context, tx *sql.Tx, name string) error {
 	return s.savepointExec(ctx, tx, "release savepoint", "RELEASE SAVEPOINT ", name)
 }
@@ -209,7 +207,7 @@ func (s *Store) savepointExec(ctx context.Context, tx *sql.Tx, op, verb, name st
 	return interpretError(op, err)
 }
 
-// DeleteInboxTx implements [stores.BatchStore.DeleteInboxTx]: one DELETE
+// DeleteInboxTx implements [stores.Store.DeleteInboxTx]: one DELETE
 // ... WHERE event_id IN (...) per 5,000 ids.
 func (s *Store) DeleteInboxTx(ctx context.Context, tx *sql.Tx, p *stores.DeleteInboxParams) (*stores.DeleteInboxResult, error) {
 	var total int64
@@ -229,7 +227,7 @@ func (s *Store) DeleteInboxTx(ctx context.Context, tx *sql.Tx, p *stores.DeleteI
 	return &stores.DeleteInboxResult{Deleted: total}, nil
 }
 
-// InsertOutboxManyTx implements [stores.BatchStore.InsertOutboxManyTx]
+// InsertOutboxManyTx implements [stores.Store.InsertOutboxManyTx]
 // with set-based statements: a SELECT of the keys that exist, one
 // multi-row INSERT of the others per 5,000 rows; on 1062 (a concurrent
 // writer took a key in between) the rows go one by one. Stored hashes

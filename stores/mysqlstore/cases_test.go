@@ -174,7 +174,7 @@ func TestCasesZombieRelayIsNoOp(t *testing.T) {
 	ctx := context.Background()
 	tx, err := store.DB().BeginTx(ctx, nil)
 	require.NoError(t, err)
-	_, err = store.InsertOutboxTx(ctx, tx, &ackgap.OutboxEntry{Kind: "k", IdempotencyKey: "z1", Payload: []byte("x")})
+	err = store.QueueOutboxTx(ctx, tx, &ackgap.OutboxEntry{Kind: "k", IdempotencyKey: "z1", Payload: []byte("x")})
 	require.NoError(t, err)
 	require.NoError(t, tx.Commit())
 	t0 := time.Now()
@@ -185,19 +185,16 @@ func TestCasesZombieRelayIsNoOp(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, winner.Rows, 1, "the lapsed lease is claimed again")
 	z := zombie.Rows[0].Claim
-	res, err := store.MarkOutboxDoneIfClaimed(ctx, &stores.OutboxMarkDoneParams{ID: z.ID, ClaimToken: z.Token})
-	require.NoError(t, err)
-	require.False(t, res.Changed)
-	res, err = store.RetryOutboxIfClaimed(ctx, &stores.OutboxRetryParams{ID: z.ID, ClaimToken: z.Token, LastError: "late"})
-	require.NoError(t, err)
-	require.False(t, res.Changed)
-	res, err = store.MarkOutboxDeadIfClaimed(ctx, &stores.OutboxMarkDeadParams{ID: z.ID, ClaimToken: z.Token, LastError: "late"})
-	require.NoError(t, err)
-	require.False(t, res.Changed)
+	for _, st := range []stores.OutboxState{stores.OutboxDone, stores.OutboxPending, stores.OutboxDead} {
+		res, err := store.SettleOutboxIfClaimedOrHeld(ctx, &stores.OutboxSettleParams{Rows: []stores.OutboxSettlement{
+			{ID: z.ID, ClaimToken: z.Token, State: st, LastError: "late"}}})
+		require.NoError(t, err)
+		require.Equal(t, []bool{false}, res.Changed, "the zombie's %s", st)
+	}
 	w := winner.Rows[0].Claim
-	res, err = store.MarkOutboxDoneIfClaimed(ctx, &stores.OutboxMarkDoneParams{ID: w.ID, ClaimToken: w.Token})
+	res, err := store.SettleOutboxIfClaimedOrHeld(ctx, &stores.OutboxSettleParams{Rows: []stores.OutboxSettlement{{ID: w.ID, ClaimToken: w.Token, State: stores.OutboxDone}}})
 	require.NoError(t, err)
-	require.True(t, res.Changed)
+	require.Equal(t, []bool{true}, res.Changed)
 	rows, err := store.ListOutbox(ctx, &stores.OutboxListParams{})
 	require.NoError(t, err)
 	require.Equal(t, stores.OutboxDone, rows.Rows[0].State)

@@ -12,11 +12,8 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/ackgap/ackgap"
-	"github.com/ackgap/ackgap/stores"
 	"github.com/ackgap/ackgap/stores/storekit"
 )
-
-var _ stores.ErrorClassifier = (*Store)(nil)
 
 // Server error numbers this store acts on
 // (https://mariadb.com/kb/en/mariadb-error-code-reference/, the same
@@ -48,7 +45,7 @@ const (
 	erCheckMySQL        = 3819 // ER_CHECK_CONSTRAINT_VIOLATED (MySQL 8 CHECK)
 )
 
-// ClassifyError implements [stores.ErrorClassifier] for errors of
+// ClassifyError implements [stores.Store.ClassifyError] for errors of
 // go-sql-driver/mysql and database/sql, such as those of a handler's own
 // statements on its *sql.Tx.
 //

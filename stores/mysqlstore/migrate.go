@@ -28,7 +28,7 @@ func Migrations(cfg *Config) ([]stores.Migration, error) {
 	return sqlbuild.LoadMigrations(migrationFS, "migrations", sqlbuild.TableNames("", c.TablePrefix))
 }
 
-// Migrate implements [stores.Store.Migrate] with the shared runner. Each
+// Migrate implements [stores.Operator.Migrate] with the shared runner. Each
 // step holds GET_LOCK('<database>.<prefix>migration') on one connection,
 // so concurrent migrators take turns and re-read the version. DDL commits
 // on its own in MariaDB and MySQL, so a step is not one transaction: its

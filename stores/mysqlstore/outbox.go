@@ -16,9 +16,13 @@ var _ stores.OutboxStore = (*Store)(nil)
 // timeNow is time.Now, for the version table's applied_at.
 var timeNow = time.Now
 
-// The MariaDB store has no [stores.OutboxListener]: the server has no
-// notifications, so relays are woken by direct dispatch in process and
-// otherwise poll (outbox Config.PollInterval).
+// ListenOutbox implements [stores.OutboxStore.ListenOutbox]: MariaDB and
+// MySQL have no notifications, so it returns an error wrapping
+// errors.ErrUnsupported at once, and relays are woken by direct dispatch
+// in process and otherwise poll (outbox Config.PollInterval).
+func (s *Store) ListenOutbox(context.Context, *stores.OutboxListenParams) error {
+	return fmt.Errorf("mysqlstore: listen outbox: the server has no notifications: %w", errors.ErrUnsupported)
+}
 
 // outboxColumns are the columns scanRow reads, in its order.
 const outboxColumns = sqldb.OutboxColumns
@@ -65,9 +69,9 @@ WHERE id IN (`+in+`)`, append([]any{token, until, until}, anys(ids)...)...); err
 		}
 		defer rows.Close()
 		for rows.Next() {
-			var c stores.ClaimedOutboxRow
+			var c stores.OutboxRow
 			var claimedUntil int64
-			if err := sqldb.ScanRow(rows, &c.OutboxRow, &claimedUntil); err != nil {
+			if err := sqldb.ScanRow(rows, &c, &claimedUntil); err != nil {
 				return err
 			}
 			c.Claim = stores.OutboxClaim{ID: c.ID, Token: token, Until: time.UnixMicro(claimedUntil)}
@@ -97,47 +101,6 @@ func queryInts(ctx context.Context, tx *sql.Tx, q string, args ...any) ([]int64,
 		out = append(out, v)
 	}
 	return out, rows.Err()
-}
-
-// MarkOutboxDoneIfClaimed implements
-// [stores.OutboxStore.MarkOutboxDoneIfClaimed]: one UPDATE whose WHERE
-// clause holds the guard (state claimed, the claim's token); it always
-// changes a matched row (state moves), so affected rows are matched rows.
-func (s *Store) MarkOutboxDoneIfClaimed(ctx context.Context, p *stores.OutboxMarkDoneParams) (*stores.OutboxSettleResult, error) {
-	return s.settle(ctx, "mark outbox row done", p.ClaimToken, `UPDATE `+s.names.Outbox+`
-SET state = 'done', done_at = ?, claimed_until = NULL, claim_token = NULL
-WHERE id = ? AND state = 'claimed' AND claim_token = ?`, micros(p.Now), p.ID, p.ClaimToken)
-}
-
-// RetryOutboxIfClaimed implements [stores.OutboxStore.RetryOutboxIfClaimed].
-func (s *Store) RetryOutboxIfClaimed(ctx context.Context, p *stores.OutboxRetryParams) (*stores.OutboxSettleResult, error) {
-	if p.Delay < 0 {
-		return nil, fmt.Errorf("retry outbox row: Delay is %s, must not be negative", p.Delay)
-	}
-	return s.settle(ctx, "retry outbox row", p.ClaimToken, `UPDATE `+s.names.Outbox+`
-SET state = 'pending', available_at = ?, last_error = ?, claimed_until = NULL, claim_token = NULL
-WHERE id = ? AND state = 'claimed' AND claim_token = ?`, micros(p.Now)+p.Delay.Microseconds(), p.LastError, p.ID, p.ClaimToken)
-}
-
-// MarkOutboxDeadIfClaimed implements
-// [stores.OutboxStore.MarkOutboxDeadIfClaimed].
-func (s *Store) MarkOutboxDeadIfClaimed(ctx context.Context, p *stores.OutboxMarkDeadParams) (*stores.OutboxSettleResult, error) {
-	return s.settle(ctx, "mark outbox row dead", p.ClaimToken, `UPDATE `+s.names.Outbox+`
-SET state = 'dead', last_error = ?, claimed_until = NULL, claim_token = NULL
-WHERE id = ? AND state = 'claimed' AND claim_token = ?`, p.LastError, p.ID, p.ClaimToken)
-}
-
-// settle runs one guarded UPDATE of a claimed row and reports whether it
-// changed the row.
-func (s *Store) settle(ctx context.Context, op, token, q string, args ...any) (*stores.OutboxSettleResult, error) {
-	if token == "" {
-		return nil, fmt.Errorf("%s: ClaimToken is empty", op)
-	}
-	n, err := s.execWrite(ctx, op, q, args...)
-	if err != nil {
-		return nil, err
-	}
-	return &stores.OutboxSettleResult{Changed: n == 1}, nil
 }
 
 // execWrite runs one writing statement (autocommit) and returns the rows

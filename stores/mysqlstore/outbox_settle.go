@@ -6,18 +6,24 @@ import (
 
 	"github.com/ackgap/ackgap/stores"
 	"github.com/ackgap/ackgap/stores/internal/sqldb"
+	"github.com/ackgap/ackgap/stores/storekit"
 )
 
-// SettleOutboxManyIfClaimed implements
-// [stores.OutboxStore.SettleOutboxManyIfClaimed] in one READ COMMITTED
+// SettleOutboxIfClaimedOrHeld implements
+// [stores.OutboxStore.SettleOutboxIfClaimedOrHeld]: the claimed rows with
+// one statement (settleClaimed), the held rows with another (settleHeld),
+// each in its own short transaction (storekit.SettleByGuard).
+func (s *Store) SettleOutboxIfClaimedOrHeld(ctx context.Context, p *stores.OutboxSettleParams) (*stores.OutboxSettleResult, error) {
+	return storekit.SettleByGuard(ctx, p, s.settleClaimed, s.settleHeld)
+}
+
+// settleClaimed records the outcomes of claimed rows for
+// [Store.SettleOutboxIfClaimedOrHeld] in one READ COMMITTED
 // transaction (one commit for every row of p): a prepared guarded UPDATE
 // per row, whose WHERE clause holds the row's guard (state claimed, the
 // row's claim token). Each UPDATE moves the state, so its affected rows
 // (changed rows, clientFoundRows off) say whether the guard held.
-func (s *Store) SettleOutboxManyIfClaimed(ctx context.Context, p *stores.OutboxSettleManyParams) (*stores.OutboxSettleManyResult, error) {
-	if err := p.Validate(); err != nil {
-		return nil, err
-	}
+func (s *Store) settleClaimed(ctx context.Context, p *stores.OutboxSettleParams) (*stores.OutboxSettleResult, error) {
 	now := micros(p.Now)
 	return s.settleRows(ctx, "settle outbox rows", `UPDATE `+s.names.Outbox+`
 SET done_at = CASE WHEN ? = 'done' THEN ? ELSE done_at END,
@@ -31,17 +37,14 @@ WHERE id = ? AND state = 'claimed' AND claim_token = ?`, len(p.Rows), func(i int
 	})
 }
 
-// SettleOutboxManyIfHeld implements
-// [stores.OutboxStore.SettleOutboxManyIfHeld] in one transaction: a
+// settleHeld records the outcomes of held rows for
+// [Store.SettleOutboxIfClaimedOrHeld] in one transaction: a
 // prepared guarded UPDATE per row, found by its idempotency key. Each
 // UPDATE sets attempts from 0 to 1, so a matched row is a changed row.
-func (s *Store) SettleOutboxManyIfHeld(ctx context.Context, p *stores.OutboxSettleHeldParams) (*stores.OutboxSettleManyResult, error) {
-	if err := p.Validate(); err != nil {
-		return nil, err
-	}
+func (s *Store) settleHeld(ctx context.Context, p *stores.OutboxSettleParams) (*stores.OutboxSettleResult, error) {
 	now := micros(p.Now)
 	n := len(p.Rows)
-	res := &stores.OutboxSettleManyResult{Changed: make([]bool, n), IDs: make([]int64, n)}
+	res := &stores.OutboxSettleResult{Changed: make([]bool, n), IDs: make([]int64, n)}
 	if n == 0 {
 		return res, nil
 	}
@@ -105,8 +108,8 @@ WHERE idempotency_key = ? AND state = 'pending' AND attempts = 0 AND available_a
 // settleRows runs query, prepared once, for each of n rows with the
 // arguments args(i), in one transaction, and reports per row whether it
 // changed one.
-func (s *Store) settleRows(ctx context.Context, op, query string, n int, args func(i int) []any) (*stores.OutboxSettleManyResult, error) {
-	res := &stores.OutboxSettleManyResult{Changed: make([]bool, n)}
+func (s *Store) settleRows(ctx context.Context, op, query string, n int, args func(i int) []any) (*stores.OutboxSettleResult, error) {
+	res := &stores.OutboxSettleResult{Changed: make([]bool, n)}
 	if n == 0 {
 		return res, nil
 	}

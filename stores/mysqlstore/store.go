@@ -269,11 +269,11 @@ func (s *Store) begin(ctx context.Context) (*sql.Tx, error) {
 	return tx, nil
 }
 
-// BeginInbox implements [stores.Store.BeginInbox]: a READ COMMITTED
-// transaction and a plain INSERT of the inbox row. A duplicate key (1062)
+// BeginInboxDeferred implements [stores.Store.BeginInboxDeferred] at
+// once: a READ COMMITTED transaction and a plain INSERT of the inbox row. A duplicate key (1062)
 // rolls back only that statement on MariaDB and MySQL, so no savepoint is
 // needed: 1062 means the event was applied, and the stored hash is read.
-func (s *Store) BeginInbox(ctx context.Context, p *stores.BeginInboxParams) (*stores.BeginInboxResult[*sql.Tx], error) {
+func (s *Store) BeginInboxDeferred(ctx context.Context, p *stores.BeginInboxParams) (*stores.BeginInboxResult[*sql.Tx], error) {
 	tx, err := s.begin(ctx)
 	if err != nil {
 		return nil, err
@@ -364,12 +364,6 @@ func (s *Store) TransitionIfStateTx(ctx context.Context, tx *sql.Tx, p *ackgap.T
 // dialect: MySQL binds with anonymous "?" in order.
 var dialect = sqlbuild.Dialect{Placeholder: func(int) string { return "?" }}
 
-// BeginInboxDeferred implements [stores.Store.BeginInboxDeferred] at once,
-// as BeginInbox.
-func (s *Store) BeginInboxDeferred(ctx context.Context, p *stores.BeginInboxParams) (*stores.BeginInboxResult[*sql.Tx], error) {
-	return storekit.BeginInboxNow[*sql.Tx](ctx, s, p)
-}
-
 // InboxVerdictTx implements [stores.Store.InboxVerdictTx]: the verdict was
 // known at BeginInboxDeferred, so tx is not a duplicate.
 func (s *Store) InboxVerdictTx(_ context.Context, tx *sql.Tx) (*stores.BeginInboxResult[*sql.Tx], error) {
@@ -443,11 +437,6 @@ func (s *Store) insertOutboxAll(ctx context.Context, tx *sql.Tx, rows []ackgap.O
 	return interpretError("insert outbox rows", err)
 }
 
-// QueueOutboxTx implements [stores.Store.QueueOutboxTx] at once.
-func (s *Store) QueueOutboxTx(ctx context.Context, tx *sql.Tx, p *ackgap.OutboxEntry) error {
-	return storekit.QueueOutboxNow[*sql.Tx](ctx, s, tx, p)
-}
-
 // outboxValues returns the INSERT values of e: kind, idempotency_key,
 // payload, payload_hash, headers, consumer, event_id, last_error,
 // created_at, available_at.
@@ -478,42 +467,38 @@ func outboxValues(e *ackgap.OutboxEntry, hash []byte) ([]any, error) {
 const outboxInsertColumns = ` (kind, idempotency_key, payload, payload_hash, headers, consumer, event_id, last_error, created_at, available_at) VALUES `
 const outboxValuesRow = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
-// InsertOutboxTx implements [stores.Store.InsertOutboxTx]: a plain INSERT;
-// 1062 on the idempotency key means the row exists, and its hash tells a
-// duplicate from a conflict.
-func (s *Store) InsertOutboxTx(ctx context.Context, tx *sql.Tx, p *ackgap.OutboxEntry) (*stores.OutboxInsertResult, error) {
+// QueueOutboxTx implements [stores.Store.QueueOutboxTx] at once: a plain
+// INSERT; 1062 on the idempotency key means the row exists, and its hash
+// tells a duplicate (nothing written, nil) from a conflict
+// (storekit.IdempotencyConflict).
+func (s *Store) QueueOutboxTx(ctx context.Context, tx *sql.Tx, p *ackgap.OutboxEntry) error {
 	if err := p.Validate(); err != nil {
-		return nil, err
+		return err
 	}
 	hash := stores.PayloadHash(p.Payload)
 	vals, err := outboxValues(p, hash)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	res, err := tx.ExecContext(ctx, `INSERT INTO `+s.names.Outbox+outboxInsertColumns+outboxValuesRow, vals...)
+	_, err = tx.ExecContext(ctx, `INSERT INTO `+s.names.Outbox+outboxInsertColumns+outboxValuesRow, vals...)
 	if err == nil {
-		id, err := res.LastInsertId()
-		if err != nil {
-			return nil, interpretError("insert outbox row", err)
-		}
-		return &stores.OutboxInsertResult{ID: id}, nil
+		return nil
 	}
 	if !isCode(err, erDupEntry) {
-		return nil, interpretError("insert outbox row", err)
+		return interpretError("insert outbox row", err)
 	}
-	var id int64
 	var stored []byte
-	if err := tx.QueryRowContext(ctx, `SELECT id, payload_hash FROM `+s.names.Outbox+` WHERE idempotency_key = ?`,
-		p.IdempotencyKey).Scan(&id, &stored); err != nil {
-		return nil, interpretError("read outbox row", err)
+	if err := tx.QueryRowContext(ctx, `SELECT payload_hash FROM `+s.names.Outbox+` WHERE idempotency_key = ?`,
+		p.IdempotencyKey).Scan(&stored); err != nil {
+		return interpretError("read outbox row", err)
 	}
 	if !bytes.Equal(stored, hash) {
-		return nil, storekit.IdempotencyConflict(p.IdempotencyKey)
+		return storekit.IdempotencyConflict(p.IdempotencyKey)
 	}
-	return &stores.OutboxInsertResult{ID: id, Duplicate: true}, nil
+	return nil
 }
 
-// ListOutbox implements [stores.OutboxLister.ListOutbox].
+// ListOutbox implements [stores.OutboxStore.ListOutbox].
 func (s *Store) ListOutbox(ctx context.Context, p *stores.OutboxListParams) (*stores.OutboxListResult, error) {
 	limit := p.Limit
 	if limit <= 0 {
@@ -527,7 +512,7 @@ WHERE (? = '' OR kind = ?) AND (? = '' OR state = ?) ORDER BY id LIMIT ?`, p.Kin
 	return &stores.OutboxListResult{Rows: rows}, nil
 }
 
-// PruneInbox implements [stores.InboxPruner.PruneInbox]: one DELETE ...
+// PruneInbox implements [stores.Operator.PruneInbox]: one DELETE ...
 // ORDER BY received_at LIMIT n (MySQL allows no LIMIT in an IN subquery).
 func (s *Store) PruneInbox(ctx context.Context, p *stores.PruneInboxParams) (*stores.PruneInboxResult, error) {
 	if p.Before.IsZero() {

@@ -86,7 +86,7 @@ func TestSessionSetup(t *testing.T) {
 
 	for _, name := range []string{"Open", "New"} {
 		store := map[string]*mysqlstore.Store{"Open": opened, "New": given}[name]
-		res, err := store.BeginInbox(ctx, &stores.BeginInboxParams{Consumer: "c", EventID: "e-" + name, PayloadHash: []byte{1}})
+		res, err := store.BeginInboxDeferred(ctx, &stores.BeginInboxParams{Consumer: "c", EventID: "e-" + name, PayloadHash: []byte{1}})
 		require.NoError(t, err, name)
 		t.Cleanup(func() { _ = res.Tx.Rollback() }) // a failed check must not leave the database locked
 		count := func() (n int) {
@@ -120,7 +120,7 @@ func TestQueueTransitionRows(t *testing.T) {
 		return []ackgap.OutboxEntry{{Kind: "k", IdempotencyKey: key1, Payload: []byte("p")}, {Kind: "k", IdempotencyKey: key2, Payload: []byte(payload2)}}
 	}
 	queue := func(order string, outbox []ackgap.OutboxEntry) error {
-		res, err := store.BeginInbox(ctx, &stores.BeginInboxParams{Consumer: "c", EventID: "e-" + order + "-" + outbox[0].IdempotencyKey})
+		res, err := store.BeginInboxDeferred(ctx, &stores.BeginInboxParams{Consumer: "c", EventID: "e-" + order + "-" + outbox[0].IdempotencyKey})
 		require.NoError(t, err)
 		var applied *bool
 		err = store.QueueTransitionTx(ctx, res.Tx, &stores.QueueTransitionParams{

@@ -12,8 +12,6 @@ import (
 	"github.com/ackgap/ackgap/stores/storekit"
 )
 
-var _ stores.BatchStore[pgx.Tx] = (*Store)(nil)
-
 // The statements of the batched mode, built from the store's table names.
 // ORDER BY in the inserts takes the keys' locks in one order in every
 // batch, so two batches sharing keys wait for one another instead of
@@ -33,7 +31,7 @@ ORDER BY u.key
 ON CONFLICT (idempotency_key) DO NOTHING RETURNING idempotency_key`
 }
 
-// BeginInboxMany implements [stores.BatchStore.BeginInboxMany] in one
+// BeginInboxMany implements [stores.Store.BeginInboxMany] in one
 // round trip: a pgx batch of BEGIN, one INSERT ... SELECT FROM unnest(...)
 // ON CONFLICT DO NOTHING RETURNING event_id, and the savepoint. When some
 // rows existed, a second round trip reads their payload hashes; it is a
@@ -71,7 +69,7 @@ func (s *Store) BeginInboxMany(ctx context.Context, p *stores.BeginInboxManyPara
 		b.Queue("SAVEPOINT " + storekit.QuoteIdentifier(p.Savepoint))
 	}
 	br := conn.SendBatch(ctx, &b)
-	// The transaction of BeginInbox, begun already: it queues outbox rows
+	// An inbox transaction, begun already: it queues outbox rows
 	// and wakes the relays after a commit that wrote some.
 	tx := &inboxTx{tx: br.Tx(), conn: conn, pgConn: conn.Conn(), store: s}
 	if len(p.Progress) > 0 {
@@ -114,8 +112,8 @@ func (s *Store) BeginInboxMany(ctx context.Context, p *stores.BeginInboxManyPara
 	return res, nil
 }
 
-// SavepointTx implements [stores.BatchStore.SavepointTx].
-// On a transaction of BeginInboxMany (or BeginInbox) whose BEGIN was sent,
+// SavepointTx implements [stores.Store.SavepointTx].
+// On a transaction of BeginInboxMany (or BeginInboxDeferred) whose BEGIN was sent,
 // the SAVEPOINT is held back like a queued outbox row: it goes, in order,
 // with the store's next statement (a message's queued transition or
 // outbox rows, and the RELEASE), so a message whose handler only queues
@@ -136,7 +134,7 @@ func (s *Store) SavepointTx(ctx context.Context, tx pgx.Tx, name string) error {
 	return s.savepointExec(ctx, tx, "savepoint", "SAVEPOINT ", name)
 }
 
-// RollbackToSavepointTx implements [stores.BatchStore.RollbackToSavepointTx].
+// RollbackToSavepointTx implements [stores.Store.RollbackToSavepointTx].
 // Statements the transaction still holds back (QueueOutboxTx,
 // QueueTransitionTx) were queued after the savepoint, which sent what was
 // queued before it: they are discarded, not sent, so one of them that
@@ -157,7 +155,7 @@ func (s *Store) RollbackToSavepointTx(ctx context.Context, tx pgx.Tx, name strin
 	return s.savepointExec(ctx, tx, "rollback to savepoint", "ROLLBACK TO SAVEPOINT ", name)
 }
 
-// ReleaseSavepointTx implements [stores.BatchStore.ReleaseSavepointTx].
+// ReleaseSavepointTx implements [stores.Store.ReleaseSavepointTx].
 // Statements the transaction holds back (a held SAVEPOINT, outbox rows,
 // transitions) go in the RELEASE's round trip, ahead of it; the first
 // error among them (a refused transition, an idempotency conflict) is
@@ -181,7 +179,7 @@ func (s *Store) savepointExec(ctx context.Context, tx pgx.Tx, op, verb, name str
 	return interpretError(op, err)
 }
 
-// DeleteInboxTx implements [stores.BatchStore.DeleteInboxTx]: one DELETE
+// DeleteInboxTx implements [stores.Store.DeleteInboxTx]: one DELETE
 // ... WHERE event_id = ANY($2).
 func (s *Store) DeleteInboxTx(ctx context.Context, tx pgx.Tx, p *stores.DeleteInboxParams) (*stores.DeleteInboxResult, error) {
 	if len(p.EventIDs) == 0 {
@@ -194,7 +192,7 @@ func (s *Store) DeleteInboxTx(ctx context.Context, tx pgx.Tx, p *stores.DeleteIn
 	return &stores.DeleteInboxResult{Deleted: tag.RowsAffected()}, nil
 }
 
-// InsertOutboxManyTx implements [stores.BatchStore.InsertOutboxManyTx]:
+// InsertOutboxManyTx implements [stores.Store.InsertOutboxManyTx]:
 // one INSERT ... SELECT FROM unnest(...) ON CONFLICT DO NOTHING RETURNING
 // the keys it inserted, in key order; when some were not inserted, a
 // SELECT of their payload hashes tells duplicates from conflicts.

@@ -1,13 +1,10 @@
 package pgxstore
 
 import (
-	"github.com/ackgap/ackgap/stores"
 	"github.com/ackgap/ackgap/stores/storekit"
 )
 
-var _ stores.ErrorClassifier = (*Store)(nil)
-
-// ClassifyError implements [stores.ErrorClassifier] for errors of pgx and
+// ClassifyError implements [stores.Store.ClassifyError] for errors of pgx and
 // PostgreSQL, such as those of a handler's own statements on its pgx.Tx.
 // Busy or unreachable (connection exceptions 08xxx, transaction rollbacks
 // 40xxx such as serialization failures and deadlocks, insufficient

@@ -24,7 +24,7 @@
 // most that long after its commit; later commits of the interval leave the
 // notify out. A message whose handler applies one guarded transition
 // and queues its outbox rows takes two round trips: BEGIN + inbox insert +
-// UPDATE; the rows + COMMIT + notify (four with InsertOutboxTx). A
+// UPDATE; the rows + COMMIT + notify. A
 // duplicate takes two as well: its UPDATE is rolled back with the
 // transaction and fails with ackgap.ErrDuplicate. A queued row whose
 // idempotency key exists with another payload fails the commit with

@@ -25,7 +25,7 @@ func Migrations(cfg *Config) ([]stores.Migration, error) {
 	return sqlbuild.LoadMigrations(migrationFS, "migrations", sqlbuild.TableNames(c.Schema, c.TablePrefix))
 }
 
-// Migrate implements [stores.Store.Migrate]. The version table is
+// Migrate implements [stores.Operator.Migrate]. The version table is
 // <prefix>migration; each step runs in its own transaction holding
 // pg_advisory_xact_lock on the table's name, so concurrent callers apply
 // each step once. It creates the schema if it is missing.

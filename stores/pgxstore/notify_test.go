@@ -53,7 +53,7 @@ func TestNotifyCoalesced(t *testing.T) {
 	const commits = 40
 	for i := range commits {
 		key := fmt.Sprintf("coalesce-%d", i)
-		res, err := store.BeginInbox(ctx, &stores.BeginInboxParams{Consumer: "c1", EventID: key})
+		res, err := store.BeginInboxDeferred(ctx, &stores.BeginInboxParams{Consumer: "c1", EventID: key})
 		require.NoError(t, err)
 		require.NoError(t, store.QueueOutboxTx(ctx, res.Tx, &ackgap.OutboxEntry{Kind: "charge", IdempotencyKey: key}))
 		require.NoError(t, store.CommitTx(ctx, res.Tx))
@@ -104,7 +104,7 @@ func TestNotifyOnlyDueRows(t *testing.T) {
 		t.Fatal("no notification once listening began")
 	}
 	commit := func(key string, availableAt time.Time) {
-		res, err := store.BeginInbox(ctx, &stores.BeginInboxParams{Consumer: "c1", EventID: key})
+		res, err := store.BeginInboxDeferred(ctx, &stores.BeginInboxParams{Consumer: "c1", EventID: key})
 		require.NoError(t, err)
 		require.NoError(t, store.QueueOutboxTx(ctx, res.Tx, &ackgap.OutboxEntry{Kind: "charge", IdempotencyKey: key, AvailableAt: availableAt}))
 		require.NoError(t, store.CommitTx(ctx, res.Tx))

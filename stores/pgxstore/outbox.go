@@ -17,8 +17,7 @@ import (
 )
 
 var (
-	_ stores.OutboxStore    = (*Store)(nil)
-	_ stores.OutboxListener = (*Store)(nil)
+	_ stores.OutboxStore = (*Store)(nil)
 )
 
 // nowSQL is the time a statement runs at: $1 when set, else the
@@ -76,8 +75,8 @@ RETURNING o.id, o.kind, o.idempotency_key, o.payload, o.headers, o.consumer, o.e
 	defer rows.Close()
 	res := &stores.OutboxClaimResult{}
 	for rows.Next() {
-		var c stores.ClaimedOutboxRow
-		if err := scanRow(rows, &c.OutboxRow, &c.Claim.Until); err != nil {
+		var c stores.OutboxRow
+		if err := scanRow(rows, &c, &c.Claim.Until); err != nil {
 			return nil, interpretError("claim outbox", err)
 		}
 		c.Claim.ID, c.Claim.Token = c.ID, token
@@ -86,49 +85,8 @@ RETURNING o.id, o.kind, o.idempotency_key, o.payload, o.headers, o.consumer, o.e
 	if err := rows.Err(); err != nil {
 		return nil, interpretError("claim outbox", err)
 	}
-	slices.SortFunc(res.Rows, func(a, b stores.ClaimedOutboxRow) int { return cmp.Compare(a.ID, b.ID) })
+	slices.SortFunc(res.Rows, func(a, b stores.OutboxRow) int { return cmp.Compare(a.ID, b.ID) })
 	return res, nil
-}
-
-// MarkOutboxDoneIfClaimed implements
-// [stores.OutboxStore.MarkOutboxDoneIfClaimed]: one UPDATE whose WHERE
-// clause holds the guard (state claimed, the claim's token).
-func (s *Store) MarkOutboxDoneIfClaimed(ctx context.Context, p *stores.OutboxMarkDoneParams) (*stores.OutboxSettleResult, error) {
-	return s.settle(ctx, "mark outbox row done", p.ClaimToken, `UPDATE `+s.names.Outbox+`
-SET state = 'done', done_at = `+nowSQL+`, claimed_until = NULL, claim_token = NULL
-WHERE id = $2 AND state = 'claimed' AND claim_token = $3`, nullTime(p.Now), p.ID, p.ClaimToken)
-}
-
-// RetryOutboxIfClaimed implements [stores.OutboxStore.RetryOutboxIfClaimed].
-func (s *Store) RetryOutboxIfClaimed(ctx context.Context, p *stores.OutboxRetryParams) (*stores.OutboxSettleResult, error) {
-	if p.Delay < 0 {
-		return nil, fmt.Errorf("retry outbox row: Delay is %s, must not be negative", p.Delay)
-	}
-	return s.settle(ctx, "retry outbox row", p.ClaimToken, `UPDATE `+s.names.Outbox+`
-SET state = 'pending', available_at = `+nowSQL+` + $4::bigint * interval '1 microsecond', last_error = $5,
-    claimed_until = NULL, claim_token = NULL
-WHERE id = $2 AND state = 'claimed' AND claim_token = $3`, nullTime(p.Now), p.ID, p.ClaimToken, p.Delay.Microseconds(), p.LastError)
-}
-
-// MarkOutboxDeadIfClaimed implements
-// [stores.OutboxStore.MarkOutboxDeadIfClaimed].
-func (s *Store) MarkOutboxDeadIfClaimed(ctx context.Context, p *stores.OutboxMarkDeadParams) (*stores.OutboxSettleResult, error) {
-	return s.settle(ctx, "mark outbox row dead", p.ClaimToken, `UPDATE `+s.names.Outbox+`
-SET state = 'dead', last_error = $3, claimed_until = NULL, claim_token = NULL
-WHERE id = $1 AND state = 'claimed' AND claim_token = $2`, p.ID, p.ClaimToken, p.LastError)
-}
-
-// settle runs one guarded UPDATE of a claimed row and reports whether it
-// changed the row.
-func (s *Store) settle(ctx context.Context, op, token, q string, args ...any) (*stores.OutboxSettleResult, error) {
-	if token == "" {
-		return nil, fmt.Errorf("%s: ClaimToken is empty", op)
-	}
-	tag, err := s.pool.Exec(ctx, q, args...)
-	if err != nil {
-		return nil, interpretError(op, err)
-	}
-	return &stores.OutboxSettleResult{Changed: tag.RowsAffected() == 1}, nil
 }
 
 // RedriveOutboxIfDead implements [stores.OutboxStore.RedriveOutboxIfDead].
@@ -199,14 +157,14 @@ FROM `+o+` WHERE state IN ('pending', 'claimed') AND ($1 = '' OR kind = $1)`, p.
 	return res, nil
 }
 
-// ListenOutbox implements [stores.OutboxListener.ListenOutbox] with
+// ListenOutbox implements [stores.OutboxStore.ListenOutbox] with
 // PostgreSQL's LISTEN on a connection of its own, opened with the pool's
 // connection config (the pool's BeforeConnect and AfterConnect hooks do not
 // run) and closed on return: it never holds one of the pool's connections.
 // The channel is "ackgap_outbox_" followed by the MD5 of
 // "<schema>.<table>" of the outbox table this store uses. It is notified
-// after every commit of a transaction from BeginInbox or
-// BeginInboxDeferred that wrote outbox rows, and by [Store.NotifyOutbox];
+// after every commit of a transaction from BeginInboxDeferred or
+// BeginInboxMany that wrote outbox rows, and by [Store.NotifyOutbox];
 // rows written in other transactions are found at the relay's next poll.
 func (s *Store) ListenOutbox(ctx context.Context, p *stores.OutboxListenParams) error {
 	if p == nil || p.Notify == nil {
@@ -251,7 +209,7 @@ func (s *Store) ListenOutbox(ctx context.Context, p *stores.OutboxListenParams) 
 
 // NotifyOutbox wakes the relays listening on this store's outbox now. Call
 // it after committing outbox rows written in a transaction of your own
-// (InsertOutboxTx or QueueOutboxTx on a pgx.Tx that BeginInbox did not
+// (QueueOutboxTx on a pgx.Tx that BeginInboxDeferred did not
 // return): without it they are found at the relays' next poll. It returns
 // an error wrapping ackgap.ErrStoreUnavailable when the database cannot be
 // reached.
@@ -291,7 +249,7 @@ func scanRow(rows pgx.Rows, r *stores.OutboxRow, extra ...any) error {
 	var headers []byte
 	var state string
 	dest := append([]any{&r.ID, &r.Kind, &r.IdempotencyKey, &r.Payload, &headers, &r.Consumer, &r.EventID,
-		&state, &r.Attempts, &r.LastError, &r.CreatedAt, &r.AvailableAt}, extra...)
+		&state, &r.Attempts, &r.LastError, &r.Now, &r.AvailableAt}, extra...)
 	if err := rows.Scan(dest...); err != nil {
 		return err
 	}

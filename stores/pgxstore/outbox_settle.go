@@ -9,10 +9,19 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/ackgap/ackgap/stores"
+	"github.com/ackgap/ackgap/stores/storekit"
 )
 
-// SettleOutboxManyIfClaimed implements
-// [stores.OutboxStore.SettleOutboxManyIfClaimed] in one UPDATE in its own
+// SettleOutboxIfClaimedOrHeld implements
+// [stores.OutboxStore.SettleOutboxIfClaimedOrHeld]: the claimed rows with
+// one statement (settleClaimed), the held rows with another (settleHeld),
+// each in its own short transaction (storekit.SettleByGuard).
+func (s *Store) SettleOutboxIfClaimedOrHeld(ctx context.Context, p *stores.OutboxSettleParams) (*stores.OutboxSettleResult, error) {
+	return storekit.SettleByGuard(ctx, p, s.settleClaimed, s.settleHeld)
+}
+
+// settleClaimed records the outcomes of claimed rows for
+// [Store.SettleOutboxIfClaimedOrHeld] in one UPDATE in its own
 // short transaction: one commit (and one WAL flush) for every row of p,
 // whose WHERE clause holds each row's guard (state claimed, the row's
 // claim token). Its RETURNING lists the rows it changed.
@@ -23,11 +32,8 @@ import (
 // the whole due index (every pending and claimed row) and hashed it on
 // every settle, a cost that grows with the backlog (relay PostgreSQL CPU
 // per event in the Kafka modes benchmark: 129 µs before, 97 after).
-func (s *Store) SettleOutboxManyIfClaimed(ctx context.Context, p *stores.OutboxSettleManyParams) (*stores.OutboxSettleManyResult, error) {
-	if err := p.Validate(); err != nil {
-		return nil, err
-	}
-	res := &stores.OutboxSettleManyResult{Changed: make([]bool, len(p.Rows))}
+func (s *Store) settleClaimed(ctx context.Context, p *stores.OutboxSettleParams) (*stores.OutboxSettleResult, error) {
+	res := &stores.OutboxSettleResult{Changed: make([]bool, len(p.Rows))}
 	if len(p.Rows) == 0 {
 		return res, nil
 	}
@@ -58,7 +64,7 @@ RETURNING o.id`, nullTime(p.Now), ids, tokens, states, delays, errs)
 // markChanged sets res.Changed for each row rows returns (its id or key,
 // at its position in at) and returns res, or the statement's error (err,
 // or one met reading rows) interpreted as op's.
-func markChanged[K comparable](res *stores.OutboxSettleManyResult, at map[K]int, rows pgx.Rows, err error, op string) (*stores.OutboxSettleManyResult, error) {
+func markChanged[K comparable](res *stores.OutboxSettleResult, at map[K]int, rows pgx.Rows, err error, op string) (*stores.OutboxSettleResult, error) {
 	if err != nil {
 		return nil, interpretError(op, err)
 	}
@@ -77,28 +83,25 @@ func markChanged[K comparable](res *stores.OutboxSettleManyResult, at map[K]int,
 }
 
 // settlePos is the position (1-based) of row o in the arrays of
-// SettleOutboxManyIfClaimed's statement, found by binary search:
+// settleClaimed's statement, found by binary search:
 // width_bucket over an ascending array returns how many of its elements
 // are <= the operand, the position of o.id when it is there. The ids are
 // sorted and unique (Validate checks), and o.id = ANY($2) holds for every
 // row it is asked about.
 const settlePos = `width_bucket(o.id, $2::bigint[])`
 
-// SettleOutboxManyIfHeld implements [stores.OutboxStore.SettleOutboxManyIfHeld]
-// in one UPDATE in its own short transaction. It finds the rows through the
+// settleHeld records the outcomes of held rows for
+// [Store.SettleOutboxIfClaimedOrHeld] in one UPDATE in its own short transaction. It finds the rows through the
 // unique index on idempotency_key (idempotency_key = ANY($2)) and takes
 // each row's values at its key's position in the arrays (array_position:
 // a key's place among at most a few hundred, not a join, whose generic
-// plan could hash the outbox; see SettleOutboxManyIfClaimed). It is
+// plan could hash the outbox; see settleClaimed). It is
 // planned at every call (pgx.QueryExecModeExec), as ClaimOutbox is: a
 // generic plan made while the outbox was nearly empty scanned the whole
 // outbox for the keys once it had grown (relay PostgreSQL CPU per event in
 // the Kafka modes benchmark 170 µs against 60-90 planned each time).
-func (s *Store) SettleOutboxManyIfHeld(ctx context.Context, p *stores.OutboxSettleHeldParams) (*stores.OutboxSettleManyResult, error) {
-	if err := p.Validate(); err != nil {
-		return nil, err
-	}
-	res := &stores.OutboxSettleManyResult{Changed: make([]bool, len(p.Rows))}
+func (s *Store) settleHeld(ctx context.Context, p *stores.OutboxSettleParams) (*stores.OutboxSettleResult, error) {
+	res := &stores.OutboxSettleResult{Changed: make([]bool, len(p.Rows))}
 	if len(p.Rows) == 0 {
 		return res, nil
 	}

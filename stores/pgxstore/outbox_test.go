@@ -36,11 +36,11 @@ func TestListenOutbox(t *testing.T) {
 	}
 
 	insert := func(s *pgxstore.Store, key string, commit bool) {
-		res, err := s.BeginInbox(ctx, &stores.BeginInboxParams{Consumer: "c1", EventID: key})
+		res, err := s.BeginInboxDeferred(ctx, &stores.BeginInboxParams{Consumer: "c1", EventID: key})
 		require.NoError(t, err)
-		_, err = s.InsertOutboxTx(ctx, res.Tx, &ackgap.OutboxEntry{Kind: "charge", IdempotencyKey: key})
+		err = s.QueueOutboxTx(ctx, res.Tx, &ackgap.OutboxEntry{Kind: "charge", IdempotencyKey: key})
 		require.NoError(t, err)
-		_, err = s.InsertOutboxTx(ctx, res.Tx, &ackgap.OutboxEntry{Kind: "charge", IdempotencyKey: key + "-2"})
+		err = s.QueueOutboxTx(ctx, res.Tx, &ackgap.OutboxEntry{Kind: "charge", IdempotencyKey: key + "-2"})
 		require.NoError(t, err)
 		if commit {
 			require.NoError(t, s.CommitTx(ctx, res.Tx))
@@ -94,9 +94,9 @@ func TestOutboxMigrationsInSchema(t *testing.T) {
 		done <- store.ListenOutbox(lctx, &stores.OutboxListenParams{Notify: func() { notified <- struct{}{} }})
 	}()
 	<-notified
-	res, err := store.BeginInbox(ctx, &stores.BeginInboxParams{Consumer: "c1", EventID: "e1"})
+	res, err := store.BeginInboxDeferred(ctx, &stores.BeginInboxParams{Consumer: "c1", EventID: "e1"})
 	require.NoError(t, err)
-	_, err = store.InsertOutboxTx(ctx, res.Tx, &ackgap.OutboxEntry{Kind: "charge", IdempotencyKey: "k1"})
+	err = store.QueueOutboxTx(ctx, res.Tx, &ackgap.OutboxEntry{Kind: "charge", IdempotencyKey: "k1"})
 	require.NoError(t, err)
 	require.NoError(t, store.CommitTx(ctx, res.Tx))
 	select {
@@ -118,7 +118,7 @@ func TestOutboxMigrationsInSchema(t *testing.T) {
 	// Rows written in a transaction of the caller's own: NotifyOutbox.
 	own, err := pool.Begin(ctx)
 	require.NoError(t, err)
-	_, err = store.InsertOutboxTx(ctx, own, &ackgap.OutboxEntry{Kind: "charge", IdempotencyKey: "k3"})
+	err = store.QueueOutboxTx(ctx, own, &ackgap.OutboxEntry{Kind: "charge", IdempotencyKey: "k3"})
 	require.NoError(t, err)
 	require.NoError(t, own.Commit(ctx))
 	require.NoError(t, store.NotifyOutbox(ctx))

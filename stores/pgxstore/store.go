@@ -144,7 +144,7 @@ ON CONFLICT (idempotency_key) DO NOTHING RETURNING id`,
 		// WHERE divide by zero, which aborts the transaction before the
 		// COMMIT runs. ON CONFLICT DO UPDATE sees the newest committed
 		// version of a conflicting row, as the separate SELECT of
-		// InsertOutboxTx does.
+		// insertOutbox does.
 		outboxQueued: `INSERT INTO ` + n.Outbox + ` AS o (kind, idempotency_key, payload, payload_hash, headers, consumer, event_id, created_at, available_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7, COALESCE($8::timestamptz, now()), COALESCE($9::timestamptz, $8::timestamptz, now()))
 ON CONFLICT (idempotency_key) DO UPDATE SET kind = o.kind WHERE 1 / (o.payload_hash = excluded.payload_hash)::int = 0`,
@@ -173,31 +173,19 @@ func TxFromContext(ctx context.Context) (pgx.Tx, bool) {
 	return ackgap.TxFromContext[pgx.Tx](ctx)
 }
 
-// BeginInbox implements [stores.Store.BeginInbox] in one round trip: a
-// pgx batch of BEGIN and INSERT ... ON CONFLICT DO NOTHING into the inbox.
-// A duplicate takes a second round trip: ROLLBACK and a SELECT of the
-// stored payload hash and trace context, pipelined. The SELECT is a
-// statement of its own, so under READ COMMITTED it sees a row a concurrent
-// delivery committed while the INSERT waited on it.
-//
-// The transaction it returns queues the rows of [Store.QueueOutboxTx] and
-// sends them ahead of its next statement or with its COMMIT, in the same
-// round trip. [Store.BeginInboxDeferred] saves the first round trip too.
-func (s *Store) BeginInbox(ctx context.Context, p *stores.BeginInboxParams) (*stores.BeginInboxResult[pgx.Tx], error) {
-	begun, err := s.BeginInboxDeferred(ctx, p)
-	if err != nil {
-		return nil, err
-	}
-	return s.InboxVerdictTx(ctx, begun.Tx)
-}
-
 // BeginInboxDeferred implements [stores.Store.BeginInboxDeferred]: it
 // takes a connection from the pool and sends nothing; the result holds the
 // transaction, its verdict pending. The transaction's
 // BEGIN and inbox insert go in one round trip with its first Exec that has
 // arguments (a guarded transition's UPDATE), behind them; any other
-// statement is sent right after them. Queued outbox rows behave as with
-// [Store.BeginInbox]. It returns an error wrapping
+// statement is sent right after them; [Store.InboxVerdictTx] sends them
+// alone (one round trip: BEGIN and INSERT ... ON CONFLICT DO NOTHING; a
+// duplicate takes a second: ROLLBACK and a SELECT of the stored payload
+// hash and trace context, a statement of its own, so under READ COMMITTED
+// it sees a row a concurrent delivery committed while the INSERT waited).
+// The transaction queues the rows of [Store.QueueOutboxTx] and sends them
+// ahead of its next statement or with its COMMIT, in the same round trip.
+// It returns an error wrapping
 // ackgap.ErrStoreUnavailable when no connection can be had.
 func (s *Store) BeginInboxDeferred(ctx context.Context, p *stores.BeginInboxParams) (*stores.BeginInboxResult[pgx.Tx], error) {
 	conn, err := s.pool.Acquire(ctx)
@@ -213,7 +201,7 @@ func (s *Store) BeginInboxDeferred(ctx context.Context, p *stores.BeginInboxPara
 }
 
 // InboxVerdictTx implements [stores.Store.InboxVerdictTx]. tx must
-// come from BeginInbox or BeginInboxDeferred of this store; anything else
+// come from BeginInboxDeferred of this store; anything else
 // returns an error.
 func (s *Store) InboxVerdictTx(ctx context.Context, tx pgx.Tx) (*stores.BeginInboxResult[pgx.Tx], error) {
 	t, ok := tx.(*inboxTx)
@@ -272,11 +260,14 @@ func (s *Store) TransitionIfStateTx(ctx context.Context, tx pgx.Tx, p *ackgap.Tr
 	return &ackgap.TransitionResult{Outcome: storekit.OutcomeOf(false, found, state, tp.To), Found: found, Previous: state}, nil
 }
 
-// InsertOutboxTx implements [stores.Store.InsertOutboxTx].
-func (s *Store) InsertOutboxTx(ctx context.Context, tx pgx.Tx, p *ackgap.OutboxEntry) (*stores.OutboxInsertResult, error) {
+// insertOutbox inserts p in tx at once: INSERT ... ON CONFLICT DO NOTHING
+// RETURNING id; when it returns nothing the key exists, and a SELECT of
+// the stored payload hash tells a duplicate (nothing written, nil) from a
+// conflict (storekit.IdempotencyConflict).
+func (s *Store) insertOutbox(ctx context.Context, tx pgx.Tx, p *ackgap.OutboxEntry) error {
 	args, hash, err := outboxArgs(p)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	var id int64
 	err = tx.QueryRow(ctx, s.q.outboxInsert, args...).Scan(&id)
@@ -284,37 +275,36 @@ func (s *Store) InsertOutboxTx(ctx context.Context, tx pgx.Tx, p *ackgap.OutboxE
 		if t, ok := tx.(*inboxTx); ok && t.store == s && dueSoon(time.Now(), *p) {
 			t.notify = true
 		}
-		return &stores.OutboxInsertResult{ID: id}, nil
+		return nil
 	}
 	if !errors.Is(err, pgx.ErrNoRows) {
-		return nil, interpretError("insert outbox row", err)
+		return interpretError("insert outbox row", err)
 	}
 	var stored []byte
 	if err := tx.QueryRow(ctx, s.q.outboxExisting, p.IdempotencyKey).Scan(&id, &stored); err != nil {
-		return nil, interpretError("read outbox row", err)
+		return interpretError("read outbox row", err)
 	}
 	if !bytes.Equal(stored, hash) {
-		return nil, storekit.IdempotencyConflict(p.IdempotencyKey)
+		return storekit.IdempotencyConflict(p.IdempotencyKey)
 	}
-	return &stores.OutboxInsertResult{ID: id, Duplicate: true}, nil
+	return nil
 }
 
 // QueueOutboxTx implements [stores.Store.QueueOutboxTx]. On a
-// transaction from BeginInbox it validates p and holds the row back: it is
+// transaction from BeginInboxDeferred it validates p and holds the row back: it is
 // sent, pipelined, ahead of the transaction's next statement or with its
 // COMMIT, in the same round trip; rows queued one after the other go in
 // one statement (queries.outboxQueuedMany), and a key queued twice before
 // it was sent is written once (same payload) or fails this call with
 // storekit.IdempotencyConflict (another payload). On any other pgx.Tx it inserts the row
-// at once, like InsertOutboxTx. A queued row whose key exists with
+// at once (insertOutbox). A queued row whose key exists with
 // another payload fails that statement (the transaction is then aborted:
 // roll it back), or the commit (which rolls it back), with
 // storekit.IdempotencyConflict.
 func (s *Store) QueueOutboxTx(ctx context.Context, tx pgx.Tx, p *ackgap.OutboxEntry) error {
 	t, ok := tx.(*inboxTx)
 	if !ok || t.store != s || t.ended {
-		_, err := s.InsertOutboxTx(ctx, tx, p)
-		return err
+		return s.insertOutbox(ctx, tx, p)
 	}
 	args, hash, err := outboxArgs(p)
 	if err != nil {
@@ -368,7 +358,7 @@ func outboxArgs(p *ackgap.OutboxEntry) (args []any, hash []byte, err error) {
 	return []any{p.Kind, p.IdempotencyKey, payload, hash, headers, p.Consumer, p.EventID, nullTime(p.Now), nullTime(p.AvailableAt)}, hash, nil
 }
 
-// ListOutbox implements [stores.OutboxLister.ListOutbox].
+// ListOutbox implements [stores.OutboxStore.ListOutbox].
 func (s *Store) ListOutbox(ctx context.Context, p *stores.OutboxListParams) (*stores.OutboxListResult, error) {
 	limit := p.Limit
 	if limit <= 0 {
@@ -387,7 +377,7 @@ WHERE ($1 = '' OR kind = $1) AND ($2 = '' OR state = $2) ORDER BY id LIMIT $3`, 
 		var headers []byte
 		var state string
 		if err := rows.Scan(&r.ID, &r.Kind, &r.IdempotencyKey, &r.Payload, &headers, &r.Consumer, &r.EventID,
-			&state, &r.Attempts, &r.LastError, &r.CreatedAt, &r.AvailableAt); err != nil {
+			&state, &r.Attempts, &r.LastError, &r.Now, &r.AvailableAt); err != nil {
 			return nil, interpretError("list outbox", err)
 		}
 		r.State = stores.OutboxState(state)
@@ -399,7 +389,7 @@ WHERE ($1 = '' OR kind = $1) AND ($2 = '' OR state = $2) ORDER BY id LIMIT $3`, 
 	return res, interpretError("list outbox", rows.Err())
 }
 
-// PruneInbox implements [stores.InboxPruner.PruneInbox]; rows locked by
+// PruneInbox implements [stores.Operator.PruneInbox]; rows locked by
 // another pruner are skipped (FOR UPDATE SKIP LOCKED).
 func (s *Store) PruneInbox(ctx context.Context, p *stores.PruneInboxParams) (*stores.PruneInboxResult, error) {
 	if p.Before.IsZero() {

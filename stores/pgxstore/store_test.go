@@ -51,7 +51,7 @@ func TestSchemaAndPrefix(t *testing.T) {
 	require.NoError(t, err)
 	_, err = store.Migrate(ctx, &stores.MigrateParams{})
 	require.NoError(t, err)
-	res, err := store.BeginInbox(ctx, &stores.BeginInboxParams{Consumer: "c1", EventID: "e1"})
+	res, err := store.BeginInboxDeferred(ctx, &stores.BeginInboxParams{Consumer: "c1", EventID: "e1"})
 	require.NoError(t, err)
 	require.NoError(t, store.CommitTx(ctx, res.Tx))
 	var n int

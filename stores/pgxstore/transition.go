@@ -44,8 +44,8 @@ func (q *queuedTransition) ran(applied bool) {
 // with one statement: the UPDATE of the transition and the INSERT of its
 // rows as data-modifying CTEs (the INSERT selects its rows only when the
 // UPDATE returned one), and a check that fails the statement when the
-// transition was refused. On a transaction from BeginInbox or
-// BeginInboxDeferred the statement is held back like a queued outbox row;
+// transition was refused. On a transaction from BeginInboxDeferred the
+// statement is held back like a queued outbox row;
 // when it is the first thing the transaction sends, the inbox insert joins
 // it as a third CTE, which the UPDATE requires (so a duplicate writes
 // nothing even in a batch that ends with COMMIT), and a message whose

@@ -21,8 +21,8 @@ import (
 // its idempotency key exists with another payload (see queries.outboxQueued).
 const pgDivisionByZero = "22012"
 
-// inboxTx is the pgx.Tx that [Store.BeginInbox] and
-// [Store.BeginInboxDeferred] return: a transaction on a connection of the
+// inboxTx is the pgx.Tx that [Store.BeginInboxDeferred] and
+// [Store.BeginInboxMany] return: a transaction on a connection of the
 // pool that holds statements back to send them together with a later one,
 // in the same round trip:
 //

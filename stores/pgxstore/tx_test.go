@@ -19,21 +19,21 @@ import (
 )
 
 // TestQueuedRowVisibleToNextStatement: a queued row is sent ahead of the
-// transaction's next statement, which sees it; InsertOutboxTx of the same
-// row after it is then a duplicate.
+// transaction's next statement, which sees it; inserting the same row
+// after it at once (InsertOutboxManyTx) is then a duplicate.
 func TestQueuedRowVisibleToNextStatement(t *testing.T) {
 	ctx := context.Background()
 	store, _ := migrated(t, nil)
-	res, err := store.BeginInbox(ctx, &stores.BeginInboxParams{Consumer: "c1", EventID: "e1"})
+	res, err := store.BeginInboxDeferred(ctx, &stores.BeginInboxParams{Consumer: "c1", EventID: "e1"})
 	require.NoError(t, err)
 	row := &ackgap.OutboxEntry{Kind: "charge", IdempotencyKey: "charge:o1", Payload: []byte(`{}`)}
 	require.NoError(t, store.QueueOutboxTx(ctx, res.Tx, row))
 	var n int
 	require.NoError(t, res.Tx.QueryRow(ctx, `SELECT count(*) FROM ackgap_outbox`).Scan(&n))
 	require.Equal(t, 1, n)
-	again, err := store.InsertOutboxTx(ctx, res.Tx, row)
+	again, err := store.InsertOutboxManyTx(ctx, res.Tx, &stores.OutboxInsertManyParams{Rows: []ackgap.OutboxEntry{*row}})
 	require.NoError(t, err)
-	require.True(t, again.Duplicate)
+	require.Equal(t, []bool{true}, again.Duplicate)
 	require.NoError(t, store.CommitTx(ctx, res.Tx))
 	require.ErrorIs(t, res.Tx.Commit(ctx), pgx.ErrTxClosed)
 }
@@ -44,13 +44,12 @@ func TestQueuedRowVisibleToNextStatement(t *testing.T) {
 func TestQueuedConflictAtNextStatement(t *testing.T) {
 	ctx := context.Background()
 	store, pool := migrated(t, nil)
-	first, err := store.BeginInbox(ctx, &stores.BeginInboxParams{Consumer: "c1", EventID: "e1"})
+	first, err := store.BeginInboxDeferred(ctx, &stores.BeginInboxParams{Consumer: "c1", EventID: "e1"})
 	require.NoError(t, err)
-	_, err = store.InsertOutboxTx(ctx, first.Tx, &ackgap.OutboxEntry{Kind: "charge", IdempotencyKey: "charge:o1", Payload: []byte(`{"amount":1}`)})
-	require.NoError(t, err)
+	require.NoError(t, store.QueueOutboxTx(ctx, first.Tx, &ackgap.OutboxEntry{Kind: "charge", IdempotencyKey: "charge:o1", Payload: []byte(`{"amount":1}`)}))
 	require.NoError(t, store.CommitTx(ctx, first.Tx))
 
-	res, err := store.BeginInbox(ctx, &stores.BeginInboxParams{Consumer: "c1", EventID: "e2"})
+	res, err := store.BeginInboxDeferred(ctx, &stores.BeginInboxParams{Consumer: "c1", EventID: "e2"})
 	require.NoError(t, err)
 	require.NoError(t, store.QueueOutboxTx(ctx, res.Tx, &ackgap.OutboxEntry{Kind: "charge", IdempotencyKey: "charge:o1", Payload: []byte(`{"amount":2}`)}))
 	_, err = res.Tx.Exec(ctx, `SELECT 1`)
@@ -59,13 +58,15 @@ func TestQueuedConflictAtNextStatement(t *testing.T) {
 	require.NoError(t, store.RollbackTx(ctx, res.Tx))
 	require.Zero(t, pool.Stat().AcquiredConns(), "the connection went back to the pool")
 
-	again, err := store.BeginInbox(ctx, &stores.BeginInboxParams{Consumer: "c1", EventID: "e2"})
+	begun, err := store.BeginInboxDeferred(ctx, &stores.BeginInboxParams{Consumer: "c1", EventID: "e2"})
+	require.NoError(t, err)
+	again, err := store.InboxVerdictTx(ctx, begun.Tx)
 	require.NoError(t, err)
 	require.False(t, again.Duplicate, "the inbox row rolled back")
 	require.NoError(t, store.RollbackTx(ctx, again.Tx))
 }
 
-// TestQueueOnOtherTxInsertsAtOnce: on a transaction BeginInbox did not
+// TestQueueOnOtherTxInsertsAtOnce: on a transaction BeginInboxDeferred did not
 // return, QueueOutboxTx inserts at once.
 func TestQueueOnOtherTxInsertsAtOnce(t *testing.T) {
 	ctx := context.Background()
@@ -218,7 +219,7 @@ func TestDeferredStatementsOtherThanExec(t *testing.T) {
 	}
 }
 
-// TestQueueTransitionOnOtherTxRunsAtOnce: on a transaction BeginInbox did
+// TestQueueTransitionOnOtherTxRunsAtOnce: on a transaction BeginInboxDeferred did
 // not return, QueueTransitionTx runs its statement at once: applied with
 // its rows, then refused (permanent) from a state it does not start from.
 func TestQueueTransitionOnOtherTxRunsAtOnce(t *testing.T) {

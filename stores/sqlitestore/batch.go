@@ -14,13 +14,11 @@ import (
 	"github.com/ackgap/ackgap/stores/storekit"
 )
 
-var _ stores.BatchStore[*sql.Tx] = (*Store)(nil)
-
 // outboxRowsPerStatement bounds the rows of one multi-row outbox INSERT,
 // keeping its bind parameters (9 per row) under SQLite's limit of 32,766.
 const outboxRowsPerStatement = 3000
 
-// BeginInboxMany implements [stores.BatchStore.BeginInboxMany]: BEGIN
+// BeginInboxMany implements [stores.Store.BeginInboxMany]: BEGIN
 // IMMEDIATE (SQLite's one write lock, so concurrent batches take turns),
 // one INSERT ... SELECT FROM json_each(?) ON CONFLICT DO NOTHING RETURNING
 // event_id, a SELECT of the payload hashes of the rows that existed (only
@@ -163,17 +161,17 @@ func (s *Store) queryStrings(ctx context.Context, tx *sql.Tx, q string, args []a
 	return rows.Err()
 }
 
-// SavepointTx implements [stores.BatchStore.SavepointTx].
+// SavepointTx implements [stores.Store.SavepointTx].
 func (s *Store) SavepointTx(ctx context.Context, tx *sql.Tx, name string) error {
 	return s.savepointExec(ctx, tx, "savepoint", "SAVEPOINT ", name)
 }
 
-// RollbackToSavepointTx implements [stores.BatchStore.RollbackToSavepointTx].
+// RollbackToSavepointTx implements [stores.Store.RollbackToSavepointTx].
 func (s *Store) RollbackToSavepointTx(ctx context.Context, tx *sql.Tx, name string) error {
 	return s.savepointExec(ctx, tx, "rollback to savepoint", "ROLLBACK TO SAVEPOINT ", name)
 }
 
-// ReleaseSavepointTx implements [stores.BatchStore.ReleaseSavepointTx].
+// ReleaseSavepointTx implements [stores.Store.ReleaseSavepointTx].
 func (s *Store) ReleaseSavepointTx(ctx context.Context, tx *sql.Tx, name string) error {
 	return s.savepointExec(ctx, tx, "release savepoint", "RELEASE SAVEPOINT ", name)
 }
@@ -186,7 +184,7 @@ func (s *Store) savepointExec(ctx context.Context, tx *sql.Tx, op, verb, name st
 	return interpretError(op, err)
 }
 
-// DeleteInboxTx implements [stores.BatchStore.DeleteInboxTx]: one DELETE
+// DeleteInboxTx implements [stores.Store.DeleteInboxTx]: one DELETE
 // whose event ids come as a JSON array (json_each).
 func (s *Store) DeleteInboxTx(ctx context.Context, tx *sql.Tx, p *stores.DeleteInboxParams) (*stores.DeleteInboxResult, error) {
 	if len(p.EventIDs) == 0 {
@@ -208,7 +206,7 @@ func (s *Store) DeleteInboxTx(ctx context.Context, tx *sql.Tx, p *stores.DeleteI
 	return &stores.DeleteInboxResult{Deleted: n}, nil
 }
 
-// InsertOutboxManyTx implements [stores.BatchStore.InsertOutboxManyTx]:
+// InsertOutboxManyTx implements [stores.Store.InsertOutboxManyTx]:
 // one multi-row INSERT ... VALUES ON CONFLICT DO NOTHING RETURNING the
 // keys it inserted per 3,000 rows (SQLite allows 32,766 bind parameters),
 // with anonymous "?" parameters: modernc.org/sqlite looks every numbered

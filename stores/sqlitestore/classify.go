@@ -1,13 +1,10 @@
 package sqlitestore
 
 import (
-	"github.com/ackgap/ackgap/stores"
 	"github.com/ackgap/ackgap/stores/storekit"
 )
 
-var _ stores.ErrorClassifier = (*Store)(nil)
-
-// ClassifyError implements [stores.ErrorClassifier] for errors of
+// ClassifyError implements [stores.Store.ClassifyError] for errors of
 // modernc.org/sqlite and database/sql, such as those of a handler's own
 // statements on its *sql.Tx. Busy or unusable (SQLITE_BUSY and
 // SQLITE_LOCKED past busy_timeout, SQLITE_IOERR, SQLITE_CANTOPEN,

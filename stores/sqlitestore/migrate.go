@@ -23,7 +23,7 @@ func Migrations(cfg *Config) ([]stores.Migration, error) {
 	return sqlbuild.LoadMigrations(migrationFS, "migrations", sqlbuild.TableNames("", c.TablePrefix))
 }
 
-// Migrate implements [stores.Store.Migrate]. The version table is
+// Migrate implements [stores.Operator.Migrate]. The version table is
 // <prefix>migration; each step runs in its own BEGIN IMMEDIATE
 // transaction, which is SQLite's database-wide write lock, so concurrent
 // callers apply each step once.

@@ -17,8 +17,12 @@ import (
 
 var _ stores.OutboxStore = (*Store)(nil)
 
-// The SQLite store has no [stores.OutboxListener]: SQLite has no
-// notifications across connections or processes, so relays poll.
+// ListenOutbox implements [stores.OutboxStore.ListenOutbox]: SQLite has no
+// notifications across connections or processes, so it returns an error
+// wrapping errors.ErrUnsupported at once, and relays poll.
+func (s *Store) ListenOutbox(context.Context, *stores.OutboxListenParams) error {
+	return fmt.Errorf("sqlitestore: listen outbox: SQLite has no notifications: %w", errors.ErrUnsupported)
+}
 
 // ClaimOutbox implements [stores.OutboxStore.ClaimOutbox]: one UPDATE ...
 // WHERE id IN (the due rows, oldest due first) RETURNING, in a
@@ -61,9 +65,9 @@ RETURNING id, kind, idempotency_key, payload, headers, consumer, event_id, state
 		}
 		defer rows.Close()
 		for rows.Next() {
-			var c stores.ClaimedOutboxRow
+			var c stores.OutboxRow
 			var claimedUntil int64
-			if err := sqldb.ScanRow(rows, &c.OutboxRow, &claimedUntil); err != nil {
+			if err := sqldb.ScanRow(rows, &c, &claimedUntil); err != nil {
 				return err
 			}
 			c.Claim = stores.OutboxClaim{ID: c.ID, Token: token, Until: time.UnixMicro(claimedUntil)}
@@ -74,48 +78,8 @@ RETURNING id, kind, idempotency_key, payload, headers, consumer, event_id, state
 	if err != nil {
 		return nil, err
 	}
-	slices.SortFunc(res.Rows, func(a, b stores.ClaimedOutboxRow) int { return cmp.Compare(a.ID, b.ID) })
+	slices.SortFunc(res.Rows, func(a, b stores.OutboxRow) int { return cmp.Compare(a.ID, b.ID) })
 	return res, nil
-}
-
-// MarkOutboxDoneIfClaimed implements
-// [stores.OutboxStore.MarkOutboxDoneIfClaimed]: one UPDATE whose WHERE
-// clause holds the guard (state claimed, the claim's token).
-func (s *Store) MarkOutboxDoneIfClaimed(ctx context.Context, p *stores.OutboxMarkDoneParams) (*stores.OutboxSettleResult, error) {
-	return s.settle(ctx, "mark outbox row done", p.ClaimToken, `UPDATE `+s.names.Outbox+`
-SET state = 'done', done_at = ?1, claimed_until = NULL, claim_token = NULL
-WHERE id = ?2 AND state = 'claimed' AND claim_token = ?3`, micros(p.Now), p.ID, p.ClaimToken)
-}
-
-// RetryOutboxIfClaimed implements [stores.OutboxStore.RetryOutboxIfClaimed].
-func (s *Store) RetryOutboxIfClaimed(ctx context.Context, p *stores.OutboxRetryParams) (*stores.OutboxSettleResult, error) {
-	if p.Delay < 0 {
-		return nil, fmt.Errorf("retry outbox row: Delay is %s, must not be negative", p.Delay)
-	}
-	return s.settle(ctx, "retry outbox row", p.ClaimToken, `UPDATE `+s.names.Outbox+`
-SET state = 'pending', available_at = ?1, last_error = ?4, claimed_until = NULL, claim_token = NULL
-WHERE id = ?2 AND state = 'claimed' AND claim_token = ?3`, micros(p.Now)+p.Delay.Microseconds(), p.ID, p.ClaimToken, p.LastError)
-}
-
-// MarkOutboxDeadIfClaimed implements
-// [stores.OutboxStore.MarkOutboxDeadIfClaimed].
-func (s *Store) MarkOutboxDeadIfClaimed(ctx context.Context, p *stores.OutboxMarkDeadParams) (*stores.OutboxSettleResult, error) {
-	return s.settle(ctx, "mark outbox row dead", p.ClaimToken, `UPDATE `+s.names.Outbox+`
-SET state = 'dead', last_error = ?3, claimed_until = NULL, claim_token = NULL
-WHERE id = ?1 AND state = 'claimed' AND claim_token = ?2`, p.ID, p.ClaimToken, p.LastError)
-}
-
-// settle runs one guarded UPDATE of a claimed row and reports whether it
-// changed the row.
-func (s *Store) settle(ctx context.Context, op, token, q string, args ...any) (*stores.OutboxSettleResult, error) {
-	if token == "" {
-		return nil, fmt.Errorf("%s: ClaimToken is empty", op)
-	}
-	n, err := s.execWrite(ctx, op, q, args...)
-	if err != nil {
-		return nil, err
-	}
-	return &stores.OutboxSettleResult{Changed: n == 1}, nil
 }
 
 // execWrite runs one writing statement in its own write transaction

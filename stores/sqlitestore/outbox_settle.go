@@ -7,18 +7,24 @@ import (
 
 	"github.com/ackgap/ackgap/stores"
 	"github.com/ackgap/ackgap/stores/internal/sqldb"
+	"github.com/ackgap/ackgap/stores/storekit"
 )
 
-// SettleOutboxManyIfClaimed implements
-// [stores.OutboxStore.SettleOutboxManyIfClaimed] in one write
+// SettleOutboxIfClaimedOrHeld implements
+// [stores.OutboxStore.SettleOutboxIfClaimedOrHeld]: the claimed rows with
+// one statement (settleClaimed), the held rows with another (settleHeld),
+// each in its own short transaction (storekit.SettleByGuard).
+func (s *Store) SettleOutboxIfClaimedOrHeld(ctx context.Context, p *stores.OutboxSettleParams) (*stores.OutboxSettleResult, error) {
+	return storekit.SettleByGuard(ctx, p, s.settleClaimed, s.settleHeld)
+}
+
+// settleClaimed records the outcomes of claimed rows for
+// [Store.SettleOutboxIfClaimedOrHeld] in one write
 // transaction (one commit, one WAL sync for every row of p): a prepared
 // guarded UPDATE per row, whose WHERE clause holds the row's guard (state
 // claimed, the row's claim token). SQLite runs them in process, so the
 // cost is the commit, not the statements.
-func (s *Store) SettleOutboxManyIfClaimed(ctx context.Context, p *stores.OutboxSettleManyParams) (*stores.OutboxSettleManyResult, error) {
-	if err := p.Validate(); err != nil {
-		return nil, err
-	}
+func (s *Store) settleClaimed(ctx context.Context, p *stores.OutboxSettleParams) (*stores.OutboxSettleResult, error) {
 	now := micros(p.Now)
 	return s.settleRows(ctx, "settle outbox rows", `UPDATE `+s.names.Outbox+`
 SET state = ?3,
@@ -32,16 +38,13 @@ WHERE id = ?1 AND state = 'claimed' AND claim_token = ?2`, len(p.Rows), func(i i
 	})
 }
 
-// SettleOutboxManyIfHeld implements
-// [stores.OutboxStore.SettleOutboxManyIfHeld] in one write transaction: a
+// settleHeld records the outcomes of held rows for
+// [Store.SettleOutboxIfClaimedOrHeld] in one write transaction: a
 // prepared guarded UPDATE per row, found by its idempotency key.
-func (s *Store) SettleOutboxManyIfHeld(ctx context.Context, p *stores.OutboxSettleHeldParams) (*stores.OutboxSettleManyResult, error) {
-	if err := p.Validate(); err != nil {
-		return nil, err
-	}
+func (s *Store) settleHeld(ctx context.Context, p *stores.OutboxSettleParams) (*stores.OutboxSettleResult, error) {
 	now := micros(p.Now)
 	n := len(p.Rows)
-	res := &stores.OutboxSettleManyResult{Changed: make([]bool, n), IDs: make([]int64, n)}
+	res := &stores.OutboxSettleResult{Changed: make([]bool, n), IDs: make([]int64, n)}
 	if n == 0 {
 		return res, nil
 	}
@@ -79,8 +82,8 @@ RETURNING id`)
 // settleRows runs query, prepared once, for each of n rows with the
 // arguments args(i), in one write transaction (one commit, one WAL sync),
 // and reports per row whether it changed one.
-func (s *Store) settleRows(ctx context.Context, op, query string, n int, args func(i int) []any) (*stores.OutboxSettleManyResult, error) {
-	res := &stores.OutboxSettleManyResult{Changed: make([]bool, n)}
+func (s *Store) settleRows(ctx context.Context, op, query string, n int, args func(i int) []any) (*stores.OutboxSettleResult, error) {
+	res := &stores.OutboxSettleResult{Changed: make([]bool, n)}
 	if n == 0 {
 		return res, nil
 	}

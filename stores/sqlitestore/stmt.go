@@ -19,11 +19,11 @@ const stmtCacheMax = 256
 // prepares a *sql.Stmt again on each connection that runs it, inside the
 // caller's transaction).
 //
-// Statements are prepared only where no connection is held: in BeginInbox
+// Statements are prepared only where no connection is held: in BeginInboxDeferred
 // before it begins the transaction (db.PrepareContext takes a connection
 // of its own, and one held by the caller could be the last). A statement
 // first met inside a transaction (a guarded transition) runs unprepared
-// there and is prepared by the next BeginInbox.
+// there and is prepared by the next BeginInboxDeferred.
 type stmtCache struct {
 	db      *sql.DB
 	stmts   sync.Map // query -> *sql.Stmt

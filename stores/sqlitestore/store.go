@@ -194,11 +194,12 @@ func TxFromContext(ctx context.Context) (*sql.Tx, bool) {
 	return ackgap.TxFromContext[*sql.Tx](ctx)
 }
 
-// BeginInbox implements [stores.Store.BeginInbox]: BEGIN IMMEDIATE, then
-// INSERT ... ON CONFLICT DO NOTHING into the inbox. The store's statements
-// are prepared once per connection and kept (the first time here, before
-// the transaction begins).
-func (s *Store) BeginInbox(ctx context.Context, p *stores.BeginInboxParams) (*stores.BeginInboxResult[*sql.Tx], error) {
+// BeginInboxDeferred implements [stores.Store.BeginInboxDeferred] at
+// once: SQLite gains nothing from deferring (no network round trip). BEGIN
+// IMMEDIATE, then INSERT ... ON CONFLICT DO NOTHING into the inbox. The
+// store's statements are prepared once per connection and kept (the first
+// time here, before the transaction begins).
+func (s *Store) BeginInboxDeferred(ctx context.Context, p *stores.BeginInboxParams) (*stores.BeginInboxResult[*sql.Tx], error) {
 	s.stmts.prepare(ctx)
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
@@ -289,13 +290,6 @@ func (s *Store) TransitionIfStateTx(ctx context.Context, tx *sql.Tx, p *ackgap.T
 	return &ackgap.TransitionResult{Outcome: storekit.OutcomeOf(false, found, state, tp.To), Found: found, Previous: state}, nil
 }
 
-// BeginInboxDeferred implements [stores.Store.BeginInboxDeferred]: SQLite
-// gains nothing from deferring (no network round trip), so it resolves at
-// once, as BeginInbox.
-func (s *Store) BeginInboxDeferred(ctx context.Context, p *stores.BeginInboxParams) (*stores.BeginInboxResult[*sql.Tx], error) {
-	return storekit.BeginInboxNow[*sql.Tx](ctx, s, p)
-}
-
 // InboxVerdictTx implements [stores.Store.InboxVerdictTx]: the verdict was
 // known at BeginInboxDeferred, so tx is not a duplicate.
 func (s *Store) InboxVerdictTx(_ context.Context, tx *sql.Tx) (*stores.BeginInboxResult[*sql.Tx], error) {
@@ -308,22 +302,19 @@ func (s *Store) QueueTransitionTx(ctx context.Context, tx *sql.Tx, p *stores.Que
 	return storekit.QueueTransitionNow[*sql.Tx](ctx, s, tx, p)
 }
 
-// QueueOutboxTx implements [stores.Store.QueueOutboxTx] at once
-// (storekit.QueueOutboxNow).
+// QueueOutboxTx implements [stores.Store.QueueOutboxTx] at once: an
+// INSERT ... ON CONFLICT DO NOTHING RETURNING id; when it returns nothing
+// the key exists, and the stored payload hash tells a duplicate (nothing
+// written, nil) from a conflict (storekit.IdempotencyConflict).
 func (s *Store) QueueOutboxTx(ctx context.Context, tx *sql.Tx, p *ackgap.OutboxEntry) error {
-	return storekit.QueueOutboxNow[*sql.Tx](ctx, s, tx, p)
-}
-
-// InsertOutboxTx implements [stores.Store.InsertOutboxTx].
-func (s *Store) InsertOutboxTx(ctx context.Context, tx *sql.Tx, p *ackgap.OutboxEntry) (*stores.OutboxInsertResult, error) {
 	if err := p.Validate(); err != nil {
-		return nil, err
+		return err
 	}
 	headers := "{}"
 	if p.Headers != nil {
 		b, err := json.Marshal(p.Headers)
 		if err != nil {
-			return nil, fmt.Errorf("outbox headers: %w", err)
+			return fmt.Errorf("outbox headers: %w", err)
 		}
 		headers = string(b)
 	}
@@ -344,22 +335,22 @@ func (s *Store) InsertOutboxTx(ctx context.Context, tx *sql.Tx, p *ackgap.Outbox
 	err := s.txQueryRow(ctx, tx, s.q.outboxInsert, p.Kind, p.IdempotencyKey, payload, hash, headers,
 		p.Consumer, p.EventID, now.UnixMicro(), available.UnixMicro()).Scan(&id)
 	if err == nil {
-		return &stores.OutboxInsertResult{ID: id}, nil
+		return nil
 	}
 	if !errors.Is(err, sql.ErrNoRows) {
-		return nil, interpretError("insert outbox row", err)
+		return interpretError("insert outbox row", err)
 	}
 	var stored []byte
 	if err := s.txQueryRow(ctx, tx, s.q.outboxExisting, p.IdempotencyKey).Scan(&id, &stored); err != nil {
-		return nil, interpretError("read outbox row", err)
+		return interpretError("read outbox row", err)
 	}
 	if !bytes.Equal(stored, hash) {
-		return nil, storekit.IdempotencyConflict(p.IdempotencyKey)
+		return storekit.IdempotencyConflict(p.IdempotencyKey)
 	}
-	return &stores.OutboxInsertResult{ID: id, Duplicate: true}, nil
+	return nil
 }
 
-// ListOutbox implements [stores.OutboxLister.ListOutbox].
+// ListOutbox implements [stores.OutboxStore.ListOutbox].
 func (s *Store) ListOutbox(ctx context.Context, p *stores.OutboxListParams) (*stores.OutboxListResult, error) {
 	limit := p.Limit
 	if limit <= 0 {
@@ -380,7 +371,7 @@ func (s *Store) ListOutbox(ctx context.Context, p *stores.OutboxListParams) (*st
 			return nil, interpretError("list outbox", err)
 		}
 		r.State = stores.OutboxState(state)
-		r.CreatedAt = time.UnixMicro(created)
+		r.Now = time.UnixMicro(created)
 		r.AvailableAt = time.UnixMicro(available)
 		if err := json.Unmarshal([]byte(headers), &r.Headers); err != nil {
 			return nil, fmt.Errorf("outbox row %d: headers: %w", r.ID, err)
@@ -390,7 +381,7 @@ func (s *Store) ListOutbox(ctx context.Context, p *stores.OutboxListParams) (*st
 	return res, interpretError("list outbox", rows.Err())
 }
 
-// PruneInbox implements [stores.InboxPruner.PruneInbox]. SQLite runs one
+// PruneInbox implements [stores.Operator.PruneInbox]. SQLite runs one
 // writer at a time, so concurrent pruners take turns.
 func (s *Store) PruneInbox(ctx context.Context, p *stores.PruneInboxParams) (*stores.PruneInboxResult, error) {
 	if p.Before.IsZero() {

@@ -20,7 +20,7 @@ type Classes struct {
 	InvalidData func(err error) bool
 }
 
-// ClassifyError is [stores.ErrorClassifier.ClassifyError] for a store
+// ClassifyError is [stores.Store.ClassifyError] for a store
 // whose driver errors c sorts, with name (the store's package name) at the
 // head of each message. nil, permanent errors and errors already wrapping
 // ackgap.ErrStoreUnavailable are returned as they are. Misconfigured:

@@ -50,15 +50,16 @@ func AppliedFrom(from []string) string {
 	return ""
 }
 
-// IdempotencyConflict returns the error stores.Store.InsertOutboxTx returns when key
-// exists with another payload: permanent (reason
+// IdempotencyConflict returns the error an outbox insert returns when key
+// exists with another payload (stores.Store.QueueOutboxTx,
+// InsertOutboxManyTx): permanent (reason
 // ackgap.ReasonIdempotencyConflict), wrapping ackgap.ErrIdempotencyConflict.
 func IdempotencyConflict(key string) error {
 	return ackgap.Permanent(ackgap.ReasonIdempotencyConflict, fmt.Errorf("%w: key %q", ackgap.ErrIdempotencyConflict, key))
 }
 
 // OutboxManyPlan is how a store carries out
-// [stores.BatchStore.InsertOutboxManyTx], shared by the SQL stores: the rows to
+// [stores.Store.InsertOutboxManyTx], shared by the SQL stores: the rows to
 // send (the first of each idempotency key) and what is known before
 // sending them. Build it with [PlanOutboxMany]; finish with Settle.
 type OutboxManyPlan struct {
@@ -114,30 +115,17 @@ func (pl *OutboxManyPlan) Settle(p *stores.OutboxInsertManyParams, inserted map[
 	return res, nil
 }
 
-// BeginInboxNow is [stores.Store.BeginInboxDeferred] for a store that
-// does not pipeline: it resolves at once with s.BeginInbox.
-func BeginInboxNow[TTx any](ctx context.Context, s stores.Store[TTx], p *stores.BeginInboxParams) (*stores.BeginInboxResult[TTx], error) {
-	return s.BeginInbox(ctx, p)
-}
-
-// VerdictNow is [stores.Store.InboxVerdictTx] for a store that resolved
-// the inbox insert at once (BeginInboxNow): tx is not a duplicate, or
-// BeginInboxDeferred would have said so.
+// VerdictNow is [stores.Store.InboxVerdictTx] for a store whose
+// BeginInboxDeferred resolves the inbox insert at once: tx is not a
+// duplicate, or BeginInboxDeferred would have said so.
 func VerdictNow[TTx any](tx TTx) *stores.BeginInboxResult[TTx] {
 	return &stores.BeginInboxResult[TTx]{Tx: tx}
-}
-
-// QueueOutboxNow is [stores.Store.QueueOutboxTx] for a store that does
-// not pipeline: it inserts the row at once with s.InsertOutboxTx.
-func QueueOutboxNow[TTx any](ctx context.Context, s stores.Store[TTx], tx TTx, p *ackgap.OutboxEntry) error {
-	_, err := s.InsertOutboxTx(ctx, tx, p)
-	return err
 }
 
 // QueueTransitionNow is [stores.Store.QueueTransitionTx] for a store that
 // does not pipeline: it applies p.Transition at once with
 // s.TransitionIfStateTx and, only if it applied, inserts p.Outbox with
-// s.InsertOutboxTx. A refused transition returns TransitionResult.Err
+// one s.InsertOutboxManyTx. A refused transition returns TransitionResult.Err
 // (permanent, ackgap.ErrTransitionRefused); one already applied writes
 // nothing and returns nil. It calls p.Ran, when set, once the transition
 // ran and its rows (if it applied) were inserted.
@@ -149,15 +137,65 @@ func QueueTransitionNow[TTx any](ctx context.Context, s stores.Store[TTx], tx TT
 	if err := res.Err(); err != nil {
 		return err
 	}
-	if res.Applied() {
-		for i := range p.Outbox {
-			if _, err := s.InsertOutboxTx(ctx, tx, &p.Outbox[i]); err != nil {
-				return err
-			}
+	if res.Applied() && len(p.Outbox) > 0 {
+		if _, err := s.InsertOutboxManyTx(ctx, tx, &stores.OutboxInsertManyParams{Rows: p.Outbox}); err != nil {
+			return err
 		}
 	}
 	if p.Ran != nil {
 		p.Ran(res.Applied())
 	}
 	return nil
+}
+
+// SettleByGuard is [stores.OutboxStore.SettleOutboxIfClaimedOrHeld] for a
+// store with one statement for claimed rows and one for held rows: it
+// validates p, calls claimed with the claimed rows of p and held with the
+// held ones (each only when there are some, with p.Now, the rows in p's
+// order), and returns their results merged in p's order, with the ids of
+// the claimed rows written filled in. claimed must fill the result's
+// Changed; held fills Changed and IDs. An error of claimed is returned
+// before held runs.
+func SettleByGuard(ctx context.Context, p *stores.OutboxSettleParams,
+	claimed, held func(ctx context.Context, p *stores.OutboxSettleParams) (*stores.OutboxSettleResult, error)) (*stores.OutboxSettleResult, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	n := len(p.Rows)
+	res := &stores.OutboxSettleResult{Changed: make([]bool, n), IDs: make([]int64, n)}
+	var byClaim, byHold []int
+	for i := range p.Rows {
+		if p.Rows[i].Held() {
+			byHold = append(byHold, i)
+		} else {
+			byClaim = append(byClaim, i)
+		}
+	}
+	for _, part := range []struct {
+		at     []int
+		settle func(context.Context, *stores.OutboxSettleParams) (*stores.OutboxSettleResult, error)
+	}{{byClaim, claimed}, {byHold, held}} {
+		if len(part.at) == 0 {
+			continue
+		}
+		sub := &stores.OutboxSettleParams{Rows: make([]stores.OutboxSettlement, len(part.at)), Now: p.Now}
+		for j, i := range part.at {
+			sub.Rows[j] = p.Rows[i]
+		}
+		got, err := part.settle(ctx, sub)
+		if err != nil {
+			return nil, err
+		}
+		for j, i := range part.at {
+			res.Changed[i] = got.Changed[j]
+			switch {
+			case !got.Changed[j]:
+			case got.IDs != nil:
+				res.IDs[i] = got.IDs[j]
+			default:
+				res.IDs[i] = p.Rows[i].ID
+			}
+		}
+	}
+	return res, nil
 }

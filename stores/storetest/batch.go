@@ -14,8 +14,9 @@ import (
 	"github.com/ackgap/ackgap/stores"
 )
 
-// runBatch is the conformance suite of stores.BatchStore, for stores that
-// implement it (pgxstore, sqlitestore); [Run] runs it when it does.
+// runBatch is the conformance suite of the batched mode's part of
+// stores.Store (BeginInboxMany, savepoints, DeleteInboxTx,
+// InsertOutboxManyTx); [Run] runs it for every store.
 //
 // It checks: one insert reports inserted rows, duplicates of committed
 // rows and payload mismatches, and its rows commit with the transaction or
@@ -28,12 +29,10 @@ import (
 // concurrent batches sharing event ids (in opposite orders) apply each
 // event exactly once and do not deadlock.
 func runBatch[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TTx]) {
-	batchStore := func(t *testing.T) (stores.BatchStore[TTx], *Harness[TTx]) {
+	batchStore := func(t *testing.T) (stores.Store[TTx], *Harness[TTx]) {
 		t.Helper()
 		h := setup(t)
-		bs, ok := h.Store.(stores.BatchStore[TTx])
-		require.True(t, ok, "%T does not implement stores.BatchStore", h.Store)
-		return bs, h
+		return h.Store, h
 	}
 	rows := inboxManyRows
 
@@ -51,7 +50,7 @@ func runBatch[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TTx]) {
 		require.NoError(t, h.Store.RollbackTx(ctx, again.Tx))
 		require.Equal(t, tp, again.Rows[0].TraceParent, "the traceparent of the batch that applied e1")
 		require.Empty(t, again.Rows[1].TraceParent, "e2 was not traced")
-		require.Equal(t, tp, begin(t, h, "c1", "e1", nil).TraceParent, "BeginInbox reads it too")
+		require.Equal(t, tp, begin(t, h, "c1", "e1", nil).TraceParent, "the inbox verdict reads it too")
 	})
 
 	t.Run("InsertManyReportsDuplicates", func(t *testing.T) {
@@ -119,7 +118,7 @@ func runBatch[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TTx]) {
 			})
 			require.NoError(t, err)
 			require.True(t, out.Applied())
-			_, err = h.Store.InsertOutboxTx(ctx, tx, &ackgap.OutboxEntry{Kind: "charge", IdempotencyKey: "charge:" + order, Consumer: "c1", EventID: event})
+			_, err = insertOutbox(ctx, h.Store, tx, ackgap.OutboxEntry{Kind: "charge", IdempotencyKey: "charge:" + order, Consumer: "c1", EventID: event})
 			require.NoError(t, err)
 		}
 		apply("o1", "e1")
@@ -284,7 +283,7 @@ func inboxManyRows(ids ...string) []stores.InboxManyRow {
 // applyBatch begins an inbox batch of ids, applies the transition of each
 // id that is not a duplicate, holds the keys a while and commits; it
 // returns the ids it applied.
-func applyBatch[TTx any](ctx context.Context, h *Harness[TTx], bs stores.BatchStore[TTx], ids []string) ([]string, error) {
+func applyBatch[TTx any](ctx context.Context, h *Harness[TTx], bs stores.Store[TTx], ids []string) ([]string, error) {
 	res, err := bs.BeginInboxMany(ctx, &stores.BeginInboxManyParams{Consumer: "c1", Rows: inboxManyRows(ids...)})
 	if err != nil {
 		return nil, err

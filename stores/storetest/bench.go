@@ -24,13 +24,14 @@ const benchRows = 256
 // setup is called once per sub-benchmark and returns a fresh, migrated
 // store. The sub-benchmarks, one message each per iteration:
 //
-//   - Inbox: BeginInbox and CommitTx (an empty handler);
+//   - Inbox: BeginInboxDeferred, InboxVerdictTx and CommitTx (an empty handler);
 //   - InboxProgress: the same with a progress row (BeginInboxParams.Progress,
 //     one partition whose watermark moves up each message), what
 //     kafkabroker.SubscriberConfig.Progress adds to every transaction;
-//   - Duplicate: BeginInbox of an event already in the inbox;
-//   - Billing: BeginInbox, a guarded transition (applied), two outbox rows
-//     with InsertOutboxTx, CommitTx: the billing example's transaction;
+//   - Duplicate: the same for an event already in the inbox;
+//   - Billing: the inbox transaction, a guarded transition (applied), two outbox rows
+//     inserted at once (InsertOutboxManyTx, one row each), CommitTx: the
+//     billing example's transaction;
 //   - BillingQueued: the same with the outbox rows queued with
 //     stores.Store.QueueOutboxTx (inserted at once by a store that does
 //     not pipeline);
@@ -58,7 +59,7 @@ func RunBenchmarks[TTx any](b *testing.B, setup func(b *testing.B) *Harness[TTx]
 		i := 0
 		for b.Loop() {
 			i++
-			res, err := h.Store.BeginInbox(ctx, &stores.BeginInboxParams{Consumer: "bench", EventID: "e" + strconv.Itoa(i), PayloadHash: benchHash,
+			res, err := beginInbox(ctx, h.Store, &stores.BeginInboxParams{Consumer: "bench", EventID: "e" + strconv.Itoa(i), PayloadHash: benchHash,
 				Progress: &stores.Progress{Topic: "bench", Partition: 0, Watermark: int64(i)}})
 			if err != nil || res.Duplicate {
 				b.Fatalf("want a new row, got %+v, %v", res, err)
@@ -77,7 +78,7 @@ func RunBenchmarks[TTx any](b *testing.B, setup func(b *testing.B) *Harness[TTx]
 		}
 		b.ReportAllocs()
 		for b.Loop() {
-			res, err := h.Store.BeginInbox(ctx, &stores.BeginInboxParams{Consumer: "bench", EventID: "e1", PayloadHash: benchHash})
+			res, err := beginInbox(ctx, h.Store, &stores.BeginInboxParams{Consumer: "bench", EventID: "e1", PayloadHash: benchHash})
 			if err != nil || !res.Duplicate {
 				b.Fatalf("want a duplicate, got %+v, %v", res, err)
 			}
@@ -120,7 +121,7 @@ func RunBenchmarks[TTx any](b *testing.B, setup func(b *testing.B) *Harness[TTx]
 var benchHash = stores.PayloadHash([]byte(`{"order_id":"o1"}`))
 
 func benchBegin[TTx any](b *testing.B, h *Harness[TTx], eventID string) *stores.BeginInboxResult[TTx] {
-	res, err := h.Store.BeginInbox(context.Background(), &stores.BeginInboxParams{Consumer: "bench", EventID: eventID, PayloadHash: benchHash})
+	res, err := beginInbox(context.Background(), h.Store, &stores.BeginInboxParams{Consumer: "bench", EventID: eventID, PayloadHash: benchHash})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -152,7 +153,7 @@ func seedBenchRows[TTx any](b *testing.B, h *Harness[TTx]) {
 func benchBilling[TTx any](h *Harness[TTx], queue bool, i, row int) error {
 	ctx := context.Background()
 	n := strconv.Itoa(i)
-	res, err := h.Store.BeginInbox(ctx, &stores.BeginInboxParams{Consumer: "bench", EventID: "e" + n, PayloadHash: benchHash})
+	res, err := beginInbox(ctx, h.Store, &stores.BeginInboxParams{Consumer: "bench", EventID: "e" + n, PayloadHash: benchHash})
 	if err != nil {
 		return err
 	}
@@ -181,7 +182,7 @@ func benchBilling[TTx any](h *Harness[TTx], queue bool, i, row int) error {
 			if queue {
 				err = h.Store.QueueOutboxTx(ctx, res.Tx, &p)
 			} else {
-				_, err = h.Store.InsertOutboxTx(ctx, res.Tx, &p)
+				_, err = insertOutbox(ctx, h.Store, res.Tx, p)
 			}
 			if err != nil {
 				return err

@@ -12,8 +12,8 @@ import (
 )
 
 // runInboxDeferrer checks a pipelining store's BeginInboxDeferred: the inbox
-// insert sent with the transaction's first statement decides as the plain
-// BeginInbox does (first insert wins, a duplicate changes nothing, a
+// insert sent with the transaction's first statement decides as the insert with
+// its verdict read at once (InboxVerdictTx) does (first insert wins, a duplicate changes nothing, a
 // rollback frees the key, concurrent deliveries apply once), and a
 // duplicate's statement fails with ackgap.ErrDuplicate, its work undone.
 // [Run] runs it when Harness.Pipelines is set.
@@ -71,7 +71,7 @@ func runInboxDeferrer[TTx any](t *testing.T, setup func(t *testing.T) *Harness[T
 		verdict, err := d.InboxVerdictTx(ctx, tx)
 		require.NoError(t, err)
 		require.False(t, verdict.Duplicate)
-		_, err = h.Store.InsertOutboxTx(ctx, tx, &ackgap.OutboxEntry{Kind: "charge", IdempotencyKey: "charge:o1"})
+		_, err = insertOutbox(ctx, h.Store, tx, ackgap.OutboxEntry{Kind: "charge", IdempotencyKey: "charge:o1"})
 		require.NoError(t, err)
 		require.NoError(t, h.Store.CommitTx(ctx, tx))
 		require.Len(t, listOutbox(t, h), 1)

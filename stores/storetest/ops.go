@@ -35,13 +35,13 @@ func runOperator[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TTx]) 
 	inbox := func(t *testing.T, h *Harness[TTx], consumer, eventID string, at time.Time, rows ...ackgap.OutboxEntry) {
 		t.Helper()
 		ctx := context.Background()
-		res, err := h.Store.BeginInbox(ctx, &stores.BeginInboxParams{Consumer: consumer, EventID: eventID,
+		res, err := beginInbox(ctx, h.Store, &stores.BeginInboxParams{Consumer: consumer, EventID: eventID,
 			PayloadHash: hashOf(eventID), Now: at, TraceParent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"})
 		require.NoError(t, err)
 		require.False(t, res.Duplicate)
 		for i := range rows {
 			rows[i].Consumer, rows[i].EventID = consumer, eventID
-			_, err := h.Store.InsertOutboxTx(ctx, res.Tx, &rows[i])
+			_, err := insertOutbox(ctx, h.Store, res.Tx, rows[i])
 			require.NoError(t, err)
 		}
 		require.NoError(t, h.Store.CommitTx(ctx, res.Tx))
@@ -52,9 +52,9 @@ func runOperator[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TTx]) 
 		res := claim(t, o, &stores.OutboxClaimParams{Limit: 1000, Lease: lease, Now: t0})
 		for _, r := range res.Rows {
 			if dead[r.ID] {
-				out, err := o.MarkOutboxDeadIfClaimed(context.Background(), &stores.OutboxMarkDeadParams{ID: r.ID, ClaimToken: r.Claim.Token, LastError: "boom"})
+				changed, err := settleOne(context.Background(), o, stores.OutboxSettlement{ID: r.ID, ClaimToken: r.Claim.Token, State: stores.OutboxDead, LastError: "boom"}, time.Time{})
 				require.NoError(t, err)
-				require.True(t, out.Changed)
+				require.True(t, changed)
 			} else {
 				markDone(t, o, r, t0)
 			}
@@ -155,7 +155,7 @@ func runOperator[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TTx]) 
 			row("charge", "backoff", t0.Add(-2*time.Minute), t0.Add(-2*time.Minute)))
 		claimed := claim(t, o, &stores.OutboxClaimParams{Limit: 10, Lease: lease, Now: t0})
 		require.Equal(t, tried, claimedIDs(claimed))
-		settled, err := o.SettleOutboxManyIfClaimed(ctx, &stores.OutboxSettleManyParams{Now: t0, Rows: []stores.OutboxSettlement{
+		settled, err := o.SettleOutboxIfClaimedOrHeld(ctx, &stores.OutboxSettleParams{Now: t0, Rows: []stores.OutboxSettlement{
 			{ID: tried[0], ClaimToken: claimed.Rows[0].Claim.Token, State: stores.OutboxPending, LastError: "503"},
 			{ID: tried[1], ClaimToken: claimed.Rows[1].Claim.Token, State: stores.OutboxPending, Delay: 10 * time.Minute, LastError: "503"},
 		}})
@@ -168,7 +168,7 @@ func runOperator[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TTx]) 
 			row("charge", "held-settled", t0, hold.Add(time.Second)),
 			row("email", "delayed", t0, t0.Add(3*time.Hour)), // a handler's AvailableAt: held too
 		)
-		res, err := o.SettleOutboxManyIfHeld(ctx, &stores.OutboxSettleHeldParams{Now: t0, Rows: []stores.OutboxHeldSettlement{
+		res, err := o.SettleOutboxIfClaimedOrHeld(ctx, &stores.OutboxSettleParams{Now: t0, Rows: []stores.OutboxSettlement{
 			{IdempotencyKey: "held-settled", HeldUntil: hold.Add(time.Second), State: stores.OutboxDone},
 		}})
 		require.NoError(t, err)
@@ -311,7 +311,7 @@ func runOperator[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TTx]) 
 		require.Equal(t, 1, r.Attempts)
 		require.Equal(t, `{"key":"charge:1"}`, string(r.Payload))
 		require.Equal(t, map[string]string{"h": "charge:1"}, r.Headers)
-		require.WithinDuration(t, t0.Add(-time.Hour), r.CreatedAt, time.Millisecond)
+		require.WithinDuration(t, t0.Add(-time.Hour), r.CreatedAt(), time.Millisecond)
 
 		_, err = o.FindOutbox(ctx, &stores.FindOutboxParams{Limit: -1, States: []stores.OutboxState{"gone"}})
 		require.ErrorContains(t, err, "Limit is -1")

@@ -27,7 +27,7 @@ import (
 // come back through redrive with attempts reset; pruning deletes only done
 // rows older than the cutoff; stats count the backlog and find its oldest
 // row; concurrent claimers never get the same row; bad params are refused;
-// and one SettleOutboxManyIfClaimed call records a claim's done, retried
+// and one SettleOutboxIfClaimedOrHeld call records a claim's done, retried
 // and dead rows behind each row's guard.
 func runOutbox[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TTx]) {
 	// t0 is the suite's clock: every call passes Now relative to it, so
@@ -95,28 +95,28 @@ func runOutbox[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TTx]) {
 		stale := claim(t, o, &stores.OutboxClaimParams{Lease: lease, Now: t0}).Rows[0].Claim
 		fresh := claim(t, o, &stores.OutboxClaimParams{Lease: lease, Now: t0.Add(2 * lease)}).Rows[0].Claim
 
-		res, err := o.MarkOutboxDoneIfClaimed(ctx, &stores.OutboxMarkDoneParams{ID: stale.ID, ClaimToken: stale.Token, Now: t0})
+		changed, err := settleOne(ctx, o, stores.OutboxSettlement{ID: stale.ID, ClaimToken: stale.Token, State: stores.OutboxDone}, t0)
 		require.NoError(t, err, "a lost claim is a result, not an error")
-		require.False(t, res.Changed)
-		res, err = o.RetryOutboxIfClaimed(ctx, &stores.OutboxRetryParams{ID: stale.ID, ClaimToken: stale.Token, LastError: "stale", Now: t0})
+		require.False(t, changed)
+		changed, err = settleOne(ctx, o, stores.OutboxSettlement{ID: stale.ID, ClaimToken: stale.Token, State: stores.OutboxPending, LastError: "stale"}, t0)
 		require.NoError(t, err)
-		require.False(t, res.Changed)
-		res, err = o.MarkOutboxDeadIfClaimed(ctx, &stores.OutboxMarkDeadParams{ID: stale.ID, ClaimToken: stale.Token, LastError: "stale"})
+		require.False(t, changed)
+		changed, err = settleOne(ctx, o, stores.OutboxSettlement{ID: stale.ID, ClaimToken: stale.Token, State: stores.OutboxDead, LastError: "stale"}, time.Time{})
 		require.NoError(t, err)
-		require.False(t, res.Changed)
+		require.False(t, changed)
 		r := listAll(t, o)[0]
 		require.Equal(t, []any{stores.OutboxClaimed, 2, ""}, []any{r.State, r.Attempts, r.LastError}, "the stale claim wrote nothing")
 
-		res, err = o.MarkOutboxDoneIfClaimed(ctx, &stores.OutboxMarkDoneParams{ID: fresh.ID, ClaimToken: fresh.Token, Now: t0.Add(2 * lease)})
+		changed, err = settleOne(ctx, o, stores.OutboxSettlement{ID: fresh.ID, ClaimToken: fresh.Token, State: stores.OutboxDone}, t0.Add(2*lease))
 		require.NoError(t, err)
-		require.True(t, res.Changed)
+		require.True(t, changed)
 		require.Equal(t, stores.OutboxDone, listAll(t, o)[0].State)
-		res, err = o.MarkOutboxDoneIfClaimed(ctx, &stores.OutboxMarkDoneParams{ID: fresh.ID, ClaimToken: fresh.Token})
+		changed, err = settleOne(ctx, o, stores.OutboxSettlement{ID: fresh.ID, ClaimToken: fresh.Token, State: stores.OutboxDone}, time.Time{})
 		require.NoError(t, err)
-		require.False(t, res.Changed, "done once; the token is spent")
+		require.False(t, changed, "done once; the token is spent")
 		require.Empty(t, claim(t, o, &stores.OutboxClaimParams{Lease: lease, Now: t0.Add(24 * time.Hour)}).Rows, "done rows are never claimed")
 
-		_, err = o.MarkOutboxDoneIfClaimed(ctx, &stores.OutboxMarkDoneParams{ID: fresh.ID})
+		_, err = settleOne(ctx, o, stores.OutboxSettlement{ID: fresh.ID, State: stores.OutboxDone}, time.Time{})
 		require.ErrorContains(t, err, "ClaimToken is empty")
 	})
 
@@ -125,11 +125,11 @@ func runOutbox[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TTx]) {
 		ctx := context.Background()
 		addRows(t, h, row("charge", "k1", t0, t0))
 		c := claim(t, o, &stores.OutboxClaimParams{Lease: lease, Now: t0}).Rows[0].Claim
-		res, err := o.RetryOutboxIfClaimed(ctx, &stores.OutboxRetryParams{
-			ID: c.ID, ClaimToken: c.Token, Delay: 10 * time.Second, LastError: "HTTP 503", Now: t0,
-		})
+		changed, err := settleOne(ctx, o, stores.OutboxSettlement{
+			ID: c.ID, ClaimToken: c.Token, State: stores.OutboxPending, Delay: 10 * time.Second, LastError: "HTTP 503",
+		}, t0)
 		require.NoError(t, err)
-		require.True(t, res.Changed)
+		require.True(t, changed)
 		r := listAll(t, o)[0]
 		require.Equal(t, []any{stores.OutboxPending, 1, "HTTP 503"}, []any{r.State, r.Attempts, r.LastError})
 		require.WithinDuration(t, t0.Add(10*time.Second), r.AvailableAt, time.Millisecond)
@@ -138,10 +138,10 @@ func runOutbox[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TTx]) {
 		require.Len(t, again.Rows, 1)
 		require.Equal(t, 2, again.Rows[0].Attempts)
 		require.Equal(t, "HTTP 503", again.Rows[0].LastError, "the last error travels with the row")
-		res, err = o.RetryOutboxIfClaimed(ctx, &stores.OutboxRetryParams{ID: c.ID, ClaimToken: c.Token, Now: t0})
+		changed, err = settleOne(ctx, o, stores.OutboxSettlement{ID: c.ID, ClaimToken: c.Token, State: stores.OutboxPending}, t0)
 		require.NoError(t, err)
-		require.False(t, res.Changed, "the first claim's token is spent")
-		_, err = o.RetryOutboxIfClaimed(ctx, &stores.OutboxRetryParams{ID: c.ID, ClaimToken: again.Rows[0].Claim.Token, Delay: -time.Second})
+		require.False(t, changed, "the first claim's token is spent")
+		_, err = settleOne(ctx, o, stores.OutboxSettlement{ID: c.ID, ClaimToken: again.Rows[0].Claim.Token, State: stores.OutboxPending, Delay: -time.Second}, time.Time{})
 		require.ErrorContains(t, err, "Delay")
 	})
 
@@ -150,9 +150,9 @@ func runOutbox[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TTx]) {
 		ctx := context.Background()
 		ids := addRows(t, h, row("charge", "k1", t0, t0), row("email.receipt", "k2", t0, t0), row("charge", "k3", t0, t0))
 		for _, r := range claim(t, o, &stores.OutboxClaimParams{Lease: lease, Now: t0}).Rows {
-			res, err := o.MarkOutboxDeadIfClaimed(ctx, &stores.OutboxMarkDeadParams{ID: r.ID, ClaimToken: r.Claim.Token, LastError: "HTTP 400: " + r.IdempotencyKey})
+			changed, err := settleOne(ctx, o, stores.OutboxSettlement{ID: r.ID, ClaimToken: r.Claim.Token, State: stores.OutboxDead, LastError: "HTTP 400: " + r.IdempotencyKey}, time.Time{})
 			require.NoError(t, err)
-			require.True(t, res.Changed)
+			require.True(t, changed)
 		}
 		require.Empty(t, claim(t, o, &stores.OutboxClaimParams{Lease: lease, Now: t0.Add(24 * time.Hour)}).Rows, "dead rows are never claimed")
 		dead, err := o.ListOutbox(ctx, &stores.OutboxListParams{State: stores.OutboxDead})
@@ -190,8 +190,7 @@ func runOutbox[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TTx]) {
 		claimed := claim(t, o, &stores.OutboxClaimParams{Limit: 3, Lease: lease, Now: t0}).Rows
 		markDone(t, o, claimed[0], t0.Add(-2*time.Hour))
 		markDone(t, o, claimed[1], t0)
-		_, err := o.MarkOutboxDeadIfClaimed(ctx, &stores.OutboxMarkDeadParams{ID: claimed[2].ID, ClaimToken: claimed[2].Claim.Token, LastError: "x"})
-		require.NoError(t, err)
+		markDead(t, o, claimed[2])
 
 		res, err := o.PruneOutboxIfDone(ctx, &stores.OutboxPruneParams{Before: t0.Add(-time.Hour)})
 		require.NoError(t, err)
@@ -225,9 +224,8 @@ func runOutbox[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TTx]) {
 		)
 		claimed := claim(t, o, &stores.OutboxClaimParams{Limit: 4, Lease: lease, Now: t0}).Rows
 		require.Len(t, claimed, 4)
-		markDone(t, o, claimed[3], t0)                                                                                                               // k4
-		_, err = o.MarkOutboxDeadIfClaimed(ctx, &stores.OutboxMarkDeadParams{ID: claimed[1].ID, ClaimToken: claimed[1].Claim.Token, LastError: "x"}) // k2
-		require.NoError(t, err)
+		markDone(t, o, claimed[3], t0) // k4
+		markDead(t, o, claimed[1])     // k2
 
 		st, err := o.OutboxStats(ctx, &stores.OutboxStatsParams{})
 		require.NoError(t, err)
@@ -325,18 +323,26 @@ func row(kind, k string, created, available time.Time) ackgap.OutboxEntry {
 
 var outboxEvents atomic.Int64
 
-// addRows inserts rows in one inbox transaction and returns their ids.
+// addRows inserts rows (distinct keys) in one inbox transaction, one
+// statement each, and returns their ids, read back by key.
 func addRows[TTx any](t *testing.T, h *Harness[TTx], rows ...ackgap.OutboxEntry) []int64 {
 	t.Helper()
 	ctx := context.Background()
 	res := begin(t, h, "storetest", fmt.Sprintf("outbox-%d-%d", time.Now().UnixNano(), outboxEvents.Add(1)), nil)
-	ids := make([]int64, 0, len(rows))
 	for i := range rows {
-		out, err := h.Store.InsertOutboxTx(ctx, res.Tx, &rows[i])
+		dup, err := insertOutbox(ctx, h.Store, res.Tx, rows[i])
 		require.NoError(t, err)
-		ids = append(ids, out.ID)
+		require.False(t, dup, "addRows takes new keys")
 	}
 	require.NoError(t, h.Store.CommitTx(ctx, res.Tx))
+	byKey := map[string]int64{}
+	for _, r := range listOutbox(t, h) {
+		byKey[r.IdempotencyKey] = r.ID
+	}
+	ids := make([]int64, 0, len(rows))
+	for _, r := range rows {
+		ids = append(ids, byKey[r.IdempotencyKey])
+	}
 	return ids
 }
 
@@ -355,11 +361,30 @@ func claimedIDs(res *stores.OutboxClaimResult) []int64 {
 	return ids
 }
 
-func markDone(t *testing.T, o stores.OutboxStore, r stores.ClaimedOutboxRow, at time.Time) {
+// settleOne records the outcome of one claimed row and returns whether
+// the store wrote it; now is the settle's Now.
+func settleOne(ctx context.Context, o stores.OutboxStore, s stores.OutboxSettlement, now time.Time) (bool, error) {
+	res, err := o.SettleOutboxIfClaimedOrHeld(ctx, &stores.OutboxSettleParams{Rows: []stores.OutboxSettlement{s}, Now: now})
+	if err != nil {
+		return false, err
+	}
+	return res.Changed[0], nil
+}
+
+// markDone settles r done at at; it must still be claimed.
+func markDone(t *testing.T, o stores.OutboxStore, r stores.OutboxRow, at time.Time) {
 	t.Helper()
-	res, err := o.MarkOutboxDoneIfClaimed(context.Background(), &stores.OutboxMarkDoneParams{ID: r.ID, ClaimToken: r.Claim.Token, Now: at})
+	changed, err := settleOne(context.Background(), o, stores.OutboxSettlement{ID: r.ID, ClaimToken: r.Claim.Token, State: stores.OutboxDone}, at)
 	require.NoError(t, err)
-	require.True(t, res.Changed)
+	require.True(t, changed)
+}
+
+// markDead settles r dead with last error "x"; it must still be claimed.
+func markDead(t *testing.T, o stores.OutboxStore, r stores.OutboxRow) {
+	t.Helper()
+	changed, err := settleOne(context.Background(), o, stores.OutboxSettlement{ID: r.ID, ClaimToken: r.Claim.Token, State: stores.OutboxDead, LastError: "x"}, time.Time{})
+	require.NoError(t, err)
+	require.True(t, changed)
 }
 
 func listAll(t *testing.T, o stores.OutboxStore) []stores.OutboxRow {

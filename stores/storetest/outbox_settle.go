@@ -10,7 +10,7 @@ import (
 	"github.com/ackgap/ackgap/stores"
 )
 
-// runOutboxSettleMany checks [stores.OutboxStore.SettleOutboxManyIfClaimed]:
+// runOutboxSettleMany checks [stores.OutboxStore.SettleOutboxIfClaimedOrHeld]:
 // one call records done, retry and dead rows of a claim,
 // each behind its own guard, and leaves a row whose claim was lost alone.
 func runOutboxSettleMany[TTx any](t *testing.T, setup func(t *testing.T) *Harness[TTx], t0 time.Time, lease time.Duration) {
@@ -28,7 +28,7 @@ func runOutboxSettleMany[TTx any](t *testing.T, setup func(t *testing.T) *Harnes
 		// Re-take k1..k3 under the fresh claim's token and settle them with
 		// it; settle k4 with the stale one.
 		now := t0.Add(2*lease + time.Second)
-		res, err := o.SettleOutboxManyIfClaimed(ctx, &stores.OutboxSettleManyParams{Now: now, Rows: []stores.OutboxSettlement{
+		res, err := o.SettleOutboxIfClaimedOrHeld(ctx, &stores.OutboxSettleParams{Now: now, Rows: []stores.OutboxSettlement{
 			{ID: ids[0], ClaimToken: fresh[0].Claim.Token, State: stores.OutboxDone},
 			{ID: ids[1], ClaimToken: fresh[1].Claim.Token, State: stores.OutboxPending, Delay: time.Hour, LastError: "503"},
 			{ID: ids[2], ClaimToken: fresh[2].Claim.Token, State: stores.OutboxDead, LastError: "400"},
@@ -48,7 +48,7 @@ func runOutboxSettleMany[TTx any](t *testing.T, setup func(t *testing.T) *Harnes
 		require.Equal(t, []any{stores.OutboxClaimed, 2}, []any{byID[ids[3]].State, byID[ids[3]].Attempts}, "the stale settle wrote nothing")
 
 		// The tokens are spent: settling again changes nothing.
-		res, err = o.SettleOutboxManyIfClaimed(ctx, &stores.OutboxSettleManyParams{Rows: []stores.OutboxSettlement{
+		res, err = o.SettleOutboxIfClaimedOrHeld(ctx, &stores.OutboxSettleParams{Rows: []stores.OutboxSettlement{
 			{ID: ids[0], ClaimToken: fresh[0].Claim.Token, State: stores.OutboxDead, LastError: "late"},
 		}})
 		require.NoError(t, err)
@@ -63,10 +63,10 @@ func runOutboxSettleMany[TTx any](t *testing.T, setup func(t *testing.T) *Harnes
 		require.NoError(t, err)
 		require.Equal(t, int64(1), pruned.Deleted, "the done row has done_at = Now")
 
-		empty, err := o.SettleOutboxManyIfClaimed(ctx, &stores.OutboxSettleManyParams{})
+		empty, err := o.SettleOutboxIfClaimedOrHeld(ctx, &stores.OutboxSettleParams{})
 		require.NoError(t, err)
 		require.Empty(t, empty.Changed)
-		_, err = o.SettleOutboxManyIfClaimed(ctx, &stores.OutboxSettleManyParams{Rows: []stores.OutboxSettlement{
+		_, err = o.SettleOutboxIfClaimedOrHeld(ctx, &stores.OutboxSettleParams{Rows: []stores.OutboxSettlement{
 			{ID: 1, State: "claimed", Delay: -time.Second}, {ID: 1, ClaimToken: "t", State: stores.OutboxDone},
 		}})
 		require.ErrorContains(t, err, "invalid outbox settle")
@@ -77,7 +77,7 @@ func runOutboxSettleMany[TTx any](t *testing.T, setup func(t *testing.T) *Harnes
 	})
 }
 
-// runOutboxSettleHeld checks [stores.OutboxStore.SettleOutboxManyIfHeld]:
+// runOutboxSettleHeld checks [stores.OutboxStore.SettleOutboxIfClaimedOrHeld]:
 // rows inserted held (pending, due at their hold's end) are not claimed
 // before it, one call records done, retry and dead by idempotency key with
 // attempts 1, and a row whose hold lapsed and that a relay claimed, or one
@@ -101,7 +101,7 @@ func runOutboxSettleHeld[TTx any](t *testing.T, setup func(t *testing.T) *Harnes
 		ids2 := addRows(t, h, row("charge", fresh+"1", t0, hold), row("charge", fresh+"2", t0, hold), row("charge", fresh+"3", t0, hold),
 			row("charge", fresh+"5", t0, hold))
 		now := t0.Add(time.Second)
-		res, err := o.SettleOutboxManyIfHeld(ctx, &stores.OutboxSettleHeldParams{Now: now, Rows: []stores.OutboxHeldSettlement{
+		res, err := o.SettleOutboxIfClaimedOrHeld(ctx, &stores.OutboxSettleParams{Now: now, Rows: []stores.OutboxSettlement{
 			{IdempotencyKey: fresh + "1", HeldUntil: hold, State: stores.OutboxDone},
 			{IdempotencyKey: fresh + "2", HeldUntil: hold, State: stores.OutboxPending, Delay: time.Hour, LastError: "503"},
 			{IdempotencyKey: fresh + "3", HeldUntil: hold, State: stores.OutboxDead, LastError: "400"},
@@ -126,16 +126,16 @@ func runOutboxSettleHeld[TTx any](t *testing.T, setup func(t *testing.T) *Harnes
 		require.Equal(t, []any{stores.OutboxPending, 0}, []any{byID[ids2[3]].State, byID[ids2[3]].Attempts}, "a hold that does not match writes nothing")
 
 		// Settled once: a second settle changes nothing.
-		res, err = o.SettleOutboxManyIfHeld(ctx, &stores.OutboxSettleHeldParams{Rows: []stores.OutboxHeldSettlement{
+		res, err = o.SettleOutboxIfClaimedOrHeld(ctx, &stores.OutboxSettleParams{Rows: []stores.OutboxSettlement{
 			{IdempotencyKey: fresh + "1", HeldUntil: hold, State: stores.OutboxDead, LastError: "late"},
 		}})
 		require.NoError(t, err)
 		require.Equal(t, []bool{false}, res.Changed)
 
-		empty, err := o.SettleOutboxManyIfHeld(ctx, &stores.OutboxSettleHeldParams{})
+		empty, err := o.SettleOutboxIfClaimedOrHeld(ctx, &stores.OutboxSettleParams{})
 		require.NoError(t, err)
 		require.Empty(t, empty.Changed)
-		_, err = o.SettleOutboxManyIfHeld(ctx, &stores.OutboxSettleHeldParams{Rows: []stores.OutboxHeldSettlement{
+		_, err = o.SettleOutboxIfClaimedOrHeld(ctx, &stores.OutboxSettleParams{Rows: []stores.OutboxSettlement{
 			{State: "claimed", Delay: -time.Second}, {IdempotencyKey: "k", HeldUntil: hold, State: stores.OutboxDone},
 			{IdempotencyKey: "k", HeldUntil: hold, State: stores.OutboxDone},
 		}})

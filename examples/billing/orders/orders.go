@@ -2,7 +2,7 @@
 // order.placed event, the handler that charges an order, the idempotency
 // keys of its outbox rows and the application's orders table. It is the one
 // place the handler is written: the demo (examples/billing), its
-// simulation (internal/billingsim) and the benchmarks all run this code.
+// simulation (examples/billing/billingsim) and the benchmarks all run this code.
 //
 // A handler that dedupes, applies a guarded change and records outbox rows:
 //

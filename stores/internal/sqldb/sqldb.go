@@ -34,7 +34,7 @@ func ScanRow(rows RowScanner, r *stores.OutboxRow, extra ...any) error {
 		return err
 	}
 	r.State = stores.OutboxState(state)
-	r.CreatedAt = time.UnixMicro(created)
+	r.Now = time.UnixMicro(created)
 	r.AvailableAt = time.UnixMicro(available)
 	if err := json.Unmarshal([]byte(headers), &r.Headers); err != nil {
 		return fmt.Errorf("outbox row %d: headers: %w", r.ID, err)

@@ -13,6 +13,7 @@ import (
 	"github.com/ackgap/ackgap/examples/billing/orders"
 	"github.com/ackgap/ackgap/outbox"
 	"github.com/ackgap/ackgap/stores"
+	"github.com/ackgap/ackgap/stores/pgxstore"
 	"github.com/ackgap/ackgap/telemetry"
 )
 
@@ -111,7 +112,7 @@ type relays struct {
 // both with the row's idempotency key, each call a client span of tel
 // linked to the consumer span that wrote the row. They run until stop.
 func startRelays(ctx context.Context, store stores.OutboxStore, n int, svc *services, lost *lostReplies, tel *telemetry.Telemetry) (*relays, error) {
-	_, woken := store.(stores.OutboxListener)
+	_, woken := store.(*pgxstore.Store) // LISTEN/NOTIFY; the other stores poll
 	rs := &relays{tally: &relayTally{outcomes: map[outbox.Outcome]int{}}, woken: woken, errs: make(chan error, n)}
 	effects := map[string]outbox.Effect{
 		orders.KindCharge:  tel.OutboxEffect("POST charges", trace.SpanKindClient, lost.wrap(outbox.HTTP(svc.client, svc.chargesURL))),

@@ -27,7 +27,7 @@ type pruner struct {
 // startPruner starts a pruner on store with retention's defaults (a 4-day
 // redelivery window, SQS's default MessageRetentionPeriod, and a 15-day
 // retention). It runs until stop.
-func startPruner(ctx context.Context, store stores.InboxPruner) (*pruner, error) {
+func startPruner(ctx context.Context, store stores.Operator) (*pruner, error) {
 	pr := &pruner{done: make(chan error, 1)}
 	p, err := retention.New(store, &retention.Config{
 		OnPrune: func(deleted int64, err error) {

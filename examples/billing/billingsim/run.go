@@ -47,7 +47,7 @@ func run[TTx any](ctx context.Context, b *backend[TTx], o Options) (s *Summary, 
 	if err != nil {
 		return nil, err
 	}
-	if _, err := b.store.Migrate(ctx, &stores.MigrateParams{}); err != nil {
+	if _, err := b.outbox.Migrate(ctx, &stores.MigrateParams{}); err != nil {
 		return nil, fmt.Errorf("migrate: %w", err)
 	}
 	if err := createOrders(ctx, b.db, p.events); err != nil {
@@ -99,7 +99,7 @@ func run[TTx any](ctx context.Context, b *backend[TTx], o Options) (s *Summary, 
 	// The inbox is kept bounded as in a service: a pruner beside the
 	// relays (README "Keep the inbox bounded"). Its first round runs at
 	// once and finds no row older than the retention in a fresh demo.
-	pr, err := startPruner(ctx, b.store)
+	pr, err := startPruner(ctx, b.outbox)
 	if err != nil {
 		return nil, err
 	}
@@ -284,7 +284,7 @@ func run[TTx any](ctx context.Context, b *backend[TTx], o Options) (s *Summary, 
 	if err != nil {
 		return nil, err
 	}
-	outbox, err := countOutbox(ctx, b.store, p.events)
+	outbox, err := countOutbox(ctx, b.outbox, p.events)
 	if err != nil {
 		return nil, err
 	}

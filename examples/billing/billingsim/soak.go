@@ -271,7 +271,7 @@ func Soak(ctx context.Context, cfg SoakConfig) (rep *SoakReport, err error) {
 			err = errors.Join(err, fmt.Errorf("close postgres: %w", cerr))
 		}
 	}()
-	if _, err := b.store.Migrate(ctx, &stores.MigrateParams{}); err != nil {
+	if _, err := b.outbox.Migrate(ctx, &stores.MigrateParams{}); err != nil {
 		return nil, fmt.Errorf("migrate: %w", err)
 	}
 	if err := createOrders(ctx, b.db, nil); err != nil {
@@ -437,7 +437,7 @@ loop:
 	if rep.InboxRows, err = b.db.queryInt(ctx, `SELECT count(*) FROM ackgap_inbox`); err != nil {
 		return nil, fmt.Errorf("count inbox rows: %w", err)
 	}
-	ob, err := countOutbox(ctx, b.store, sent)
+	ob, err := countOutbox(ctx, b.outbox, sent)
 	if err != nil {
 		return nil, err
 	}

@@ -122,8 +122,9 @@ type backend[TTx any] struct {
 	// empty on SQLite.
 	schema string
 	store  stores.Store[TTx]
-	// outbox is the same store, as the relays use it.
-	outbox stores.OutboxStore
+	// outbox is the same store, as the relays and operators use it
+	// (migrations, pruning, stats).
+	outbox stores.Operator
 	db     appDB
 	// close releases the database and, unless kept, deletes the demo's
 	// data.

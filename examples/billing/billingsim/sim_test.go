@@ -498,7 +498,7 @@ func TestHandlerEdgesPostgres(t *testing.T) {
 
 func handlerEdges[TTx any](t *testing.T, b *backend[TTx]) {
 	ctx := context.Background()
-	_, err := b.store.Migrate(ctx, &stores.MigrateParams{})
+	_, err := b.outbox.Migrate(ctx, &stores.MigrateParams{})
 	require.NoError(t, err)
 	charged := event{body: orders.OrderPlaced{OrderID: "ord-charged", AmountCents: 100, Email: "a@example.com"}}
 	require.NoError(t, createOrders(ctx, b.db, []event{charged}))
@@ -551,7 +551,7 @@ func handlerEdges[TTx any](t *testing.T, b *backend[TTx]) {
 	mu.Lock()
 	require.Equal(t, []string{ackgap.ReasonTransitionRefused, ackgap.ReasonBadPayload, ackgap.ReasonBadPayload}, deadReasons)
 	mu.Unlock()
-	outbox, err := b.store.ListOutbox(ctx, &stores.OutboxListParams{})
+	outbox, err := b.outbox.ListOutbox(ctx, &stores.OutboxListParams{})
 	require.NoError(t, err)
 	require.Empty(t, outbox.Rows, "neither a refused nor an already-applied transition writes outbox rows")
 	twice, err := b.db.queryInt(ctx, `SELECT count(*) FROM orders WHERE version > 1`)
@@ -562,7 +562,7 @@ func handlerEdges[TTx any](t *testing.T, b *backend[TTx]) {
 	// once its order exists the same event id applies.
 	require.NoError(t, insertPendingOrder(ctx, b.db, "ord-missing"))
 	send(orders.EventID("ord-missing"), missing)
-	outbox, err = b.store.ListOutbox(ctx, &stores.OutboxListParams{})
+	outbox, err = b.outbox.ListOutbox(ctx, &stores.OutboxListParams{})
 	require.NoError(t, err)
 	require.Len(t, outbox.Rows, 2)
 	require.Equal(t, orders.ChargeKey("ord-missing"), outbox.Rows[0].IdempotencyKey)

@@ -95,7 +95,7 @@ type outboxCounts struct {
 
 // countOutbox reads every outbox row through the store contract
 // (ListOutbox) and checks them per order.
-func countOutbox(ctx context.Context, lister stores.OutboxLister, evs []event) (outboxCounts, error) {
+func countOutbox(ctx context.Context, lister stores.OutboxStore, evs []event) (outboxCounts, error) {
 	res, err := lister.ListOutbox(ctx, &stores.OutboxListParams{Limit: 2*len(evs) + 100})
 	if err != nil {
 		return outboxCounts{}, fmt.Errorf("list outbox: %w", err)
