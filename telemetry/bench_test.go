@@ -34,7 +34,7 @@ func (memStore) BeginInboxDeferred(context.Context, *stores.BeginInboxParams) (*
 func (memStore) InboxVerdictTx(_ context.Context, tx memTx) (*stores.BeginInboxResult[memTx], error) {
 	return &stores.BeginInboxResult[memTx]{Tx: tx}, nil
 }
-func (memStore) ClassifyError(err error) error { return err }
+func (memStore) ClassifyError(err error) error           { return err }
 func (memStore) CommitTx(context.Context, memTx) error   { return nil }
 func (memStore) RollbackTx(context.Context, memTx) error { return nil }
 
