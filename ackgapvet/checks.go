@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"go/ast"
 	"go/constant"
+	"go/token"
 	"go/types"
 	"regexp"
 	"slices"
@@ -501,10 +502,11 @@ given up and is redelivered. The message's context is the handler's ctx
 parameter, Sarama's sess.Context() in ConsumeClaim, or a Watermill handler's
 msg.Context(). Fix: use the handler's context (suggested fix).`,
 	func(pass *analysis.Pass, c *Consumers, r *reporter) {
+		inert := inertContexts(pass)
 		walk(pass, c, callNode, func(n ast.Node, s *site) {
 			call := n.(*ast.CallExpr)
 			fn := callee(pass.TypesInfo, call)
-			if s.Root == nil || fn == nil || funcPath(fn) != "context" || (fn.Name() != "Background" && fn.Name() != "TODO") {
+			if s.Root == nil || fn == nil || funcPath(fn) != "context" || (fn.Name() != "Background" && fn.Name() != "TODO") || inert[call] {
 				return
 			}
 			ctx := s.Ctx
@@ -527,6 +529,37 @@ msg.Context(). Fix: use the handler's context (suggested fix).`,
 				replaceFix("use "+ctx, call, ctx))
 		})
 	})
+
+// inertContexts finds the context.Background() and TODO() calls of the
+// package that carry no work: an operand of == or != (values ==
+// context.Background()), or the context an OpenTelemetry propagator
+// extracts a remote span context into (Extract(context.Background(),
+// carrier), read for its SpanContext only).
+func inertContexts(pass *analysis.Pass) map[*ast.CallExpr]bool {
+	out := map[*ast.CallExpr]bool{}
+	mark := func(e ast.Expr) {
+		if call, ok := ast.Unparen(e).(*ast.CallExpr); ok {
+			out[call] = true
+		}
+	}
+	for _, f := range pass.Files {
+		ast.Inspect(f, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.BinaryExpr:
+				if n.Op == token.EQL || n.Op == token.NEQ {
+					mark(n.X)
+					mark(n.Y)
+				}
+			case *ast.CallExpr:
+				if fn := callee(pass.TypesInfo, n); fn != nil && strings.HasPrefix(funcPath(fn), "go.opentelemetry.io/otel") && fn.Name() == "Extract" && len(n.Args) > 0 {
+					mark(n.Args[0])
+				}
+			}
+			return true
+		})
+	}
+	return out
+}
 
 // watermillMsgParam is the name of fn's *message.Message parameter (a
 // Watermill handler or middleware's handler), "" when it has none.
