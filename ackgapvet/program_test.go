@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -15,6 +16,32 @@ import (
 // stubs (replace directives).
 func programEnv() []string {
 	return append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod", "GOPROXY=off")
+}
+
+// programRuns caches the two runs of testdata/program (whole-program and
+// per-package) that most tests read: each run loads and type-checks the
+// program and builds its SSA, seconds each under -race.
+var programRuns struct {
+	sync.Mutex
+	whole, per *Report
+}
+
+// programReport returns the report of testdata/program, whole-program or
+// per package, running it once per test binary. Callers must not change it.
+func programReport(t *testing.T, perPackage bool) *Report {
+	t.Helper()
+	programRuns.Lock()
+	defer programRuns.Unlock()
+	slot := &programRuns.whole
+	if perPackage {
+		slot = &programRuns.per
+	}
+	if *slot == nil {
+		rep, err := Run(&RunConfig{Dir: filepath.Join("testdata", "program"), Env: programEnv(), PerPackage: perPackage})
+		require.NoError(t, err)
+		*slot = rep
+	}
+	return *slot
 }
 
 // findingsIn returns the findings of check in file (slash path relative to
@@ -37,9 +64,7 @@ func findingsIn(rep *Report, file, check string) []Finding {
 // receive loop handing messages to a worker pool that calls a store through
 // an interface, and a go-queue kq handler given to kq.MustNewQueue by main.
 func TestWholeProgramPathKinds(t *testing.T) {
-	dir := filepath.Join("testdata", "program")
-	rep, err := Run(&RunConfig{Dir: dir, Env: programEnv()})
-	require.NoError(t, err)
+	rep := programReport(t, false)
 	require.Empty(t, rep.Skipped)
 
 	cases := []struct {
@@ -68,8 +93,7 @@ func TestWholeProgramPathKinds(t *testing.T) {
 		require.Contains(t, strings.Join(paths, "\n"), c.path, "%s: the finding names the path", c.kind)
 	}
 
-	per, err := Run(&RunConfig{Dir: dir, Env: programEnv(), PerPackage: true})
-	require.NoError(t, err)
+	per := programReport(t, true)
 	for _, c := range cases {
 		if c.kind == "other package" || c.kind == "goroutine" {
 			// orders.Handle and Service.AsyncHandler have a Watermill
@@ -93,8 +117,7 @@ func TestWholeProgramPathKinds(t *testing.T) {
 // method wrapper in SSA) and a closure whose parameter names differ from
 // the parameter type's.
 func TestFunctionValuesByShape(t *testing.T) {
-	rep, err := Run(&RunConfig{Dir: filepath.Join("testdata", "program"), Env: programEnv()})
-	require.NoError(t, err)
+	rep := programReport(t, false)
 	var lines []int
 	for _, f := range findingsIn(rep, "methval/methval.go", "effect") {
 		lines = append(lines, f.Line)
@@ -106,8 +129,7 @@ func TestFunctionValuesByShape(t *testing.T) {
 // TestChannelsByField: a send on one struct field's channel does not reach
 // the worker that receives from another field of the same element type.
 func TestChannelsByField(t *testing.T) {
-	rep, err := Run(&RunConfig{Dir: filepath.Join("testdata", "program"), Env: programEnv()})
-	require.NoError(t, err)
+	rep := programReport(t, false)
 	require.Empty(t, findingsIn(rep, "twochans/twochans.go", "effect"), "Audit sends on audit; Pay reads payouts")
 	n := 0
 	for _, c := range rep.Consumers {
@@ -124,8 +146,7 @@ func TestChannelsByField(t *testing.T) {
 // writes a row and then publishes does (a dual write). The map lists both
 // publishes.
 func TestForwardsNotEffects(t *testing.T) {
-	rep, err := Run(&RunConfig{Dir: filepath.Join("testdata", "program"), Env: programEnv()})
-	require.NoError(t, err)
+	rep := programReport(t, false)
 	var lines []int
 	for _, f := range findingsIn(rep, "fanout/fanout.go", "effect") {
 		lines = append(lines, f.Line)
@@ -139,8 +160,7 @@ func TestForwardsNotEffects(t *testing.T) {
 		}
 	}
 	require.Equal(t, 1, split, "%+v", rep.Consumers)
-	per, err := Run(&RunConfig{Dir: filepath.Join("testdata", "program"), Env: programEnv(), PerPackage: true})
-	require.NoError(t, err)
+	per := programReport(t, true)
 	require.Empty(t, per.Consumers)
 }
 
@@ -148,8 +168,7 @@ func TestForwardsNotEffects(t *testing.T) {
 // the path to each, and whether an effect comes after the ack or runs in
 // another goroutine.
 func TestConsumerMap(t *testing.T) {
-	rep, err := Run(&RunConfig{Dir: filepath.Join("testdata", "program"), Env: programEnv()})
-	require.NoError(t, err)
+	rep := programReport(t, false)
 	byName := map[string]Consumer{}
 	for _, c := range rep.Consumers {
 		byName[c.Name] = c
