@@ -179,6 +179,14 @@ func (bc *BatchConsumer) Run(ctx context.Context) error {
 	bc.started = true
 	bc.mu.Unlock()
 	defer close(bc.done)
+	// Stopped before it started: no receive is begun, so none is waited for.
+	select {
+	case <-bc.closing:
+		return nil
+	case <-ctx.Done():
+		return nil
+	default:
+	}
 
 	stop := make(chan struct{})
 	// Receives are not cancelled by the stop, nor by ctx: SQS may answer a
@@ -281,6 +289,9 @@ func (bc *BatchConsumer) poll(pollCtx context.Context, stop <-chan struct{}, bat
 	for {
 		select {
 		case <-stop:
+			return
+		case <-bc.closing:
+			// Run has seen or is about to see the stop; no new long poll.
 			return
 		default:
 		}
