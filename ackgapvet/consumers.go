@@ -146,6 +146,16 @@ func (c *Consumers) checkedInside(fn *types.Func) bool {
 	return ok && v.(*programReach).funcs[fn.Origin()]
 }
 
+// ackerOf returns, in the whole-program mode, the function that acks the
+// message when fn (a FuncDecl or FuncLit of this package, not an entry
+// point) returns a nil error; "" if none is known.
+func (c *Consumers) ackerOf(fn ast.Node) string {
+	if c.program == nil || c.program.nodes[fn] == nil {
+		return ""
+	}
+	return c.program.nodes[fn].acker
+}
+
 // PathOf returns, in the whole-program mode, the chain of functions from
 // the entry point to fn (a FuncDecl or FuncLit of this package), the entry
 // point first; nil in the per-package mode or off consumer paths.

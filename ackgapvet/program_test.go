@@ -273,3 +273,19 @@ func TestWriteJSONKeepsConsumers(t *testing.T) {
 	require.Contains(t, b.String(), `"findings": []`)
 	require.Contains(t, b.String(), `"name": "Poll"`)
 }
+
+// TestNilAckBelowTheLoop: a failed write turned into `return nil` two
+// calls below a kafka-go loop that commits on its processor's nil result
+// is reported (the processor is a closure bound through a parameter); a
+// failure that is returned, a `return nil` that follows no failed work and
+// a goroutine's `return` are not. The per-package mode knows no caller and
+// reports nothing there.
+func TestNilAckBelowTheLoop(t *testing.T) {
+	var lines []int
+	for _, f := range findingsIn(programReport(t, false), "swallow/swallow.go", "errack") {
+		lines = append(lines, f.Line)
+		require.Contains(t, f.Message, "swallow.Consume acks the message", "%+v", f)
+	}
+	require.Equal(t, []int{47}, lines, "online's return nil after register fails, and nothing else")
+	require.Empty(t, findingsIn(programReport(t, true), "swallow/swallow.go", "errack"))
+}

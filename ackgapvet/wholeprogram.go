@@ -39,6 +39,9 @@ type reached struct {
 	// path is the chain of function names from the entry point to this
 	// function, the entry point first.
 	path []string
+	// acker names the function that acks the message when this one, not
+	// the entry point, returns a nil error ("" if none): see nilAcks.
+	acker string
 }
 
 // programReach is the whole-program result for one package: its functions
@@ -797,6 +800,7 @@ func (rw *rootWalk) path(fn *ssa.Function) []string {
 func (w *wholeProgram) publish() (done func()) {
 	byPkg := map[*types.Package]*programReach{}
 	for _, rw := range w.walks {
+		acks := w.nilAcks(rw)
 		for _, fn := range rw.order {
 			if !w.inApp(fn) {
 				continue
@@ -819,6 +823,9 @@ func (w *wholeProgram) publish() (done func()) {
 			}
 			if pr.nodes[node] == nil {
 				pr.nodes[node] = &reached{root: rw.root, path: rw.path(fn)}
+				if fn != rw.entry {
+					pr.nodes[node].acker = acks[fn]
+				}
 			}
 			if obj, ok := src.Object().(*types.Func); ok {
 				pr.funcs[obj] = true

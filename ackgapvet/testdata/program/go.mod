@@ -5,6 +5,7 @@ go 1.26
 require (
 	github.com/ThreeDotsLabs/watermill v1.5.2
 	github.com/aws/aws-sdk-go-v2 v1.0.0
+	github.com/segmentio/kafka-go v0.4.0
 	github.com/zeromicro/go-queue v1.0.0
 )
 
@@ -13,3 +14,5 @@ replace github.com/ThreeDotsLabs/watermill => ../src/github.com/ThreeDotsLabs/wa
 replace github.com/aws/aws-sdk-go-v2 => ../src/github.com/aws/aws-sdk-go-v2
 
 replace github.com/zeromicro/go-queue => ../src/github.com/zeromicro/go-queue
+
+replace github.com/segmentio/kafka-go => ../src/github.com/segmentio/kafka-go

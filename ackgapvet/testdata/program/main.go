@@ -9,6 +9,7 @@ import (
 
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/segmentio/kafka-go"
 	"github.com/zeromicro/go-queue/kq"
 
 	"example.com/program/bridge"
@@ -21,6 +22,7 @@ import (
 	"example.com/program/notify"
 	"example.com/program/orders"
 	"example.com/program/poller"
+	"example.com/program/swallow"
 	"example.com/program/twochans"
 )
 
@@ -50,5 +52,6 @@ func main() {
 	st := &methval.Store{C: c}
 	go methval.Run(context.Background(), &sqs.Client{}, st.Save)
 	go methval.RunWork(context.Background(), &sqs.Client{}, methval.Notifier(c))
+	go swallow.Consume(context.Background(), kafka.NewReader(kafka.ReaderConfig{}), swallow.MakeProcess(nil))
 	poller.Poll(context.Background(), &sqs.Client{}, "https://sqs.example/q", &ledger.Ledger{C: c})
 }

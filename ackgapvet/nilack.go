@@ -1,0 +1,215 @@
+package ackgapvet
+
+import (
+	"go/ast"
+	"go/token"
+	"go/types"
+
+	"golang.org/x/tools/go/ssa"
+)
+
+// Acks on a nil result, below the entry point (whole-program mode).
+//
+// errack reports a `return nil` on a failed write as an ack only where the
+// nil is the ack: the entry function of a framework that acks on a nil
+// return. A receive loop that commits when its processing function
+// returns nil acks on that function's nil as well, and so on down every
+// call whose error the caller returns: a callee three calls below the
+// loop that logs a failed write and returns nil loses the message just
+// the same (field trial, wave 4: cloud-connector H2, H3).
+
+// nilAcks returns, for the functions rw reaches, the name of the function
+// that acks their message when they return a nil error: fn is in the map
+// when its caller acks right after the call unless its error is non-nil
+// (`if err := fn(m); err != nil { return }` then the commit), or when its
+// caller is itself in the map (or an entry point that acks on a nil
+// return) and returns fn's error. Functions reached through a go
+// statement or a channel are not: their result is nobody's.
+func (w *wholeProgram) nilAcks(rw *rootWalk) map[*ssa.Function]string {
+	out := map[*ssa.Function]string{}
+	if returnAcks(rw.root.Kind) {
+		out[rw.entry] = rw.root.Name
+	}
+	for _, fn := range rw.order {
+		if fn == rw.entry || rw.async[fn] || !w.inApp(fn) || fn.Synthetic != "" {
+			continue
+		}
+		// Through a bound-method wrapper, the call site is the wrapper's.
+		p, pos := rw.parent[fn], rw.via[fn]
+		for p != nil && p.Synthetic != "" {
+			p, pos = rw.parent[p], rw.via[p]
+		}
+		if p == nil || !w.inApp(p) || p.Pkg == nil {
+			continue
+		}
+		body := funcBody(p.Syntax())
+		pkg := w.info[p.Pkg.Pkg]
+		if body == nil || pkg == nil || pkg.TypesInfo == nil {
+			continue
+		}
+		stack := callStack(body, pos)
+		if stack == nil {
+			continue
+		}
+		if acker, ok := out[p]; ok && returnsCallError(pkg.TypesInfo, stack) {
+			out[fn] = acker
+			continue
+		}
+		if gatesAck(pkg.TypesInfo, stack) {
+			out[fn] = shortName(p)
+		}
+	}
+	return out
+}
+
+// callStack returns the nodes from body down to the call whose left
+// parenthesis is at pos (an SSA call's position), the call last; nil if
+// there is none outside nested function literals.
+func callStack(body *ast.BlockStmt, pos token.Pos) []ast.Node {
+	var stack, found []ast.Node
+	ast.Inspect(body, func(n ast.Node) bool {
+		if found != nil {
+			return false
+		}
+		if n == nil {
+			stack = stack[:len(stack)-1]
+			return false
+		}
+		if _, ok := n.(*ast.FuncLit); ok {
+			return false
+		}
+		stack = append(stack, n)
+		if c, ok := n.(*ast.CallExpr); ok && c.Lparen == pos {
+			found = append([]ast.Node(nil), stack...)
+		}
+		return true
+	})
+	return found
+}
+
+// errCheck finds, for the call at the end of stack, the check of its error:
+// `if err := call; err != nil {...}` or `err := call` followed by `if err
+// != nil {...}` (also `== nil`). It returns the if statement, whether the
+// condition is `!= nil`, and the statements after the if in its block.
+func errCheck(info *types.Info, stack []ast.Node) (*ast.IfStmt, bool, []ast.Stmt) {
+	call := stack[len(stack)-1].(*ast.CallExpr)
+	if len(stack) < 3 {
+		return nil, false, nil
+	}
+	as, ok := stack[len(stack)-2].(*ast.AssignStmt)
+	if !ok || len(as.Rhs) != 1 || ast.Unparen(as.Rhs[0]) != call {
+		return nil, false, nil
+	}
+	errVar := errorLHS(info, as)
+	if errVar == nil {
+		return nil, false, nil
+	}
+	var ifs *ast.IfStmt
+	var rest []ast.Stmt
+	if s, ok := stack[len(stack)-3].(*ast.IfStmt); ok && s.Init == as {
+		ifs = s
+		rest = following(stack[:len(stack)-3], s)
+	} else {
+		next := following(stack[:len(stack)-2], as)
+		if len(next) == 0 {
+			return nil, false, nil
+		}
+		s, ok := next[0].(*ast.IfStmt)
+		if !ok || s.Init != nil {
+			return nil, false, nil
+		}
+		ifs, rest = s, next[1:]
+	}
+	be, ok := ast.Unparen(ifs.Cond).(*ast.BinaryExpr)
+	if !ok || (be.Op != token.NEQ && be.Op != token.EQL) {
+		return nil, false, nil
+	}
+	id, ok := ast.Unparen(be.X).(*ast.Ident)
+	if !ok || info.ObjectOf(id) != errVar {
+		return nil, false, nil
+	}
+	if nilID, ok := ast.Unparen(be.Y).(*ast.Ident); !ok || nilID.Name != "nil" {
+		return nil, false, nil
+	}
+	return ifs, be.Op == token.NEQ, rest
+}
+
+// errorLHS returns the variable an assignment gives the call's last
+// result to when that result is an error, or nil.
+func errorLHS(info *types.Info, as *ast.AssignStmt) types.Object {
+	if len(as.Lhs) == 0 {
+		return nil
+	}
+	id, ok := ast.Unparen(as.Lhs[len(as.Lhs)-1]).(*ast.Ident)
+	if !ok || id.Name == "_" {
+		return nil
+	}
+	obj := info.ObjectOf(id)
+	if obj == nil || !types.Identical(obj.Type(), types.Universe.Lookup("error").Type()) {
+		return nil
+	}
+	return obj
+}
+
+// following returns the statements after st in the block that holds it,
+// the innermost block of stack (the nodes above st).
+func following(stack []ast.Node, st ast.Stmt) []ast.Stmt {
+	if len(stack) == 0 {
+		return nil
+	}
+	block, ok := stack[len(stack)-1].(*ast.BlockStmt)
+	if !ok {
+		return nil
+	}
+	for i, s := range block.List {
+		if s == st {
+			return block.List[i+1:]
+		}
+	}
+	return nil
+}
+
+// returnsCallError reports whether the function returns the error of the
+// call at the end of stack: `return call(...)`, or a check of its error
+// whose branch returns an error (the error itself or a wrapped one).
+func returnsCallError(info *types.Info, stack []ast.Node) bool {
+	call := stack[len(stack)-1]
+	if len(stack) >= 2 {
+		if ret, ok := stack[len(stack)-2].(*ast.ReturnStmt); ok && len(ret.Results) > 0 && ast.Unparen(ret.Results[len(ret.Results)-1]) == call {
+			return true
+		}
+	}
+	ifs, neq, _ := errCheck(info, stack)
+	return ifs != nil && neq && returnsError(info, ifs.Body)
+}
+
+// gatesAck reports whether the call at the end of stack decides an ack:
+// its error is checked, the failing branch leaves without acking, and the
+// statements after the check (or, for `err == nil`, the branch) ack.
+func gatesAck(info *types.Info, stack []ast.Node) bool {
+	ifs, neq, rest := errCheck(info, stack)
+	if ifs == nil {
+		return false
+	}
+	if !neq {
+		return acksIn(info, ifs.Body.List)
+	}
+	return terminates(ifs.Body) && !acksIn(info, ifs.Body.List) && acksIn(info, rest)
+}
+
+// acksIn reports whether any of stmts (outside function literals) acks.
+func acksIn(info *types.Info, stmts []ast.Stmt) bool {
+	found := false
+	for _, st := range stmts {
+		ast.Inspect(st, func(n ast.Node) bool {
+			if _, ok := n.(*ast.FuncLit); ok || found {
+				return false
+			}
+			if c, ok := n.(*ast.CallExpr); ok && ackOf(info, c) != "" {
+				found = true
+			}
+			return !found
+		})
+	}
+	return found
+}

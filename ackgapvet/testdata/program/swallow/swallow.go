@@ -1,0 +1,87 @@
+// Package swallow: failed writes turned into a nil return below a kafka-go
+// loop that commits when its processing function returns nil (field trial
+// wave 4, cloud-connector H2 and H3).
+package swallow
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"log"
+
+	"github.com/segmentio/kafka-go"
+)
+
+// Consume commits a message when process returns nil and stops, without
+// committing, when it fails.
+func Consume(ctx context.Context, r *kafka.Reader, process func(*kafka.Message) error) {
+	for {
+		m, err := r.FetchMessage(ctx)
+		if err != nil {
+			return
+		}
+		if err := process(&m); err != nil {
+			return // stop without committing
+		}
+		r.CommitMessages(ctx, m)
+	}
+}
+
+// FatalError is an error the processor wants to stop on.
+type FatalError struct{ Err error }
+
+func (e *FatalError) Error() string { return e.Err.Error() }
+
+func register(ctx context.Context, db *sql.DB, key string) error {
+	_, err := db.ExecContext(ctx, "INSERT INTO connections (client_id) VALUES ($1) ON CONFLICT (client_id) DO NOTHING", key)
+	return err
+}
+
+func online(ctx context.Context, db *sql.DB, key string) error {
+	if err := register(ctx, db, key); err != nil {
+		var fatal *FatalError
+		if errors.As(err, &fatal) {
+			return err
+		}
+		log.Println(err)
+		return nil // want: the loop commits a failed registration
+	}
+	return nil
+}
+
+func dispatch(ctx context.Context, db *sql.DB, m *kafka.Message) error {
+	return online(ctx, db, string(m.Value))
+}
+
+// MakeProcess returns the loop's processor: a closure whose parameter is
+// named, the loop's parameter type not.
+func MakeProcess(db *sql.DB) func(msg *kafka.Message) error {
+	return func(msg *kafka.Message) error {
+		if len(msg.Value) == 0 {
+			return nil // nothing to do: not a failed write
+		}
+		if err := dispatch(context.Background(), db, msg); err != nil {
+			return err
+		}
+		return audit(db, msg)
+	}
+}
+
+// audit's failure is returned: the loop stops without committing.
+func audit(db *sql.DB, m *kafka.Message) error {
+	if _, err := db.Exec("INSERT INTO audit (v) VALUES ($1)", m.Value); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Background's writes run in a goroutine: its result is nobody's, and its
+// nil is not an ack.
+func Background(db *sql.DB, m *kafka.Message) {
+	go func() {
+		if _, err := db.Exec("INSERT INTO seen (v) VALUES ($1)", m.Value); err != nil {
+			log.Println(err)
+			return
+		}
+	}()
+}
