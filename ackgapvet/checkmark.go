@@ -187,3 +187,143 @@ func isBeginTx(info *types.Info, call *ast.CallExpr) bool {
 	t := sig.Results().At(0).Type()
 	return isTxType(t) || isNamedTx(t)
 }
+
+// markBeforeWork reports, in a function on a consumer path, a dedupe marker
+// written before the effect it guards: the function skips a message it
+// finds already recorded (a branch that returns without an error, or
+// continues, on a value read from the database or on a call named like a
+// seen-check), then writes the record, then makes an external effect. A
+// crash or a failed effect after the write makes the redelivery find its
+// own record and skip the message: the effect is never made (field trial,
+// wave 4: cloud-connector H1). A write inside a transaction begun in the
+// function is not reported.
+func markBeforeWork(pass *analysis.Pass, c *Consumers, r *reporter) {
+	info := pass.TypesInfo
+	for node, root := range c.reach {
+		body := funcBody(node)
+		if body == nil || root.Kind == KindAckgap || txParam(info, funcType(node)) != "" {
+			continue
+		}
+		read := map[types.Object]bool{}
+		var skip *ast.IfStmt
+		var mark *ast.CallExpr
+		markDesc := ""
+		stop := false
+		ast.Inspect(body, func(m ast.Node) bool {
+			if _, ok := m.(*ast.FuncLit); ok || stop {
+				return false
+			}
+			switch m := m.(type) {
+			case *ast.AssignStmt:
+				if skip == nil && len(m.Rhs) == 1 {
+					if call, ok := ast.Unparen(m.Rhs[0]).(*ast.CallExpr); ok && seenRead(info, call) {
+						for _, l := range m.Lhs {
+							// Not the error: a branch on it is error handling.
+							if id, ok := l.(*ast.Ident); ok && info.ObjectOf(id) != nil && !isErrorType(info.ObjectOf(id).Type()) {
+								read[info.ObjectOf(id)] = true
+							}
+						}
+					}
+				}
+			case *ast.IfStmt:
+				if skip == nil && skipsSeen(info, m, read) {
+					skip = m
+					return false // the skip branch itself
+				}
+			case *ast.CallExpr:
+				if isBeginTx(info, m) {
+					stop = true
+					return false
+				}
+				if skip == nil {
+					if calledName(m) == "Scan" {
+						// QueryRow(...).Scan(&v): v holds what was read.
+						if sel, ok := m.Fun.(*ast.SelectorExpr); ok {
+							if inner, ok := ast.Unparen(sel.X).(*ast.CallExpr); ok && seenRead(info, inner) {
+								for _, a := range m.Args {
+									if u, ok := a.(*ast.UnaryExpr); ok {
+										if id, ok := u.X.(*ast.Ident); ok && info.ObjectOf(id) != nil {
+											read[info.ObjectOf(id)] = true
+										}
+									}
+								}
+							}
+						}
+					}
+					return true
+				}
+				if mark == nil {
+					if d := dbWriteOf(info, m); d != "" {
+						mark, markDesc = m, d
+					} else if cf := callee(info, m); cf != nil {
+						if sum := c.Summary(cf); sum != nil && sum.Write != "" && sum.Effect == "" {
+							mark, markDesc = m, viaDesc(cf, sum.Write)
+						}
+					}
+					return mark == nil
+				}
+				d := effectOf(info, m)
+				if d == "" {
+					if cf := callee(info, m); cf != nil {
+						if sum := c.Summary(cf); sum != nil && sum.Effect != "" {
+							d = viaDesc(cf, sum.Effect)
+						}
+					}
+				}
+				if d == "" {
+					return true
+				}
+				r.report(mark, SeverityOf(root.Name, markDesc, d), fmt.Sprintf(
+					"writes the record that a redelivery is skipped on (line %d) before %s (line %d): a crash or a failed call after this write makes the redelivery find the record and skip the message, so the call is never made; write the record after the call, or record the call as an outbox row in the same transaction as the record",
+					pass.Fset.Position(skip.Pos()).Line, d, pass.Fset.Position(m.Pos()).Line))
+				stop = true
+				return false
+			}
+			return true
+		})
+	}
+}
+
+// seenRead reports whether call reads what a skip could be decided on: a
+// database read (a query, not a write) or a call named like a seen-check
+// (IsProcessed, AlreadySeen, Exists).
+func seenRead(info *types.Info, call *ast.CallExpr) bool {
+	if seenCheckName.MatchString(calledName(call)) {
+		return true
+	}
+	h, _ := dbCall(info, call)
+	return h != handleNone && dbWriteOf(info, call) == "" && sqlText(info, call) != ""
+}
+
+// skipsSeen reports whether ifs skips the message on a read value: its
+// condition uses a variable in read (or calls a seen-check itself) and its
+// branch, at most a log line and the leaving statement, returns without an
+// error or continues.
+func skipsSeen(info *types.Info, ifs *ast.IfStmt, read map[types.Object]bool) bool {
+	uses := false
+	ast.Inspect(ifs.Cond, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.Ident:
+			if read[info.ObjectOf(n)] {
+				uses = true
+			}
+		case *ast.CallExpr:
+			if seenCheckName.MatchString(calledName(n)) && returnsBool(info, n) {
+				uses = true
+			}
+		}
+		return !uses
+	})
+	if !uses || len(ifs.Body.List) == 0 || len(ifs.Body.List) > 3 {
+		return false
+	}
+	if returnsNoError(info, ifs.Body) != nil {
+		return true
+	}
+	br, ok := ifs.Body.List[len(ifs.Body.List)-1].(*ast.BranchStmt)
+	return ok && br.Tok.String() == "continue"
+}
+
+func isErrorType(t types.Type) bool {
+	return types.Identical(t, types.Universe.Lookup("error").Type())
+}
