@@ -761,7 +761,10 @@ retried until dead-lettered, or blocks its partition), or inserts a second
 row when there is no unique key. A dedupe done in two steps around the work
 (IsProcessed(id), the work, then MarkProcessed(id)) lets two concurrent
 deliveries both pass, and a crash between the work and the mark does the
-work again. Watermill's Deduplicator keeps its
+work again. The other order loses work: a record that a redelivery is
+skipped on, written before the external call it guards, makes a crash or a
+failed call after the write skip the redelivery, so the call is never made.
+Watermill's Deduplicator keeps its
 keys in memory (lost on restart, not shared between instances) and records a
 key before the handler runs, so a failed handler's retry is dropped. Fix: make
 the insert the check (INSERT ... ON CONFLICT DO NOTHING under a unique
@@ -830,6 +833,7 @@ constraint, in the handler's transaction), as ackgap's inbox does.`,
 		})
 		if !usesInbox {
 			checkThenMark(pass, c, r)
+			markBeforeWork(pass, c, r)
 		}
 	})
 
@@ -840,7 +844,7 @@ var IdemKeyAnalyzer = newAnalyzer("idemkey",
 An HTTP POST, PUT or PATCH sent without an Idempotency-Key header lets the
 receiver apply a redelivered message twice; an UPDATE ... SET n = n + 1 with
 no dedupe record in the same transaction counts a redelivery twice, and so
-does a DynamoDB UpdateExpression "SET n = n + :x" or "ADD n :x" without a
+does a value read, changed by arithmetic in Go and written back, and a DynamoDB UpdateExpression "SET n = n + :x" or "ADD n :x" without a
 condition. An idempotency or deduplication key made afresh per delivery
 (uuid.New, ulid, rand, time.Now) defeats the receiver's dedupe. Fix: send a
 key derived from the event id (set directly or through a helper that takes
@@ -877,6 +881,7 @@ the request), and record the event in an inbox row in the same transaction.`,
 				}
 			}
 		})
+		readModifyWrite(pass, c, r)
 		walk(pass, c, []ast.Node{(*ast.CompositeLit)(nil)}, func(n ast.Node, s *site) {
 			if s.Root == nil {
 				return

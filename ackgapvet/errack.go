@@ -25,7 +25,10 @@ a failed message (continue, or the ack only on the success branch) loses
 it as well: offsets are committed, not messages, so the next message's mark
 commits past it. So does an ack after an HTTP
 request whose response status the function never reads (a 500 or 429 taken
-for success). Errors from decoding the
+for success). In the whole-program mode, a function below a receive loop
+that commits on its nil result acks on nil as well: a failed write turned
+into a nil return there, an error branch that falls through to a nil
+return, or an error overwritten before it is returned, is reported. Errors from decoding the
 message (Unmarshal, Decode, Parse, Validate) are not reported: a message
 that cannot be read will not read on the next delivery either. An error
 branch that first sends the message elsewhere (a dead-letter or retry
@@ -41,6 +44,7 @@ permanent.`,
 				continue
 			}
 			implicit := root.Node == node && returnAcks(root.Kind)
+			acker := c.ackerOf(node)
 			ast.Inspect(body, func(m ast.Node) bool {
 				if _, ok := m.(*ast.FuncLit); ok {
 					return false // its own function on the path
@@ -66,7 +70,7 @@ permanent.`,
 					if ifs == nil {
 						continue
 					}
-					checkErrAck(pass, c, r, root, ifs, work, block.List[i+1:], implicit)
+					checkErrAck(pass, c, r, root, ifs, work, block.List[i+1:], implicit, acker)
 				}
 				return true
 			})
@@ -124,7 +128,11 @@ func failedWork(pass *analysis.Pass, st, prev ast.Stmt) (*ast.IfStmt, *ast.CallE
 	if !ok || pass.TypesInfo.ObjectOf(last) != errObj {
 		return nil, nil
 	}
-	call, ok := ast.Unparen(as.Rhs[0]).(*ast.CallExpr)
+	rhs := ast.Unparen(as.Rhs[0])
+	if sel, ok := rhs.(*ast.SelectorExpr); ok && sel.Sel.Name == "Error" {
+		rhs = ast.Unparen(sel.X) // gorm: db.Create(&v).Error
+	}
+	call, ok := rhs.(*ast.CallExpr)
 	if !ok || ackOf(pass.TypesInfo, call) != "" {
 		return nil, nil
 	}
@@ -169,7 +177,7 @@ func lastName(e ast.Expr) string {
 // checkErrAck reports the ack a failed work call leads to: inside the error
 // branch (it acks, or for an implicit-ack root returns without an error),
 // or after a branch that falls through (the rest of the block acks).
-func checkErrAck(pass *analysis.Pass, c *Consumers, r *reporter, root *Root, ifs *ast.IfStmt, work *ast.CallExpr, rest []ast.Stmt, implicit bool) {
+func checkErrAck(pass *analysis.Pass, c *Consumers, r *reporter, root *Root, ifs *ast.IfStmt, work *ast.CallExpr, rest []ast.Stmt, implicit bool, acker string) {
 	info := pass.TypesInfo
 	workName := types.ExprString(work.Fun)
 	line := pass.Fset.Position(work.Pos()).Line
@@ -192,6 +200,33 @@ func checkErrAck(pass *analysis.Pass, c *Consumers, r *reporter, root *Root, ifs
 			r.report(ret, SeverityOf(names...), fmt.Sprintf(
 				"returns without an error when %s fails (line %d): the %s acks the message, so a transient failure (a timeout, a busy database) loses it; return the error so it is redelivered, and drop only errors known to be permanent",
 				workName, line, root.Kind))
+			return
+		}
+	}
+	if acker != "" && (isWork(pass, c, work) || dynamicCall(info, work)) {
+		if ret := returnsNoError(info, ifs.Body); ret != nil {
+			r.report(ret, SeverityOf(names...), fmt.Sprintf(
+				"returns without an error when %s fails (line %d), and %s acks the message when this returns nil: a transient failure (a timeout, a busy database) loses it; return the error so it is redelivered, and drop only errors known to be permanent",
+				workName, line, acker))
+			return
+		}
+	}
+	if (implicit && !isLambda(root.Kind) && root.Kind != KindKq || acker != "") && !terminates(ifs.Body) && (isWork(pass, c, work) || dynamicCall(info, work)) {
+		who := acker
+		if who == "" {
+			who = "the " + root.Kind
+		}
+		errObj := info.Uses[ast.Unparen(ifs.Cond.(*ast.BinaryExpr).X).(*ast.Ident)]
+		if at := overwritten(info, errObj, rest); at != nil {
+			r.report(ifs, SeverityOf(names...), fmt.Sprintf(
+				"the error of %s (line %d) is only logged, then overwritten at line %d before the function returns it: %s acks the message on the later result, so this failure is lost; return it (or join the errors) so the message is redelivered",
+				workName, line, pass.Fset.Position(at.Pos()).Line, who))
+			return
+		}
+		if ret := nextReturn(rest); ret != nil && returnsNoError(info, &ast.BlockStmt{List: []ast.Stmt{ret}}) != nil {
+			r.report(ifs, SeverityOf(names...), fmt.Sprintf(
+				"when %s fails (line %d) the error is only recorded and the function goes on to return no error (line %d): %s acks the message, so a transient failure (a timeout, a busy database) or a redelivery's duplicate key is answered as done or as a business failure; return the error so it is redelivered",
+				workName, line, pass.Fset.Position(ret.Pos()).Line, who))
 			return
 		}
 	}
@@ -624,4 +659,77 @@ func leaveUnacked(ack *ast.CallExpr, info *types.Info) string {
 // Sarama, franz-go, kafka-go and confluent-kafka-go.
 func isKafkaClient(path string) bool {
 	return isSaramaPath(path) || path == pathKgo || path == pathKafkaGo || isConfluent(path)
+}
+
+// overwritten returns the first statement of rest that assigns errObj
+// again before any statement reads it, or nil.
+func overwritten(info *types.Info, errObj types.Object, rest []ast.Stmt) ast.Stmt {
+	if errObj == nil {
+		return nil
+	}
+	for _, st := range rest {
+		as, _ := st.(*ast.AssignStmt)
+		if ifs, ok := st.(*ast.IfStmt); ok && ifs.Init != nil {
+			as, _ = ifs.Init.(*ast.AssignStmt)
+		}
+		rhsReads := false
+		if as != nil {
+			for _, r := range as.Rhs {
+				rhsReads = rhsReads || readsObj(info, errObj, r)
+			}
+		}
+		if as != nil && as.Tok == token.ASSIGN && !rhsReads {
+			for _, l := range as.Lhs {
+				if id, ok := ast.Unparen(l).(*ast.Ident); ok && info.ObjectOf(id) == errObj {
+					return st
+				}
+			}
+		}
+		if readsObj(info, errObj, st) {
+			return nil
+		}
+	}
+	return nil
+}
+
+// readsObj reports whether any of nodes uses obj (outside its own
+// assignments' left-hand sides, which are definitions or stores).
+func readsObj(info *types.Info, obj types.Object, nodes ...ast.Node) bool {
+	found := false
+	for _, n := range nodes {
+		ast.Inspect(n, func(m ast.Node) bool {
+			if found {
+				return false
+			}
+			if as, ok := m.(*ast.AssignStmt); ok && as.Tok == token.ASSIGN {
+				for _, r := range as.Rhs {
+					if readsObj(info, obj, r) {
+						found = true
+					}
+				}
+				for _, l := range as.Lhs {
+					if _, isID := ast.Unparen(l).(*ast.Ident); !isID && readsObj(info, obj, l) {
+						found = true
+					}
+				}
+				return false
+			}
+			if id, ok := m.(*ast.Ident); ok && info.Uses[id] == obj {
+				found = true
+			}
+			return !found
+		})
+	}
+	return found
+}
+
+// nextReturn returns the first return statement among rest's top-level
+// statements, or nil.
+func nextReturn(rest []ast.Stmt) *ast.ReturnStmt {
+	for _, st := range rest {
+		if ret, ok := st.(*ast.ReturnStmt); ok {
+			return ret
+		}
+	}
+	return nil
 }
