@@ -157,3 +157,12 @@ func TestEntries(t *testing.T) {
 	t.Cleanup(func() { require.NoError(t, ackgapvet.SetConfig(nil)) })
 	analysistest.Run(t, analysistest.TestData(), ackgapvet.EffectAnalyzer, "entries")
 }
+
+// TestMultiTx: a message's path that commits two transactions one after
+// the other (through helpers, inline with pgx, gorm's Transaction then a
+// store in another package) is reported at the second; one transaction then
+// an autocommit read, alternative branches, a transaction only on the
+// failure path and a transaction per item in a loop are not.
+func TestMultiTx(t *testing.T) {
+	analysistest.Run(t, analysistest.TestData(), ackgapvet.MultiTxAnalyzer, "multitx")
+}

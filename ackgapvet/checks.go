@@ -1112,6 +1112,6 @@ func Analyzers() []*analysis.Analyzer {
 		EffectAnalyzer, PoolTxAnalyzer, EarlyAckAnalyzer, AutoCommitAnalyzer,
 		CheckActAnalyzer, IdemKeyAnalyzer, TransitionAnalyzer,
 		HTTPClientAnalyzer, ContextAnalyzer, SleepAnalyzer, VisibilityAnalyzer, LambdaBatchAnalyzer,
-		ErrAckAnalyzer, CommitOrderAnalyzer,
+		ErrAckAnalyzer, CommitOrderAnalyzer, MultiTxAnalyzer,
 	}
 }

@@ -47,13 +47,19 @@ type Summary struct {
 	Effect string
 	// Write describes the first database write, "" if none.
 	Write string
+	// Commits says the function commits a database transaction, directly
+	// (a Tx's Commit, gorm's Transaction, pgx's BeginFunc) or through a
+	// function it calls.
+	Commits bool
 }
 
 // AFact marks Summary as an analysis fact.
 func (*Summary) AFact() {}
 
 // String renders the summary for fact logs and test output.
-func (s *Summary) String() string { return fmt.Sprintf("effect=%q write=%q", s.Effect, s.Write) }
+func (s *Summary) String() string {
+	return fmt.Sprintf("effect=%q write=%q commits=%t", s.Effect, s.Write, s.Commits)
+}
 
 // Consumers is the result of [ConsumersAnalyzer]: the entry points of a
 // package, the functions reachable from them, and what every function does.
@@ -121,10 +127,29 @@ func (c *Consumers) Summary(fn *types.Func) *Summary {
 		return nil
 	}
 	var s Summary
-	if c.pass.ImportObjectFact(fn, &s) {
+	if c.pass.ImportObjectFact(fn, &s) && (s.Effect != "" || s.Write != "") {
 		return &s
 	}
 	return nil
+}
+
+// Commits reports whether a call of fn commits a database transaction: fn
+// is one of this package's functions whose [Summary] says so, or an
+// imported one whose fact does.
+func (c *Consumers) Commits(fn *types.Func) bool {
+	if fn == nil {
+		return false
+	}
+	fn = fn.Origin()
+	if classifiedPackage(fn) {
+		return false
+	}
+	if fn.Pkg() == c.pass.Pkg {
+		s := c.summaries[fn]
+		return s != nil && s.Commits
+	}
+	var s Summary
+	return c.pass.ImportObjectFact(fn, &s) && s.Commits
 }
 
 // Local reports whether fn is declared, with a body, in this package.
@@ -306,7 +331,7 @@ func runConsumers(pass *analysis.Pass) (any, error) {
 		return c, nil // used here, not exported
 	}
 	for fn, s := range c.summaries {
-		if s.Effect != "" || s.Write != "" {
+		if s.Effect != "" || s.Write != "" || s.Commits {
 			pass.ExportObjectFact(fn, s)
 		}
 	}
@@ -466,6 +491,9 @@ func (c *Consumers) summarize(fn *types.Func, visiting map[*types.Func]bool) *Su
 		if d := dbWriteOf(c.pass.TypesInfo, call); d != "" && s.Write == "" {
 			s.Write = d
 		}
+		if txCommitOf(c.pass.TypesInfo, call) != "" {
+			s.Commits = true
+		}
 		cf := callee(c.pass.TypesInfo, call)
 		if cf == nil {
 			return true
@@ -474,9 +502,11 @@ func (c *Consumers) summarize(fn *types.Func, visiting map[*types.Func]bool) *Su
 		if cf.Pkg() == c.pass.Pkg {
 			if c.decls[cf.Origin()] != nil {
 				sub = c.summarize(cf.Origin(), visiting)
+				s.Commits = s.Commits || sub.Commits
 			}
 		} else {
 			sub = c.Summary(cf)
+			s.Commits = s.Commits || c.Commits(cf)
 		}
 		if sub != nil {
 			if sub.Effect != "" && s.Effect == "" {

@@ -80,6 +80,9 @@
 //     out of BatchItemFailures) when a write or effect failed.
 //   - commitorder: Kafka offsets committed out of order by goroutines that
 //     share one reader, client or claim, or by a goroutine per message.
+//   - multitx: two calls, one after the other on a consumer path, that each
+//     commit a database transaction (directly or through a helper): a
+//     failure of the second leaves the message half-applied.
 //
 // Every finding carries a [Severity] from the names around it (see
 // [DefaultSeverityPatterns], [SetSeverityPatterns], [SeverityEnv]). A

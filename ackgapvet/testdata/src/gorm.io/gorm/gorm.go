@@ -12,3 +12,6 @@ func (db *DB) Create(v interface{}) *DB                         { return db }
 func (db *DB) Save(v interface{}) *DB                           { return db }
 func (db *DB) Update(col string, v interface{}) *DB             { return db }
 func (db *DB) First(dest interface{}, conds ...interface{}) *DB { return db }
+func (db *DB) Transaction(fc func(tx *DB) error) error          { return nil }
+func (db *DB) Begin() *DB                                       { return db }
+func (db *DB) Commit() *DB                                      { return db }
