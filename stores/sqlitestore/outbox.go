@@ -45,11 +45,18 @@ func (s *Store) ClaimOutbox(ctx context.Context, p *stores.OutboxClaimParams) (*
 		}
 		kinds = string(b)
 	}
-	now := micros(p.Now)
-	until := now + p.Lease.Microseconds()
 	o := s.names.Outbox
 	res := &stores.OutboxClaimResult{}
+	asked := time.Now()
 	err = s.writeTx(ctx, "claim outbox", func(tx *sql.Tx) error {
+		// The lease starts when the write lock is held, not when it was
+		// asked for: a wait for the lock (up to the busy timeout) would
+		// otherwise eat into the lease.
+		now := micros(time.Time{}) // zero Now: the clock, read under the lock
+		if !p.Now.IsZero() {
+			now = micros(p.Now.Add(time.Since(asked)))
+		}
+		until := now + p.Lease.Microseconds()
 		rows, err := tx.QueryContext(ctx, `UPDATE `+o+`
 SET state = 'claimed', attempts = attempts + 1, claim_token = ?4, claimed_until = ?5, available_at = ?5
 WHERE id IN (

@@ -4,10 +4,12 @@ import (
 	"context"
 	"database/sql"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/ackgap/ackgap"
 	"github.com/ackgap/ackgap/internal/testdb"
 	"github.com/ackgap/ackgap/stores"
 	"github.com/ackgap/ackgap/stores/sqlitestore"
@@ -45,3 +47,42 @@ func harnessTB(t testing.TB) *storetest.Harness[*sql.Tx] {
 }
 
 func TestConformance(t *testing.T) { storetest.Run(t, harness) }
+
+// TestClaimLeaseStartsUnderTheLock: a claim that waits for SQLite's write
+// lock (held here by another connection) gets a lease that starts when it
+// holds the lock, not when it asked: Until is at least the lock's release
+// plus the lease (a lease counted from the request was shortened by the
+// wait).
+func TestClaimLeaseStartsUnderTheLock(t *testing.T) {
+	ctx := context.Background()
+	path := testdb.SQLitePath(t)
+	store, err := sqlitestore.Open(ctx, path, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = store.Close() })
+	_, err = store.Migrate(ctx, &stores.MigrateParams{})
+	require.NoError(t, err)
+	begun, err := store.BeginInboxDeferred(ctx, &stores.BeginInboxParams{Consumer: "c", EventID: "E1"})
+	require.NoError(t, err)
+	_, err = store.InsertOutboxManyTx(ctx, begun.Tx, &stores.OutboxInsertManyParams{Rows: []ackgap.OutboxEntry{{Kind: "k", IdempotencyKey: "E1-k", Payload: []byte("{}")}}})
+	require.NoError(t, err)
+	require.NoError(t, store.CommitTx(ctx, begun.Tx))
+
+	other, err := sql.Open("sqlite", sqlitestore.DSN(path, 5*time.Second))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = other.Close() })
+	holder, err := other.BeginTx(ctx, nil) // BEGIN IMMEDIATE: the write lock
+	require.NoError(t, err)
+	releasedAt := make(chan time.Time, 1)
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		releasedAt <- time.Now()
+		_ = holder.Rollback()
+	}()
+	const lease = time.Second
+	res, err := store.ClaimOutbox(ctx, &stores.OutboxClaimParams{Lease: lease, Now: time.Now()})
+	require.NoError(t, err)
+	require.Len(t, res.Rows, 1)
+	released := <-releasedAt
+	require.False(t, res.Rows[0].Claim.Until.Before(released.Add(lease).Truncate(time.Microsecond)),
+		"lease until %v, lock released %v: the wait ate into the lease", res.Rows[0].Claim.Until, released)
+}
