@@ -419,7 +419,12 @@ func sigKey(sig *types.Signature) string {
 		t := sig.Params().At(i).Type()
 		if sig.Variadic() && i == sig.Params().Len()-1 {
 			b.WriteString("...")
-			t = t.(*types.Slice).Elem()
+			// A slice, or a string (the builtin append's
+			// append([]byte, string...)), or a type parameter whose core
+			// type is one of them: only a slice has an element to show.
+			if sl, ok := t.(*types.Slice); ok {
+				t = sl.Elem()
+			}
 		}
 		b.WriteString(types.TypeString(t, nil))
 	}
