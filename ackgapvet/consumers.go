@@ -353,9 +353,13 @@ func (c *Consumers) findRoots(ins *inspector.Inspector, nodeTypes []ast.Node, ad
 			}
 			if k := lambdaEventKind(pass.TypesInfo, n.Type); k != "" {
 				addRoot(k, n.Name.Name, n)
+			} else if k := rawLambdaKind(pass.TypesInfo, n.Type, n.Body); k != "" {
+				addRoot(k, n.Name.Name, n)
 			}
 		case *ast.FuncLit:
 			if k := lambdaEventKind(pass.TypesInfo, n.Type); k != "" {
+				addRoot(k, "func literal", n)
+			} else if k := rawLambdaKind(pass.TypesInfo, n.Type, n.Body); k != "" {
 				addRoot(k, "func literal", n)
 			}
 		case *ast.CompositeLit: // batch.Config{Handler: h, BatchHandler: b}
@@ -616,5 +620,75 @@ func lambdaEventKind(info *types.Info, ft *ast.FuncType) string {
 			}
 		}
 	}
+	// A handler that takes the event raw (json.RawMessage) and answers
+	// with a partial batch response is one too.
+	if ft.Results != nil {
+		for _, f := range ft.Results.List {
+			t := info.TypeOf(f.Type)
+			switch {
+			case t == nil:
+			case isNamed(t, pathLambdaEvt, "SQSEventResponse"):
+				return KindLambda
+			case isNamed(t, pathLambdaEvt, "KinesisEventResponse"):
+				return KindLambdaKinesis
+			}
+		}
+	}
 	return ""
+}
+
+// rawLambdaKind is the root kind of a function that takes its event raw
+// (json.RawMessage, []byte) and unmarshals it into an aws-lambda-go
+// SQSEvent, KinesisEvent or KafkaEvent itself without handing the decoded
+// event to another function (which is then the handler); "" otherwise.
+func rawLambdaKind(info *types.Info, ft *ast.FuncType, body *ast.BlockStmt) string {
+	if body == nil || ft.Params == nil {
+		return ""
+	}
+	raw := false
+	for _, f := range ft.Params.List {
+		if t := info.TypeOf(f.Type); t != nil {
+			if sl, ok := t.Underlying().(*types.Slice); ok && types.Identical(sl.Elem(), types.Typ[types.Byte]) {
+				raw = true
+			}
+		}
+	}
+	if !raw {
+		return ""
+	}
+	kind, handsOn := "", false
+	ast.Inspect(body, func(n ast.Node) bool {
+		if _, ok := n.(*ast.FuncLit); ok {
+			return false
+		}
+		call, ok := n.(*ast.CallExpr)
+		if !ok {
+			return true
+		}
+		fn := callee(info, call)
+		if fn != nil && fn.Name() == "Unmarshal" && len(call.Args) == 2 {
+			if u, ok := ast.Unparen(call.Args[1]).(*ast.UnaryExpr); ok {
+				if t := info.TypeOf(u.X); t != nil {
+					for name, k := range map[string]string{"SQSEvent": KindLambda, "KinesisEvent": KindLambdaKinesis, "KafkaEvent": KindLambdaKafka} {
+						if isNamed(t, pathLambdaEvt, name) {
+							kind = k
+						}
+					}
+				}
+			}
+			return true
+		}
+		for _, a := range call.Args {
+			if t := info.TypeOf(a); t != nil {
+				if isNamed(t, pathLambdaEvt, "SQSEvent") || isNamed(t, pathLambdaEvt, "KinesisEvent") || isNamed(t, pathLambdaEvt, "KafkaEvent") {
+					handsOn = true
+				}
+			}
+		}
+		return true
+	})
+	if handsOn {
+		return ""
+	}
+	return kind
 }
