@@ -139,7 +139,7 @@ waits for it. Fix: ack after the work has committed.`,
 				if _, ok := m.(*ast.FuncLit); ok {
 					return false // its own function on the path
 				}
-				block, ok := m.(*ast.BlockStmt)
+				block, ok := stmtBlock(m)
 				if !ok {
 					return true
 				}
@@ -293,7 +293,7 @@ kgo.DisableAutoCommit and CommitRecords after the work; confluent-kafka-go
 				continue
 			}
 			ast.Inspect(body, func(m ast.Node) bool {
-				block, ok := m.(*ast.BlockStmt)
+				block, ok := stmtBlock(m)
 				if !ok {
 					return true
 				}

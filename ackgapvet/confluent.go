@@ -167,7 +167,7 @@ func confluentWork(pass *analysis.Pass, c *Consumers) (string, ast.Node) {
 			if _, ok := m.(*ast.FuncLit); ok {
 				return false
 			}
-			block, ok := m.(*ast.BlockStmt)
+			block, ok := stmtBlock(m)
 			if !ok || work != "" {
 				return work == ""
 			}
@@ -229,7 +229,7 @@ func polls(pass *analysis.Pass, st ast.Stmt) bool {
 			return false
 		case *ast.CallExpr:
 			fn := callee(pass.TypesInfo, n)
-			if fn != nil && isConfluent(funcPath(fn)) && recvName(fn) == "Consumer" && (fn.Name() == "Poll" || fn.Name() == "ReadMessage") {
+			if fn != nil && (fn.Name() == "Poll" || fn.Name() == "ReadMessage") && confluentConsumerMethod(fn) {
 				found = true
 			}
 		}

@@ -43,6 +43,39 @@ const (
 // isConfluent matches confluent-kafka-go's kafka package, v1 and v2.
 func isConfluent(p string) bool { return p == pathConfluent || p == pathConfluent1 }
 
+// confluentConsumerMethod reports whether fn is a method of
+// confluent-kafka-go's *kafka.Consumer, or of an application's interface
+// that wraps one (a method whose parameters or results are confluent
+// types: `Poll(timeoutMs int) kafka.Event`, `CommitOffsets([]kafka.TopicPartition)`),
+// so that a loop written against the wrapper is read as the client's.
+func confluentConsumerMethod(fn *types.Func) bool {
+	if isConfluent(funcPath(fn)) && recvName(fn) == "Consumer" {
+		return true
+	}
+	sig, ok := fn.Type().(*types.Signature)
+	if !ok || sig.Recv() == nil || !types.IsInterface(sig.Recv().Type()) {
+		return false
+	}
+	for _, tup := range []*types.Tuple{sig.Params(), sig.Results()} {
+		for v := range tup.Variables() {
+			t := v.Type()
+			for {
+				if p, ok := t.(*types.Pointer); ok {
+					t = p.Elem()
+				} else if sl, ok := t.(*types.Slice); ok {
+					t = sl.Elem()
+				} else {
+					break
+				}
+			}
+			if n, ok := types.Unalias(t).(*types.Named); ok && n.Obj().Pkg() != nil && isConfluent(n.Obj().Pkg().Path()) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // isAWSv1Client reports whether fn is a method of an aws-sdk-go v1 service
 // client (sqs.SQS, sns.SNS, ...) or of its interface (sqsiface.SQSAPI), and
 // returns the service's package name ("sqs").
@@ -155,7 +188,7 @@ func (c *Consumers) moreRoots(n ast.Node, stack []ast.Node, addRoot func(kind, n
 			for _, a := range n.Args {
 				c.cqrsHandleMethods(a, addRoot)
 			}
-		case isConfluent(path) && recv == "Consumer" && (name == "Poll" || name == "ReadMessage"):
+		case (name == "Poll" || name == "ReadMessage") && confluentConsumerMethod(fn):
 			c.receiveRoot(KindConfluent, stack, addRoot)
 		case isSaramaPath(path) && recv == "PartitionConsumer" && name == "Messages":
 			c.receiveRoot(KindSaramaPartition, stack, addRoot)

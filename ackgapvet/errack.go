@@ -56,7 +56,7 @@ permanent.`,
 					kafkaSkips(pass, r, root, loop.Body)
 					kafkaBreaks(pass, r, root, loop.Body)
 				}
-				block, ok := m.(*ast.BlockStmt)
+				block, ok := stmtBlock(m)
 				if !ok {
 					return true
 				}
@@ -468,7 +468,7 @@ func kafkaSkips(pass *analysis.Pass, r *reporter, root *Root, loopBody *ast.Bloc
 		case *ast.FuncLit, *ast.ForStmt, *ast.RangeStmt:
 			return false // their own functions and loops
 		}
-		block, ok := m.(*ast.BlockStmt)
+		block, ok := stmtBlock(m)
 		if !ok {
 			return true
 		}
@@ -633,7 +633,7 @@ func kafkaAckIn(info *types.Info, n ast.Node) string {
 		if fn == nil || ackOf(info, call) == "" {
 			return true
 		}
-		if isKafkaClient(funcPath(fn)) {
+		if isKafkaClient(funcPath(fn)) || confluentConsumerMethod(fn) {
 			found = qualName(fn)
 		}
 		return found == ""

@@ -183,8 +183,8 @@ func classifiedPackage(fn *types.Func) bool {
 // DeleteMessageBatch) in every form [sqsOp] knows: aws-sdk-go v1 and v2
 // clients and an application's interface over either.
 func ackOfMore(fn *types.Func) string {
-	path, recv, name := funcPath(fn), recvName(fn), fn.Name()
-	if isConfluent(path) && recv == "Consumer" {
+	name := fn.Name()
+	if confluentConsumerMethod(fn) {
 		switch name {
 		case "CommitMessage", "CommitOffsets", "Commit", "StoreMessage", "StoreOffsets":
 			return qualName(fn)

@@ -227,3 +227,19 @@ func pathString(path []string) string {
 	}
 	return strings.Join(path, " → ")
 }
+
+// stmtBlock returns the statement list n holds as a block: a block itself,
+// or the body of a switch or select case (`case *kafka.Message:` of a
+// confluent-kafka-go Poll loop is where its work and its commit are), as
+// a block of the same statements.
+func stmtBlock(n ast.Node) (*ast.BlockStmt, bool) {
+	switch n := n.(type) {
+	case *ast.BlockStmt:
+		return n, true
+	case *ast.CaseClause:
+		return &ast.BlockStmt{Lbrace: n.Colon, List: n.Body, Rbrace: n.End()}, true
+	case *ast.CommClause:
+		return &ast.BlockStmt{Lbrace: n.Colon, List: n.Body, Rbrace: n.End()}, true
+	}
+	return nil, false
+}
