@@ -683,13 +683,16 @@ A handler that returns an error while looping over event.Records makes
 Lambda return every record of the batch to the queue, the ones already
 processed included: they are delivered again. Fix: return
 events.SQSEventResponse with BatchItemFailures for the failed records (and
-enable ReportBatchItemFailures on the event source mapping).`,
+enable ReportBatchItemFailures on the event source mapping). Returning those
+failures together with a non-nil error fails the whole batch as well: Lambda
+ignores the response of an invocation that returned an error.`,
 	func(pass *analysis.Pass, c *Consumers, r *reporter) {
 		for _, root := range c.Roots {
 			if root.Kind != KindLambda {
 				continue
 			}
 			if returnsSQSResponse(pass.TypesInfo, funcType(root.Node)) {
+				failuresWithError(pass, r, root)
 				continue
 			}
 			ast.Inspect(funcBody(root.Node), func(m ast.Node) bool {
@@ -722,6 +725,48 @@ enable ReportBatchItemFailures on the event source mapping).`,
 			})
 		}
 	})
+
+// failuresWithError reports, in a Lambda SQS handler that answers with
+// events.SQSEventResponse, a return of a response whose BatchItemFailures
+// the handler filled together with a non-nil error: Lambda takes an
+// invocation that returns an error as a failure of the whole batch and
+// ignores the response ("Reporting batch item failures", AWS Lambda
+// Developer Guide), so every record is delivered again, those that
+// succeeded included.
+func failuresWithError(pass *analysis.Pass, r *reporter, root *Root) {
+	info := pass.TypesInfo
+	body := funcBody(root.Node)
+	filled := map[types.Object]bool{} // responses whose BatchItemFailures are assigned
+	ast.Inspect(body, func(n ast.Node) bool {
+		if as, ok := n.(*ast.AssignStmt); ok {
+			for _, l := range as.Lhs {
+				if sel, ok := ast.Unparen(l).(*ast.SelectorExpr); ok && sel.Sel.Name == "BatchItemFailures" {
+					if obj := baseObj(info, sel.X); obj != nil {
+						filled[obj] = true
+					}
+				}
+			}
+		}
+		return true
+	})
+	ast.Inspect(body, func(n ast.Node) bool {
+		if _, ok := n.(*ast.FuncLit); ok {
+			return false
+		}
+		ret, ok := n.(*ast.ReturnStmt)
+		if !ok || len(ret.Results) != 2 {
+			return true
+		}
+		if id, ok := ast.Unparen(ret.Results[1]).(*ast.Ident); ok && id.Name == "nil" {
+			return true
+		}
+		if obj := baseObj(info, ret.Results[0]); obj != nil && filled[obj] {
+			r.report(ret, SeverityOf(root.Name),
+				"returns the batch item failures together with an error: Lambda takes the error as a failure of the whole batch and ignores the response, so every record is delivered again, those that succeeded included; return the response with a nil error")
+		}
+		return true
+	})
+}
 
 // returnsSQSResponse reports whether a Lambda handler returns
 // events.SQSEventResponse (partial batch failures).

@@ -173,12 +173,13 @@ func (c *Consumers) checkedInside(fn *types.Func) bool {
 
 // ackerOf returns, in the whole-program mode, the function that acks the
 // message when fn (a FuncDecl or FuncLit of this package, not an entry
-// point) returns a nil error; "" if none is known.
-func (c *Consumers) ackerOf(fn ast.Node) string {
+// point) returns a nil error, or, with always, after fn returns whatever
+// it returns; "" if none is known.
+func (c *Consumers) ackerOf(fn ast.Node) (acker string, always bool) {
 	if c.program == nil || c.program.nodes[fn] == nil {
-		return ""
+		return "", false
 	}
-	return c.program.nodes[fn].acker
+	return c.program.nodes[fn].acker, c.program.nodes[fn].ackAlways
 }
 
 // PathOf returns, in the whole-program mode, the chain of functions from

@@ -44,7 +44,7 @@ permanent.`,
 				continue
 			}
 			implicit := root.Node == node && returnAcks(root.Kind)
-			acker := c.ackerOf(node)
+			acker, always := c.ackerOf(node)
 			ast.Inspect(body, func(m ast.Node) bool {
 				if _, ok := m.(*ast.FuncLit); ok {
 					return false // its own function on the path
@@ -70,7 +70,7 @@ permanent.`,
 					if ifs == nil {
 						continue
 					}
-					checkErrAck(pass, c, r, root, ifs, work, block.List[i+1:], implicit, acker)
+					checkErrAck(pass, c, r, root, ifs, work, block.List[i+1:], implicit, acker, always)
 				}
 				return true
 			})
@@ -177,7 +177,7 @@ func lastName(e ast.Expr) string {
 // checkErrAck reports the ack a failed work call leads to: inside the error
 // branch (it acks, or for an implicit-ack root returns without an error),
 // or after a branch that falls through (the rest of the block acks).
-func checkErrAck(pass *analysis.Pass, c *Consumers, r *reporter, root *Root, ifs *ast.IfStmt, work *ast.CallExpr, rest []ast.Stmt, implicit bool, acker string) {
+func checkErrAck(pass *analysis.Pass, c *Consumers, r *reporter, root *Root, ifs *ast.IfStmt, work *ast.CallExpr, rest []ast.Stmt, implicit bool, acker string, always bool) {
 	info := pass.TypesInfo
 	workName := types.ExprString(work.Fun)
 	line := pass.Fset.Position(work.Pos()).Line
@@ -202,6 +202,12 @@ func checkErrAck(pass *analysis.Pass, c *Consumers, r *reporter, root *Root, ifs
 				workName, line, root.Kind))
 			return
 		}
+	}
+	if always && (isWork(pass, c, work) || dynamicCall(info, work)) && leavesFunc(ifs.Body) && kafkaAckIn(info, ifs.Body) == "" {
+		r.report(ifs, SeverityOf(names...), fmt.Sprintf(
+			"gives up when %s fails (line %d), but %s acks the message after this function returns, whatever it returns: a transient failure (a timeout, a busy database) loses the message; let the failure reach the ack (return the error and skip the ack on it) so the message is redelivered",
+			workName, line, acker))
+		return
 	}
 	if acker != "" && (isWork(pass, c, work) || dynamicCall(info, work)) {
 		if ret := returnsNoError(info, ifs.Body); ret != nil {
@@ -732,4 +738,13 @@ func nextReturn(rest []ast.Stmt) *ast.ReturnStmt {
 		}
 	}
 	return nil
+}
+
+// leavesFunc reports whether body ends by returning from the function.
+func leavesFunc(body *ast.BlockStmt) bool {
+	if len(body.List) == 0 {
+		return false
+	}
+	_, ok := body.List[len(body.List)-1].(*ast.ReturnStmt)
+	return ok
 }

@@ -25,13 +25,19 @@ import (
 // caller is itself in the map (or an entry point that acks on a nil
 // return) and returns fn's error. Functions reached through a go
 // statement or a channel are not: their result is nobody's.
-func (w *wholeProgram) nilAcks(rw *rootWalk) map[*ssa.Function]string {
-	out := map[*ssa.Function]string{}
+//
+// always lists those of them whose message is acked after they return
+// whatever they return: the caller discards their result and acks after
+// the call (`h.Handle(m)` then the delete), or returns their error to a
+// caller that does.
+func (w *wholeProgram) nilAcks(rw *rootWalk) (out map[*ssa.Function]string, always map[*ssa.Function]bool) {
+	out = map[*ssa.Function]string{}
+	always = map[*ssa.Function]bool{}
 	if returnAcks(rw.root.Kind) {
 		out[rw.entry] = rw.root.Name
 	}
 	for _, fn := range rw.order {
-		if fn == rw.entry || rw.async[fn] || !w.inApp(fn) || fn.Synthetic != "" {
+		if fn == rw.entry || !w.inApp(fn) || fn.Synthetic != "" {
 			continue
 		}
 		// Through a bound-method wrapper, the call site is the wrapper's.
@@ -48,18 +54,33 @@ func (w *wholeProgram) nilAcks(rw *rootWalk) map[*ssa.Function]string {
 			continue
 		}
 		stack := callStack(body, pos)
-		if stack == nil {
+		if len(stack) < 2 {
 			continue
 		}
-		if acker, ok := out[p]; ok && returnsCallError(pkg.TypesInfo, stack) {
+		if _, isGo := stack[len(stack)-2].(*ast.GoStmt); isGo {
+			continue // its result is nobody's
+		}
+		info := pkg.TypesInfo
+		acker, pAcked := out[p]
+		switch {
+		case pAcked && always[p] && (discarded(stack) || returnsCallError(info, stack)):
+			out[fn], always[fn] = acker, true
+		case pAcked && returnsCallError(info, stack):
 			out[fn] = acker
-			continue
-		}
-		if gatesAck(pkg.TypesInfo, stack) {
+		case gatesAck(info, stack):
 			out[fn] = shortName(p)
+		case discarded(stack) && acksIn(info, following(stack[:len(stack)-2], stack[len(stack)-2].(ast.Stmt))):
+			out[fn], always[fn] = shortName(p), true
 		}
 	}
-	return out
+	return out, always
+}
+
+// discarded reports whether the call at the end of stack is a statement of
+// its own: whatever it returns is dropped.
+func discarded(stack []ast.Node) bool {
+	_, ok := stack[len(stack)-2].(*ast.ExprStmt)
+	return ok
 }
 
 // callStack returns the nodes from body down to the call whose left

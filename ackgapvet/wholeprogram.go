@@ -42,6 +42,9 @@ type reached struct {
 	// acker names the function that acks the message when this one, not
 	// the entry point, returns a nil error ("" if none): see nilAcks.
 	acker string
+	// ackAlways: the acker acks after this function returns whatever it
+	// returns (its result is discarded).
+	ackAlways bool
 }
 
 // programReach is the whole-program result for one package: its functions
@@ -805,7 +808,7 @@ func (rw *rootWalk) path(fn *ssa.Function) []string {
 func (w *wholeProgram) publish() (done func()) {
 	byPkg := map[*types.Package]*programReach{}
 	for _, rw := range w.walks {
-		acks := w.nilAcks(rw)
+		acks, always := w.nilAcks(rw)
 		for _, fn := range rw.order {
 			if !w.inApp(fn) {
 				continue
@@ -829,7 +832,7 @@ func (w *wholeProgram) publish() (done func()) {
 			if pr.nodes[node] == nil {
 				pr.nodes[node] = &reached{root: rw.root, path: rw.path(fn)}
 				if fn != rw.entry {
-					pr.nodes[node].acker = acks[fn]
+					pr.nodes[node].acker, pr.nodes[node].ackAlways = acks[fn], always[fn]
 				}
 			}
 			if obj, ok := src.Object().(*types.Func); ok {

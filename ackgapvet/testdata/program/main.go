@@ -52,6 +52,7 @@ func main() {
 	st := &methval.Store{C: c}
 	go methval.Run(context.Background(), &sqs.Client{}, st.Save)
 	go methval.RunWork(context.Background(), &sqs.Client{}, methval.Notifier(c))
+	go swallow.ConsumeEach(context.Background(), kafka.NewReader(kafka.ReaderConfig{}), &swallow.Purchases{})
 	go swallow.Consume(context.Background(), kafka.NewReader(kafka.ReaderConfig{}), swallow.MakeProcess(nil))
 	poller.Poll(context.Background(), &sqs.Client{}, "https://sqs.example/q", &ledger.Ledger{C: c})
 }

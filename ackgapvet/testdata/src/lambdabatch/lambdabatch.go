@@ -3,6 +3,7 @@ package lambdabatch
 import (
 	"context"
 	"errors"
+	"net/http"
 
 	"github.com/aws/aws-lambda-go/events"
 )
@@ -32,4 +33,26 @@ func handlePartial(ctx context.Context, ev events.SQSEvent) (events.SQSEventResp
 		}
 	}
 	return resp, nil
+}
+
+// failuresAndError fills the partial response and also returns an error
+// (field trial wave 5, lambdafy H1): the whole batch is retried.
+func failuresAndError(ctx context.Context, e events.SQSEvent) (resp events.SQSEventResponse, err error) {
+	for _, rec := range e.Records {
+		if _, err := http.Post("http://app.local/sqs", "text/plain", nil); err != nil {
+			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: rec.MessageId})
+		}
+	}
+	if len(resp.BatchItemFailures) > 0 {
+		return resp, errors.New("some requests failed") // want `returns the batch item failures together with an error`
+	}
+	return resp, nil
+}
+
+// undecodable fails the whole batch on purpose, with an empty response.
+func undecodable(ctx context.Context, e events.SQSEvent) (events.SQSEventResponse, error) {
+	if len(e.Records) == 0 {
+		return events.SQSEventResponse{}, errors.New("empty batch")
+	}
+	return events.SQSEventResponse{}, nil
 }
