@@ -171,6 +171,18 @@ func (c *Consumers) checkedInside(fn *types.Func) bool {
 	return ok && v.(*programReach).funcs[fn.Origin()]
 }
 
+// works reports whether the whole-program walk found that fn, wherever it
+// is declared, writes to a database or makes an effect, itself or through
+// what it calls (interfaces and function values included); false in the
+// per-package mode.
+func (c *Consumers) works(fn *types.Func) bool {
+	if fn == nil || fn.Pkg() == nil {
+		return false
+	}
+	v, ok := programs.Load(fn.Pkg())
+	return ok && v.(*programReach).works[fn.Origin()]
+}
+
 // ackerOf returns, in the whole-program mode, the function that acks the
 // message when fn (a FuncDecl or FuncLit of this package, not an entry
 // point) returns a nil error, or, with always, after fn returns whatever

@@ -203,7 +203,7 @@ func checkErrAck(pass *analysis.Pass, c *Consumers, r *reporter, root *Root, ifs
 			return
 		}
 	}
-	if always && (isWork(pass, c, work) || dynamicCall(info, work)) && leavesFunc(ifs.Body) && kafkaAckIn(info, ifs.Body) == "" {
+	if always && (isWork(pass, c, work) || dynamicCall(info, work)) && givesUp(ifs.Body) && !returnsErrorValue(ifs.Body) && kafkaAckIn(info, ifs.Body) == "" {
 		r.report(ifs, SeverityOf(names...), fmt.Sprintf(
 			"gives up when %s fails (line %d), but %s acks the message after this function returns, whatever it returns: a transient failure (a timeout, a busy database) loses the message; let the failure reach the ack (return the error and skip the ack on it) so the message is redelivered",
 			workName, line, acker))
@@ -307,7 +307,7 @@ func dynamicCall(info *types.Info, call *ast.CallExpr) bool {
 // or through the functions it calls.
 func isWork(pass *analysis.Pass, c *Consumers, call *ast.CallExpr) bool {
 	w, _ := firstWork(pass, c, []ast.Stmt{&ast.ExprStmt{X: call}})
-	return w != ""
+	return w != "" || c.works(callee(pass.TypesInfo, call))
 }
 
 // returnsNoError returns the return statement that ends body when it
@@ -740,11 +740,45 @@ func nextReturn(rest []ast.Stmt) *ast.ReturnStmt {
 	return nil
 }
 
-// leavesFunc reports whether body ends by returning from the function.
-func leavesFunc(body *ast.BlockStmt) bool {
+// givesUp reports whether an error branch gives the failure up: it returns
+// from the function or goes on after it (a log line), rather than retrying
+// (continue, break, goto) or crashing the process (panic, os.Exit, a Fatal
+// logger: the message is redelivered).
+func givesUp(body *ast.BlockStmt) bool {
 	if len(body.List) == 0 {
 		return false
 	}
-	_, ok := body.List[len(body.List)-1].(*ast.ReturnStmt)
-	return ok
+	switch st := body.List[len(body.List)-1].(type) {
+	case *ast.ReturnStmt:
+		return true
+	case *ast.BranchStmt:
+		return false
+	case *ast.ExprStmt:
+		if call, ok := ast.Unparen(st.X).(*ast.CallExpr); ok {
+			name := types.ExprString(call.Fun)
+			if name == "panic" || name == "os.Exit" || strings.Contains(name, "Fatal") || strings.Contains(name, "Panic") {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// returnsErrorValue reports whether body returns a last result that is
+// not the literal nil (a bare return is not counted: in a function with no
+// results it carries nothing).
+func returnsErrorValue(body *ast.BlockStmt) bool {
+	found := false
+	ast.Inspect(body, func(m ast.Node) bool {
+		if _, ok := m.(*ast.FuncLit); ok {
+			return false
+		}
+		if ret, ok := m.(*ast.ReturnStmt); ok && len(ret.Results) > 0 {
+			if id, ok := ast.Unparen(ret.Results[len(ret.Results)-1]).(*ast.Ident); !ok || id.Name != "nil" {
+				found = true
+			}
+		}
+		return !found
+	})
+	return found
 }

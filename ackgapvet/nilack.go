@@ -67,9 +67,9 @@ func (w *wholeProgram) nilAcks(rw *rootWalk) (out map[*ssa.Function]string, alwa
 			out[fn], always[fn] = acker, true
 		case pAcked && returnsCallError(info, stack):
 			out[fn] = acker
-		case gatesAck(info, stack):
+		case gatesAck(info, stack, w.acks):
 			out[fn] = shortName(p)
-		case discarded(stack) && acksIn(info, following(stack[:len(stack)-2], stack[len(stack)-2].(ast.Stmt))):
+		case discarded(stack) && w.acks(info, after(stack), 2):
 			out[fn], always[fn] = shortName(p), true
 		}
 	}
@@ -190,6 +190,37 @@ func following(stack []ast.Node, st ast.Stmt) []ast.Stmt {
 	return nil
 }
 
+// after returns the statements that run after the call statement at the
+// end of stack: those after it in its block or case, then those after each
+// enclosing statement in its own block or case, up to the function body
+// (`switch kind { case "a": h.A(m) }` then the delete).
+func after(stack []ast.Node) []ast.Stmt {
+	var out []ast.Stmt
+	for i := len(stack) - 2; i >= 1; i-- {
+		st, ok := stack[i].(ast.Stmt)
+		if !ok {
+			continue
+		}
+		var list []ast.Stmt
+		switch b := stack[i-1].(type) {
+		case *ast.BlockStmt:
+			list = b.List
+		case *ast.CaseClause:
+			list = b.Body
+		case *ast.CommClause:
+			list = b.Body
+		default:
+			continue
+		}
+		for j, s := range list {
+			if s == st {
+				out = append(out, list[j+1:]...)
+			}
+		}
+	}
+	return out
+}
+
 // returnsCallError reports whether the function returns the error of the
 // call at the end of stack: `return call(...)`, or a check of its error
 // whose branch returns an error (the error itself or a wrapped one).
@@ -207,30 +238,84 @@ func returnsCallError(info *types.Info, stack []ast.Node) bool {
 // gatesAck reports whether the call at the end of stack decides an ack:
 // its error is checked, the failing branch leaves without acking, and the
 // statements after the check (or, for `err == nil`, the branch) ack.
-func gatesAck(info *types.Info, stack []ast.Node) bool {
+func gatesAck(info *types.Info, stack []ast.Node, acks func(*types.Info, []ast.Stmt, int) bool) bool {
 	ifs, neq, rest := errCheck(info, stack)
 	if ifs == nil {
 		return false
 	}
 	if !neq {
-		return acksIn(info, ifs.Body.List)
+		return acks(info, ifs.Body.List, 2)
 	}
-	return terminates(ifs.Body) && !acksIn(info, ifs.Body.List) && acksIn(info, rest)
+	return terminates(ifs.Body) && !acks(info, ifs.Body.List, 2) && acks(info, rest, 2)
 }
 
-// acksIn reports whether any of stmts (outside function literals) acks.
-func acksIn(info *types.Info, stmts []ast.Stmt) bool {
+// acks reports whether any of stmts (outside function literals) acks: an
+// ack call, or, up to depth calls down, a call of a function of the
+// checked module that acks (`c.deleteMessage(ctx, m)` around the
+// client's DeleteMessage).
+func (w *wholeProgram) acks(info *types.Info, stmts []ast.Stmt, depth int) bool {
 	found := false
 	for _, st := range stmts {
 		ast.Inspect(st, func(n ast.Node) bool {
 			if _, ok := n.(*ast.FuncLit); ok || found {
 				return false
 			}
-			if c, ok := n.(*ast.CallExpr); ok && ackOf(info, c) != "" {
+			c, ok := n.(*ast.CallExpr)
+			if !ok {
+				return true
+			}
+			if ackOf(info, c) != "" {
+				found = true
+				return false
+			}
+			if depth == 0 {
+				return true
+			}
+			fn := callee(info, c)
+			if fn == nil || fn.Pkg() == nil || !w.app[fn.Pkg()] {
+				return true
+			}
+			sf := w.prog.FuncValue(fn)
+			if sf == nil || sf.Pkg == nil {
+				return true
+			}
+			body := funcBody(sf.Syntax())
+			if p := w.info[sf.Pkg.Pkg]; body != nil && p != nil && p.TypesInfo != nil && w.acks(p.TypesInfo, body.List, depth-1) {
 				found = true
 			}
 			return !found
 		})
 	}
 	return found
+}
+
+// doesWork returns the functions of rw that write to a database or make an
+// effect, in their own body or in a function they reach on the walk by a
+// call that waits for it (not a go statement or a channel hand-off).
+func (w *wholeProgram) doesWork(rw *rootWalk) map[*ssa.Function]bool {
+	out := map[*ssa.Function]bool{}
+	for i := len(rw.order) - 1; i >= 0; i-- {
+		fn := rw.order[i]
+		if !out[fn] && w.inApp(fn) && fn.Pkg != nil {
+			if p := w.info[fn.Pkg.Pkg]; p != nil && p.TypesInfo != nil {
+				if body := funcBody(fn.Syntax()); body != nil {
+					ast.Inspect(body, func(n ast.Node) bool {
+						if _, ok := n.(*ast.FuncLit); ok || out[fn] {
+							return false
+						}
+						if c, ok := n.(*ast.CallExpr); ok && (effectOf(p.TypesInfo, c) != "" || dbWriteOf(p.TypesInfo, c) != "") {
+							out[fn] = true
+						}
+						return !out[fn]
+					})
+				}
+			}
+		}
+		if out[fn] {
+			if p := rw.parent[fn]; p != nil && (!rw.async[fn] || rw.async[p]) {
+				out[p] = true
+			}
+		}
+	}
+	return out
 }

@@ -52,6 +52,10 @@ type reached struct {
 type programReach struct {
 	nodes map[ast.Node]*reached
 	funcs map[*types.Func]bool
+	// works lists the functions reached that write to a database or make
+	// an effect, themselves or through what they call on the walk (through
+	// interfaces and function values too).
+	works map[*types.Func]bool
 }
 
 // programs holds the whole-program result of the run in progress, by
@@ -809,6 +813,7 @@ func (w *wholeProgram) publish() (done func()) {
 	byPkg := map[*types.Package]*programReach{}
 	for _, rw := range w.walks {
 		acks, always := w.nilAcks(rw)
+		works := w.doesWork(rw)
 		for _, fn := range rw.order {
 			if !w.inApp(fn) {
 				continue
@@ -826,7 +831,7 @@ func (w *wholeProgram) publish() (done func()) {
 			}
 			pr := byPkg[src.Pkg.Pkg]
 			if pr == nil {
-				pr = &programReach{nodes: map[ast.Node]*reached{}, funcs: map[*types.Func]bool{}}
+				pr = &programReach{nodes: map[ast.Node]*reached{}, funcs: map[*types.Func]bool{}, works: map[*types.Func]bool{}}
 				byPkg[src.Pkg.Pkg] = pr
 			}
 			if pr.nodes[node] == nil {
@@ -837,6 +842,9 @@ func (w *wholeProgram) publish() (done func()) {
 			}
 			if obj, ok := src.Object().(*types.Func); ok {
 				pr.funcs[obj] = true
+				if works[fn] {
+					pr.works[obj] = true
+				}
 			}
 		}
 	}
