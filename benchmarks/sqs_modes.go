@@ -644,7 +644,8 @@ func smMarkdown(o smOptions, results []*kmResult, took time.Duration, load smLoa
 		"The harness's own SQS client (the publisher, the hand-written loops, the Lambda event source) has "+
 		"`sqsbroker.BufferRequestBodies`, as every ackgap client has: without it the SDK now and then cannot read a fast "+
 		"ReceiveMessage response and retries the call, and the lost response's messages stay invisible for the whole "+
-		"visibility timeout (aws/aws-sdk-go-v2#2737), which stalled whole runs of those modes for 30 s. "+
+		"visibility timeout (aws/aws-sdk-go-v2#2737), which stalled whole runs of those modes for 30 s; it takes an answer "+
+		"that comes back before net/http has finished sending the request, which loopback gives and a network to SQS hardly does. "+
 		"The ack gap is each applied message's commit to SQS's answer to its delete; the lease headroom is its lease deadline (as last "+
 		"extended) minus that answer, for every message of every batch: p50 and p1 (99%% of the messages had at least that much; "+
 		"negative: the delete came after the lease ran out, and SQS may have delivered the message again).\n\n",
