@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -282,7 +283,13 @@ func openSQSE2E(ctx context.Context, endpoint string) (_ *sqsE2E, err error) {
 		})
 		o.HTTPClient = httpClient
 	}}
-	s.client = sqs.New(sqs.Options{}, s.optFns...)
+	// The harness's own client (the SQS modes' publisher, hand-written
+	// consumers and Lambda event source) gets the fix every sqsbroker
+	// client has: without it a fast ReceiveMessage response is now and
+	// then lost, the SDK retries, and the lost response's messages stay
+	// invisible for the whole visibility timeout (30 s stalls of whole
+	// runs of the hand-written modes in -sqs-modes).
+	s.client = sqs.New(sqs.Options{}, append(slices.Clone(s.optFns), sqsbroker.BufferRequestBodies)...)
 	if s.pub, err = sqsbroker.NewPublisher(&sqsbroker.PublisherConfig{OptFns: s.optFns}, nil); err != nil {
 		s.transport.CloseIdleConnections()
 		return nil, err

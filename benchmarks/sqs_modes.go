@@ -83,7 +83,7 @@ type smEnv struct {
 // runSQSModes runs the comparison and returns its markdown.
 func runSQSModes(ctx context.Context, o smOptions, progress io.Writer) (string, error) {
 	started := time.Now()
-	loadBefore := loadAverage()
+	load := smLoad{cpus: runtime.NumCPU(), before: loadAverage()}
 	km, err := openKMEnv(ctx, kmOptions{dsn: o.dsn, events: o.events})
 	if err != nil {
 		return "", err
@@ -110,6 +110,7 @@ func runSQSModes(ctx context.Context, o smOptions, progress io.Writer) (string, 
 					return "", fmt.Errorf("%s (provider %s) run %d: %w", m, d, run+1, err)
 				}
 				results = append(results, res)
+				load.sample()
 				mark := "ok"
 				if !res.correct() {
 					mark = "NOT CORRECT: " + res.why
@@ -119,7 +120,47 @@ func runSQSModes(ctx context.Context, o smOptions, progress io.Writer) (string, 
 			}
 		}
 	}
-	return smMarkdown(o, results, time.Since(started), loadBefore, loadAverage(), env.fauxqsPID != 0), nil
+	load.after = loadAverage()
+	load.sample()
+	return smMarkdown(o, results, time.Since(started), load, env.fauxqsPID != 0), nil
+}
+
+// smLoad is the machine's 1-minute load average over the comparison: at
+// the start (which still holds the build of `go run`), at the end, and
+// the highest after any run.
+type smLoad struct {
+	cpus          int
+	before, after string
+	peak          float64
+	sampled       bool
+}
+
+// sample reads the 1-minute load average and keeps the highest.
+func (l *smLoad) sample() {
+	if v, err := strconv.ParseFloat(loadAverage(), 64); err == nil {
+		l.peak, l.sampled = max(l.peak, v), true
+	}
+}
+
+// shared reports whether other jobs shared the machine: a 1-minute load
+// above the CPUs plus one after some run. The comparison on its own keeps
+// its process, PostgreSQL and fauxqs runnable, about one to two on 2 CPUs.
+func (l smLoad) shared() bool { return l.sampled && l.peak > float64(l.cpus+1) }
+
+// note is the section's sentence on the load, saying what was measured.
+func (l smLoad) note() string {
+	s := fmt.Sprintf("%d CPUs; load average (1 min) %s at the start, %s at the end", l.cpus, l.before, l.after)
+	switch {
+	case !l.sampled:
+		return s + " (the load during the runs was not read)."
+	case l.shared():
+		return s + fmt.Sprintf(", at most %.2f after a run. **Other jobs shared the machine while this ran (a load above the CPUs plus one, "+
+			"more than the comparison makes on its own): the figures are from a loaded machine, not a quiet one**; absolute figures are "+
+			"noisy, ratios within one run less so.", l.peak)
+	default:
+		return s + fmt.Sprintf(", at most %.2f after a run: no more than the comparison makes on its own (the bound is the CPUs plus one), "+
+			"so the machine was otherwise quiet.", l.peak)
+	}
 }
 
 // run runs mode once on a fresh queue.
@@ -568,17 +609,15 @@ const (
 )
 
 // smMarkdown renders the comparison.
-func smMarkdown(o smOptions, results []*kmResult, took time.Duration, loadBefore, loadAfter string, brokerCounted bool) string {
+func smMarkdown(o smOptions, results []*kmResult, took time.Duration, load smLoad, brokerCounted bool) string {
 	var b strings.Builder
 	w := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
 	w("%s\n\n", smBegin)
 	w("## SQS modes (issue #21)\n\n")
 	w("Produced by `go run ./benchmarks -sqs-modes` on %s UTC in %s: %d events per run, %d keys (FIFO: %d message groups), PostgreSQL, fauxqs; "+
-		"%d runs per cell, cells alternating (every mode once, then again). %d CPUs; load average (1 min) %s at the start, %s at the end. "+
-		"**The machine was shared with other jobs while this ran: the figures are from a loaded machine, not a quiet one**; "+
-		"absolute figures are noisy, ratios within one run less so. The events/s cell is the median with the spread [min–max] of the runs.\n\n",
-		time.Now().UTC().Format("2006-01-02 15:04"), took.Round(time.Second), o.events, kmKeys, kmKeys, o.runs,
-		runtime.NumCPU(), loadBefore, loadAfter)
+		"%d runs per cell, cells alternating (every mode once, then again). %s "+
+		"The events/s cell is the median with the spread [min–max] of the runs.\n\n",
+		time.Now().UTC().Format("2006-01-02 15:04"), took.Round(time.Second), o.events, kmKeys, kmKeys, o.runs, load.note())
 	w("Each run creates a fresh queue (visibility timeout %s), publishes every event at once (SendMessageBatch of 10, %d calls in flight, "+
 		"a key's events in order: every key's first step, then every key's second; FIFO: MessageGroupId the key, MessageDeduplicationId the "+
 		"event id), then waits until the provider carried out both effects of every event: events/s is events / (publish start → last effect). "+
@@ -602,6 +641,11 @@ func smMarkdown(o smOptions, results []*kmResult, took time.Duration, loadBefore
 		"the batch handed over as an `events.SQSEvent`, the records not in BatchItemFailures deleted with one DeleteMessageBatch, the "+
 		"listed ones left (made visible after %d s). The FIFO rows are the same on a FIFO queue, the group as the ordering key. "+
 		"ackgap's NackDelay is %s; its relay polls every %s (-sqs-modes-relay-poll; the hand-written one every %s). fauxqs returns at most one message per group per receive, which real SQS does not. "+
+		"The harness's own SQS client (the publisher, the hand-written loops, the Lambda event source) has "+
+		"`sqsbroker.BufferRequestBodies`, as every ackgap client has: without it the SDK now and then cannot read a fast "+
+		"ReceiveMessage response and retries the call, and the lost response's messages stay invisible for the whole "+
+		"visibility timeout (aws/aws-sdk-go-v2#2737), which stalled whole runs of those modes for 30 s; it takes an answer "+
+		"that comes back before net/http has finished sending the request, which loopback gives and a network to SQS hardly does. "+
 		"The ack gap is each applied message's commit to SQS's answer to its delete; the lease headroom is its lease deadline (as last "+
 		"extended) minus that answer, for every message of every batch: p50 and p1 (99%% of the messages had at least that much; "+
 		"negative: the delete came after the lease ran out, and SQS may have delivered the message again).\n\n",

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -56,4 +57,32 @@ func TestSQSModesFlags(t *testing.T) {
 	require.ErrorContains(t, err, `-sqs-modes-only: unknown mode "ackgap fast"`)
 	_, err = parse([]string{"-sqs-modes", "-kafka-modes"}, &stderr)
 	require.ErrorContains(t, err, "-sqs-modes, -kafka-modes and -soak are runs of their own")
+}
+
+// TestSQSModesLoadNote: the section calls the machine shared only when the
+// 1-minute load after some run was above the CPUs plus one, and says the
+// load it measured either way.
+func TestSQSModesLoadNote(t *testing.T) {
+	quiet := smLoad{cpus: 2, before: "2.12", after: "0.63"}
+	for _, v := range []string{"1.40", "2.90", "0.63"} {
+		quiet.peak, quiet.sampled = max(quiet.peak, mustFloat(t, v)), true
+	}
+	note := quiet.note()
+	require.Contains(t, note, "2 CPUs; load average (1 min) 2.12 at the start, 0.63 at the end, at most 2.90 after a run")
+	require.Contains(t, note, "otherwise quiet")
+	require.NotContains(t, note, "shared")
+
+	loaded := smLoad{cpus: 2, before: "13.1", after: "22.4", peak: 22.4, sampled: true}
+	require.Contains(t, loaded.note(), "at most 22.40 after a run. **Other jobs shared the machine")
+
+	unread := smLoad{cpus: 2, before: "unknown", after: "unknown"}
+	require.Contains(t, unread.note(), "not read")
+	require.NotContains(t, unread.note(), "quiet")
+}
+
+func mustFloat(t *testing.T, s string) float64 {
+	t.Helper()
+	v, err := strconv.ParseFloat(s, 64)
+	require.NoError(t, err)
+	return v
 }

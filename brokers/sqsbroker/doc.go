@@ -141,7 +141,8 @@
 // still probes it, and net/http then closes the connection:
 // aws/aws-sdk-go-v2#2737); the SDK retried, and the messages of the lost
 // response stayed invisible for a whole visibility timeout. On loopback,
-// one full test run in four to eight stalled for 30 s that way.
+// one full test run in four to eight stalled for 30 s that way. The
+// option is exported as [BufferRequestBodies] for SQS clients of your own.
 //
 // So the subscriber reuses watermill-aws's types and interfaces (the
 // Unmarshaler it takes is watermill-aws's sqs.Unmarshaler) and reimplements

@@ -9,20 +9,35 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 )
 
-// withBufferedBodies returns optFns followed by an option that wraps the
-// client's HTTP client (the user's, or the SDK's default) in
-// [bufferedBodyClient].
+// withBufferedBodies returns optFns followed by [BufferRequestBodies].
 func withBufferedBodies(optFns []func(*sqs.Options)) []func(*sqs.Options) {
 	out := append([]func(*sqs.Options){}, optFns...)
-	return append(out, func(o *sqs.Options) {
-		next := o.HTTPClient
-		if next == nil {
-			next = awshttp.NewBuildableClient()
-		}
-		if _, ok := next.(bufferedBodyClient); !ok {
-			o.HTTPClient = bufferedBodyClient{next: next}
-		}
-	})
+	return append(out, BufferRequestBodies)
+}
+
+// BufferRequestBodies is an SQS client option that wraps the client's
+// HTTP client (the one set by the options before it, or the SDK's
+// default) so that net/http gets an in-memory copy of every request body.
+// Every client this package builds has it; add it, last, to the options
+// of an SQS client of your own that receives messages:
+//
+//	client := sqs.NewFromConfig(cfg, sqsbroker.BufferRequestBodies)
+//
+// Without it, the response to a ReceiveMessage that comes back fast
+// sometimes cannot be read: smithy-go closes the request body while
+// net/http still probes it, net/http closes the connection, and the SDK
+// retries the call; but the first response already took its messages in
+// flight, nobody holds them, and SQS hides them for the whole visibility
+// timeout (aws/aws-sdk-go-v2#1825, #2737). Applying it twice wraps once.
+// The wrapped client is safe for concurrent use if the one it wraps is.
+func BufferRequestBodies(o *sqs.Options) {
+	next := o.HTTPClient
+	if next == nil {
+		next = awshttp.NewBuildableClient()
+	}
+	if _, ok := next.(bufferedBodyClient); !ok {
+		o.HTTPClient = bufferedBodyClient{next: next}
+	}
 }
 
 // bufferedBodyClient hands net/http a request body of its own, read into
