@@ -232,7 +232,45 @@ func returnsCallError(info *types.Info, stack []ast.Node) bool {
 		}
 	}
 	ifs, neq, _ := errCheck(info, stack)
-	return ifs != nil && neq && returnsError(info, ifs.Body)
+	if ifs != nil && neq && returnsError(info, ifs.Body) {
+		return true
+	}
+	// err = call(...) in one branch, `return err` (or a wrap of it) later.
+	if as, ok := stack[len(stack)-2].(*ast.AssignStmt); ok && len(as.Rhs) == 1 && ast.Unparen(as.Rhs[0]) == call {
+		if errVar := errorLHS(info, as); errVar != nil {
+			return returnsVar(info, stack[0], errVar)
+		}
+	}
+	return false
+}
+
+// returnsVar reports whether a return statement in body (outside function
+// literals) returns v as its last result, or a call of which v is an
+// argument (fmt.Errorf("...: %w", v)).
+func returnsVar(info *types.Info, body ast.Node, v types.Object) bool {
+	found := false
+	ast.Inspect(body, func(n ast.Node) bool {
+		if _, ok := n.(*ast.FuncLit); ok || found {
+			return false
+		}
+		ret, ok := n.(*ast.ReturnStmt)
+		if !ok || len(ret.Results) == 0 {
+			return true
+		}
+		last := ast.Unparen(ret.Results[len(ret.Results)-1])
+		if id, ok := last.(*ast.Ident); ok && info.ObjectOf(id) == v {
+			found = true
+		}
+		if c, ok := last.(*ast.CallExpr); ok {
+			for _, a := range c.Args {
+				if id, ok := ast.Unparen(a).(*ast.Ident); ok && info.ObjectOf(id) == v {
+					found = true
+				}
+			}
+		}
+		return !found
+	})
+	return found
 }
 
 // gatesAck reports whether the call at the end of stack decides an ack:

@@ -53,6 +53,7 @@ func main() {
 	go methval.Run(context.Background(), &sqs.Client{}, st.Save)
 	go methval.RunWork(context.Background(), &sqs.Client{}, methval.Notifier(c))
 	go swallow.ConsumeEach(context.Background(), kafka.NewReader(kafka.ReaderConfig{}), &swallow.Purchases{})
+	go swallow.ConsumeStatus(context.Background(), kafka.NewReader(kafka.ReaderConfig{}), nil)
 	go swallow.Consume(context.Background(), kafka.NewReader(kafka.ReaderConfig{}), swallow.MakeProcess(nil))
 	poller.Poll(context.Background(), &sqs.Client{}, "https://sqs.example/q", &ledger.Ledger{C: c})
 }

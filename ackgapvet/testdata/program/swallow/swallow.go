@@ -112,3 +112,44 @@ func ConsumeEach(ctx context.Context, r *kafka.Reader, p *Purchases) {
 		}(m)
 	}
 }
+
+// errStale is a sentinel a processor answers for an old message.
+var errStale = errors.New("stale")
+
+// status assigns its error in an if/else and returns it after a sentinel
+// comparison (cloud-connector's handleConnectionStatusMessage): its
+// callees' nil is still the loop's ack.
+func status(ctx context.Context, db *sql.DB, m *kafka.Message) error {
+	var err error
+	if len(m.Value) > 1 {
+		err = online(ctx, db, string(m.Value))
+	} else {
+		err = offline(ctx, db, string(m.Value))
+	}
+	if errors.Is(err, errStale) {
+		return nil
+	}
+	return err
+}
+
+func offline(ctx context.Context, db *sql.DB, key string) error {
+	if _, err := db.ExecContext(ctx, "DELETE FROM connections WHERE client_id = $1", key); err != nil {
+		log.Println(err)
+		return nil // want: the loop commits a failed delete
+	}
+	return nil
+}
+
+// ConsumeStatus commits when status returns nil.
+func ConsumeStatus(ctx context.Context, r *kafka.Reader, db *sql.DB) {
+	for {
+		m, err := r.FetchMessage(ctx)
+		if err != nil {
+			return
+		}
+		if err := status(ctx, db, &m); err != nil {
+			return
+		}
+		r.CommitMessages(ctx, m)
+	}
+}
