@@ -183,6 +183,13 @@ func (c *Consumers) works(fn *types.Func) bool {
 	return ok && v.(*programReach).works[fn.Origin()]
 }
 
+// commitsBelow reports whether, in the whole-program mode, the walk from
+// call reaches a transaction commit (through an interface method or a
+// function value too); false in the per-package mode.
+func (c *Consumers) commitsBelow(call *ast.CallExpr) bool {
+	return c.program != nil && c.program.commitSites[call.Lparen]
+}
+
 // ackerOf returns, in the whole-program mode, the function that acks the
 // message when fn (a FuncDecl or FuncLit of this package, not an entry
 // point) returns a nil error, or, with always, after fn returns whatever

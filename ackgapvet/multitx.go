@@ -98,7 +98,7 @@ func secondCommit(info *types.Info, c *Consumers, body *ast.BlockStmt) (first, s
 		if call, ok := n.(*ast.CallExpr); ok {
 			desc := txCommitOf(info, call)
 			if desc == "" {
-				if cf := callee(info, call); cf != nil && c.Commits(cf) {
+				if cf := callee(info, call); cf != nil && c.Commits(cf) || c.commitsBelow(call) {
 					desc = types.ExprString(call.Fun)
 				}
 			}

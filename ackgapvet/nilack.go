@@ -327,33 +327,106 @@ func (w *wholeProgram) acks(info *types.Info, stmts []ast.Stmt, depth int) bool 
 	return found
 }
 
-// doesWork returns the functions of rw that write to a database or make an
-// effect, in their own body or in a function they reach on the walk by a
+// doesWork returns the functions of rw that write to a database or make
+// an effect, in their own body or in a function they reach on the walk by a
 // call that waits for it (not a go statement or a channel hand-off).
 func (w *wholeProgram) doesWork(rw *rootWalk) map[*ssa.Function]bool {
+	fns, _ := w.below(rw, func(info *types.Info, c *ast.CallExpr) bool {
+		return effectOf(info, c) != "" || dbWriteOf(info, c) != ""
+	})
+	return fns
+}
+
+// commitsBelow returns the functions of rw that commit a database
+// transaction, in their own body or below a call that waits, and the calls
+// (by position) below which one is reached, with the function making them.
+func (w *wholeProgram) commitsBelow(rw *rootWalk) (map[*ssa.Function]bool, map[token.Pos]*ssa.Function) {
+	return w.below(rw, func(info *types.Info, c *ast.CallExpr) bool { return txCommitOf(info, c) != "" })
+}
+
+// below returns the functions of rw whose own body has a call that own
+// accepts, or that reach one by calls that wait for their callee (call
+// graph edges other than go statements, and the walk's own edges through
+// function values), to a fixed point; and the call sites through which
+// they reach it, with the calling function.
+func (w *wholeProgram) below(rw *rootWalk, own func(*types.Info, *ast.CallExpr) bool) (map[*ssa.Function]bool, map[token.Pos]*ssa.Function) {
+	in := map[*ssa.Function]bool{}
+	for _, fn := range rw.order {
+		in[fn] = true
+	}
 	out := map[*ssa.Function]bool{}
-	for i := len(rw.order) - 1; i >= 0; i-- {
-		fn := rw.order[i]
-		if !out[fn] && w.inApp(fn) && fn.Pkg != nil {
-			if p := w.info[fn.Pkg.Pkg]; p != nil && p.TypesInfo != nil {
-				if body := funcBody(fn.Syntax()); body != nil {
-					ast.Inspect(body, func(n ast.Node) bool {
-						if _, ok := n.(*ast.FuncLit); ok || out[fn] {
-							return false
-						}
-						if c, ok := n.(*ast.CallExpr); ok && (effectOf(p.TypesInfo, c) != "" || dbWriteOf(p.TypesInfo, c) != "") {
-							out[fn] = true
-						}
-						return !out[fn]
-					})
+	for _, fn := range rw.order {
+		if !w.inApp(fn) || fn.Pkg == nil {
+			continue
+		}
+		p := w.info[fn.Pkg.Pkg]
+		body := funcBody(fn.Syntax())
+		if p == nil || p.TypesInfo == nil || body == nil {
+			continue
+		}
+		ast.Inspect(body, func(n ast.Node) bool {
+			if _, ok := n.(*ast.FuncLit); ok || out[fn] {
+				return false
+			}
+			if c, ok := n.(*ast.CallExpr); ok && own(p.TypesInfo, c) {
+				out[fn] = true
+			}
+			return !out[fn]
+		})
+	}
+	type edge struct {
+		from, to *ssa.Function
+		pos      token.Pos
+	}
+	var edges []edge
+	for _, fn := range rw.order {
+		if n := w.cg.Nodes[fn]; n != nil {
+			for _, e := range n.Out {
+				if _, isGo := e.Site.(*ssa.Go); !isGo && in[e.Callee.Func] {
+					edges = append(edges, edge{fn, e.Callee.Func, e.Pos()})
 				}
 			}
 		}
-		if out[fn] {
-			if p := rw.parent[fn]; p != nil && (!rw.async[fn] || rw.async[p]) {
-				out[p] = true
+		if p := rw.parent[fn]; p != nil && (!rw.async[fn] || rw.async[p]) && !w.libraryCallback(p, rw.via[fn]) {
+			edges = append(edges, edge{p, fn, rw.via[fn]})
+		}
+	}
+	sites := map[token.Pos]*ssa.Function{}
+	for changed := true; changed; {
+		changed = false
+		for _, e := range edges {
+			if out[e.to] {
+				if e.pos.IsValid() && sites[e.pos] == nil {
+					sites[e.pos] = e.from
+				}
+				if !out[e.from] {
+					out[e.from] = true
+					changed = true
+				}
 			}
 		}
 	}
-	return out
+	return out, sites
+}
+
+// libraryCallback reports whether the call of p at pos is a call of a
+// library function (outside the checked module) that the walk entered
+// through a function value given to it: sync.WaitGroup.Go, errgroup's Go
+// or a retry helper may run it in another goroutine, so what it does is
+// not below the call.
+func (w *wholeProgram) libraryCallback(p *ssa.Function, pos token.Pos) bool {
+	if p == nil || p.Pkg == nil {
+		return false
+	}
+	info := w.info[p.Pkg.Pkg]
+	body := funcBody(p.Syntax())
+	if info == nil || info.TypesInfo == nil || body == nil {
+		return false
+	}
+	stack := callStack(body, pos)
+	if stack == nil {
+		return false
+	}
+	fn := callee(info.TypesInfo, stack[len(stack)-1].(*ast.CallExpr))
+	return fn != nil && fn.Pkg() != nil && !w.app[fn.Pkg()]
 }

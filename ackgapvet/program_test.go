@@ -173,7 +173,7 @@ func TestConsumerMap(t *testing.T) {
 	for _, c := range rep.Consumers {
 		byName[c.Name] = c
 	}
-	require.Len(t, byName, 18, "%+v", rep.Consumers)
+	require.Len(t, byName, 19, "%+v", rep.Consumers)
 
 	// A helper that calls the function it is given (a transaction helper)
 	// joins, in the call graph, every closure passed to it; each consumer
@@ -288,4 +288,17 @@ func TestNilAckBelowTheLoop(t *testing.T) {
 	}
 	require.Equal(t, []int{47, 95, 138}, lines, "online's return nil after register fails, Purchases.Handle's return after its failed insert (committed by the goroutine after Handle returns), offline's return nil below an if/else assignment, and nothing else")
 	require.Empty(t, findingsIn(programReport(t, true), "swallow/swallow.go", "errack"))
+}
+
+// TestMultiTxBehindInterface: two calls through a storage interface whose
+// implementation commits a transaction each are two transactions for one
+// message in the whole-program mode; the per-package mode sees no commit
+// below an interface method.
+func TestMultiTxBehindInterface(t *testing.T) {
+	var lines []int
+	for _, f := range findingsIn(programReport(t, false), "multiface/multiface.go", "multitx") {
+		lines = append(lines, f.Line)
+	}
+	require.Equal(t, []int{49}, lines)
+	require.Empty(t, findingsIn(programReport(t, true), "multiface/multiface.go", "multitx"))
 }

@@ -56,6 +56,14 @@ type programReach struct {
 	// an effect, themselves or through what they call on the walk (through
 	// interfaces and function values too).
 	works map[*types.Func]bool
+	// commitSites lists the calls (by the position of their left
+	// parenthesis) below which the walk reaches a transaction commit,
+	// whatever they call through (an interface method, a function value).
+	commitSites map[token.Pos]bool
+}
+
+func newProgramReach() *programReach {
+	return &programReach{nodes: map[ast.Node]*reached{}, funcs: map[*types.Func]bool{}, works: map[*types.Func]bool{}, commitSites: map[token.Pos]bool{}}
 }
 
 // programs holds the whole-program result of the run in progress, by
@@ -812,6 +820,20 @@ func (rw *rootWalk) path(fn *ssa.Function) []string {
 func (w *wholeProgram) publish() (done func()) {
 	byPkg := map[*types.Package]*programReach{}
 	for _, rw := range w.walks {
+		_, commitSites := w.commitsBelow(rw)
+		// A call below which a commit is reached: recorded in the package
+		// of the function that makes the call.
+		for pos, p := range commitSites {
+			if !w.inApp(p) || p.Pkg == nil {
+				continue
+			}
+			pr := byPkg[p.Pkg.Pkg]
+			if pr == nil {
+				pr = newProgramReach()
+				byPkg[p.Pkg.Pkg] = pr
+			}
+			pr.commitSites[pos] = true
+		}
 		acks, always := w.nilAcks(rw)
 		works := w.doesWork(rw)
 		for _, fn := range rw.order {
@@ -831,7 +853,7 @@ func (w *wholeProgram) publish() (done func()) {
 			}
 			pr := byPkg[src.Pkg.Pkg]
 			if pr == nil {
-				pr = &programReach{nodes: map[ast.Node]*reached{}, funcs: map[*types.Func]bool{}, works: map[*types.Func]bool{}}
+				pr = newProgramReach()
 				byPkg[src.Pkg.Pkg] = pr
 			}
 			if pr.nodes[node] == nil {

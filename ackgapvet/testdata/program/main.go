@@ -19,6 +19,7 @@ import (
 	"example.com/program/ledger"
 	"example.com/program/methval"
 	"example.com/program/mqs"
+	"example.com/program/multiface"
 	"example.com/program/notify"
 	"example.com/program/orders"
 	"example.com/program/poller"
@@ -54,6 +55,7 @@ func main() {
 	go methval.RunWork(context.Background(), &sqs.Client{}, methval.Notifier(c))
 	go swallow.ConsumeEach(context.Background(), kafka.NewReader(kafka.ReaderConfig{}), &swallow.Purchases{})
 	go swallow.ConsumeStatus(context.Background(), kafka.NewReader(kafka.ReaderConfig{}), nil)
+	go multiface.ConsumeReports(context.Background(), kafka.NewReader(kafka.ReaderConfig{}), &multiface.DBStorage{})
 	go swallow.Consume(context.Background(), kafka.NewReader(kafka.ReaderConfig{}), swallow.MakeProcess(nil))
 	poller.Poll(context.Background(), &sqs.Client{}, "https://sqs.example/q", &ledger.Ledger{C: c})
 }

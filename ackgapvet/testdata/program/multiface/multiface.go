@@ -1,0 +1,64 @@
+// Package multiface: two transactions for one message behind an interface
+// (field trial wave 4, insights-results-aggregator H2): the per-package
+// mode sees no commit below an interface method; the whole-program walk
+// does.
+package multiface
+
+import (
+	"context"
+	"database/sql"
+
+	"github.com/segmentio/kafka-go"
+)
+
+// Storage is what the consumer writes through.
+type Storage interface {
+	WriteReport(key string) error
+	WriteRecommendations(key string) error
+}
+
+// DBStorage commits a transaction per method.
+type DBStorage struct{ DB *sql.DB }
+
+func (s *DBStorage) inTx(q, key string) error {
+	tx, err := s.DB.Begin()
+	if err != nil {
+		return err
+	}
+	if _, err := tx.Exec(q, key); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+// WriteReport commits the report.
+func (s *DBStorage) WriteReport(key string) error {
+	return s.inTx("UPDATE report SET n = 1 WHERE k = $1", key)
+}
+
+// WriteRecommendations commits the recommendations.
+func (s *DBStorage) WriteRecommendations(key string) error {
+	return s.inTx("UPDATE recommendation SET n = 1 WHERE k = $1", key)
+}
+
+func store(st Storage, key string) error {
+	if err := st.WriteReport(key); err != nil {
+		return err
+	}
+	return st.WriteRecommendations(key) // want: a second transaction
+}
+
+// ConsumeReports stores each message, then commits it.
+func ConsumeReports(ctx context.Context, r *kafka.Reader, st Storage) {
+	for {
+		m, err := r.FetchMessage(ctx)
+		if err != nil {
+			return
+		}
+		if err := store(st, string(m.Value)); err != nil {
+			return
+		}
+		r.CommitMessages(ctx, m)
+	}
+}
