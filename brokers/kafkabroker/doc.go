@@ -159,7 +159,12 @@
 // client of their own (one more connection), with the session's generation
 // and member id, and read the answer per partition. Stats
 // ([Subscriber.Stats], [ParallelSubscriber.Stats]) shows each partition's
-// committed offset, watermark, in flight, replays skipped and regressions.
+// committed offset, watermark, in flight, buffered, lag, replays skipped
+// and regressions. The same numbers are published as OpenTelemetry
+// observable instruments (MetricPartitionCommitted and the other
+// MetricPartition* constants, scope [ScopeName]) on
+// SubscriberConfig.MeterProvider, per consumer group, topic and
+// partition.
 //
 // # Time limits
 //
