@@ -164,7 +164,11 @@
 // observable instruments (MetricPartitionCommitted and the other
 // MetricPartition* constants, scope [ScopeName]) on
 // SubscriberConfig.MeterProvider, per consumer group, topic and
-// partition.
+// partition; the console's live page shows them as a table when its
+// Recorder reads that provider. From outside the process, "ackgap status
+// --kafka-brokers ..." shows the group's committed offsets, lag and, with
+// [FinishedAbove], how many offsets above each the commit recorded
+// finished.
 //
 // # Time limits
 //
