@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 
+	"github.com/ackgap/ackgap"
 	"github.com/ackgap/ackgap/brokers/kafkabroker"
 )
 
@@ -172,4 +173,112 @@ func TestLagOf(t *testing.T) {
 	} {
 		require.Equal(t, tc.want, kafkabroker.LagOf(tc.hwm, tc.committed, tc.initial), "%+v", tc)
 	}
+}
+
+// TestEngineMetricsHeldRecord: every instrument reports its own number.
+// With the first of n records held (not acked) and the rest acked, the
+// partition reports committed 0 and watermark 0 (the held record), 1 in
+// flight, n buffered and a lag of n. A second subscriber of the group on
+// the same provider, after the first stopped, skips the n-1 records the
+// commit recorded finished (replays skipped n-1), gets only the held one,
+// and once it is acked reports committed = watermark = n, lag 0; no
+// regression either time.
+func TestEngineMetricsHeldRecord(t *testing.T) {
+	t.Parallel()
+	const n = 12
+	topic, group := unique("orders"), unique("billing")
+	msgs := make([]*message.Message, 0, n)
+	for i := range n {
+		msgs = append(msgs, event(t, fmt.Sprintf("evt-%03d", i), fmt.Sprintf("k-%d", i)))
+	}
+	produce(t, topic, 0, msgs)
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+	tune := func(c *kafkabroker.ParallelConfig) {
+		c.MeterProvider = mp
+		c.Ordering = kafkabroker.OrderingUnordered
+		c.MaxInFlight = n
+		c.CloseTimeout = 500 * time.Millisecond
+	}
+	p0 := group + "/" + topic + "/0"
+	partition0 := func(stats []kafkabroker.PartitionStats) kafkabroker.PartitionStats {
+		for _, st := range stats {
+			if st.Partition == 0 {
+				return st
+			}
+		}
+		return kafkabroker.PartitionStats{Partition: -1}
+	}
+	requireMetrics := func(want map[string]int64) {
+		t.Helper()
+		got := engineMetrics(t, reader)
+		for name, v := range want {
+			pt, ok := got[name][p0]
+			require.True(t, ok, "%s reported for partition 0", name)
+			require.Equal(t, v, pt.value, name)
+		}
+	}
+
+	first := newParallel(t, group, tune)
+	out, err := first.Subscribe(context.Background(), topic)
+	require.NoError(t, err)
+	for range n {
+		select {
+		case msg := <-out:
+			d, ok := ackgap.DeliveryFromContext(msg.Context())
+			require.True(t, ok)
+			if d.Offset != 0 {
+				msg.Ack()
+			}
+		case <-time.After(time.Minute):
+			t.Fatal("no message in 1 min")
+		}
+	}
+	eventually(t, time.Minute, "the acks settled and the held watermark committed", func() bool {
+		st := partition0(first.Stats())
+		return st.InFlight == 1 && st.Committed == 0 && st.Lag == n
+	})
+	requireMetrics(map[string]int64{
+		kafkabroker.MetricPartitionCommitted:      0,
+		kafkabroker.MetricPartitionWatermark:      0,
+		kafkabroker.MetricPartitionInFlight:       1,
+		kafkabroker.MetricPartitionBuffered:       n,
+		kafkabroker.MetricPartitionLag:            n,
+		kafkabroker.MetricPartitionReplaysSkipped: 0,
+		kafkabroker.MetricPartitionRegressions:    0,
+	})
+	require.NoError(t, first.Close(), "the held record is cancelled after CloseTimeout")
+
+	second := newParallel(t, group, tune)
+	out, err = second.Subscribe(context.Background(), topic)
+	require.NoError(t, err)
+	select {
+	case msg := <-out:
+		d, ok := ackgap.DeliveryFromContext(msg.Context())
+		require.True(t, ok)
+		require.Equal(t, int64(0), d.Offset, "only the held record comes again")
+		msg.Ack()
+	case <-time.After(time.Minute):
+		t.Fatal("no message in 1 min")
+	}
+	eventually(t, time.Minute, "partition 0 committed at the end", func() bool {
+		st := partition0(second.Stats())
+		return st.Committed == n && st.Lag == 0
+	})
+	requireMetrics(map[string]int64{
+		kafkabroker.MetricPartitionCommitted:      n,
+		kafkabroker.MetricPartitionWatermark:      n,
+		kafkabroker.MetricPartitionInFlight:       0,
+		kafkabroker.MetricPartitionBuffered:       0,
+		kafkabroker.MetricPartitionLag:            0,
+		kafkabroker.MetricPartitionReplaysSkipped: n - 1,
+		kafkabroker.MetricPartitionRegressions:    0,
+	})
+	select {
+	case msg := <-out:
+		t.Fatalf("record %s handed out again: it was recorded finished", msg.UUID)
+	default:
+	}
+	require.NoError(t, second.Close())
 }
