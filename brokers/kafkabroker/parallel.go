@@ -338,15 +338,17 @@ type PartitionStats struct {
 	// this subscriber for the partition; -1 when none yet. Watermark -
 	// Committed is what a crash now would redeliver of the acked records.
 	Committed int64
-	// HighWaterMark is the partition's high watermark (the offset the
-	// next record written gets) as of the last fetch answered; 0 before
-	// the first.
+	// HighWaterMark is the partition's high watermark, an offset: the
+	// one the next record written gets, as of the last fetch answered
+	// (Sarama's ConsumerGroupClaim.HighWaterMarkOffset); 0 before the
+	// first.
 	HighWaterMark int64
-	// Lag is HighWaterMark minus the group's committed offset (Committed,
-	// or before this subscriber's first accepted commit the offset the
-	// claim started at), what kafka-consumer-groups.sh calls lag: the
-	// records a restart now would read, the acked ones the watermark
-	// passed included. -1 when unknown (no committed offset, or no fetch
+	// Lag, in records, is HighWaterMark minus the group's committed
+	// offset (Committed, or before this subscriber's first accepted
+	// commit the offset the claim started at), what
+	// kafka-consumer-groups.sh calls lag: the records a restart now would
+	// read, the acked ones above the committed offset included. -1 when
+	// unknown (the group has no committed offset, or no fetch was
 	// answered yet).
 	Lag int64
 	// Regressions is how many times the subscriber found the group's
