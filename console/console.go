@@ -56,8 +56,10 @@ type Config struct {
 	// personal data. Default false: only their size.
 	ShowPayloads bool
 	// Recorder, when set, adds the live page (ack gap and lease headroom
-	// histograms) and the duplicate and dead-letter counts of the overview,
-	// from this process's telemetry. Default nil.
+	// histograms, and the Kafka engine's partitions when kafkabroker
+	// publishes on the Recorder's MeterProvider) and the duplicate and
+	// dead-letter counts of the overview, from this process's telemetry.
+	// Default nil.
 	Recorder *Recorder
 	// QueryTimeout bounds each store call. A call that runs out shows
 	// "database busy" (HTTP 503) and changes nothing (the batches of a bulk

@@ -27,6 +27,7 @@ import (
 
 	"github.com/ackgap/ackgap"
 	"github.com/ackgap/ackgap/console"
+	"github.com/ackgap/ackgap/internal/enginemetric"
 	"github.com/ackgap/ackgap/internal/testdb"
 	"github.com/ackgap/ackgap/stores"
 	"github.com/ackgap/ackgap/stores/pgxstore"
@@ -619,12 +620,96 @@ func TestLive(t *testing.T) {
 		require.Contains(t, body, `<span class="neg">1 negative (25.0%)</span>`)
 		require.Equal(t, 2, strings.Count(body, `class="bar neg"`), "the buckets ending at -1 and at 0 are red")
 		require.Contains(t, body, "<svg")
+		require.NotContains(t, body, `id="kafka-partitions"`, "no Kafka engine on the provider, no partition table")
 
 		code, body = b.get("/")
 		require.Equal(t, http.StatusOK, code)
 		require.Regexp(t, `<td>billing</td><td class="n">3</td><td class="n">[0-9.]+</td><td class="n">3</td><td class="n">0</td>`, body)
 		require.Regexp(t, `<td>audit</td><td class="n">1</td><td class="n">[0-9.]+</td><td class="n">1</td>`, body)
 		require.Contains(t, body, `href="/ackgap/live"`)
+	})
+}
+
+// TestLiveKafkaPartitions: the Kafka watermark engine's instruments
+// (kafkabroker's names and scope, fed here by a callback as the engine
+// does; kafkabroker's TestEngineMetrics checks what the engine reports)
+// make a table on the live page, one row per group, topic and partition
+// in that order, "–" where an instrument reported nothing, the acked
+// records not yet committed (watermark − committed), and regressions in
+// red.
+func TestLiveKafkaPartitions(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s seeder) {
+		rec := console.NewRecorder()
+		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(rec.Reader()))
+		t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+		meter := mp.Meter(enginemetric.ScopeName)
+		gauges := map[string]metric.Int64ObservableGauge{}
+		for _, name := range []string{enginemetric.Committed, enginemetric.Watermark, enginemetric.InFlight, enginemetric.Buffered, enginemetric.Lag} {
+			g, err := meter.Int64ObservableGauge(name)
+			require.NoError(t, err)
+			gauges[name] = g
+		}
+		skipped, err := meter.Int64ObservableCounter(enginemetric.ReplaysSkipped)
+		require.NoError(t, err)
+		regressions, err := meter.Int64ObservableCounter(enginemetric.Regressions)
+		require.NoError(t, err)
+		type part struct {
+			group, topic, partition string
+			values                  map[string]int64 // by instrument; absent: not reported
+		}
+		parts := []part{
+			{"billing", "orders", "1", map[string]int64{enginemetric.Committed: 40, enginemetric.Watermark: 42, enginemetric.InFlight: 2,
+				enginemetric.Buffered: 5, enginemetric.Lag: 10, enginemetric.ReplaysSkipped: 7, enginemetric.Regressions: 1}},
+			{"billing", "orders", "0", map[string]int64{enginemetric.Committed: 100, enginemetric.Watermark: 100, enginemetric.InFlight: 0,
+				enginemetric.Buffered: 0, enginemetric.Lag: 0, enginemetric.ReplaysSkipped: 0, enginemetric.Regressions: 0}},
+			{"billing", "orders", "10", map[string]int64{enginemetric.InFlight: 0, enginemetric.Buffered: 0,
+				enginemetric.ReplaysSkipped: 0, enginemetric.Regressions: 0}}, // held, no record yet
+			{"audit", "orders", "3", map[string]int64{enginemetric.Committed: 5, enginemetric.Watermark: 5, enginemetric.InFlight: 0,
+				enginemetric.Buffered: 0, enginemetric.Lag: 1, enginemetric.ReplaysSkipped: 0, enginemetric.Regressions: 0}},
+		}
+		all := []metric.Observable{skipped, regressions}
+		for _, g := range gauges {
+			all = append(all, g)
+		}
+		_, err = meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+			for _, p := range parts {
+				attrs := metric.WithAttributes(semconv.MessagingSystemKafka, semconv.MessagingConsumerGroupName(p.group),
+					semconv.MessagingDestinationName(p.topic), semconv.MessagingDestinationPartitionID(p.partition))
+				for name, v := range p.values {
+					switch name {
+					case enginemetric.ReplaysSkipped:
+						o.ObserveInt64(skipped, v, attrs)
+					case enginemetric.Regressions:
+						o.ObserveInt64(regressions, v, attrs)
+					default:
+						o.ObserveInt64(gauges[name], v, attrs)
+					}
+				}
+			}
+			return nil
+		}, all...)
+		require.NoError(t, err)
+
+		b := setup(t, s, &console.Config{Recorder: rec})
+		code, body := b.get("/live")
+		require.Equal(t, http.StatusOK, code)
+		require.Contains(t, body, `id="kafka-partitions"`)
+		cells := func(cs ...string) string {
+			return "<tr><td>" + cs[0] + "</td><td>" + cs[1] + `</td><td class="n">` + strings.Join(cs[2:], `</td><td class="n">`)
+		}
+		rows := []string{
+			// group, topic, partition, committed, watermark, acked not committed, in flight, buffered, lag, skipped
+			cells("audit", "orders", "3", "5", "5", "0", "0", "0", "1", "0") + `</td><td class="n">0</td></tr>`,
+			cells("billing", "orders", "0", "100", "100", "0", "0", "0", "0", "0") + `</td><td class="n">0</td></tr>`,
+			cells("billing", "orders", "1", "40", "42", "2", "2", "5", "10", "7") + `</td><td class="n neg">1</td></tr>`,
+			cells("billing", "orders", "10", "–", "–", "–", "0", "0", "–", "0") + `</td><td class="n">0</td></tr>`,
+		}
+		at := 0
+		for _, row := range rows {
+			i := strings.Index(body[at:], row)
+			require.GreaterOrEqual(t, i, 0, "row %q, in order, in\n%s", row, body)
+			at += i + len(row)
+		}
 	})
 }
 

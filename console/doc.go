@@ -34,7 +34,13 @@
 //     when, and the outbox rows its deliveries wrote.
 //   - Live (Prefix + "/live", with a [Recorder]): histograms of the ack gap
 //     and the lease headroom per broker, drawn as SVG on the server, the
-//     share of negative headroom (a duplicate is coming) in red.
+//     share of negative headroom (a duplicate is coming) in red; and, when
+//     this process's Kafka subscribers publish on the Recorder's
+//     MeterProvider (kafkabroker.SubscriberConfig.MeterProvider), a table
+//     of the partitions they hold, per consumer group, topic and partition:
+//     committed offset, watermark, the acked records not yet committed,
+//     in flight, buffered, lag, replays skipped and regressions (in red).
+//     Without them the page shows no table.
 //
 // Pages are html/template with their stylesheet and a tiny auto-refresh
 // script embedded (no CDN, no build step); every page reads without

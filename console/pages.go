@@ -401,7 +401,38 @@ func (h *Handler) live(w http.ResponseWriter, r *http.Request) {
 			AckGap:   newChart("Ack gap: commit → broker confirmed", b.AckGap, false),
 			Headroom: newChart("Lease headroom: lease deadline − broker confirmed", b.Headroom, true)})
 	}
-	h.render(w, r, http.StatusOK, "live", "Live", "live", map[string]any{"Brokers": brokers})
+	h.render(w, r, http.StatusOK, "live", "Live", "live", map[string]any{"Brokers": brokers, "Partitions": partitionRows(snap.Partitions)})
+}
+
+// partitionRow is one row of the live page's Kafka partition table, its
+// numbers formatted ("–" for none).
+type partitionRow struct {
+	Group, Topic, Partition                  string
+	Committed, Watermark, Unconfirmed        string
+	InFlight, Buffered, Lag, Skipped, Regres string
+	Regressed                                bool
+}
+
+// partitionRows formats the Kafka engine's partitions for the live page.
+func partitionRows(parts []*partitionLive) []partitionRow {
+	num := func(v int64) string {
+		if v < 0 {
+			return "–"
+		}
+		return strconv.FormatInt(v, 10)
+	}
+	rows := make([]partitionRow, 0, len(parts))
+	for _, p := range parts {
+		unconfirmed := int64(-1)
+		if p.Committed >= 0 && p.Watermark >= p.Committed {
+			unconfirmed = p.Watermark - p.Committed
+		}
+		rows = append(rows, partitionRow{Group: p.Group, Topic: p.Topic, Partition: strconv.FormatInt(p.Partition, 10),
+			Committed: num(p.Committed), Watermark: num(p.Watermark), Unconfirmed: num(unconfirmed),
+			InFlight: num(p.InFlight), Buffered: num(p.Buffered), Lag: num(p.Lag), Skipped: num(p.Skipped), Regres: num(p.Regressions),
+			Regressed: p.Regressions > 0})
+	}
+	return rows
 }
 
 // redriveOne moves one dead row back to pending.

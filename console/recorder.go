@@ -1,15 +1,19 @@
 package console
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
+	"strconv"
 	"sync"
 
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 
+	"github.com/ackgap/ackgap/internal/enginemetric"
 	"github.com/ackgap/ackgap/telemetry"
 )
 
@@ -20,6 +24,11 @@ import (
 //	rec := console.NewRecorder()
 //	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(rec.Reader()))
 //	tel, err := telemetry.New(&telemetry.Config{MeterProvider: mp})
+//
+// Give the same provider to the Kafka subscribers
+// (kafkabroker.SubscriberConfig.MeterProvider) and the live page also
+// shows their partitions: committed offset, watermark, in flight,
+// buffered, lag, replays skipped and regressions.
 //
 // It costs next to nothing while nobody looks: the SDK adds each
 // measurement to the instrument's fixed buckets (telemetry's bucket
@@ -64,10 +73,30 @@ type consumerCounts struct {
 	Duplicates, DeadLettered uint64
 }
 
+// partitionLive is one Kafka partition held by a watermark-engine
+// subscriber of this process (kafkabroker's ackgap.kafka.partition.*
+// instruments); a value is -1 when the instrument reported none (no
+// record yet, nothing committed yet, lag unknown).
+type partitionLive struct {
+	Group, Topic string
+	Partition    int64
+	Committed    int64
+	Watermark    int64
+	InFlight     int64
+	Buffered     int64
+	Lag          int64
+	Skipped      int64
+	Regressions  int64
+}
+
 // snapshot is one reading of the Recorder.
 type snapshot struct {
 	Brokers   []*brokerLive
 	Consumers map[string]consumerCounts
+	// Partitions are the Kafka engine's partitions, ordered by group,
+	// topic and partition; none when no kafkabroker subscriber publishes
+	// on the Recorder's MeterProvider.
+	Partitions []*partitionLive
 }
 
 // snapshot reads the measurements so far.
@@ -91,6 +120,10 @@ func (r *Recorder) snapshot(ctx context.Context) (*snapshot, error) {
 		return b
 	}
 	for _, sm := range rm.ScopeMetrics {
+		if sm.Scope.Name == enginemetric.ScopeName {
+			s.Partitions = append(s.Partitions, enginePartitions(sm.Metrics)...)
+			continue
+		}
 		if sm.Scope.Name != telemetry.ScopeName {
 			continue
 		}
@@ -177,4 +210,62 @@ func (h *histogram) negative() uint64 {
 		}
 	}
 	return n
+}
+
+// enginePartitions returns the partitions the Kafka engine's instruments
+// report, ordered by group, topic and partition.
+func enginePartitions(metrics []metricdata.Metrics) []*partitionLive {
+	type key struct {
+		group, topic string
+		partition    int64
+	}
+	parts := map[key]*partitionLive{}
+	for _, m := range metrics {
+		var points []metricdata.DataPoint[int64]
+		switch data := m.Data.(type) {
+		case metricdata.Gauge[int64]:
+			points = data.DataPoints
+		case metricdata.Sum[int64]:
+			points = data.DataPoints
+		default:
+			continue
+		}
+		for _, dp := range points {
+			g, _ := dp.Attributes.Value(semconv.MessagingConsumerGroupNameKey)
+			t, _ := dp.Attributes.Value(semconv.MessagingDestinationNameKey)
+			pv, _ := dp.Attributes.Value(semconv.MessagingDestinationPartitionIDKey)
+			n, err := strconv.ParseInt(pv.AsString(), 10, 32)
+			if err != nil {
+				continue
+			}
+			k := key{g.AsString(), t.AsString(), n}
+			p := parts[k]
+			if p == nil {
+				p = &partitionLive{Group: k.group, Topic: k.topic, Partition: n,
+					Committed: -1, Watermark: -1, InFlight: -1, Buffered: -1, Lag: -1, Skipped: -1, Regressions: -1}
+				parts[k] = p
+			}
+			switch m.Name {
+			case enginemetric.Committed:
+				p.Committed = dp.Value
+			case enginemetric.Watermark:
+				p.Watermark = dp.Value
+			case enginemetric.InFlight:
+				p.InFlight = dp.Value
+			case enginemetric.Buffered:
+				p.Buffered = dp.Value
+			case enginemetric.Lag:
+				p.Lag = dp.Value
+			case enginemetric.ReplaysSkipped:
+				p.Skipped = dp.Value
+			case enginemetric.Regressions:
+				p.Regressions = dp.Value
+			}
+		}
+	}
+	out := slices.Collect(maps.Values(parts))
+	slices.SortFunc(out, func(a, b *partitionLive) int {
+		return cmp.Or(cmp.Compare(a.Group, b.Group), cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
+	})
+	return out
 }

@@ -754,7 +754,9 @@ func (a *acceptedOffsets) record(k partitionKey, offset int64) {
 	if a.m == nil {
 		a.m = make(map[partitionKey]int64)
 	}
-	if offset > a.m[k] {
+	// A commit of offset 0 counts too: a held first record commits 0
+	// with the offsets finished above it.
+	if cur, ok := a.m[k]; !ok || offset > cur {
 		a.m[k] = offset
 	}
 }

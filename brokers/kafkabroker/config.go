@@ -7,6 +7,7 @@ import (
 
 	"github.com/IBM/sarama"
 	"github.com/ThreeDotsLabs/watermill-kafka/v3/pkg/kafka"
+	"go.opentelemetry.io/otel/metric"
 )
 
 // VersionDefault is the Kafka protocol version ackgap's clients speak by
@@ -193,6 +194,15 @@ type SubscriberConfig struct {
 	// once more for the config it runs, and then turns auto-commit off
 	// (see [SubscriberConfig.SaramaConfig]). Default nil.
 	ConfigureSarama func(c *sarama.Config)
+	// MeterProvider makes the meter (scope [ScopeName]) on which the
+	// subscriber publishes its partitions' numbers as observable
+	// instruments: committed offset, watermark, in flight, buffered, lag,
+	// replays skipped and regressions (the MetricPartition* constants),
+	// read from Stats at each collection; Close unregisters them. Default
+	// nil: otel.GetMeterProvider(), which records nothing until the
+	// application installs an SDK. The console's Recorder shows them when
+	// its reader is on this provider.
+	MeterProvider metric.MeterProvider
 }
 
 // WithDefaults returns a copy of c with every zero field set to its

@@ -159,7 +159,16 @@
 // client of their own (one more connection), with the session's generation
 // and member id, and read the answer per partition. Stats
 // ([Subscriber.Stats], [ParallelSubscriber.Stats]) shows each partition's
-// committed offset, watermark, in flight, replays skipped and regressions.
+// committed offset, watermark, in flight, buffered, lag, replays skipped
+// and regressions. The same numbers are published as OpenTelemetry
+// observable instruments (MetricPartitionCommitted and the other
+// MetricPartition* constants, scope [ScopeName]) on
+// SubscriberConfig.MeterProvider, per consumer group, topic and
+// partition; the console's live page shows them as a table when its
+// Recorder reads that provider. From outside the process, "ackgap status
+// --kafka-brokers ..." shows the group's committed offsets, lag and, with
+// [FinishedAbove], how many offsets above each the commit recorded
+// finished.
 //
 // # Time limits
 //

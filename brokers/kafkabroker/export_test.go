@@ -16,3 +16,6 @@ func DecodeFinished(meta string, base int64) []int64 {
 	}
 	return out
 }
+
+// LagOf is lagOf for the external tests.
+var LagOf = lagOf

@@ -313,3 +313,28 @@ func (c *skipCursor) finished(offset int64) bool {
 	}
 	return len(c.runs) > 0 && c.runs[0].start <= offset
 }
+
+// FinishedMetadataPrefix starts the OffsetCommit metadata in which the
+// watermark engine ([Subscriber], [ParallelSubscriber], [BatchConsumer])
+// records the offsets it finished above the committed one, version 1 of
+// the encoding (see "Finished offsets" at [ParallelSubscriber]).
+const FinishedMetadataPrefix = finishedPrefix
+
+// FinishedAbove returns how many offsets above committed the metadata of
+// a partition's committed offset records as finished (acked) by the
+// watermark engine: the records a member claiming the partition at that
+// offset settles without handing them out. ok is false when metadata
+// records none: empty, another client's, another version, damaged, over
+// 4 KiB, or written for another offset than committed (a stale set, which
+// the engine ignores too). It only decodes: safe for concurrent use, no
+// I/O.
+func FinishedAbove(metadata string, committed int64) (n int64, ok bool) {
+	runs, ok := decodeFinished(metadata, committed)
+	if !ok {
+		return 0, false
+	}
+	for _, r := range runs {
+		n += r.end - r.start
+	}
+	return n, true
+}

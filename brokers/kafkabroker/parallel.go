@@ -13,6 +13,8 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/ackgap/ackgap"
 )
@@ -127,6 +129,9 @@ type ParallelSubscriber struct {
 
 	closeOnce sync.Once
 	closeErr  error
+	// metrics is the registration of the instruments' callback,
+	// unregistered by Close.
+	metrics metric.Registration
 }
 
 // Rewinds counts the partitions this subscriber started below the group's
@@ -154,7 +159,17 @@ func NewParallelSubscriber(cfg *ParallelConfig, logger watermill.LoggerAdapter) 
 	if logger == nil {
 		logger = watermill.NopLogger{}
 	}
-	return &ParallelSubscriber{cfg: c, sc: sc, commitSC: c.commitSarama(sc), logger: logger}, nil
+	s := &ParallelSubscriber{cfg: c, sc: sc, commitSC: c.commitSarama(sc), logger: logger}
+	mp := c.MeterProvider
+	if mp == nil {
+		mp = otel.GetMeterProvider()
+	}
+	reg, err := registerMetrics(s, mp)
+	if err != nil {
+		return nil, err
+	}
+	s.metrics = reg
+	return s, nil
 }
 
 // Subscribe joins the consumer group for topic with a Kafka client of its
@@ -287,6 +302,11 @@ func (s *ParallelSubscriber) Close() error {
 			wg.Go(func() { errs[i] = sub.stop() })
 		}
 		wg.Wait()
+		if s.metrics != nil {
+			// The callback reads nothing after Close; an error here
+			// (a provider shut down first) changes nothing for the stop.
+			_ = s.metrics.Unregister()
+		}
 		if err := errors.Join(errs...); err != nil {
 			s.closeErr = fmt.Errorf("kafkabroker: close: %w", err)
 		}
@@ -318,6 +338,19 @@ type PartitionStats struct {
 	// this subscriber for the partition; -1 when none yet. Watermark -
 	// Committed is what a crash now would redeliver of the acked records.
 	Committed int64
+	// HighWaterMark is the partition's high watermark, an offset: the
+	// one the next record written gets, as of the last fetch answered
+	// (Sarama's ConsumerGroupClaim.HighWaterMarkOffset); 0 before the
+	// first.
+	HighWaterMark int64
+	// Lag, in records, is HighWaterMark minus the group's committed
+	// offset (Committed, or before this subscriber's first accepted
+	// commit the offset the claim started at), what
+	// kafka-consumer-groups.sh calls lag: the records a restart now would
+	// read, the acked ones above the committed offset included. -1 when
+	// unknown (the group has no committed offset, or no fetch was
+	// answered yet).
+	Lag int64
 	// Regressions is how many times the subscriber found the group's
 	// committed offset of the partition below Committed
 	// ([ErrOffsetRegressed]), over its lifetime: by the offset checks after
@@ -351,6 +384,8 @@ func (s *ParallelSubscriber) Stats() []PartitionStats {
 			if c, ok := sub.accepted.get(l.k); ok {
 				st.Committed = c
 			}
+			st.HighWaterMark = l.claim.HighWaterMarkOffset()
+			st.Lag = lagOf(st.HighWaterMark, st.Committed, l.claim.InitialOffset())
 			st.Regressions = sub.accepted.regressionsOf(l.k)
 			st.ReplaysSkipped = sub.accepted.skipsOf(l.k)
 			out = append(out, st)
@@ -366,6 +401,21 @@ func (s *ParallelSubscriber) Stats() []PartitionStats {
 		return int(a.Partition - b.Partition)
 	})
 	return out
+}
+
+// lagOf returns hwm minus the group's committed offset: committed, or
+// initial (the offset the claim started at) before the subscriber's first
+// accepted commit; -1 when neither is an offset or no fetch was answered
+// yet (hwm below it).
+func lagOf(hwm, committed, initial int64) int64 {
+	base := committed
+	if base < 0 {
+		base = initial
+	}
+	if base < 0 || hwm < base {
+		return -1
+	}
+	return hwm - base
 }
 
 // parallelSub is one Subscribe call: a consumer group of its own and the

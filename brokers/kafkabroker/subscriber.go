@@ -132,8 +132,10 @@ func (s *Subscriber) Rewinds() *Rewinds { return s.p.Rewinds() }
 
 // Stats returns a snapshot of every partition the subscriber holds now,
 // ordered by topic and partition: committed offset, watermark, in flight,
-// buffered records, replays skipped and regressions (see
-// [PartitionStats]). Safe for concurrent use.
+// buffered records, high watermark and lag, replays skipped and
+// regressions (see [PartitionStats]; SubscriberConfig.MeterProvider
+// publishes the same as OpenTelemetry instruments). Safe for concurrent
+// use.
 func (s *Subscriber) Stats() []PartitionStats { return s.p.Stats() }
 
 // Close stops every subscription: no new message is handed out, messages

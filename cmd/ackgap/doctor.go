@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/ackgap/ackgap"
 	"github.com/ackgap/ackgap/brokers/kafkabroker"
@@ -55,10 +56,49 @@ type doctorOpts struct {
 	sqsQueueURLs   []string
 	sqsEndpoint    string
 	sqsRegion      string
-	kafkaBrokers   []string
-	kafkaTopics    []string
-	kafkaGroup     string
-	kafkaConsumer  string
+	kafkaTarget
+	kafkaConsumer string
+}
+
+// kafkaTarget is the Kafka consumer group and topics a command looks at
+// ("doctor", "status"), from the same three flags.
+type kafkaTarget struct {
+	kafkaBrokers []string
+	kafkaTopics  []string
+	kafkaGroup   string
+}
+
+// addFlags registers --kafka-brokers, --kafka-topic and --kafka-group.
+func (k *kafkaTarget) addFlags(f *pflag.FlagSet) {
+	f.StringSliceVar(&k.kafkaBrokers, "kafka-brokers", nil, "Kafka bootstrap brokers, host:port, comma-separated")
+	f.StringArrayVar(&k.kafkaTopics, "kafka-topic", nil, "Kafka topic to check (repeat for several)")
+	f.StringVar(&k.kafkaGroup, "kafka-group", "", "the consumer group of the topics")
+}
+
+// validate requires the topics and the group with the brokers.
+func (k *kafkaTarget) validate() error {
+	if len(k.kafkaBrokers) > 0 && (len(k.kafkaTopics) == 0 || k.kafkaGroup == "") {
+		return usageErrorf("--kafka-brokers needs --kafka-topic and --kafka-group")
+	}
+	return nil
+}
+
+// connect returns a Sarama client on the brokers, named clientID, and a
+// cluster admin over it; closing the client closes both.
+func (k *kafkaTarget) connect(clientID string) (sarama.Client, sarama.ClusterAdmin, error) {
+	sc := sarama.NewConfig()
+	sc.Version = kafkabroker.VersionDefault
+	sc.ClientID = clientID
+	client, err := sarama.NewClient(k.kafkaBrokers, sc)
+	if err != nil {
+		return nil, nil, fmt.Errorf("cannot connect: %w", err)
+	}
+	admin, err := sarama.NewClusterAdminFromClient(client)
+	if err != nil {
+		_ = client.Close()
+		return nil, nil, fmt.Errorf("cluster admin: %w", err)
+	}
+	return client, admin, nil
 }
 
 func (a *app) doctorCommand() *cobra.Command {
@@ -104,8 +144,8 @@ fails; warnings exit 0.`,
 			if a.dsn == "" && len(o.sqsQueueURLs) == 0 && len(o.kafkaBrokers) == 0 {
 				return usageErrorf("nothing to check: give --dsn, --sqs-queue-url or --kafka-brokers")
 			}
-			if len(o.kafkaBrokers) > 0 && (len(o.kafkaTopics) == 0 || o.kafkaGroup == "") {
-				return usageErrorf("--kafka-brokers needs --kafka-topic and --kafka-group")
+			if err := o.kafkaTarget.validate(); err != nil {
+				return err
 			}
 			if o.kafkaConsumer != "" && (a.dsn == "" || len(o.kafkaBrokers) == 0) {
 				return usageErrorf("--kafka-consumer names the inbox to compare with: it needs --dsn and --kafka-brokers")
@@ -150,9 +190,7 @@ fails; warnings exit 0.`,
 	f.StringArrayVar(&o.sqsQueueURLs, "sqs-queue-url", nil, "SQS queue to check (repeat for several)")
 	f.StringVar(&o.sqsEndpoint, "sqs-endpoint", "", "SQS endpoint URL, for a local server (env ACKGAP_SQS_ENDPOINT)")
 	f.StringVar(&o.sqsRegion, "sqs-region", "", "AWS region (env AWS_REGION)")
-	f.StringSliceVar(&o.kafkaBrokers, "kafka-brokers", nil, "Kafka bootstrap brokers, host:port, comma-separated")
-	f.StringArrayVar(&o.kafkaTopics, "kafka-topic", nil, "Kafka topic to check (repeat for several)")
-	f.StringVar(&o.kafkaGroup, "kafka-group", "", "the consumer group of the topics")
+	o.kafkaTarget.addFlags(f)
 	f.StringVar(&o.kafkaConsumer, "kafka-consumer", "", "the inbox consumer name of the group's handler (default: the group id)")
 	return cmd
 }
@@ -374,18 +412,11 @@ func sqsChecks(ctx context.Context, c *sqs.Client, url string, o *doctorOpts) []
 // doctorKafka checks topic retention, the consumer group and its lag, and,
 // when lookup is not nil, the group's committed offsets against the inbox.
 func doctorKafka(ctx context.Context, o *doctorOpts, lookup inboxLookup, now time.Time) []check {
-	sc := sarama.NewConfig()
-	sc.Version = kafkabroker.VersionDefault
-	sc.ClientID = "ackgap-doctor"
-	client, err := sarama.NewClient(o.kafkaBrokers, sc)
+	client, admin, err := o.kafkaTarget.connect("ackgap-doctor")
 	if err != nil {
-		return []check{{Name: "kafka", Status: checkFail, Detail: "cannot connect: " + err.Error(), Fix: "check --kafka-brokers and the network"}}
+		return []check{{Name: "kafka", Status: checkFail, Detail: err.Error(), Fix: "check --kafka-brokers and the network"}}
 	}
 	defer client.Close()
-	admin, err := sarama.NewClusterAdminFromClient(client)
-	if err != nil {
-		return []check{{Name: "kafka", Status: checkFail, Detail: "cluster admin: " + err.Error()}}
-	}
 	var checks []check
 	for _, topic := range o.kafkaTopics {
 		checks = append(checks, kafkaRetention(admin, topic, o))
@@ -516,6 +547,8 @@ func kafkaRetention(admin sarama.ClusterAdmin, topic string, o *doctorOpts) chec
 type partitionOffsets struct {
 	partition         int32
 	committed, newest int64
+	// metadata is the committed offset's metadata ("" when none).
+	metadata string
 }
 
 // groupOffsets returns group's committed offsets and the ends of topic's
@@ -536,11 +569,11 @@ func groupOffsets(client sarama.Client, admin sarama.ClusterAdmin, topic, group 
 		if err != nil {
 			return nil, fmt.Errorf("partition %d newest offset: %w", p, err)
 		}
-		committed := int64(-1)
+		committed, metadata := int64(-1), ""
 		if b := resp.GetBlock(topic, p); b != nil {
-			committed = b.Offset
+			committed, metadata = b.Offset, b.Metadata
 		}
-		out = append(out, partitionOffsets{partition: p, committed: committed, newest: newest})
+		out = append(out, partitionOffsets{partition: p, committed: committed, newest: newest, metadata: metadata})
 	}
 	return out, nil
 }

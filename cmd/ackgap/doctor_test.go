@@ -225,6 +225,12 @@ func TestDoctorKafka(t *testing.T) {
 // (partition -> next offset to read) of topic.
 func commitOffsets(t *testing.T, brokers []string, group, topic string, offsets map[int32]int64) {
 	t.Helper()
+	commitOffsetsMeta(t, brokers, group, topic, offsets, "")
+}
+
+// commitOffsetsMeta is commitOffsets with metadata on every commit.
+func commitOffsetsMeta(t *testing.T, brokers []string, group, topic string, offsets map[int32]int64, metadata string) {
+	t.Helper()
 	sc := sarama.NewConfig()
 	sc.Version = kafkabroker.VersionDefault
 	sc.Consumer.Offsets.AutoCommit.Enable = false
@@ -233,7 +239,7 @@ func commitOffsets(t *testing.T, brokers []string, group, topic string, offsets 
 	defer cg.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	h := &committer{topic: topic, offsets: offsets, done: cancel}
+	h := &committer{topic: topic, offsets: offsets, metadata: metadata, done: cancel}
 	require.NoError(t, cg.Consume(ctx, []string{topic}, h))
 	require.True(t, h.committed, "the group's session never began")
 }
@@ -241,13 +247,14 @@ func commitOffsets(t *testing.T, brokers []string, group, topic string, offsets 
 type committer struct {
 	topic     string
 	offsets   map[int32]int64
+	metadata  string
 	done      func()
 	committed bool
 }
 
 func (c *committer) Setup(s sarama.ConsumerGroupSession) error {
 	for p, o := range c.offsets {
-		s.MarkOffset(c.topic, p, o, "")
+		s.MarkOffset(c.topic, p, o, c.metadata)
 	}
 	s.Commit()
 	c.committed = true

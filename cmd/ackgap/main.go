@@ -1,5 +1,6 @@
 // Command ackgap operates ackgap's tables on PostgreSQL and SQLite: apply
-// and print the migrations, see the inbox and the outbox at a glance, find
+// and print the migrations, see the inbox and the outbox (and a Kafka
+// consumer group's offsets, "status --kafka-brokers") at a glance, find
 // what happened to one event, list, redrive and prune outbox rows without
 // writing SQL, and check a deployment (database, SQS queues, Kafka topics
 // and group) against ackgap's rules with "ackgap doctor". "ackgap console"

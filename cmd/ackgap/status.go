@@ -27,6 +27,15 @@ type statusView struct {
 	Held      int64      `json:"held"`
 	HeldUntil *time.Time `json:"held_until,omitempty"`
 	Backoff   int64      `json:"backoff"`
+	// Kafka is the consumer group's offsets, with --kafka-brokers.
+	Kafka *kafkaStatusView `json:"kafka,omitempty"`
+}
+
+// kafkaOnlyStatusView is the JSON output of "status" with --kafka-brokers
+// and no database.
+type kafkaOnlyStatusView struct {
+	Now   time.Time        `json:"now"`
+	Kafka *kafkaStatusView `json:"kafka"`
 }
 
 type inboxStatsView struct {
@@ -54,9 +63,10 @@ type migrationStatusSum struct {
 
 func (a *app) statusCommand() *cobra.Command {
 	var window time.Duration
+	var kt kafkaTarget
 	cmd := &cobra.Command{
 		Use:   "status",
-		Short: "Inbox rows per consumer, outbox rows by kind and state, the oldest due row, held and dead rows",
+		Short: "Inbox rows per consumer, outbox rows by kind and state, the oldest due row, held and dead rows; a Kafka group's offsets",
 		Long: `Show, per consumer, the inbox row count, the oldest and newest row and the
 rows per minute over --window (or since the consumer's oldest row when that
 is shorter, at least a minute: the console's rule); the outbox by kind and state with each group's
@@ -73,14 +83,44 @@ waiting out a retry backoff was tried at least once.
 
 It counts every inbox row: on a large inbox run it now and then, not in a loop.
 
+With --kafka-brokers, --kafka-group and --kafka-topic (repeat for several;
+the flags of "doctor") it also shows, per partition of the topics, the
+group's committed offset, the log end offset, the lag between them, and how
+many offsets above the committed one the commit's metadata records finished
+(FINISHED): the watermark engine of kafkabroker (Subscriber,
+ParallelSubscriber, BatchConsumer) keeps the records it acked above its
+committed offset there ("ackgap1:"), and a member that claims the partition
+skips them instead of replaying them. "-" where the group has no committed
+offset; "?" where the metadata is another client's or stale. Without --dsn
+it shows the Kafka part alone. The console's live page shows the same
+engine from inside the process (watermark, in flight, buffered, replays
+skipped, regressions).
+
 On a schema behind the code (migrations pending) it prints what it can, then
 the fix on stderr, and exits 4, as "migrate status" does.`,
 		Example: `  ackgap status --dsn sqlite:./app.db
-  ackgap status --window 10m --json | jq '.outbox_totals.dead'`,
+  ackgap status --window 10m --json | jq '.outbox_totals.dead'
+  ackgap status --kafka-brokers kafka:9092 --kafka-group billing --kafka-topic orders`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if window <= 0 {
 				return usageErrorf("--window is %s, must be positive", window)
+			}
+			if err := kt.validate(); err != nil {
+				return err
+			}
+			var kv *kafkaStatusView
+			if len(kt.kafkaBrokers) > 0 {
+				var err error
+				if kv, err = kafkaStatus(&kt); err != nil {
+					return failed(err)
+				}
+				if a.dsn == "" {
+					if a.json {
+						return failed(printJSON(cmd.OutOrStdout(), kafkaOnlyStatusView{Now: a.env.now().UTC(), Kafka: kv}))
+					}
+					return failed(printKafkaStatus(cmd.OutOrStdout(), kv))
+				}
 			}
 			s, closeFn, err := a.open(cmd.Context(), openMigrated)
 			if err != nil {
@@ -119,7 +159,7 @@ the fix on stderr, and exits 4, as "migrate status" does.`,
 				for _, o := range st.Outbox {
 					v.Outbox = append(v.Outbox, outboxStatsView{o.Kind, string(o.State), o.Rows, o.OldestCreatedAt.UTC(), o.Held, o.Backoff})
 				}
-				v.Held, v.Backoff = st.Held, st.Backoff
+				v.Held, v.Backoff, v.Kafka = st.Held, st.Backoff, kv
 				if !st.HeldUntil.IsZero() {
 					at := st.HeldUntil.UTC()
 					v.HeldUntil = &at
@@ -183,9 +223,16 @@ the fix on stderr, and exits 4, as "migrate status" does.`,
 			if totals["dead"] > 0 {
 				fmt.Fprintf(w, "%d dead row(s): see \"ackgap outbox list --state dead\", then \"ackgap outbox redrive\"\n", totals["dead"])
 			}
+			if kv != nil {
+				fmt.Fprintln(w)
+				if err := printKafkaStatus(w, kv); err != nil {
+					return failed(err)
+				}
+			}
 			return behind
 		},
 	}
 	cmd.Flags().DurationVar(&window, "window", stores.StatsWindowDefault, "how far back inbox rows count for rows per minute")
+	kt.addFlags(cmd.Flags())
 	return cmd
 }
