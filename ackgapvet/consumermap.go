@@ -141,7 +141,19 @@ func (w *wholeProgram) describe(rw *rootWalk) Consumer {
 	type found struct {
 		step  Step
 		first token.Pos
+		g     *ssa.Function // the goroutine it runs in (nil: the consumer's own)
 	}
+	// goroutine returns the function that started the goroutine fn runs
+	// in on the walk: the first async function above it (nil for the
+	// consumer's own goroutine).
+	goroutine := func(fn *ssa.Function) *ssa.Function {
+		var g *ssa.Function
+		for f := fn; f != nil && rw.async[f]; f = rw.parent[f] {
+			g = f
+		}
+		return g
+	}
+	ackGoroutines := map[*ssa.Function]bool{}
 	var effects, writes []found
 	for _, fn := range rw.order {
 		if !w.inApp(fn) || fn.Synthetic != "" {
@@ -176,6 +188,7 @@ func (w *wholeProgram) describe(rw *rootWalk) Consumer {
 				if a := ackOf(p.TypesInfo, n); a != "" {
 					step.What = "acks with " + a
 					step.Async = false
+					ackGoroutines[goroutine(fn)] = true
 					c.Acks = append(c.Acks, step)
 					// An ack on a branch that leaves (an error path that acks
 					// and returns) is not before what follows the branch.
@@ -187,11 +200,11 @@ func (w *wholeProgram) describe(rw *rootWalk) Consumer {
 				if d := effectOf(p.TypesInfo, n); d != "" {
 					step.What = d
 					step.Severity = SeverityOf(append(slices.Clone(path), append([]string{d}, constStrings(p.TypesInfo, n)...)...)...)
-					effects = append(effects, found{step, first(fn, n.Pos())})
+					effects = append(effects, found{step, first(fn, n.Pos()), goroutine(fn)})
 				} else if d := dbWriteOf(p.TypesInfo, n); d != "" {
 					step.What = d
 					step.Severity = SeverityOf(append(slices.Clone(path), append([]string{d}, constStrings(p.TypesInfo, n)...)...)...)
-					writes = append(writes, found{step, first(fn, n.Pos())})
+					writes = append(writes, found{step, first(fn, n.Pos()), goroutine(fn)})
 				}
 				if sql := strings.ToUpper(sqlText(p.TypesInfo, n)); strings.Contains(sql, "INSERT") && (strings.Contains(sql, "ON CONFLICT") || strings.Contains(sql, "INSERT IGNORE") || strings.Contains(sql, "ON DUPLICATE KEY")) {
 					if c.Dedupe == "none found" {
@@ -201,6 +214,19 @@ func (w *wholeProgram) describe(rw *rootWalk) Consumer {
 			}
 			return true
 		})
+	}
+	// A step in the goroutine that also acks is not beside the ack: the
+	// ack waits for it there (a goroutine per message that deletes its
+	// own message after the work).
+	for i := range effects {
+		if effects[i].g != nil && ackGoroutines[effects[i].g] {
+			effects[i].step.Async = false
+		}
+	}
+	for i := range writes {
+		if writes[i].g != nil && ackGoroutines[writes[i].g] {
+			writes[i].step.Async = false
+		}
 	}
 	for _, f := range effects {
 		f.step.AfterAck = ackAt != token.NoPos && ackAt < f.first

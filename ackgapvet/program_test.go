@@ -302,3 +302,26 @@ func TestMultiTxBehindInterface(t *testing.T) {
 	require.Equal(t, []int{49}, lines)
 	require.Empty(t, findingsIn(programReport(t, true), "multiface/multiface.go", "multitx"))
 }
+
+// TestMapGoroutineThatAcks: a write in a goroutine per message that also
+// commits its message is not "in another goroutine" (the commit waits for
+// it there); a write in a worker that acks nothing still is.
+func TestMapGoroutineThatAcks(t *testing.T) {
+	rep := programReport(t, false)
+	seen := 0
+	for _, c := range rep.Consumers {
+		switch c.Name {
+		case "ConsumeEach":
+			for _, s := range c.Writes {
+				require.False(t, s.Async, "%+v", s)
+				seen++
+			}
+		case "Poll":
+			for _, s := range c.Effects {
+				require.True(t, s.Async, "%+v", s)
+				seen++
+			}
+		}
+	}
+	require.Equal(t, 2, seen)
+}
