@@ -39,6 +39,7 @@ import (
 func TestMain(m *testing.M) {
 	brokertest.RunChildIfRequested(newSuiteBroker, mysqlbrokertest.Or(sqlitebrokertest.Store()))
 	childproc.RunIfRequested(parallelChildRole, runParallelChild)
+	childproc.RunIfRequested(restartRole, runRestartCommand)
 	goleak.VerifyTestMain(m,
 		// Sarama registers go-metrics meters; go-metrics ticks every meter
 		// from one package-level goroutine that it starts with the first
