@@ -42,7 +42,7 @@ func TestParallelRedeliverySuite(t *testing.T) {
 // kafkabroker's publisher and ParallelSubscriber. Order is guaranteed
 // only per record key, so GuaranteedOrder is false.
 func TestParallelWatermillPubSubSuite(t *testing.T) {
-	runWatermillSuite(t, newRestartableKfake(t), func(t *testing.T, brokers []string, group string) (message.Subscriber, error) {
+	runWatermillSuite(t, func(t *testing.T, brokers []string, group string) (message.Subscriber, error) {
 		return kafkabroker.NewParallelSubscriber(&kafkabroker.ParallelConfig{SubscriberConfig: kafkabroker.SubscriberConfig{
 			Brokers: brokers, ConsumerGroup: group, CloseTimeout: time.Second, SessionTimeout: 2 * time.Second,
 		}}, nil)

@@ -19,33 +19,38 @@ import (
 	"github.com/ackgap/ackgap/internal/childproc"
 )
 
-// What "restart the broker" means in Watermill's TestReconnect here.
+// What "restart the broker" means in the reconnect tests
+// (TestReconnectAcrossBrokerRestart, and Watermill's TestReconnect when
+// runWatermillSuite runs it).
 //
 // Watermill's suite restarts the broker with a command it runs
 // (Features.RestartServiceCommand, e.g. "docker restart kafka"). The
 // shared kfake of tools/brokers.sh keeps everything in memory: restarting
-// that process would lose every topic, record and committed offset, and
-// the test would fail for the broker's sake, not the client's (and every
-// other test using it would lose its data). So the suite runs on a kfake
-// process of its own started with -data-dir: kfake writes its topics,
-// records, groups and committed offsets to that directory as it goes and
-// reloads them at start, as a Kafka broker does from its log directories.
+// that process would lose every topic, record and committed offset, so the
+// test would fail for the broker's sake, not the client's (and every other
+// test using it would lose its data). So these tests run on a kfake
+// process of their own started with -data-dir: kfake writes its topics,
+// records, groups, producer ids and committed offsets to that directory as
+// it goes and reloads them at start, as a Kafka broker does from its log
+// directories.
 //
 // A restart is a real one of that process: SIGTERM (what docker restart
 // and systemd send first; SIGKILL after 10 s), the process exits and every
 // client connection is closed with it; for restartDowntime nothing
 // listens on the port, so every dial is refused; then a new process starts
 // on the same port and directory. The clients see what they see when a
-// single-broker cluster restarts: connections reset, dials refused, the
-// same broker back with the same data. What TestReconnect then checks is
-// the client's part: the subscriber and the publisher resume on their own
-// and every message whose publish returned nil is received.
+// single-broker cluster restarts: connections closed, dials refused, the
+// same broker back with the same data. What is then tested is the
+// clients' part: the subscriber and the publisher resume on their own and
+// every message whose publish returned nil is received. Not tested: a
+// broker that loses acknowledged data (a crash before fsync), a leader
+// moving to another broker of a cluster.
 //
-// The command Watermill runs is this test binary in the role
-// restartRole (internal/childproc): it asks the test process, which owns
-// the kfake process, to restart it over a loopback connection and exits
-// once the new process accepts connections (status 0) or the restart
-// failed (status 2, which Watermill reports as a test error).
+// The restart command is this test binary in the role restartRole
+// (internal/childproc): it asks the test process, which owns the kfake
+// process, to restart it over a loopback connection and exits once the new
+// process accepts connections (status 0) or the restart failed (status 2,
+// which Watermill reports as a test error).
 
 const (
 	// restartRole is the childproc role of the restart command.
