@@ -29,11 +29,12 @@ import (
 // Watermill's RestartServiceCommand. Messages after a restart point are
 // published only once that restart stopped the broker, so both restarts
 // happen with publishers and the subscriber at work; the publishers retry
-// a failed publish, as Watermill's do. It asserts that both restarts
-// completed, that publishes failed meanwhile (the clients saw the broker
-// go), that every message whose publish returned nil was received by the
-// subscription opened before the first restart (duplicates are allowed:
-// at-least-once), and that nothing else was received. It gives up after
+// a failed publish, as Watermill's do (how many failed is logged, not
+// asserted: Sarama's own retries may outlast the downtime). It asserts
+// that both restarts completed, that every message whose publish returned
+// nil was received by the subscription opened before the first restart
+// (duplicates are allowed: at-least-once), and that nothing else was
+// received. It gives up after
 // 90 s (a normal run takes about 8 s under -race).
 func TestReconnectAcrossBrokerRestart(t *testing.T) {
 	t.Parallel()
@@ -197,6 +198,5 @@ func testReconnect(t *testing.T, newSub func(brokers []string, group string) (me
 		require.True(t, received[id], "message %s was published and never received", id)
 	}
 	require.Equal(t, len(restartAt), broker.Restarts(), "every restart completed")
-	require.Positive(t, failures.Load(), "publishes failed while the broker was down (the restarts were seen)")
 	t.Logf("%d messages through %d broker restarts; %d failed publishes retried", messages, broker.Restarts(), failures.Load())
 }
