@@ -161,6 +161,7 @@ func testReconnect(t *testing.T, newSub func(brokers []string, group string) (me
 	}
 
 	received := map[string]bool{}
+	deliveries := 0
 	var unexpected []string
 	deadline := time.After(90 * time.Second)
 	for len(received) < messages {
@@ -173,6 +174,7 @@ func testReconnect(t *testing.T, newSub func(brokers []string, group string) (me
 			}
 			mu.Unlock()
 			received[msg.UUID] = true
+			deliveries++
 			msg.Ack()
 		case <-deadline:
 			mu.Lock()
@@ -198,5 +200,6 @@ func testReconnect(t *testing.T, newSub func(brokers []string, group string) (me
 		require.True(t, received[id], "message %s was published and never received", id)
 	}
 	require.Equal(t, len(restartAt), broker.Restarts(), "every restart completed")
-	t.Logf("%d messages through %d broker restarts; %d failed publishes retried", messages, broker.Restarts(), failures.Load())
+	t.Logf("%d messages through %d broker restarts: %d deliveries (%d again), %d failed publishes retried",
+		messages, broker.Restarts(), deliveries, deliveries-messages, failures.Load())
 }
