@@ -184,5 +184,8 @@
 //
 // The tests run against kfake, franz-go's Kafka-protocol broker, started by
 // tools/brokers.sh start at KAFKA_BROKERS (default 127.0.0.1:9092); they
-// fail, never skip, when it is not running.
+// fail, never skip, when it is not running. The tests that pause or
+// restart a broker run a kfake process of their own (built from
+// tools/kfake when .bin/kfake is missing); the restart test keeps that
+// broker's data on disk (kfake -data-dir) so a restart loses nothing.
 package kafkabroker

@@ -39,6 +39,7 @@ import (
 func TestMain(m *testing.M) {
 	brokertest.RunChildIfRequested(newSuiteBroker, mysqlbrokertest.Or(sqlitebrokertest.Store()))
 	childproc.RunIfRequested(parallelChildRole, runParallelChild)
+	childproc.RunIfRequested(restartRole, runRestartCommand)
 	goleak.VerifyTestMain(m,
 		// Sarama registers go-metrics meters; go-metrics ticks every meter
 		// from one package-level goroutine that it starts with the first
@@ -50,6 +51,10 @@ func TestMain(m *testing.M) {
 		// multiplier.go); they belong to the suite, not to kafkabroker.
 		goleak.IgnoreAnyFunction("github.com/ThreeDotsLabs/watermill/internal/subscriber.(*multiplier).Subscribe.func2"),
 		goleak.IgnoreAnyFunction("github.com/ThreeDotsLabs/watermill/internal/subscriber.(*multiplier).Subscribe.func3"),
+		// Watermill's TestReconnect (run with KAFKABROKER_WATERMILL_RECONNECT=1)
+		// collects published messages in a goroutine ranging over a channel it
+		// never closes (pubsub/tests/test_pubsub.go).
+		goleak.IgnoreAnyFunction("github.com/ThreeDotsLabs/watermill/pubsub/tests.TestReconnect.func2"),
 	)
 }
 

@@ -42,9 +42,9 @@ func TestParallelRedeliverySuite(t *testing.T) {
 // kafkabroker's publisher and ParallelSubscriber. Order is guaranteed
 // only per record key, so GuaranteedOrder is false.
 func TestParallelWatermillPubSubSuite(t *testing.T) {
-	runWatermillSuite(t, func(t *testing.T, group string) (message.Subscriber, error) {
+	runWatermillSuite(t, func(t *testing.T, brokers []string, group string) (message.Subscriber, error) {
 		return kafkabroker.NewParallelSubscriber(&kafkabroker.ParallelConfig{SubscriberConfig: kafkabroker.SubscriberConfig{
-			Brokers: kafkaBrokers(t), ConsumerGroup: group, CloseTimeout: time.Second, SessionTimeout: 2 * time.Second,
+			Brokers: brokers, ConsumerGroup: group, CloseTimeout: time.Second, SessionTimeout: 2 * time.Second,
 		}}, nil)
 	})
 }

@@ -104,6 +104,17 @@ func Start(t testing.TB, role string, env ...string) *Child {
 	return c
 }
 
+// Command returns the command line that runs the test binary as a child
+// of role, with env ("KEY=value" each) added to the environment it is
+// started with, through env(1): for code of another package that runs a
+// command it is given (Watermill's Features.RestartServiceCommand), where
+// [Start] cannot be used. The child's output and exit status are its
+// runner's; RunIfRequested works the same in it.
+func Command(role string, env ...string) []string {
+	cmd := append([]string{"env", envRole + "=" + role}, env...)
+	return append(cmd, os.Args[0], "-test.run=^$")
+}
+
 // lineWriter is the child's stdout, split into lines.
 type lineWriter Child
 

@@ -3,6 +3,7 @@ package childproc_test
 import (
 	"errors"
 	"os"
+	"os/exec"
 	"os/signal"
 	"runtime"
 	"strconv"
@@ -19,6 +20,7 @@ import (
 func TestMain(m *testing.M) {
 	childproc.RunIfRequested("counter", runCounter)
 	childproc.RunIfRequested("failing", func() error { return errors.New("test: failing on purpose") })
+	childproc.RunIfRequested("echo", func() error { childproc.Say("echo %s", os.Getenv("WORD")); return nil })
 	goleak.VerifyTestMain(m)
 }
 
@@ -97,4 +99,21 @@ func (f *fatalRecorder) Helper() {}
 func (f *fatalRecorder) Fatalf(string, ...any) {
 	f.failed = true
 	runtime.Goexit()
+}
+
+// TestCommand runs the command line of Command as another package would
+// (os/exec): the child plays its role with the extra environment, and a
+// failing role fails the command.
+func TestCommand(t *testing.T) {
+	t.Parallel()
+	argv := childproc.Command("echo", "WORD=hello")
+	out, err := exec.Command(argv[0], argv[1:]...).Output()
+	require.NoError(t, err)
+	require.Equal(t, "echo hello\n", string(out))
+
+	argv = childproc.Command("failing")
+	err = exec.Command(argv[0], argv[1:]...).Run()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit)
+	require.Equal(t, 2, exit.ExitCode())
 }
