@@ -203,13 +203,17 @@ func checkErrAck(pass *analysis.Pass, c *Consumers, r *reporter, root *Root, ifs
 			return
 		}
 	}
-	if always && (isWork(pass, c, work) || dynamicCall(info, work)) && givesUp(ifs.Body) && !returnsErrorValue(ifs.Body) && kafkaAckIn(info, ifs.Body) == "" {
+	// Below the entry point the whole-program walk knows what a call
+	// reaches: a call through an interface is work only if a write or an
+	// effect is below it (a failed lookup is not a lost message).
+	knownWork := isWork(pass, c, work) || c.program == nil && dynamicCall(info, work)
+	if always && knownWork && givesUp(ifs.Body) && !returnsErrorValue(ifs.Body) && kafkaAckIn(info, ifs.Body) == "" {
 		r.report(ifs, SeverityOf(names...), fmt.Sprintf(
 			"gives up when %s fails (line %d), but %s acks the message after this function returns, whatever it returns: a transient failure (a timeout, a busy database) loses the message; let the failure reach the ack (return the error and skip the ack on it) so the message is redelivered",
 			workName, line, acker))
 		return
 	}
-	if acker != "" && (isWork(pass, c, work) || dynamicCall(info, work)) {
+	if acker != "" && knownWork {
 		if ret := returnsNoError(info, ifs.Body); ret != nil {
 			r.report(ret, SeverityOf(names...), fmt.Sprintf(
 				"returns without an error when %s fails (line %d), and %s acks the message when this returns nil: a transient failure (a timeout, a busy database) loses it; return the error so it is redelivered, and drop only errors known to be permanent",
@@ -217,7 +221,7 @@ func checkErrAck(pass *analysis.Pass, c *Consumers, r *reporter, root *Root, ifs
 			return
 		}
 	}
-	if (implicit && !isLambda(root.Kind) && root.Kind != KindKq || acker != "") && !terminates(ifs.Body) && (isWork(pass, c, work) || dynamicCall(info, work)) {
+	if (implicit && !isLambda(root.Kind) && root.Kind != KindKq || acker != "") && !terminates(ifs.Body) && knownWork {
 		who := acker
 		if who == "" {
 			who = "the " + root.Kind
@@ -307,7 +311,7 @@ func dynamicCall(info *types.Info, call *ast.CallExpr) bool {
 // or through the functions it calls.
 func isWork(pass *analysis.Pass, c *Consumers, call *ast.CallExpr) bool {
 	w, _ := firstWork(pass, c, []ast.Stmt{&ast.ExprStmt{X: call}})
-	return w != "" || c.works(callee(pass.TypesInfo, call))
+	return w != "" || c.works(callee(pass.TypesInfo, call)) || c.program != nil && c.program.workSites[call.Lparen]
 }
 
 // returnsNoError returns the return statement that ends body when it

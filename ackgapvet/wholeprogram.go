@@ -60,10 +60,13 @@ type programReach struct {
 	// parenthesis) below which the walk reaches a transaction commit,
 	// whatever they call through (an interface method, a function value).
 	commitSites map[token.Pos]bool
+	// workSites lists the calls below which the walk reaches a database
+	// write or an effect, likewise.
+	workSites map[token.Pos]bool
 }
 
 func newProgramReach() *programReach {
-	return &programReach{nodes: map[ast.Node]*reached{}, funcs: map[*types.Func]bool{}, works: map[*types.Func]bool{}, commitSites: map[token.Pos]bool{}}
+	return &programReach{nodes: map[ast.Node]*reached{}, funcs: map[*types.Func]bool{}, works: map[*types.Func]bool{}, commitSites: map[token.Pos]bool{}, workSites: map[token.Pos]bool{}}
 }
 
 // programs holds the whole-program result of the run in progress, by
@@ -821,21 +824,29 @@ func (w *wholeProgram) publish() (done func()) {
 	byPkg := map[*types.Package]*programReach{}
 	for _, rw := range w.walks {
 		_, commitSites := w.commitsBelow(rw)
+		works, workSites := w.doesWork(rw)
 		// A call below which a commit is reached: recorded in the package
 		// of the function that makes the call.
-		for pos, p := range commitSites {
-			if !w.inApp(p) || p.Pkg == nil {
-				continue
+		for _, sites := range []struct {
+			from map[token.Pos]*ssa.Function
+			to   func(*programReach) map[token.Pos]bool
+		}{
+			{commitSites, func(pr *programReach) map[token.Pos]bool { return pr.commitSites }},
+			{workSites, func(pr *programReach) map[token.Pos]bool { return pr.workSites }},
+		} {
+			for pos, p := range sites.from {
+				if !w.inApp(p) || p.Pkg == nil {
+					continue
+				}
+				pr := byPkg[p.Pkg.Pkg]
+				if pr == nil {
+					pr = newProgramReach()
+					byPkg[p.Pkg.Pkg] = pr
+				}
+				sites.to(pr)[pos] = true
 			}
-			pr := byPkg[p.Pkg.Pkg]
-			if pr == nil {
-				pr = newProgramReach()
-				byPkg[p.Pkg.Pkg] = pr
-			}
-			pr.commitSites[pos] = true
 		}
 		acks, always := w.nilAcks(rw)
-		works := w.doesWork(rw)
 		for _, fn := range rw.order {
 			if !w.inApp(fn) {
 				continue
