@@ -254,6 +254,11 @@ func (in *inbox[TTx]) handle(msg *message.Message, h message.HandlerFunc, rep *a
 			}
 		}
 		rep.Outcome = ackgap.OutcomeFailed
+		if errors.Is(err, ackgap.ErrTransitionRefused) || errors.Is(err, ackgap.ErrIdempotencyConflict) {
+			// A queued statement failed (pgxstore): the COMMIT did not run
+			// and the transaction rolled back, so the outcome is known.
+			return nil, fmt.Errorf("ackgap inbox: commit: %w", in.classify(err))
+		}
 		// The transaction is over either way; a redelivery finds the inbox
 		// row if the commit happened after all.
 		return nil, fmt.Errorf("ackgap inbox: commit: %w: %w", ackgap.ErrCommitUnknown, in.classify(err))
