@@ -161,6 +161,12 @@ Flags:
 	if len(rep.Findings) > 0 && !mapMode {
 		return exitFindings
 	}
+	if len(rep.Skipped) > 0 {
+		// A package that was not checked is a load error, not a clean
+		// result: a mistyped pattern must not pass CI.
+		fmt.Fprintf(stderr, "ackgapvet: %d package(s) not checked\n", len(rep.Skipped))
+		return exitError
+	}
 	return exitClean
 }
 

@@ -186,6 +186,9 @@ func TestCommand(t *testing.T) {
 		_, errOut, code = shopCmd(t, bin, "-severity", "urgent=x", "./...")
 		require.Equal(t, exitError, code)
 		require.Contains(t, errOut, "want <critical|high|medium|low>=<regexp>")
+		_, errOut, code = shopCmd(t, bin, "./nosuchpkg/...")
+		require.Equal(t, exitError, code, "a pattern that loads nothing is not a clean run")
+		require.Contains(t, errOut, "skipped (does not type-check): ./nosuchpkg/...")
 	})
 
 	t.Run("map", func(t *testing.T) {
