@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -116,6 +117,9 @@ func openSQLite(ctx context.Context, keep bool) (*backend[*sql.Tx], error) {
 // search_path); close drops the schema unless keep. It touches nothing
 // outside that schema.
 func openPostgres(ctx context.Context, dsn string, maxConns int32, keep bool) (*backend[pgx.Tx], error) {
+	if scheme, _, ok := strings.Cut(dsn, ":"); ok && !strings.Contains(scheme, "=") && scheme != "postgres" && scheme != "postgresql" {
+		return nil, fmt.Errorf("-dsn %q: must be postgres://..., mysql://... (or user@tcp(host:3306)/db), or empty for SQLite in a temp dir (-keep keeps it; the demo makes its own SQLite file)", redactDSN(dsn))
+	}
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("dsn: %w", err)
@@ -252,4 +256,16 @@ func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// redactDSN returns dsn with the password of a URL replaced by xxxxx.
+func redactDSN(dsn string) string {
+	u, err := url.Parse(dsn)
+	if err != nil || u.User == nil {
+		return dsn
+	}
+	if _, ok := u.User.Password(); ok {
+		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	}
+	return u.String()
 }
