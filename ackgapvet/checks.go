@@ -68,6 +68,13 @@ relay make the call with a stable idempotency key.`,
 			}
 			names := append(s.names(), d)
 			names = append(names, constStrings(pass.TypesInfo, call)...)
+			if s.Root == nil {
+				// Off every consumer path: an HTTP handler, a job.
+				r.report(call, SeverityOf(names...), fmt.Sprintf(
+					"%s inside an open database transaction: it is made even when the transaction rolls back, and again when the caller retries; record it in the outbox in the same transaction and let the relay make it with an idempotency key",
+					d))
+				return
+			}
 			r.report(call, SeverityOf(names...), fmt.Sprintf(
 				"%s %s repeats on every redelivery; record it in the outbox in the handler's transaction and let the relay make it with an idempotency key",
 				d, s.where()))
@@ -500,7 +507,9 @@ A fresh context drops the message's deadline (handler timeout, lease) and
 cancellation at shutdown or rebalance: work goes on after the message was
 given up and is redelivered. The message's context is the handler's ctx
 parameter, Sarama's sess.Context() in ConsumeClaim, or a Watermill handler's
-msg.Context(). Fix: use the handler's context (suggested fix).`,
+msg.Context(). A context.Background() given its own deadline
+(context.WithTimeout, WithDeadline) is not reported: it is detached on
+purpose and bounded. Fix: use the handler's context (suggested fix).`,
 	func(pass *analysis.Pass, c *Consumers, r *reporter) {
 		inert := inertContexts(pass)
 		walk(pass, c, callNode, func(n ast.Node, s *site) {
@@ -531,10 +540,12 @@ msg.Context(). Fix: use the handler's context (suggested fix).`,
 	})
 
 // inertContexts finds the context.Background() and TODO() calls of the
-// package that carry no work: an operand of == or != (values ==
-// context.Background()), or the context an OpenTelemetry propagator
-// extracts a remote span context into (Extract(context.Background(),
-// carrier), read for its SpanContext only).
+// package that carry no work or carry a bound of their own: an operand of
+// == or != (values == context.Background()), the context an OpenTelemetry
+// propagator extracts a remote span context into (Extract(
+// context.Background(), carrier), read for its SpanContext only), and the
+// parent of context.WithTimeout or WithDeadline (a detached context with
+// its own deadline, e.g. a last flush at shutdown).
 func inertContexts(pass *analysis.Pass) map[*ast.CallExpr]bool {
 	out := map[*ast.CallExpr]bool{}
 	mark := func(e ast.Expr) {
@@ -552,6 +563,12 @@ func inertContexts(pass *analysis.Pass) map[*ast.CallExpr]bool {
 				}
 			case *ast.CallExpr:
 				if fn := callee(pass.TypesInfo, n); fn != nil && strings.HasPrefix(funcPath(fn), "go.opentelemetry.io/otel") && fn.Name() == "Extract" && len(n.Args) > 0 {
+					mark(n.Args[0])
+				}
+				// A detached context given its own bound on purpose (a
+				// flush of pending deletes at shutdown, which the
+				// cancelled message context would fail).
+				if fn := callee(pass.TypesInfo, n); fn != nil && funcPath(fn) == "context" && (fn.Name() == "WithTimeout" || fn.Name() == "WithDeadline") && len(n.Args) > 0 {
 					mark(n.Args[0])
 				}
 			}

@@ -2,6 +2,7 @@ package bgcontext
 
 import (
 	"context"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"go.opentelemetry.io/otel/propagation"
@@ -16,5 +17,14 @@ func handleInert(ctx context.Context, ev events.SQSEvent) (events.SQSEventRespon
 	for _, r := range ev.Records {
 		_ = propagation.TraceContext{}.Extract(context.Background(), propagation.MapCarrier{"traceparent": r.Body})
 	}
+	return events.SQSEventResponse{}, nil
+}
+
+// handleBounded detaches a flush on purpose and bounds it (clean): the
+// message's context may already be cancelled at shutdown.
+func handleBounded(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	flush, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	<-flush.Done()
 	return events.SQSEventResponse{}, nil
 }

@@ -91,7 +91,7 @@ func archive(ctx context.Context, db *sql.DB, client *http.Client) error {
 	if _, err := tx.ExecContext(ctx, "INSERT INTO archive VALUES (1)"); err != nil {
 		return err
 	}
-	if _, err := client.Post("http://cache.local/refresh", "text/plain", nil); err != nil { // want `low: an HTTP request \(http.Client.Post\) while a database transaction is open repeats`
+	if _, err := client.Post("http://cache.local/refresh", "text/plain", nil); err != nil { // want `low: an HTTP request \(http.Client.Post\) inside an open database transaction: it is made even when the transaction rolls back`
 		return err
 	}
 	//ackgapvet:ignore effect the cache refresh is advisory and idempotent
