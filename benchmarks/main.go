@@ -8,6 +8,7 @@
 //	go run ./benchmarks                      # everything, about 4 minutes
 //	go run ./benchmarks -stores sqlite -concurrency 1 -duration 500ms
 //	go run ./benchmarks -soak 10m            # the soak: killed processes, resources, invariants
+//	go run ./benchmarks -soak 5m -soak-store mariadb  # the same on MariaDB (-mariadb-dsn)
 //
 // See benchmarks/README.md for the workloads and what the columns mean.
 package main
@@ -225,6 +226,9 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	}
 	if o.sqsModes.on && (o.kafkaModes.on || o.soak.duration > 0) {
 		errs = append(errs, errors.New("-sqs-modes, -kafka-modes and -soak are runs of their own: give one of them"))
+	}
+	if err := o.soak.validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if o.kafkaModes.on && o.soak.duration > 0 {
 		errs = append(errs, errors.New("-kafka-modes and -soak are runs of their own: give one of them"))

@@ -118,8 +118,8 @@ func (fl *fleet[TTx]) count() int {
 type backend[TTx any] struct {
 	// name is "sqlite" or "postgres"; location the file or schema.
 	name, location string
-	// schema is the PostgreSQL schema the store and the orders live in;
-	// empty on SQLite.
+	// schema is the PostgreSQL schema or the MariaDB database the store
+	// and the orders live in; empty on SQLite.
 	schema string
 	store  stores.Store[TTx]
 	// outbox is the same store, as the relays and operators use it

@@ -18,7 +18,6 @@ import (
 
 	"github.com/ackgap/ackgap/examples/billing/orders"
 	"github.com/ackgap/ackgap/router"
-	"github.com/ackgap/ackgap/stores"
 )
 
 // Defaults and fixed settings of [Soak].
@@ -57,6 +56,15 @@ const (
 	soakWarmEvents = 100
 )
 
+// Stores of [Soak], as [SoakReport.Store] names them; SoakConfig.DSN's
+// form chooses one.
+const (
+	// SoakStorePostgres is PostgreSQL (pgxstore).
+	SoakStorePostgres = "postgres"
+	// SoakStoreMariaDB is MariaDB or MySQL (mysqlstore).
+	SoakStoreMariaDB = "mariadb"
+)
+
 // SoakConfig configures [Soak].
 type SoakConfig struct {
 	// Duration is how long events are published while consumers and
@@ -69,8 +77,11 @@ type SoakConfig struct {
 	KafkaBrokers []string
 	// SQSEndpoint is the SQS endpoint URL. Empty means SQSEndpointDefault.
 	SQSEndpoint string
-	// DSN is the PostgreSQL database; the soak works in a schema of its
-	// own, dropped at the end. Required.
+	// DSN is the PostgreSQL database, where the soak works in a schema
+	// of its own, or a MariaDB/MySQL server (a mysql:// or mariadb:// URL
+	// or the driver's user@tcp(host:port)/db form, see
+	// mysqlstore.ParseDSN), where it works in a database of its own; the
+	// schema or database is dropped at the end. Required.
 	DSN string
 	// Consumers is the number of consumer processes (router instances of
 	// consumer "billing"). Zero means SoakConsumersDefault (3); at least
@@ -145,7 +156,7 @@ func (c SoakConfig) withDefaults() (SoakConfig, error) {
 		errs = append(errs, fmt.Errorf("broker is %q, must be %s or %s (the consumers are other processes)", c.Broker, BrokerKafka, BrokerSQS))
 	}
 	if c.DSN == "" {
-		errs = append(errs, errors.New("dsn is empty: the soak needs PostgreSQL"))
+		errs = append(errs, errors.New("dsn is empty: the soak needs PostgreSQL or MariaDB"))
 	}
 	if c.Consumers < 2 || c.Relays < 2 {
 		errs = append(errs, fmt.Errorf("consumers (%d) and relays (%d) must be at least 2: the first of each is never killed", c.Consumers, c.Relays))
@@ -161,9 +172,10 @@ func (c SoakConfig) withDefaults() (SoakConfig, error) {
 
 // SoakReport is what [Soak] measured and checked.
 type SoakReport struct {
-	// Broker names the broker; Where says where its topic or queue and
-	// the PostgreSQL schema were.
-	Broker, Where string
+	// Broker names the broker; Store the database (SoakStorePostgres or
+	// SoakStoreMariaDB); Where says where the topic or queue and the
+	// PostgreSQL schema or MariaDB database were.
+	Broker, Store, Where string
 	// Duration is the time events were published and processes killed;
 	// Drained the wait afterwards until everything was carried out.
 	Duration, Drained time.Duration
@@ -177,9 +189,17 @@ type SoakReport struct {
 	KilledConsumers, KilledRelays          int
 	SteadyConsumerStart, SteadyConsumerEnd ResourceSample
 	SteadyRelayStart, SteadyRelayEnd       ResourceSample
-	// DBConnsStart and DBConnsEnd count the server's connections of every
-	// soak process (pg_stat_activity by application_name).
+	// DBConnsStart and DBConnsEnd count the server's connections of the
+	// consumer and relay processes: on PostgreSQL pg_stat_activity by
+	// application_name; on MariaDB information_schema.PROCESSLIST by the
+	// soak's database, less the connections of this process's own pool.
 	DBConnsStart, DBConnsEnd int64
+	// TableBytesStart and TableBytesEnd are the size of the soak's tables
+	// (orders, inbox, outbox, and the store's others), data and indexes,
+	// in bytes: pg_total_relation_size on PostgreSQL,
+	// information_schema.TABLES' data_length + index_length on MariaDB
+	// (InnoDB's estimate, in pages).
+	TableBytesStart, TableBytesEnd int64
 	// Invariants, read back once drained.
 	OrdersMoved, OrdersMovedTwice, OrdersNotMoved int64
 	InboxRows                                     int64
@@ -213,13 +233,22 @@ func (r *SoakReport) Check() error {
 	return errors.Join(errs...)
 }
 
+// storeTitle is the name of store (SoakStorePostgres when empty) as the
+// report writes it.
+func storeTitle(store string) string {
+	if store == SoakStoreMariaDB {
+		return "MariaDB"
+	}
+	return "PostgreSQL"
+}
+
 // Markdown returns the report as a markdown section: the run, the
 // resources of the never-killed consumer and relay and the database's
 // connections at start and end, and the invariants.
 func (r *SoakReport) Markdown() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Soak on %s and PostgreSQL (%s): %s of publishing after the warm-up (%d events, %d messages with the concurrent copies) while %d consumer and %d relay processes were SIGKILLed and restarted (%d and %d kills); drained %s later.\n\n",
-		r.Broker, r.Where, r.Duration.Round(time.Second), r.Events, r.Copies, r.Consumers-1, r.Relays-1, r.KilledConsumers, r.KilledRelays, r.Drained.Round(100*time.Millisecond))
+	fmt.Fprintf(&b, "Soak on %s and %s (%s): %s of publishing after the warm-up (%d events, %d messages with the concurrent copies) while %d consumer and %d relay processes were SIGKILLed and restarted (%d and %d kills); drained %s later.\n\n",
+		r.Broker, storeTitle(r.Store), r.Where, r.Duration.Round(time.Second), r.Events, r.Copies, r.Consumers-1, r.Relays-1, r.KilledConsumers, r.KilledRelays, r.Drained.Round(100*time.Millisecond))
 	b.WriteString("| process | goroutines | heap (MiB, after GC) | pool conns | open fds |\n|---|---|---|---|---|\n")
 	row := func(name string, s, e ResourceSample) {
 		mib := func(v uint64) string { return fmt.Sprintf("%.1f", float64(v)/(1<<20)) }
@@ -228,7 +257,13 @@ func (r *SoakReport) Markdown() string {
 	}
 	row("consumer 0 (never killed)", r.SteadyConsumerStart, r.SteadyConsumerEnd)
 	row("relay 0 (never killed)", r.SteadyRelayStart, r.SteadyRelayEnd)
-	fmt.Fprintf(&b, "| PostgreSQL connections of all soak processes | | | %d -> %d | |\n\n", r.DBConnsStart, r.DBConnsEnd)
+	conns := "PostgreSQL connections of all soak processes"
+	if r.Store == SoakStoreMariaDB {
+		conns = "MariaDB connections of all soak processes (PROCESSLIST)"
+	}
+	fmt.Fprintf(&b, "| %s | | | %d -> %d | |\n\n", conns, r.DBConnsStart, r.DBConnsEnd)
+	fmt.Fprintf(&b, "Tables (orders, inbox, outbox; data and indexes): %.1f MiB at the start, %.1f MiB at the end.\n\n",
+		float64(r.TableBytesStart)/(1<<20), float64(r.TableBytesEnd)/(1<<20))
 	fmt.Fprintf(&b, "Invariants: %d/%d orders moved once (%d twice, %d not); %d inbox rows; %d outbox rows, %d done, %d dead, %d orders without exactly one charge and one receipt; %d charges made in %d calls (%d key conflicts); %d receipts sent in %d calls.",
 		r.OrdersMoved, r.Events, r.OrdersMovedTwice, r.OrdersNotMoved, r.InboxRows, r.OutboxRows, r.OutboxDone, r.OutboxDead, r.OutboxBadOrders,
 		r.ChargesMade, r.ChargesAttempted, r.ChargeConflicts, r.ReceiptsSent, r.ReceiptCalls)
@@ -243,7 +278,7 @@ func (r *SoakReport) Markdown() string {
 // Soak runs the billing pipeline as real processes for cfg.Duration:
 // consumer processes (ackgap routers with orders.Handler, one consumer
 // group on Kafka, competing consumers on SQS) and outbox relay processes,
-// on PostgreSQL, while this process publishes cfg.Rate events a second
+// on PostgreSQL or MariaDB (cfg.DSN), while this process publishes cfg.Rate events a second
 // (every SoakDupEvery-th twice at once) and SIGKILLs a consumer or a relay
 // every cfg.KillEvery, restarting it at once (on Kafka a consumer is
 // killed once the group is stable again). The first consumer and the
@@ -262,21 +297,15 @@ func Soak(ctx context.Context, cfg SoakConfig) (rep *SoakReport, err error) {
 	logf := func(format string, args ...any) {
 		fmt.Fprintf(cfg.Log, "[soak] "+format+"\n", args...)
 	}
-	b, err := openPostgres(ctx, cfg.DSN, 8, false)
+	b, err := openSoakDB(ctx, cfg.DSN)
 	if err != nil {
 		return nil, err
 	}
 	defer func() {
 		if cerr := b.close(); cerr != nil {
-			err = errors.Join(err, fmt.Errorf("close postgres: %w", cerr))
+			err = errors.Join(err, fmt.Errorf("close %s: %w", b.store, cerr))
 		}
 	}()
-	if _, err := b.outbox.Migrate(ctx, &stores.MigrateParams{}); err != nil {
-		return nil, fmt.Errorf("migrate: %w", err)
-	}
-	if err := createOrders(ctx, b.db, nil); err != nil {
-		return nil, err
-	}
 	svc, err := startServices()
 	if err != nil {
 		return nil, err
@@ -307,7 +336,7 @@ func Soak(ctx context.Context, cfg SoakConfig) (rep *SoakReport, err error) {
 	}
 	s := &soaker{
 		cfg: cfg, logf: logf, log: &lockedWriter{w: cfg.Log}, procs: map[string]*soakProc{}, died: make(chan error, 1),
-		child: soakChild{DSN: cfg.DSN, Schema: b.schema, AppName: "ackgap-soak-" + b.schema, Broker: spec, ChargesURL: svc.chargesURL, ReceiptsURL: svc.receiptsURL},
+		child: soakChild{Store: b.store, DSN: b.childDSN, Schema: b.schema, AppName: "ackgap-soak-" + b.schema, Broker: spec, ChargesURL: svc.chargesURL, ReceiptsURL: svc.receiptsURL},
 	}
 	defer func() { err = errors.Join(err, s.stopAll()) }()
 	for n := range cfg.Consumers {
@@ -325,7 +354,7 @@ func Soak(ctx context.Context, cfg SoakConfig) (rep *SoakReport, err error) {
 	}
 	logf("%d consumers and %d relays running on %s, %s", cfg.Consumers, cfg.Relays, br.location(), b.location)
 
-	rep = &SoakReport{Broker: br.name(), Where: br.location() + "; " + b.location, Consumers: cfg.Consumers, Relays: cfg.Relays}
+	rep = &SoakReport{Broker: br.name(), Store: b.store, Where: br.location() + "; " + b.location, Consumers: cfg.Consumers, Relays: cfg.Relays}
 	var sent []event
 	var pubErr error
 	var sentMu sync.Mutex
@@ -353,8 +382,11 @@ func Soak(ctx context.Context, cfg SoakConfig) (rep *SoakReport, err error) {
 	if err := s.waitFor(ctx, b.db, time.Minute, "warm-up", func(moved, _ int64) bool { return moved >= soakWarmEvents }); err != nil {
 		return nil, err
 	}
-	if rep.SteadyConsumerStart, rep.SteadyRelayStart, rep.DBConnsStart, err = s.sample(ctx, b.db); err != nil {
+	if rep.SteadyConsumerStart, rep.SteadyRelayStart, rep.DBConnsStart, err = s.sample(ctx, b); err != nil {
 		return nil, err
+	}
+	if rep.TableBytesStart, err = b.tableBytes(ctx); err != nil {
+		return nil, fmt.Errorf("table sizes: %w", err)
 	}
 	logf("start: consumer 0 %+v, relay 0 %+v, %d connections", rep.SteadyConsumerStart, rep.SteadyRelayStart, rep.DBConnsStart)
 	started := time.Now()
@@ -424,8 +456,11 @@ loop:
 		return nil, err
 	}
 	rep.Drained = time.Since(drainStart)
-	if rep.SteadyConsumerEnd, rep.SteadyRelayEnd, rep.DBConnsEnd, err = s.sample(ctx, b.db); err != nil {
+	if rep.SteadyConsumerEnd, rep.SteadyRelayEnd, rep.DBConnsEnd, err = s.sample(ctx, b); err != nil {
 		return nil, err
+	}
+	if rep.TableBytesEnd, err = b.tableBytes(ctx); err != nil {
+		return nil, fmt.Errorf("table sizes: %w", err)
 	}
 	logf("end: consumer 0 %+v, relay 0 %+v, %d connections", rep.SteadyConsumerEnd, rep.SteadyRelayEnd, rep.DBConnsEnd)
 
@@ -584,7 +619,7 @@ func (s *soaker) stopAll() error {
 
 // sample reads the resources of consumer 0 and relay 0, and counts the
 // server's connections of the soak's processes.
-func (s *soaker) sample(ctx context.Context, db appDB) (consumer, relay ResourceSample, conns int64, err error) {
+func (s *soaker) sample(ctx context.Context, db *soakDB) (consumer, relay ResourceSample, conns int64, err error) {
 	s.mu.Lock()
 	c, r := s.procs[procKey(roleConsumer, 0)], s.procs[procKey(roleRelay, 0)]
 	s.mu.Unlock()
@@ -594,7 +629,7 @@ func (s *soaker) sample(ctx context.Context, db appDB) (consumer, relay Resource
 	if relay, err = fetchSample(ctx, r.stats); err != nil {
 		return
 	}
-	conns, err = db.queryInt(ctx, `SELECT count(*) FROM pg_stat_activity WHERE application_name = `+quoteLiteral(s.child.AppName))
+	conns, err = db.childConns(ctx)
 	return
 }
 

@@ -2,6 +2,7 @@ package billingsim
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,6 +25,8 @@ import (
 	"github.com/ackgap/ackgap/examples/billing/orders"
 	"github.com/ackgap/ackgap/outbox"
 	"github.com/ackgap/ackgap/router"
+	"github.com/ackgap/ackgap/stores"
+	"github.com/ackgap/ackgap/stores/mysqlstore"
 	"github.com/ackgap/ackgap/stores/pgxstore"
 )
 
@@ -51,9 +54,13 @@ type soakChild struct {
 	Role string
 	// N numbers the child within its role; 0 is never killed.
 	N int
-	// DSN, Schema and AppName locate the store: the pool's search_path is
-	// Schema, its application_name AppName (the parent counts the
-	// server's connections by it).
+	// Store is SoakStorePostgres (pgxstore; also when empty) or
+	// SoakStoreMariaDB (mysqlstore).
+	Store string
+	// DSN, Schema and AppName locate the store. PostgreSQL: the pool's
+	// search_path is Schema, its application_name AppName (the parent
+	// counts the server's connections by it). MariaDB: DSN names the
+	// soak's own database (Schema, the same name); AppName is unused.
 	DSN, Schema, AppName string
 	Broker               brokerSpec
 	// ChargesURL and ReceiptsURL are the payment provider's and the
@@ -139,7 +146,8 @@ type ResourceSample struct {
 	// HeapBytes is the live heap (runtime.MemStats.HeapAlloc after
 	// runtime.GC), in bytes.
 	HeapBytes uint64 `json:"heap_bytes"`
-	// PoolConns is the process's pgxpool connections (idle and in use).
+	// PoolConns is the process's pool connections, idle and in use
+	// (pgxpool's TotalConns; database/sql's OpenConnections on MariaDB).
 	PoolConns int32 `json:"pool_conns"`
 	// FDs is the number of open file descriptors (/proc/self/fd); -1
 	// where that directory does not exist.
@@ -150,7 +158,7 @@ type ResourceSample struct {
 // set, and returns ran false at once otherwise. A program that runs
 // [Soak] calls it first thing in main (a test binary, in TestMain) and
 // exits with code when ran. The child (an ackgap router consuming the
-// soak's topic or queue with orders.Handler on PostgreSQL, or an outbox
+// soak's topic or queue with orders.Handler on PostgreSQL or MariaDB, or an outbox
 // relay carrying the rows out to the payment provider and the mailer)
 // runs until SIGTERM or SIGINT, closes cleanly and returns 0, or 1 after
 // writing its error to stderr.
@@ -173,38 +181,50 @@ func RunSoakChild() (ran bool, code int) {
 	return true, 0
 }
 
+// soakChildConns is a child's pool size: a consumer runs sqsbroker's
+// workers (or one per Kafka partition it owns) and a concurrent copy; a
+// relay a claim and a record.
+const soakChildConns = sqsbroker.WorkersDefault + SoakPartitions + 2
+
 // run opens the store, starts the role's worker and the stats endpoint,
 // announces the endpoint on out, and runs until ctx ends.
 func (c *soakChild) run(ctx context.Context, out io.Writer) (err error) {
-	cfg, err := pgxpool.ParseConfig(c.DSN)
-	if err != nil {
-		return fmt.Errorf("dsn: %w", err)
-	}
-	cfg.ConnConfig.RuntimeParams["search_path"] = c.Schema
-	cfg.ConnConfig.RuntimeParams["application_name"] = c.AppName
-	// A consumer: sqsbroker's workers (or one per Kafka partition it
-	// owns) and a concurrent copy; a relay: a claim and a record.
-	cfg.MaxConns = max(cfg.MaxConns, int32(sqsbroker.WorkersDefault+SoakPartitions+2))
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		return fmt.Errorf("pool: %w", err)
-	}
-	defer pool.Close()
-	store, err := pgxstore.New(pool, &pgxstore.Config{Schema: c.Schema})
-	if err != nil {
-		return err
-	}
+	var poolConns func() int32
 	var stop func() error
-	switch c.Role {
-	case roleConsumer:
-		stop, err = c.startConsumer(ctx, store)
-	case roleRelay:
-		stop, err = c.startRelay(store)
+	switch c.Store {
+	case SoakStoreMariaDB:
+		store, err := mysqlstore.Open(ctx, c.DSN, &mysqlstore.Config{MaxOpenConns: soakChildConns})
+		if err != nil {
+			return fmt.Errorf("open mariadb: %w", err)
+		}
+		defer store.Close()
+		poolConns = func() int32 { return int32(store.DB().Stats().OpenConnections) }
+		if stop, err = startSoakRole(ctx, c, store, orders.Handler[*sql.Tx]()); err != nil {
+			return err
+		}
+	case SoakStorePostgres, "":
+		cfg, err := pgxpool.ParseConfig(c.DSN)
+		if err != nil {
+			return fmt.Errorf("dsn: %w", err)
+		}
+		cfg.ConnConfig.RuntimeParams["search_path"] = c.Schema
+		cfg.ConnConfig.RuntimeParams["application_name"] = c.AppName
+		cfg.MaxConns = max(cfg.MaxConns, int32(soakChildConns))
+		pool, err := pgxpool.NewWithConfig(ctx, cfg)
+		if err != nil {
+			return fmt.Errorf("pool: %w", err)
+		}
+		defer pool.Close()
+		store, err := pgxstore.New(pool, &pgxstore.Config{Schema: c.Schema})
+		if err != nil {
+			return err
+		}
+		poolConns = func() int32 { return pool.Stat().TotalConns() }
+		if stop, err = startSoakRole(ctx, c, store, orders.Handler[pgx.Tx]()); err != nil {
+			return err
+		}
 	default:
-		err = fmt.Errorf("unknown role %q", c.Role)
-	}
-	if err != nil {
-		return err
+		return fmt.Errorf("unknown store %q", c.Store)
 	}
 	defer func() { err = errors.Join(err, stop()) }()
 
@@ -213,7 +233,7 @@ func (c *soakChild) run(ctx context.Context, out io.Writer) (err error) {
 		return err
 	}
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusOK, sampleResources(pool))
+		writeJSON(w, http.StatusOK, sampleResources(poolConns))
 	}), ReadHeaderTimeout: 5 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
@@ -232,9 +252,29 @@ func (c *soakChild) run(ctx context.Context, out io.Writer) (err error) {
 	return nil
 }
 
-// startConsumer starts a router with orders.Handler on the soak's topic
-// or queue, and returns once it runs; stop closes it.
-func (c *soakChild) startConsumer(ctx context.Context, store *pgxstore.Store) (stop func() error, err error) {
+// soakStore is what a soak child needs of its store: the handler path
+// (consumers) and the outbox (relays).
+type soakStore[TTx any] interface {
+	stores.Store[TTx]
+	stores.OutboxStore
+}
+
+// startSoakRole starts c's role on store (h is orders.Handler for the
+// store's transaction type); stop stops it.
+func startSoakRole[TTx any](ctx context.Context, c *soakChild, store soakStore[TTx], h router.HandlerFunc[TTx]) (stop func() error, err error) {
+	switch c.Role {
+	case roleConsumer:
+		return startConsumer(ctx, c, store, h)
+	case roleRelay:
+		return c.startRelay(store)
+	default:
+		return nil, fmt.Errorf("unknown role %q", c.Role)
+	}
+}
+
+// startConsumer starts a router with h (orders.Handler) on the soak's
+// topic or queue, and returns once it runs; stop closes it.
+func startConsumer[TTx any](ctx context.Context, c *soakChild, store stores.Store[TTx], h router.HandlerFunc[TTx]) (stop func() error, err error) {
 	sub, topic, dl, dlTopic, closeBroker, err := c.Broker.open(ctx, watermill.NopLogger{})
 	if err != nil {
 		return nil, err
@@ -244,7 +284,7 @@ func (c *soakChild) startConsumer(ctx context.Context, store *pgxstore.Store) (s
 		DeadLetter: dl, DeadLetterTopic: dlTopic, Logger: watermill.NopLogger{},
 	})
 	if err == nil {
-		err = r.AddHandler(orders.Consumer, topic, sub, orders.Handler[pgx.Tx]())
+		err = r.AddHandler(orders.Consumer, topic, sub, h)
 	}
 	if err != nil {
 		return nil, errors.Join(err, sub.Close(), closeBroker())
@@ -264,7 +304,7 @@ func (c *soakChild) startConsumer(ctx context.Context, store *pgxstore.Store) (s
 
 // startRelay starts an outbox relay whose effects call the payment
 // provider and the mailer; stop stops it.
-func (c *soakChild) startRelay(store *pgxstore.Store) (stop func() error, err error) {
+func (c *soakChild) startRelay(store stores.OutboxStore) (stop func() error, err error) {
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	transport.MaxIdleConnsPerHost = RelayConcurrency
 	client := &http.Client{Transport: transport, Timeout: 10 * time.Second}
@@ -293,8 +333,9 @@ func (c *soakChild) startRelay(store *pgxstore.Store) (stop func() error, err er
 	}, nil
 }
 
-// sampleResources reads this process's resources.
-func sampleResources(pool *pgxpool.Pool) ResourceSample {
+// sampleResources reads this process's resources; poolConns counts its
+// pool's connections.
+func sampleResources(poolConns func() int32) ResourceSample {
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
@@ -302,5 +343,5 @@ func sampleResources(pool *pgxpool.Pool) ResourceSample {
 	if ents, err := os.ReadDir("/proc/self/fd"); err == nil {
 		fds = len(ents) - 1 // less the descriptor ReadDir read them with
 	}
-	return ResourceSample{Goroutines: runtime.NumGoroutine(), HeapBytes: ms.HeapAlloc, PoolConns: pool.Stat().TotalConns(), FDs: fds}
+	return ResourceSample{Goroutines: runtime.NumGoroutine(), HeapBytes: ms.HeapAlloc, PoolConns: poolConns(), FDs: fds}
 }

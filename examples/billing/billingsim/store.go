@@ -218,7 +218,7 @@ func openMySQL(ctx context.Context, dsn string, keep bool) (*backend[*sql.Tx], e
 	}
 	db := store.DB()
 	return &backend[*sql.Tx]{
-		name: "mariadb", location: where, store: store, outbox: store,
+		name: "mariadb", location: where, schema: name, store: store, outbox: store,
 		db: appDB{
 			exec: func(ctx context.Context, query string, args ...any) error {
 				_, err := db.ExecContext(ctx, query, args...)
