@@ -41,6 +41,13 @@ func TestHTTPClient(t *testing.T) {
 	analysistest.Run(t, analysistest.TestData(), ackgapvet.HTTPClientAnalyzer, "httpclient")
 }
 
+// TestFranzThroughInterface: a poll loop written against the application's
+// interface over *kgo.Client is a franz-go poll loop (its work makes the
+// auto-commit finding).
+func TestFranzThroughInterface(t *testing.T) {
+	analysistest.Run(t, analysistest.TestData(), ackgapvet.AutoCommitAnalyzer, "kgoiface")
+}
+
 func TestBgContext(t *testing.T) {
 	analysistest.RunWithSuggestedFixes(t, analysistest.TestData(), ackgapvet.ContextAnalyzer, "bgcontext")
 }

@@ -318,7 +318,7 @@ func runConsumers(pass *analysis.Pass) (any, error) {
 		}
 		return nil, ""
 	}
-	nodeTypes := []ast.Node{(*ast.CallExpr)(nil), (*ast.FuncDecl)(nil), (*ast.FuncLit)(nil), (*ast.CompositeLit)(nil)}
+	nodeTypes := []ast.Node{(*ast.CallExpr)(nil), (*ast.FuncDecl)(nil), (*ast.FuncLit)(nil), (*ast.CompositeLit)(nil), (*ast.RangeStmt)(nil), (*ast.UnaryExpr)(nil)}
 	// Rounds: a function type called from a consumer path becomes a handler
 	// type, and values passed as it become roots in the next round.
 	for range 3 {
@@ -427,7 +427,7 @@ func (c *Consumers) findRoots(ins *inspector.Inspector, nodeTypes []ast.Node, ad
 						}
 					}
 				}
-			case path == pathKgo && recv == "Client" && (name == "PollFetches" || name == "PollRecords"):
+			case (name == "PollFetches" || name == "PollRecords") && (path == pathKgo && recv == "Client" || kgoInterfaceMethod(fn)):
 				fnNode, fname := enclosing(stack)
 				addRoot(KindFranz, fname, fnNode)
 			case path == pathKafkaGo && recv == "Reader" && (name == "ReadMessage" || name == "FetchMessage"):
@@ -711,4 +711,21 @@ func rawLambdaKind(info *types.Info, ft *ast.FuncType, body *ast.BlockStmt) stri
 		return ""
 	}
 	return kind
+}
+
+// kgoInterfaceMethod reports whether fn is a method of an application's
+// interface over franz-go's *kgo.Client (its PollFetches returns
+// kgo.Fetches): a loop written against the wrapper is read as the
+// client's.
+func kgoInterfaceMethod(fn *types.Func) bool {
+	sig, ok := fn.Type().(*types.Signature)
+	if !ok || sig.Recv() == nil || !types.IsInterface(sig.Recv().Type()) {
+		return false
+	}
+	for v := range sig.Results().Variables() {
+		if isNamed(v.Type(), pathKgo, "Fetches") {
+			return true
+		}
+	}
+	return false
 }

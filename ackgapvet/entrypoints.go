@@ -2,6 +2,7 @@ package ackgapvet
 
 import (
 	"go/ast"
+	"go/token"
 	"go/types"
 	"slices"
 	"strings"
@@ -26,6 +27,11 @@ const (
 	// Messages(): a partition consumer without a consumer group, whose
 	// offsets are stored only if the code stores them.
 	KindSaramaPartition = "Sarama partition consumer"
+	// KindWatermillSub is a function that ranges over (or receives from)
+	// the channel of *message.Message a Watermill Subscriber's Subscribe
+	// returns, without a Router: each message is acked or nacked by the
+	// loop itself (msg.Ack(), msg.Nack()).
+	KindWatermillSub = "Watermill subscription loop"
 	// KindEntry is a function declared an entry point by name (the
 	// -entry flag, [RunConfig].Entries or the entries of [ConfigFile]).
 	KindEntry = "declared entry point"
@@ -170,6 +176,16 @@ func (c *Consumers) moreRoots(n ast.Node, stack []ast.Node, addRoot func(kind, n
 		c.storedHandlers(n.Type, n.Body, rootOfExpr)
 	case *ast.FuncLit:
 		c.storedHandlers(n.Type, n.Body, rootOfExpr)
+	case *ast.RangeStmt:
+		// for msg := range messages, messages from Subscribe.
+		if isWatermillMsgChan(info.TypeOf(n.X)) {
+			c.receiveRoot(KindWatermillSub, stack, addRoot)
+		}
+	case *ast.UnaryExpr:
+		// msg := <-messages (in a for or select loop).
+		if n.Op == token.ARROW && isWatermillMsgChan(info.TypeOf(n.X)) {
+			c.receiveRoot(KindWatermillSub, stack, addRoot)
+		}
 	case *ast.CallExpr:
 		fn := callee(info, n)
 		if fn == nil {
@@ -581,4 +597,20 @@ func entryKey(fn *types.Func) string {
 func isSignature(t types.Type) bool {
 	_, ok := t.Underlying().(*types.Signature)
 	return ok
+}
+
+// isWatermillMsgChan reports whether t is a receive-only channel of
+// Watermill's *message.Message (what Subscriber.Subscribe returns).
+func isWatermillMsgChan(t types.Type) bool {
+	if t == nil {
+		return false
+	}
+	ch, ok := t.Underlying().(*types.Chan)
+	if !ok || ch.Dir() != types.RecvOnly {
+		// Subscribe returns a receive-only channel; a channel the module
+		// makes itself is a hand-off to its own workers.
+		return false
+	}
+	p, ok := ch.Elem().(*types.Pointer)
+	return ok && isNamed(p.Elem(), pathWatermill+"/message", "Message")
 }

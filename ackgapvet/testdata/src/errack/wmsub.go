@@ -1,0 +1,20 @@
+package errack
+
+import (
+	"database/sql"
+	"log"
+
+	"github.com/ThreeDotsLabs/watermill/message"
+)
+
+// process ranges over the channel a Watermill Subscriber's Subscribe
+// returned, without a Router (field trial wave 6, devices-api): a
+// subscription loop, whose own Ack is the ack.
+func process(db *sql.DB, messages <-chan *message.Message) {
+	for msg := range messages {
+		if _, err := db.Exec("INSERT INTO devices (id) VALUES ($1)", msg.UUID); err != nil {
+			log.Println(err)
+		}
+		msg.Ack() // want `acks with message.Message.Ack even when db.Exec failed`
+	}
+}
