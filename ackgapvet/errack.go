@@ -372,6 +372,9 @@ func sendsElsewhere(pass *analysis.Pass, body *ast.BlockStmt) bool {
 			return !found
 		}
 		name := types.ExprString(call.Fun)
+		if counterCall(call) {
+			return false // failureCount.Inc(): counting the failure is not sending it anywhere
+		}
 		if deadLetterName.MatchString(name) || name == "append" {
 			found = true
 			return false
@@ -785,4 +788,19 @@ func returnsErrorValue(body *ast.BlockStmt) bool {
 		return !found
 	})
 	return found
+}
+
+// counterCall reports whether call only counts or measures (a metric's
+// Inc, Add, Observe, Set, WithLabelValues(...).Inc): its name may say
+// "failure" without sending the message anywhere.
+func counterCall(call *ast.CallExpr) bool {
+	sel, ok := ast.Unparen(call.Fun).(*ast.SelectorExpr)
+	if !ok {
+		return false
+	}
+	switch sel.Sel.Name {
+	case "Inc", "Dec", "Add", "Sub", "Observe", "Set", "WithLabelValues", "With", "Record":
+		return true
+	}
+	return false
 }

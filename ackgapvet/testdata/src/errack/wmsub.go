@@ -18,3 +18,20 @@ func process(db *sql.DB, messages <-chan *message.Message) {
 		msg.Ack() // want `acks with message.Message.Ack even when db.Exec failed`
 	}
 }
+
+type counter struct{}
+
+func (counter) Inc() {}
+
+var failureCount counter
+
+// processCounted counts a failed write and acks it anyway (wave 6
+// devices-api H1): a counter named "failure" is not a dead-letter send.
+func processCounted(db *sql.DB, messages <-chan *message.Message) {
+	for msg := range messages {
+		if _, err := db.Exec("INSERT INTO devices (id) VALUES ($1)", msg.UUID); err != nil {
+			failureCount.Inc()
+		}
+		msg.Ack() // want `acks with message.Message.Ack even when db.Exec failed`
+	}
+}
