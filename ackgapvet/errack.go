@@ -43,6 +43,7 @@ permanent.`,
 			if body == nil {
 				continue
 			}
+			deferredAck(pass, c, r, root, body)
 			implicit := root.Node == node && returnAcks(root.Kind)
 			acker, always := c.ackerOf(node)
 			ast.Inspect(body, func(m ast.Node) bool {
@@ -803,4 +804,39 @@ func counterCall(call *ast.CallExpr) bool {
 		return true
 	}
 	return false
+}
+
+// deferredAck reports an ack deferred at the top of a function that then
+// does work that can fail (`defer msg.Ack()`, or a deferred function
+// literal that acks): the message is acked on every return, the failed
+// ones included, and a Watermill router's nack after the handler's error
+// comes too late (field trial wave 6, devices-api H3,
+// message-processing-api H2).
+func deferredAck(pass *analysis.Pass, c *Consumers, r *reporter, root *Root, body *ast.BlockStmt) {
+	info := pass.TypesInfo
+	for i, st := range body.List {
+		d, ok := st.(*ast.DeferStmt)
+		if !ok {
+			continue
+		}
+		ack := ackOf(info, d.Call)
+		if lit, ok := ast.Unparen(d.Call.Fun).(*ast.FuncLit); ok && ack == "" {
+			// defer func() { msg.Ack() }(): only an unconditional ack.
+			for _, s := range lit.Body.List {
+				if call := topCall(s); call != nil && ackOf(info, call) != "" {
+					ack = ackOf(info, call)
+				}
+			}
+		}
+		if ack == "" {
+			continue
+		}
+		work, at := firstWork(pass, c, body.List[i+1:])
+		if work == "" {
+			continue
+		}
+		r.report(d, SeverityOf(root.Name, work), fmt.Sprintf(
+			"defers %s, so the message is acked on every return, also when %s (line %d) or anything after it fails: a transient failure loses the message; ack after the work succeeded, and nack (or return the error) on failure",
+			ack, work, pass.Fset.Position(at.Pos()).Line))
+	}
 }

@@ -35,3 +35,19 @@ func processCounted(db *sql.DB, messages <-chan *message.Message) {
 		msg.Ack() // want `acks with message.Message.Ack even when db.Exec failed`
 	}
 }
+
+// processDeferred acks every message on its way out (wave 6 devices-api
+// H3): the failed insert is acked too.
+func processDeferred(db *sql.DB, messages <-chan *message.Message) {
+	for msg := range messages {
+		handleDeferred(db, msg)
+	}
+}
+
+func handleDeferred(db *sql.DB, msg *message.Message) {
+	defer func() { msg.Ack() }() // want `defers message.Message.Ack, so the message is acked on every return`
+	if _, err := db.Exec("INSERT INTO tasks (id) VALUES ($1)", msg.UUID); err != nil {
+		log.Println(err)
+		return
+	}
+}
