@@ -836,7 +836,7 @@ func deferredAck(pass *analysis.Pass, c *Consumers, r *reporter, root *Root, bod
 			continue
 		}
 		r.report(d, SeverityOf(root.Name, work), fmt.Sprintf(
-			"defers %s, so the message is acked on every return, also when %s (line %d) or anything after it fails: a transient failure loses the message; ack after the work succeeded, and nack (or return the error) on failure",
+			"defers %s, so the message is acked on every return, also when the work (%s, line %d) fails: a transient failure loses the message; ack after the work succeeded, and nack (or return the error) on failure",
 			ack, work, pass.Fset.Position(at.Pos()).Line))
 	}
 }
