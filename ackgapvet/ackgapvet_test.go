@@ -48,6 +48,12 @@ func TestFranzThroughInterface(t *testing.T) {
 	analysistest.Run(t, analysistest.TestData(), ackgapvet.AutoCommitAnalyzer, "kgoiface")
 }
 
+// TestWatermillKafkaNoGroup: a watermill-kafka subscriber without a
+// consumer group commits nothing.
+func TestWatermillKafkaNoGroup(t *testing.T) {
+	analysistest.Run(t, analysistest.TestData(), ackgapvet.AutoCommitAnalyzer, "wmkafka")
+}
+
 func TestBgContext(t *testing.T) {
 	analysistest.RunWithSuggestedFixes(t, analysistest.TestData(), ackgapvet.ContextAnalyzer, "bgcontext")
 }

@@ -252,9 +252,14 @@ ConfigMap sets "enable.auto.commit" (or "enable.auto.offset.store") to false:
 in a loop that then writes or calls out, a crash loses the message. Fix:
 kafka-go FetchMessage then CommitMessages after the work; franz-go
 kgo.DisableAutoCommit and CommitRecords after the work; confluent-kafka-go
-"enable.auto.commit": false and CommitMessage after the work.`,
+"enable.auto.commit": false and CommitMessage after the work. A
+watermill-kafka SubscriberConfig without a ConsumerGroup commits nothing at
+all: its subscriber reads every partition from Sarama's initial offset
+(OffsetNewest by default), so what was published while it was down is never
+read, and every replica handles every message; set ConsumerGroup.`,
 	func(pass *analysis.Pass, c *Consumers, r *reporter) {
 		confluentAutoCommit(pass, c, r)
+		watermillKafkaNoGroup(pass, r)
 		// kafka-go: skip when every ReaderConfig literal in the package has no GroupID.
 		configs, grouped := 0, 0
 		disabled, consumerGroup := false, false
@@ -1198,5 +1203,38 @@ func Analyzers() []*analysis.Analyzer {
 		CheckActAnalyzer, IdemKeyAnalyzer, TransitionAnalyzer,
 		HTTPClientAnalyzer, ContextAnalyzer, SleepAnalyzer, VisibilityAnalyzer, LambdaBatchAnalyzer,
 		ErrAckAnalyzer, CommitOrderAnalyzer, MultiTxAnalyzer,
+	}
+}
+
+// watermillKafkaNoGroup reports a watermill-kafka SubscriberConfig literal
+// without a ConsumerGroup (or with an empty one): the subscriber then
+// consumes each partition without a group (Subscriber.consumeWithoutConsumerGroups
+// in watermill-kafka), from Sarama's Consumer.Offsets.Initial
+// (OffsetNewest unless overwritten), and commits no offset.
+func watermillKafkaNoGroup(pass *analysis.Pass, r *reporter) {
+	for _, f := range pass.Files {
+		ast.Inspect(f, func(n ast.Node) bool {
+			lit, ok := n.(*ast.CompositeLit)
+			if !ok {
+				return true
+			}
+			named, ok := types.Unalias(pass.TypesInfo.TypeOf(lit)).(*types.Named)
+			if !ok || named.Obj().Pkg() == nil || named.Obj().Name() != "SubscriberConfig" || !strings.HasPrefix(named.Obj().Pkg().Path(), pathWatermill+"-kafka") {
+				return true
+			}
+			for _, e := range lit.Elts {
+				kv, ok := e.(*ast.KeyValueExpr)
+				if !ok {
+					return true // positional: every field is set
+				}
+				if k, ok := kv.Key.(*ast.Ident); ok && k.Name == "ConsumerGroup" {
+					if tv, ok := pass.TypesInfo.Types[kv.Value]; !ok || tv.Value == nil || constant.StringVal(tv.Value) != "" {
+						return true
+					}
+				}
+			}
+			r.report(lit, SeverityOf("consumer group", "offset"), "watermill-kafka SubscriberConfig without a ConsumerGroup: the subscriber reads every partition from Sarama's initial offset (OffsetNewest by default) and commits no offset, so messages published while it is down are never read and every replica handles every message; set ConsumerGroup")
+			return true
+		})
 	}
 }

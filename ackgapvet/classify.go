@@ -139,6 +139,10 @@ func effectOf(info *types.Info, call *ast.CallExpr) string {
 		return "a publish (" + qualName(fn) + ")"
 	case path == pathKafkaGo && recv == "Writer" && name == "WriteMessages":
 		return "a publish (" + qualName(fn) + ")"
+	case path == "github.com/valyala/fasthttp" && (recv == "Client" || recv == "HostClient" || recv == "") && (name == "Do" || name == "DoTimeout" || name == "DoDeadline" || name == "DoRedirects" || name == "Post"):
+		return "an HTTP request (" + qualName(fn) + ")"
+	case strings.HasPrefix(path, "github.com/cloudevents/sdk-go") && (name == "Send" || name == "Request") && recv != "":
+		return "a publish (" + qualName(fn) + ")"
 	}
 	return ""
 }
@@ -331,6 +335,9 @@ var gormWrites = map[string]bool{
 // an Exec, a Query whose SQL is a write, or a MongoDB write.
 func dbWriteOf(info *types.Info, call *ast.CallExpr) string {
 	if fn := callee(info, call); fn != nil && (strings.HasPrefix(funcPath(fn), "go.mongodb.org/mongo-driver") || strings.HasPrefix(funcPath(fn), "github.com/mongodb/mongo-go-driver")) && recvName(fn) == "Collection" && mongoWrites[fn.Name()] {
+		return "a MongoDB write (" + qualName(fn) + ")"
+	}
+	if fn := callee(info, call); fn != nil && funcPath(fn) == "github.com/qiniu/qmgo" && recvName(fn) == "Collection" && (mongoWrites[fn.Name()] || fn.Name() == "Upsert" || fn.Name() == "UpsertId" || fn.Name() == "UpdateId" || fn.Name() == "UpdateAll" || fn.Name() == "Remove" || fn.Name() == "RemoveId" || fn.Name() == "RemoveAll") {
 		return "a MongoDB write (" + qualName(fn) + ")"
 	}
 	if fn := callee(info, call); fn != nil && (funcPath(fn) == "gorm.io/gorm" || funcPath(fn) == "github.com/jinzhu/gorm") && recvName(fn) == "DB" && gormWrites[fn.Name()] {

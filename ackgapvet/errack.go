@@ -6,6 +6,7 @@ import (
 	"go/token"
 	"go/types"
 	"regexp"
+	"slices"
 	"strings"
 
 	"golang.org/x/tools/go/analysis"
@@ -44,6 +45,7 @@ permanent.`,
 				continue
 			}
 			deferredAck(pass, c, r, root, body)
+			partialBatch(pass, r, root, body)
 			implicit := root.Node == node && returnAcks(root.Kind)
 			acker, always := c.ackerOf(node)
 			ast.Inspect(body, func(m ast.Node) bool {
@@ -839,4 +841,100 @@ func deferredAck(pass *analysis.Pass, c *Consumers, r *reporter, root *Root, bod
 			"defers %s, so the message is acked on every return, also when the work (%s, line %d) fails: a transient failure loses the message; ack after the work succeeded, and nack (or return the error) on failure",
 			ack, work, pass.Fset.Position(at.Pos()).Line))
 	}
+}
+
+// batchFailures are the AWS batch operations that answer 200 with a part
+// of their entries refused, and the output fields that say which: the
+// refused entries are lost unless the caller reads them (AWS API
+// references: EventBridge PutEvents FailedEntryCount, SNS PublishBatch and
+// SQS SendMessageBatch Failed, Kinesis PutRecords FailedRecordCount,
+// Firehose PutRecordBatch FailedPutCount, DynamoDB BatchWriteItem
+// UnprocessedItems).
+var batchFailures = map[string][]string{
+	"PutEvents":        {"FailedEntryCount", "Entries"},
+	"PublishBatch":     {"Failed", "Successful"},
+	"SendMessageBatch": {"Failed", "Successful"},
+	"PutRecords":       {"FailedRecordCount", "Records"},
+	"PutRecordBatch":   {"FailedPutCount", "RequestResponses"},
+	"BatchWriteItem":   {"UnprocessedItems"},
+}
+
+// partialBatch reports, on a consumer path, an AWS batch call whose output
+// is never read for its refused entries (nor handed to another function or
+// returned): the call succeeds with some entries refused, and the message
+// is acked with them lost (field trial wave 6, serverless-sample-app H1).
+func partialBatch(pass *analysis.Pass, r *reporter, root *Root, body *ast.BlockStmt) {
+	info := pass.TypesInfo
+	ast.Inspect(body, func(n ast.Node) bool {
+		if _, ok := n.(*ast.FuncLit); ok {
+			return false
+		}
+		var call *ast.CallExpr
+		var out ast.Expr
+		switch st := n.(type) {
+		case *ast.AssignStmt:
+			if len(st.Rhs) == 1 && len(st.Lhs) == 2 {
+				call, _ = ast.Unparen(st.Rhs[0]).(*ast.CallExpr)
+				out = st.Lhs[0]
+			}
+		case *ast.ExprStmt:
+			call, _ = ast.Unparen(st.X).(*ast.CallExpr)
+		}
+		if call == nil {
+			return true
+		}
+		fn := callee(info, call)
+		if fn == nil {
+			return true
+		}
+		path := funcPath(fn)
+		if !strings.HasPrefix(path, pathAWSSvc) && !strings.HasPrefix(path, pathAWSv1Svc) {
+			return true
+		}
+		op := awsV1Op(fn.Name())
+		fields, ok := batchFailures[op]
+		if !ok {
+			return true
+		}
+		if id, ok := out.(*ast.Ident); ok && id.Name != "_" {
+			if obj := info.ObjectOf(id); obj != nil && readsFailures(info, body, obj, fields) {
+				return true
+			}
+		}
+		r.report(call, SeverityOf(root.Name, op), fmt.Sprintf(
+			"%s can succeed with some entries refused, and the output's %s is never read: the refused entries are lost while the message is acked; read it and fail (or retry) the message when it is not zero",
+			qualName(fn), fields[0]))
+		return true
+	})
+}
+
+// readsFailures reports whether body reads one of fields of v, or hands v
+// to a call or returns it (the reader may check it).
+func readsFailures(info *types.Info, body *ast.BlockStmt, v types.Object, fields []string) bool {
+	found := false
+	ast.Inspect(body, func(n ast.Node) bool {
+		if found {
+			return false
+		}
+		switch n := n.(type) {
+		case *ast.SelectorExpr:
+			if id, ok := ast.Unparen(n.X).(*ast.Ident); ok && info.ObjectOf(id) == v && slices.Contains(fields, n.Sel.Name) {
+				found = true
+			}
+		case *ast.CallExpr:
+			for _, a := range n.Args {
+				if id, ok := ast.Unparen(a).(*ast.Ident); ok && info.ObjectOf(id) == v {
+					found = true
+				}
+			}
+		case *ast.ReturnStmt:
+			for _, res := range n.Results {
+				if id, ok := ast.Unparen(res).(*ast.Ident); ok && info.ObjectOf(id) == v {
+					found = true
+				}
+			}
+		}
+		return !found
+	})
+	return found
 }

@@ -31,3 +31,15 @@ func (c *Client) DeleteMessage(ctx context.Context, in *DeleteMessageInput, opts
 func (c *Client) SendMessage(ctx context.Context, in *SendMessageInput, opts ...func(*Options)) (*SendMessageOutput, error) {
 	return nil, nil
 }
+
+type BatchResultErrorEntry struct{ Id *string }
+type SendMessageBatchRequestEntry struct{ Id, MessageBody *string }
+type SendMessageBatchInput struct {
+	QueueUrl *string
+	Entries  []SendMessageBatchRequestEntry
+}
+type SendMessageBatchOutput struct{ Failed []BatchResultErrorEntry }
+
+func (c *Client) SendMessageBatch(ctx context.Context, in *SendMessageBatchInput, opts ...func(*Options)) (*SendMessageBatchOutput, error) {
+	return &SendMessageBatchOutput{}, nil
+}

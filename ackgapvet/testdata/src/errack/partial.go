@@ -1,0 +1,32 @@
+package errack
+
+import (
+	"context"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+)
+
+// Forward republishes a batch and never reads which entries SQS refused
+// (field trial wave 6, serverless-sample-app H1: EventBridge PutEvents).
+func Forward(ctx context.Context, ev events.SQSEvent, q *sqs.Client) error {
+	var in sqs.SendMessageBatchInput
+	for _, r := range ev.Records {
+		in.Entries = append(in.Entries, sqs.SendMessageBatchRequestEntry{Id: &r.MessageId, MessageBody: &r.Body})
+	}
+	_, err := q.SendMessageBatch(ctx, &in) // want `SendMessageBatch can succeed with some entries refused, and the output's Failed is never read`
+	return err
+}
+
+// ForwardChecked fails the invocation when an entry was refused (clean).
+func ForwardChecked(ctx context.Context, ev events.SQSEvent, q *sqs.Client) error {
+	var in sqs.SendMessageBatchInput
+	out, err := q.SendMessageBatch(ctx, &in)
+	if err != nil {
+		return err
+	}
+	if len(out.Failed) > 0 {
+		return context.Canceled
+	}
+	return nil
+}
