@@ -91,17 +91,7 @@ func openSQLite(ctx context.Context, keep bool) (*backend[*sql.Tx], error) {
 	}
 	return &backend[*sql.Tx]{
 		name: "sqlite", location: location, store: store, outbox: store,
-		db: appDB{
-			exec: func(ctx context.Context, query string, args ...any) error {
-				_, err := db.ExecContext(ctx, query, args...)
-				return err
-			},
-			queryInt: func(ctx context.Context, query string) (n int64, err error) {
-				err = db.QueryRowContext(ctx, query).Scan(&n)
-				return n, err
-			},
-			placeholder: func(n int) string { return "?" + strconv.Itoa(n) },
-		},
+		db: sqlAppDB(db, func(n int) string { return "?" + strconv.Itoa(n) }),
 		close: func() error {
 			err := store.Close()
 			if !keep {
@@ -219,17 +209,7 @@ func openMySQL(ctx context.Context, dsn string, keep bool) (*backend[*sql.Tx], e
 	db := store.DB()
 	return &backend[*sql.Tx]{
 		name: "mariadb", location: where, schema: name, store: store, outbox: store,
-		db: appDB{
-			exec: func(ctx context.Context, query string, args ...any) error {
-				_, err := db.ExecContext(ctx, query, args...)
-				return err
-			},
-			queryInt: func(ctx context.Context, query string) (n int64, err error) {
-				err = db.QueryRowContext(ctx, query).Scan(&n)
-				return n, err
-			},
-			placeholder: func(int) string { return "?" },
-		},
+		db: sqlAppDB(db, func(int) string { return "?" }),
 		close: func() error {
 			err := store.Close()
 			if !keep {
@@ -268,4 +248,20 @@ func redactDSN(dsn string) string {
 		u.User = url.UserPassword(u.User.Username(), "xxxxx")
 	}
 	return u.String()
+}
+
+// sqlAppDB is the application's view of a database/sql handle (SQLite,
+// MariaDB): placeholder renders the n-th bind parameter in its dialect.
+func sqlAppDB(db *sql.DB, placeholder func(n int) string) appDB {
+	return appDB{
+		exec: func(ctx context.Context, query string, args ...any) error {
+			_, err := db.ExecContext(ctx, query, args...)
+			return err
+		},
+		queryInt: func(ctx context.Context, query string) (n int64, err error) {
+			err = db.QueryRowContext(ctx, query).Scan(&n)
+			return n, err
+		},
+		placeholder: placeholder,
+	}
 }
