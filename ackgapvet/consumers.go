@@ -36,6 +36,11 @@ type Root struct {
 	Name string
 	// Node is the *ast.FuncDecl or *ast.FuncLit.
 	Node ast.Node
+	// wrapper marks a declared function that receives once and returns
+	// what it received, with no caller in its own package: the
+	// whole-program mode looks for the loops that call it in other
+	// packages (see buildProgram).
+	wrapper bool
 }
 
 // Summary is what a function does that matters under redelivery, directly or
@@ -431,8 +436,7 @@ func (c *Consumers) findRoots(ins *inspector.Inspector, nodeTypes []ast.Node, ad
 				fnNode, fname := enclosing(stack)
 				addRoot(KindFranz, fname, fnNode)
 			case path == pathKafkaGo && recv == "Reader" && (name == "ReadMessage" || name == "FetchMessage"):
-				fnNode, fname := enclosing(stack)
-				addRoot(KindKafkaGo, fname, fnNode)
+				c.receiveRoot(KindKafkaGo, stack, addRoot)
 			}
 		}
 		return true

@@ -496,6 +496,14 @@ func (c *Consumers) receiveRoot(kind string, stack []ast.Node, addRoot func(kind
 					}
 					return
 				}
+				// No caller here: the loop may be in another package.
+				addRoot(kind, name, fnNode)
+				for _, r := range c.Roots {
+					if r.Node == fnNode {
+						r.wrapper = true
+					}
+				}
+				return
 			}
 		}
 	}

@@ -173,7 +173,7 @@ func TestConsumerMap(t *testing.T) {
 	for _, c := range rep.Consumers {
 		byName[c.Name] = c
 	}
-	require.Len(t, byName, 19, "%+v", rep.Consumers)
+	require.Len(t, byName, 20, "%+v", rep.Consumers)
 
 	// A helper that calls the function it is given (a transaction helper)
 	// joins, in the call graph, every closure passed to it; each consumer
@@ -324,4 +324,24 @@ func TestMapGoroutineThatAcks(t *testing.T) {
 		}
 	}
 	require.Equal(t, 2, seen)
+}
+
+// TestReceiveWrapperInAnotherPackage: a one-shot kafka-go receive wrapper
+// (kqueue.Queue.Receive) whose loops are in another package stands for
+// those loops in the whole-program mode: the loop is the consumer and what
+// it calls is on its path. The per-package mode, which cannot see the other
+// package's callers, finds nothing there.
+func TestReceiveWrapperInAnotherPackage(t *testing.T) {
+	names := func(rep *Report) []string {
+		var out []string
+		for _, c := range rep.Consumers {
+			if strings.Contains(c.File, "/kqueue/") || strings.Contains(c.File, "/kworker/") {
+				out = append(out, c.File[strings.LastIndex(c.File, "/")+1:]+" "+c.Name)
+			}
+		}
+		return out
+	}
+	require.Equal(t, []string{"kworker.go kworker.Worker.Run"}, names(programReport(t, false)))
+	require.Len(t, findingsIn(programReport(t, false), "kworker/kworker.go", "effect"), 1)
+	require.Empty(t, findingsIn(programReport(t, true), "kworker/kworker.go", "effect"))
 }

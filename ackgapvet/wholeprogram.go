@@ -244,10 +244,78 @@ func buildProgram(pkgs []*packages.Package, roots []*Root, remotes []remote) *wh
 			level = next
 		}
 	}
+	// A one-shot receive wrapper with no caller in its own package
+	// (kafka_queue.Queue.Receive) stands for the loops in other packages
+	// that call it: they are the consumers.
+	var expanded []entry
+	for _, e := range entries {
+		if !e.root.wrapper {
+			expanded = append(expanded, e)
+			continue
+		}
+		callers := w.loopCallers(e.fn, 3)
+		if len(callers) == 0 {
+			expanded = append(expanded, e)
+			continue
+		}
+		for _, c := range callers {
+			if seenEntry[c] {
+				continue
+			}
+			seenEntry[c] = true
+			expanded = append(expanded, entry{&Root{Kind: e.root.Kind, Name: shortName(c), Node: c.Syntax()}, c})
+		}
+	}
+	entries = expanded
 	for _, e := range entries {
 		w.walks = append(w.walks, w.walk(e.root, e.fn))
 	}
 	return w
+}
+
+// loopCallers returns the module's functions that call fn, by the call
+// graph, from inside a for or range loop of their own body, directly or
+// through callers that do not loop (depth levels).
+func (w *wholeProgram) loopCallers(fn *ssa.Function, depth int) []*ssa.Function {
+	n := w.cg.Nodes[fn]
+	if depth == 0 || n == nil {
+		return nil
+	}
+	var out []*ssa.Function
+	for _, e := range n.In {
+		c := e.Caller.Func
+		if c == fn || !w.inApp(c) || c.Syntax() == nil || e.Site == nil || slices.Contains(out, c) {
+			continue
+		}
+		if inLoop(c.Syntax(), e.Site.Pos()) {
+			out = append(out, c)
+			continue
+		}
+		out = append(out, w.loopCallers(c, depth-1)...)
+	}
+	return out
+}
+
+// inLoop reports whether pos, a call in the function fnNode, sits inside a
+// for or range statement of that function (not of a function literal
+// nested in it).
+func inLoop(fnNode ast.Node, pos token.Pos) bool {
+	looped := false
+	ast.Inspect(fnNode, func(n ast.Node) bool {
+		// Only the nodes around pos are entered.
+		if n == nil || n.Pos() > pos || n.End() <= pos {
+			return false
+		}
+		if _, ok := n.(*ast.FuncLit); ok && n != fnNode {
+			return false
+		}
+		switch n.(type) {
+		case *ast.ForStmt, *ast.RangeStmt:
+			looped = true
+		}
+		return true
+	})
+	return looped
 }
 
 // appFunctions lists the checked packages' functions: package-level

@@ -15,6 +15,8 @@ import (
 	"example.com/program/bridge"
 	"example.com/program/fanout"
 	"example.com/program/handlers"
+	"example.com/program/kqueue"
+	"example.com/program/kworker"
 	"example.com/program/lake"
 	"example.com/program/ledger"
 	"example.com/program/methval"
@@ -31,6 +33,7 @@ func main() {
 	c := &http.Client{Timeout: 5 * time.Second}
 	s := &handlers.Service{N: notify.New(), Hook: notify.NewHook(c), Jobs: make(chan handlers.Job), C: c}
 	go handlers.Worker(c, s.Jobs)
+	go (&kworker.Worker{Q: kqueue.New(), C: c}).Run(context.Background())
 	r := &message.Router{}
 	r.AddNoPublisherHandler("orders", "orders", nil, orders.Handle)
 	r.AddNoPublisherHandler("notify", "signups", nil, handlers.NotifyHandler(s))
