@@ -13,6 +13,12 @@ func TestEffect(t *testing.T) {
 	analysistest.Run(t, analysistest.TestData(), ackgapvet.EffectAnalyzer, "effect")
 }
 
+// TestLambdaWrappedEvent: a Lambda handler whose event type wraps
+// events.SQSEvent (one function serving several sources) is an SQS handler.
+func TestLambdaWrappedEvent(t *testing.T) {
+	analysistest.Run(t, analysistest.TestData(), ackgapvet.EffectAnalyzer, "lambdawrap")
+}
+
 func TestPoolTx(t *testing.T) {
 	analysistest.RunWithSuggestedFixes(t, analysistest.TestData(), ackgapvet.PoolTxAnalyzer, "pooltx")
 }

@@ -644,6 +644,18 @@ func lambdaEventKind(info *types.Info, ft *ast.FuncType) string {
 			}
 		}
 	}
+	// A handler of a function that serves several event sources takes a
+	// type of its own that wraps the events (struct{ SQSEvent
+	// *events.SQSEvent; S3Event *events.S3Event } with an UnmarshalJSON
+	// that fills one): a field of one of the queue event types makes it a
+	// handler of that kind.
+	if ft.Params.NumFields() <= 2 {
+		for _, f := range ft.Params.List {
+			if k := wrappedLambdaEvent(info.TypeOf(f.Type)); k != "" {
+				return k
+			}
+		}
+	}
 	// A handler that takes the event raw (json.RawMessage) and answers
 	// with a partial batch response is one too.
 	if ft.Results != nil {
@@ -655,6 +667,34 @@ func lambdaEventKind(info *types.Info, ft *ast.FuncType) string {
 				return KindLambda
 			case isNamed(t, pathLambdaEvt, "KinesisEventResponse"):
 				return KindLambdaKinesis
+			}
+		}
+	}
+	return ""
+}
+
+// wrappedLambdaEvent is the root kind of a struct type (or a pointer to
+// one) with a field, or a pointer field, of type events.SQSEvent,
+// KinesisEvent or KafkaEvent; "" otherwise.
+func wrappedLambdaEvent(t types.Type) string {
+	if t == nil {
+		return ""
+	}
+	if p, ok := t.Underlying().(*types.Pointer); ok {
+		t = p.Elem()
+	}
+	st, ok := t.Underlying().(*types.Struct)
+	if !ok {
+		return ""
+	}
+	for i := range st.NumFields() {
+		ft := st.Field(i).Type()
+		if p, ok := ft.Underlying().(*types.Pointer); ok {
+			ft = p.Elem()
+		}
+		for name, kind := range map[string]string{"SQSEvent": KindLambda, "KinesisEvent": KindLambdaKinesis, "KafkaEvent": KindLambdaKafka} {
+			if isNamed(ft, pathLambdaEvt, name) {
+				return kind
 			}
 		}
 	}
