@@ -13,6 +13,13 @@ func TestEffect(t *testing.T) {
 	analysistest.Run(t, analysistest.TestData(), ackgapvet.EffectAnalyzer, "effect")
 }
 
+// TestAppend: rows appended by a consumer with no dedupe record (SQL, GORM,
+// ent) are reported; conflict clauses, upserts and a dedupe record on the
+// consumer's path are not.
+func TestAppend(t *testing.T) {
+	analysistest.Run(t, analysistest.TestData(), ackgapvet.AppendAnalyzer, "appendrow")
+}
+
 // TestLambdaWrappedEvent: a Lambda handler whose event type wraps
 // events.SQSEvent (one function serving several sources) is an SQS handler.
 func TestLambdaWrappedEvent(t *testing.T) {

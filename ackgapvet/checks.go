@@ -1202,7 +1202,7 @@ func Analyzers() []*analysis.Analyzer {
 		EffectAnalyzer, PoolTxAnalyzer, EarlyAckAnalyzer, AutoCommitAnalyzer,
 		CheckActAnalyzer, IdemKeyAnalyzer, TransitionAnalyzer,
 		HTTPClientAnalyzer, ContextAnalyzer, SleepAnalyzer, VisibilityAnalyzer, LambdaBatchAnalyzer,
-		ErrAckAnalyzer, CommitOrderAnalyzer, MultiTxAnalyzer,
+		ErrAckAnalyzer, CommitOrderAnalyzer, MultiTxAnalyzer, AppendAnalyzer,
 	}
 }
 

@@ -343,6 +343,9 @@ func dbWriteOf(info *types.Info, call *ast.CallExpr) string {
 	if fn := callee(info, call); fn != nil && (funcPath(fn) == "gorm.io/gorm" || funcPath(fn) == "github.com/jinzhu/gorm") && recvName(fn) == "DB" && gormWrites[fn.Name()] {
 		return "a database write (" + qualName(fn) + ")"
 	}
+	if fn := callee(info, call); fn != nil && entCreate(fn) {
+		return "a database write (" + qualName(fn) + ")"
+	}
 	if fn := callee(info, call); fn != nil && (funcPath(fn) == "database/sql" && recvName(fn) == "Stmt" || funcPath(fn) == pathSqlx && (recvName(fn) == "Stmt" || recvName(fn) == "NamedStmt")) && strings.Contains(fn.Name(), "Exec") {
 		// A prepared statement: its SQL is where it was prepared; an Exec
 		// changes rows (a SELECT is run with Query).

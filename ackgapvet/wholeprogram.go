@@ -63,10 +63,13 @@ type programReach struct {
 	// workSites lists the calls below which the walk reaches a database
 	// write or an effect, likewise.
 	workSites map[token.Pos]bool
+	// dedupe says, per entry point, whether a function on its walk makes
+	// a dedupe record (see recordsEvent).
+	dedupe map[*Root]bool
 }
 
 func newProgramReach() *programReach {
-	return &programReach{nodes: map[ast.Node]*reached{}, funcs: map[*types.Func]bool{}, works: map[*types.Func]bool{}, commitSites: map[token.Pos]bool{}, workSites: map[token.Pos]bool{}}
+	return &programReach{nodes: map[ast.Node]*reached{}, funcs: map[*types.Func]bool{}, works: map[*types.Func]bool{}, commitSites: map[token.Pos]bool{}, workSites: map[token.Pos]bool{}, dedupe: map[*Root]bool{}}
 }
 
 // programs holds the whole-program result of the run in progress, by
@@ -947,6 +950,25 @@ func (w *wholeProgram) publish() (done func()) {
 					pr.works[obj] = true
 				}
 			}
+		}
+	}
+	for _, rw := range w.walks {
+		deduped := false
+		for _, fn := range rw.order {
+			src := fn
+			if o := fn.Origin(); o != nil {
+				src = o
+			}
+			if !w.inApp(fn) || src.Syntax() == nil || src.Pkg == nil || w.info[src.Pkg.Pkg] == nil {
+				continue
+			}
+			if recordsEvent(w.info[src.Pkg.Pkg].TypesInfo, src.Syntax()) {
+				deduped = true
+				break
+			}
+		}
+		for _, pr := range byPkg {
+			pr.dedupe[rw.root] = deduped
 		}
 	}
 	for pkg, pr := range byPkg {

@@ -1,0 +1,174 @@
+package ackgapvet
+
+import (
+	"fmt"
+	"go/ast"
+	"go/types"
+	"regexp"
+	"strings"
+
+	"golang.org/x/tools/go/analysis"
+)
+
+// AppendAnalyzer reports rows appended on every delivery by a consumer that
+// records no dedupe.
+var AppendAnalyzer = newAnalyzer("append",
+	`report rows appended on every delivery by a consumer with no dedupe
+
+An INSERT without ON CONFLICT (or INSERT IGNORE, ON DUPLICATE KEY, WHERE NOT
+EXISTS), a GORM Create, an ent Create().Save or a MongoDB InsertOne on a
+consumer path adds a row each time the message is delivered. When nothing on
+the consumer's path records the event (no insert … ON CONFLICT, INSERT
+IGNORE or ON DUPLICATE KEY, no Redis SETNX, not an ackgap handler) a
+redelivery appends a second comment, order line, audit entry or outbox row
+(and the outbox row a second publish). Fix: key the row by the event id
+under a unique constraint and insert with ON CONFLICT DO NOTHING, or record
+the event id in an inbox row in the same transaction.`,
+	func(pass *analysis.Pass, c *Consumers, r *reporter) {
+		walk(pass, c, callNode, func(n ast.Node, s *site) {
+			call := n.(*ast.CallExpr)
+			if s.Root == nil || s.Root.Kind == KindAckgap {
+				return
+			}
+			d := appendOf(pass.TypesInfo, call)
+			if d == "" || c.deduped(s.Root) || hasDedupeInsert(pass, funcBody(s.Inner())) {
+				return
+			}
+			names := append(s.names(), constStrings(pass.TypesInfo, call)...)
+			r.report(call, SeverityOf(names...), fmt.Sprintf(
+				"%s %s appends a row on every delivery, and nothing on the consumer's path records the event: a redelivery adds a second row; key the row by the event id under a unique constraint (ON CONFLICT DO NOTHING) or record the event in an inbox row in the same transaction",
+				d, s.where()))
+		})
+	})
+
+// keyedColumns matches an INSERT that writes a column named for a dedupe
+// key (idempotency_key, event_id, message_id, dedup…): such a column is
+// there to be unique, and a repeat is refused (or answered) by it.
+var keyedColumns = regexp.MustCompile(`IDEMPOTENCY|EVENT_?ID|MESSAGE_?ID|MSG_?ID|DEDUP|DELIVERY_?ID`)
+
+// dupCheck matches the names that test an error for a duplicate key: a
+// plain INSERT whose failure is read that way is a dedupe record (the
+// MySQL style: insert, and 1062 means "seen").
+var dupCheck = regexp.MustCompile(`(?i)dup|unique|conflict|alreadyexists|23505|1062`)
+
+// appendOf describes a call that inserts a row with no conflict clause, ""
+// for any other call: SQL whose text is an INSERT without ON CONFLICT, OR
+// IGNORE, INSERT IGNORE, ON DUPLICATE KEY or WHERE NOT EXISTS; a GORM
+// Create or CreateInBatches not chained after Clauses (an upsert); an ent
+// builder's Save/Exec on a XCreate or XCreateBulk (ent's upserts are
+// XUpsertOne); a MongoDB InsertOne or InsertMany.
+func appendOf(info *types.Info, call *ast.CallExpr) string {
+	fn := callee(info, call)
+	if fn == nil {
+		return ""
+	}
+	path, recv, name := funcPath(fn), recvName(fn), fn.Name()
+	chain := types.ExprString(call.Fun)
+	switch {
+	case (path == "gorm.io/gorm" || path == "github.com/jinzhu/gorm") && recv == "DB" && (name == "Create" || name == "CreateInBatches"):
+		if strings.Contains(chain, "Clauses(") || strings.Contains(chain, "OnConflict") {
+			return ""
+		}
+		return "a GORM insert (" + qualName(fn) + ")"
+	case entCreate(fn):
+		return "an ent insert (" + qualName(fn) + ")"
+	case (strings.HasPrefix(path, "go.mongodb.org/mongo-driver") || path == "github.com/qiniu/qmgo") && recv == "Collection" && (name == "InsertOne" || name == "InsertMany"):
+		return "a MongoDB insert (" + qualName(fn) + ")"
+	}
+	if h, _ := dbCall(info, call); h == handleNone {
+		return ""
+	}
+	sql := sqlText(info, call)
+	if !strings.HasPrefix(sql, "INSERT") || guardedInsert(sql) || strings.Contains(sql, "INSERT IGNORE") || strings.Contains(sql, "NOT EXISTS") || keyedColumns.MatchString(sql) {
+		return ""
+	}
+	return "an INSERT without ON CONFLICT (" + qualName(fn) + ")"
+}
+
+// entCreate reports whether fn is the Save, SaveX, Exec or ExecX method of
+// an ent create builder (a generated type named XCreate or XCreateBulk
+// whose package imports entgo.io/ent).
+func entCreate(fn *types.Func) bool {
+	switch fn.Name() {
+	case "Save", "SaveX", "Exec", "ExecX":
+	default:
+		return false
+	}
+	r := recvName(fn)
+	if !strings.HasSuffix(r, "Create") && !strings.HasSuffix(r, "CreateBulk") || fn.Pkg() == nil {
+		return false
+	}
+	for _, imp := range fn.Pkg().Imports() {
+		if strings.HasPrefix(imp.Path(), "entgo.io/ent") {
+			return true
+		}
+	}
+	return false
+}
+
+// deduped reports whether something on root's path records the event: an
+// insert … ON CONFLICT (INSERT IGNORE, ON DUPLICATE KEY) or a Redis SETNX
+// in a function it reaches (in the whole-program mode, anywhere on its
+// walk; otherwise in this package).
+func (c *Consumers) deduped(root *Root) bool {
+	if c.program != nil && c.program.dedupe != nil {
+		if v, ok := c.program.dedupe[root]; ok {
+			return v
+		}
+	}
+	for n, r := range c.reach {
+		if r == root && recordsEvent(c.pass.TypesInfo, n) {
+			return true
+		}
+	}
+	return false
+}
+
+// recordsEvent reports whether the function node n makes a dedupe record:
+// an insert with a conflict clause, or a Redis SetNX.
+func recordsEvent(info *types.Info, n ast.Node) bool {
+	found := false
+	ast.Inspect(n, func(m ast.Node) bool {
+		call, ok := m.(*ast.CallExpr)
+		if !ok || found {
+			return !found
+		}
+		if fn := callee(info, call); fn != nil && strings.EqualFold(fn.Name(), "SetNX") {
+			found = true
+			return false
+		}
+		if h, _ := dbCall(info, call); h != handleNone {
+			sql := sqlText(info, call)
+			if strings.Contains(sql, "INSERT") && (guardedInsert(sql) || strings.Contains(sql, "INSERT IGNORE")) {
+				found = true
+			}
+			if strings.HasPrefix(sql, "INSERT") && readsDuplicate(info, n) {
+				found = true
+			}
+		}
+		return !found
+	})
+	return found
+}
+
+// readsDuplicate reports whether the function n tests an error for a
+// duplicate key: a call or an identifier named like one (isDupEntry,
+// IsUniqueViolation, ErrConflict), or the codes 23505 (PostgreSQL
+// unique_violation) and 1062 (MySQL ER_DUP_ENTRY).
+func readsDuplicate(info *types.Info, n ast.Node) bool {
+	found := false
+	ast.Inspect(n, func(m ast.Node) bool {
+		switch m := m.(type) {
+		case *ast.Ident:
+			if dupCheck.MatchString(m.Name) {
+				found = true
+			}
+		case *ast.BasicLit:
+			if dupCheck.MatchString(m.Value) {
+				found = true
+			}
+		}
+		return !found
+	})
+	return found
+}
