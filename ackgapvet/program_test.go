@@ -173,7 +173,7 @@ func TestConsumerMap(t *testing.T) {
 	for _, c := range rep.Consumers {
 		byName[c.Name] = c
 	}
-	require.Len(t, byName, 20, "%+v", rep.Consumers)
+	require.Len(t, byName, 22, "%+v", rep.Consumers)
 
 	// A helper that calls the function it is given (a transaction helper)
 	// joins, in the call graph, every closure passed to it; each consumer
@@ -226,11 +226,11 @@ func TestDiffMode(t *testing.T) {
 	}
 	dir := t.TempDir()
 	require.NoError(t, os.CopyFS(dir, os.DirFS(filepath.Join("testdata", "program"))))
-	stubs, err := filepath.Abs(filepath.Join("testdata", "src", "github.com"))
+	stubs, err := filepath.Abs(filepath.Join("testdata", "src"))
 	require.NoError(t, err)
 	mod, err := os.ReadFile(filepath.Join(dir, "go.mod"))
 	require.NoError(t, err)
-	mod = bytes.ReplaceAll(mod, []byte("../src/github.com"), []byte(stubs))
+	mod = bytes.ReplaceAll(mod, []byte("../src/"), []byte(stubs+"/"))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "go.mod"), mod, 0o644))
 	git := func(args ...string) {
 		cmd := exec.Command("git", append([]string{"-C", dir, "-c", "user.name=t", "-c", "user.email=t@example.com"}, args...)...)
@@ -344,4 +344,17 @@ func TestReceiveWrapperInAnotherPackage(t *testing.T) {
 	require.Equal(t, []string{"kworker.go kworker.Worker.Run"}, names(programReport(t, false)))
 	require.Len(t, findingsIn(programReport(t, false), "kworker/kworker.go", "effect"), 1)
 	require.Empty(t, findingsIn(programReport(t, true), "kworker/kworker.go", "effect"))
+}
+
+// TestGeneratorChannel: records sent on a channel that a generator makes
+// and returns (func Events() <-chan Event) are handled where that channel
+// is read: the reader is on the consumer's path, beside it. So is a worker
+// started through errgroup's Go that reads the channel the loop sends on.
+func TestGeneratorChannel(t *testing.T) {
+	var lines []int
+	for _, f := range findingsIn(programReport(t, false), "gen/gen.go", "effect") {
+		lines = append(lines, f.Line)
+	}
+	require.Equal(t, []int{43, 61}, lines, "the generator's reader, and the errgroup worker that reads the jobs channel")
+	require.Empty(t, findingsIn(programReport(t, true), "gen/gen.go", "effect"))
 }

@@ -84,9 +84,13 @@ type wholeProgram struct {
 	app     map[*types.Package]bool
 	cg      *callgraph.Graph
 	syntax  map[ast.Node]*ssa.Function
-	recvers map[string][]chanRecv  // channel element type -> receivers
-	funcs   map[*ssa.Function]bool // the functions the call graph covers
-	walks   []*rootWalk
+	recvers map[string][]chanRecv // channel element type -> receivers
+	// genRecvers maps a generator (a function that makes a channel,
+	// sends on it from a goroutine and returns it: func Events() <-chan E)
+	// to the functions that receive from what it returns.
+	genRecvers map[*ssa.Function][]*ssa.Function
+	funcs      map[*ssa.Function]bool // the functions the call graph covers
+	walks      []*rootWalk
 }
 
 // rootWalk is what one entry point reaches.
@@ -120,11 +124,12 @@ func buildProgram(pkgs []*packages.Package, roots []*Root, remotes []remote) *wh
 	}
 	debugf("SSA built")
 	w := &wholeProgram{
-		prog:    prog,
-		info:    map[*types.Package]*packages.Package{},
-		app:     map[*types.Package]bool{},
-		syntax:  map[ast.Node]*ssa.Function{},
-		recvers: map[string][]chanRecv{},
+		prog:       prog,
+		info:       map[*types.Package]*packages.Package{},
+		app:        map[*types.Package]bool{},
+		syntax:     map[ast.Node]*ssa.Function{},
+		recvers:    map[string][]chanRecv{},
+		genRecvers: map[*ssa.Function][]*ssa.Function{},
 	}
 	packages.Visit(pkgs, nil, func(p *packages.Package) {
 		if p.Types == nil {
@@ -164,6 +169,20 @@ func buildProgram(pkgs []*packages.Package, roots []*Root, remotes []remote) *wh
 					}
 					if mc, ok := g.Call.Value.(*ssa.MakeClosure); ok {
 						workers[mc.Fn.(*ssa.Function)] = true
+					}
+				}
+				// A goroutine started by a library: errgroup's
+				// (*Group).Go(f), a pool's Go or Submit.
+				if c, ok := in.(*ssa.Call); ok {
+					if f := c.Call.StaticCallee(); f != nil && len(f.Blocks) == 0 && (f.Name() == "Go" || f.Name() == "Submit") {
+						for _, a := range c.Call.Args {
+							switch a := a.(type) {
+							case *ssa.Function:
+								workers[a] = true
+							case *ssa.MakeClosure:
+								workers[a.Fn.(*ssa.Function)] = true
+							}
+						}
 					}
 				}
 			}
@@ -245,6 +264,13 @@ func buildProgram(pkgs []*packages.Package, roots []*Root, remotes []remote) *wh
 				}
 			}
 			level = next
+		}
+	}
+	// Receives from a generator's channel, anywhere in the module: the
+	// receiving function is where the generator's values are handled.
+	for fn := range all {
+		if w.inApp(fn) {
+			w.indexGeneratorReceives(fn)
 		}
 	}
 	// A one-shot receive wrapper with no caller in its own package
@@ -595,6 +621,125 @@ func (w *wholeProgram) indexReceives(worker, g *ssa.Function) {
 	}
 }
 
+// indexGeneratorReceives records fn as a receiver of every generator whose
+// returned channel it receives from (<-g(), range g(), a select case).
+func (w *wholeProgram) indexGeneratorReceives(fn *ssa.Function) {
+	add := func(ch ssa.Value) {
+		for {
+			ct, ok := ch.(*ssa.ChangeType)
+			if !ok {
+				break
+			}
+			ch = ct.X
+		}
+		call, ok := ch.(*ssa.Call)
+		if !ok {
+			return
+		}
+		g := call.Call.StaticCallee()
+		if g == nil || !w.inApp(g) || slices.Contains(w.genRecvers[g], fn) {
+			return
+		}
+		w.genRecvers[g] = append(w.genRecvers[g], fn)
+	}
+	for _, b := range fn.Blocks {
+		for _, in := range b.Instrs {
+			switch in := in.(type) {
+			case *ssa.UnOp:
+				if in.Op == token.ARROW {
+					add(in.X)
+				}
+			case *ssa.Select:
+				for _, st := range in.States {
+					if st.Dir == types.RecvOnly {
+						add(st.Chan)
+					}
+				}
+			}
+		}
+	}
+}
+
+// generatorOf returns the function that makes the channel ch (a send's
+// channel, seen in the function or closure sending on it) and returns it
+// to its callers, or nil: the channel is made by a MakeChan in that
+// function, reached from the send directly or through a closure's free
+// variable (captured by value or by reference), and one of its Return
+// instructions returns it.
+func generatorOf(ch ssa.Value) *ssa.Function {
+	mk := madeChan(ch)
+	if mk == nil {
+		return nil
+	}
+	maker := mk.Parent()
+	for _, b := range maker.Blocks {
+		for _, in := range b.Instrs {
+			if ret, ok := in.(*ssa.Return); ok {
+				for _, r := range ret.Results {
+					if madeChan(r) == mk {
+						return maker
+					}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// madeChan follows a channel value back to the make(chan) it holds:
+// through conversions, loads of a variable stored once, and a closure's
+// free variables; nil when it comes from anywhere else.
+func madeChan(v ssa.Value) *ssa.MakeChan {
+	for range 8 {
+		switch x := v.(type) {
+		case *ssa.MakeChan:
+			return x
+		case *ssa.ChangeType:
+			v = x.X
+		case *ssa.UnOp:
+			if x.Op != token.MUL {
+				return nil
+			}
+			v = x.X
+		case *ssa.Alloc:
+			var stored ssa.Value
+			for _, ref := range *x.Referrers() {
+				if st, ok := ref.(*ssa.Store); ok && st.Addr == ssa.Value(x) {
+					if stored != nil {
+						return nil // assigned more than once
+					}
+					stored = st.Val
+				}
+			}
+			if stored == nil {
+				return nil
+			}
+			v = stored
+		case *ssa.FreeVar:
+			fn := x.Parent()
+			idx := slices.Index(fn.FreeVars, x)
+			if idx < 0 || fn.Parent() == nil {
+				return nil
+			}
+			var bound ssa.Value
+			for _, b := range fn.Parent().Blocks {
+				for _, in := range b.Instrs {
+					if mc, ok := in.(*ssa.MakeClosure); ok && mc.Fn == ssa.Value(fn) && idx < len(mc.Bindings) {
+						bound = mc.Bindings[idx]
+					}
+				}
+			}
+			if bound == nil {
+				return nil
+			}
+			v = bound
+		default:
+			return nil
+		}
+	}
+	return nil
+}
+
 // chanRecv is a receiver of a channel element type: the worker, and the
 // struct field it receives the channel from (nil for a local or a
 // parameter).
@@ -815,6 +960,11 @@ func (w *wholeProgram) walk(root *Root, entry *ssa.Function) *rootWalk {
 							visit(it.fn, r.worker, in.Pos(), 0, true)
 						}
 					}
+					if g := generatorOf(in.Chan); g != nil {
+						for _, r := range w.genRecvers[g] {
+							visit(it.fn, r, in.Pos(), 0, true)
+						}
+					}
 				case *ssa.Select: // a send written as a select case
 					for _, st := range in.States {
 						if st.Dir != types.SendOnly {
@@ -824,6 +974,11 @@ func (w *wholeProgram) walk(root *Root, entry *ssa.Function) *rootWalk {
 						for _, r := range w.recvers[chanKey(st.Chan.Type())] {
 							if r.pairs(sf) {
 								visit(it.fn, r.worker, st.Pos, 0, true)
+							}
+						}
+						if g := generatorOf(st.Chan); g != nil {
+							for _, r := range w.genRecvers[g] {
+								visit(it.fn, r, st.Pos, 0, true)
 							}
 						}
 					}

@@ -7,6 +7,7 @@ require (
 	github.com/aws/aws-sdk-go-v2 v1.0.0
 	github.com/segmentio/kafka-go v0.4.0
 	github.com/zeromicro/go-queue v1.0.0
+	golang.org/x/sync v0.0.0
 )
 
 replace github.com/ThreeDotsLabs/watermill => ../src/github.com/ThreeDotsLabs/watermill
@@ -16,3 +17,5 @@ replace github.com/aws/aws-sdk-go-v2 => ../src/github.com/aws/aws-sdk-go-v2
 replace github.com/zeromicro/go-queue => ../src/github.com/zeromicro/go-queue
 
 replace github.com/segmentio/kafka-go => ../src/github.com/segmentio/kafka-go
+
+replace golang.org/x/sync => ../src/golang.org/x/sync

@@ -14,6 +14,7 @@ import (
 
 	"example.com/program/bridge"
 	"example.com/program/fanout"
+	"example.com/program/gen"
 	"example.com/program/handlers"
 	"example.com/program/kqueue"
 	"example.com/program/kworker"
@@ -33,6 +34,10 @@ func main() {
 	c := &http.Client{Timeout: 5 * time.Second}
 	s := &handlers.Service{N: notify.New(), Hook: notify.NewHook(c), Jobs: make(chan handlers.Job), C: c}
 	go handlers.Worker(c, s.Jobs)
+	go (&gen.Scheduler{C: c}).Run(context.Background(), &gen.Store{})
+	pool := &gen.Pool{Jobs: make(chan gen.Job), C: c}
+	pool.Start(nil)
+	go pool.Consume(context.Background(), kafka.NewReader(kafka.ReaderConfig{}))
 	go (&kworker.Worker{Q: kqueue.New(), C: c}).Run(context.Background())
 	r := &message.Router{}
 	r.AddNoPublisherHandler("orders", "orders", nil, orders.Handle)

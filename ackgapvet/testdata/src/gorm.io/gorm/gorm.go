@@ -9,7 +9,7 @@ func (db *DB) WithContext(ctx context.Context) *DB              { return db }
 func (db *DB) Model(v interface{}) *DB                          { return db }
 func (db *DB) Where(q interface{}, args ...interface{}) *DB     { return db }
 func (db *DB) Create(v interface{}) *DB                         { return db }
-func (db *DB) Clauses(c ...interface{}) *DB                    { return db }
+func (db *DB) Clauses(c ...interface{}) *DB                     { return db }
 func (db *DB) Save(v interface{}) *DB                           { return db }
 func (db *DB) Update(col string, v interface{}) *DB             { return db }
 func (db *DB) First(dest interface{}, conds ...interface{}) *DB { return db }
