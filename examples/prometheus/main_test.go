@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -341,6 +342,15 @@ func checkDashboard(t *testing.T, scrape string) {
 			var legend []string
 			for _, m := range legendLabel.FindAllStringSubmatch(tg.LegendFormat, -1) {
 				legend = append(legend, m[1])
+			}
+			// An aggregation keeps only the labels it groups by: a legend
+			// naming another one would print blank.
+			if by := byLabels.FindAllStringSubmatch(tg.Expr, -1); by != nil {
+				for _, l := range legend {
+					require.True(t, slices.ContainsFunc(by, func(m []string) bool {
+						return slices.Contains(strings.Split(strings.ReplaceAll(m[1], " ", ""), ","), l)
+					}), "%s: legend %s names %s, which %s does not keep", p.Title, tg.LegendFormat, l, tg.Expr)
+				}
 			}
 			for _, n := range checkQuery(p.Title, tg.Expr, legend...) {
 				queried[n] = true
