@@ -143,22 +143,19 @@ func run(ctx context.Context, o options, out io.Writer, ready chan<- string) (er
 		pub, _ = broker.Publisher()
 		sub, _ = broker.Subscriber(o.group)
 	} else {
-		kpub, err := kafkabroker.NewPublisher(&kafkabroker.PublisherConfig{Brokers: o.kafka}, nil)
-		if err != nil {
+		if pub, err = kafkabroker.NewPublisher(&kafkabroker.PublisherConfig{Brokers: o.kafka}, nil); err != nil {
 			return err
 		}
-		defer kpub.Close()
+		defer func() { err = errors.Join(err, pub.Close()) }()
 		// The watermark engine's per-partition instruments go to the same
 		// MeterProvider, so the same registry serves them.
-		ksub, err := kafkabroker.NewSubscriber(&kafkabroker.SubscriberConfig{
+		if sub, err = kafkabroker.NewSubscriber(&kafkabroker.SubscriberConfig{
 			Brokers: o.kafka, ConsumerGroup: o.group, MeterProvider: mp,
 			HoldTimeout: router.MaxHoldTime(routerCfg), CloseTimeout: time.Second,
-		}, nil)
-		if err != nil {
+		}, nil); err != nil {
 			return err
 		}
-		defer ksub.Close()
-		pub, sub = kpub, ksub
+		defer func() { err = errors.Join(err, sub.Close()) }()
 	}
 	routerCfg.DeadLetter = pub
 	r, err := router.New[*sql.Tx](store, routerCfg)
