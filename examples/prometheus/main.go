@@ -9,6 +9,12 @@
 //
 //	go run ./examples/prometheus -listen 127.0.0.1:9464
 //	curl -s http://127.0.0.1:9464/metrics | grep ackgap_
+//
+// With -kafka the router consumes from Kafka instead (kafkabroker's
+// watermark engine on the same MeterProvider), so the per-partition
+// metrics (ackgap_kafka_partition_*) show as well:
+//
+//	go run ./examples/prometheus -kafka 127.0.0.1:9092 -topic orders.demo
 package main
 
 import (
@@ -24,6 +30,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill"
@@ -35,28 +42,47 @@ import (
 
 	"github.com/ackgap/ackgap"
 	"github.com/ackgap/ackgap/brokers/gochannelbroker"
+	"github.com/ackgap/ackgap/brokers/kafkabroker"
 	"github.com/ackgap/ackgap/router"
 	"github.com/ackgap/ackgap/stores"
 	"github.com/ackgap/ackgap/stores/sqlitestore"
 	"github.com/ackgap/ackgap/telemetry"
 )
 
+// options are the example's flags.
+type options struct {
+	listen string   // address of the /metrics endpoint
+	events int      // order events to publish
+	kafka  []string // Kafka bootstrap brokers; empty: GoChannel
+	topic  string   // topic the events go to
+	group  string   // consumer group (Kafka) and handler name
+}
+
 func main() {
-	listen := flag.String("listen", "127.0.0.1:9464", "address of the /metrics endpoint")
-	events := flag.Int("events", 100, "order events to publish before serving")
+	var o options
+	var kafka string
+	flag.StringVar(&o.listen, "listen", "127.0.0.1:9464", "address of the /metrics endpoint")
+	flag.IntVar(&o.events, "events", 100, "order events to publish before serving")
+	flag.StringVar(&kafka, "kafka", "", "Kafka brokers, comma-separated (e.g. 127.0.0.1:9092); empty: an in-process GoChannel")
+	flag.StringVar(&o.topic, "topic", "orders", "topic of the order events")
+	flag.StringVar(&o.group, "group", "billing", "consumer group (Kafka) and handler name")
 	flag.Parse()
+	if kafka != "" {
+		o.kafka = strings.Split(kafka, ",")
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if err := run(ctx, *listen, *events, os.Stdout, nil); err != nil {
+	if err := run(ctx, o, os.Stdout, nil); err != nil {
 		fmt.Fprintln(os.Stderr, "prometheus example:", err)
 		os.Exit(1)
 	}
 }
 
 // run publishes events through the router, then serves the metrics on
-// listen until ctx ends. It sends the bound address to ready, when not
-// nil, once the endpoint serves.
-func run(ctx context.Context, listen string, events int, out io.Writer, ready chan<- string) (err error) {
+// o.listen until ctx ends. It sends the bound address to ready, when not
+// nil, once the endpoint serves. On GoChannel every event was handled
+// before the endpoint serves; on Kafka the router may still be consuming.
+func run(ctx context.Context, o options, out io.Writer, ready chan<- string) (err error) {
 	// The recipe: a Prometheus registry, the OTel exporter registered in
 	// it as the MeterProvider's reader, and ackgap's telemetry on that
 	// MeterProvider.
@@ -97,24 +123,48 @@ func run(ctx context.Context, listen string, events int, out io.Writer, ready ch
 		return err
 	}
 	defer func() { err = errors.Join(err, tel.Close()) }()
-	mw, err := tel.Middleware("orders", telemetry.SystemGoChannel)
+	system := telemetry.SystemGoChannel
+	if len(o.kafka) > 0 {
+		system = telemetry.SystemKafka
+	}
+	mw, err := tel.Middleware(o.topic, system)
 	if err != nil {
 		return err
 	}
 
-	broker := gochannelbroker.New(nil)
-	defer broker.Close()
-	pub, _ := broker.Publisher()
-	sub, _ := broker.Subscriber("billing")
-	r, err := router.New[*sql.Tx](store, &router.Config{
-		DeadLetter: pub, Middlewares: []message.HandlerMiddleware{mw}, Logger: watermill.NopLogger{},
-	})
+	routerCfg := &router.Config{Middlewares: []message.HandlerMiddleware{mw}, Logger: watermill.NopLogger{}}
+	var (
+		pub message.Publisher
+		sub message.Subscriber
+	)
+	if len(o.kafka) == 0 {
+		broker := gochannelbroker.New(nil)
+		defer broker.Close()
+		pub, _ = broker.Publisher()
+		sub, _ = broker.Subscriber(o.group)
+	} else {
+		if pub, err = kafkabroker.NewPublisher(&kafkabroker.PublisherConfig{Brokers: o.kafka}, nil); err != nil {
+			return err
+		}
+		defer func() { err = errors.Join(err, pub.Close()) }()
+		// The watermark engine's per-partition instruments go to the same
+		// MeterProvider, so the same registry serves them.
+		if sub, err = kafkabroker.NewSubscriber(&kafkabroker.SubscriberConfig{
+			Brokers: o.kafka, ConsumerGroup: o.group, MeterProvider: mp,
+			HoldTimeout: router.MaxHoldTime(routerCfg), CloseTimeout: time.Second,
+		}, nil); err != nil {
+			return err
+		}
+		defer func() { err = errors.Join(err, sub.Close()) }()
+	}
+	routerCfg.DeadLetter = pub
+	r, err := router.New[*sql.Tx](store, routerCfg)
 	if err != nil {
 		return err
 	}
 	// The handler records a receipt to send; no relay runs here, so the
 	// rows stay pending and the backlog gauge shows them.
-	if err := r.AddHandler("billing", "orders", sub, func(ctx context.Context, _ *sql.Tx, msg *message.Message) error {
+	if err := r.AddHandler(o.group, o.topic, sub, func(ctx context.Context, _ *sql.Tx, msg *message.Message) error {
 		id, _ := ackgap.EventIDFromContext(ctx)
 		err := ackgap.AddOutbox(ctx, &ackgap.OutboxEntry{Kind: "receipt", IdempotencyKey: "receipt:" + id, Payload: msg.Payload})
 		return err
@@ -127,8 +177,8 @@ func run(ctx context.Context, listen string, events int, out io.Writer, ready ch
 	<-r.Running()
 
 	// GoChannel's Publish returns once the handler acked, so every event
-	// was processed when the loop ends.
-	for i := range events {
+	// was processed when the loop ends; Kafka's once the broker stored it.
+	for i := range o.events {
 		copies := 1
 		if i%10 == 0 {
 			copies = 2
@@ -136,13 +186,13 @@ func run(ctx context.Context, listen string, events int, out io.Writer, ready ch
 		for range copies {
 			msg := message.NewMessage(watermill.NewUUID(), []byte(`{"order_id":"`+strconv.Itoa(i)+`"}`))
 			msg.Metadata.Set(ackgap.MetadataEventIDKey, "order-"+strconv.Itoa(i))
-			if err := pub.Publish("orders", msg); err != nil {
+			if err := pub.Publish(o.topic, msg); err != nil {
 				return err
 			}
 		}
 	}
 
-	ln, err := net.Listen("tcp", listen)
+	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
 		return err
 	}
@@ -151,7 +201,7 @@ func run(ctx context.Context, listen string, events int, out io.Writer, ready ch
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
-	fmt.Fprintf(out, "published %d events; metrics on http://%s/metrics (Ctrl-C to stop)\n", events, ln.Addr())
+	fmt.Fprintf(out, "published %d events; metrics on http://%s/metrics (Ctrl-C to stop)\n", o.events, ln.Addr())
 	if ready != nil {
 		ready <- ln.Addr().String()
 	}
