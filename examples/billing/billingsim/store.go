@@ -25,7 +25,7 @@ import (
 
 // RunDemo opens the store dsn names (SQLite in a temp dir when empty),
 // runs the demo on it with o and closes it; keep keeps the PostgreSQL
-// schema (or the SQLite file) at exit. The error means the demo could not
+// schema, the MariaDB database (or the SQLite file) at exit. The error means the demo could not
 // run; whether it ran correctly is [Summary.Check].
 func RunDemo(ctx context.Context, dsn string, keep bool, o Options) (*Summary, error) {
 	if dsn == "" {
