@@ -107,12 +107,14 @@ func openSQLite(ctx context.Context, keep bool) (*backend[*sql.Tx], error) {
 // search_path); close drops the schema unless keep. It touches nothing
 // outside that schema.
 func openPostgres(ctx context.Context, dsn string, maxConns int32, keep bool) (*backend[pgx.Tx], error) {
+	const forms = "must be postgres://..., mysql://... (or user@tcp(host:3306)/db), or empty for SQLite in a temp dir (-keep keeps it; the demo makes its own SQLite file)"
 	if scheme, _, ok := strings.Cut(dsn, ":"); ok && !strings.Contains(scheme, "=") && scheme != "postgres" && scheme != "postgresql" {
-		return nil, fmt.Errorf("-dsn %q: must be postgres://..., mysql://... (or user@tcp(host:3306)/db), or empty for SQLite in a temp dir (-keep keeps it; the demo makes its own SQLite file)", redactDSN(dsn))
+		return nil, fmt.Errorf("-dsn %q: %s", redactDSN(dsn), forms)
 	}
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
-		return nil, fmt.Errorf("dsn: %w", err)
+		// Neither a URL nor pgx's keyword/value form (host=... dbname=...).
+		return nil, fmt.Errorf("-dsn %q: %s (%w)", redactDSN(dsn), forms, err)
 	}
 	schema := "billing_" + randomHex(6)
 	ident := pgx.Identifier{schema}.Sanitize()
