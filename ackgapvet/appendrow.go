@@ -139,7 +139,7 @@ func recordsEvent(info *types.Info, n ast.Node) bool {
 		}
 		if h, _ := dbCall(info, call); h != handleNone {
 			sql := sqlText(info, call)
-			if strings.Contains(sql, "INSERT") && (guardedInsert(sql) || strings.Contains(sql, "INSERT IGNORE")) {
+			if dedupeInsert(sql) || strings.Contains(sql, "INSERT IGNORE") {
 				found = true
 			}
 			if strings.HasPrefix(sql, "INSERT") && readsDuplicate(info, n) {

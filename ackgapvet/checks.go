@@ -745,7 +745,9 @@ ignores the response of an invocation that returned an error.`,
 				case *ast.FuncLit:
 					return false
 				case *ast.RangeStmt:
-					if sel, ok := ast.Unparen(m.X).(*ast.SelectorExpr); !ok || sel.Sel.Name != "Records" {
+					// The batch's records ([]events.SQSMessage), not the
+					// records of an S3 or SNS event inside one message.
+					if sel, ok := ast.Unparen(m.X).(*ast.SelectorExpr); !ok || sel.Sel.Name != "Records" || !sqsRecords(pass.TypesInfo.TypeOf(m.X)) {
 						return true
 					}
 					ast.Inspect(m.Body, func(k ast.Node) bool {
@@ -832,6 +834,20 @@ var (
 	insertInto = regexp.MustCompile(`\bINSERT\s+(?:OR\s+\w+\s+)?INTO\s+([A-Z0-9_."]+)`)
 	increment  = regexp.MustCompile(`\bSET\s+(?:[A-Z0-9_"]+\s*=\s*[^,]+,\s*)*([A-Z0-9_"]+)\s*=\s*(?:[A-Z0-9_"]+\.)?([A-Z0-9_"]+)\s*[+-]`)
 )
+
+// sqsRecords reports whether t is []events.SQSMessage, the records of an
+// SQS batch.
+func sqsRecords(t types.Type) bool {
+	sl, ok := types.Unalias(t).Underlying().(*types.Slice)
+	return ok && isNamed(sl.Elem(), pathLambdaEvt, "SQSMessage")
+}
+
+// dedupeInsert reports whether an INSERT records an event by itself: it
+// dedupes (see guardedInsert) and is not an upsert that counts (ON
+// CONFLICT DO UPDATE SET n = n + 1 applies a redelivery again).
+func dedupeInsert(sql string) bool {
+	return strings.Contains(sql, "INSERT") && guardedInsert(sql) && increment.FindStringSubmatch(sql) == nil
+}
 
 // guardedInsert reports whether an INSERT dedupes by itself.
 func guardedInsert(sql string) bool {
@@ -1185,8 +1201,7 @@ func hasDedupeInsert(pass *analysis.Pass, body *ast.BlockStmt) bool {
 	ast.Inspect(body, func(n ast.Node) bool {
 		if call, ok := n.(*ast.CallExpr); ok {
 			if h, _ := dbCall(pass.TypesInfo, call); h != handleNone {
-				sql := sqlText(pass.TypesInfo, call)
-				if strings.Contains(sql, "INSERT") && guardedInsert(sql) {
+				if dedupeInsert(sqlText(pass.TypesInfo, call)) {
 					found = true
 				}
 			}

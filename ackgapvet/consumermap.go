@@ -206,7 +206,7 @@ func (w *wholeProgram) describe(rw *rootWalk) Consumer {
 					step.Severity = SeverityOf(append(slices.Clone(path), append([]string{d}, constStrings(p.TypesInfo, n)...)...)...)
 					writes = append(writes, found{step, first(fn, n.Pos()), goroutine(fn)})
 				}
-				if sql := strings.ToUpper(sqlText(p.TypesInfo, n)); strings.Contains(sql, "INSERT") && (strings.Contains(sql, "ON CONFLICT") || strings.Contains(sql, "INSERT IGNORE") || strings.Contains(sql, "ON DUPLICATE KEY")) {
+				if sql := strings.ToUpper(sqlText(p.TypesInfo, n)); dedupeInsert(sql) || strings.Contains(sql, "INSERT IGNORE") {
 					if c.Dedupe == "none found" {
 						c.Dedupe = "insert … ON CONFLICT at " + step.File + ":" + fmt.Sprint(step.Line)
 					}

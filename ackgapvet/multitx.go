@@ -97,7 +97,10 @@ func secondCommit(info *types.Info, c *Consumers, body *ast.BlockStmt) (first, s
 		stack = append(stack, n)
 		if call, ok := n.(*ast.CallExpr); ok {
 			desc := txCommitOf(info, call)
-			if desc == "" {
+			// A call given a transaction runs inside it (a helper's body,
+			// fn(tx), before the helper's own Commit): what the call
+			// graph says it commits below is another caller's closure.
+			if desc == "" && !passesTx(info, call) {
 				if cf := callee(info, call); cf != nil && c.Commits(cf) || c.commitsBelow(call) {
 					desc = types.ExprString(call.Fun)
 				}
@@ -179,4 +182,23 @@ func unconditional(stack []ast.Node) bool {
 		}
 	}
 	return true
+}
+
+// passesTx reports whether one of call's arguments is a transaction (a
+// database/sql, pgx or sqlx transaction, or a named type Tx).
+func passesTx(info *types.Info, call *ast.CallExpr) bool {
+	for _, a := range call.Args {
+		if t := info.TypeOf(a); t != nil && (isTxType(t) || isNamedTx(t)) {
+			return true
+		}
+		// The transaction carried in a context: fn(WithTx(ctx, tx)).
+		if inner, ok := ast.Unparen(a).(*ast.CallExpr); ok {
+			for _, b := range inner.Args {
+				if t := info.TypeOf(b); t != nil && (isTxType(t) || isNamedTx(t)) {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }

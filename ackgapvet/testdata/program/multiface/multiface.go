@@ -62,3 +62,47 @@ func ConsumeReports(ctx context.Context, r *kafka.Reader, st Storage) {
 		r.CommitMessages(ctx, m)
 	}
 }
+
+type txKey struct{}
+
+// Executor runs a function in a transaction carried by the context, and
+// in a savepoint of it when one is already open (veziizi's dbtx shape).
+type Executor struct{ DB *sql.DB }
+
+// InTx begins, runs fn inside, commits: one transaction, however many
+// nested InTx calls fn makes.
+func (e *Executor) InTx(ctx context.Context, fn func(ctx context.Context) error) error {
+	if tx, ok := ctx.Value(txKey{}).(*sql.Tx); ok {
+		return fn(context.WithValue(ctx, txKey{}, tx))
+	}
+	tx, err := e.DB.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback() }()
+	if err := fn(context.WithValue(ctx, txKey{}, tx)); err != nil {
+		return err
+	}
+	return tx.Commit() // not a second transaction: fn ran inside this one
+}
+
+// ConsumeNested writes through nested InTx calls: one transaction.
+func ConsumeNested(ctx context.Context, r *kafka.Reader, e *Executor) {
+	for {
+		m, err := r.FetchMessage(ctx)
+		if err != nil {
+			return
+		}
+		err = e.InTx(ctx, func(ctx context.Context) error {
+			return e.InTx(ctx, func(ctx context.Context) error {
+				tx := ctx.Value(txKey{}).(*sql.Tx)
+				_, err := tx.Exec("UPDATE report SET n = 1 WHERE k = $1", string(m.Value))
+				return err
+			})
+		})
+		if err != nil {
+			return
+		}
+		r.CommitMessages(ctx, m)
+	}
+}

@@ -2,6 +2,7 @@ package lambdabatch
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 
@@ -55,4 +56,20 @@ func undecodable(ctx context.Context, e events.SQSEvent) (events.SQSEventRespons
 		return events.SQSEventResponse{}, errors.New("empty batch")
 	}
 	return events.SQSEventResponse{}, nil
+}
+
+// s3InOneMessage takes the first SQS record (a function with batch size 1)
+// and loops over the S3 records inside it: an error there fails that one
+// message, not a batch of others. Clean.
+func s3InOneMessage(ctx context.Context, ev events.SQSEvent) error {
+	var s3 events.S3Event
+	if err := json.Unmarshal([]byte(ev.Records[0].Body), &s3); err != nil {
+		return err
+	}
+	for _, r := range s3.Records {
+		if r.Key == "" {
+			return errors.New("no key")
+		}
+	}
+	return nil
 }

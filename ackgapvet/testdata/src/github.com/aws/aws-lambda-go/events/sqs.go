@@ -14,3 +14,9 @@ type KinesisEventRecord struct {
 type KinesisEvent struct{ Records []KinesisEventRecord }
 type KafkaRecord struct{ Value string }
 type KafkaEvent struct{ Records map[string][]KafkaRecord }
+
+// S3Event is a stub of the S3 notification event.
+type S3Event struct{ Records []S3EventRecord }
+
+// S3EventRecord is a stub.
+type S3EventRecord struct{ Key string }
