@@ -257,11 +257,16 @@ func dbCall(info *types.Info, call *ast.CallExpr) (dbHandle, string) {
 	case path == "database/sql" && recv == "Tx", isPgx(path) && recv == "Tx", isPgxpool(path) && recv == "Tx":
 		return handleTx, name
 	}
-	if sig, ok := fn.Type().(*types.Signature); ok && sig.Recv() != nil && types.IsInterface(sig.Recv().Type()) {
+	if sig, ok := fn.Type().(*types.Signature); ok && sig.Recv() != nil {
 		rs := sig.Results()
 		for i := range rs.Len() {
 			t := rs.At(i).Type()
-			if isNamed(t, "database/sql", "Result") || isNamed(t, "database/sql", "Rows") || isNamed(t, "database/sql", "Row") {
+			sqlShape := isNamed(t, "database/sql", "Result") || isNamed(t, "database/sql", "Rows") || isNamed(t, "database/sql", "Row")
+			// An application's wrapper over pgx (sqlc's pgx DBTX, a
+			// transaction-from-context executor): pgx's result types.
+			pgxShape := isNamed(t, "github.com/jackc/pgx/v5/pgconn", "CommandTag") || isNamed(t, "github.com/jackc/pgx/v4/pgconn", "CommandTag") || isNamed(t, "github.com/jackc/pgconn", "CommandTag") ||
+				isNamed(t, "github.com/jackc/pgx/v5", "Rows") || isNamed(t, "github.com/jackc/pgx/v5", "Row") || isNamed(t, "github.com/jackc/pgx/v4", "Rows") || isNamed(t, "github.com/jackc/pgx/v4", "Row")
+			if types.IsInterface(sig.Recv().Type()) && (sqlShape || pgxShape) || pgxShape {
 				return handleIface, name
 			}
 		}

@@ -184,21 +184,24 @@ func unconditional(stack []ast.Node) bool {
 	return true
 }
 
-// passesTx reports whether one of call's arguments is a transaction (a
-// database/sql, pgx or sqlx transaction, or a named type Tx).
+// passesTx reports whether one of call's arguments carries a transaction
+// (a database/sql, pgx or sqlx transaction, or a named type Tx): the value
+// itself, or an expression built from it (WithTx(ctx, tx), &Txn{Tx: tx});
+// not a function literal, whose transaction parameter is the callee's.
 func passesTx(info *types.Info, call *ast.CallExpr) bool {
+	found := false
 	for _, a := range call.Args {
-		if t := info.TypeOf(a); t != nil && (isTxType(t) || isNamedTx(t)) {
-			return true
-		}
-		// The transaction carried in a context: fn(WithTx(ctx, tx)).
-		if inner, ok := ast.Unparen(a).(*ast.CallExpr); ok {
-			for _, b := range inner.Args {
-				if t := info.TypeOf(b); t != nil && (isTxType(t) || isNamedTx(t)) {
-					return true
+		ast.Inspect(a, func(n ast.Node) bool {
+			if _, ok := n.(*ast.FuncLit); ok {
+				return false // a function given the call opens its own
+			}
+			if e, ok := n.(ast.Expr); ok && !found {
+				if t := info.TypeOf(e); t != nil && (isTxType(t) || isNamedTx(t)) {
+					found = true
 				}
 			}
-		}
+			return !found
+		})
 	}
-	return false
+	return found
 }

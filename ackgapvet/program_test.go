@@ -173,7 +173,7 @@ func TestConsumerMap(t *testing.T) {
 	for _, c := range rep.Consumers {
 		byName[c.Name] = c
 	}
-	require.Len(t, byName, 23, "%+v", rep.Consumers)
+	require.Len(t, byName, 24, "%+v", rep.Consumers)
 
 	// A helper that calls the function it is given (a transaction helper)
 	// joins, in the call graph, every closure passed to it; each consumer

@@ -39,6 +39,7 @@ func main() {
 	pool.Start(nil)
 	go pool.Consume(context.Background(), kafka.NewReader(kafka.ReaderConfig{}))
 	go multiface.ConsumeNested(context.Background(), kafka.NewReader(kafka.ReaderConfig{}), &multiface.Executor{})
+	go multiface.ConsumeWrapped(context.Background(), kafka.NewReader(kafka.ReaderConfig{}), &multiface.Executor{})
 	go (&kworker.Worker{Q: kqueue.New(), C: c}).Run(context.Background())
 	r := &message.Router{}
 	r.AddNoPublisherHandler("orders", "orders", nil, orders.Handle)

@@ -106,3 +106,39 @@ func ConsumeNested(ctx context.Context, r *kafka.Reader, e *Executor) {
 		r.CommitMessages(ctx, m)
 	}
 }
+
+// Txn wraps a transaction (pgstream's pool helper shape).
+type Txn struct{ Tx *sql.Tx }
+
+// ExecInTx runs fn with the transaction wrapped: one transaction.
+func (e *Executor) ExecInTx(fn func(*Txn) error) error {
+	tx, err := e.DB.Begin()
+	if err != nil {
+		return err
+	}
+	if err := fn(&Txn{Tx: tx}); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	return tx.Commit() // not a second transaction
+}
+
+// ConsumeWrapped writes through ExecInTx, nested once.
+func ConsumeWrapped(ctx context.Context, r *kafka.Reader, e *Executor) {
+	for {
+		m, err := r.FetchMessage(ctx)
+		if err != nil {
+			return
+		}
+		err = e.ExecInTx(func(t *Txn) error {
+			return e.ExecInTx(func(t2 *Txn) error {
+				_, err := t2.Tx.Exec("UPDATE report SET n = 1 WHERE k = $1", string(m.Value))
+				return err
+			})
+		})
+		if err != nil {
+			return
+		}
+		r.CommitMessages(ctx, m)
+	}
+}
