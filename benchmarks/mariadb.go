@@ -218,7 +218,7 @@ func (m *mariadb) close() error {
 
 // reset empties the tables and inserts the orders, 1,000 a statement.
 // The inbox and outbox are emptied with DELETE, and purge is waited for
-// (purgeWait), not with TRUNCATE: TRUNCATE gives a table a new tablespace
+// (mariaPurgeWait), not with TRUNCATE: TRUNCATE gives a table a new tablespace
 // file of a few pages, so every run measured InnoDB growing the file
 // again, and while it grows, a page split holds the index's latch across
 // the file's extension (fallocate) and 16 writers on 2 CPUs queue on that
@@ -234,7 +234,7 @@ func (m *mariadb) reset(ctx context.Context, orderIDs []string) error {
 			return fmt.Errorf("mariadb: reset: %w", err)
 		}
 	}
-	if err := m.purgeWait(ctx); err != nil {
+	if err := mariaPurgeWait(ctx, m.db); err != nil {
 		return err
 	}
 	const per = 1000
@@ -260,16 +260,16 @@ func (m *mariadb) reset(ctx context.Context, orderIDs []string) error {
 	return nil
 }
 
-// purgeWait waits, at most purgeWaitMax, until InnoDB's purge has
-// removed the rows reset deleted (history list length 0), so that the
+// mariaPurgeWait waits, at most purgeWaitMax, until InnoDB's purge has
+// removed the rows a reset deleted (history list length 0), so that the
 // next run does not share the CPUs with it. The length is the server's:
 // other clients' transactions can hold it up, hence the bound.
-func (m *mariadb) purgeWait(ctx context.Context) error {
+func mariaPurgeWait(ctx context.Context, db *sql.DB) error {
 	deadline := time.Now().Add(purgeWaitMax)
 	for {
 		var name string
 		var n int64
-		if err := m.db.QueryRowContext(ctx, `SHOW GLOBAL STATUS LIKE 'Innodb_history_list_length'`).Scan(&name, &n); err != nil {
+		if err := db.QueryRowContext(ctx, `SHOW GLOBAL STATUS LIKE 'Innodb_history_list_length'`).Scan(&name, &n); err != nil {
 			return fmt.Errorf("mariadb: purge wait: %w", err)
 		}
 		if n == 0 || time.Now().After(deadline) {
@@ -283,7 +283,7 @@ func (m *mariadb) purgeWait(ctx context.Context) error {
 	}
 }
 
-// purgeWaitMax bounds purgeWait.
+// purgeWaitMax bounds mariaPurgeWait.
 const purgeWaitMax = 5 * time.Second
 
 func (m *mariadb) counts(ctx context.Context) (counts, error) {

@@ -239,3 +239,38 @@ func mariaFileSize(t *testing.T, m *mariadb, table string) int64 {
 		`SELECT FILE_SIZE FROM information_schema.INNODB_SYS_TABLESPACES WHERE NAME = ?`, m.dbName+"/"+table).Scan(&n))
 	return n
 }
+
+// TestKMMariaResetKeepsFiles: the Kafka modes comparison's reset on
+// MariaDB empties the tables its runs write without shrinking their
+// files, as mariadb.reset does.
+func TestKMMariaResetKeepsFiles(t *testing.T) {
+	ctx := context.Background()
+	m, err := openKMMaria(ctx, testdb.MySQLDSN())
+	require.NoError(t, err)
+	t.Cleanup(m.close)
+	db := m.store.DB()
+	var q strings.Builder
+	q.WriteString(`INSERT INTO hand_inbox (consumer, event_id) VALUES `)
+	var args []any
+	for i := range 4000 {
+		if i > 0 {
+			q.WriteString(", ")
+		}
+		q.WriteString("(?, ?)")
+		args = append(args, "c", "event-with-a-longish-id-"+strconv.Itoa(i))
+	}
+	_, err = db.ExecContext(ctx, q.String(), args...)
+	require.NoError(t, err)
+	size := func() int64 {
+		var n int64
+		require.NoError(t, db.QueryRowContext(ctx, `SELECT FILE_SIZE FROM information_schema.INNODB_SYS_TABLESPACES WHERE NAME = ?`,
+			m.dbName+"/hand_inbox").Scan(&n))
+		return n
+	}
+	before := size()
+	require.NoError(t, m.reset(ctx))
+	var rows int
+	require.NoError(t, db.QueryRowContext(ctx, `SELECT COUNT(*) FROM hand_inbox`).Scan(&rows))
+	require.Zero(t, rows)
+	require.GreaterOrEqual(t, size(), before, "reset keeps hand_inbox's tablespace file")
+}
