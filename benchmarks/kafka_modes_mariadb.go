@@ -114,13 +114,20 @@ func (m *kmMaria) close() {
 	_ = m.adminExec(context.Background(), "DROP DATABASE IF EXISTS "+m.dbName)
 }
 
-// reset empties the tables and adds the kmKeys orders at seq 0.
+// reset empties the tables and adds the kmKeys orders at seq 0. The
+// tables the runs write are emptied with DELETE and purge is waited for,
+// not with TRUNCATE, which would give them new tablespace files for every
+// run to grow again (see mariadb.reset).
 func (m *kmMaria) reset(ctx context.Context) error {
 	db := m.store.DB()
-	for _, t := range []string{"orders", "misses", "hand_inbox", "hand_outbox", `"ackgap_inbox"`, `"ackgap_outbox"`} {
-		if _, err := db.ExecContext(ctx, "TRUNCATE TABLE "+t); err != nil {
+	for _, stmt := range []string{"TRUNCATE TABLE orders", "DELETE FROM misses", "DELETE FROM hand_inbox", "DELETE FROM hand_outbox",
+		`DELETE FROM "ackgap_inbox"`, `DELETE FROM "ackgap_outbox"`} {
+		if _, err := db.ExecContext(ctx, stmt); err != nil {
 			return err
 		}
+	}
+	if err := mariaPurgeWait(ctx, db); err != nil {
+		return err
 	}
 	var q strings.Builder
 	q.WriteString("INSERT INTO orders (id) VALUES ")

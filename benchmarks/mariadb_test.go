@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -197,4 +198,79 @@ func decodeInto(payload []byte, ev *orderPlaced) error {
 	got, err := decode(message.NewMessage("x", payload))
 	*ev = got
 	return err
+}
+
+// TestMariaDBResetKeepsFiles: reset empties the inbox and outbox without
+// shrinking their tablespace files, so that a run does not measure InnoDB
+// extending a new file (TRUNCATE made every run start from a file of a
+// few pages; see reset).
+func TestMariaDBResetKeepsFiles(t *testing.T) {
+	p := newPlan(1, 0, 1)
+	m := openTestMariaDB(t, p)
+	ctx := context.Background()
+	const rows = 4000
+	for lo := 0; lo < rows; lo += 500 {
+		var q strings.Builder
+		q.WriteString(`INSERT INTO "ackgap_inbox" (consumer, event_id, payload_hash, received_at) VALUES `)
+		var args []any
+		for i := lo; i < lo+500; i++ {
+			if i > lo {
+				q.WriteString(", ")
+			}
+			q.WriteString("(?, ?, ?, ?)")
+			args = append(args, consumer, "e"+strconv.Itoa(i), payloadHash([]byte(strconv.Itoa(i))), int64(i))
+		}
+		_, err := m.db.ExecContext(ctx, q.String(), args...)
+		require.NoError(t, err)
+	}
+	before := mariaFileSize(t, m, "ackgap_inbox")
+	require.NoError(t, m.reset(ctx, p.orderIDs()))
+	c, err := m.counts(ctx)
+	require.NoError(t, err)
+	require.Zero(t, c.inbox, "reset empties the inbox")
+	require.GreaterOrEqual(t, mariaFileSize(t, m, "ackgap_inbox"), before, "reset keeps the inbox's tablespace file")
+}
+
+// mariaFileSize returns the size in bytes of table's tablespace file.
+func mariaFileSize(t *testing.T, m *mariadb, table string) int64 {
+	t.Helper()
+	var n int64
+	require.NoError(t, m.db.QueryRowContext(context.Background(),
+		`SELECT FILE_SIZE FROM information_schema.INNODB_SYS_TABLESPACES WHERE NAME = ?`, m.dbName+"/"+table).Scan(&n))
+	return n
+}
+
+// TestKMMariaResetKeepsFiles: the Kafka modes comparison's reset on
+// MariaDB empties the tables its runs write without shrinking their
+// files, as mariadb.reset does.
+func TestKMMariaResetKeepsFiles(t *testing.T) {
+	ctx := context.Background()
+	m, err := openKMMaria(ctx, testdb.MySQLDSN())
+	require.NoError(t, err)
+	t.Cleanup(m.close)
+	db := m.store.DB()
+	var q strings.Builder
+	q.WriteString(`INSERT INTO hand_inbox (consumer, event_id) VALUES `)
+	var args []any
+	for i := range 4000 {
+		if i > 0 {
+			q.WriteString(", ")
+		}
+		q.WriteString("(?, ?)")
+		args = append(args, "c", "event-with-a-longish-id-"+strconv.Itoa(i))
+	}
+	_, err = db.ExecContext(ctx, q.String(), args...)
+	require.NoError(t, err)
+	size := func() int64 {
+		var n int64
+		require.NoError(t, db.QueryRowContext(ctx, `SELECT FILE_SIZE FROM information_schema.INNODB_SYS_TABLESPACES WHERE NAME = ?`,
+			m.dbName+"/hand_inbox").Scan(&n))
+		return n
+	}
+	before := size()
+	require.NoError(t, m.reset(ctx))
+	var rows int
+	require.NoError(t, db.QueryRowContext(ctx, `SELECT COUNT(*) FROM hand_inbox`).Scan(&rows))
+	require.Zero(t, rows)
+	require.GreaterOrEqual(t, size(), before, "reset keeps hand_inbox's tablespace file")
 }
