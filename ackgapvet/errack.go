@@ -493,6 +493,12 @@ func kafkaSkips(pass *analysis.Pass, r *reporter, root *Root, loopBody *ast.Bloc
 			if i > 0 {
 				prev = block.List[i-1]
 			}
+			if ifs := markedOnSuccess(info, st); ifs != nil {
+				r.report(ifs, SeverityOf(root.Name), fmt.Sprintf(
+					"the message is acked only when its work succeeded (%s inside if %s), and the loop goes on after a failure: Kafka commits offsets, not messages, so the next message's %s commits past the failed one and it is never delivered again; return the error to stop the partition (it is redelivered after the rebalance), or dead-letter it explicitly",
+					ack, types.ExprString(ifs.Cond), ack))
+				continue
+			}
 			ifs, work := failedWork(pass, st, prev)
 			if ifs == nil || leaves(ifs.Body) || kafkaAckIn(info, ifs.Body) != "" || sendsElsewhere(pass, ifs.Body) {
 				continue
@@ -507,6 +513,38 @@ func kafkaSkips(pass *analysis.Pass, r *reporter, root *Root, loopBody *ast.Bloc
 		}
 		return true
 	})
+}
+
+// markedOnSuccess returns st when it is `if err == nil { ... }` (err an
+// error, however it was obtained: a call, a receive from a worker's result
+// channel) whose body holds a Kafka ack and whose else branch, if any,
+// neither leaves the loop nor acks: a failed message is then skipped while
+// the loop goes on.
+func markedOnSuccess(info *types.Info, st ast.Stmt) *ast.IfStmt {
+	ifs, ok := st.(*ast.IfStmt)
+	if !ok {
+		return nil
+	}
+	bin, ok := ast.Unparen(ifs.Cond).(*ast.BinaryExpr)
+	if !ok || bin.Op != token.EQL {
+		return nil
+	}
+	errID, ok := ast.Unparen(bin.X).(*ast.Ident)
+	if nilID, isNil := ast.Unparen(bin.Y).(*ast.Ident); !ok || !isNil || nilID.Name != "nil" {
+		return nil
+	}
+	if obj := info.Uses[errID]; obj == nil || !isError(obj.Type()) {
+		return nil
+	}
+	if kafkaAckIn(info, ifs.Body) == "" {
+		return nil
+	}
+	if ifs.Else != nil {
+		if eb, ok := ifs.Else.(*ast.BlockStmt); !ok || leaves(eb) || kafkaAckIn(info, eb) != "" {
+			return nil
+		}
+	}
+	return ifs
 }
 
 // kafkaBreaks reports, in a poll loop that fetches a batch and commits
