@@ -20,6 +20,13 @@ func TestAppend(t *testing.T) {
 	analysistest.Run(t, analysistest.TestData(), ackgapvet.AppendAnalyzer, "appendrow")
 }
 
+// TestPoison: a Watermill router with no poison queue, and one whose poison
+// queue runs inside Retry; the right order, a router handed to another
+// function and a dead-letter middleware of the app's own are clean.
+func TestPoison(t *testing.T) {
+	analysistest.Run(t, analysistest.TestData(), ackgapvet.PoisonAnalyzer, "poison")
+}
+
 // TestLambdaWrappedEvent: a Lambda handler whose event type wraps
 // events.SQSEvent (one function serving several sources) is an SQS handler.
 func TestLambdaWrappedEvent(t *testing.T) {

@@ -1217,7 +1217,7 @@ func Analyzers() []*analysis.Analyzer {
 		EffectAnalyzer, PoolTxAnalyzer, EarlyAckAnalyzer, AutoCommitAnalyzer,
 		CheckActAnalyzer, IdemKeyAnalyzer, TransitionAnalyzer,
 		HTTPClientAnalyzer, ContextAnalyzer, SleepAnalyzer, VisibilityAnalyzer, LambdaBatchAnalyzer,
-		ErrAckAnalyzer, CommitOrderAnalyzer, MultiTxAnalyzer, AppendAnalyzer,
+		ErrAckAnalyzer, CommitOrderAnalyzer, MultiTxAnalyzer, AppendAnalyzer, PoisonAnalyzer,
 	}
 }
 

@@ -35,3 +35,12 @@ func (r *Router) AddConsumerHandler(name, subTopic string, sub Subscriber, h NoP
 	return nil
 }
 func (r *Router) AddMiddleware(m ...HandlerMiddleware) {}
+
+// RouterConfig is a stub.
+type RouterConfig struct{}
+
+// NewRouter is a stub.
+func NewRouter(c RouterConfig, logger any) (*Router, error) { return &Router{}, nil }
+
+// AddMiddleware on one handler.
+func (h *Handler) AddMiddleware(m ...HandlerMiddleware) {}

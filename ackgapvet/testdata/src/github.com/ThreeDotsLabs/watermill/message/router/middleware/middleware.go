@@ -14,3 +14,22 @@ type Deduplicator struct {
 }
 
 func (d Deduplicator) Middleware(h message.HandlerFunc) message.HandlerFunc { return h }
+
+// PoisonQueue is a stub.
+func PoisonQueue(pub message.Publisher, topic string) (message.HandlerMiddleware, error) {
+	return nil, nil
+}
+
+// PoisonQueueWithFilter is a stub.
+func PoisonQueueWithFilter(pub message.Publisher, topic string, f func(error) bool) (message.HandlerMiddleware, error) {
+	return nil, nil
+}
+
+// Retry is a stub.
+type Retry struct{ MaxRetries int }
+
+// Middleware is a stub.
+func (r Retry) Middleware(h message.HandlerFunc) message.HandlerFunc { return h }
+
+// Recoverer is a stub.
+func Recoverer(h message.HandlerFunc) message.HandlerFunc { return h }
