@@ -284,7 +284,7 @@ func (bc *BatchConsumer) poll(pollCtx context.Context, stop <-chan struct{}, bat
 		WaitTimeSeconds:             int32(bc.cfg.WaitTimeSeconds),
 		VisibilityTimeout:           seconds(bc.queue.VisibilityTimeout),
 		MessageAttributeNames:       []string{"All"},
-		MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
+		MessageSystemAttributeNames: receiveSystemAttributes,
 	}
 	for {
 		select {

@@ -331,7 +331,7 @@ func (sub *subscription) work() {
 		// Ask for exactly the visibility the lease accounting assumes.
 		VisibilityTimeout:           seconds(s.queue.VisibilityTimeout),
 		MessageAttributeNames:       []string{"All"},
-		MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
+		MessageSystemAttributeNames: receiveSystemAttributes,
 	}
 	for !sub.stopping() {
 		out, err := s.client.ReceiveMessage(sub.pollCtx, input)
@@ -378,6 +378,16 @@ func (sub *subscription) process(msgs []types.Message, leases []*lease) {
 
 func (sub *subscription) report(m *types.Message, l *lease, batch int) *ackReport {
 	return newReport(sub.s.queue.Name, m, batch, l.received, sub.leases.deadline(l))
+}
+
+// receiveSystemAttributes are the system attributes a ReceiveMessage
+// asks for: the ones newReport and the Unmarshaler read. Asking for "All"
+// made SQS send, and the SDK decode, four or five more per message
+// (SenderId, SentTimestamp, ApproximateFirstReceiveTimestamp, and on a FIFO
+// queue MessageDeduplicationId and SequenceNumber) that nothing read.
+var receiveSystemAttributes = []types.MessageSystemAttributeName{
+	types.MessageSystemAttributeNameApproximateReceiveCount,
+	types.MessageSystemAttributeNameMessageGroupId,
 }
 
 // newReport starts the report of m, received from queue in a batch of
