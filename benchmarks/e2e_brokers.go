@@ -250,6 +250,7 @@ func (k *kafkaE2E) close() error {
 // visibility timeout.
 type sqsE2E struct {
 	transport       *http.Transport
+	calls           *apiCalls // every request of every client below
 	optFns          []func(*sqs.Options)
 	client          *sqs.Client
 	queue, queueURL string // the run's
@@ -274,7 +275,8 @@ func openSQSE2E(ctx context.Context, endpoint string) (_ *sqsE2E, err error) {
 	}
 	s := &sqsE2E{transport: http.DefaultTransport.(*http.Transport).Clone()}
 	s.transport.MaxIdleConnsPerHost = 64 // publishers and workers: the default 2 would dial per request
-	httpClient := &http.Client{Transport: s.transport}
+	s.calls = newAPICalls(s.transport)
+	httpClient := &http.Client{Transport: s.calls}
 	s.optFns = []func(*sqs.Options){func(o *sqs.Options) {
 		o.BaseEndpoint = aws.String(endpoint)
 		o.Region = sqsRegion

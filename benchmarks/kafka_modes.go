@@ -97,6 +97,11 @@ type kmResult struct {
 	// message (SQS ackgap modes only; negative: answered after the lease
 	// ran out).
 	leaseHeadrooms []time.Duration
+	// sqsCalls are the SQS requests of the run by operation, sql and
+	// relaySQL the round trips of the consumer's pool and of the relay's
+	// (SQS modes only).
+	sqsCalls      map[string]int64
+	sql, relaySQL int64
 	// Checks.
 	orderOK, onceOK, effectsOK bool
 	why                        string
@@ -127,6 +132,9 @@ type kmEnv struct {
 	// my is the database when -kafka-modes-store is mariadb; the pools
 	// and stores above are then nil.
 	my *kmMaria
+	// sqlCalls and relaySQLCalls count the round trips of pool and
+	// relayPool (PostgreSQL only).
+	sqlCalls, relaySQLCalls *sqlCalls
 }
 
 // deadLetters is a dead-letter publisher that counts what it is given.
@@ -242,6 +250,8 @@ func openKMPostgres(ctx context.Context, o kmOptions) (*kmEnv, error) {
 	cfg.ConnConfig.RuntimeParams["search_path"] = env.schema
 	cfg.ConnConfig.RuntimeParams["application_name"] = "ackgap-benchmarks-kafka-modes"
 	cfg.MaxConns = 24
+	env.sqlCalls, env.relaySQLCalls = new(sqlCalls), new(sqlCalls)
+	cfg.ConnConfig.Tracer = env.sqlCalls
 	if env.pool, err = pgxpool.NewWithConfig(ctx, cfg); err != nil {
 		env.close()
 		return nil, err
@@ -252,6 +262,7 @@ func openKMPostgres(ctx context.Context, o kmOptions) (*kmEnv, error) {
 	}
 	rcfg := cfg.Copy()
 	rcfg.MaxConns = 8
+	rcfg.ConnConfig.Tracer = env.relaySQLCalls
 	rcfg.ConnConfig.RuntimeParams["application_name"] = "ackgap-benchmarks-kafka-modes-relay"
 	if env.relayPool, err = pgxpool.NewWithConfig(ctx, rcfg); err != nil {
 		env.close()

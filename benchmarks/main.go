@@ -65,6 +65,7 @@ type options struct {
 	out         string
 	overhead    bool
 	cpuprofile  string
+	memprofile  string
 	kafkaModes  kmOptions
 	sqsModes    smOptions
 	soak        soakOptions
@@ -105,6 +106,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if o.memprofile != "" {
+		defer func() {
+			f, err := os.Create(o.memprofile)
+			if err == nil {
+				err = errors.Join(pprof.Lookup("allocs").WriteTo(f, 0), f.Close())
+			}
+			if err != nil {
+				fmt.Fprintln(stderr, "benchmarks:", err)
+			}
+		}()
 	}
 	if o.kafkaModes.on {
 		return runKafkaModesCmd(ctx, o, stdout, stderr)
@@ -152,6 +164,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.out, "out", outDefault, "markdown file to write the results to; empty: standard output only")
 	fs.BoolVar(&o.overhead, "overhead", true, "measure the framework overhead table (GoChannel, empty handlers, concurrency 1)")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
+	fs.StringVar(&o.memprofile, "memprofile", "", "write an allocation profile of the whole run to this file (at its end)")
 	fs.BoolVar(&o.kafkaModes.on, "kafka-modes", false, "run only the Kafka ordering modes comparison (issue #11) and write its section of -out")
 	fs.StringVar(&o.kafkaModes.store, "kafka-modes-store", kmStorePostgres, "database of the Kafka ordering modes comparison: "+strings.Join(kmStores, ", ")+
 		" (mariadb: the server of -mariadb-dsn, its section of -out is its own)")

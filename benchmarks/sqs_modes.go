@@ -115,8 +115,8 @@ func runSQSModes(ctx context.Context, o smOptions, progress io.Writer) (string, 
 				if !res.correct() {
 					mark = "NOT CORRECT: " + res.why
 				}
-				fmt.Fprintf(progress, "[%3d/%d %6.1fs] %-27s provider %-5s %7.0f events/s  %s\n", len(results), total,
-					time.Since(started).Seconds(), m, d, res.rate(), mark)
+				fmt.Fprintf(progress, "[%3d/%d %6.1fs] %-27s provider %-5s %7.0f events/s %4.0f µs/event (load %s)  %s\n    per event: %s\n", len(results), total,
+					time.Since(started).Seconds(), m, d, res.rate(), res.cpuPerEvent(), loadAverage(), mark, res.callsPerEvent())
 			}
 		}
 	}
@@ -211,6 +211,7 @@ func (env *smEnv) run(ctx context.Context, mode string, delay time.Duration) (*k
 	pg0, _ := schedCPU(pids)
 	rpg0, _ := schedCPU(relayPIDs)
 	br0, _ := processCPU(env.fauxqsPID)
+	calls0, sql0, rsql0 := env.sqs.calls.snapshot(), env.sqlCalls.roundTrips(), env.relaySQLCalls.roundTrips()
 	allDone := env.prov.await(2 * len(evs))
 	start := time.Now()
 	pubErr := make(chan error, 1)
@@ -236,6 +237,8 @@ func (env *smEnv) run(ctx context.Context, mode string, delay time.Duration) (*k
 	rpg1, _ := schedCPU(relayPIDs)
 	br1, _ := processCPU(env.fauxqsPID)
 	res.cpuPG, res.cpuRelayPG, res.cpuBroker = pg1-pg0, rpg1-rpg0, br1-br0
+	res.sqsCalls = callsSince(calls0, env.sqs.calls.snapshot())
+	res.sql, res.relaySQL = env.sqlCalls.roundTrips()-sql0, env.relaySQLCalls.roundTrips()-rsql0
 	for i := 0; i < 200 && gaps.pending() > 0; i++ {
 		time.Sleep(5 * time.Millisecond)
 	}
