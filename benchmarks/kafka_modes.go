@@ -98,10 +98,11 @@ type kmResult struct {
 	// ran out).
 	leaseHeadrooms []time.Duration
 	// sqsCalls are the SQS requests of the run by operation, sql and
-	// relaySQL the round trips of the consumer's pool and of the relay's
-	// (SQS modes only).
-	sqsCalls      map[string]int64
-	sql, relaySQL int64
+	// relaySQL the round trips of the consumer's pool and of the relay's,
+	// sqlStatements and relaySQLStatements their statements (SQS modes
+	// only).
+	sqsCalls                                         map[string]int64
+	sql, relaySQL, sqlStatements, relaySQLStatements int64
 	// Checks.
 	orderOK, onceOK, effectsOK bool
 	why                        string

@@ -94,7 +94,7 @@ func sortedOps(calls map[string]int64) []string {
 // database: every query (Exec, Query, QueryRow, Begin and Commit among
 // them), every batch (one round trip for all its statements) and every
 // COPY.
-type sqlCalls struct{ queries, batches, copies atomic.Int64 }
+type sqlCalls struct{ queries, batches, batched, copies atomic.Int64 }
 
 var (
 	_ pgx.QueryTracer    = (*sqlCalls)(nil)
@@ -118,6 +118,7 @@ func (s *sqlCalls) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.Trace
 	return ctx
 }
 func (s *sqlCalls) TraceBatchQuery(_ context.Context, _ *pgx.Conn, d pgx.TraceBatchQueryData) {
+	s.batched.Add(1)
 	if debugSQL {
 		fmt.Fprintf(os.Stderr, "SQL %p   batched: %.90q\n", s, d.SQL)
 	}
@@ -128,6 +129,15 @@ func (s *sqlCalls) TraceCopyFromStart(ctx context.Context, _ *pgx.Conn, _ pgx.Tr
 	return ctx
 }
 func (*sqlCalls) TraceCopyFromEnd(context.Context, *pgx.Conn, pgx.TraceCopyFromEndData) {}
+
+// statements is the count of statements so far, each of a batch
+// counted; nil counts nothing.
+func (s *sqlCalls) statements() int64 {
+	if s == nil {
+		return 0
+	}
+	return s.queries.Load() + s.batched.Load() + s.copies.Load()
+}
 
 // roundTrips is the count so far; nil counts nothing.
 func (s *sqlCalls) roundTrips() int64 {
@@ -150,7 +160,8 @@ func (r *kmResult) callsPerEvent() string {
 	for _, op := range sortedOps(r.sqsCalls) {
 		fmt.Fprintf(&b, "%s %.3f, ", op, float64(r.sqsCalls[op])/n)
 	}
-	fmt.Fprintf(&b, "SQL round trips %.3f (relay %.3f)", float64(r.sql)/n, float64(r.relaySQL)/n)
+	fmt.Fprintf(&b, "SQL round trips %.3f (statements %.3f), relay's %.3f (statements %.3f)",
+		float64(r.sql)/n, float64(r.sqlStatements)/n, float64(r.relaySQL)/n, float64(r.relaySQLStatements)/n)
 	return b.String()
 }
 

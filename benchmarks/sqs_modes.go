@@ -212,6 +212,7 @@ func (env *smEnv) run(ctx context.Context, mode string, delay time.Duration) (*k
 	rpg0, _ := schedCPU(relayPIDs)
 	br0, _ := processCPU(env.fauxqsPID)
 	calls0, sql0, rsql0 := env.sqs.calls.snapshot(), env.sqlCalls.roundTrips(), env.relaySQLCalls.roundTrips()
+	st0, rst0 := env.sqlCalls.statements(), env.relaySQLCalls.statements()
 	allDone := env.prov.await(2 * len(evs))
 	start := time.Now()
 	pubErr := make(chan error, 1)
@@ -239,6 +240,7 @@ func (env *smEnv) run(ctx context.Context, mode string, delay time.Duration) (*k
 	res.cpuPG, res.cpuRelayPG, res.cpuBroker = pg1-pg0, rpg1-rpg0, br1-br0
 	res.sqsCalls = callsSince(calls0, env.sqs.calls.snapshot())
 	res.sql, res.relaySQL = env.sqlCalls.roundTrips()-sql0, env.relaySQLCalls.roundTrips()-rsql0
+	res.sqlStatements, res.relaySQLStatements = env.sqlCalls.statements()-st0, env.relaySQLCalls.statements()-rst0
 	for i := 0; i < 200 && gaps.pending() > 0; i++ {
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -739,6 +741,28 @@ func smMarkdown(o smOptions, results []*kmResult, took time.Duration, load smLoa
 			mark = "NO"
 		}
 		w("| %s | %s | %.0f [%.0f–%.0f] | %.0f + %.0f + %.0f + %.0f = %.0f | %s | %s | %s |\n", k.mode, prov, rate(k), lo, hi, self, pg, rpg, br, self+pg+rpg+br, gapCol, headCol, mark)
+	}
+	w("\n### Requests per event\n\nMedians of the runs: the SQS requests of every client of the process by operation (counted at the HTTP transport, " +
+		"retries included; SendMessageBatch is the publisher's, 0.1 in every mode), and the round trips to PostgreSQL of the consumer's pool " +
+		"and of the relay's (a pipelined batch is one), with the statements they carried.\n\n")
+	w("| mode | provider | ReceiveMessage | DeleteMessageBatch | ChangeMessageVisibility(Batch) | DeleteMessage | SQL round trips (statements): consumer | relay |\n|---|---|---:|---:|---:|---:|---:|---:|\n")
+	for _, k := range order {
+		per := func(f func(r *kmResult) int64) float64 {
+			var v []float64
+			for _, r := range groups[k] {
+				v = append(v, float64(f(r))/float64(r.events))
+			}
+			return median(v)
+		}
+		op := func(name string) float64 { return per(func(r *kmResult) int64 { return r.sqsCalls[name] }) }
+		prov := "at once"
+		if k.delay > 0 {
+			prov = "after " + k.delay.String()
+		}
+		w("| %s | %s | %.3f | %.3f | %.3f | %.3f | %.2f (%.2f) | %.3f (%.3f) |\n", k.mode, prov, op("ReceiveMessage"), op("DeleteMessageBatch"),
+			op("ChangeMessageVisibilityBatch")+op("ChangeMessageVisibility"), op("DeleteMessage"),
+			per(func(r *kmResult) int64 { return r.sql }), per(func(r *kmResult) int64 { return r.sqlStatements }),
+			per(func(r *kmResult) int64 { return r.relaySQL }), per(func(r *kmResult) int64 { return r.relaySQLStatements }))
 	}
 	w("\n### Targets\n\n| target | measured | met |\n|---|---:|---|\n")
 	ratio := func(a, b key) float64 {

@@ -42,6 +42,14 @@ func TestSQSModes(t *testing.T) {
 		require.Contains(t, stdout.String(), "| "+m+" | at once | ")
 	}
 	require.NotContains(t, stdout.String(), "| NO |")
+	// Requests per event, every mode: the SQS requests by operation and the
+	// SQL round trips; unsafe-inline sends at least its UPDATE per event.
+	for _, m := range smModes {
+		require.Regexp(t, `\| `+regexp.QuoteMeta(m)+` \| at once \| \d+\.\d{3} \| \d+\.\d{3} \| \d+\.\d{3} \| \d+\.\d{3} \| \d+\.\d\d \(\d+\.\d\d\) \| \d+\.\d{3} \(\d+\.\d{3}\) \|`, stdout.String())
+	}
+	unsafeRT := regexp.MustCompile(`\| unsafe-inline \| at once \| [\d.]+ \| [\d.]+ \| [\d.]+ \| [\d.]+ \| (\d+\.\d\d) \(`).FindStringSubmatch(stdout.String())
+	require.NotNil(t, unsafeRT)
+	require.GreaterOrEqual(t, mustFloat(t, unsafeRT[1]), 1.0, "unsafe-inline: one UPDATE per event at least")
 	// The lease headroom of every deleted message, p50 / p1, on the modes
 	// whose subscriber reports its lease (issue 21, item 4).
 	for _, m := range []string{smRouter, smBatched, smBatchedFIFO} {
