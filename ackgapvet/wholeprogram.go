@@ -603,17 +603,23 @@ func (w *wholeProgram) indexReceives(worker, g *ssa.Function) {
 			w.recvers[k] = append(w.recvers[k], r)
 		}
 	}
-	for _, b := range g.Blocks {
+	eachReceive(g, add)
+}
+
+// eachReceive calls f with the channel of every receive in fn: a <-ch (a
+// range over a channel too) and a select case that receives.
+func eachReceive(fn *ssa.Function, f func(ch ssa.Value)) {
+	for _, b := range fn.Blocks {
 		for _, in := range b.Instrs {
 			switch in := in.(type) {
 			case *ssa.UnOp:
 				if in.Op == token.ARROW {
-					add(in.X)
+					f(in.X)
 				}
 			case *ssa.Select:
 				for _, st := range in.States {
 					if st.Dir == types.RecvOnly {
-						add(st.Chan)
+						f(st.Chan)
 					}
 				}
 			}
@@ -642,22 +648,7 @@ func (w *wholeProgram) indexGeneratorReceives(fn *ssa.Function) {
 		}
 		w.genRecvers[g] = append(w.genRecvers[g], fn)
 	}
-	for _, b := range fn.Blocks {
-		for _, in := range b.Instrs {
-			switch in := in.(type) {
-			case *ssa.UnOp:
-				if in.Op == token.ARROW {
-					add(in.X)
-				}
-			case *ssa.Select:
-				for _, st := range in.States {
-					if st.Dir == types.RecvOnly {
-						add(st.Chan)
-					}
-				}
-			}
-		}
-	}
+	eachReceive(fn, add)
 }
 
 // generatorOf returns the function that makes the channel ch (a send's
