@@ -28,7 +28,8 @@ func TestPoison(t *testing.T) {
 }
 
 // TestLambdaWrappedEvent: a Lambda handler whose event type wraps
-// events.SQSEvent (one function serving several sources) is an SQS handler.
+// events.SQSEvent (one function serving several sources) is an SQS handler;
+// one taking events.DynamoDBEvent is a DynamoDB Streams handler.
 func TestLambdaWrappedEvent(t *testing.T) {
 	analysistest.Run(t, analysistest.TestData(), ackgapvet.EffectAnalyzer, "lambdawrap")
 }

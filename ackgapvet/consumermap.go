@@ -124,7 +124,7 @@ func (w *wholeProgram) describe(rw *rootWalk) Consumer {
 		c.Acks = append(c.Acks, Step{What: "the Watermill router acks after the handler returns nil"})
 	case KindKq:
 		c.Acks = append(c.Acks, Step{What: "go-queue kq commits after Consume returns, after an error too unless KqConf.ForceCommit is false"})
-	case KindLambda, KindLambdaKinesis, KindLambdaKafka:
+	case KindLambda, KindLambdaKinesis, KindLambdaKafka, KindLambdaDynamoDB:
 		c.Acks = append(c.Acks, Step{What: "Lambda deletes or commits the batch when the handler returns (partial batch response: the successes)"})
 	}
 	// first is the position, in the entry function, of the call that

@@ -21,12 +21,19 @@ const (
 	KindKafkaGo   = "kafka-go reader loop"
 	KindSQS       = "SQS receive loop"
 	KindLambda    = "Lambda SQS handler"
-	// KindLambdaKinesis and KindLambdaKafka are aws-lambda-go handlers
-	// taking events.KinesisEvent or events.KafkaEvent (MSK, self-managed
-	// Kafka): Lambda commits the batch when the handler returns nil.
-	KindLambdaKinesis = "Lambda Kinesis handler"
-	KindLambdaKafka   = "Lambda Kafka handler"
+	// KindLambdaKinesis, KindLambdaKafka and KindLambdaDynamoDB are
+	// aws-lambda-go handlers taking events.KinesisEvent, events.KafkaEvent
+	// (MSK, self-managed Kafka) or events.DynamoDBEvent (DynamoDB Streams):
+	// Lambda moves past the batch when the handler returns nil, and retries
+	// it (or bisects it) when the handler fails.
+	KindLambdaKinesis  = "Lambda Kinesis handler"
+	KindLambdaKafka    = "Lambda Kafka handler"
+	KindLambdaDynamoDB = "Lambda DynamoDB Streams handler"
 )
+
+// lambdaEvents maps the aws-lambda-go event types of queue and stream
+// sources to the root kind of a handler that takes one.
+var lambdaEvents = map[string]string{"SQSEvent": KindLambda, "KinesisEvent": KindLambdaKinesis, "KafkaEvent": KindLambdaKafka, "DynamoDBEvent": KindLambdaDynamoDB}
 
 // Root is a consumer entry point: a handler or a receive loop.
 type Root struct {
@@ -638,7 +645,7 @@ func lambdaEventKind(info *types.Info, ft *ast.FuncType) string {
 		if t == nil {
 			continue
 		}
-		for name, kind := range map[string]string{"SQSEvent": KindLambda, "KinesisEvent": KindLambdaKinesis, "KafkaEvent": KindLambdaKafka} {
+		for name, kind := range lambdaEvents {
 			if isNamed(t, pathLambdaEvt, name) {
 				return kind
 			}
@@ -667,10 +674,22 @@ func lambdaEventKind(info *types.Info, ft *ast.FuncType) string {
 				return KindLambda
 			case isNamed(t, pathLambdaEvt, "KinesisEventResponse"):
 				return KindLambdaKinesis
+			case isNamed(t, pathLambdaEvt, "DynamoDBEventResponse"):
+				return KindLambdaDynamoDB
 			}
 		}
 	}
 	return ""
+}
+
+// lambdaEventType reports whether t is one of lambdaEvents' types.
+func lambdaEventType(t types.Type) bool {
+	for name := range lambdaEvents {
+		if isNamed(t, pathLambdaEvt, name) {
+			return true
+		}
+	}
+	return false
 }
 
 // wrappedLambdaEvent is the root kind of a struct type (or a pointer to
@@ -692,7 +711,7 @@ func wrappedLambdaEvent(t types.Type) string {
 		if p, ok := ft.Underlying().(*types.Pointer); ok {
 			ft = p.Elem()
 		}
-		for name, kind := range map[string]string{"SQSEvent": KindLambda, "KinesisEvent": KindLambdaKinesis, "KafkaEvent": KindLambdaKafka} {
+		for name, kind := range lambdaEvents {
 			if isNamed(ft, pathLambdaEvt, name) {
 				return kind
 			}
@@ -733,7 +752,7 @@ func rawLambdaKind(info *types.Info, ft *ast.FuncType, body *ast.BlockStmt) stri
 		if fn != nil && fn.Name() == "Unmarshal" && len(call.Args) == 2 {
 			if u, ok := ast.Unparen(call.Args[1]).(*ast.UnaryExpr); ok {
 				if t := info.TypeOf(u.X); t != nil {
-					for name, k := range map[string]string{"SQSEvent": KindLambda, "KinesisEvent": KindLambdaKinesis, "KafkaEvent": KindLambdaKafka} {
+					for name, k := range lambdaEvents {
 						if isNamed(t, pathLambdaEvt, name) {
 							kind = k
 						}
@@ -744,7 +763,7 @@ func rawLambdaKind(info *types.Info, ft *ast.FuncType, body *ast.BlockStmt) stri
 		}
 		for _, a := range call.Args {
 			if t := info.TypeOf(a); t != nil {
-				if isNamed(t, pathLambdaEvt, "SQSEvent") || isNamed(t, pathLambdaEvt, "KinesisEvent") || isNamed(t, pathLambdaEvt, "KafkaEvent") {
+				if lambdaEventType(t) {
 					handsOn = true
 				}
 			}

@@ -85,7 +85,7 @@ permanent.`,
 // commits after an error too).
 func returnAcks(kind string) bool {
 	switch kind {
-	case KindWatermill, KindAckgap, KindCQRS, KindLambda, KindLambdaKinesis, KindLambdaKafka, KindKq:
+	case KindWatermill, KindAckgap, KindCQRS, KindLambda, KindLambdaKinesis, KindLambdaKafka, KindLambdaDynamoDB, KindKq:
 		return true
 	}
 	return false
@@ -273,7 +273,7 @@ func checkErrAck(pass *analysis.Pass, c *Consumers, r *reporter, root *Root, ifs
 }
 
 func isLambda(kind string) bool {
-	return kind == KindLambda || kind == KindLambdaKinesis || kind == KindLambdaKafka
+	return kind == KindLambda || kind == KindLambdaKinesis || kind == KindLambdaKafka || kind == KindLambdaDynamoDB
 }
 
 // returnsError reports whether body has a return statement whose last

@@ -31,3 +31,11 @@ func handler(ctx context.Context, ev Event) (map[string]any, error) {
 func fixture(name string, ev Event, n int) {
 	_, _ = http.Post("https://example.com/"+name, "text/plain", nil)
 }
+
+// streams is a DynamoDB Streams handler: a consumer like a Kinesis one.
+func streams(ctx context.Context, ev events.DynamoDBEvent) error {
+	for _, r := range ev.Records {
+		_, _ = http.Post("https://mail.example.com/send", "text/plain", strings.NewReader(r.EventID)) // want `an HTTP request \(http.Post\) on the consumer path of Lambda DynamoDB Streams handler streams repeats`
+	}
+	return nil
+}

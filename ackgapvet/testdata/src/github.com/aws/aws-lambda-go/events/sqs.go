@@ -20,3 +20,9 @@ type S3Event struct{ Records []S3EventRecord }
 
 // S3EventRecord is a stub.
 type S3EventRecord struct{ Key string }
+
+// DynamoDBEvent is a stub of the DynamoDB Streams event.
+type DynamoDBEvent struct{ Records []DynamoDBEventRecord }
+
+// DynamoDBEventRecord is a stub.
+type DynamoDBEventRecord struct{ EventID string }
