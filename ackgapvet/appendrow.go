@@ -128,6 +128,7 @@ func (c *Consumers) deduped(root *Root) bool {
 // an insert with a conflict clause, or a Redis SetNX.
 func recordsEvent(info *types.Info, n ast.Node) bool {
 	found := false
+	dupChecked := -1 // readsDuplicate(n), asked once: -1 not yet, 0 no, 1 yes
 	ast.Inspect(n, func(m ast.Node) bool {
 		call, ok := m.(*ast.CallExpr)
 		if !ok || found {
@@ -142,8 +143,14 @@ func recordsEvent(info *types.Info, n ast.Node) bool {
 			if dedupeInsert(sql) || strings.Contains(sql, "INSERT IGNORE") {
 				found = true
 			}
-			if strings.HasPrefix(sql, "INSERT") && readsDuplicate(info, n) {
-				found = true
+			if strings.HasPrefix(sql, "INSERT") {
+				if dupChecked < 0 {
+					dupChecked = 0
+					if readsDuplicate(n) {
+						dupChecked = 1
+					}
+				}
+				found = found || dupChecked == 1
 			}
 		}
 		return !found
@@ -155,7 +162,7 @@ func recordsEvent(info *types.Info, n ast.Node) bool {
 // duplicate key: a call or an identifier named like one (isDupEntry,
 // IsUniqueViolation, ErrConflict), or the codes 23505 (PostgreSQL
 // unique_violation) and 1062 (MySQL ER_DUP_ENTRY).
-func readsDuplicate(info *types.Info, n ast.Node) bool {
+func readsDuplicate(n ast.Node) bool {
 	found := false
 	ast.Inspect(n, func(m ast.Node) bool {
 		switch m := m.(type) {
