@@ -33,3 +33,6 @@ func (r Retry) Middleware(h message.HandlerFunc) message.HandlerFunc { return h 
 
 // Recoverer is a stub.
 func Recoverer(h message.HandlerFunc) message.HandlerFunc { return h }
+
+// CorrelationID is a stub.
+func CorrelationID(h message.HandlerFunc) message.HandlerFunc { return h }
