@@ -1130,6 +1130,9 @@ func checkRequestKey(pass *analysis.Pass, r *reporter, call *ast.CallExpr, fn *t
 	}
 	// Find the variable the request is assigned to.
 	body := funcBody(s.Inner())
+	if tokenRequest(pass.TypesInfo, body, call) {
+		return // an OAuth token fetch: nothing to dedupe
+	}
 	var req types.Object
 	ast.Inspect(body, func(n ast.Node) bool {
 		if as, ok := n.(*ast.AssignStmt); ok && len(as.Rhs) == 1 && ast.Unparen(as.Rhs[0]) == call && len(as.Lhs) > 0 {

@@ -2,6 +2,7 @@ package ackgapvet
 
 import (
 	"go/ast"
+	"go/constant"
 	"go/types"
 	"regexp"
 	"strings"
@@ -21,8 +22,13 @@ func harmfulRepeat(pass *analysis.Pass, fname string, body *ast.BlockStmt, call 
 	if strings.Contains(d, "publish") && (deadLetterPublish(pass.TypesInfo, fname, call) || deadLetterTopic.MatchString(pass.Pkg.Name())) {
 		return false // in a package of its own for dead letters, too
 	}
-	if cf := callee(pass.TypesInfo, call); cf != nil && funcPath(cf) == "net/http" && cf.Name() == "Do" && safeRequest(pass.TypesInfo, body, call) {
-		return false
+	if cf := callee(pass.TypesInfo, call); cf != nil && funcPath(cf) == "net/http" && cf.Name() == "Do" {
+		if safeRequest(pass.TypesInfo, body, call) {
+			return false
+		}
+		if rc := requestMade(pass.TypesInfo, body, call); rc != nil && tokenRequest(pass.TypesInfo, body, rc) {
+			return false // an OAuth token fetch
+		}
 	}
 	if keyedCall(pass, body, call) {
 		return false
@@ -265,4 +271,76 @@ func safeRequest(info *types.Info, body *ast.BlockStmt, call *ast.CallExpr) bool
 		}
 	}
 	return true
+}
+
+// tokenEndpoint matches the path of an OAuth 2.0 token endpoint (RFC 6749,
+// 3.2): ".../oauth2/v2.0/token", "/connect/token", "/oauth/token".
+var tokenEndpoint = regexp.MustCompile(`(?i)/oauth2?(/|$)|/token/?$|/connect/token`)
+
+// tokenRequest reports whether req, a call to http.NewRequest or
+// NewRequestWithContext in body, asks an OAuth 2.0 token endpoint for an
+// access token: its URL holds a string constant naming the endpoint
+// (directly, or through a local variable assigned in body). A token
+// request changes nothing at the provider that a repeat would double (RFC
+// 6749, 4.4: the client-credentials grant issues a fresh token each time),
+// so neither effect nor idemkey reports it.
+func tokenRequest(info *types.Info, body *ast.BlockStmt, req *ast.CallExpr) bool {
+	fn := callee(info, req)
+	if fn == nil || funcPath(fn) != "net/http" || (fn.Name() != "NewRequest" && fn.Name() != "NewRequestWithContext") {
+		return false
+	}
+	ui := 1
+	if fn.Name() == "NewRequestWithContext" {
+		ui = 2
+	}
+	if len(req.Args) <= ui {
+		return false
+	}
+	exprs := []ast.Expr{req.Args[ui]}
+	ast.Inspect(req.Args[ui], func(n ast.Node) bool {
+		if id, ok := n.(*ast.Ident); ok && body != nil {
+			if v, ok := info.Uses[id].(*types.Var); ok {
+				exprs = append(exprs, assignedValues(info, body, v)...)
+			}
+		}
+		return true
+	})
+	for _, e := range exprs {
+		found := false
+		ast.Inspect(e, func(n ast.Node) bool {
+			if x, ok := n.(ast.Expr); ok {
+				if tv, ok := info.Types[x]; ok && tv.Value != nil && tv.Value.Kind() == constant.String {
+					found = found || tokenEndpoint.MatchString(constant.StringVal(tv.Value))
+					return false
+				}
+			}
+			return !found
+		})
+		if found {
+			return true
+		}
+	}
+	return false
+}
+
+// requestMade returns the http.NewRequest call that made the request a
+// Client.Do call sends, when body assigns it once; nil otherwise.
+func requestMade(info *types.Info, body *ast.BlockStmt, do *ast.CallExpr) *ast.CallExpr {
+	if body == nil || len(do.Args) != 1 {
+		return nil
+	}
+	id, ok := ast.Unparen(do.Args[0]).(*ast.Ident)
+	if !ok {
+		return nil
+	}
+	v, ok := info.Uses[id].(*types.Var)
+	if !ok {
+		return nil
+	}
+	vals := assignedValues(info, body, v)
+	if len(vals) != 1 {
+		return nil
+	}
+	rc, _ := ast.Unparen(vals[0]).(*ast.CallExpr)
+	return rc
 }

@@ -1,0 +1,49 @@
+package effect
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/ThreeDotsLabs/watermill/message"
+)
+
+type notifier struct {
+	client   *http.Client
+	aadBase  string
+	tenantID string
+}
+
+// token asks an OAuth 2.0 token endpoint for an access token: not an effect.
+func (n *notifier) token(ctx context.Context) (*http.Response, error) {
+	form := url.Values{}
+	form.Set("grant_type", "client_credentials")
+	endpoint := n.aadBase + "/" + n.tenantID + "/oauth2/v2.0/token"
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(form.Encode()))
+	if err != nil {
+		return nil, err
+	}
+	return n.client.Do(req)
+}
+
+// post sends the notification itself: an effect.
+func (n *notifier) post(ctx context.Context) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, n.aadBase+"/v3/conversations", nil)
+	if err != nil {
+		return nil, err
+	}
+	return n.client.Do(req) // want `an HTTP request \(http.Client.Do\)`
+}
+
+func (n *notifier) handle(msg *message.Message) error {
+	if _, err := n.token(msg.Context()); err != nil {
+		return err
+	}
+	_, err := n.post(msg.Context())
+	return err
+}
+
+func registerNotifier(r *message.Router, n *notifier) {
+	r.AddNoPublisherHandler("notify", "t", nil, n.handle)
+}
