@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"go/ast"
 	"go/token"
+	"go/types"
 	"io"
 	"slices"
 	"strings"
@@ -48,6 +49,9 @@ type Consumer struct {
 	Findings int `json:"findings"`
 
 	spans []span
+	// loop is set on a receive loop that calls the broker's receive
+	// itself (see receiveLoop).
+	loop bool
 }
 
 // Step is one place on a consumer's path.
@@ -71,6 +75,36 @@ type Step struct {
 	Async bool `json:"async,omitempty"`
 }
 
+// receiveLoop reports whether the entry function of rw takes messages from
+// the broker itself: a Sarama ConsumeClaim, or a function that calls a
+// receive, poll or fetch (see receives), as opposed to a handler value that
+// a loop calls.
+func receiveLoop(rw *rootWalk) bool {
+	if rw.root.Kind == KindSarama {
+		return true
+	}
+	if rw.entry == nil {
+		return false
+	}
+	for _, b := range rw.entry.Blocks {
+		for _, ins := range b.Instrs {
+			call, ok := ins.(ssa.CallInstruction)
+			if !ok {
+				continue
+			}
+			cc := call.Common()
+			fn := cc.Method
+			if callee := cc.StaticCallee(); callee != nil {
+				fn, _ = callee.Object().(*types.Func)
+			}
+			if fn != nil && receives(fn) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // span is the source range of one function a consumer reaches.
 type span struct {
 	file       string
@@ -86,10 +120,13 @@ func (w *wholeProgram) consumerMap() []Consumer {
 	// An entry that acknowledges nothing itself and that another consumer
 	// reaches is part of that consumer's path, not a consumer: a closure
 	// of an application's handler type (a filter, a processor) that a
-	// receive loop calls.
+	// receive loop calls. A receive loop is never pruned: it takes
+	// messages from the broker itself, and a call graph that reaches it
+	// from another consumer (through a closure both are wired with) does not
+	// make it part of that consumer.
 	all := slices.Clone(out)
 	out = slices.DeleteFunc(out, func(c Consumer) bool {
-		if len(c.Acks) > 0 || len(c.spans) == 0 {
+		if len(c.Acks) > 0 || len(c.spans) == 0 || c.loop {
 			return false
 		}
 		for i := range all {
@@ -112,7 +149,7 @@ func (w *wholeProgram) describe(rw *rootWalk) Consumer {
 	fset := w.prog.Fset
 	rel := func(p token.Position) string { return relPath(p.Filename) }
 	start := fset.Position(rw.root.Node.Pos())
-	c := Consumer{Kind: rw.root.Kind, Name: rw.root.Name, File: rel(start), Line: start.Line, Acks: []Step{}, Effects: []Step{}, Writes: []Step{}, Dedupe: "none found"}
+	c := Consumer{Kind: rw.root.Kind, Name: rw.root.Name, File: rel(start), Line: start.Line, Acks: []Step{}, Effects: []Step{}, Writes: []Step{}, Dedupe: "none found", loop: receiveLoop(rw)}
 	if recv := rw.entry.Signature.Recv(); recv != nil && !strings.Contains(c.Name, ".") {
 		c.Name = typeName(recv.Type()) + "." + c.Name // Sarama's ConsumeClaim: whose
 	}

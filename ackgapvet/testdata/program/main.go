@@ -26,6 +26,7 @@ import (
 	"example.com/program/notify"
 	"example.com/program/orders"
 	"example.com/program/poller"
+	"example.com/program/sources"
 	"example.com/program/swallow"
 	"example.com/program/twochans"
 )
@@ -67,5 +68,17 @@ func main() {
 	go swallow.ConsumeStatus(context.Background(), kafka.NewReader(kafka.ReaderConfig{}), nil)
 	go multiface.ConsumeReports(context.Background(), kafka.NewReader(kafka.ReaderConfig{}), &multiface.DBStorage{})
 	go swallow.Consume(context.Background(), kafka.NewReader(kafka.ReaderConfig{}), swallow.MakeProcess(nil))
+	out := make(chan sources.Message)
+	go (&sources.Kafka{R: kafka.NewReader(kafka.ReaderConfig{}), Next: &sources.SQS{C: &sqs.Client{}}}).Read(context.Background(), out)
+	go target(out)
 	poller.Poll(context.Background(), &sqs.Client{}, "https://sqs.example/q", &ledger.Ledger{C: c})
+}
+
+// target writes what the sources read; the ack closures it calls are out of
+// the walk's sight, as a replicator's targets in another package are.
+func target(out <-chan sources.Message) {
+	acks := map[string]func(){}
+	for m := range out {
+		acks[m.Data] = m.Ack
+	}
 }
