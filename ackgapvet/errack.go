@@ -48,6 +48,7 @@ permanent.`,
 			partialBatch(pass, r, root, body)
 			implicit := root.Node == node && returnAcks(root.Kind)
 			acker, always := c.ackerOf(node)
+			after := afterLoops(body)
 			ast.Inspect(body, func(m ast.Node) bool {
 				if _, ok := m.(*ast.FuncLit); ok {
 					return false // its own function on the path
@@ -73,12 +74,53 @@ permanent.`,
 					if ifs == nil {
 						continue
 					}
-					checkErrAck(pass, c, r, root, ifs, work, block.List[i+1:], implicit, acker, always)
+					rest := block.List[i+1:]
+					if tail, ok := after[block]; ok && !leavesLoop(rest) {
+						// A failure inside a loop over the message's parts
+						// (sources, records) reaches the statements after
+						// the loop: the mark there acks it.
+						rest = append(slices.Clip(rest), tail...)
+					}
+					checkErrAck(pass, c, r, root, ifs, work, rest, implicit, acker, always)
 				}
 				return true
 			})
 		}
 	})
+
+// afterLoops maps the body of every loop in body (outside nested function
+// literals) to the statements that follow the loop in its block.
+func afterLoops(body *ast.BlockStmt) map[*ast.BlockStmt][]ast.Stmt {
+	out := map[*ast.BlockStmt][]ast.Stmt{}
+	inspectOwn(body, func(n ast.Node) {
+		block, ok := n.(*ast.BlockStmt)
+		if !ok {
+			return
+		}
+		for i, st := range block.List {
+			switch loop := st.(type) {
+			case *ast.RangeStmt:
+				out[loop.Body] = block.List[i+1:]
+			case *ast.ForStmt:
+				out[loop.Body] = block.List[i+1:]
+			}
+		}
+	})
+	return out
+}
+
+// leavesLoop reports whether one of stmts (at their own level) returns or
+// branches, so the statements after the enclosing loop are not simply
+// reached from them.
+func leavesLoop(stmts []ast.Stmt) bool {
+	for _, st := range stmts {
+		switch st.(type) {
+		case *ast.ReturnStmt, *ast.BranchStmt:
+			return true
+		}
+	}
+	return false
+}
 
 // returnAcks reports whether a root of kind acks its message by returning
 // without an error: the router, ackgap, Lambda, and go-queue's kq (which
