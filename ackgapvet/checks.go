@@ -130,8 +130,25 @@ message is done while the work is still ahead: a crash or error in between
 loses the message instead of redelivering it. Watermill's InstantAck middleware
 does the same for every message. So does an ack right after the message was
 handed to another goroutine (go h.apply(msg), jobs <- msg) when nothing
-waits for it. Fix: ack after the work has committed.`,
+waits for it, and work scheduled on a timer (time.AfterFunc) that fires
+after the consumer has returned and acknowledged: a crash or restart in the
+window, or a shutdown that stops the timer, loses it. Fix: ack after the
+work has committed; for deferred work, write it down durably in the
+handler's transaction (an outbox row) and let a relay do it.`,
 	func(pass *analysis.Pass, c *Consumers, r *reporter) {
+		walk(pass, c, callNode, func(n ast.Node, s *site) {
+			call := n.(*ast.CallExpr)
+			fn := callee(pass.TypesInfo, call)
+			if s.Root == nil || fn == nil || funcPath(fn) != "time" || fn.Name() != "AfterFunc" || len(call.Args) != 2 {
+				return
+			}
+			if !timerWork(pass, call.Args[1]) {
+				return
+			}
+			r.report(call, SeverityOf(s.names()...), fmt.Sprintf(
+				"schedules work on a timer (time.AfterFunc) on the consumer path of %s %s: the message is acknowledged when the consumer returns, before the timer fires, so a crash or restart in the window (or a shutdown that stops the timer) loses the work; write the pending work durably in the handler's transaction (an outbox row) and let a relay do it, or do it before returning",
+				s.Root.Kind, s.Root.Name))
+		})
 		walk(pass, c, []ast.Node{(*ast.Ident)(nil)}, func(n ast.Node, s *site) {
 			id := n.(*ast.Ident)
 			fn, ok := pass.TypesInfo.Uses[id].(*types.Func)
@@ -241,6 +258,37 @@ func firstWork(pass *analysis.Pass, c *Consumers, stmts []ast.Stmt) (string, ast
 		}
 	}
 	return "", nil
+}
+
+// timerWork reports whether f, the function a time.AfterFunc runs, does the
+// application's work: a function literal that calls a function or method
+// of this package or of a module (not the standard library; an interface
+// method included), or such a
+// function or method value. A context's cancel, a channel close or a
+// timeout flag is not work.
+func timerWork(pass *analysis.Pass, f ast.Expr) bool {
+	info := pass.TypesInfo
+	outside := func(fn *types.Func) bool {
+		if fn == nil || fn.Pkg() == nil {
+			return false
+		}
+		if sig, ok := fn.Type().(*types.Signature); ok && sig.Recv() != nil && types.IsInterface(sig.Recv().Type()) {
+			return true
+		}
+		first, _, _ := strings.Cut(fn.Pkg().Path(), "/")
+		return fn.Pkg() == pass.Pkg || strings.Contains(first, ".")
+	}
+	if lit, ok := ast.Unparen(f).(*ast.FuncLit); ok {
+		found := false
+		ast.Inspect(lit.Body, func(n ast.Node) bool {
+			if call, ok := n.(*ast.CallExpr); ok && outside(callee(info, call)) {
+				found = true
+			}
+			return !found
+		})
+		return found
+	}
+	return outside(referencedFunc(info, f))
 }
 
 // AutoCommitAnalyzer reports offset auto-commit left on in loops with work.
