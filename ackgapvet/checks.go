@@ -78,11 +78,24 @@ relay make the call with a stable idempotency key.`,
 					d))
 				return
 			}
+			if behindGuard(pass, c, s, call) {
+				return // a redelivery finds the transition made and skips it
+			}
 			r.report(call, SeverityOf(names...), fmt.Sprintf(
 				"%s %s repeats on every redelivery; record it in the outbox in the handler's transaction and let the relay make it with an idempotency key",
 				d, s.where()))
 		})
 	})
+
+// behindGuard reports whether call, at s, runs only when a guarded
+// transition was won first: in its own function (see guardedAt) or, in the
+// whole-program mode, on every chain of calls that reaches its function.
+func behindGuard(pass *analysis.Pass, c *Consumers, s *site, call *ast.CallExpr) bool {
+	if len(s.Funcs) == 0 {
+		return false
+	}
+	return c.guarded(s.Inner()) || guardedAt(pass.TypesInfo, s.Funcs[0], call.Pos())
+}
 
 // PoolTxAnalyzer reports writes through a pool where a transaction was given.
 var PoolTxAnalyzer = newAnalyzer("pooltx",
@@ -1017,7 +1030,7 @@ the request), and record the event in an inbox row in the same transaction.`,
 				return
 			}
 			if funcPath(fn) == "net/http" && recvName(fn) == "" && (fn.Name() == "NewRequest" || fn.Name() == "NewRequestWithContext") {
-				checkRequestKey(pass, r, call, fn, s)
+				checkRequestKey(pass, c, r, call, fn, s)
 				return
 			}
 			if h, _ := dbCall(pass.TypesInfo, call); h != handleNone && s.Root.Kind != KindAckgap {
@@ -1160,7 +1173,7 @@ func stringValue(info *types.Info, e ast.Expr) string {
 	return ""
 }
 
-func checkRequestKey(pass *analysis.Pass, r *reporter, call *ast.CallExpr, fn *types.Func, s *site) {
+func checkRequestKey(pass *analysis.Pass, c *Consumers, r *reporter, call *ast.CallExpr, fn *types.Func, s *site) {
 	mi := 0
 	if fn.Name() == "NewRequestWithContext" {
 		mi = 1
@@ -1178,8 +1191,8 @@ func checkRequestKey(pass *analysis.Pass, r *reporter, call *ast.CallExpr, fn *t
 	}
 	// Find the variable the request is assigned to.
 	body := funcBody(s.Inner())
-	if tokenRequest(pass.TypesInfo, body, call) {
-		return // an OAuth token fetch: nothing to dedupe
+	if tokenRequest(pass.TypesInfo, body, call) || behindGuard(pass, c, s, call) {
+		return // an OAuth token fetch, or a request a redelivery skips
 	}
 	var req types.Object
 	ast.Inspect(body, func(n ast.Node) bool {

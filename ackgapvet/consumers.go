@@ -213,6 +213,13 @@ func (c *Consumers) ackerOf(fn ast.Node) (acker string, always bool) {
 	return c.program.nodes[fn].acker, c.program.nodes[fn].ackAlways
 }
 
+// guarded reports whether, in the whole-program mode, every walk that
+// reaches fn (a FuncDecl or FuncLit of this package) reaches it only below
+// a won guarded transition (see guardedAt): a redelivery skips it.
+func (c *Consumers) guarded(fn ast.Node) bool {
+	return c.program != nil && c.program.guarded[fn] && !c.program.unguarded[fn]
+}
+
 // PathOf returns, in the whole-program mode, the chain of functions from
 // the entry point to fn (a FuncDecl or FuncLit of this package), the entry
 // point first; nil in the per-package mode or off consumer paths.
@@ -346,7 +353,9 @@ func runConsumers(pass *analysis.Pass) (any, error) {
 	if v, ok := programs.Load(pass.Pkg); ok {
 		c.program = v.(*programReach)
 		for n, r := range c.program.nodes {
-			if _, ok := c.reach[n]; !ok {
+			// A function some walk reaches behind a guarded transition is
+			// named with the consumer that reaches it without one.
+			if _, ok := c.reach[n]; !ok || c.program.guarded[n] && !r.behindGuard {
 				c.reach[n] = r.root
 			}
 		}

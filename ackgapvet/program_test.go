@@ -173,7 +173,7 @@ func TestConsumerMap(t *testing.T) {
 	for _, c := range rep.Consumers {
 		byName[c.Name] = c
 	}
-	require.Len(t, byName, 26, "%+v", rep.Consumers)
+	require.Len(t, byName, 28, "%+v", rep.Consumers)
 
 	// A receive loop that the call graph reaches from another consumer (a
 	// fallback source behind an interface) and whose acks are closures it
@@ -363,4 +363,15 @@ func TestGeneratorChannel(t *testing.T) {
 	}
 	require.Equal(t, []int{43, 61}, lines, "the generator's reader, and the errgroup worker that reads the jobs channel")
 	require.Empty(t, findingsIn(programReport(t, true), "gen/gen.go", "effect"))
+}
+
+// TestGuardedTransition: an effect reached only behind a won guarded
+// transition (a caller that archived the thread posts, a redelivery finds
+// it archived) is not reported; one that another consumer reaches without
+// the guard is, named with that consumer's path.
+func TestGuardedTransition(t *testing.T) {
+	rep := programReport(t, false)
+	fs := findingsIn(rep, "surface/surface.go", "effect")
+	require.Len(t, fs, 1, "%+v", fs)
+	require.Contains(t, fs[0].Message, "surface.Manager.OnMirror → surface.Mirror.Post")
 }

@@ -45,6 +45,9 @@ type reached struct {
 	// ackAlways: the acker acks after this function returns whatever it
 	// returns (its result is discarded).
 	ackAlways bool
+	// behindGuard: the walk that recorded this reaches the function only
+	// below a won guarded transition (see guardedAt).
+	behindGuard bool
 }
 
 // programReach is the whole-program result for one package: its functions
@@ -66,10 +69,14 @@ type programReach struct {
 	// dedupe says, per entry point, whether a function on its walk makes
 	// a dedupe record (see recordsEvent).
 	dedupe map[*Root]bool
+	// guarded and unguarded mark the functions some walk reaches only
+	// below a won guarded transition (see guardedAt), and those some walk
+	// reaches without one.
+	guarded, unguarded map[ast.Node]bool
 }
 
 func newProgramReach() *programReach {
-	return &programReach{nodes: map[ast.Node]*reached{}, funcs: map[*types.Func]bool{}, works: map[*types.Func]bool{}, commitSites: map[token.Pos]bool{}, workSites: map[token.Pos]bool{}, dedupe: map[*Root]bool{}}
+	return &programReach{nodes: map[ast.Node]*reached{}, funcs: map[*types.Func]bool{}, works: map[*types.Func]bool{}, commitSites: map[token.Pos]bool{}, workSites: map[token.Pos]bool{}, dedupe: map[*Root]bool{}, guarded: map[ast.Node]bool{}, unguarded: map[ast.Node]bool{}}
 }
 
 // programs holds the whole-program result of the run in progress, by
@@ -1064,6 +1071,7 @@ func (w *wholeProgram) publish() (done func()) {
 			}
 		}
 		acks, always := w.nilAcks(rw)
+		behind := w.guardedWalk(rw)
 		for _, fn := range rw.order {
 			if !w.inApp(fn) {
 				continue
@@ -1084,8 +1092,16 @@ func (w *wholeProgram) publish() (done func()) {
 				pr = newProgramReach()
 				byPkg[src.Pkg.Pkg] = pr
 			}
-			if pr.nodes[node] == nil {
-				pr.nodes[node] = &reached{root: rw.root, path: rw.path(fn)}
+			if behind[fn] {
+				pr.guarded[node] = true
+			} else {
+				pr.unguarded[node] = true
+			}
+			// The first walk names the function's consumer, unless it
+			// reached it behind a guard and this one does not: findings
+			// name the path on which the work repeats.
+			if prev := pr.nodes[node]; prev == nil || prev.behindGuard && !behind[fn] {
+				pr.nodes[node] = &reached{root: rw.root, path: rw.path(fn), behindGuard: behind[fn]}
 				if fn != rw.entry {
 					pr.nodes[node].acker, pr.nodes[node].ackAlways = acks[fn], always[fn]
 				}

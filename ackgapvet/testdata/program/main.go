@@ -27,6 +27,7 @@ import (
 	"example.com/program/orders"
 	"example.com/program/poller"
 	"example.com/program/sources"
+	"example.com/program/surface"
 	"example.com/program/swallow"
 	"example.com/program/twochans"
 )
@@ -56,6 +57,9 @@ func main() {
 	r.AddNoPublisherHandler("split", "orders", nil, fo.Split)
 	r.AddNoPublisherHandler("ship", "orders", nil, fo.Ship)
 	r.AddNoPublisherHandler("guard", "orders", nil, fo.Guard)
+	sm := &surface.Manager{P: &surface.Poster{C: c}, M: &surface.Mirror{C: c}}
+	r.AddNoPublisherHandler("closed", "threads", nil, sm.OnClosed)
+	r.AddNoPublisherHandler("mirror", "threads", nil, sm.OnMirror)
 	tc := twochans.New()
 	go tc.Log()
 	go tc.Pay()

@@ -1,0 +1,154 @@
+package ackgapvet
+
+import (
+	"go/ast"
+	"go/token"
+	"go/types"
+	"regexp"
+
+	"golang.org/x/tools/go/ssa"
+)
+
+// claimVerb matches the names of calls whose boolean (or affected-rows)
+// result says whether this caller won a guarded transition: archive,
+// claim, reserve, acquire, lock, mark, transition, set-if-absent, an
+// insert that may find the row there already.
+var claimVerb = regexp.MustCompile(`(?i)^(try)?(archive|claim|reserve|acquire|lock|mark|transition|advance|complete|finish|close|resolve|setnx|setifnotexists|compareandswap|cas|insertifnotexists|createifnotexists)|ifnotexists$|ifabsent$`)
+
+// guardedAt reports whether the statement of body holding pos runs only
+// when an earlier guarded transition in body was won: a statement before
+// it in an enclosing block is `if !won { return }` (or continue, break; or
+// `won == false`), where won was assigned from a call named like a claim
+// (see claimVerb), or `if n == 0 { return }` where n holds a result's
+// RowsAffected. A redelivery then finds the transition made and skips the
+// work, so an effect below is not repeated.
+func guardedAt(info *types.Info, body ast.Node, pos token.Pos) bool {
+	guarded := false
+	ast.Inspect(body, func(n ast.Node) bool {
+		if guarded || n == nil || pos < n.Pos() || pos >= n.End() {
+			return false
+		}
+		block, ok := stmtBlock(n)
+		if !ok {
+			return true
+		}
+		for i, st := range block.List {
+			if st.Pos() <= pos && pos < st.End() {
+				break
+			}
+			if guardStmt(info, st, block.List[:i]) {
+				guarded = true
+				return false
+			}
+		}
+		return true
+	})
+	return guarded
+}
+
+// guardStmt matches `if !won { leave }` or `if n == 0 { leave }` at st,
+// with won or n assigned from a claim (or RowsAffected) in st's init or in
+// one of the statements before it.
+func guardStmt(info *types.Info, st ast.Stmt, before []ast.Stmt) bool {
+	ifs, ok := st.(*ast.IfStmt)
+	if !ok || ifs.Else != nil || !leavesBlock(ifs.Body) {
+		return false
+	}
+	var v types.Object
+	rows := false
+	switch c := ast.Unparen(ifs.Cond).(type) {
+	case *ast.UnaryExpr:
+		if c.Op == token.NOT {
+			v = identObj(info, c.X)
+		}
+	case *ast.BinaryExpr:
+		if c.Op == token.EQL {
+			if id, ok := ast.Unparen(c.Y).(*ast.Ident); ok && id.Name == "false" {
+				v = identObj(info, c.X)
+			}
+			if lit, ok := ast.Unparen(c.Y).(*ast.BasicLit); ok && lit.Value == "0" {
+				v, rows = identObj(info, c.X), true
+			}
+		}
+	}
+	if v == nil {
+		return false
+	}
+	stmts := append([]ast.Stmt{}, before...)
+	if ifs.Init != nil {
+		stmts = append(stmts, ifs.Init)
+	}
+	for i := len(stmts) - 1; i >= 0; i-- {
+		as, ok := stmts[i].(*ast.AssignStmt)
+		if !ok || len(as.Rhs) != 1 {
+			continue
+		}
+		assigns := false
+		for _, l := range as.Lhs {
+			if identObj(info, l) == v {
+				assigns = true
+			}
+		}
+		if !assigns {
+			continue
+		}
+		call, ok := ast.Unparen(as.Rhs[0]).(*ast.CallExpr)
+		if !ok {
+			return false
+		}
+		name := lastName(call.Fun)
+		if rows {
+			return name == "RowsAffected"
+		}
+		return claimVerb.MatchString(name)
+	}
+	return false
+}
+
+// leavesBlock reports whether body ends by leaving: a return, continue,
+// break or goto as its last statement.
+func leavesBlock(body *ast.BlockStmt) bool {
+	if len(body.List) == 0 {
+		return false
+	}
+	switch body.List[len(body.List)-1].(type) {
+	case *ast.ReturnStmt, *ast.BranchStmt:
+		return true
+	}
+	return false
+}
+
+// guardedWalk returns the functions of rw's walk that it reaches only
+// below a won guarded transition (see guardedAt): some call on the chain
+// from the entry point to the function sits behind one.
+func (w *wholeProgram) guardedWalk(rw *rootWalk) map[*ssa.Function]bool {
+	memo := map[*ssa.Function]bool{}
+	var guarded func(fn *ssa.Function, depth int) bool
+	guarded = func(fn *ssa.Function, depth int) bool {
+		if g, ok := memo[fn]; ok {
+			return g
+		}
+		p := rw.parent[fn]
+		if p == nil || depth > 64 {
+			return false
+		}
+		g := false
+		src := p
+		if o := p.Origin(); o != nil {
+			src = o
+		}
+		if node := src.Syntax(); node != nil && src.Pkg != nil && w.info[src.Pkg.Pkg] != nil {
+			g = guardedAt(w.info[src.Pkg.Pkg].TypesInfo, node, rw.via[fn])
+		}
+		g = g || guarded(p, depth+1)
+		memo[fn] = g
+		return g
+	}
+	out := map[*ssa.Function]bool{}
+	for _, fn := range rw.order {
+		if guarded(fn, 0) {
+			out[fn] = true
+		}
+	}
+	return out
+}
