@@ -173,7 +173,7 @@ func TestConsumerMap(t *testing.T) {
 	for _, c := range rep.Consumers {
 		byName[c.Name] = c
 	}
-	require.Len(t, byName, 28, "%+v", rep.Consumers)
+	require.Len(t, byName, 29, "%+v", rep.Consumers)
 
 	// A receive loop that the call graph reaches from another consumer (a
 	// fallback source behind an interface) and whose acks are closures it
@@ -374,4 +374,15 @@ func TestGuardedTransition(t *testing.T) {
 	fs := findingsIn(rep, "surface/surface.go", "effect")
 	require.Len(t, fs, 1, "%+v", fs)
 	require.Contains(t, fs[0].Message, "surface.Manager.OnMirror → surface.Mirror.Post")
+}
+
+// TestClosureGivenToLibraryInterface: a closure given to a method of an
+// interface a library declares (a tracer's WithSpan) is taken as called by
+// it, so the delivery it makes through the application's own interface is
+// on the consumer's path.
+func TestClosureGivenToLibraryInterface(t *testing.T) {
+	rep := programReport(t, false)
+	fs := findingsIn(rep, "spanbus/spanbus.go", "effect")
+	require.Len(t, fs, 1, "%+v", fs)
+	require.Contains(t, fs[0].Message, "spanbus.Bus.Handle.func1 → spanbus.Webhook.Deliver")
 }

@@ -982,8 +982,15 @@ func (w *wholeProgram) walk(root *Root, entry *ssa.Function) *rootWalk {
 					}
 				case ssa.CallInstruction:
 					// A function value passed to a library (no body
-					// here) is taken as called by it.
-					if f := in.Common().StaticCallee(); f == nil || len(f.Blocks) > 0 {
+					// here, or a method of an interface the library
+					// declares: a tracer's WithSpan) is taken as called
+					// by it.
+					cc := in.Common()
+					if cc.IsInvoke() {
+						if m := cc.Method; m.Pkg() == nil || w.app[m.Pkg()] {
+							continue
+						}
+					} else if f := cc.StaticCallee(); f == nil || len(f.Blocks) > 0 {
 						continue
 					}
 					for _, a := range in.Common().Args {

@@ -7,6 +7,7 @@ require (
 	github.com/aws/aws-sdk-go-v2 v1.0.0
 	github.com/segmentio/kafka-go v0.4.0
 	github.com/zeromicro/go-queue v1.0.0
+	go.opentelemetry.io/otel v1.0.0
 	golang.org/x/sync v0.0.0
 )
 
@@ -19,3 +20,5 @@ replace github.com/zeromicro/go-queue => ../src/github.com/zeromicro/go-queue
 replace github.com/segmentio/kafka-go => ../src/github.com/segmentio/kafka-go
 
 replace golang.org/x/sync => ../src/golang.org/x/sync
+
+replace go.opentelemetry.io/otel => ../src/go.opentelemetry.io/otel

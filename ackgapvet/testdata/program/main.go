@@ -27,6 +27,7 @@ import (
 	"example.com/program/orders"
 	"example.com/program/poller"
 	"example.com/program/sources"
+	"example.com/program/spanbus"
 	"example.com/program/surface"
 	"example.com/program/swallow"
 	"example.com/program/twochans"
@@ -60,6 +61,7 @@ func main() {
 	sm := &surface.Manager{P: &surface.Poster{C: c}, M: &surface.Mirror{C: c}}
 	r.AddNoPublisherHandler("closed", "threads", nil, sm.OnClosed)
 	r.AddNoPublisherHandler("mirror", "threads", nil, sm.OnMirror)
+	r.AddNoPublisherHandler("span", "events", nil, (&spanbus.Bus{D: &spanbus.Webhook{C: c}}).Handle)
 	tc := twochans.New()
 	go tc.Log()
 	go tc.Pay()
