@@ -141,6 +141,12 @@ func TestLibraryCallbacks(t *testing.T) {
 	analysistest.Run(t, analysistest.TestData(), ackgapvet.EffectAnalyzer, "kqapp", "saramapart")
 }
 
+// TestSaramaCluster: a bsm/sarama-cluster Messages() loop is an entry
+// point, and its MarkOffset an ack.
+func TestSaramaCluster(t *testing.T) {
+	analysistest.Run(t, analysistest.TestData(), ackgapvet.EarlyAckAnalyzer, "saramacluster")
+}
+
 // TestKqCommitsOnError: a kq Consume that returns a failed update's error
 // loses the message (kq commits it anyway).
 func TestKqCommitsOnError(t *testing.T) {

@@ -34,8 +34,12 @@ func isPgxpool(p string) bool {
 }
 
 func isSaramaPath(p string) bool {
-	return p == "github.com/IBM/sarama" || p == "github.com/Shopify/sarama"
+	return p == "github.com/IBM/sarama" || p == "github.com/Shopify/sarama" || p == pathSaramaCluster
 }
+
+// pathSaramaCluster is bsm/sarama-cluster, the consumer group library over
+// Sarama from before Sarama had its own (archived; still in services).
+const pathSaramaCluster = "github.com/bsm/sarama-cluster"
 
 // callee returns the function or method a call invokes, or nil for calls of
 // function values, conversions and builtins (and for a nil call).

@@ -76,11 +76,11 @@ type Step struct {
 }
 
 // receiveLoop reports whether the entry function of rw takes messages from
-// the broker itself: a Sarama ConsumeClaim, or a function that calls a
+// the broker itself: a Sarama ConsumeClaim or Messages() loop, or a function that calls a
 // receive, poll or fetch (see receives), as opposed to a handler value that
 // a loop calls.
 func receiveLoop(rw *rootWalk) bool {
-	if rw.root.Kind == KindSarama {
+	if rw.root.Kind == KindSarama || rw.root.Kind == KindSaramaPartition || rw.root.Kind == KindSaramaCluster {
 		return true
 	}
 	if rw.entry == nil {

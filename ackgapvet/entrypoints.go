@@ -27,6 +27,10 @@ const (
 	// Messages(): a partition consumer without a consumer group, whose
 	// offsets are stored only if the code stores them.
 	KindSaramaPartition = "Sarama partition consumer"
+	// KindSaramaCluster is a loop over a bsm/sarama-cluster Consumer's
+	// (or PartitionConsumer's) Messages(): a consumer group whose offsets
+	// are committed when MarkOffset has marked them.
+	KindSaramaCluster = "sarama-cluster consumer loop"
 	// KindWatermillSub is a function that ranges over (or receives from)
 	// the channel of *message.Message a Watermill Subscriber's Subscribe
 	// returns, without a Router: each message is acked or nacked by the
@@ -206,8 +210,10 @@ func (c *Consumers) moreRoots(n ast.Node, stack []ast.Node, addRoot func(kind, n
 			}
 		case (name == "Poll" || name == "ReadMessage") && confluentConsumerMethod(fn):
 			c.receiveRoot(KindConfluent, stack, addRoot)
-		case isSaramaPath(path) && recv == "PartitionConsumer" && name == "Messages":
+		case isSaramaPath(path) && path != pathSaramaCluster && recv == "PartitionConsumer" && name == "Messages":
 			c.receiveRoot(KindSaramaPartition, stack, addRoot)
+		case path == pathSaramaCluster && (recv == "Consumer" || recv == "PartitionConsumer") && name == "Messages":
+			c.receiveRoot(KindSaramaCluster, stack, addRoot)
 		default:
 			if sqsOp(fn) == "ReceiveMessage" {
 				c.receiveRoot(KindSQS, stack, addRoot)
