@@ -968,7 +968,7 @@ func partialBatch(pass *analysis.Pass, r *reporter, root *Root, body *ast.BlockS
 			return true
 		}
 		path := funcPath(fn)
-		if !strings.HasPrefix(path, pathAWSSvc) && !strings.HasPrefix(path, pathAWSv1Svc) {
+		if !strings.HasPrefix(path, pathAWSSvc) && !strings.HasPrefix(path, pathAWSv1Svc) && !awsOutputOf(fn) {
 			return true
 		}
 		op := awsV1Op(fn.Name())
@@ -986,6 +986,27 @@ func partialBatch(pass *analysis.Pass, r *reporter, root *Root, body *ast.BlockS
 			qualName(fn), fields[0]))
 		return true
 	})
+}
+
+// awsOutputOf reports whether fn, a function or method of the application
+// (an interface over the SDK client, as aws-sdk-go-v2's docs suggest for
+// stubbing), returns the SDK's output of the operation it is named after:
+// PutEvents returning *eventbridge.PutEventsOutput.
+func awsOutputOf(fn *types.Func) bool {
+	sig, ok := fn.Type().(*types.Signature)
+	if !ok || sig.Results().Len() == 0 {
+		return false
+	}
+	ptr, ok := sig.Results().At(0).Type().(*types.Pointer)
+	if !ok {
+		return false
+	}
+	named, ok := types.Unalias(ptr.Elem()).(*types.Named)
+	if !ok || named.Obj().Pkg() == nil {
+		return false
+	}
+	p := named.Obj().Pkg().Path()
+	return (strings.HasPrefix(p, pathAWSSvc) || strings.HasPrefix(p, pathAWSv1Svc)) && named.Obj().Name() == fn.Name()+"Output"
 }
 
 // readsFailures reports whether body reads one of fields of v, or hands v
