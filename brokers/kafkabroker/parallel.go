@@ -132,6 +132,8 @@ type ParallelSubscriber struct {
 	// metrics is the registration of the instruments' callback,
 	// unregistered by Close.
 	metrics metric.Registration
+	// sentHook is every subscription's (tests only; see parallelSub).
+	sentHook func(*parallelSub)
 }
 
 // Rewinds counts the partitions this subscriber started below the group's
@@ -261,6 +263,7 @@ func (s *ParallelSubscriber) subscribe(ctx context.Context, topic string, keyRun
 		done:       make(chan struct{}),
 		loops:      make(map[partitionKey]*partLoop),
 		accepted:   &s.accepted,
+		sentHook:   s.sentHook,
 	}
 	if keyRun > 0 {
 		sub.runs = make(chan []*message.Message)
@@ -458,13 +461,27 @@ type parallelSub struct {
 	// its claims, read in Setup (none with Progress set).
 	inherit map[partitionKey]committedAt
 
-	// handout guards the sends on out and runs against their close: a
-	// partition loop holds it for reading while it may send (its select
-	// then also waits on stopCh, so it lets go soon after stop begins);
-	// closeHandout holds it for writing.
-	handout       sync.RWMutex
-	handoutClosed bool
-	handoutOnce   sync.Once
+	// handout guards the sends on out and runs: a partition loop holds it
+	// for reading while it may send and until it counted what it sent in
+	// inflight (its select then also waits on stopCh, so it lets go soon
+	// after stop begins); stop and closeHandout hold it for writing to set
+	// handoutStopped, after which nothing is sent.
+	handout        sync.RWMutex
+	handoutStopped bool
+	handoutOnce    sync.Once
+	// sentHook, when set (tests only), runs in a partition loop right
+	// after a receiver took a message from out, before it is counted.
+	sentHook func(*parallelSub)
+}
+
+// stopHandout makes sure no partition loop sends on out or runs from now
+// on, and that every message a receiver took before is counted in
+// inflight: a loop counts a message it sent before it lets go of the read
+// lock, which this takes for writing.
+func (sub *parallelSub) stopHandout() {
+	sub.handout.Lock()
+	defer sub.handout.Unlock()
+	sub.handoutStopped = true
 }
 
 // closeHandout closes out (and runs) once no partition loop can send on
@@ -474,7 +491,7 @@ func (sub *parallelSub) closeHandout() {
 	sub.handoutOnce.Do(func() {
 		sub.handout.Lock()
 		defer sub.handout.Unlock()
-		sub.handoutClosed = true
+		sub.handoutStopped = true
 		close(sub.out)
 		if sub.runs != nil {
 			close(sub.runs)
@@ -636,6 +653,12 @@ func (sub *parallelSub) stop() error {
 	sub.stopOnce.Do(func() {
 		defer close(sub.done)
 		close(sub.stopCh)
+		// A message a receiver took just now may not be counted in
+		// inflight yet (its loop counts it after the send). Waiting for
+		// inflight without this barrier could end at once, and its ack,
+		// however soon it came, would never reach the watermark: the
+		// last commit would leave it to the group's next member.
+		sub.stopHandout()
 		timer := time.NewTimer(sub.cfg.CloseTimeout)
 		for sub.inflight.Load() > 0 {
 			select {
@@ -836,11 +859,11 @@ func (l *partLoop) run() {
 		}
 		sending := out != nil || runs != nil
 		if sending {
-			// Held while the select may send; it also waits on stopCh
-			// (not stopping), so closeHandout gets it soon after stop
-			// begins.
+			// Held while the select may send and until what it sent is
+			// counted; it also waits on stopCh (not stopping), so
+			// stopHandout gets it soon after stop begins.
 			l.sub.handout.RLock()
-			if l.sub.handoutClosed {
+			if l.sub.handoutStopped {
 				out, runs = nil, nil
 			}
 		}
@@ -853,6 +876,9 @@ func (l *partLoop) run() {
 			}
 			l.read(rec)
 		case out <- next:
+			if l.sub.sentHook != nil {
+				l.sub.sentHook(l.sub)
+			}
 			l.handedOut()
 		case runs <- run:
 			l.handedOutRun(len(run))
