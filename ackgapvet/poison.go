@@ -27,7 +27,8 @@ the poison topic and is acked, and Retry never retries. Reported at the
 NewRouter call (no poison queue among the middlewares added in the
 function that makes the router, or on its handlers) and at the AddMiddleware
 that adds PoisonQueue after Retry. Not reported when the router is handed
-to another function (which may add the middlewares), or when a middleware
+to another function (which may add the middlewares), or stored in a struct
+when the package adds middlewares to a router elsewhere, or when a middleware
 named like a poison queue or dead-letter queue is added. A router made and
 returned by a constructor (an application's NewRouter) is checked where the
 handlers are registered on it, with the middlewares the constructor added. Fix:
@@ -226,13 +227,36 @@ func routerUse(pass *analysis.Pass, c *Consumers, body *ast.BlockStmt, as *ast.A
 				if kv, ok := e.(*ast.KeyValueExpr); ok {
 					e = kv.Value
 				}
-				if identObj(info, e) == router {
-					u.escapes = true
+				if identObj(info, e) == router && addsMiddlewareElsewhere(pass, body) {
+					u.escapes = true // kept in a struct whose methods add middlewares
 				}
 			}
 		}
 	})
 	return u, true
+}
+
+// addsMiddlewareElsewhere reports whether the package adds a middleware to
+// a Watermill router outside body: a router stored in a struct (an
+// application's App{router: router}) may get its middlewares there.
+func addsMiddlewareElsewhere(pass *analysis.Pass, body *ast.BlockStmt) bool {
+	found := false
+	for _, f := range pass.Files {
+		ast.Inspect(f, func(n ast.Node) bool {
+			if found || n == body {
+				return false
+			}
+			call, ok := n.(*ast.CallExpr)
+			if !ok {
+				return true
+			}
+			if sel, ok := ast.Unparen(call.Fun).(*ast.SelectorExpr); ok && sel.Sel.Name == "AddMiddleware" && isNamed(pass.TypesInfo.TypeOf(sel.X), pathWatermill+"/message", "Router") {
+				found = true
+			}
+			return !found
+		})
+	}
+	return found
 }
 
 // checkRouters checks the routers made in body (not in function literals

@@ -44,3 +44,6 @@ func NewRouter(c RouterConfig, logger any) (*Router, error) { return &Router{}, 
 
 // AddMiddleware on one handler.
 func (h *Handler) AddMiddleware(m ...HandlerMiddleware) {}
+
+// Run is a stub.
+func (r *Router) Run(ctx context.Context) error { return nil }
