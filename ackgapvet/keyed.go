@@ -3,6 +3,7 @@ package ackgapvet
 import (
 	"go/ast"
 	"go/constant"
+	"go/token"
 	"go/types"
 	"regexp"
 	"strings"
@@ -32,6 +33,9 @@ func harmfulRepeat(pass *analysis.Pass, fname string, body *ast.BlockStmt, call 
 	}
 	if keyedCall(pass, body, call) {
 		return false
+	}
+	if conditionalWrite(pass.TypesInfo, body, call) {
+		return false // a DynamoDB write under a condition: a guarded transition
 	}
 	if sel, ok := ast.Unparen(call.Fun).(*ast.SelectorExpr); ok && strings.Contains(d, "publish") && builtOverTx(pass.TypesInfo, body, sel.X, 4) {
 		return false
@@ -343,4 +347,35 @@ func requestMade(info *types.Info, body *ast.BlockStmt, do *ast.CallExpr) *ast.C
 	}
 	rc, _ := ast.Unparen(vals[0]).(*ast.CallExpr)
 	return rc
+}
+
+// conditionalWrite reports whether call is a DynamoDB write (aws-sdk-go v1
+// or v2, or the application's interface over either) in a function that
+// handles ConditionalCheckFailedException: the write carries a
+// ConditionExpression, so a repeat fails the condition instead of applying
+// again (DynamoDB's form of a guarded transition; the Developer Guide,
+// "Condition expressions").
+func conditionalWrite(info *types.Info, body *ast.BlockStmt, call *ast.CallExpr) bool {
+	fn := callee(info, call)
+	if body == nil || fn == nil {
+		return false
+	}
+	op := awsV1Op(fn.Name())
+	if op != "UpdateItem" && op != "PutItem" && op != "DeleteItem" && op != "TransactWriteItems" {
+		return false
+	}
+	if !strings.Contains(funcPath(fn), "dynamodb") && !strings.Contains(types.TypeString(fn.Type(), nil), "dynamodb") {
+		return false
+	}
+	found := false
+	ast.Inspect(body, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.Ident:
+			found = found || strings.HasPrefix(n.Name, "ConditionalCheckFailed") || n.Name == "ErrCodeConditionalCheckFailedException"
+		case *ast.BasicLit:
+			found = found || n.Kind == token.STRING && strings.Contains(n.Value, "ConditionalCheckFailed")
+		}
+		return !found
+	})
+	return found
 }

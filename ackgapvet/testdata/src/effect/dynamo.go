@@ -1,0 +1,33 @@
+package effect
+
+import (
+	"errors"
+
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+)
+
+type posts struct{ db *dynamodb.Client }
+
+// markPosted sets posted_at only if it is not set yet: a redelivery fails
+// the condition.
+func (p *posts) markPosted(msg *message.Message) error {
+	cond := "attribute_not_exists(posted_at)"
+	_, err := p.db.UpdateItem(msg.Context(), &dynamodb.UpdateItemInput{ConditionExpression: &cond})
+	var ccf *dynamodb.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		return nil // posted already
+	}
+	return err
+}
+
+// bump has no condition.
+func (p *posts) bump(msg *message.Message) error {
+	_, err := p.db.UpdateItem(msg.Context(), &dynamodb.UpdateItemInput{}) // want `an AWS call \(dynamodb.Client.UpdateItem\)`
+	return err
+}
+
+func registerPosts(r *message.Router, p *posts) {
+	r.AddNoPublisherHandler("posted", "t", nil, p.markPosted)
+	r.AddNoPublisherHandler("bump", "t", nil, p.bump)
+}
