@@ -281,9 +281,9 @@ func checkRouters(pass *analysis.Pass, c *Consumers, r *reporter, body *ast.Bloc
 			r.report(u.call, SeverityOf("poison"),
 				"this Watermill router"+made+" has no poison queue: a message whose handler keeps failing is nacked and delivered again without end (requeued at the head on AMQP, its partition held on Kafka, resent every ResendInterval on SQL) and the messages behind it wait; add middleware.PoisonQueue as the outermost middleware, with middleware.Retry (MaxRetries) inside it")
 		case u.state.poisonAfterRetry:
-			at := ast.Node(u.state.poisonAt)
-			if at == nil {
-				at = u.call
+			var at ast.Node = u.call // both added by the constructor
+			if u.state.poisonAt != nil {
+				at = u.state.poisonAt
 			}
 			r.report(at, SeverityOf("poison"),
 				"PoisonQueue is added after Retry, so it runs inside it (the first middleware added is the outermost): the first failure goes to the poison topic and is acked, and Retry never retries; add PoisonQueue first")

@@ -61,3 +61,8 @@ func throughWrapper(sub message.Subscriber) error {
 	router.AddNoPublisherHandler("h", "t", sub, handle)
 	return nil
 }
+
+func inverted(sub message.Subscriber, pub message.Publisher) {
+	router := poisonmaker.NewInvertedRouter(pub) // want `medium: PoisonQueue is added after Retry`
+	router.AddNoPublisherHandler("h", "t", sub, handle)
+}

@@ -50,3 +50,11 @@ func wrapped() (*message.Router, error) {
 
 // Wrapped is exported for poisonapp.
 func Wrapped() (*message.Router, error) { return wrapped() }
+
+// NewInvertedRouter adds Retry, then the poison queue inside it.
+func NewInvertedRouter(pub message.Publisher) *message.Router {
+	r, _ := message.NewRouter(message.RouterConfig{}, nil)
+	pq, _ := middleware.PoisonQueue(pub, "poison")
+	r.AddMiddleware(middleware.Retry{MaxRetries: 3}.Middleware, pq)
+	return r
+}
