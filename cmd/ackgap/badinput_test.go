@@ -56,3 +56,19 @@ func TestDSNBareFilePath(t *testing.T) {
 	require.Equal(t, exitUsage, r.code, r.stderr)
 	require.Contains(t, r.stderr, "mysql://")
 }
+
+// TestDSNPasswordRedactedNotGarbled: a DSN's password is hidden where it is
+// written (the DSN, "user:password@"), and nowhere else: a one-letter
+// password must not turn every "e" of the driver's message into "xxxxx".
+func TestDSNPasswordRedactedNotGarbled(t *testing.T) {
+	c := &cli{t: t, env: map[string]string{}}
+	r := c.run("status", "--dsn", "postgres://postgres:e@127.0.0.1:1/test?sslmode=disable&connect_timeout=2")
+	require.NotEqual(t, 0, r.code, r.stderr)
+	require.NotRegexp(t, `[A-Za-z]xxxxx|xxxxx[A-Za-z]`, r.stderr, "the message is garbled")
+	require.NotContains(t, r.stderr, ":e@")
+	require.Contains(t, r.stderr, "unavailable", "the driver's words are kept")
+
+	r = c.run("status", "--dsn", "postgres://postgres:hunter2@127.0.0.1:1/test?sslmode=disable&connect_timeout=2")
+	require.NotEqual(t, 0, r.code, r.stderr)
+	require.NotContains(t, r.stderr, "hunter2")
+}

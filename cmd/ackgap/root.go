@@ -326,16 +326,26 @@ func (a *app) connect(ctx context.Context, create bool) (stores.Operator, func()
 	return s, pool.Close, nil
 }
 
-// redactErr returns err's text with the DSN's password, if any, replaced.
+// redactErr returns err's text with the DSN's password, if any, replaced
+// where a password is written: the whole DSN, a "user:password@" userinfo
+// (the password as given or URL-escaped) and a "password=" keyword. The
+// rest of the text is left alone: replacing every occurrence of a short
+// password garbled the driver's message ("storxxxxx unavailablxxxxx" for
+// the password "e").
 func redactErr(err error, dsn string) string {
 	msg := err.Error()
 	u, perr := url.Parse(dsn)
 	if perr != nil || u.User == nil {
 		return msg
 	}
-	if pw, ok := u.User.Password(); ok && pw != "" {
-		msg = strings.ReplaceAll(msg, dsn, u.Redacted())
-		msg = strings.ReplaceAll(msg, pw, "xxxxx")
+	pw, ok := u.User.Password()
+	if !ok || pw == "" {
+		return msg
+	}
+	msg = strings.ReplaceAll(msg, dsn, u.Redacted())
+	for _, p := range []string{pw, url.QueryEscape(pw), url.PathEscape(pw)} {
+		msg = strings.ReplaceAll(msg, ":"+p+"@", ":xxxxx@")
+		msg = strings.ReplaceAll(msg, "password="+p, "password=xxxxx")
 	}
 	return msg
 }
