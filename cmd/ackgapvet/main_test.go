@@ -189,6 +189,9 @@ func TestCommand(t *testing.T) {
 		_, errOut, code = shopCmd(t, bin, "./nosuchpkg/...")
 		require.Equal(t, exitError, code, "a pattern that loads nothing is not a clean run")
 		require.Contains(t, errOut, "skipped (does not type-check): ./nosuchpkg/...")
+		_, errOut, code = shopCmd(t, bin, "./...", "./nosuchpkg/...")
+		require.Equal(t, exitFindings, code, "findings where packages were checked")
+		require.Contains(t, errOut, "1 package(s) not checked", "the skipped count is said with findings too")
 	})
 
 	t.Run("map", func(t *testing.T) {
