@@ -67,6 +67,11 @@ func runAndClose[TTx any](ctx context.Context, b *backend[TTx], o Options) (s *S
 		if cerr := b.close(); cerr != nil {
 			err = errors.Join(err, fmt.Errorf("close %s: %w", b.name, cerr))
 		}
+		if err != nil && s == nil && strings.HasSuffix(b.location, ", kept") {
+			// No summary to print its location (an interrupted run):
+			// say where the kept data is.
+			err = fmt.Errorf("%w (%s: %s)", err, b.name, b.location)
+		}
 	}()
 	return run(ctx, b, o)
 }
