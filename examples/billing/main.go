@@ -49,9 +49,20 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := context.WithCancel(context.Background())
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		s := <-sig
+		// A second Ctrl-C ends the process at once. Closing a Kafka
+		// consumer leaves its group (up to CloseTimeout + LeaveTimeout):
+		// say why the prompt waits.
+		signal.Stop(sig)
+		fmt.Fprintf(os.Stderr, "billing: %v: closing the consumers and the store (Ctrl-C again to quit at once)\n", s)
+		cancel()
+	}()
 	code := realMain(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
+	cancel()
 	os.Exit(code)
 }
 
