@@ -133,6 +133,10 @@ func effectOf(info *types.Info, call *ast.CallExpr) string {
 		return "" // idempotent when the key comes from the message
 	case strings.HasPrefix(path, pathAWSSvc) && recv == "Client" && awsMutates(name):
 		return "an AWS call (" + qualName(fn) + ")"
+	case path == "github.com/hashicorp/go-retryablehttp" && recv == "Client" && (name == "Do" || name == "Post" || name == "PostForm"):
+		return "an HTTP request (" + qualName(fn) + ")"
+	case appAWSCall(fn):
+		return "an AWS call (" + qualName(fn) + ")"
 	case strings.HasPrefix(path, pathWatermill+"-sql") || strings.HasPrefix(path, pathWatermill+"/components/forwarder"):
 		return "" // publishing into the database transaction: an outbox
 	case strings.HasPrefix(path, pathWatermill) && name == "Publish":
@@ -149,6 +153,46 @@ func effectOf(info *types.Info, call *ast.CallExpr) string {
 		return "a publish (" + qualName(fn) + ")"
 	}
 	return ""
+}
+
+// appAWSCall reports whether fn is the application's own method over an AWS
+// client (an interface the code declares to stub the client, as
+// aws-sdk-go-v2's docs suggest, or a wrapper): named after an operation
+// that changes something (see awsMutates) and taking that operation's
+// *<Op>Input from an SDK service package (v1 or v2). SQS operations other
+// than sends are the consumer's own mechanics; writes by key overwrite.
+func appAWSCall(fn *types.Func) bool {
+	if funcPath(fn) == "" || strings.HasPrefix(funcPath(fn), "github.com/aws/") {
+		return false
+	}
+	sig, ok := fn.Type().(*types.Signature)
+	if !ok {
+		return false
+	}
+	op := awsV1Op(fn.Name())
+	for i := range sig.Params().Len() {
+		ptr, ok := types.Unalias(sig.Params().At(i).Type()).(*types.Pointer)
+		if !ok {
+			continue
+		}
+		named, ok := types.Unalias(ptr.Elem()).(*types.Named)
+		if !ok || named.Obj().Pkg() == nil || named.Obj().Name() != op+"Input" {
+			continue
+		}
+		p := named.Obj().Pkg().Path()
+		svc := strings.TrimPrefix(strings.TrimPrefix(p, pathAWSSvc), pathAWSv1Svc)
+		if svc == p {
+			return false
+		}
+		switch {
+		case svc == "sqs" && op != "SendMessage" && op != "SendMessageBatch":
+			return false
+		case keyedOverwrite(pathAWSSvc+svc, op):
+			return false
+		}
+		return awsMutates(op)
+	}
+	return false
 }
 
 // awsMutates reports whether an AWS SDK operation changes something outside

@@ -148,6 +148,22 @@ func sqsOp(fn *types.Func) string {
 			return op
 		}
 	}
+	// The application's own delete given the SDK's message (a provider
+	// type's DeleteMessage(msg *sqs.Message)): the ack.
+	if name := fn.Name(); strings.HasPrefix(name, "DeleteMessage") {
+		for i := range sig.Params().Len() {
+			t := types.Unalias(sig.Params().At(i).Type())
+			if sl, ok := t.(*types.Slice); ok {
+				t = sl.Elem()
+			}
+			if isNamed(t, pathSQSv1, "Message") || isNamed(t, pathSQS+"/types", "Message") {
+				if strings.Contains(name, "Batch") {
+					return "DeleteMessageBatch"
+				}
+				return "DeleteMessage"
+			}
+		}
+	}
 	return ""
 }
 
