@@ -239,18 +239,7 @@ func builtOverTx(info *types.Info, body *ast.BlockStmt, e ast.Expr, depth int) b
 // method GET or HEAD (or http.MethodGet, MethodHead): safe methods (RFC
 // 9110, 9.2.1), which a redelivery repeats without changing anything.
 func safeRequest(info *types.Info, body *ast.BlockStmt, call *ast.CallExpr) bool {
-	if body == nil || len(call.Args) != 1 {
-		return false
-	}
-	id, ok := ast.Unparen(call.Args[0]).(*ast.Ident)
-	if !ok {
-		return false
-	}
-	v, ok := info.Uses[id].(*types.Var)
-	if !ok {
-		return false
-	}
-	vals := assignedValues(info, body, v)
+	vals := requestValues(info, body, call)
 	if len(vals) == 0 {
 		return false
 	}
@@ -327,9 +316,9 @@ func tokenRequest(info *types.Info, body *ast.BlockStmt, req *ast.CallExpr) bool
 	return false
 }
 
-// requestMade returns the http.NewRequest call that made the request a
-// Client.Do call sends, when body assigns it once; nil otherwise.
-func requestMade(info *types.Info, body *ast.BlockStmt, do *ast.CallExpr) *ast.CallExpr {
+// requestValues returns the values body assigns to the local variable that
+// a Client.Do call sends (its one argument), or nil.
+func requestValues(info *types.Info, body *ast.BlockStmt, do *ast.CallExpr) []ast.Expr {
 	if body == nil || len(do.Args) != 1 {
 		return nil
 	}
@@ -341,7 +330,13 @@ func requestMade(info *types.Info, body *ast.BlockStmt, do *ast.CallExpr) *ast.C
 	if !ok {
 		return nil
 	}
-	vals := assignedValues(info, body, v)
+	return assignedValues(info, body, v)
+}
+
+// requestMade returns the http.NewRequest call that made the request a
+// Client.Do call sends, when body assigns it once; nil otherwise.
+func requestMade(info *types.Info, body *ast.BlockStmt, do *ast.CallExpr) *ast.CallExpr {
+	vals := requestValues(info, body, do)
 	if len(vals) != 1 {
 		return nil
 	}
