@@ -248,22 +248,32 @@ func safeRequest(info *types.Info, body *ast.BlockStmt, call *ast.CallExpr) bool
 		if !ok {
 			return false
 		}
-		fn := callee(info, rc)
-		if fn == nil || funcPath(fn) != "net/http" || (fn.Name() != "NewRequest" && fn.Name() != "NewRequestWithContext") {
+		method := newRequestArg(info, rc, 0)
+		if method == nil {
 			return false
 		}
-		mi := 0
-		if fn.Name() == "NewRequestWithContext" {
-			mi = 1
-		}
-		if len(rc.Args) <= mi {
-			return false
-		}
-		if m := strings.ToUpper(stringValue(info, rc.Args[mi])); m != "GET" && m != "HEAD" {
+		if m := strings.ToUpper(stringValue(info, method)); m != "GET" && m != "HEAD" {
 			return false
 		}
 	}
 	return true
+}
+
+// newRequestArg returns argument i (0 the method, 1 the URL, 2 the body)
+// of a call to http.NewRequest or NewRequestWithContext, counted after the
+// context; nil for any other call.
+func newRequestArg(info *types.Info, call *ast.CallExpr, i int) ast.Expr {
+	fn := callee(info, call)
+	if fn == nil || funcPath(fn) != "net/http" || (fn.Name() != "NewRequest" && fn.Name() != "NewRequestWithContext") {
+		return nil
+	}
+	if fn.Name() == "NewRequestWithContext" {
+		i++
+	}
+	if len(call.Args) <= i {
+		return nil
+	}
+	return call.Args[i]
 }
 
 // tokenEndpoint matches the path of an OAuth 2.0 token endpoint (RFC 6749,
@@ -278,19 +288,12 @@ var tokenEndpoint = regexp.MustCompile(`(?i)/oauth2?(/|$)|/token/?$|/connect/tok
 // 6749, 4.4: the client-credentials grant issues a fresh token each time),
 // so neither effect nor idemkey reports it.
 func tokenRequest(info *types.Info, body *ast.BlockStmt, req *ast.CallExpr) bool {
-	fn := callee(info, req)
-	if fn == nil || funcPath(fn) != "net/http" || (fn.Name() != "NewRequest" && fn.Name() != "NewRequestWithContext") {
+	u := newRequestArg(info, req, 1)
+	if u == nil {
 		return false
 	}
-	ui := 1
-	if fn.Name() == "NewRequestWithContext" {
-		ui = 2
-	}
-	if len(req.Args) <= ui {
-		return false
-	}
-	exprs := []ast.Expr{req.Args[ui]}
-	ast.Inspect(req.Args[ui], func(n ast.Node) bool {
+	exprs := []ast.Expr{u}
+	ast.Inspect(u, func(n ast.Node) bool {
 		if id, ok := n.(*ast.Ident); ok && body != nil {
 			if v, ok := info.Uses[id].(*types.Var); ok {
 				exprs = append(exprs, assignedValues(info, body, v)...)
