@@ -988,6 +988,27 @@ func partialBatch(pass *analysis.Pass, r *reporter, root *Root, body *ast.BlockS
 	})
 }
 
+// errNotNil matches a condition that holds only when err != nil (err an
+// error value): `err != nil` alone or as the first operand of an &&.
+func errNotNil(info *types.Info, cond ast.Expr) bool {
+	bin, ok := ast.Unparen(cond).(*ast.BinaryExpr)
+	if !ok {
+		return false
+	}
+	if bin.Op == token.LAND {
+		return errNotNil(info, bin.X)
+	}
+	if bin.Op != token.NEQ {
+		return false
+	}
+	id, ok := ast.Unparen(bin.Y).(*ast.Ident)
+	if !ok || id.Name != "nil" {
+		return false
+	}
+	t := info.TypeOf(bin.X)
+	return t != nil && isError(t)
+}
+
 // awsOutputOf reports whether fn, a function or method of the application
 // (an interface over the SDK client, as aws-sdk-go-v2's docs suggest for
 // stubbing), returns the SDK's output of the operation it is named after:
@@ -1013,11 +1034,24 @@ func awsOutputOf(fn *types.Func) bool {
 // to a call or returns it (the reader may check it).
 func readsFailures(info *types.Info, body *ast.BlockStmt, v types.Object, fields []string) bool {
 	found := false
-	ast.Inspect(body, func(n ast.Node) bool {
+	var visit func(n ast.Node) bool
+	visit = func(n ast.Node) bool {
 		if found {
 			return false
 		}
 		switch n := n.(type) {
+		case *ast.IfStmt:
+			if errNotNil(info, n.Cond) {
+				// The output is nil when the call failed: a read in that
+				// branch checks nothing. The init and the else are read.
+				if n.Init != nil {
+					ast.Inspect(n.Init, visit)
+				}
+				if n.Else != nil {
+					ast.Inspect(n.Else, visit)
+				}
+				return false
+			}
 		case *ast.SelectorExpr:
 			if id, ok := ast.Unparen(n.X).(*ast.Ident); ok && info.ObjectOf(id) == v && slices.Contains(fields, n.Sel.Name) {
 				found = true
@@ -1036,6 +1070,7 @@ func readsFailures(info *types.Info, body *ast.BlockStmt, v types.Object, fields
 			}
 		}
 		return !found
-	})
+	}
+	ast.Inspect(body, visit)
 	return found
 }

@@ -43,3 +43,17 @@ func ForwardThroughInterface(ctx context.Context, ev events.SQSEvent, q SQSBatch
 	_, err := q.SendMessageBatch(ctx, &in) // want `SendMessageBatch can succeed with some entries refused, and the output's Failed is never read`
 	return err
 }
+
+// ForwardReadsOnError reads the refused entries only when the call failed,
+// when the output is nil: the refusals of a successful call are lost.
+func ForwardReadsOnError(ctx context.Context, ev events.SQSEvent, q *sqs.Client) error {
+	var in sqs.SendMessageBatchInput
+	out, err := q.SendMessageBatch(ctx, &in) // want `SendMessageBatch can succeed with some entries refused, and the output's Failed is never read`
+	if err != nil {
+		if len(out.Failed) > 0 {
+			return err
+		}
+		return err
+	}
+	return nil
+}
