@@ -75,7 +75,7 @@ permanent.`,
 						continue
 					}
 					rest := block.List[i+1:]
-					if tail, ok := after[block]; ok && !leavesLoop(rest) {
+					if tail, ok := after[block]; ok && !terminates(&ast.BlockStmt{List: rest}) {
 						// A failure inside a loop over the message's parts
 						// (sources, records) reaches the statements after
 						// the loop: the mark there acks it.
@@ -107,19 +107,6 @@ func afterLoops(body *ast.BlockStmt) map[*ast.BlockStmt][]ast.Stmt {
 		}
 	})
 	return out
-}
-
-// leavesLoop reports whether one of stmts (at their own level) returns or
-// branches, so the statements after the enclosing loop are not simply
-// reached from them.
-func leavesLoop(stmts []ast.Stmt) bool {
-	for _, st := range stmts {
-		switch st.(type) {
-		case *ast.ReturnStmt, *ast.BranchStmt:
-			return true
-		}
-	}
-	return false
 }
 
 // returnAcks reports whether a root of kind acks its message by returning

@@ -51,7 +51,7 @@ func guardedAt(info *types.Info, body ast.Node, pos token.Pos) bool {
 // one of the statements before it.
 func guardStmt(info *types.Info, st ast.Stmt, before []ast.Stmt) bool {
 	ifs, ok := st.(*ast.IfStmt)
-	if !ok || ifs.Else != nil || !leavesBlock(ifs.Body) {
+	if !ok || ifs.Else != nil || !terminates(ifs.Body) {
 		return false
 	}
 	var v types.Object
@@ -101,19 +101,6 @@ func guardStmt(info *types.Info, st ast.Stmt, before []ast.Stmt) bool {
 			return name == "RowsAffected"
 		}
 		return claimVerb.MatchString(name)
-	}
-	return false
-}
-
-// leavesBlock reports whether body ends by leaving: a return, continue,
-// break or goto as its last statement.
-func leavesBlock(body *ast.BlockStmt) bool {
-	if len(body.List) == 0 {
-		return false
-	}
-	switch body.List[len(body.List)-1].(type) {
-	case *ast.ReturnStmt, *ast.BranchStmt:
-		return true
 	}
 	return false
 }
