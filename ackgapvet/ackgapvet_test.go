@@ -165,7 +165,7 @@ func TestHandlerInOtherPackage(t *testing.T) {
 }
 
 func TestConfluent(t *testing.T) {
-	analysistest.Run(t, analysistest.TestData(), ackgapvet.AutoCommitAnalyzer, "confluent", "confluenthandler")
+	analysistest.Run(t, analysistest.TestData(), ackgapvet.AutoCommitAnalyzer, "confluent", "confluenthandler", "confluentfield")
 	analysistest.Run(t, analysistest.TestData(), ackgapvet.EarlyAckAnalyzer, "confluentack")
 }
 

@@ -81,6 +81,9 @@ relay make the call with a stable idempotency key.`,
 			if behindGuard(pass, c, s, call) {
 				return // a redelivery finds the transition made and skips it
 			}
+			if loopSetup(pass, s, call) {
+				return // runs once per loop, not once per message
+			}
 			r.report(call, SeverityOf(names...), fmt.Sprintf(
 				"%s %s repeats on every redelivery; record it in the outbox in the handler's transaction and let the relay make it with an idempotency key",
 				d, s.where()))
@@ -95,6 +98,54 @@ func behindGuard(pass *analysis.Pass, c *Consumers, s *site, call *ast.CallExpr)
 		return false
 	}
 	return c.guarded(s.Inner()) || guardedAt(pass.TypesInfo, s.Funcs[0], call.Pos())
+}
+
+// loopSetup reports whether call, at s, lies in a receive loop's own
+// function but outside the loop that receives: set-up before it (creating
+// or subscribing a queue, resolving a topic) or clean-up after it and in
+// defers. Such a call runs once per start of the loop, not once per
+// message, so a redelivery does not repeat it. A function is a receive
+// loop here when a for statement of its body calls the broker's receive
+// (see receives).
+func loopSetup(pass *analysis.Pass, s *site, call *ast.CallExpr) bool {
+	if s.Root == nil || len(s.Funcs) != 1 || s.Funcs[0] != s.Root.Node {
+		return false
+	}
+	body := funcBody(s.Root.Node)
+	if body == nil {
+		return false
+	}
+	var loops []ast.Node
+	ast.Inspect(body, func(n ast.Node) bool {
+		switch n.(type) {
+		case *ast.FuncLit:
+			return false
+		case *ast.ForStmt, *ast.RangeStmt:
+			found := false
+			ast.Inspect(n, func(m ast.Node) bool {
+				if c, ok := m.(*ast.CallExpr); ok {
+					if fn := callee(pass.TypesInfo, c); fn != nil && receives(fn) {
+						found = true
+					}
+				}
+				return !found
+			})
+			if found {
+				loops = append(loops, n)
+				return false
+			}
+		}
+		return true
+	})
+	if len(loops) == 0 {
+		return false
+	}
+	for _, l := range loops {
+		if l.Pos() <= call.Pos() && call.End() <= l.End() {
+			return false
+		}
+	}
+	return true
 }
 
 // PoolTxAnalyzer reports writes through a pool where a transaction was given.

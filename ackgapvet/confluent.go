@@ -119,11 +119,23 @@ func configMapLit(pass *analysis.Pass, call *ast.CallExpr, maps []*ast.Composite
 	if lit, ok := arg.(*ast.CompositeLit); ok {
 		return lit
 	}
-	id, ok := arg.(*ast.Ident)
-	if !ok {
+	var obj types.Object
+	switch a := arg.(type) {
+	case *ast.Ident:
+		obj = pass.TypesInfo.Uses[a]
+	case *ast.SelectorExpr:
+		// A struct field (&c.config): the literal a composite literal of
+		// the struct sets it to, or an assignment to the field.
+		obj = pass.TypesInfo.Uses[a.Sel]
+		if _, ok := obj.(*types.Var); !ok {
+			return nil
+		}
+		if lit := fieldLit(pass, obj, maps); lit != nil {
+			return lit
+		}
+	default:
 		return nil
 	}
-	obj := pass.TypesInfo.Uses[id]
 	for _, f := range pass.Files {
 		var found *ast.CompositeLit
 		ast.Inspect(f, func(n ast.Node) bool {
@@ -132,7 +144,7 @@ func configMapLit(pass *analysis.Pass, call *ast.CallExpr, maps []*ast.Composite
 				return found == nil
 			}
 			for i, l := range as.Lhs {
-				if lid, ok := l.(*ast.Ident); ok && pass.TypesInfo.ObjectOf(lid) == obj {
+				if lid := lastIdent(l); lid != nil && pass.TypesInfo.ObjectOf(lid) == obj {
 					rhs := ast.Unparen(as.Rhs[i])
 					if u, ok := rhs.(*ast.UnaryExpr); ok {
 						rhs = ast.Unparen(u.X)
@@ -142,6 +154,49 @@ func configMapLit(pass *analysis.Pass, call *ast.CallExpr, maps []*ast.Composite
 							found = m
 						}
 					}
+				}
+			}
+			return true
+		})
+		if found != nil {
+			return found
+		}
+	}
+	return nil
+}
+
+// lastIdent is e's identifier, or its selector's (c.config: config).
+func lastIdent(e ast.Expr) *ast.Ident {
+	switch e := ast.Unparen(e).(type) {
+	case *ast.Ident:
+		return e
+	case *ast.SelectorExpr:
+		return e.Sel
+	}
+	return nil
+}
+
+// fieldLit finds the ConfigMap literal a struct literal gives the field
+// (Consumer{config: kafka.ConfigMap{...}}), nil when none does.
+func fieldLit(pass *analysis.Pass, field types.Object, maps []*ast.CompositeLit) *ast.CompositeLit {
+	for _, f := range pass.Files {
+		var found *ast.CompositeLit
+		ast.Inspect(f, func(n ast.Node) bool {
+			kv, ok := n.(*ast.KeyValueExpr)
+			if !ok || found != nil {
+				return found == nil
+			}
+			k, ok := kv.Key.(*ast.Ident)
+			if !ok || pass.TypesInfo.ObjectOf(k) != field {
+				return true
+			}
+			v := ast.Unparen(kv.Value)
+			if u, ok := v.(*ast.UnaryExpr); ok {
+				v = ast.Unparen(u.X)
+			}
+			for _, m := range maps {
+				if m == v {
+					found = m
 				}
 			}
 			return true
@@ -216,7 +271,44 @@ func workOrHandler(pass *analysis.Pass, c *Consumers, stmts []ast.Stmt) (string,
 			return "the handler " + types.ExprString(at.Fun), at
 		}
 	}
+	// A hand-off: the message (or what was copied out of it) sent to
+	// another goroutine, whose work the background commit does not wait
+	// for either.
+	for _, st := range stmts {
+		var send *ast.SendStmt
+		ast.Inspect(st, func(n ast.Node) bool {
+			if _, ok := n.(*ast.FuncLit); ok || send != nil {
+				return false
+			}
+			if s, ok := n.(*ast.SendStmt); ok && carriesData(pass.TypesInfo.TypeOf(s.Value)) {
+				send = s
+			}
+			return send == nil
+		})
+		if send != nil {
+			return "a hand-off to another goroutine (a channel send)", send
+		}
+	}
 	return "", nil
+}
+
+// carriesData reports whether a channel element of type t can carry a
+// message's content: not a signal (struct{}, bool, error, os.Signal),
+// the channel element types the whole-program walk does not follow.
+func carriesData(t types.Type) bool {
+	if t == nil {
+		return false
+	}
+	switch u := t.Underlying().(type) {
+	case *types.Struct:
+		return u.NumFields() > 0
+	case *types.Basic:
+		return u.Kind() == types.String || u.Kind() == types.UntypedString
+	}
+	if isNamed(t, "os", "Signal") || types.Identical(t, types.Universe.Lookup("error").Type()) {
+		return false
+	}
+	return true
 }
 
 // polls reports whether a statement calls (*kafka.Consumer).Poll or

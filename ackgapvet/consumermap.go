@@ -164,21 +164,15 @@ func (w *wholeProgram) describe(rw *rootWalk) Consumer {
 	case KindLambda, KindLambdaKinesis, KindLambdaKafka, KindLambdaDynamoDB:
 		c.Acks = append(c.Acks, Step{What: "Lambda deletes or commits the batch when the handler returns (partial batch response: the successes)"})
 	}
-	// first is the position, in the entry function, of the call that
-	// leads to fn (fn's own position for the entry function).
-	first := func(fn *ssa.Function, at token.Pos) token.Pos {
-		for f := fn; f != nil && f != rw.entry; f = rw.parent[f] {
-			if rw.parent[f] == rw.entry {
-				return rw.via[f]
-			}
-		}
-		return at
-	}
-	var ackAt token.Pos = token.NoPos
+	// acksIn holds, per function on the walk, the earliest position in its
+	// body that acks (the ack, or a call that leads to one), not on a
+	// branch that leaves.
+	acksIn := map[*ssa.Function]token.Pos{}
 	type found struct {
-		step  Step
-		first token.Pos
-		g     *ssa.Function // the goroutine it runs in (nil: the consumer's own)
+		step Step
+		fn   *ssa.Function // the function that makes it
+		at   token.Pos     // the call's position in fn
+		g    *ssa.Function // the goroutine it runs in (nil: the consumer's own)
 	}
 	// goroutine returns the function that started the goroutine fn runs
 	// in on the walk: the first async function above it (nil for the
@@ -229,19 +223,25 @@ func (w *wholeProgram) describe(rw *rootWalk) Consumer {
 					c.Acks = append(c.Acks, step)
 					// An ack on a branch that leaves (an error path that acks
 					// and returns) is not before what follows the branch.
-					if at := first(fn, n.Pos()); (ackAt == token.NoPos || at < ackAt) && !onLeavingBranch(funcBody(rw.entry.Syntax()), at) {
-						ackAt = at
+					// It is before what follows it in its function, and
+					// before what follows the call that leads to it in
+					// each function above.
+					at := n.Pos()
+					for f := fn; f != nil && !onLeavingBranch(funcBody(f.Syntax()), at); at, f = rw.via[f], rw.parent[f] {
+						if a, ok := acksIn[f]; !ok || at < a {
+							acksIn[f] = at
+						}
 					}
 					return true
 				}
 				if d := effectOf(p.TypesInfo, n); d != "" {
 					step.What = d
 					step.Severity = SeverityOf(append(slices.Clone(path), append([]string{d}, constStrings(p.TypesInfo, n)...)...)...)
-					effects = append(effects, found{step, first(fn, n.Pos()), goroutine(fn)})
+					effects = append(effects, found{step, fn, n.Pos(), goroutine(fn)})
 				} else if d := dbWriteOf(p.TypesInfo, n); d != "" {
 					step.What = d
 					step.Severity = SeverityOf(append(slices.Clone(path), append([]string{d}, constStrings(p.TypesInfo, n)...)...)...)
-					writes = append(writes, found{step, first(fn, n.Pos()), goroutine(fn)})
+					writes = append(writes, found{step, fn, n.Pos(), goroutine(fn)})
 				}
 				if sql := strings.ToUpper(sqlText(p.TypesInfo, n)); dedupeInsert(sql) || strings.Contains(sql, "INSERT IGNORE") {
 					if c.Dedupe == "none found" {
@@ -265,13 +265,25 @@ func (w *wholeProgram) describe(rw *rootWalk) Consumer {
 			writes[i].step.Async = false
 		}
 	}
+	// afterAckOn reports whether a step at position at in fn comes after
+	// an ack: in fn before it, or in a function above it on the walk
+	// before the call that leads down to it (a worker's job that deletes
+	// its message first, then runs the action).
+	afterAckOn := func(fn *ssa.Function, at token.Pos) bool {
+		for f := fn; f != nil; at, f = rw.via[f], rw.parent[f] {
+			if a, ok := acksIn[f]; ok && a < at {
+				return true
+			}
+		}
+		return false
+	}
 	for _, f := range effects {
-		f.step.AfterAck = ackAt != token.NoPos && ackAt < f.first
+		f.step.AfterAck = afterAckOn(f.fn, f.at)
 		c.Effects = append(c.Effects, f.step)
 		c.BlastRadius = maxSeverity(c.BlastRadius, f.step.Severity)
 	}
 	for _, f := range writes {
-		f.step.AfterAck = ackAt != token.NoPos && ackAt < f.first
+		f.step.AfterAck = afterAckOn(f.fn, f.at)
 		c.Writes = append(c.Writes, f.step)
 		c.BlastRadius = maxSeverity(c.BlastRadius, f.step.Severity)
 	}

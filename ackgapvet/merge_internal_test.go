@@ -4,6 +4,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -53,4 +54,60 @@ func TestInGeneratedFile(t *testing.T) {
 	require.True(t, inGeneratedFile(files, gen.Decls[0].Pos()))
 	require.True(t, inGeneratedFile(files, goctl.Decls[0].Pos()))
 	require.False(t, inGeneratedFile(files, own.Decls[0].Pos()), "a marker after the package clause is not a header")
+}
+
+// TestMergeErrAckShapes: errack findings of one rule in one function (the
+// branches of one loop that skip a failed message) are one finding; a
+// finding of another rule in the same function stays apart.
+func TestMergeErrAckShapes(t *testing.T) {
+	skip := "a message whose %s fails is not acked but the loop goes on, and Kafka commits offsets, not messages: the next message's r.CommitMessages commits past it"
+	out := mergeRepeats([]Finding{
+		{Check: "errack", File: "c.go", Line: 49, Function: "consume", Message: strings.Replace(skip, "%s", "dal.CreateComment", 1)},
+		{Check: "errack", File: "c.go", Line: 52, Function: "consume", Message: "acks with m.Ack even when db.Exec failed (line 51): the error is only logged"},
+		{Check: "errack", File: "c.go", Line: 59, Function: "consume", Message: strings.Replace(skip, "%s", "dal.DeleteComment", 1)},
+		{Check: "errack", File: "c.go", Line: 70, Function: "other", Message: strings.Replace(skip, "%s", "dal.DeleteComment", 1)},
+	})
+	require.Len(t, out, 3)
+	require.Equal(t, 49, out[0].Line)
+	require.True(t, strings.HasSuffix(out[0].Message, "(the same in consume at line 59)"), out[0].Message)
+	require.Equal(t, 52, out[1].Line, "another rule's finding in the same function")
+	require.Equal(t, 70, out[2].Line, "another function")
+}
+
+// TestMergeConsumerEffects: effect findings the same consumers reach are
+// one finding, at the highest blast radius, naming the others; an effect
+// another set of consumers reaches, and one no consumer reaches, stay.
+func TestMergeConsumerEffects(t *testing.T) {
+	cs := []Consumer{
+		{Name: "A", spans: []span{{"/m/a.go", 1, 50}, {"/m/sink.go", 1, 100}}},
+		{Name: "B", spans: []span{{"/m/b.go", 1, 50}, {"/m/sink.go", 1, 100}}},
+	}
+	out := mergeConsumerEffects([]Finding{
+		{Check: "effect", Severity: SeverityMedium, File: "a.go", abs: "/m/a.go", Line: 10, Message: "an HTTP request (http.Client.Do) on the consumer path of SQS receive loop A repeats on every redelivery; fix"},
+		{Check: "effect", Severity: SeverityHigh, File: "a.go", abs: "/m/a.go", Line: 20, Message: "an email (sesv2.Client.SendEmail) on the consumer path of SQS receive loop A repeats on every redelivery; fix"},
+		{Check: "effect", Severity: SeverityMedium, File: "sink.go", abs: "/m/sink.go", Line: 30, Message: "a publish (sns) on the consumer path of ... repeats"},
+		{Check: "errack", Severity: SeverityMedium, File: "a.go", abs: "/m/a.go", Line: 40, Message: "acks"},
+		{Check: "effect", Severity: SeverityMedium, File: "tx.go", abs: "/m/tx.go", Line: 5, Message: "an HTTP request inside an open database transaction: ..."},
+	}, cs)
+	require.Len(t, out, 4)
+	require.Equal(t, 20, out[0].Line, "the email, the highest blast radius, carries the group")
+	require.Contains(t, out[0].Message, "the same consumer repeats, for the same cause: an HTTP request (http.Client.Do) on the consumer path of SQS receive loop A at a.go:10)")
+	require.Equal(t, 30, out[1].Line, "reached by A and B: another group")
+	require.Equal(t, "errack", out[2].Check)
+	require.Equal(t, 5, out[3].Line, "no consumer reaches it")
+}
+
+// TestDropAfterAck: an effect every reaching consumer makes after its ack
+// is not reported as repeated; one a consumer makes before its ack is.
+func TestDropAfterAck(t *testing.T) {
+	cs := []Consumer{
+		{Name: "Worker", spans: []span{{"/m/job.go", 1, 100}}, Effects: []Step{{File: "job.go", Line: 70, AfterAck: true}, {File: "job.go", Line: 20}}},
+	}
+	out := dropAfterAck([]Finding{
+		{Check: "effect", File: "job.go", abs: "/m/job.go", Line: 20},
+		{Check: "effect", File: "job.go", abs: "/m/job.go", Line: 70},
+		{Check: "earlyack", File: "job.go", abs: "/m/job.go", Line: 66},
+	}, cs)
+	require.Len(t, out, 2)
+	require.Equal(t, []int{20, 66}, []int{out[0].Line, out[1].Line})
 }

@@ -243,10 +243,12 @@ func buildProgram(pkgs []*packages.Package, roots []*Root, remotes []remote) *wh
 	// checked packages only: cha.CallGraph (and VTA's own default start)
 	// enumerate every method of every type of the program, dependencies
 	// included, minutes on a module with the AWS SDK.
-	cg := vta.CallGraph(all, appCHA(all))
+	cha := appCHA(all)
+	cg := vta.CallGraph(all, cha)
 	debugf("VTA 1 done")
 	cg = vta.CallGraph(all, cg)
 	debugf("VTA 2 done")
+	keepLostInvokes(cg, cha, w.app)
 	w.cg = cg
 	// A worker receives in its own body or in a function it calls (a
 	// Fetch method over the channel, called through an interface):
@@ -426,6 +428,41 @@ func (w *wholeProgram) appFunctions(pkgs []*ssa.Package) map[*ssa.Function]bool 
 		}
 	}
 	return out
+}
+
+// keepLostInvokes gives back, from the class-hierarchy graph cha, the
+// callees of each call of a method of one of the application's own
+// interfaces (declared in a package of app) for which VTA found none. VTA
+// loses the types of a value received from a channel with "v, ok :=
+// <-ch" or "for v := range ch" (the receive's tuple and the value taken
+// from it are different nodes of its graph), so a worker ranging over a
+// channel of jobs and calling job.Execute() reached nothing: the common
+// shape of a worker pool. An interface of a library (io.Writer,
+// context.Context) keeps VTA's answer.
+func keepLostInvokes(cg, cha *callgraph.Graph, app map[*types.Package]bool) {
+	for fn, n := range cha.Nodes {
+		if fn == nil {
+			continue
+		}
+		var have map[ssa.CallInstruction]bool
+		if vn := cg.Nodes[fn]; vn != nil {
+			have = map[ssa.CallInstruction]bool{}
+			for _, e := range vn.Out {
+				have[e.Site] = true
+			}
+		}
+		for _, e := range n.Out {
+			c := e.Site.Common()
+			if !c.IsInvoke() || have[e.Site] {
+				continue
+			}
+			named, ok := types.Unalias(c.Value.Type()).(*types.Named)
+			if !ok || named.Obj().Pkg() == nil || !app[named.Obj().Pkg()] {
+				continue
+			}
+			callgraph.AddEdge(cg.CreateNode(fn), e.Site, cg.CreateNode(e.Callee.Func))
+		}
+	}
 }
 
 // appCHA is a class-hierarchy call graph over fns: a static call goes to

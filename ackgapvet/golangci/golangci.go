@@ -41,7 +41,8 @@ func init() { register.Plugin(Name, New) }
 // Settings are the plugin's settings in .golangci.yml. Unknown fields are an
 // error.
 type Settings struct {
-	// Checks names the checks to run. Default: all of ackgapvet.Analyzers.
+	// Checks names the checks to run, or "all". Default: ackgapvet.Analyzers
+	// less ackgapvet.OptIn (see ackgapvet.Select).
 	Checks []string `json:"checks"`
 	// Severity overrides blast-radius patterns, in the form of
 	// ackgapvet.SetSeverityPatterns. Default: "" (the defaults). It applies

@@ -16,6 +16,18 @@ func TestPlugin(t *testing.T) {
 
 	p, err := newPlugin(map[string]any{})
 	require.NoError(t, err)
+	def, err := p.BuildAnalyzers()
+	require.NoError(t, err)
+	want, err := ackgapvet.Select(nil)
+	require.NoError(t, err)
+	require.Equal(t, want, def)
+	require.Less(t, len(def), len(ackgapvet.Analyzers()), "the opt-in checks are off by default")
+	for _, a := range def {
+		require.Empty(t, ackgapvet.OptIn[a.Name], "opt-in check %s runs by default", a.Name)
+	}
+
+	p, err = newPlugin(map[string]any{"checks": []string{"all"}})
+	require.NoError(t, err)
 	all, err := p.BuildAnalyzers()
 	require.NoError(t, err)
 	require.Equal(t, ackgapvet.Analyzers(), all)

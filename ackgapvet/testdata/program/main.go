@@ -13,6 +13,7 @@ import (
 	"github.com/zeromicro/go-queue/kq"
 
 	"example.com/program/bridge"
+	"example.com/program/deletefirst"
 	"example.com/program/fanout"
 	"example.com/program/gen"
 	"example.com/program/handlers"
@@ -78,6 +79,7 @@ func main() {
 	go (&sources.Kafka{R: kafka.NewReader(kafka.ReaderConfig{}), Next: &sources.SQS{C: &sqs.Client{}}}).Read(context.Background(), out)
 	go target(out)
 	poller.Poll(context.Background(), &sqs.Client{}, "https://sqs.example/q", &ledger.Ledger{C: c})
+	go deletefirst.RunActions(context.Background(), &sqs.Client{}, "https://sqs.example/actions", c)
 }
 
 // target writes what the sources read; the ack closures it calls are out of
