@@ -221,10 +221,27 @@ handler's transaction (an outbox row) and let a relay do it.`,
 					"middleware.InstantAck acks every message before its handler runs: a handler error or crash loses the message instead of redelivering it; remove it and let the router ack after the handler returned nil")
 			}
 		})
+		ranges := txRanges(pass)
 		for node, root := range c.reach {
 			body := funcBody(node)
 			if body == nil {
 				continue
+			}
+			inTx := func(pos token.Pos) bool {
+				if ft := funcType(node); ft != nil && txParam(pass.TypesInfo, ft) != "" {
+					return true
+				}
+				for _, r := range ranges[node] {
+					if r[0] <= pos && pos < r[1] {
+						return true
+					}
+				}
+				return false
+			}
+			if claim, work, at := claimFirst(pass, c, body, inTx); claim != nil {
+				r.report(claim, SeverityOf(append(callNames(pass, at), root.Name, work)...), fmt.Sprintf(
+					"claims the message with %s before the work (%s at line %d), and a redelivery that finds the claim skips the message: a crash (or a failure that does not give the claim back) between them loses the work for good; make the claim in the same transaction as the work's record (an outbox row for the call), or mark the message done only after the work",
+					types.ExprString(claim.Fun), work, pass.Fset.Position(at.Pos()).Line))
 			}
 			ast.Inspect(body, func(m ast.Node) bool {
 				if _, ok := m.(*ast.FuncLit); ok {

@@ -6,6 +6,7 @@ import (
 	"go/types"
 	"regexp"
 
+	"golang.org/x/tools/go/analysis"
 	"golang.org/x/tools/go/ssa"
 )
 
@@ -50,9 +51,15 @@ func guardedAt(info *types.Info, body ast.Node, pos token.Pos) bool {
 // with won or n assigned from a claim (or RowsAffected) in st's init or in
 // one of the statements before it.
 func guardStmt(info *types.Info, st ast.Stmt, before []ast.Stmt) bool {
+	return guardCall(info, st, before) != nil
+}
+
+// guardCall is guardStmt's claim (or RowsAffected) call, nil when st is
+// no guard.
+func guardCall(info *types.Info, st ast.Stmt, before []ast.Stmt) *ast.CallExpr {
 	ifs, ok := st.(*ast.IfStmt)
 	if !ok || ifs.Else != nil || !terminates(ifs.Body) {
-		return false
+		return nil
 	}
 	var v types.Object
 	rows := false
@@ -72,7 +79,7 @@ func guardStmt(info *types.Info, st ast.Stmt, before []ast.Stmt) bool {
 		}
 	}
 	if v == nil {
-		return false
+		return nil
 	}
 	stmts := append([]ast.Stmt{}, before...)
 	if ifs.Init != nil {
@@ -94,15 +101,15 @@ func guardStmt(info *types.Info, st ast.Stmt, before []ast.Stmt) bool {
 		}
 		call, ok := ast.Unparen(as.Rhs[0]).(*ast.CallExpr)
 		if !ok {
-			return false
+			return nil
 		}
 		name := lastName(call.Fun)
-		if rows {
-			return name == "RowsAffected"
+		if rows && name == "RowsAffected" || !rows && claimVerb.MatchString(name) {
+			return call
 		}
-		return claimVerb.MatchString(name)
+		return nil
 	}
-	return false
+	return nil
 }
 
 // guardedWalk returns the functions of rw's walk that it reaches only
@@ -138,4 +145,109 @@ func (w *wholeProgram) guardedWalk(rw *rootWalk) map[*ssa.Function]bool {
 		}
 	}
 	return out
+}
+
+// releaseName matches the calls that give a claim back: a lock's unlock,
+// a marker's delete.
+var releaseName = regexp.MustCompile(`(?i)^(release|unlock|del|delete|remove|free|drop)`)
+
+// claimFirst reports, in body (a function on a consumer path), a claim
+// made before the message's external effect and read as "already done"
+// by a redelivery: `ok := store.AcquireLock(k); if !ok { return nil }`,
+// then the effect. The claim commits on its own, so a crash (or a failure
+// that does not give the claim back) between it and the effect loses the
+// effect: the redelivery finds the claim and skips the message. It
+// returns the claim, the effect's description and call, or nils. Not
+// reported: a claim inside an open transaction (it rolls back with the
+// work), a claim by affected rows (a guarded UPDATE of the state is the
+// work itself), a losing branch that returns an error (the message is
+// redelivered, not skipped), and a claim given back by a deferred
+// release (a mutex held for the work, not a marker).
+func claimFirst(pass *analysis.Pass, c *Consumers, body *ast.BlockStmt, inTx func(token.Pos) bool) (claim *ast.CallExpr, work string, at ast.Node) {
+	deferredRelease := false
+	ast.Inspect(body, func(n ast.Node) bool {
+		if _, ok := n.(*ast.FuncLit); ok {
+			return false
+		}
+		if d, ok := n.(*ast.DeferStmt); ok && releaseName.MatchString(lastName(d.Call.Fun)) {
+			deferredRelease = true
+		}
+		return !deferredRelease
+	})
+	if deferredRelease {
+		return nil, "", nil
+	}
+	ast.Inspect(body, func(m ast.Node) bool {
+		if _, ok := m.(*ast.FuncLit); ok || claim != nil {
+			return false
+		}
+		block, ok := stmtBlock(m)
+		if !ok {
+			return true
+		}
+		for i, st := range block.List {
+			call := guardCall(pass.TypesInfo, st, block.List[:i])
+			if call == nil || lastName(call.Fun) == "RowsAffected" || inTx(call.Pos()) || !skipsMessage(pass.TypesInfo, st.(*ast.IfStmt).Body) {
+				continue
+			}
+			if w, a := firstEffect(pass, c, block.List[i+1:]); w != "" {
+				claim, work, at = call, w, a
+				return false
+			}
+		}
+		return true
+	})
+	return claim, work, at
+}
+
+// skipsMessage reports whether a guard's losing branch acks the message:
+// it ends in `continue`, a bare `return`, or a return of nil values.
+func skipsMessage(info *types.Info, b *ast.BlockStmt) bool {
+	if len(b.List) == 0 {
+		return false
+	}
+	switch last := b.List[len(b.List)-1].(type) {
+	case *ast.BranchStmt:
+		return last.Tok == token.CONTINUE
+	case *ast.ReturnStmt:
+		for _, r := range last.Results {
+			if tv, ok := info.Types[r]; !ok || !tv.IsNil() {
+				if id, ok := ast.Unparen(r).(*ast.Ident); !ok || id.Name != "true" && id.Name != "false" {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// firstEffect is the first external effect in stmts: a call classified as
+// one, or a call of a function whose summary has one.
+func firstEffect(pass *analysis.Pass, c *Consumers, stmts []ast.Stmt) (string, ast.Node) {
+	for _, st := range stmts {
+		var desc string
+		var at ast.Node
+		ast.Inspect(st, func(m ast.Node) bool {
+			if _, ok := m.(*ast.FuncLit); ok || desc != "" {
+				return false
+			}
+			call, ok := m.(*ast.CallExpr)
+			if !ok {
+				return true
+			}
+			if d := effectOf(pass.TypesInfo, call); d != "" {
+				desc, at = d, call
+			} else if cf := callee(pass.TypesInfo, call); cf != nil {
+				if sum := c.Summary(cf); sum != nil && sum.Effect != "" {
+					desc, at = viaDesc(cf, sum.Effect), call
+				}
+			}
+			return desc == ""
+		})
+		if desc != "" {
+			return desc, at
+		}
+	}
+	return "", nil
 }
