@@ -130,7 +130,7 @@ func interpretError(op string, err error) error {
 		return nil
 	}
 	if misconfigured(err) {
-		return fmt.Errorf("mysqlstore: %s: %w: %w: %w", op, ackgap.ErrStoreUnavailable, ackgap.ErrStoreMisconfigured, err)
+		return storekit.Misconfigured("mysqlstore: "+op, err)
 	}
 	if unavailable(err) {
 		return fmt.Errorf("mysqlstore: %s: %w: %w", op, ackgap.ErrStoreUnavailable, err)

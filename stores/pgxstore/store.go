@@ -450,7 +450,7 @@ func interpretError(op string, err error) error {
 		return nil
 	}
 	if misconfigured(err) {
-		return fmt.Errorf("pgxstore: %s: %w: %w: %w", op, ackgap.ErrStoreUnavailable, ackgap.ErrStoreMisconfigured, err)
+		return storekit.Misconfigured("pgxstore: "+op, err)
 	}
 	if unavailable(err) {
 		return fmt.Errorf("pgxstore: %s: %w: %w", op, ackgap.ErrStoreUnavailable, err)

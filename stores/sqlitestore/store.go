@@ -425,7 +425,7 @@ func interpretError(op string, err error) error {
 		return nil
 	}
 	if misconfigured(err) {
-		return fmt.Errorf("sqlitestore: %s: %w: %w: %w", op, ackgap.ErrStoreUnavailable, ackgap.ErrStoreMisconfigured, err)
+		return storekit.Misconfigured("sqlitestore: "+op, err)
 	}
 	if unavailable(err) {
 		return fmt.Errorf("sqlitestore: %s: %w: %w", op, ackgap.ErrStoreUnavailable, err)

@@ -35,7 +35,7 @@ func ClassifyError(name string, c Classes, err error) error {
 	case err == nil, ackgap.IsPermanent(err), errors.Is(err, ackgap.ErrStoreUnavailable):
 		return err
 	case is(c.Misconfigured):
-		return fmt.Errorf("%s: %w: %w: %w", name, ackgap.ErrStoreUnavailable, ackgap.ErrStoreMisconfigured, err)
+		return Misconfigured(name, err)
 	case is(c.Unavailable):
 		return fmt.Errorf("%s: %w: %w", name, ackgap.ErrStoreUnavailable, err)
 	case is(c.InvalidData):
@@ -43,3 +43,25 @@ func ClassifyError(name string, c Classes, err error) error {
 	}
 	return err
 }
+
+// Misconfigured wraps err, a driver error that says the database is not
+// set up for the code (a missing table, column, database or grant), as
+// ackgap.ErrStoreUnavailable and ackgap.ErrStoreMisconfigured both
+// (errors.Is matches each, and err), so the message is redelivered, never
+// dead-lettered. Its text is prefix, ErrStoreMisconfigured's text and
+// err's, once each: "mysqlstore: claim outbox: ackgap: database not set up
+// for this code (...): Error 1045 ...".
+func Misconfigured(prefix string, err error) error {
+	return &misconfiguredError{
+		msg:  prefix + ": " + ackgap.ErrStoreMisconfigured.Error() + ": " + err.Error(),
+		errs: []error{ackgap.ErrStoreUnavailable, ackgap.ErrStoreMisconfigured, err},
+	}
+}
+
+type misconfiguredError struct {
+	msg  string
+	errs []error
+}
+
+func (e *misconfiguredError) Error() string   { return e.msg }
+func (e *misconfiguredError) Unwrap() []error { return e.errs }
