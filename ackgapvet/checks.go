@@ -265,10 +265,15 @@ handler's transaction (an outbox row) and let a relay do it.`,
 						r.report(call, SeverityOf(append(callNames(pass, at), root.Name, work)...), fmt.Sprintf(
 							"acks with %s before the work (%s at line %d): a crash or error in between loses the message instead of redelivering it; ack after the work has committed",
 							ack, work, line))
-					} else if how, at := handedOff(pass, block.List[:i]); how != "" {
+					} else if how, at := handedOff(pass, before(m, block.List[:i])); how != "" {
 						line := pass.Fset.Position(at.Pos()).Line
 						r.report(call, SeverityOf(root.Name), fmt.Sprintf(
 							"acks with %s while the message's work runs in another goroutine (%s at line %d): a crash or error there loses the message instead of redelivering it; ack from the worker after the work has committed, or wait for it",
+							ack, how, line))
+					} else if how, at := handOffNext(pass, block.List[i+1:]); how != "" {
+						line := pass.Fset.Position(at.Pos()).Line
+						r.report(call, SeverityOf(root.Name), fmt.Sprintf(
+							"acks with %s before the message is handed to another goroutine for its work (%s at line %d): a crash, a stop or an error there loses the message instead of redelivering it; ack from the worker after the work has committed",
 							ack, how, line))
 					}
 				}

@@ -33,6 +33,39 @@ func handedOff(pass *analysis.Pass, before []ast.Stmt) (string, ast.Node) {
 	return "", nil
 }
 
+// before is the statements that run before stmts[len(stmts)] in the
+// block of m: stmts, after a select case's send when m is that case (the
+// send runs first: `case out <- msg: sess.MarkMessage(msg, "")`).
+func before(m ast.Node, stmts []ast.Stmt) []ast.Stmt {
+	if cc, ok := m.(*ast.CommClause); ok && cc.Comm != nil {
+		return append([]ast.Stmt{cc.Comm}, stmts...)
+	}
+	return stmts
+}
+
+// handOffNext finds a hand-off of the message to another goroutine (a go
+// statement or a channel send with a message among its values) in the
+// statements right after an ack, before anything else: the ack then
+// comes before the work, which the other goroutine does.
+func handOffNext(pass *analysis.Pass, after []ast.Stmt) (string, ast.Node) {
+	for _, st := range after {
+		switch st := st.(type) {
+		case *ast.GoStmt:
+			if carriesMessage(pass.TypesInfo, st.Call) {
+				return "go " + types.ExprString(st.Call.Fun), st
+			}
+		case *ast.SendStmt:
+			if carriesMessage(pass.TypesInfo, st.Value) {
+				return "a send on " + types.ExprString(st.Chan), st
+			}
+		case *ast.ExprStmt, *ast.AssignStmt, *ast.DeclStmt:
+			continue // a log line, a copy: not yet the work
+		}
+		return "", nil
+	}
+	return "", nil
+}
+
 // waits reports whether st waits for other goroutines: a call of a method
 // named Wait, or a channel receive.
 func waits(st ast.Stmt) bool {

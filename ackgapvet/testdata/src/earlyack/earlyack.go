@@ -124,3 +124,33 @@ func (h *waited) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.Con
 	}
 	return nil
 }
+
+type markFirst struct{ current chan *sarama.ConsumerMessage }
+
+// ConsumeClaim marks, then hands the message to the goroutine that reads
+// h.current and does the work.
+func (h markFirst) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.ConsumerGroupClaim) error {
+	for msg := range claim.Messages() {
+		sess.MarkMessage(msg, "") // want `acks with sarama.ConsumerGroupSession.MarkMessage before the message is handed to another goroutine for its work \(a send on h.current at line \d+\)`
+		h.current <- msg
+	}
+	return nil
+}
+
+type selectSend struct {
+	out  chan *sarama.ConsumerMessage
+	stop chan struct{}
+}
+
+// ConsumeClaim marks as soon as the printer has received the message.
+func (h *selectSend) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.ConsumerGroupClaim) error {
+	for msg := range claim.Messages() {
+		select {
+		case h.out <- msg:
+			sess.MarkMessage(msg, "") // want `acks with sarama.ConsumerGroupSession.MarkMessage while the message's work runs in another goroutine \(a send on h.out at line \d+\)`
+		case <-h.stop:
+			return nil
+		}
+	}
+	return nil
+}
