@@ -374,8 +374,20 @@ func timerWork(pass *analysis.Pass, f ast.Expr) bool {
 		})
 		return found
 	}
+	if id, ok := ast.Unparen(f).(*ast.Ident); ok {
+		// A function value the helper was given (a debouncer's
+		// add(f func()) { time.AfterFunc(d, f) }): what the consumer
+		// passes is its work, unless it is a context's cancel.
+		if v, ok := info.Uses[id].(*types.Var); ok && !v.IsField() && !isNamed(v.Type(), "context", "CancelFunc") && !timerSignal.MatchString(v.Name()) {
+			return true
+		}
+	}
 	return outside(referencedFunc(info, f))
 }
+
+// timerSignal matches the names of function values a timer may run that
+// only signal: a cancel, stop, close or done.
+var timerSignal = regexp.MustCompile(`(?i)cancel|stop|close|done|timeout|expire`)
 
 // AutoCommitAnalyzer reports offset auto-commit left on in loops with work.
 var AutoCommitAnalyzer = newAnalyzer("autocommit",

@@ -52,7 +52,38 @@ func (d *digest) timeout(msg *message.Message) error {
 	return nil
 }
 
-func registerDigest(r *message.Router, d *digest) {
+// debouncer runs the last function it was given once calls stop for a
+// while: the handler buffers, returns, and is acked; the mail goes later.
+type debouncer struct {
+	mu    sync.Mutex
+	timer *time.Timer
+}
+
+func (b *debouncer) add(f func()) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.timer != nil {
+		b.timer.Stop()
+	}
+	b.timer = time.AfterFunc(20*time.Minute, f) // want `schedules work on a timer \(time.AfterFunc\) on the consumer path of watermill handler func literal`
+}
+
+func (d *digest) buffered(msg *message.Message, b *debouncer) error {
+	d.pending["all"] = append(d.pending["all"], string(msg.Payload))
+	b.add(func() { d.fire("all") })
+	return nil
+}
+
+// expiry hands the timer a cancel function it was given: not work.
+func expiry(msg *message.Message, cancelFn func()) error {
+	t := time.AfterFunc(time.Second, cancelFn)
+	defer t.Stop()
+	return nil
+}
+
+func registerDigest(r *message.Router, d *digest, b *debouncer) {
 	r.AddNoPublisherHandler("digest", "members", nil, d.handle)
 	r.AddNoPublisherHandler("timeout", "members", nil, d.timeout)
+	r.AddNoPublisherHandler("buffered", "members", nil, func(msg *message.Message) error { return d.buffered(msg, b) })
+	r.AddNoPublisherHandler("expiry", "members", nil, func(msg *message.Message) error { return expiry(msg, func() {}) })
 }
