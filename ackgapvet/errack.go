@@ -56,9 +56,11 @@ permanent.`,
 				switch loop := m.(type) {
 				case *ast.RangeStmt:
 					kafkaSkips(pass, r, root, loop.Body)
+					watermillSkips(pass, r, root, loop.Body)
 				case *ast.ForStmt:
 					kafkaSkips(pass, r, root, loop.Body)
 					kafkaBreaks(pass, r, root, loop.Body)
+					watermillSkips(pass, r, root, loop.Body)
 				}
 				block, ok := stmtBlock(m)
 				if !ok {
@@ -542,6 +544,63 @@ func kafkaSkips(pass *analysis.Pass, r *reporter, root *Root, loopBody *ast.Bloc
 		}
 		return true
 	})
+}
+
+// watermillSkips reports, in the body of a loop over a Watermill
+// subscription's messages that acks them (msg.Ack()), a failed message the
+// loop goes past with neither Ack nor Nack: the error branch continues.
+// Watermill's subscribers wait for each message's Ack or Nack before they
+// deliver the next one of its partition (watermill-kafka) or of the
+// subscription (GoChannel, watermill-sql), so the consumer stalls on it
+// for good.
+func watermillSkips(pass *analysis.Pass, r *reporter, root *Root, loopBody *ast.BlockStmt) {
+	info := pass.TypesInfo
+	if watermillSettleIn(info, loopBody, "Ack") == nil {
+		return
+	}
+	ast.Inspect(loopBody, func(m ast.Node) bool {
+		switch m.(type) {
+		case *ast.FuncLit, *ast.ForStmt, *ast.RangeStmt:
+			return false
+		}
+		block, ok := stmtBlock(m)
+		if !ok {
+			return true
+		}
+		for i, st := range block.List {
+			var prev ast.Stmt
+			if i > 0 {
+				prev = block.List[i-1]
+			}
+			ifs, work := failedWork(pass, st, prev)
+			if ifs == nil || !endsInContinue(ifs.Body) || watermillSettleIn(info, ifs.Body, "Ack") != nil || watermillSettleIn(info, ifs.Body, "Nack") != nil {
+				continue
+			}
+			workName := types.ExprString(work.Fun)
+			r.report(ifs, SeverityOf(root.Name, workName), fmt.Sprintf(
+				"a message whose %s fails is neither acked nor nacked, and the loop goes on: Watermill's subscriber waits for each message's Ack or Nack before it delivers the next one of its partition (watermill-kafka) or subscription (GoChannel), so this consumer stalls for good; Nack it (it is delivered again) or record the failure and Ack it",
+				workName))
+		}
+		return true
+	})
+}
+
+// watermillSettleIn finds a call of a Watermill message's Ack or Nack
+// (name) in n, outside function literals.
+func watermillSettleIn(info *types.Info, n ast.Node, name string) *ast.CallExpr {
+	var found *ast.CallExpr
+	ast.Inspect(n, func(m ast.Node) bool {
+		if _, ok := m.(*ast.FuncLit); ok || found != nil {
+			return false
+		}
+		if call, ok := m.(*ast.CallExpr); ok {
+			if fn := callee(info, call); fn != nil && fn.Name() == name && recvName(fn) == "Message" && funcPath(fn) == pathWatermill+"/message" {
+				found = call
+			}
+		}
+		return found == nil
+	})
+	return found
 }
 
 // markedOnSuccess returns st when it is `if err == nil { ... }` (err an

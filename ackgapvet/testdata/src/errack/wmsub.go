@@ -51,3 +51,32 @@ func handleDeferred(db *sql.DB, msg *message.Message) {
 		return
 	}
 }
+
+// stall skips a failed message with neither Ack nor Nack (wave 12,
+// trackchecker H1): the subscriber waits for one before the next message.
+func stall(db *sql.DB, messages <-chan *message.Message, done <-chan struct{}) {
+	for {
+		select {
+		case msg := <-messages:
+			_, err := db.Exec("INSERT INTO tracks (id) VALUES ($1)", msg.UUID)
+			if err != nil { // want `a message whose db.Exec fails is neither acked nor nacked, and the loop goes on`
+				log.Println(err)
+				continue
+			}
+			msg.Ack()
+		case <-done:
+			return
+		}
+	}
+}
+
+// nacked nacks the failed message: clean.
+func nacked(db *sql.DB, messages <-chan *message.Message) {
+	for msg := range messages {
+		if _, err := db.Exec("INSERT INTO tracks (id) VALUES ($1)", msg.UUID); err != nil {
+			msg.Nack()
+			continue
+		}
+		msg.Ack()
+	}
+}
