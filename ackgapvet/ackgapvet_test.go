@@ -84,7 +84,7 @@ func TestSleep(t *testing.T) {
 }
 
 func TestVisibility(t *testing.T) {
-	analysistest.Run(t, analysistest.TestData(), ackgapvet.VisibilityAnalyzer, "visibility")
+	analysistest.Run(t, analysistest.TestData(), ackgapvet.VisibilityAnalyzer, "visibility", "kgorebalance", "kgorebalanceok")
 }
 
 func TestCommitOrder(t *testing.T) {

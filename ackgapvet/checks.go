@@ -824,6 +824,7 @@ check compares a literal ReceiveMessageInput.VisibilityTimeout with the
 longest literal context.WithTimeout on a consumer path of the package. Fix:
 raise the visibility timeout, or shorten the handler timeout.`,
 	func(pass *analysis.Pass, c *Consumers, r *reporter) {
+		kgoBlockedRebalance(pass, r)
 		var handler time.Duration
 		var lits []*ast.KeyValueExpr
 		var vis []int64
@@ -868,6 +869,43 @@ raise the visibility timeout, or shorten the handler timeout.`,
 			}
 		}
 	})
+
+// kgoBlockedRebalance reports a franz-go client made with
+// kgo.BlockRebalanceOnPoll in a package that never calls
+// Client.AllowRebalance: after the first poll the client holds every
+// rebalance off until AllowRebalance, so the group's rebalance waits past
+// its timeout, the member is removed from the group, and it goes on
+// processing and committing partitions that now belong to another member
+// (franz-go's BlockRebalanceOnPoll doc: "you must call AllowRebalance").
+func kgoBlockedRebalance(pass *analysis.Pass, r *reporter) {
+	var blocks []*ast.CallExpr
+	allows := false
+	for _, f := range pass.Files {
+		ast.Inspect(f, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if !ok {
+				return true
+			}
+			fn := callee(pass.TypesInfo, call)
+			if fn == nil || funcPath(fn) != pathKgo {
+				return true
+			}
+			switch {
+			case fn.Name() == "BlockRebalanceOnPoll" && recvName(fn) == "":
+				blocks = append(blocks, call)
+			case fn.Name() == "AllowRebalance":
+				allows = true
+			}
+			return true
+		})
+	}
+	if allows {
+		return
+	}
+	for _, b := range blocks {
+		r.report(b, SeverityOf("consumer group", "rebalance"), "kgo.BlockRebalanceOnPoll without a call of AllowRebalance in this package: after the first poll the client holds every rebalance off, so the group's rebalance times out, this member is removed from the group, and it goes on processing (and committing) partitions another member now owns: their records are handled twice; call cl.AllowRebalance() after each poll's records are done and committed")
+	}
+}
 
 // LambdaBatchAnalyzer reports Lambda SQS handlers that fail the whole batch.
 var LambdaBatchAnalyzer = newAnalyzer("lambdabatch",
