@@ -822,7 +822,10 @@ timeout; a shorter one lets the message become visible again while a slow
 (or retried) handler still runs, and a second consumer processes it too. The
 check compares a literal ReceiveMessageInput.VisibilityTimeout with the
 longest literal context.WithTimeout on a consumer path of the package. Fix:
-raise the visibility timeout, or shorten the handler timeout.`,
+raise the visibility timeout, or shorten the handler timeout. Kafka's lease
+is group membership: a franz-go client with kgo.BlockRebalanceOnPoll in a
+package that never calls AllowRebalance holds rebalances off, is removed
+from the group, and goes on processing partitions another member owns.`,
 	func(pass *analysis.Pass, c *Consumers, r *reporter) {
 		kgoBlockedRebalance(pass, r)
 		var handler time.Duration

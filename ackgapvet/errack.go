@@ -130,7 +130,8 @@ var decodeCall = regexp.MustCompile(`(?i)unmarshal|decode|parse|valid|atoi|^Scan
 
 // failedWork matches "the work failed" at st: `if err := work(); err !=
 // nil {...}`, or `err := work()` (prev) followed by `if err != nil {...}`
-// at st. The condition must be exactly `err != nil`: a condition that
+// at st. The condition must be exactly `err != nil`, or `err != nil || ...`
+// (another way to fail, which only widens it): a condition that
 // classifies the error (errors.Is, a permanent-error check) is a decision,
 // not a swallowed failure. It returns the if statement and the work call.
 func failedWork(pass *analysis.Pass, st, prev ast.Stmt) (*ast.IfStmt, *ast.CallExpr) {
@@ -139,6 +140,10 @@ func failedWork(pass *analysis.Pass, st, prev ast.Stmt) (*ast.IfStmt, *ast.CallE
 		return nil, nil
 	}
 	bin, ok := ast.Unparen(ifs.Cond).(*ast.BinaryExpr)
+	if ok && bin.Op == token.LOR {
+		// err != nil || out.FailedCount > 0: the error is the left operand.
+		bin, ok = ast.Unparen(bin.X).(*ast.BinaryExpr)
+	}
 	if !ok || bin.Op != token.NEQ {
 		return nil, nil
 	}

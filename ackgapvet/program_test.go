@@ -79,6 +79,7 @@ func TestWholeProgramPathKinds(t *testing.T) {
 		{"SQS worker pool + interface", "ledger/ledger.go", "effect", "poller.Poll → poller.worker → ledger.Ledger.Apply"},
 		{"go-queue kq handler in another package", "mqs/mqs.go", "effect", "go-queue kq handler Consume"},
 		{"channel to a worker that receives in a method", "bridge/bridge.go", "effect", "bridge.B.Forward → bridge.Run"},
+		{"channel to a worker that receives three calls down", "deepworker/deepworker.go", "effect", "deepworker.P.Enqueue → deepworker.P.Collect → deepworker.P.stage → deepworker.P.next → deepworker.P.read"},
 	}
 	for _, c := range cases {
 		fs := findingsIn(rep, c.file, c.check)
@@ -173,7 +174,7 @@ func TestConsumerMap(t *testing.T) {
 	for _, c := range rep.Consumers {
 		byName[c.Name] = c
 	}
-	require.Len(t, byName, 30, "%+v", rep.Consumers)
+	require.Len(t, byName, 31, "%+v", rep.Consumers)
 
 	// A receive loop that the call graph reaches from another consumer (a
 	// fallback source behind an interface) and whose acks are closures it

@@ -252,14 +252,15 @@ func buildProgram(pkgs []*packages.Package, roots []*Root, remotes []remote) *wh
 	w.cg = cg
 	// A worker receives in its own body or in a function it calls (a
 	// Fetch method over the channel, called through an interface):
-	// through two calls of the module's code, by the call graph.
+	// through three calls of the module's code, by the call graph (a
+	// pipeline whose collector calls a stage that calls the reader).
 	for fn := range workers {
 		if !w.inApp(fn) {
 			continue
 		}
 		seen := map[*ssa.Function]bool{fn: true}
 		level := []*ssa.Function{fn}
-		for depth := 0; depth <= 2 && len(level) > 0; depth++ {
+		for depth := 0; depth <= 3 && len(level) > 0; depth++ {
 			var next []*ssa.Function
 			for _, g := range level {
 				w.indexReceives(fn, g)

@@ -13,6 +13,7 @@ import (
 	"github.com/zeromicro/go-queue/kq"
 
 	"example.com/program/bridge"
+	"example.com/program/deepworker"
 	"example.com/program/deletefirst"
 	"example.com/program/fanout"
 	"example.com/program/gen"
@@ -47,6 +48,9 @@ func main() {
 	go (&kworker.Worker{Q: kqueue.New(), C: c}).Run(context.Background())
 	r := &message.Router{}
 	r.AddNoPublisherHandler("orders", "orders", nil, orders.Handle)
+	dw := deepworker.New()
+	go dw.Collect()
+	r.AddNoPublisherHandler("deep", "orders", nil, dw.Enqueue)
 	r.AddNoPublisherHandler("notify", "signups", nil, handlers.NotifyHandler(s))
 	r.AddNoPublisherHandler("hook", "signups", nil, handlers.HookHandler(s))
 	r.AddNoPublisherHandler("async", "refunds", nil, s.AsyncHandler)
