@@ -21,5 +21,5 @@ func (c *Client) ProduceSync(ctx context.Context, rs ...*Record) struct{} { retu
 func SeedBrokers(b ...string) Opt                                         { return nil }
 func AutoCommitMarks() Opt                                                { return nil }
 
-func BlockRebalanceOnPoll() Opt { return nil }
+func BlockRebalanceOnPoll() Opt   { return nil }
 func (c *Client) AllowRebalance() {}
