@@ -252,6 +252,16 @@ handler's transaction (an outbox row) and let a relay do it.`,
 					return true
 				}
 				for i, st := range block.List {
+					if ret, ok := st.(*ast.ReturnStmt); ok && root.Node == node && returnAcks(root.Kind) && returnsNoError(pass.TypesInfo, &ast.BlockStmt{List: []ast.Stmt{ret}}) != nil {
+						// The framework acks on this return.
+						if how, at := handedOff(pass, before(m, block.List[:i])); how != "" {
+							line := pass.Fset.Position(at.Pos()).Line
+							r.report(ret, SeverityOf(root.Name), fmt.Sprintf(
+								"returns without an error, so the %s acks the message, while its work runs in another goroutine (%s at line %d): a crash or error there loses the message instead of redelivering it; do the work before returning, or wait for it and return its error",
+								root.Kind, how, line))
+						}
+						continue
+					}
 					call := topCall(st)
 					if call == nil {
 						continue

@@ -36,6 +36,14 @@ func TestMergeRepeats(t *testing.T) {
 	})
 	require.Equal(t, []string{"idemkey", "effect"}, []string{out[0].Check, out[1].Check}, "the effect on the idemkey's line is the same cause")
 	require.Equal(t, 30, out[1].Line)
+
+	out = mergeRepeats([]Finding{
+		{Check: "append", File: "c.go", Line: 41, Message: "an INSERT without ON CONFLICT appends a row"},
+		{Check: "checkact", File: "c.go", Line: 41, Message: "inserts the message's id without ON CONFLICT"},
+		{Check: "append", File: "c.go", Line: 50, Message: "an INSERT without ON CONFLICT appends a row"},
+	})
+	require.Equal(t, []string{"checkact", "append"}, []string{out[0].Check, out[1].Check}, "the append on the checkact's line is its dedupe insert")
+	require.Equal(t, 50, out[1].Line)
 }
 
 // TestInGeneratedFile: findings in a file marked generated (the Go

@@ -278,20 +278,25 @@ func messageShape(msg string) string { return shapeNames.ReplaceAllString(msg, "
 // suggested fix of a merged finding is dropped with it; the kept finding's
 // fixes stay. An effect finding on the line of an idemkey finding is the
 // same call and cause, and idemkey names the precise fix (a key, a dedupe
-// record): the effect finding is dropped.
+// record): the effect finding is dropped. So is an append finding on the
+// line of a checkact finding: the insert of the message's id without ON
+// CONFLICT is a dedupe record, which checkact judges.
 func mergeRepeats(fs []Finding) []Finding {
 	type line struct {
 		file string
 		line int
 	}
-	keyed := map[line]bool{}
+	keyed, checked := map[line]bool{}, map[line]bool{}
 	for _, f := range fs {
-		if f.Check == "idemkey" {
+		switch f.Check {
+		case "idemkey":
 			keyed[line{f.File, f.Line}] = true
+		case "checkact":
+			checked[line{f.File, f.Line}] = true
 		}
 	}
 	fs = slices.DeleteFunc(slices.Clone(fs), func(f Finding) bool {
-		return f.Check == "effect" && keyed[line{f.File, f.Line}]
+		return f.Check == "effect" && keyed[line{f.File, f.Line}] || f.Check == "append" && checked[line{f.File, f.Line}]
 	})
 	type key struct{ file, fn, check, shape string }
 	first := map[key]int{}
@@ -529,7 +534,11 @@ func Select(names []string) ([]*analysis.Analyzer, error) {
 	for _, n := range names {
 		i := slices.IndexFunc(all, func(a *analysis.Analyzer) bool { return a.Name == n })
 		if i < 0 {
-			errs = append(errs, fmt.Errorf("unknown check %q", n))
+			var names []string
+			for _, a := range all {
+				names = append(names, a.Name)
+			}
+			errs = append(errs, fmt.Errorf("unknown check %q (the checks: %s, or all)", n, strings.Join(names, ", ")))
 			continue
 		}
 		out = append(out, all[i])

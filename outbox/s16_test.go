@@ -3,6 +3,7 @@ package outbox_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -108,28 +109,43 @@ func s16[TTx any](t *testing.T, b *backend[TTx]) {
 	require.NoError(t, consumer.Close())
 	require.NoError(t, <-runErr)
 
+	// Invariants, not counts that timing decides: on a busy machine a
+	// publish can outlast its deadline or its lease, and the row is then
+	// published again (same event id) before it is recorded done.
 	for _, id := range []int64{ids[0], ids[2]} {
-		require.Equal(t, []outbox.Outcome{outbox.OutcomeDone}, reps.outcomes(id))
+		out := reps.outcomes(id)
+		require.Equal(t, outbox.OutcomeDone, out[len(out)-1], "%v", out)
+		require.Equal(t, 1, countOf(out, outbox.OutcomeDone), "done once: %v", out)
 	}
 	r2 := reps.of(o2)
-	require.Equal(t, []outbox.Outcome{outbox.OutcomeUnrecorded, outbox.OutcomeDone}, []outbox.Outcome{r2[0].Outcome, r2[1].Outcome})
-	require.NoError(t, r2[0].Err, "the broker confirmed O2")
-	require.ErrorIs(t, r2[0].RecordErr, errInjected)
-	require.Equal(t, []int{1, 2}, []int{r2[0].Row.Attempts, r2[1].Row.Attempts})
-	// The second attempt starts after the first claim's lease ended (the
+	failed := slices.IndexFunc(r2, func(r outbox.Report) bool { return errors.Is(r.RecordErr, errInjected) })
+	require.GreaterOrEqual(t, failed, 0, "the injected record failure was met: %+v", r2)
+	require.Equal(t, outbox.OutcomeUnrecorded, r2[failed].Outcome)
+	require.NoError(t, r2[failed].Err, "the broker confirmed O2")
+	require.Less(t, failed, len(r2)-1, "O2 was published again after the failed record")
+	require.Equal(t, outbox.OutcomeDone, r2[len(r2)-1].Outcome)
+	require.Equal(t, 1, countOf(reps.outcomes(o2), outbox.OutcomeDone))
+	// The next attempt starts after the failed claim's lease ended (the
 	// lease is the backoff, no tight loop). Measured against the claim's
 	// own end, not the first Started: that is taken after the claim
 	// statement returned, and on SQLite the claim may wait for the write
 	// lock after the lease began (a gap between Started times under the
 	// lease, seen under -race on a busy machine).
-	require.False(t, r2[1].Started.Before(r2[0].Row.Claim.Until),
-		"republished once the lease lapsed: the second attempt started %s, the first lease ended %s", r2[1].Started, r2[0].Row.Claim.Until)
+	next := r2[failed+1]
+	require.False(t, next.Started.Before(r2[failed].Row.Claim.Until),
+		"republished once the lease lapsed: the next attempt started %s, the failed attempt's lease ended %s", next.Started, r2[failed].Row.Claim.Until)
 
 	mu.Lock()
 	defer mu.Unlock()
-	require.Equal(t, map[string]int{"K1": 1, "K2": 2, "K3": 1}, deliveries, "O2 republished with the same event id K2")
-	require.Equal(t, 3, outcomes[ackgap.OutcomeApplied])
-	require.Equal(t, 1, outcomes[ackgap.OutcomeDuplicate], "duplicates_skipped=1 downstream")
+	require.GreaterOrEqual(t, deliveries["K2"], 2, "O2 republished with the same event id K2: %v", deliveries)
+	total := 0
+	for k, n := range deliveries {
+		require.Contains(t, []string{"K1", "K2", "K3"}, k)
+		require.GreaterOrEqual(t, n, 1)
+		total += n
+	}
+	require.Equal(t, 3, outcomes[ackgap.OutcomeApplied], "each event applied once downstream")
+	require.Equal(t, total-3, outcomes[ackgap.OutcomeDuplicate], "every other delivery skipped as a duplicate")
 	published, republished := 0, 0
 	for _, r := range reps.list {
 		if r.Outcome == outbox.OutcomeDone {
@@ -139,7 +155,20 @@ func s16[TTx any](t *testing.T, b *backend[TTx]) {
 			}
 		}
 	}
-	require.Equal(t, []int{3, 1}, []int{published, republished}, "outbox_published=3, outbox_republished=1")
+	require.Equal(t, 3, published, "outbox_published=3")
+	require.GreaterOrEqual(t, republished, 1, "outbox_republished counts O2")
 	row := rowOf(t, b.store, o2)
-	require.Equal(t, []any{stores.OutboxDone, 2}, []any{row.State, row.Attempts}, "O2 ends done")
+	require.Equal(t, stores.OutboxDone, row.State, "O2 ends done")
+	require.GreaterOrEqual(t, row.Attempts, 2)
+}
+
+// countOf is how many of out are o.
+func countOf(out []outbox.Outcome, o outbox.Outcome) int {
+	n := 0
+	for _, x := range out {
+		if x == o {
+			n++
+		}
+	}
+	return n
 }

@@ -70,7 +70,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	format := fs.String("format", envOr("ACKGAPVET_FORMAT", "text"), "output: text, json or sarif (env ACKGAPVET_FORMAT)")
 	severity := fs.String("severity", os.Getenv(ackgapvet.SeverityEnv), "blast-radius patterns, e.g. 'critical=charge|payout;low=cache' (env "+ackgapvet.SeverityEnv+")")
-	checks := fs.String("checks", os.Getenv("ACKGAPVET_CHECKS"), "comma-separated checks to run; default all (env ACKGAPVET_CHECKS)")
+	checks := fs.String("checks", os.Getenv("ACKGAPVET_CHECKS"), "comma-separated checks to run, or all; default all but the opt-in bgcontext, httpclient, multitx and sleep (env ACKGAPVET_CHECKS)")
 	tests := fs.Bool("test", false, "also check test files")
 	perPackage := fs.Bool("per-package", false, "only the per-package analysis (what go vet -vettool runs): faster, does not follow interfaces, function values, goroutines or channels")
 	diff := fs.String("diff", "", "report only the consumers whose reachable code changed since this git revision, e.g. -diff origin/main")

@@ -33,6 +33,7 @@ const (
 	erBadField          = 1054 // ER_BAD_FIELD_ERROR
 	erBadDB             = 1049 // ER_BAD_DB_ERROR
 	erAccessDenied      = 1045 // ER_ACCESS_DENIED_ERROR
+	erAccessDeniedNoPw  = 1698 // ER_ACCESS_DENIED_NO_PASSWORD_ERROR (an unknown user, or one that must log in another way)
 	erDBAccessDenied    = 1044 // ER_DBACCESS_DENIED_ERROR
 	erTableAccessDenied = 1142 // ER_TABLEACCESS_DENIED_ERROR
 	erBadNull           = 1048 // ER_BAD_NULL_ERROR
@@ -57,7 +58,7 @@ const (
 // database): wraps ackgap.ErrStoreUnavailable, so the message is
 // redelivered, never dead-lettered. A database not set up for the code
 // (1146 no such table, 1054 no such column, 1049 no such database, 1044,
-// 1045, 1142 access denied): wraps ackgap.ErrStoreUnavailable and
+// 1045, 1698, 1142 access denied): wraps ackgap.ErrStoreUnavailable and
 // ackgap.ErrStoreMisconfigured. Refused data (1048 NULL, 1406 too long,
 // 1264 out of range, 1292, 1366 wrong value, 1364 no default, 4025 / 3819
 // CHECK): a permanent error, reason ackgap.ReasonInvalidData, wrapping
@@ -85,7 +86,7 @@ func isCode(err error, n uint16) bool { return code(err) == n }
 
 func misconfigured(err error) bool {
 	switch code(err) {
-	case erNoSuchTable, erBadField, erBadDB, erAccessDenied, erDBAccessDenied, erTableAccessDenied:
+	case erNoSuchTable, erBadField, erBadDB, erAccessDenied, erAccessDeniedNoPw, erDBAccessDenied, erTableAccessDenied:
 		return true
 	}
 	return false

@@ -6,14 +6,17 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ackgap/ackgap"
+	"github.com/ackgap/ackgap/internal/testdb"
 )
 
 // TestClassifyError provokes each class on the real server: a deadlock
 // (1213) and a lock-wait timeout (1205) are store-unavailable, a missing
-// table is misconfigured, a NULL in a NOT NULL column is invalid data, a
+// table and an unknown user or wrong password (1698, 1045) are
+// misconfigured, a NULL in a NOT NULL column is invalid data, a
 // duplicate key on the handler's own table is left alone.
 func TestClassifyError(t *testing.T) {
 	store := setup(t)
@@ -69,6 +72,25 @@ func TestClassifyError(t *testing.T) {
 		_, _ = b.ExecContext(ctx, `SET SESSION innodb_lock_wait_timeout = DEFAULT`)
 		require.NoError(t, a.Rollback())
 		require.NoError(t, b.Rollback())
+	})
+
+	t.Run("unknown user", func(t *testing.T) {
+		// MariaDB answers an unknown user without a password with 1698,
+		// a wrong password with 1045: both a deploy mistake, redelivered.
+		cfg, err := mysql.ParseDSN(testdb.MySQLDSN())
+		require.NoError(t, err)
+		for _, login := range []struct{ user, passwd string }{{"ackgap_no_such_user", ""}, {cfg.User, "wrong-password"}} {
+			bad := cfg.Clone()
+			bad.User, bad.Passwd = login.user, login.passwd
+			other, err := sql.Open("mysql", bad.FormatDSN())
+			require.NoError(t, err)
+			err = other.PingContext(ctx)
+			_ = other.Close()
+			require.Error(t, err)
+			c := store.ClassifyError(err)
+			require.ErrorIs(t, c, ackgap.ErrStoreMisconfigured, "%v", err)
+			require.ErrorIs(t, c, ackgap.ErrStoreUnavailable, "%v", err)
+		}
 	})
 
 	t.Run("no such table", func(t *testing.T) {
