@@ -28,6 +28,11 @@ type recorder struct {
 	// wait: wait for the effects in flight (Config.RecordWait is not
 	// negative and the store records many outcomes in one statement).
 	wait bool
+	// coming, when not nil, reports outcomes on their way that busy does
+	// not count yet: rows held for direct dispatch (reserved by a
+	// transaction in progress, dispatched, or in flight), whose outcomes
+	// follow within milliseconds while the relay is busy.
+	coming func() bool
 }
 
 // recordReq is one outcome waiting to be recorded.
@@ -37,9 +42,11 @@ type recordReq struct {
 }
 
 // startRecorder starts a recorder; stop it once no carryOut is left.
-func (r *Relay) startRecorder(ctx context.Context) *recorder {
+// coming, when not nil, reports outcomes on their way beyond the effects
+// entered (recorder.coming).
+func (r *Relay) startRecorder(ctx context.Context, coming func() bool) *recorder {
 	rec := &recorder{r: r, ctx: context.WithoutCancel(ctx), in: make(chan *recordReq, r.cfg.Concurrency), done: make(chan struct{}),
-		wait: r.cfg.RecordWait >= 0}
+		wait: r.cfg.RecordWait >= 0, coming: coming}
 	go rec.loop()
 	return rec
 }
@@ -89,9 +96,8 @@ func (rec *recorder) loop() {
 }
 
 // gather returns a batch that starts with first: the outcomes waiting,
-// then those that arrive while
-// effects are still in flight, for at most RecordWait once none was
-// waiting; at most stores.OutboxClaimLimitMax in all. A second
+// then those that arrive while effects are still in flight or more are
+// coming (rec.coming), for at most RecordWait once none was waiting; at most stores.OutboxClaimLimitMax in all. A second
 // outcome for a row already in the batch (the row was claimed again by
 // this relay after its lease lapsed) ends the batch and is returned as
 // next: one settlement per row and statement.
@@ -110,7 +116,7 @@ func (rec *recorder) gather(first *recordReq) (batch []*recordReq, next *recordR
 		select {
 		case q, ok = <-rec.in:
 		default:
-			if rec.busy.Load() <= 0 || !rec.wait {
+			if !rec.wait || rec.busy.Load() <= 0 && (rec.coming == nil || !rec.coming()) {
 				return batch, nil
 			}
 			if linger == nil {

@@ -72,8 +72,15 @@ const (
 	RecordTimeoutDefault = 5 * time.Second
 	// RecordWaitDefault is how long the relay waits, after an outcome,
 	// for the outcomes of the other effects in flight, so that they are
-	// recorded in one statement (see Config.RecordWait).
-	RecordWaitDefault = 2 * time.Millisecond
+	// recorded in one statement (see Config.RecordWait). Much of a
+	// settle statement's cost is the same whatever its rows (its planning
+	// and commit; pgxstore's BenchmarkSettleHeld on a loaded machine:
+	// 1.1 ms of backend CPU for 10 rows, about 1.9 for 40, 3.5 for 100):
+	// at 8,000 rows/s, 10 ms, also waiting for the rows held for direct
+	// dispatch, gathers some 80 rows per statement where 2 ms gathered 48
+	// (the SQS modes benchmark: relay PostgreSQL CPU per event down by a
+	// quarter).
+	RecordWaitDefault = 10 * time.Millisecond
 	// DoneRetentionDefault is how long done rows are kept before Run prunes
 	// them: while a done row exists, its idempotency key dedupes a second
 	// insert of the same effect (stores.Store.QueueOutboxTx).
@@ -144,8 +151,11 @@ type Config struct {
 	RecordTimeout time.Duration
 	// RecordWait is how long an outcome waits for those of the other
 	// effects still in flight before the relay records what it has, in one
-	// statement (stores.OutboxStore.SettleOutboxIfClaimedOrHeld). It waits only while effects are
-	// in flight, and no longer than this after the first outcome waiting:
+	// statement (stores.OutboxStore.SettleOutboxIfClaimedOrHeld). It waits
+	// only while effects are in flight or rows are held for direct
+	// dispatch (reserved by a transaction in progress, or handed over and
+	// not yet carried out), and no longer than this after the first
+	// outcome waiting:
 	// the effects of one claim that finish within RecordWait of each other
 	// cost one statement and one commit instead of one each. It delays the
 	// recording (the row stays claimed, its effect is done), not the next
@@ -154,7 +164,7 @@ type Config struct {
 	// effects in flight (then a finished effect waits to hand its outcome
 	// over). A crash in that window repeats the effect with the same
 	// idempotency key, as any crash before the recording does. Default
-	// RecordWaitDefault (2 ms); negative: record at once what is waiting.
+	// RecordWaitDefault (10 ms); negative: record at once what is waiting.
 	RecordWait time.Duration
 	// DoneRetention is how long done rows are kept: Run deletes rows done
 	// longer ago every PruneInterval. Default DoneRetentionDefault (7
@@ -455,13 +465,27 @@ func (r *Relay) Run(ctx context.Context) error {
 	// buffer holds one per slot, so a worker never waits for the loop.
 	finished := make(chan time.Time, r.cfg.Concurrency)
 	inflight := 0
-	rec := r.startRecorder(ctx)
+	// Effects run on worker goroutines that stay, at most Concurrency,
+	// started as the slots are first used: a goroutine per effect grew
+	// its stack through the HTTP client on every call (runtime.newstack
+	// was 3% of the process's CPU in the SQS modes benchmark).
+	jobs := make(chan func() time.Time)
+	nworkers := 0
+	worker := func(run func() time.Time) {
+		for ; run != nil; run = <-jobs {
+			finished <- run()
+		}
+	}
+	// Outcomes of held rows are coming while rows are held: reserved by a
+	// transaction in progress, dispatched, or carried out.
+	rec := r.startRecorder(ctx, func() bool { return r.held.Load() > 0 })
 	r.taking.Store(true)
 	r.accepting.Store(true)
 	var queue []ackgap.OutboxEntry // dispatched rows waiting for a slot
 	defer func() {
 		stopping := time.Now()
 		r.accepting.Store(false)
+		close(jobs) // the idle workers return; the busy ones after their effect
 		r.drain(&workers, hardStop)
 		rec.stop()
 		// Rows handed over but never started, and those of reservations
@@ -501,7 +525,19 @@ func (r *Relay) Run(ctx context.Context) error {
 	// the slot is free again (see recorder).
 	start := func(run func() time.Time) {
 		inflight++
-		workers.Go(func() { finished <- run() })
+		select {
+		case jobs <- run: // an idle worker took it
+			return
+		default:
+		}
+		if nworkers < r.cfg.Concurrency {
+			nworkers++
+			workers.Go(func() { worker(run) })
+			return
+		}
+		// Every worker is started and a slot is free: one has finished its
+		// effect and is about to take the next.
+		jobs <- run
 	}
 
 	poll := time.NewTimer(0)
@@ -513,10 +549,7 @@ func (r *Relay) Run(ctx context.Context) error {
 		for len(queue) > 0 && inflight < r.cfg.Concurrency {
 			row := queue[0]
 			queue = queue[1:]
-			start(func() time.Time {
-				defer r.held.Add(-1)
-				return r.carryOutHeld(workCtx, row, rec)
-			})
+			start(func() time.Time { return r.carryOutHeld(workCtx, row, rec) })
 		}
 		// Claim for at least half the slots at a time: a claim per freed
 		// slot would cost a statement (and a commit) per row.
@@ -528,7 +561,7 @@ func (r *Relay) Run(ctx context.Context) error {
 			}
 			claimed := r.cfg.Now()
 			for _, row := range rows {
-				start(func() time.Time { return r.carryOut(workCtx, row, claimed, rec) })
+				start(func() time.Time { return r.carryOut(workCtx, row, claimed, rec, nil) })
 			}
 			// A full claim means more rows may be due: claim again as soon as
 			// a slot is free. Otherwise wait for a wake-up or the poll.
@@ -638,10 +671,10 @@ func (r *Relay) RunOnce(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	claimed := r.cfg.Now()
-	rec := r.startRecorder(ctx)
+	rec := r.startRecorder(ctx, nil)
 	var wg sync.WaitGroup
 	for _, row := range rows {
-		wg.Go(func() { r.carryOut(ctx, row, claimed, rec) })
+		wg.Go(func() { r.carryOut(ctx, row, claimed, rec, nil) })
 	}
 	wg.Wait()
 	rec.stop()
@@ -724,14 +757,23 @@ func (r *Relay) prune(ctx context.Context) {
 // returns when a retried row is due again, zero for other outcomes. ctx is
 // the work context: when it is cancelled (the relay's hard stop)
 // mid-effect, the outcome is left unrecorded.
-func (r *Relay) carryOut(ctx context.Context, row stores.OutboxRow, claimed time.Time, rec *recorder) (retryAt time.Time) {
+//
+// effectDone, when not nil, is called once the effect returned (or was
+// not called), before its outcome is handed to rec.
+func (r *Relay) carryOut(ctx context.Context, row stores.OutboxRow, claimed time.Time, rec *recorder, effectDone func()) (retryAt time.Time) {
 	rep := &Report{Row: row, Claimed: claimed}
 	rec.enter()
+	finished := func() {
+		if effectDone != nil {
+			effectDone()
+		}
+	}
 	if row.Attempts > r.cfg.MaxAttempts {
 		// Earlier attempts ended without an outcome: do not call an effect
 		// that may be what crashes the relay.
 		rep.Err = fmt.Errorf("%w: claimed %d times, the limit is %d, and no earlier attempt recorded an outcome (relays crashed, stopped or could not record)",
 			ErrAttemptsExhausted, row.Attempts, r.cfg.MaxAttempts)
+		finished()
 		rec.record(rep, OutcomeDead)
 		return time.Time{}
 	}
@@ -740,6 +782,7 @@ func (r *Relay) carryOut(ctx context.Context, row stores.OutboxRow, claimed time
 	rep.Err = call(effectCtx, r.cfg.Effects[row.Kind], row)
 	rep.Finished = r.cfg.Now()
 	cancel()
+	finished()
 	switch err := rep.Err; {
 	case err != nil && ctx.Err() != nil:
 		rep.Outcome, rep.RecordErr = OutcomeUnrecorded, fmt.Errorf("relay stopped mid-effect, the lease will lapse: %w", ctx.Err())
@@ -776,15 +819,19 @@ func (r *Relay) report(ctx context.Context, rep *Report) {
 // when it could not be). A row whose hold ends before an effect call could finish is
 // left for the relay that claims it once the hold lapsed. It returns what
 // carryOut does.
+// The row stops counting as held (Relay.held) once its effect returned,
+// before its outcome is handed to rec, so that rec's wait for outcomes
+// still coming (recorder.gather) does not wait for this one.
 func (r *Relay) carryOutHeld(ctx context.Context, e ackgap.OutboxEntry, rec *recorder) time.Time {
 	now := r.cfg.Now()
 	if now.Add(r.cfg.EffectTimeout).After(e.AvailableAt) {
+		r.held.Add(-1)
 		r.cfg.Logger.Info("outbox relay: dispatched row waited too long; a relay claims it when its hold lapses",
 			watermill.LogFields{"kind": e.Kind, "idempotency_key": e.IdempotencyKey, "held_until": e.AvailableAt})
 		return time.Time{}
 	}
 	row := stores.OutboxRow{OutboxEntry: e, State: stores.OutboxPending, Attempts: 1, Claim: stores.OutboxClaim{Until: e.AvailableAt}}
-	return r.carryOut(ctx, row, now, rec)
+	return r.carryOut(ctx, row, now, rec, func() { r.held.Add(-1) })
 }
 
 // call runs effect, turning a panic into an error.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -120,6 +121,30 @@ func (s *settler) run() {
 	type answer struct{ delete bool }
 	answered := make(chan answer, s.maxInFlight)
 	in := s.in
+	// Requests go out on sender goroutines that stay, at most maxInFlight,
+	// started as needed: a goroutine per request grew its stack through
+	// the SDK's middleware stack on every call.
+	type request struct {
+		items []settleItem
+		del   bool
+	}
+	requests := make(chan request)
+	var senders sync.WaitGroup
+	defer func() {
+		close(requests)
+		senders.Wait()
+	}()
+	nsenders := 0
+	sender := func(req request, ok bool) {
+		for ; ok; req, ok = <-requests {
+			if req.del {
+				s.deleteEntries(req.items)
+			} else {
+				s.changeVisibility(req.items)
+			}
+			answered <- answer{req.del}
+		}
+	}
 	send := func(items []settleItem, del bool) {
 		inflight++
 		if del {
@@ -127,14 +152,20 @@ func (s *settler) run() {
 		} else {
 			visBusy++
 		}
-		go func() {
-			if del {
-				s.deleteEntries(items)
-			} else {
-				s.changeVisibility(items)
-			}
-			answered <- answer{del}
-		}()
+		req := request{items, del}
+		select {
+		case requests <- req: // an idle sender took it
+			return
+		default:
+		}
+		if nsenders < s.maxInFlight {
+			nsenders++
+			senders.Go(func() { sender(req, true) })
+			return
+		}
+		// Every sender is started and fewer than maxInFlight requests are
+		// in flight: one has been answered and is about to take this.
+		requests <- req
 	}
 	for {
 		closing := in == nil

@@ -140,7 +140,10 @@ func (s *Store) SavepointTx(ctx context.Context, tx pgx.Tx, name string) error {
 // queued before it: they are discarded, not sent, so one of them that
 // would fail (a refused transition) cannot fail the rollback too. When the
 // SAVEPOINT itself is still held back, nothing was sent since: the
-// statements from it on are discarded and nothing is sent.
+// statements from it on are discarded and nothing is sent. A RELEASE held
+// back (ReleaseSavepointTx) was asked before the rollback: it is sent
+// first, with what was queued ahead of it, and the statements after it are
+// discarded.
 func (s *Store) RollbackToSavepointTx(ctx context.Context, tx pgx.Tx, name string) error {
 	if t, ok := tx.(*inboxTx); ok && t.store == s {
 		quoted := storekit.QuoteIdentifier(name)
@@ -148,6 +151,13 @@ func (s *Store) RollbackToSavepointTx(ctx context.Context, tx pgx.Tx, name strin
 			if t.queued[i].savepoint == quoted {
 				t.queued = t.queued[:i]
 				return nil
+			}
+			if t.queued[i].release != "" {
+				t.queued = t.queued[:i+1]
+				if err := t.flush(ctx); err != nil {
+					return err
+				}
+				break
 			}
 		}
 		t.queued = nil
@@ -159,12 +169,24 @@ func (s *Store) RollbackToSavepointTx(ctx context.Context, tx pgx.Tx, name strin
 // Statements the transaction holds back (a held SAVEPOINT, outbox rows,
 // transitions) go in the RELEASE's round trip, ahead of it; the first
 // error among them (a refused transition, an idempotency conflict) is
-// returned as it is, and the RELEASE does not run.
+// returned as it is, and the RELEASE does not run. When nothing is held
+// back and the connection's last answer said the transaction is not
+// aborted (a statement since the savepoint failed: then the RELEASE is
+// sent at once and fails, as the contract says), nothing can fail it but
+// a savepoint that does not exist: it is held back itself and goes with
+// the store's next statement (the COMMIT, the next round's SAVEPOINT and
+// statements), or ahead of the caller's next statement, which report its
+// error; a batch whose handler ran its statements itself then costs one
+// round trip less.
 func (s *Store) ReleaseSavepointTx(ctx context.Context, tx pgx.Tx, name string) error {
 	if err := storekit.ValidIdentifier("savepoint name", name); err != nil {
 		return fmt.Errorf("pgxstore: release savepoint: %w", err)
 	}
 	if t, ok := tx.(*inboxTx); ok && t.store == s && !t.ended && t.pending == nil {
+		if len(t.queued) == 0 && t.pgConn.PgConn().TxStatus() == 'T' {
+			t.queued = append(t.queued, queuedRow{release: storekit.QuoteIdentifier(name)})
+			return nil
+		}
 		_, err := t.send(ctx, false, "RELEASE SAVEPOINT "+storekit.QuoteIdentifier(name))
 		return err
 	}

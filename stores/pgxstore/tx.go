@@ -62,17 +62,19 @@ var _ pgx.Tx = (*inboxTx)(nil)
 
 // queuedRow is a statement held back: an outbox row of QueueOutboxTx, with
 // the arguments of queries.outboxQueued, a transition of
-// QueueTransitionTx, or a SAVEPOINT of Store.SavepointTx (savepoint: its
-// quoted name).
+// QueueTransitionTx, a SAVEPOINT of Store.SavepointTx (savepoint: its
+// quoted name) or a RELEASE of Store.ReleaseSavepointTx that nothing was
+// queued ahead of (release: the quoted name).
 type queuedRow struct {
 	key        string
 	args       []any
 	transition *queuedTransition
 	savepoint  string
+	release    string
 }
 
 // row reports whether r is an outbox row.
-func (r *queuedRow) row() bool { return r.transition == nil && r.savepoint == "" }
+func (r *queuedRow) row() bool { return r.transition == nil && r.savepoint == "" && r.release == "" }
 
 // end marks the transaction over and gives the connection back; pgx
 // destroys it rather than reuse it if it is not idle. Only the first call
@@ -149,6 +151,8 @@ func (t *inboxTx) send(ctx context.Context, commit bool, stmt string, args ...an
 		switch {
 		case r.savepoint != "":
 			b.Queue("SAVEPOINT " + r.savepoint)
+		case r.release != "":
+			b.Queue("RELEASE SAVEPOINT " + r.release)
 		case r.transition == nil:
 			// Consecutive rows go in one statement.
 			if j := rowsEnd(t.queued, i); j-i > 1 {
@@ -332,6 +336,12 @@ func (t *inboxTx) readQueued(br pgx.BatchResults, fold bool) (inserted bool, err
 		if r.savepoint != "" {
 			if _, err := br.Exec(); err != nil {
 				return false, interpretError("savepoint", err)
+			}
+			continue
+		}
+		if r.release != "" {
+			if _, err := br.Exec(); err != nil {
+				return false, interpretError("release savepoint", err)
 			}
 			continue
 		}
@@ -549,16 +559,27 @@ func (t *inboxTx) savepointCut() int {
 	return cut
 }
 
-// holdsSavepoint reports whether a SAVEPOINT is held back. A statement of
-// the caller's own is then not pipelined behind it: pgx prepares every
-// new statement of a batch before running any, so one that fails to
-// prepare (an unknown table) would fail the batch before the SAVEPOINT
-// ran, and the rollback to it could not recover the transaction. The
-// store's own statements (outbox rows, transitions, RELEASE) do ride with
-// it.
+// holdsSavepoint reports whether a SAVEPOINT or a RELEASE is held back. A
+// statement of the caller's own is then not pipelined behind it: pgx
+// prepares every new statement of a batch before running any, so one that
+// fails to prepare (an unknown table) would fail the batch before the
+// SAVEPOINT ran, and the rollback to it could not recover the transaction
+// (or before the RELEASE ran, and a rollback to the released savepoint
+// would find it still there). The store's own statements (outbox rows,
+// transitions, RELEASE, COMMIT) do ride with it.
 func (t *inboxTx) holdsSavepoint() bool {
 	for i := range t.queued {
-		if t.queued[i].savepoint != "" {
+		if t.queued[i].savepoint != "" || t.queued[i].release != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// holdsRelease reports whether a RELEASE is held back.
+func (t *inboxTx) holdsRelease() bool {
+	for i := range t.queued {
+		if t.queued[i].release != "" {
 			return true
 		}
 	}
@@ -593,9 +614,11 @@ func (t *inboxTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
 // Conn returns the transaction's connection, after sending a pending BEGIN
-// and inbox insert (queued rows stay queued).
+// and inbox insert (queued rows stay queued, unless a RELEASE is held
+// back: then the queue is sent, so that what runs on the connection runs
+// after the RELEASE, as it was asked first).
 func (t *inboxTx) Conn() *pgx.Conn {
-	if t.pending != nil {
+	if t.pending != nil || t.holdsRelease() {
 		_ = t.flush(context.Background()) // a failure fails the next statement
 	}
 	return t.pgConn

@@ -277,3 +277,64 @@ func TestAcquireTimeoutIsUnavailable(t *testing.T) {
 	require.ErrorIs(t, err, ackgap.ErrStoreUnavailable)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 }
+
+// TestReleaseHeldBack: a RELEASE with nothing held back ahead of it waits
+// for the next statement: it goes with the COMMIT (one round trip for
+// both), and a rollback to the released savepoint still fails, as it
+// would had the RELEASE gone at once; in a transaction a failed statement
+// aborted, it is sent at once and fails.
+func TestReleaseHeldBack(t *testing.T) {
+	ctx := context.Background()
+	_, base := migrated(t, nil)
+	var sent atomic.Int64
+	cfg := base.Config().Copy()
+	cfg.MaxConns = 1
+	cfg.ConnConfig.Tracer = roundTripCounter{&sent}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	_, err = pool.Exec(ctx, `CREATE TABLE steps (id int PRIMARY KEY)`)
+	require.NoError(t, err)
+	store, err := pgxstore.New(pool, nil)
+	require.NoError(t, err)
+	begin := func(id string) pgx.Tx {
+		res, err := store.BeginInboxMany(ctx, &stores.BeginInboxManyParams{Consumer: "c", Savepoint: "round",
+			Rows: []stores.InboxManyRow{{EventID: id}}})
+		require.NoError(t, err)
+		return res.Tx
+	}
+
+	tx := begin("e1")
+	_, err = tx.Exec(ctx, `INSERT INTO steps (id) VALUES ($1)`, 1)
+	require.NoError(t, err)
+	before := sent.Load()
+	require.NoError(t, store.ReleaseSavepointTx(ctx, tx, "round"))
+	require.Equal(t, int64(0), sent.Load()-before, "the RELEASE waits for the next statement")
+	require.NoError(t, store.CommitTx(ctx, tx))
+	require.Equal(t, int64(1), sent.Load()-before, "RELEASE and COMMIT in one round trip")
+	var n int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM steps`).Scan(&n))
+	require.Equal(t, 1, n)
+
+	tx = begin("e2")
+	_, err = tx.Exec(ctx, `INSERT INTO steps (id) VALUES ($1)`, 2)
+	require.NoError(t, err)
+	require.NoError(t, store.ReleaseSavepointTx(ctx, tx, "round"))
+	require.Error(t, store.RollbackToSavepointTx(ctx, tx, "round"), "the savepoint was released")
+	require.NoError(t, store.RollbackTx(ctx, tx))
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM steps`).Scan(&n))
+	require.Equal(t, 1, n)
+
+	// A statement since the savepoint failed (its error ignored): the
+	// RELEASE fails at once, and the rollback to the savepoint recovers.
+	tx = begin("e3")
+	_, err = tx.Exec(ctx, `INSERT INTO steps (id) VALUES ($1)`, 1)
+	require.Error(t, err, "a duplicate key")
+	require.Error(t, store.ReleaseSavepointTx(ctx, tx, "round"), "the transaction is aborted")
+	require.NoError(t, store.RollbackToSavepointTx(ctx, tx, "round"))
+	_, err = tx.Exec(ctx, `INSERT INTO steps (id) VALUES ($1)`, 3)
+	require.NoError(t, err)
+	require.NoError(t, store.CommitTx(ctx, tx))
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM steps`).Scan(&n))
+	require.Equal(t, 2, n)
+}
