@@ -323,11 +323,24 @@ func callNames(pass *analysis.Pass, n ast.Node) []string {
 // firstWork finds the first database write or external effect in stmts
 // (directly or through a called function), with its position.
 func firstWork(pass *analysis.Pass, c *Consumers, stmts []ast.Stmt) (string, ast.Node) {
+	return findWork(pass, c, stmts, true)
+}
+
+// firstEffect is the first external effect in stmts, outside function
+// literals: a call classified as one, or a call of a function whose
+// summary has one.
+func firstEffect(pass *analysis.Pass, c *Consumers, stmts []ast.Stmt) (string, ast.Node) {
+	return findWork(pass, c, stmts, false)
+}
+
+// findWork is firstWork (writes too, function literals included) or
+// firstEffect.
+func findWork(pass *analysis.Pass, c *Consumers, stmts []ast.Stmt, writes bool) (string, ast.Node) {
 	var desc string
 	var at ast.Node
 	for _, st := range stmts {
 		ast.Inspect(st, func(m ast.Node) bool {
-			if desc != "" {
+			if _, lit := m.(*ast.FuncLit); desc != "" || lit && !writes {
 				return false
 			}
 			call, ok := m.(*ast.CallExpr)
@@ -336,10 +349,10 @@ func firstWork(pass *analysis.Pass, c *Consumers, stmts []ast.Stmt) (string, ast
 			}
 			if d := effectOf(pass.TypesInfo, call); d != "" {
 				desc, at = d, call
-			} else if d := dbWriteOf(pass.TypesInfo, call); d != "" {
+			} else if d := dbWriteOf(pass.TypesInfo, call); writes && d != "" {
 				desc, at = d, call
 			} else if cf := callee(pass.TypesInfo, call); cf != nil {
-				if sum := c.Summary(cf); sum != nil {
+				if sum := c.Summary(cf); sum != nil && (writes || sum.Effect != "") {
 					d := sum.Effect
 					if d == "" {
 						d = sum.Write

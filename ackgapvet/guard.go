@@ -221,33 +221,3 @@ func skipsMessage(info *types.Info, b *ast.BlockStmt) bool {
 	}
 	return false
 }
-
-// firstEffect is the first external effect in stmts: a call classified as
-// one, or a call of a function whose summary has one.
-func firstEffect(pass *analysis.Pass, c *Consumers, stmts []ast.Stmt) (string, ast.Node) {
-	for _, st := range stmts {
-		var desc string
-		var at ast.Node
-		ast.Inspect(st, func(m ast.Node) bool {
-			if _, ok := m.(*ast.FuncLit); ok || desc != "" {
-				return false
-			}
-			call, ok := m.(*ast.CallExpr)
-			if !ok {
-				return true
-			}
-			if d := effectOf(pass.TypesInfo, call); d != "" {
-				desc, at = d, call
-			} else if cf := callee(pass.TypesInfo, call); cf != nil {
-				if sum := c.Summary(cf); sum != nil && sum.Effect != "" {
-					desc, at = viaDesc(cf, sum.Effect), call
-				}
-			}
-			return desc == ""
-		})
-		if desc != "" {
-			return desc, at
-		}
-	}
-	return "", nil
-}

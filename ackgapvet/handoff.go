@@ -16,21 +16,30 @@ import (
 // a channel receive after it means the ack waits: not reported.
 func handedOff(pass *analysis.Pass, before []ast.Stmt) (string, ast.Node) {
 	for i := len(before) - 1; i >= 0; i-- {
-		switch st := before[i].(type) {
-		case *ast.GoStmt:
-			if carriesMessage(pass.TypesInfo, st.Call) {
-				return "go " + types.ExprString(st.Call.Fun), st
-			}
-		case *ast.SendStmt:
-			if carriesMessage(pass.TypesInfo, st.Value) {
-				return "a send on " + types.ExprString(st.Chan), st
-			}
+		if how := handOff(pass.TypesInfo, before[i]); how != "" {
+			return how, before[i]
 		}
 		if waits(before[i]) {
 			return "", nil
 		}
 	}
 	return "", nil
+}
+
+// handOff describes st when it hands a message to another goroutine: a go
+// statement or a channel send with a message among its values; "" if not.
+func handOff(info *types.Info, st ast.Stmt) string {
+	switch st := st.(type) {
+	case *ast.GoStmt:
+		if carriesMessage(info, st.Call) {
+			return "go " + types.ExprString(st.Call.Fun)
+		}
+	case *ast.SendStmt:
+		if carriesMessage(info, st.Value) {
+			return "a send on " + types.ExprString(st.Chan)
+		}
+	}
+	return ""
 }
 
 // before is the statements that run before stmts[len(stmts)] in the
@@ -49,15 +58,10 @@ func before(m ast.Node, stmts []ast.Stmt) []ast.Stmt {
 // comes before the work, which the other goroutine does.
 func handOffNext(pass *analysis.Pass, after []ast.Stmt) (string, ast.Node) {
 	for _, st := range after {
-		switch st := st.(type) {
-		case *ast.GoStmt:
-			if carriesMessage(pass.TypesInfo, st.Call) {
-				return "go " + types.ExprString(st.Call.Fun), st
-			}
-		case *ast.SendStmt:
-			if carriesMessage(pass.TypesInfo, st.Value) {
-				return "a send on " + types.ExprString(st.Chan), st
-			}
+		if how := handOff(pass.TypesInfo, st); how != "" {
+			return how, st
+		}
+		switch st.(type) {
 		case *ast.ExprStmt, *ast.AssignStmt, *ast.DeclStmt:
 			continue // a log line, a copy: not yet the work
 		}

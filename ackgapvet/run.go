@@ -400,23 +400,28 @@ func effectWhere(msg string) string {
 // there is the opposite, a loss, and earlyack reports it at the ack.
 func dropAfterAck(fs []Finding, consumers []Consumer) []Finding {
 	return slices.DeleteFunc(fs, func(f Finding) bool {
-		if f.Check != "effect" {
+		return f.Check == "effect" && everyReaching(f, consumers, func(c *Consumer) bool {
+			i := slices.IndexFunc(c.Effects, func(e Step) bool { return e.File == f.File && e.Line == f.Line })
+			return i >= 0 && c.Effects[i].AfterAck
+		})
+	})
+}
+
+// everyReaching reports whether some consumer reaches f's line and every
+// consumer that does satisfies ok.
+func everyReaching(f Finding, consumers []Consumer, ok func(*Consumer) bool) bool {
+	reached := false
+	for i := range consumers {
+		c := &consumers[i]
+		if !c.reaches(f.abs, f.Line) {
+			continue
+		}
+		if !ok(c) {
 			return false
 		}
-		reached := false
-		for i := range consumers {
-			c := &consumers[i]
-			if !c.reaches(f.abs, f.Line) {
-				continue
-			}
-			i := slices.IndexFunc(c.Effects, func(e Step) bool { return e.File == f.File && e.Line == f.Line })
-			if i < 0 || !c.Effects[i].AfterAck {
-				return false
-			}
-			reached = true
-		}
-		return reached
-	})
+		reached = true
+	}
+	return reached
 }
 
 // dropForwards drops, in the whole-program mode, an effect finding on a
@@ -433,21 +438,8 @@ func dropForwards(fs []Finding, consumers []Consumer) []Finding {
 		return fs
 	}
 	return slices.DeleteFunc(fs, func(f Finding) bool {
-		if f.Check != "effect" || !strings.Contains(f.Message, "a publish (") {
-			return false
-		}
-		reached := false
-		for i := range consumers {
-			c := &consumers[i]
-			if !c.reaches(f.abs, f.Line) {
-				continue
-			}
-			if len(c.Writes) > 0 {
-				return false
-			}
-			reached = true
-		}
-		return reached
+		return f.Check == "effect" && strings.Contains(f.Message, "a publish (") &&
+			everyReaching(f, consumers, func(c *Consumer) bool { return len(c.Writes) == 0 })
 	})
 }
 
