@@ -929,9 +929,12 @@ func kgoBlockedRebalance(pass *analysis.Pass, r *reporter) {
 		return
 	}
 	for _, b := range blocks {
-		r.report(b, SeverityOf("consumer group", "rebalance"), "kgo.BlockRebalanceOnPoll without a call of AllowRebalance in this package: after the first poll the client holds every rebalance off, so the group's rebalance times out, this member is removed from the group, and it goes on processing (and committing) partitions another member now owns: their records are handled twice; call cl.AllowRebalance() after each poll's records are done and committed")
+		r.report(b, SeverityOf("consumer group", "rebalance"), blockedRebalance+": after the first poll the client holds every rebalance off, so the group's rebalance times out, this member is removed from the group, and it goes on processing (and committing) partitions another member now owns: their records are handled twice; call cl.AllowRebalance() after each poll's records are done and committed")
 	}
 }
+
+// blockedRebalance begins kgoBlockedRebalance's message.
+const blockedRebalance = "kgo.BlockRebalanceOnPoll without a call of AllowRebalance in this package"
 
 // LambdaBatchAnalyzer reports Lambda SQS handlers that fail the whole batch.
 var LambdaBatchAnalyzer = newAnalyzer("lambdabatch",

@@ -4,10 +4,12 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/tools/go/packages"
 )
 
 // TestMergeRepeats: repeats of a per-function check in one function are one
@@ -118,4 +120,26 @@ func TestDropAfterAck(t *testing.T) {
 	}, cs)
 	require.Len(t, out, 2)
 	require.Equal(t, []int{20, 66}, []int{out[0].Line, out[1].Line})
+}
+
+// TestDropAllowedRebalance: the BlockRebalanceOnPoll finding of one
+// package is dropped when another checked package calls AllowRebalance
+// (through the application's own interface); kept when none does.
+func TestDropAllowedRebalance(t *testing.T) {
+	fset := token.NewFileSet()
+	parse := func(src string) *packages.Package {
+		f, err := parser.ParseFile(fset, "x.go", src, 0)
+		require.NoError(t, err)
+		return &packages.Package{PkgPath: f.Name.Name, Syntax: []*ast.File{f}}
+	}
+	fs := []Finding{
+		{Check: "visibility", File: "lib/kafka/init.go", Line: 36, Message: blockedRebalance + ": after the first poll ..."},
+		{Check: "visibility", File: "q.go", Line: 9, Message: "VisibilityTimeout 30 s is under six times the handler's 10 s"},
+	}
+	loop := parse("package consumer\n\ntype Client interface{ AllowRebalance() }\n\nfunc run(c Client) { c.AllowRebalance() }\n")
+	other := parse("package other\n\nfunc f() {}\n")
+	require.Len(t, dropAllowedRebalance(slices.Clone(fs), []*packages.Package{other}), 2, "no AllowRebalance anywhere")
+	out := dropAllowedRebalance(slices.Clone(fs), []*packages.Package{other, loop})
+	require.Len(t, out, 1)
+	require.Equal(t, "q.go", out[0].File, "the other visibility finding stays")
 }

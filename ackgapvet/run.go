@@ -209,6 +209,7 @@ func Run(cfg *RunConfig) (*Report, error) {
 		return cmp.Or(cmp.Compare(a.File, b.File), cmp.Compare(a.Line, b.Line), cmp.Compare(a.Column, b.Column), cmp.Compare(a.Check, b.Check))
 	})
 	rep.Findings = mergeRepeats(rep.Findings)
+	rep.Findings = dropAllowedRebalance(rep.Findings, pkgs)
 	rep.Findings = dropForwards(rep.Findings, rep.Consumers)
 	rep.Findings = dropAfterAck(rep.Findings, rep.Consumers)
 	rep.Findings = mergeConsumerEffects(rep.Findings, rep.Consumers)
@@ -391,6 +392,31 @@ func effectWhere(msg string) string {
 		return msg[:i]
 	}
 	return msg
+}
+
+// dropAllowedRebalance drops the visibility findings on
+// kgo.BlockRebalanceOnPoll (see kgoBlockedRebalance, which sees one
+// package) when any checked package calls a method named AllowRebalance:
+// an application that holds its client behind its own interface allows
+// the rebalance through it, in another package.
+func dropAllowedRebalance(fs []Finding, pkgs []*packages.Package) []Finding {
+	allowed := false
+	packages.Visit(pkgs, nil, func(p *packages.Package) {
+		for _, f := range p.Syntax {
+			ast.Inspect(f, func(n ast.Node) bool {
+				if call, ok := n.(*ast.CallExpr); ok && lastName(call.Fun) == "AllowRebalance" {
+					allowed = true
+				}
+				return !allowed
+			})
+		}
+	})
+	if !allowed {
+		return fs
+	}
+	return slices.DeleteFunc(fs, func(f Finding) bool {
+		return f.Check == "visibility" && strings.HasPrefix(f.Message, blockedRebalance)
+	})
 }
 
 // dropAfterAck drops, in the whole-program mode, an effect finding on a
