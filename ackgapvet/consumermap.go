@@ -187,7 +187,7 @@ func (w *wholeProgram) describe(rw *rootWalk) Consumer {
 	ackGoroutines := map[*ssa.Function]bool{}
 	var effects, writes []found
 	for _, fn := range rw.order {
-		if !w.inApp(fn) || fn.Synthetic != "" {
+		if !w.inApp(fn) || isWrapper(fn) {
 			continue
 		}
 		src := fn

@@ -37,19 +37,26 @@ func (w *wholeProgram) nilAcks(rw *rootWalk) (out map[*ssa.Function]string, alwa
 		out[rw.entry] = rw.root.Name
 	}
 	for _, fn := range rw.order {
-		if fn == rw.entry || !w.inApp(fn) || fn.Synthetic != "" {
+		if fn == rw.entry || !w.inApp(fn) || isWrapper(fn) {
 			continue
 		}
 		// Through a bound-method wrapper, the call site is the wrapper's.
 		p, pos := rw.parent[fn], rw.via[fn]
-		for p != nil && p.Synthetic != "" {
+		for p != nil && isWrapper(p) {
 			p, pos = rw.parent[p], rw.via[p]
 		}
-		if p == nil || !w.inApp(p) || p.Pkg == nil {
+		if p == nil || !w.inApp(p) {
+			continue
+		}
+		src := p
+		if o := p.Origin(); o != nil {
+			src = o
+		}
+		if src.Pkg == nil {
 			continue
 		}
 		body := funcBody(p.Syntax())
-		pkg := w.info[p.Pkg.Pkg]
+		pkg := w.info[src.Pkg.Pkg]
 		if body == nil || pkg == nil || pkg.TypesInfo == nil {
 			continue
 		}

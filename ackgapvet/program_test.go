@@ -174,7 +174,7 @@ func TestConsumerMap(t *testing.T) {
 	for _, c := range rep.Consumers {
 		byName[c.Name] = c
 	}
-	require.Len(t, byName, 31, "%+v", rep.Consumers)
+	require.Len(t, byName, 32, "%+v", rep.Consumers)
 
 	// A receive loop that the call graph reaches from another consumer (a
 	// fallback source behind an interface) and whose acks are closures it
@@ -199,6 +199,13 @@ func TestConsumerMap(t *testing.T) {
 	require.Equal(t, SeverityCritical, h.BlastRadius)
 	require.Equal(t, 2, h.Findings, "earlyack and httpclient; the effect after the ack is not repeated by a redelivery")
 	require.Empty(t, findingsIn(rep, "orders/orders.go", "effect"), "the post after the ack: earlyack names the loss, no redelivery repeats it")
+
+	// A receive loop that is a method of a generic type: its SSA
+	// instance has no package, only its origin has.
+	gl := byName["Consumer.Start"]
+	require.Equal(t, KindSQS, gl.Kind, "%+v", rep.Consumers)
+	require.Len(t, gl.Effects, 1, "%+v", gl)
+	require.Len(t, findingsIn(rep, "generic/generic.go", "effect"), 1, "the post repeats on a redelivery")
 
 	// A worker's job that deletes its message first, then posts, reached
 	// through a channel and an interface: the post comes after the ack.

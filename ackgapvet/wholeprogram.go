@@ -153,7 +153,7 @@ func buildProgram(pkgs []*packages.Package, roots []*Root, remotes []remote) *wh
 	w.funcs = all
 	debugf("functions listed: %d", len(all))
 	for fn := range all {
-		if fn.Pkg == nil || !w.app[fn.Pkg.Pkg] {
+		if !w.inApp(fn) { // an instance of a generic function has no Pkg: its origin's
 			continue
 		}
 		if s := fn.Syntax(); s != nil && (fn.Origin() == nil || w.syntax[s] == nil) {
@@ -430,6 +430,11 @@ func (w *wholeProgram) appFunctions(pkgs []*ssa.Package) map[*ssa.Function]bool 
 	}
 	return out
 }
+
+// isWrapper reports whether fn is a synthetic wrapper (a bound method, a
+// thunk), not code of the module's own: an instance of a generic function
+// is synthetic too, but its body is its origin's.
+func isWrapper(fn *ssa.Function) bool { return fn.Synthetic != "" && fn.Origin() == nil }
 
 // keepLostInvokes gives back, from the class-hierarchy graph cha, the
 // callees of each call of a method of one of the application's own

@@ -17,6 +17,7 @@ import (
 	"example.com/program/deletefirst"
 	"example.com/program/fanout"
 	"example.com/program/gen"
+	"example.com/program/generic"
 	"example.com/program/handlers"
 	"example.com/program/kqueue"
 	"example.com/program/kworker"
@@ -84,6 +85,7 @@ func main() {
 	go target(out)
 	poller.Poll(context.Background(), &sqs.Client{}, "https://sqs.example/q", &ledger.Ledger{C: c})
 	go deletefirst.RunActions(context.Background(), &sqs.Client{}, "https://sqs.example/actions", c)
+	go generic.New[string](&sqs.Client{}, "https://sqs.example/hooks", c).Start(context.Background())
 }
 
 // target writes what the sources read; the ack closures it calls are out of
