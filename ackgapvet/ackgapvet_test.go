@@ -42,6 +42,13 @@ func TestEarlyAck(t *testing.T) {
 	analysistest.Run(t, analysistest.TestData(), ackgapvet.EarlyAckAnalyzer, "earlyack")
 }
 
+// TestKafkaClientBehindInterface: an application's interface over a
+// franz-go client acks and publishes as the client does.
+func TestKafkaClientBehindInterface(t *testing.T) {
+	analysistest.Run(t, analysistest.TestData(), ackgapvet.EarlyAckAnalyzer, "kgoappiface")
+	analysistest.Run(t, analysistest.TestData(), ackgapvet.EffectAnalyzer, "kgoappifacepub")
+}
+
 func TestAutoCommit(t *testing.T) {
 	analysistest.Run(t, analysistest.TestData(), ackgapvet.AutoCommitAnalyzer, "autocommit", "autocommitok")
 }

@@ -143,7 +143,8 @@ func effectOf(info *types.Info, call *ast.CallExpr) string {
 		return "a publish (" + qualName(fn) + ")"
 	case isSaramaPath(path) && (name == "SendMessage" || name == "SendMessages"):
 		return "a publish (" + qualName(fn) + ")"
-	case path == pathKgo && recv == "Client" && (name == "Produce" || name == "ProduceSync" || name == "TryProduce"):
+	case path == pathKgo && recv == "Client" && (name == "Produce" || name == "ProduceSync" || name == "TryProduce"),
+		kafkaPublishName[name] && appKafkaMethod(fn):
 		return "a publish (" + qualName(fn) + ")"
 	case path == pathKafkaGo && recv == "Writer" && name == "WriteMessages":
 		return "a publish (" + qualName(fn) + ")"

@@ -193,5 +193,39 @@ func ackOfMore(fn *types.Func) string {
 	if op := sqsOp(fn); op == "DeleteMessage" || op == "DeleteMessageBatch" {
 		return qualName(fn)
 	}
+	if kafkaAckName[name] && appKafkaMethod(fn) {
+		return qualName(fn)
+	}
 	return ""
+}
+
+// kafkaAckName and kafkaPublishName are the Kafka clients' names for an
+// offset mark or commit and for a produce.
+var (
+	kafkaAckName     = map[string]bool{"MarkCommitRecords": true, "CommitRecords": true, "CommitUncommittedOffsets": true, "CommitMessages": true, "MarkMessage": true, "MarkOffset": true, "CommitMessage": true, "CommitOffsets": true}
+	kafkaPublishName = map[string]bool{"Produce": true, "ProduceSync": true, "TryProduce": true, "WriteMessages": true, "SendMessage": true, "SendMessages": true}
+)
+
+// appKafkaMethod reports whether fn is a method the application declares
+// over a Kafka client (an interface that holds the client for tests, or a
+// wrapper) that takes the client's record or message type: a method of
+// that name then does what the client's does (kgo.Client.MarkCommitRecords
+// behind a KafkaClientInterface is an offset mark).
+func appKafkaMethod(fn *types.Func) bool {
+	sig, ok := fn.Type().(*types.Signature)
+	if !ok || sig.Recv() == nil || isKafkaClient(funcPath(fn)) {
+		return false
+	}
+	for i := range sig.Params().Len() {
+		t := sig.Params().At(i).Type()
+		if sl, ok := t.(*types.Slice); ok {
+			t = sl.Elem()
+		}
+		if isNamed(t, pathKgo, "Record") || isNamed(t, pathKafkaGo, "Message") || isNamed(t, pathConfluent, "Message") || isNamed(t, pathConfluent1, "Message") ||
+			isNamed(t, "github.com/IBM/sarama", "ConsumerMessage") || isNamed(t, "github.com/Shopify/sarama", "ConsumerMessage") ||
+			isNamed(t, "github.com/IBM/sarama", "ProducerMessage") || isNamed(t, "github.com/Shopify/sarama", "ProducerMessage") {
+			return true
+		}
+	}
+	return false
 }
