@@ -151,13 +151,16 @@ const IgnoreDirective = "//ackgapvet:ignore"
 type reporter struct {
 	pass    *analysis.Pass
 	ignores map[string]map[int][]string // file -> line -> checks
+	// bare are the directives that name a check but no reason: they
+	// suppress nothing, and the finding they meant to silence says so.
+	bare map[string]map[int][]string
 }
 
 func newReporter(pass *analysis.Pass) (*reporter, error) {
 	if _, err := currentRules(); err != nil {
 		return nil, err
 	}
-	r := &reporter{pass: pass, ignores: map[string]map[int][]string{}}
+	r := &reporter{pass: pass, ignores: map[string]map[int][]string{}, bare: map[string]map[int][]string{}}
 	for _, f := range pass.Files {
 		for _, cg := range f.Comments {
 			for _, c := range cg.List {
@@ -166,14 +169,18 @@ func newReporter(pass *analysis.Pass) (*reporter, error) {
 					continue
 				}
 				fields := strings.Fields(rest)
-				if len(fields) < 2 { // no reason: not honoured
+				if len(fields) == 0 {
 					continue
 				}
 				p := pass.Fset.Position(c.Slash)
-				if r.ignores[p.Filename] == nil {
-					r.ignores[p.Filename] = map[int][]string{}
+				into := r.ignores
+				if len(fields) < 2 { // no reason: not honoured
+					into = r.bare
 				}
-				r.ignores[p.Filename][p.Line] = append(r.ignores[p.Filename][p.Line], fields[0])
+				if into[p.Filename] == nil {
+					into[p.Filename] = map[int][]string{}
+				}
+				into[p.Filename][p.Line] = append(into[p.Filename][p.Line], fields[0])
 			}
 		}
 	}
@@ -181,9 +188,15 @@ func newReporter(pass *analysis.Pass) (*reporter, error) {
 }
 
 func (r *reporter) ignored(pos token.Pos) bool {
+	return r.directive(r.ignores, pos)
+}
+
+// directive reports whether dirs holds a directive for this check (or
+// "all") on pos's line or the line above.
+func (r *reporter) directive(dirs map[string]map[int][]string, pos token.Pos) bool {
 	p := r.pass.Fset.Position(pos)
 	for _, line := range []int{p.Line, p.Line - 1} {
-		for _, check := range r.ignores[p.Filename][line] {
+		for _, check := range dirs[p.Filename][line] {
 			if check == r.pass.Analyzer.Name || check == "all" {
 				return true
 			}
@@ -200,6 +213,9 @@ func (r *reporter) ignored(pos token.Pos) bool {
 func (r *reporter) report(n ast.Node, sev Severity, msg string, fixes ...analysis.SuggestedFix) {
 	if r.ignored(n.Pos()) {
 		return
+	}
+	if r.directive(r.bare, n.Pos()) {
+		msg += " (the " + IgnoreDirective + " above gives no reason, so it suppresses nothing: add one)"
 	}
 	r.pass.Report(analysis.Diagnostic{
 		Pos:            n.Pos(),
