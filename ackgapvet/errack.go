@@ -515,6 +515,31 @@ func kafkaSkips(pass *analysis.Pass, r *reporter, root *Root, loopBody *ast.Bloc
 	if ack == "" {
 		return
 	}
+	loopStmts(loopBody, func(st, prev ast.Stmt, rest []ast.Stmt) {
+		if ifs := markedOnSuccess(info, st); ifs != nil {
+			r.report(ifs, SeverityOf(root.Name), fmt.Sprintf(
+				"the message is acked only when its work succeeded (%s inside if %s), and the loop goes on after a failure: Kafka commits offsets, not messages, so the next message's %s commits past the failed one and it is never delivered again; return the error to stop the partition (it is redelivered after the rebalance), or dead-letter it explicitly",
+				ack, types.ExprString(ifs.Cond), ack))
+			return
+		}
+		ifs, work := failedWork(pass, st, prev)
+		if ifs == nil || leaves(ifs.Body) || kafkaAckIn(info, ifs.Body) != "" || sendsElsewhere(pass, ifs.Body) {
+			return
+		}
+		if !endsInContinue(ifs.Body) && kafkaAckIn(info, &ast.BlockStmt{List: rest}) != "" {
+			return // falls through to the ack: "acks even when ... failed"
+		}
+		workName := types.ExprString(work.Fun)
+		r.report(ifs, SeverityOf(root.Name, workName), fmt.Sprintf(
+			"a message whose %s fails is not acked but the loop goes on, and Kafka commits offsets, not messages: the next message's %s commits past it and it is never delivered again; return the error to stop the partition (it is redelivered after the rebalance), or dead-letter it explicitly",
+			workName, ack))
+	})
+}
+
+// loopStmts calls visit for every statement of a loop body's blocks (not
+// those of nested loops or function literals), with the statement before
+// it in its block (nil for the first) and those after it.
+func loopStmts(loopBody *ast.BlockStmt, visit func(st, prev ast.Stmt, rest []ast.Stmt)) {
 	ast.Inspect(loopBody, func(m ast.Node) bool {
 		switch m.(type) {
 		case *ast.FuncLit, *ast.ForStmt, *ast.RangeStmt:
@@ -529,23 +554,7 @@ func kafkaSkips(pass *analysis.Pass, r *reporter, root *Root, loopBody *ast.Bloc
 			if i > 0 {
 				prev = block.List[i-1]
 			}
-			if ifs := markedOnSuccess(info, st); ifs != nil {
-				r.report(ifs, SeverityOf(root.Name), fmt.Sprintf(
-					"the message is acked only when its work succeeded (%s inside if %s), and the loop goes on after a failure: Kafka commits offsets, not messages, so the next message's %s commits past the failed one and it is never delivered again; return the error to stop the partition (it is redelivered after the rebalance), or dead-letter it explicitly",
-					ack, types.ExprString(ifs.Cond), ack))
-				continue
-			}
-			ifs, work := failedWork(pass, st, prev)
-			if ifs == nil || leaves(ifs.Body) || kafkaAckIn(info, ifs.Body) != "" || sendsElsewhere(pass, ifs.Body) {
-				continue
-			}
-			if !endsInContinue(ifs.Body) && kafkaAckIn(info, &ast.BlockStmt{List: block.List[i+1:]}) != "" {
-				continue // falls through to the ack: "acks even when ... failed"
-			}
-			workName := types.ExprString(work.Fun)
-			r.report(ifs, SeverityOf(root.Name, workName), fmt.Sprintf(
-				"a message whose %s fails is not acked but the loop goes on, and Kafka commits offsets, not messages: the next message's %s commits past it and it is never delivered again; return the error to stop the partition (it is redelivered after the rebalance), or dead-letter it explicitly",
-				workName, ack))
+			visit(st, prev, block.List[i+1:])
 		}
 		return true
 	})
@@ -563,30 +572,15 @@ func watermillSkips(pass *analysis.Pass, r *reporter, root *Root, loopBody *ast.
 	if watermillSettleIn(info, loopBody, "Ack") == nil {
 		return
 	}
-	ast.Inspect(loopBody, func(m ast.Node) bool {
-		switch m.(type) {
-		case *ast.FuncLit, *ast.ForStmt, *ast.RangeStmt:
-			return false
+	loopStmts(loopBody, func(st, prev ast.Stmt, _ []ast.Stmt) {
+		ifs, work := failedWork(pass, st, prev)
+		if ifs == nil || !endsInContinue(ifs.Body) || watermillSettleIn(info, ifs.Body, "Ack") != nil || watermillSettleIn(info, ifs.Body, "Nack") != nil {
+			return
 		}
-		block, ok := stmtBlock(m)
-		if !ok {
-			return true
-		}
-		for i, st := range block.List {
-			var prev ast.Stmt
-			if i > 0 {
-				prev = block.List[i-1]
-			}
-			ifs, work := failedWork(pass, st, prev)
-			if ifs == nil || !endsInContinue(ifs.Body) || watermillSettleIn(info, ifs.Body, "Ack") != nil || watermillSettleIn(info, ifs.Body, "Nack") != nil {
-				continue
-			}
-			workName := types.ExprString(work.Fun)
-			r.report(ifs, SeverityOf(root.Name, workName), fmt.Sprintf(
-				"a message whose %s fails is neither acked nor nacked, and the loop goes on: Watermill's subscriber waits for each message's Ack or Nack before it delivers the next one of its partition (watermill-kafka) or subscription (GoChannel), so this consumer stalls for good; Nack it (it is delivered again) or record the failure and Ack it",
-				workName))
-		}
-		return true
+		workName := types.ExprString(work.Fun)
+		r.report(ifs, SeverityOf(root.Name, workName), fmt.Sprintf(
+			"a message whose %s fails is neither acked nor nacked, and the loop goes on: Watermill's subscriber waits for each message's Ack or Nack before it delivers the next one of its partition (watermill-kafka) or subscription (GoChannel), so this consumer stalls for good; Nack it (it is delivered again) or record the failure and Ack it",
+			workName))
 	})
 }
 

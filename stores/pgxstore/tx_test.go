@@ -91,19 +91,26 @@ func TestQueueOnOtherTxInsertsAtOnce(t *testing.T) {
 // takes two (the first round trip; the hash read, after a ROLLBACK where
 // there was no COMMIT). A handler that sends nothing costs one (BEGIN +
 // inbox insert + COMMIT). No round trip hides in the middleware.
-func TestRoundTrips(t *testing.T) {
-	ctx := context.Background()
+// countingPool is a one-connection pool over a migrated schema whose
+// round trips to PostgreSQL are counted in sent.
+func countingPool(t *testing.T) (*pgxpool.Pool, *atomic.Int64) {
 	_, base := migrated(t, nil)
-	var sent atomic.Int64
+	sent := &atomic.Int64{}
 	cfg := base.Config().Copy()
 	cfg.MaxConns = 1
-	cfg.ConnConfig.Tracer = roundTripCounter{&sent}
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	cfg.ConnConfig.Tracer = roundTripCounter{sent}
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
-	_, err = pool.Exec(ctx, `CREATE TABLE orders (id text PRIMARY KEY, status text NOT NULL, version int NOT NULL DEFAULT 0)`)
+	return pool, sent
+}
+
+func TestRoundTrips(t *testing.T) {
+	ctx := context.Background()
+	pool, sent := countingPool(t)
+	_, err := pool.Exec(ctx, `CREATE TABLE orders (id text PRIMARY KEY, status text NOT NULL, version int NOT NULL DEFAULT 0)`)
 	require.NoError(t, err)
-	// Migrated already, through base. Every commit carries its own
+	// Migrated already, by countingPool. Every commit carries its own
 	// notification (a 1 ns interval), so no trailing one, sent on a pooled
 	// connection, adds to the round trips counted here.
 	store, err := pgxstore.New(pool, &pgxstore.Config{NotifyInterval: time.Nanosecond})
@@ -285,15 +292,8 @@ func TestAcquireTimeoutIsUnavailable(t *testing.T) {
 // aborted, it is sent at once and fails.
 func TestReleaseHeldBack(t *testing.T) {
 	ctx := context.Background()
-	_, base := migrated(t, nil)
-	var sent atomic.Int64
-	cfg := base.Config().Copy()
-	cfg.MaxConns = 1
-	cfg.ConnConfig.Tracer = roundTripCounter{&sent}
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
-	_, err = pool.Exec(ctx, `CREATE TABLE steps (id int PRIMARY KEY)`)
+	pool, sent := countingPool(t)
+	_, err := pool.Exec(ctx, `CREATE TABLE steps (id int PRIMARY KEY)`)
 	require.NoError(t, err)
 	store, err := pgxstore.New(pool, nil)
 	require.NoError(t, err)
