@@ -936,23 +936,35 @@ func kgoBlockedRebalance(pass *analysis.Pass, r *reporter) {
 // blockedRebalance begins kgoBlockedRebalance's message.
 const blockedRebalance = "kgo.BlockRebalanceOnPoll without a call of AllowRebalance in this package"
 
-// LambdaBatchAnalyzer reports Lambda SQS handlers that fail the whole batch.
+// LambdaBatchAnalyzer reports Lambda queue and stream handlers that fail
+// the whole batch for one record.
 var LambdaBatchAnalyzer = newAnalyzer("lambdabatch",
-	`report a Lambda SQS handler that fails the whole batch for one record
+	`report a Lambda SQS, Kinesis, DynamoDB Streams or Kafka handler that fails the whole batch for one record
 
 A handler that returns an error while looping over event.Records makes
-Lambda return every record of the batch to the queue, the ones already
-processed included: they are delivered again. Fix: return
-events.SQSEventResponse with BatchItemFailures for the failed records (and
-enable ReportBatchItemFailures on the event source mapping). Returning those
-failures together with a non-nil error fails the whole batch as well: Lambda
-ignores the response of an invocation that returned an error.`,
+Lambda fail every record of the batch, the ones already processed included:
+SQS delivers them all again. Fix: return events.SQSEventResponse with
+BatchItemFailures for the failed records (and enable
+ReportBatchItemFailures on the event source mapping). Returning those
+failures together with a non-nil error fails the whole batch as well:
+Lambda ignores the response of an invocation that returned an error.
+
+On a stream (Kinesis, DynamoDB Streams, Kafka) the failed batch is retried
+in place, and by default until its records expire (MaximumRetryAttempts and
+MaximumRecordAgeInSeconds -1; 24 hours on Kinesis and DynamoDB Streams):
+the processed records run again on every retry, and a record that can never
+succeed (one that does not decode) stops its shard or partition. Fix: return
+events.KinesisEventResponse or events.DynamoDBEventResponse with
+BatchItemFailures naming the failed record (Lambda resumes from it), set a
+retry limit and an on-failure destination; on Kafka, handle or dead-letter
+the record inside the handler.`,
 	func(pass *analysis.Pass, c *Consumers, r *reporter) {
 		for _, root := range c.Roots {
-			if root.Kind != KindLambda {
+			source := lambdaSource(root.Kind)
+			if source == "" {
 				continue
 			}
-			if returnsSQSResponse(pass.TypesInfo, funcType(root.Node)) {
+			if batchResponse(pass.TypesInfo, funcType(root.Node)) {
 				failuresWithError(pass, r, root)
 				continue
 			}
@@ -961,9 +973,9 @@ ignores the response of an invocation that returned an error.`,
 				case *ast.FuncLit:
 					return false
 				case *ast.RangeStmt:
-					// The batch's records ([]events.SQSMessage), not the
+					// The batch's records ([]events.SQSMessage...), not the
 					// records of an S3 or SNS event inside one message.
-					if sel, ok := ast.Unparen(m.X).(*ast.SelectorExpr); !ok || sel.Sel.Name != "Records" || !sqsRecords(pass.TypesInfo.TypeOf(m.X)) {
+					if sel, ok := ast.Unparen(m.X).(*ast.SelectorExpr); !ok || sel.Sel.Name != "Records" || batchRecords(pass.TypesInfo.TypeOf(m.X)) != source {
 						return true
 					}
 					ast.Inspect(m.Body, func(k ast.Node) bool {
@@ -978,8 +990,7 @@ ignores the response of an invocation that returned an error.`,
 						if id, ok := last.(*ast.Ident); ok && id.Name == "nil" {
 							return true
 						}
-						r.report(ret, SeverityOf(root.Name),
-							"returning an error for one record fails the whole SQS batch: Lambda redelivers every record in it, the processed ones included; return events.SQSEventResponse with BatchItemFailures for the failed records")
+						r.report(ret, SeverityOf(root.Name), wholeBatch(source))
 						return true
 					})
 					return false
@@ -988,6 +999,41 @@ ignores the response of an invocation that returned an error.`,
 			})
 		}
 	})
+
+// lambdaSource names the event source of a Lambda root kind ("SQS",
+// "Kinesis", "DynamoDB Streams", "Kafka"), "" for other kinds.
+func lambdaSource(kind string) string {
+	switch kind {
+	case KindLambda:
+		return "SQS"
+	case KindLambdaKinesis:
+		return "Kinesis"
+	case KindLambdaDynamoDB:
+		return "DynamoDB Streams"
+	case KindLambdaKafka:
+		return "Kafka"
+	}
+	return ""
+}
+
+// wholeBatch is lambdabatch's message for a record's error returned from
+// inside the loop over a batch of source. The stream rules are the event
+// source mapping's defaults (AWS Lambda Developer Guide, "Lambda event
+// source mappings": MaximumRetryAttempts and MaximumRecordAgeInSeconds -1,
+// retry until the record expires).
+func wholeBatch(source string) string {
+	switch source {
+	case "SQS":
+		return "returning an error for one record fails the whole SQS batch: Lambda redelivers every record in it, the processed ones included; return events.SQSEventResponse with BatchItemFailures for the failed records"
+	case "Kafka":
+		return "returning an error for one record fails the whole Kafka batch: Lambda retries it in place, the processed records included, by default until the record expires, so a record that can never succeed (one that does not decode) stops its partition; handle or dead-letter a record that cannot succeed inside the handler, and set a retry limit and an on-failure destination on the event source mapping"
+	}
+	resp := "events.KinesisEventResponse"
+	if source == "DynamoDB Streams" {
+		resp = "events.DynamoDBEventResponse"
+	}
+	return fmt.Sprintf("returning an error for one record fails the whole %s batch: Lambda retries it in place, the processed records included, by default until the record expires (24 h), so a record that can never succeed (one that does not decode) stops its shard; return %s with BatchItemFailures naming the failed record (Lambda resumes from it), and set a retry limit and an on-failure destination on the event source mapping", source, resp)
+}
 
 // failuresWithError reports, in a Lambda SQS handler that answers with
 // events.SQSEventResponse, a return of a response whose BatchItemFailures
@@ -1031,15 +1077,19 @@ func failuresWithError(pass *analysis.Pass, r *reporter, root *Root) {
 	})
 }
 
-// returnsSQSResponse reports whether a Lambda handler returns
-// events.SQSEventResponse (partial batch failures).
-func returnsSQSResponse(info *types.Info, ft *ast.FuncType) bool {
+// batchResponse reports whether a Lambda handler answers with a partial
+// batch response: events.SQSEventResponse, KinesisEventResponse or
+// DynamoDBEventResponse.
+func batchResponse(info *types.Info, ft *ast.FuncType) bool {
 	if ft.Results == nil {
 		return false
 	}
 	for _, f := range ft.Results.List {
-		if t := info.TypeOf(f.Type); t != nil && isNamed(t, pathLambdaEvt, "SQSEventResponse") {
-			return true
+		t := info.TypeOf(f.Type)
+		for _, name := range []string{"SQSEventResponse", "KinesisEventResponse", "DynamoDBEventResponse"} {
+			if t != nil && isNamed(t, pathLambdaEvt, name) {
+				return true
+			}
 		}
 	}
 	return false
@@ -1051,11 +1101,27 @@ var (
 	increment  = regexp.MustCompile(`\bSET\s+(?:[A-Z0-9_"]+\s*=\s*[^,]+,\s*)*([A-Z0-9_"]+)\s*=\s*(?:[A-Z0-9_"]+\.)?([A-Z0-9_"]+)\s*[+-]`)
 )
 
-// sqsRecords reports whether t is []events.SQSMessage, the records of an
-// SQS batch.
-func sqsRecords(t types.Type) bool {
-	sl, ok := types.Unalias(t).Underlying().(*types.Slice)
-	return ok && isNamed(sl.Elem(), pathLambdaEvt, "SQSMessage")
+// batchRecords names the source of a Lambda batch's records of type t:
+// "SQS" for []events.SQSMessage, "Kinesis" for []events.KinesisEventRecord,
+// "DynamoDB Streams" for []events.DynamoDBEventRecord, "Kafka" for
+// events.KafkaEvent's map of partitions to records; "" otherwise.
+func batchRecords(t types.Type) string {
+	if t == nil {
+		return ""
+	}
+	switch u := types.Unalias(t).Underlying().(type) {
+	case *types.Slice:
+		for name, source := range map[string]string{"SQSMessage": "SQS", "KinesisEventRecord": "Kinesis", "DynamoDBEventRecord": "DynamoDB Streams"} {
+			if isNamed(u.Elem(), pathLambdaEvt, name) {
+				return source
+			}
+		}
+	case *types.Map:
+		if sl, ok := u.Elem().Underlying().(*types.Slice); ok && isNamed(sl.Elem(), pathLambdaEvt, "KafkaRecord") {
+			return "Kafka"
+		}
+	}
+	return ""
 }
 
 // dedupeInsert reports whether an INSERT records an event by itself: it

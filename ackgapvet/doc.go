@@ -72,8 +72,10 @@
 //   - sleep: time.Sleep in handlers (not between polls of a receive loop).
 //   - visibility: a literal SQS VisibilityTimeout under six times the longest
 //     literal context.WithTimeout on a consumer path.
-//   - lambdabatch: a Lambda SQS handler returning an error from inside its
-//     Records loop instead of events.SQSEventResponse.
+//   - lambdabatch: a Lambda SQS, Kinesis, DynamoDB Streams or Kafka handler
+//     returning an error from inside its Records loop instead of a partial
+//     batch response (events.SQSEventResponse, KinesisEventResponse,
+//     DynamoDBEventResponse).
 //   - errack: an ack on the path where the work failed: the error only
 //     logged and the message marked, committed or deleted after, an error
 //     branch that acks, a handler that returns nil (or a Lambda record left
@@ -83,6 +85,11 @@
 //   - multitx: two calls, one after the other on a consumer path, that each
 //     commit a database transaction (directly or through a helper): a
 //     failure of the second leaves the message half-applied.
+//   - poison: a message that can never succeed redelivered without end: a
+//     Watermill router without a poison queue (or one inside Retry), a
+//     consumer that ends the process on a message's failure (log.Fatal,
+//     os.Exit, panic), a receive loop that returns when a message does not
+//     decode.
 //
 // Every finding carries a [Severity] from the names around it (see
 // [DefaultSeverityPatterns], [SetSeverityPatterns], [SeverityEnv]). A

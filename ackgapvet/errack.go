@@ -135,44 +135,8 @@ var decodeCall = regexp.MustCompile(`(?i)unmarshal|decode|parse|valid|atoi|^Scan
 // classifies the error (errors.Is, a permanent-error check) is a decision,
 // not a swallowed failure. It returns the if statement and the work call.
 func failedWork(pass *analysis.Pass, st, prev ast.Stmt) (*ast.IfStmt, *ast.CallExpr) {
-	ifs, ok := st.(*ast.IfStmt)
-	if !ok {
-		return nil, nil
-	}
-	bin, ok := ast.Unparen(ifs.Cond).(*ast.BinaryExpr)
-	if ok && bin.Op == token.LOR {
-		// err != nil || out.FailedCount > 0: the error is the left operand.
-		bin, ok = ast.Unparen(bin.X).(*ast.BinaryExpr)
-	}
-	if !ok || bin.Op != token.NEQ {
-		return nil, nil
-	}
-	errID, ok := ast.Unparen(bin.X).(*ast.Ident)
-	if nilID, isNil := ast.Unparen(bin.Y).(*ast.Ident); !ok || !isNil || nilID.Name != "nil" {
-		return nil, nil
-	}
-	errObj := pass.TypesInfo.Uses[errID]
-	if errObj == nil || !isError(errObj.Type()) {
-		return nil, nil
-	}
-	assign := prev
-	if ifs.Init != nil {
-		assign = ifs.Init
-	}
-	as, ok := assign.(*ast.AssignStmt)
-	if !ok || len(as.Rhs) != 1 {
-		return nil, nil
-	}
-	last, ok := as.Lhs[len(as.Lhs)-1].(*ast.Ident)
-	if !ok || pass.TypesInfo.ObjectOf(last) != errObj {
-		return nil, nil
-	}
-	rhs := ast.Unparen(as.Rhs[0])
-	if sel, ok := rhs.(*ast.SelectorExpr); ok && sel.Sel.Name == "Error" {
-		rhs = ast.Unparen(sel.X) // gorm: db.Create(&v).Error
-	}
-	call, ok := rhs.(*ast.CallExpr)
-	if !ok || ackOf(pass.TypesInfo, call) != "" {
+	ifs, call := errBranch(pass.TypesInfo, st, prev)
+	if ifs == nil || ackOf(pass.TypesInfo, call) != "" {
 		return nil, nil
 	}
 	if cf := callee(pass.TypesInfo, call); cf != nil {

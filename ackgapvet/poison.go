@@ -10,10 +10,13 @@ import (
 	"golang.org/x/tools/go/analysis"
 )
 
-// PoisonAnalyzer reports Watermill routers that redeliver a failing message
-// without end, and a poison queue that runs inside Retry.
+// PoisonAnalyzer reports consumers that a message which can never succeed
+// stops for good: Watermill routers that redeliver it without end (no
+// poison queue, or one inside Retry), a consumer that ends the process on a
+// message's failure, and a receive loop that returns when a message does
+// not decode.
 var PoisonAnalyzer = newAnalyzer("poison",
-	`report a Watermill router with no poison queue, or one inside Retry
+	`report a consumer that a message which can never succeed stops for good: a Watermill router with no poison queue (or one inside Retry), a process that ends on a message's failure, a receive loop that returns when a message does not decode
 
 A Watermill handler's error nacks the message, and the subscriber delivers
 it again: AMQP requeues it at the head of the queue, Kafka holds its
@@ -32,12 +35,27 @@ when the package adds middlewares to a router elsewhere, or when a middleware
 named like a poison queue or dead-letter queue is added. A router made and
 returned by a constructor (an application's NewRouter) is checked where the
 handlers are registered on it, with the middlewares the constructor added. Fix:
-router.AddMiddleware(poisonQueue, middleware.Retry{MaxRetries: 3, ...}.Middleware).`,
+router.AddMiddleware(poisonQueue, middleware.Retry{MaxRetries: 3, ...}.Middleware).
+
+Outside the router, the same message stops a consumer for good in two more
+ways, both reported. The process ends on a message's failure: log.Fatal,
+os.Exit, panic or a logger's Fatal in the branch of a failed call on the
+consumer path (not the receive's or the commit's failure, not the loop's
+set-up; below the entry point, only a failed decode of what the function
+was given). The message is not acked, so it is the first one back after the
+restart (a Kafka partition resumes at its committed offset, an SQS message
+returns after its visibility timeout, Lambda retries the batch) and ends
+the process again. And a receive loop (a poll or receive loop, a Sarama
+ConsumeClaim) returns when a message does not decode: the loop stops at it,
+and a Sarama session ends and starts again at it. Fix: retry what is
+transient without ending the process, and dead-letter (or log and ack)
+what can never succeed.`,
 	func(pass *analysis.Pass, c *Consumers, r *reporter) {
 		if strings.HasPrefix(pass.Pkg.Path(), pathAckgap) {
 			return // ackgap's router dead-letters by itself
 		}
 		exportRouterMakers(pass, c)
+		poisonConsumers(pass, c, r)
 		for _, f := range pass.Files {
 			ast.Inspect(f, func(n ast.Node) bool {
 				var body *ast.BlockStmt

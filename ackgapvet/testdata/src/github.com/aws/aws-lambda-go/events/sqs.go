@@ -26,3 +26,15 @@ type DynamoDBEvent struct{ Records []DynamoDBEventRecord }
 
 // DynamoDBEventRecord is a stub.
 type DynamoDBEventRecord struct{ EventID string }
+
+// KinesisBatchItemFailure is a stub.
+type KinesisBatchItemFailure struct{ ItemIdentifier string }
+
+// KinesisEventResponse is a stub of the partial batch response of a stream.
+type KinesisEventResponse struct{ BatchItemFailures []KinesisBatchItemFailure }
+
+// DynamoDBBatchItemFailure is a stub.
+type DynamoDBBatchItemFailure struct{ ItemIdentifier string }
+
+// DynamoDBEventResponse is a stub of the partial batch response of a stream.
+type DynamoDBEventResponse struct{ BatchItemFailures []DynamoDBBatchItemFailure }

@@ -1,0 +1,366 @@
+package ackgapvet
+
+import (
+	"fmt"
+	"go/ast"
+	"go/token"
+	"go/types"
+	"regexp"
+	"slices"
+	"strings"
+
+	"golang.org/x/tools/go/analysis"
+	"golang.org/x/tools/go/ast/astutil"
+)
+
+// poisonConsumers reports, outside Watermill's router, the two ways one
+// message that can never succeed stops a consumer for good: the process
+// ends on its failure (log.Fatal, os.Exit, panic, a logger's Fatal), and a
+// receive loop returns when the message does not decode. Either way the
+// message is not acked, so it is the first one back after the restart (a
+// Kafka partition resumes at its committed offset; an SQS message returns
+// after its visibility timeout; Lambda retries the batch), and it stops
+// the consumer again.
+func poisonConsumers(pass *analysis.Pass, c *Consumers, r *reporter) {
+	info := pass.TypesInfo
+	walk(pass, c, callNode, func(n ast.Node, s *site) {
+		call := n.(*ast.CallExpr)
+		if s.Root == nil {
+			return
+		}
+		exit := exitCall(info, call)
+		if exit == "" || exit == "panic" && handlerRecovers(s.Root.Kind) || beforeLoop(pass, s, call) {
+			return
+		}
+		path := enclosingPath(pass, call)
+		failing, ifs := failureBranch(pass, path, call)
+		if failing == nil {
+			return
+		}
+		name := lastName(failing.Fun)
+		if fn := callee(info, failing); fn != nil && (receives(fn) || ackOf(info, failing) != "" || tidyCall.MatchString(fn.Name())) {
+			return // the broker's failure or a tidy-up's, not the message's
+		}
+		if tidyCall.MatchString(name) {
+			return
+		}
+		if !slices.Contains(s.Funcs, s.Root.Node) && !(decodeName.MatchString(name) && readsParam(info, failing, s.Funcs)) {
+			// Below the entry point only a decode of what the function
+			// was given is surely per message: a helper reached from the
+			// loop's set-up (a config, a connection) may also end the
+			// process on its failure, once, at start.
+			return
+		}
+		line := pass.Fset.Position(ifs.Pos()).Line
+		r.report(call, SeverityOf(s.names()...), fmt.Sprintf(
+			"%s on a message's failure (%s, line %d) %s ends the process: a message that always fails (a payload that does not decode, a permanent error) %s; handle the failure without ending the process: retry what is transient, and dead-letter (or record and skip) what can never succeed",
+			exit, types.ExprString(failing.Fun), line, s.where(), afterExit(s.Root.Kind)))
+	})
+	for _, root := range c.Roots {
+		decodeReturns(pass, r, root)
+	}
+}
+
+// beforeLoop reports whether call lies in a receive loop's own function
+// (or a closure in it) but outside the loops that take messages: set-up
+// before them (a goroutine started first included) and clean-up after.
+func beforeLoop(pass *analysis.Pass, s *site, call *ast.CallExpr) bool {
+	if !slices.Contains(s.Funcs, s.Root.Node) {
+		return false
+	}
+	loops := messageLoops(pass, s.Root)
+	for _, l := range loops {
+		if l.Pos() <= call.Pos() && call.End() <= l.End() {
+			return false
+		}
+	}
+	return len(loops) > 0
+}
+
+// decodeReturns reports, in a receive loop's own function (a poll or
+// receive loop, a Sarama ConsumeClaim), a return from the loop when a
+// message does not decode.
+func decodeReturns(pass *analysis.Pass, r *reporter, root *Root) {
+	stops := loopStops(root.Kind)
+	if stops == "" {
+		return
+	}
+	info := pass.TypesInfo
+	for _, loop := range messageLoops(pass, root) {
+		var body *ast.BlockStmt
+		switch l := loop.(type) {
+		case *ast.ForStmt:
+			body = l.Body
+		case *ast.RangeStmt:
+			body = l.Body
+		}
+		ast.Inspect(body, func(n ast.Node) bool {
+			if _, ok := n.(*ast.FuncLit); ok {
+				return false
+			}
+			blk, ok := n.(*ast.BlockStmt)
+			if !ok {
+				if cc, isCase := n.(*ast.CommClause); isCase {
+					blk = &ast.BlockStmt{List: cc.Body}
+				} else if cc, isCase := n.(*ast.CaseClause); isCase {
+					blk = &ast.BlockStmt{List: cc.Body}
+				} else {
+					return true
+				}
+			}
+			for i, st := range blk.List {
+				var prev ast.Stmt
+				if i > 0 {
+					prev = blk.List[i-1]
+				}
+				ifs, failing := errBranch(info, st, prev)
+				if ifs == nil || !decodeName.MatchString(lastName(failing.Fun)) {
+					continue
+				}
+				for _, b := range ifs.Body.List {
+					if ret, ok := b.(*ast.ReturnStmt); ok {
+						r.report(ret, SeverityOf(root.Name, types.ExprString(failing.Fun)), fmt.Sprintf(
+							"returns from the receive loop when %s fails (line %d): a message that does not decode never will, so %s; log it and ack it (or send it to a dead-letter topic or queue), then go on with the next message",
+							types.ExprString(failing.Fun), pass.Fset.Position(ifs.Pos()).Line, stops))
+					}
+				}
+			}
+			return true
+		})
+	}
+}
+
+// decodeName matches a call that reads a message's payload: its failure is
+// the message's and is permanent.
+var decodeName = regexp.MustCompile(`(?i)unmarshal|decode|parse|valid|atoi|FromString`)
+
+// tidyCall matches calls that tidy up after the work (their failure is not
+// the message's).
+var tidyCall = regexp.MustCompile(`^(Close|Flush|Rollback|Release|Shutdown|Stop|Sync)$`)
+
+// exitCall names a call that ends the process or unwinds the goroutine:
+// the builtin panic, os.Exit, the log package's Fatal and Panic functions,
+// and a logger's Fatal methods (zap, logrus, zerolog, klog, an
+// application's own logger); "" for any other call. testing's Fatal is
+// not one.
+func exitCall(info *types.Info, call *ast.CallExpr) string {
+	if id, ok := ast.Unparen(call.Fun).(*ast.Ident); ok {
+		if b, ok := info.Uses[id].(*types.Builtin); ok && b.Name() == "panic" {
+			return "panic"
+		}
+	}
+	fn := callee(info, call)
+	if fn == nil {
+		return ""
+	}
+	path, name := funcPath(fn), fn.Name()
+	switch {
+	case path == "os" && name == "Exit":
+		return "os.Exit"
+	case path == "testing" || path == "log/slog":
+		return ""
+	case path == "log" && (strings.HasPrefix(name, "Fatal") || strings.HasPrefix(name, "Panic")):
+		return "log." + name
+	case fatalMethod.MatchString(name):
+		return types.ExprString(call.Fun)
+	}
+	return ""
+}
+
+// fatalMethod matches the Fatal functions and methods of logging packages
+// (zap's Fatal and Fatalw, logrus's Fatalf, zerolog's Fatal, klog's Fatalf).
+var fatalMethod = regexp.MustCompile(`^Fatal(f|ln|w)?$`)
+
+// handlerRecovers reports whether a root kind's caller recovers a panic in
+// it: Watermill's router with its Recoverer middleware, ackgap's router.
+func handlerRecovers(kind string) bool {
+	return kind == KindWatermill || kind == KindCQRS || kind == KindAckgap
+}
+
+// afterExit says what happens after the process ends on one message, by
+// the kind of consumer.
+func afterExit(kind string) string {
+	switch kind {
+	case KindSQS:
+		return "ends it again each time it is received, and every message in flight with it is received again after its visibility timeout, until the queue's redrive policy moves it to a dead-letter queue (without one, until it expires)"
+	case KindLambda:
+		return "fails the invocation each time: Lambda delivers the whole batch again, the processed records included"
+	case KindLambdaKinesis, KindLambdaDynamoDB, KindLambdaKafka:
+		return "fails the invocation each time: Lambda retries the whole batch in place, the processed records included, by default until the record expires, and its shard or partition makes no progress"
+	case KindWatermill, KindCQRS, KindAckgap, KindWatermillSub:
+		return "is delivered again after the restart and ends it again: every handler of the process stops with it, for good"
+	}
+	return "is fetched again first after the restart (its offset was not committed) and ends it again: the consumer crash-loops and its partition makes no progress"
+}
+
+// loopStops says what a receive loop's return on one message does, by the
+// kind of loop; "" for roots that are not receive loops.
+func loopStops(kind string) string {
+	switch kind {
+	case KindSarama:
+		return "the claim returns, Sarama ends the session, and the next Consume starts the partition from the same message: the group rebalances without end and the partition makes no progress"
+	case KindSQS:
+		return "the loop stops receiving at it: every later message waits, and after a restart the message comes back and stops the loop again, until the queue's redrive policy dead-letters it"
+	case KindFranz, KindKafkaGo, KindConfluent, KindSaramaPartition, KindSaramaCluster:
+		return "the loop stops consuming at it, and after a restart it is fetched first again (its offset was not committed) and stops the loop again: the partition makes no progress"
+	}
+	return ""
+}
+
+// messageLoops returns the loops of a receive loop's own function (not of
+// closures in it) that take messages: a for statement that calls the
+// client's receive, poll or fetch, or that reads a Messages() channel
+// (Sarama's claim and partition consumer).
+func messageLoops(pass *analysis.Pass, root *Root) []ast.Node {
+	body := funcBody(root.Node)
+	if body == nil {
+		return nil
+	}
+	var loops []ast.Node
+	ast.Inspect(body, func(n ast.Node) bool {
+		switch n.(type) {
+		case *ast.FuncLit:
+			return false
+		case *ast.ForStmt, *ast.RangeStmt:
+			found := false
+			ast.Inspect(n, func(m ast.Node) bool {
+				if c, ok := m.(*ast.CallExpr); ok {
+					if fn := callee(pass.TypesInfo, c); fn != nil && (receives(fn) || fn.Name() == "Messages") {
+						found = true
+					}
+				}
+				return !found
+			})
+			if found {
+				loops = append(loops, n)
+				return false
+			}
+		}
+		return true
+	})
+	return loops
+}
+
+// enclosingPath returns the nodes around n in its file, innermost first.
+func enclosingPath(pass *analysis.Pass, n ast.Node) []ast.Node {
+	for _, f := range pass.Files {
+		if f.FileStart <= n.Pos() && n.End() <= f.FileEnd {
+			path, _ := astutil.PathEnclosingInterval(f, n.Pos(), n.End())
+			return path
+		}
+	}
+	return nil
+}
+
+// failureBranch finds, up path from n to its function, the if statement
+// whose body holds n and whose condition is a failure (`err != nil`), and
+// the call the error came from.
+func failureBranch(pass *analysis.Pass, path []ast.Node, n ast.Node) (*ast.CallExpr, *ast.IfStmt) {
+	for i, p := range path {
+		switch p := p.(type) {
+		case *ast.FuncDecl, *ast.FuncLit:
+			return nil, nil
+		case *ast.IfStmt:
+			if n.Pos() < p.Body.Pos() || n.End() > p.Body.End() || i+1 >= len(path) {
+				continue
+			}
+			var list []ast.Stmt
+			switch parent := path[i+1].(type) {
+			case *ast.BlockStmt:
+				list = parent.List
+			case *ast.CaseClause:
+				list = parent.Body
+			case *ast.CommClause:
+				list = parent.Body
+			}
+			var prev ast.Stmt
+			for j, st := range list {
+				if st == p && j > 0 {
+					prev = list[j-1]
+				}
+			}
+			if ifs, failing := errBranch(pass.TypesInfo, p, prev); ifs != nil {
+				return failing, ifs
+			}
+			return nil, nil
+		}
+	}
+	return nil, nil
+}
+
+// errBranch matches `if err := f(); err != nil {...}`, or `err := f()`
+// (prev) followed by `if err != nil {...}` at st, and returns the if
+// statement and f's call. A condition that classifies the error
+// (errors.Is) is a decision, not a failure, and does not match.
+func errBranch(info *types.Info, st, prev ast.Stmt) (*ast.IfStmt, *ast.CallExpr) {
+	ifs, ok := st.(*ast.IfStmt)
+	if !ok {
+		return nil, nil
+	}
+	bin, ok := ast.Unparen(ifs.Cond).(*ast.BinaryExpr)
+	if ok && bin.Op == token.LOR {
+		bin, ok = ast.Unparen(bin.X).(*ast.BinaryExpr)
+	}
+	if !ok || bin.Op != token.NEQ {
+		return nil, nil
+	}
+	errID, ok := ast.Unparen(bin.X).(*ast.Ident)
+	if nilID, isNil := ast.Unparen(bin.Y).(*ast.Ident); !ok || !isNil || nilID.Name != "nil" {
+		return nil, nil
+	}
+	errObj := info.Uses[errID]
+	if errObj == nil || !isError(errObj.Type()) {
+		return nil, nil
+	}
+	assign := prev
+	if ifs.Init != nil {
+		assign = ifs.Init
+	}
+	as, ok := assign.(*ast.AssignStmt)
+	if !ok || len(as.Rhs) != 1 {
+		return nil, nil
+	}
+	last, ok := as.Lhs[len(as.Lhs)-1].(*ast.Ident)
+	if !ok || info.ObjectOf(last) != errObj {
+		return nil, nil
+	}
+	rhs := ast.Unparen(as.Rhs[0])
+	if sel, ok := rhs.(*ast.SelectorExpr); ok && sel.Sel.Name == "Error" {
+		rhs = ast.Unparen(sel.X) // gorm: db.Create(&v).Error
+	}
+	call, ok := rhs.(*ast.CallExpr)
+	if !ok {
+		return nil, nil
+	}
+	return ifs, call
+}
+
+// readsParam reports whether an argument of call mentions a parameter of
+// one of the functions funcs (what the function was given: a message, its
+// payload).
+func readsParam(info *types.Info, call *ast.CallExpr, funcs []ast.Node) bool {
+	params := map[types.Object]bool{}
+	for _, f := range funcs {
+		ft := funcType(f)
+		if ft == nil || ft.Params == nil {
+			continue
+		}
+		for _, fld := range ft.Params.List {
+			for _, nm := range fld.Names {
+				if obj := info.Defs[nm]; obj != nil {
+					params[obj] = true
+				}
+			}
+		}
+	}
+	found := false
+	for _, a := range call.Args {
+		ast.Inspect(a, func(n ast.Node) bool {
+			if id, ok := n.(*ast.Ident); ok && params[info.Uses[id]] {
+				found = true
+			}
+			return !found
+		})
+	}
+	return found
+}

@@ -1,0 +1,178 @@
+// Package poisonloop holds consumers outside Watermill's router that a
+// message which can never succeed stops for good.
+package poisonloop
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log"
+	"os"
+
+	"github.com/IBM/sarama"
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/segmentio/kafka-go"
+)
+
+type order struct{ ID string }
+
+func save(ctx context.Context, o order) error {
+	if o.ID == "" {
+		return errors.New("no id")
+	}
+	return nil
+}
+
+// readLoop ends the process on a message that does not decode, and on a
+// failed save (field trial wave 13, consumer-update-media H2: a restart
+// fetches the same message first). A failed ReadMessage or commit is the
+// broker's, not the message's: not reported. Nor is the set-up.
+func readLoop(ctx context.Context) {
+	cfg, err := os.ReadFile("reader.json")
+	if err != nil {
+		log.Fatal(err) // set-up, once per start
+	}
+	_ = cfg
+	r := kafka.NewReader(kafka.ReaderConfig{})
+	for {
+		m, err := r.FetchMessage(ctx)
+		if err != nil {
+			log.Fatalf("fetch: %v", err)
+		}
+		var o order
+		if err := json.Unmarshal(m.Value, &o); err != nil {
+			log.Fatalf("decode: %v", err) // want `log.Fatalf on a message's failure \(json.Unmarshal, line \d+\) on the consumer path of kafka-go reader loop readLoop ends the process: .*crash-loops`
+		}
+		if err := save(ctx, o); err != nil {
+			os.Exit(1) // want `os.Exit on a message's failure \(save, line \d+\)`
+		}
+		if err := r.CommitMessages(ctx, m); err != nil {
+			log.Fatal(err)
+		}
+	}
+}
+
+// returnOnDecode stops the loop at a message that does not decode.
+func returnOnDecode(ctx context.Context, r *kafka.Reader) error {
+	for {
+		m, err := r.FetchMessage(ctx)
+		if err != nil {
+			return err
+		}
+		var o order
+		err = json.Unmarshal(m.Value, &o)
+		if err != nil {
+			return err // want `returns from the receive loop when json.Unmarshal fails \(line \d+\): a message that does not decode never will, so the loop stops consuming at it`
+		}
+		if err := save(ctx, o); err != nil {
+			return err // a failed write: redelivered, as errack asks
+		}
+		_ = r.CommitMessages(ctx, m)
+	}
+}
+
+// skipUndecodable logs and commits a message that does not decode: clean.
+func skipUndecodable(ctx context.Context, r *kafka.Reader) error {
+	for {
+		m, err := r.FetchMessage(ctx)
+		if err != nil {
+			return err
+		}
+		var o order
+		if err := json.Unmarshal(m.Value, &o); err != nil {
+			log.Printf("skip %q: %v", m.Value, err)
+		} else if err := save(ctx, o); err != nil {
+			return err
+		}
+		_ = r.CommitMessages(ctx, m)
+	}
+}
+
+type claims struct{}
+
+func (claims) Setup(sarama.ConsumerGroupSession) error   { return nil }
+func (claims) Cleanup(sarama.ConsumerGroupSession) error { return nil }
+
+// ConsumeClaim returns at a message that does not decode: the session ends
+// and starts again at the same message.
+func (claims) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.ConsumerGroupClaim) error {
+	for msg := range claim.Messages() {
+		var o order
+		if err := json.Unmarshal(msg.Value, &o); err != nil {
+			return err // want `returns from the receive loop when json.Unmarshal fails .*Sarama ends the session`
+		}
+		sess.MarkMessage(msg, "")
+	}
+	return nil
+}
+
+// sqsLoop panics in a worker goroutine on a failed save.
+func sqsLoop(ctx context.Context, c *sqs.Client, url *string) {
+	for {
+		out, err := c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: url})
+		if err != nil {
+			continue
+		}
+		for _, m := range out.Messages {
+			go func(m sqs.Message) {
+				if err := save(ctx, order{ID: *m.Body}); err != nil {
+					panic(err) // want `panic on a message's failure \(save, line \d+\) .*visibility timeout`
+				}
+				_, _ = c.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: url, ReceiptHandle: m.ReceiptHandle})
+			}(m)
+		}
+	}
+}
+
+// decodeRecord is reached from the Lambda handler below and ends the
+// process on a record it was given that does not decode (field trial wave
+// 13, screwdriver H2).
+func decodeRecord(rec events.KafkaRecord) order {
+	var o order
+	if err := json.Unmarshal([]byte(rec.Value), &o); err != nil {
+		log.Fatal(err) // want `log.Fatal on a message's failure \(json.Unmarshal, line \d+\) .*Lambda retries the whole batch in place`
+	}
+	return o
+}
+
+// loadRules decodes a file, not a record: its failure is the set-up's,
+// wherever it is called from. Clean.
+func loadRules() map[string]string {
+	b, _ := os.ReadFile("rules.json")
+	var rules map[string]string
+	if err := json.Unmarshal(b, &rules); err != nil {
+		log.Fatal(err)
+	}
+	return rules
+}
+
+func handleKafka(ctx context.Context, ev events.KafkaEvent) error {
+	rules := loadRules()
+	_ = rules
+	for _, records := range ev.Records {
+		for _, rec := range records {
+			_ = save(ctx, decodeRecord(rec))
+		}
+	}
+	return nil
+}
+
+func heartbeat() error { return nil }
+
+// watchedLoop starts a watchdog before its loop: the watchdog's exit is
+// not a message's. Clean.
+func watchedLoop(ctx context.Context, r *kafka.Reader) {
+	go func() {
+		if err := heartbeat(); err != nil {
+			log.Fatal(err)
+		}
+	}()
+	for {
+		m, err := r.FetchMessage(ctx)
+		if err != nil {
+			return
+		}
+		_ = r.CommitMessages(ctx, m)
+	}
+}
