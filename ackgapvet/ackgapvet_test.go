@@ -110,7 +110,7 @@ func TestKeyed(t *testing.T) {
 }
 
 func TestErrAck(t *testing.T) {
-	analysistest.Run(t, analysistest.TestData(), ackgapvet.ErrAckAnalyzer, "errack")
+	analysistest.Run(t, analysistest.TestData(), ackgapvet.ErrAckAnalyzer, "errack", "kgoappifaceskip")
 }
 
 func TestSeverityPatterns(t *testing.T) {
@@ -212,4 +212,11 @@ func TestEntries(t *testing.T) {
 // failure path and a transaction per item in a loop are not.
 func TestMultiTx(t *testing.T) {
 	analysistest.Run(t, analysistest.TestData(), ackgapvet.MultiTxAnalyzer, "multitx")
+}
+
+// TestKinesisScan: harlow/kinesis-consumer's Scan callback is an entry
+// point that acks on nil (errack) and stops the scan on an error (poison).
+func TestKinesisScan(t *testing.T) {
+	analysistest.Run(t, analysistest.TestData(), ackgapvet.PoisonAnalyzer, "kinesisscan")
+	analysistest.Run(t, analysistest.TestData(), ackgapvet.ErrAckAnalyzer, "kinesisscanack")
 }

@@ -24,8 +24,9 @@ started per message that marks its own message, commit in the order the
 work ends, not the order of the partition: a fast message's commit passes
 over a slow one still in work, and a crash or rebalance then loses the slow
 one (kafka-go and Sarama keep the highest offset marked; franz-go ignores a
-mark below the current one). Goroutines that each own a reader or a
-partition are not reported. Fix: commit from one place in partition order
+mark below the current one). So do workers started in a loop that all
+take messages from one channel and each mark those they finished.
+Goroutines that each own a reader or a partition are not reported. Fix: commit from one place in partition order
 (a watermark: the lowest offset still in work), or keep one goroutine per
 partition and hand work out by key, as ackgap's key-parallel consumer does.`,
 	func(pass *analysis.Pass, c *Consumers, r *reporter) {
@@ -66,6 +67,14 @@ partition and hand work out by key, as ackgap's key-parallel consumer does.`,
 				r.report(g, SeverityOf(enclosingName(stack)), fmt.Sprintf(
 					"starts goroutines in a loop that all fetch from %s and each commits its own messages (%s at line %d): commits land in the order the work ends, so a later offset's commit passes over a message still in work in another goroutine, and a crash loses it; commit from one place in partition order (the lowest offset still in work), or give each goroutine its own partitions",
 					types.ExprString(src), ack, line))
+				return true
+			}
+			if ch := sharedChanRecv(pass.TypesInfo, body, bind, loop); ch != nil && kafkaReceiveIn(pass.TypesInfo, loop) == nil {
+				// A pool of workers fed by one channel: the loop that
+				// starts them is not the one that receives.
+				r.report(g, SeverityOf(enclosingName(stack)), fmt.Sprintf(
+					"starts workers in a loop that all take messages from the channel %s and each marks or commits those it finished (%s at line %d): one partition's messages are spread over the workers, so a later offset's mark passes over a message still in work (or failing) in another worker, and a crash or rebalance loses it; commit from one place in partition order (the lowest offset still in work), or route each partition (or key) to one worker",
+					types.ExprString(ch), ack, line))
 				return true
 			}
 			if kafkaReceiveIn(pass.TypesInfo, funcBody(starterOf(stack))) == nil || !carriesLoopMessage(pass.TypesInfo, g, loop) {
@@ -187,13 +196,65 @@ func kafkaAckCall(info *types.Info, body *ast.BlockStmt) (string, ast.Node) {
 			return false
 		}
 		if call, ok := m.(*ast.CallExpr); ok {
-			if fn := callee(info, call); fn != nil && ackOf(info, call) != "" && isKafkaClient(funcPath(fn)) {
+			if fn := callee(info, call); fn != nil && ackOf(info, call) != "" && (isKafkaClient(funcPath(fn)) || appKafkaMethod(fn)) {
 				name, at = qualName(fn), call
 			}
 		}
 		return name == ""
 	})
 	return name, at
+}
+
+// sharedChanRecv returns the channel a goroutine's body ranges over or
+// receives from (outside nested function literals) when it is one value
+// for every goroutine the loop starts: a variable of the starter bound or
+// captured from outside loop. A channel picked per iteration (chans[p],
+// one made in the loop) is the goroutine's own; nil then, and when the body
+// receives from no channel.
+func sharedChanRecv(info *types.Info, body *ast.BlockStmt, bind map[types.Object]ast.Expr, loop ast.Node) ast.Expr {
+	var ch ast.Expr
+	ast.Inspect(body, func(m ast.Node) bool {
+		if _, ok := m.(*ast.FuncLit); ok || ch != nil {
+			return false
+		}
+		var x ast.Expr
+		switch m := m.(type) {
+		case *ast.RangeStmt:
+			x = m.X
+		case *ast.UnaryExpr:
+			if m.Op == token.ARROW {
+				x = m.X
+			}
+		}
+		if x == nil {
+			return true
+		}
+		if _, isChan := types.Unalias(info.TypeOf(x)).Underlying().(*types.Chan); !isChan {
+			return true
+		}
+		switch ast.Unparen(x).(type) {
+		case *ast.Ident, *ast.SelectorExpr:
+		default:
+			return true
+		}
+		if o := origin(info, x, body, bind); o != nil && !within(o.Pos(), loop) {
+			if e, bound := bind[rootObject(info, x)]; !bound || plainRef(e) {
+				ch = x
+			}
+		}
+		return ch == nil
+	})
+	return ch
+}
+
+// plainRef reports whether e names a value (an identifier or a field), not
+// one picked by an index or made by a call.
+func plainRef(e ast.Expr) bool {
+	switch ast.Unparen(e).(type) {
+	case *ast.Ident, *ast.SelectorExpr:
+		return true
+	}
+	return false
 }
 
 // kafkaReceiveIn returns the value n fetches Kafka messages from (outside

@@ -163,6 +163,8 @@ func (w *wholeProgram) describe(rw *rootWalk) Consumer {
 		c.Acks = append(c.Acks, Step{What: "go-queue kq commits after Consume returns, after an error too unless KqConf.ForceCommit is false"})
 	case KindLambda, KindLambdaKinesis, KindLambdaKafka, KindLambdaDynamoDB:
 		c.Acks = append(c.Acks, Step{What: "Lambda deletes or commits the batch when the handler returns (partial batch response: the successes)"})
+	case KindKinesisScan:
+		c.Acks = append(c.Acks, Step{What: "kinesis-consumer checkpoints the record when the callback returns nil"})
 	}
 	// acksIn holds, per function on the walk, the earliest position in its
 	// body that acks (the ack, or a call that leads to one), not on a

@@ -36,6 +36,11 @@ const (
 	// returns, without a Router: each message is acked or nacked by the
 	// loop itself (msg.Ack(), msg.Nack()).
 	KindWatermillSub = "Watermill subscription loop"
+	// KindKinesisScan is the function given to harlow/kinesis-consumer's
+	// (*Consumer).Scan or ScanShard: the library calls it once per record
+	// and checkpoints the record when it returns nil; an error stops the
+	// scan, and consumer.ErrSkipCheckpoint goes on without the checkpoint.
+	KindKinesisScan = "kinesis-consumer Scan callback"
 	// KindEntry is a function declared an entry point by name (the
 	// -entry flag, [RunConfig].Entries or the entries of [ConfigFile]).
 	KindEntry = "declared entry point"
@@ -48,6 +53,7 @@ const (
 	pathConfluent1 = "github.com/confluentinc/confluent-kafka-go/kafka"
 	pathSQSv1      = "github.com/aws/aws-sdk-go/service/sqs"
 	pathAWSv1Svc   = "github.com/aws/aws-sdk-go/service/"
+	pathKinesisCon = "github.com/harlow/kinesis-consumer"
 )
 
 // isConfluent matches confluent-kafka-go's kafka package, v1 and v2.
@@ -223,6 +229,12 @@ func (c *Consumers) moreRoots(n ast.Node, stack []ast.Node, addRoot func(kind, n
 			}
 			for _, a := range n.Args {
 				c.cqrsHandleMethods(a, addRoot)
+			}
+		case path == pathKinesisCon && recv == "Consumer" && (name == "Scan" || name == "ScanShard"):
+			for _, a := range n.Args {
+				if _, ok := types.Unalias(info.TypeOf(a)).Underlying().(*types.Signature); ok {
+					rootOfExpr(KindKinesisScan, a)
+				}
 			}
 		case (name == "Poll" || name == "ReadMessage") && confluentConsumerMethod(fn):
 			c.receiveRoot(KindConfluent, stack, addRoot)

@@ -116,7 +116,7 @@ func afterLoops(body *ast.BlockStmt) map[*ast.BlockStmt][]ast.Stmt {
 // commits after an error too).
 func returnAcks(kind string) bool {
 	switch kind {
-	case KindWatermill, KindAckgap, KindCQRS, KindLambda, KindLambdaKinesis, KindLambdaKafka, KindLambdaDynamoDB, KindKq:
+	case KindWatermill, KindAckgap, KindCQRS, KindLambda, KindLambdaKinesis, KindLambdaKafka, KindLambdaDynamoDB, KindKq, KindKinesisScan:
 		return true
 	}
 	return false
@@ -738,7 +738,7 @@ func kafkaAckIn(info *types.Info, n ast.Node) string {
 		if fn == nil || ackOf(info, call) == "" {
 			return true
 		}
-		if isKafkaClient(funcPath(fn)) || confluentConsumerMethod(fn) {
+		if isKafkaClient(funcPath(fn)) || confluentConsumerMethod(fn) || appKafkaMethod(fn) {
 			found = qualName(fn)
 		}
 		return found == ""
@@ -753,7 +753,7 @@ func kafkaAckIn(info *types.Info, n ast.Node) string {
 // skipping the ack is enough.
 func leaveUnacked(ack *ast.CallExpr, info *types.Info) string {
 	if fn := callee(info, ack); fn != nil {
-		if isKafkaClient(funcPath(fn)) {
+		if isKafkaClient(funcPath(fn)) || appKafkaMethod(fn) {
 			return "return the error instead (Kafka commits offsets: skipping this mark lets the next one commit past it), so the message is delivered again after the rebalance"
 		}
 	}

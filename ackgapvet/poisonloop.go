@@ -86,27 +86,26 @@ func decodeReturns(pass *analysis.Pass, r *reporter, root *Root) {
 		return
 	}
 	info := pass.TypesInfo
+	var bodies []*ast.BlockStmt
 	for _, loop := range messageLoops(pass, root) {
-		var body *ast.BlockStmt
 		switch l := loop.(type) {
 		case *ast.ForStmt:
-			body = l.Body
+			bodies = append(bodies, l.Body)
 		case *ast.RangeStmt:
-			body = l.Body
+			bodies = append(bodies, l.Body)
 		}
+	}
+	if root.Kind == KindKinesisScan {
+		bodies = append(bodies, funcBody(root.Node)) // the library's loop calls it per record
+	}
+	for _, body := range bodies {
 		ast.Inspect(body, func(n ast.Node) bool {
 			if _, ok := n.(*ast.FuncLit); ok {
 				return false
 			}
-			blk, ok := n.(*ast.BlockStmt)
+			blk, ok := stmtBlock(n)
 			if !ok {
-				if cc, isCase := n.(*ast.CommClause); isCase {
-					blk = &ast.BlockStmt{List: cc.Body}
-				} else if cc, isCase := n.(*ast.CaseClause); isCase {
-					blk = &ast.BlockStmt{List: cc.Body}
-				} else {
-					return true
-				}
+				return true
 			}
 			for i, st := range blk.List {
 				var prev ast.Stmt
@@ -119,9 +118,13 @@ func decodeReturns(pass *analysis.Pass, r *reporter, root *Root) {
 				}
 				for _, b := range ifs.Body.List {
 					if ret, ok := b.(*ast.ReturnStmt); ok {
+						what, fix := "returns from the receive loop", "log it and ack it (or send it to a dead-letter topic or queue), then go on with the next message"
+						if root.Kind == KindKinesisScan {
+							what, fix = "returns an error from the Scan callback", "log it and return nil (or send it to a dead-letter stream first)"
+						}
 						r.report(ret, SeverityOf(root.Name, types.ExprString(failing.Fun)), fmt.Sprintf(
-							"returns from the receive loop when %s fails (line %d): a message that does not decode never will, so %s; log it and ack it (or send it to a dead-letter topic or queue), then go on with the next message",
-							types.ExprString(failing.Fun), pass.Fset.Position(ifs.Pos()).Line, stops))
+							"%s when %s fails (line %d): a message that does not decode never will, so %s; %s",
+							what, types.ExprString(failing.Fun), pass.Fset.Position(ifs.Pos()).Line, stops, fix))
 					}
 				}
 			}
@@ -187,6 +190,8 @@ func afterExit(kind string) string {
 		return "fails the invocation each time: Lambda delivers the whole batch again, the processed records included"
 	case KindLambdaKinesis, KindLambdaDynamoDB, KindLambdaKafka:
 		return "fails the invocation each time: Lambda retries the whole batch in place, the processed records included, by default until the record expires, and its shard or partition makes no progress"
+	case KindKinesisScan:
+		return "is read again first after the restart (it was not checkpointed) and ends it again: the consumer crash-loops and its shard makes no progress"
 	case KindWatermill, KindCQRS, KindAckgap, KindWatermillSub:
 		return "is delivered again after the restart and ends it again: every handler of the process stops with it, for good"
 	}
@@ -201,6 +206,8 @@ func loopStops(kind string) string {
 		return "the claim returns, Sarama ends the session, and the next Consume starts the partition from the same message: the group rebalances without end and the partition makes no progress"
 	case KindSQS:
 		return "the loop stops receiving at it: every later message waits, and after a restart the message comes back and stops the loop again, until the queue's redrive policy dead-letters it"
+	case KindKinesisScan:
+		return "Scan stops at it, and after a restart resumes from the last checkpoint, before it, and stops again: the shard makes no progress (a durable checkpoint store), or the records in between are skipped (the default in-memory store starts at LATEST)"
 	case KindFranz, KindKafkaGo, KindConfluent, KindSaramaPartition, KindSaramaCluster:
 		return "the loop stops consuming at it, and after a restart it is fetched first again (its offset was not committed) and stops the loop again: the partition makes no progress"
 	}
@@ -264,19 +271,12 @@ func failureBranch(pass *analysis.Pass, path []ast.Node, n ast.Node) (*ast.CallE
 			if n.Pos() < p.Body.Pos() || n.End() > p.Body.End() || i+1 >= len(path) {
 				continue
 			}
-			var list []ast.Stmt
-			switch parent := path[i+1].(type) {
-			case *ast.BlockStmt:
-				list = parent.List
-			case *ast.CaseClause:
-				list = parent.Body
-			case *ast.CommClause:
-				list = parent.Body
-			}
-			var prev ast.Stmt
-			for j, st := range list {
-				if st == p && j > 0 {
-					prev = list[j-1]
+			var prev ast.Stmt // none for an else-if: its parent is an if
+			if blk, ok := stmtBlock(path[i+1]); ok {
+				for j, st := range blk.List {
+					if st == p && j > 0 {
+						prev = blk.List[j-1]
+					}
 				}
 			}
 			if ifs, failing := errBranch(pass.TypesInfo, p, prev); ifs != nil {
@@ -316,23 +316,41 @@ func errBranch(info *types.Info, st, prev ast.Stmt) (*ast.IfStmt, *ast.CallExpr)
 	if ifs.Init != nil {
 		assign = ifs.Init
 	}
-	as, ok := assign.(*ast.AssignStmt)
-	if !ok || len(as.Rhs) != 1 {
+	if sw, ok := assign.(*ast.SwitchStmt); ok {
+		// switch kind { case a: err = start(...) case b: err = stop(...) }
+		// then if err != nil: the first case's call stands for them all.
+		for _, cl := range sw.Body.List {
+			for _, st := range cl.(*ast.CaseClause).Body {
+				if call := errAssigned(info, st, errObj); call != nil {
+					return ifs, call
+				}
+			}
+		}
 		return nil, nil
+	}
+	if call := errAssigned(info, assign, errObj); call != nil {
+		return ifs, call
+	}
+	return nil, nil
+}
+
+// errAssigned returns the call whose error st assigns to errObj (`v, err
+// := f()`, `err = db.Create(&v).Error`), or nil.
+func errAssigned(info *types.Info, st ast.Stmt, errObj types.Object) *ast.CallExpr {
+	as, ok := st.(*ast.AssignStmt)
+	if !ok || len(as.Rhs) != 1 {
+		return nil
 	}
 	last, ok := as.Lhs[len(as.Lhs)-1].(*ast.Ident)
 	if !ok || info.ObjectOf(last) != errObj {
-		return nil, nil
+		return nil
 	}
 	rhs := ast.Unparen(as.Rhs[0])
 	if sel, ok := rhs.(*ast.SelectorExpr); ok && sel.Sel.Name == "Error" {
 		rhs = ast.Unparen(sel.X) // gorm: db.Create(&v).Error
 	}
-	call, ok := rhs.(*ast.CallExpr)
-	if !ok {
-		return nil, nil
-	}
-	return ifs, call
+	call, _ := rhs.(*ast.CallExpr)
+	return call
 }
 
 // readsParam reports whether an argument of call mentions a parameter of

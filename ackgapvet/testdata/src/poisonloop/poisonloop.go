@@ -176,3 +176,21 @@ func watchedLoop(ctx context.Context, r *kafka.Reader) {
 		_ = r.CommitMessages(ctx, m)
 	}
 }
+
+// elseIf ends the process in an else-if branch whose error came from the
+// decode in its own init.
+func elseIf(ctx context.Context, r *kafka.Reader) {
+	for {
+		m, err := r.FetchMessage(ctx)
+		if err != nil {
+			return
+		}
+		var o order
+		if len(m.Value) == 0 {
+			continue
+		} else if err := json.Unmarshal(m.Value, &o); err != nil {
+			log.Fatal(err) // want `log.Fatal on a message's failure \(json.Unmarshal`
+		}
+		_ = r.CommitMessages(ctx, m)
+	}
+}
