@@ -33,16 +33,13 @@ func poisonConsumers(pass *analysis.Pass, c *Consumers, r *reporter) {
 			return
 		}
 		path := enclosingPath(pass, call)
-		failing, ifs := failureBranch(pass, path, call)
+		failing := failureBranch(pass, path, call)
 		if failing == nil {
 			return
 		}
 		name := lastName(failing.Fun)
-		if fn := callee(info, failing); fn != nil && (receives(fn) || ackOf(info, failing) != "" || tidyCall.MatchString(fn.Name())) {
+		if fn := callee(info, failing); tidyCall.MatchString(name) || fn != nil && (receives(fn) || ackOf(info, failing) != "") {
 			return // the broker's failure or a tidy-up's, not the message's
-		}
-		if tidyCall.MatchString(name) {
-			return
 		}
 		if !slices.Contains(s.Funcs, s.Root.Node) && !(decodeName.MatchString(name) && readsParam(info, failing, s.Funcs)) {
 			// Below the entry point only a decode of what the function
@@ -51,7 +48,7 @@ func poisonConsumers(pass *analysis.Pass, c *Consumers, r *reporter) {
 			// process on its failure, once, at start.
 			return
 		}
-		line := pass.Fset.Position(ifs.Pos()).Line
+		line := pass.Fset.Position(failing.Pos()).Line
 		r.report(call, SeverityOf(s.names()...), fmt.Sprintf(
 			"%s on a message's failure (%s, line %d) %s ends the process: a message that always fails (a payload that does not decode, a permanent error) %s; handle the failure without ending the process: retry what is transient, and dead-letter (or record and skip) what can never succeed",
 			exit, types.ExprString(failing.Fun), line, s.where(), afterExit(s.Root.Kind)))
@@ -124,7 +121,7 @@ func decodeReturns(pass *analysis.Pass, r *reporter, root *Root) {
 						}
 						r.report(ret, SeverityOf(root.Name, types.ExprString(failing.Fun)), fmt.Sprintf(
 							"%s when %s fails (line %d): a message that does not decode never will, so %s; %s",
-							what, types.ExprString(failing.Fun), pass.Fset.Position(ifs.Pos()).Line, stops, fix))
+							what, types.ExprString(failing.Fun), pass.Fset.Position(failing.Pos()).Line, stops, fix))
 					}
 				}
 			}
@@ -261,12 +258,12 @@ func enclosingPath(pass *analysis.Pass, n ast.Node) []ast.Node {
 
 // failureBranch finds, up path from n to its function, the if statement
 // whose body holds n and whose condition is a failure (`err != nil`), and
-// the call the error came from.
-func failureBranch(pass *analysis.Pass, path []ast.Node, n ast.Node) (*ast.CallExpr, *ast.IfStmt) {
+// returns the call the error came from (nil if there is none).
+func failureBranch(pass *analysis.Pass, path []ast.Node, n ast.Node) *ast.CallExpr {
 	for i, p := range path {
 		switch p := p.(type) {
 		case *ast.FuncDecl, *ast.FuncLit:
-			return nil, nil
+			return nil
 		case *ast.IfStmt:
 			if n.Pos() < p.Body.Pos() || n.End() > p.Body.End() || i+1 >= len(path) {
 				continue
@@ -280,12 +277,12 @@ func failureBranch(pass *analysis.Pass, path []ast.Node, n ast.Node) (*ast.CallE
 				}
 			}
 			if ifs, failing := errBranch(pass.TypesInfo, p, prev); ifs != nil {
-				return failing, ifs
+				return failing
 			}
-			return nil, nil
+			return nil
 		}
 	}
-	return nil, nil
+	return nil
 }
 
 // errBranch matches `if err := f(); err != nil {...}`, or `err := f()`
