@@ -50,7 +50,7 @@ func TestKafkaClientBehindInterface(t *testing.T) {
 }
 
 func TestAutoCommit(t *testing.T) {
-	analysistest.Run(t, analysistest.TestData(), ackgapvet.AutoCommitAnalyzer, "autocommit", "autocommitok")
+	analysistest.Run(t, analysistest.TestData(), ackgapvet.AutoCommitAnalyzer, "autocommit", "autocommitok", "autocommitfranz", "autocommitgreedy")
 }
 
 func TestCheckAct(t *testing.T) {

@@ -117,9 +117,27 @@ func ackOrLog(info *types.Info, call *ast.CallExpr) bool {
 	if fn == nil {
 		return false
 	}
-	p := funcPath(fn)
-	return p == "log" || p == "log/slog" || p == "fmt" || strings.Contains(p, "zerolog") || strings.Contains(p, "logrus") || strings.Contains(p, "zap") || notWorkName.MatchString(fn.Name())
+	return logCall(info, call) || notWorkName.MatchString(fn.Name())
 }
+
+// logCall reports whether call writes a log line or formats text: the log,
+// log/slog and fmt packages, zerolog, logrus, zap, klog, glog, and a
+// method of another logger named like a level (Infof, Errorw, Warn, Msg).
+// Its text says what happened; it sends nothing anywhere.
+func logCall(info *types.Info, call *ast.CallExpr) bool {
+	fn := callee(info, call)
+	if fn == nil {
+		return false
+	}
+	p := funcPath(fn)
+	if p == "log" || p == "log/slog" || p == "fmt" || strings.Contains(p, "zerolog") || strings.Contains(p, "logrus") || strings.Contains(p, "zap") || strings.Contains(p, "klog") || strings.Contains(p, "glog") {
+		return true
+	}
+	return recvName(fn) != "" && logLevelName.MatchString(fn.Name())
+}
+
+// logLevelName matches the methods of a logger of the application's own.
+var logLevelName = regexp.MustCompile(`^(Print|Info|Warn|Warning|Error|Debug|Trace|Log|Msg)(f|w|ln|Context|Ctx)?$`)
 
 // calledName returns the last name of a call's function (Mark in s.store.Mark).
 func calledName(call *ast.CallExpr) string {

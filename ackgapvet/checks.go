@@ -418,7 +418,9 @@ var AutoCommitAnalyzer = newAnalyzer("autocommit",
 
 kafka-go's Reader.ReadMessage commits the offset as it returns when the
 reader has a GroupID, franz-go commits polled offsets on a timer unless
-kgo.DisableAutoCommit (or kgo.AutoCommitMarks) is set, and confluent-kafka-go
+kgo.DisableAutoCommit (or kgo.AutoCommitMarks) is set (by default only what
+an earlier poll returned, so it is reported only with kgo.AutoCommitGreedy
+or when the poll loop hands records to other goroutines), and confluent-kafka-go
 commits what Poll and ReadMessage returned in the background unless the
 ConfigMap sets "enable.auto.commit" (or "enable.auto.offset.store") to false:
 in a loop that then writes or calls out, a crash loses the message. Fix:
@@ -434,7 +436,7 @@ read, and every replica handles every message; set ConsumerGroup.`,
 		watermillKafkaNoGroup(pass, r)
 		// kafka-go: skip when every ReaderConfig literal in the package has no GroupID.
 		configs, grouped := 0, 0
-		disabled, consumerGroup := false, false
+		disabled, consumerGroup, greedy := false, false, false
 		var newClients []*ast.CallExpr
 		for _, f := range pass.Files {
 			ast.Inspect(f, func(n ast.Node) bool {
@@ -454,6 +456,8 @@ read, and every replica handles every message; set ConsumerGroup.`,
 						switch fn.Name() {
 						case "DisableAutoCommit", "AutoCommitMarks": // marks: only what the loop marked after its work
 							disabled = true
+						case "AutoCommitGreedy":
+							greedy = true
 						case "ConsumerGroup":
 							consumerGroup = true
 						case "NewClient":
@@ -465,6 +469,7 @@ read, and every replica handles every message; set ConsumerGroup.`,
 			})
 		}
 		franzWork := ""
+		var handOffAt ast.Node // a poll loop's go statement or channel send
 		for node, root := range c.reach {
 			body := funcBody(node)
 			if body == nil {
@@ -472,6 +477,9 @@ read, and every replica handles every message; set ConsumerGroup.`,
 			}
 			if root.Kind == KindFranz && franzWork == "" {
 				franzWork, _ = firstWork(pass, c, body.List)
+			}
+			if root.Kind == KindFranz && handOffAt == nil {
+				handOffAt = goOrSend(body)
 			}
 			if root.Kind != KindKafkaGo || configs > 0 && grouped == 0 {
 				continue
@@ -496,18 +504,42 @@ read, and every replica handles every message; set ConsumerGroup.`,
 				return true
 			})
 		}
-		if disabled || !consumerGroup || franzWork == "" {
+		// franz-go's default autocommit commits only what an earlier poll
+		// returned (kgo.AutoCommitMarks' doc: "autocommitting only commits
+		// what is *previously* polled"): a loop that finishes a poll's
+		// records before it polls again is behind it. Greedy autocommit,
+		// or records handed to other goroutines, are not.
+		if disabled || !consumerGroup || franzWork == "" || !greedy && handOffAt == nil {
 			return
+		}
+		why := "kgo.AutoCommitGreedy commits what each poll returned on a timer"
+		if !greedy {
+			why = fmt.Sprintf("autocommit commits what an earlier poll returned on a timer, and the poll loop hands records to other goroutines (line %d), which may not be done by the next poll", pass.Fset.Position(handOffAt.Pos()).Line)
 		}
 		for _, call := range newClients {
 			if group, off, inline := kgoOptions(pass, call); inline && (!group || off) {
 				continue // a producer-only client, or auto-commit disabled here
 			}
 			r.report(call, SeverityOf(franzWork), fmt.Sprintf(
-				"kgo.NewClient with a consumer group and no kgo.DisableAutoCommit commits polled offsets on a timer, before the poll loop's work (%s) is done: a crash loses messages; add kgo.DisableAutoCommit() and call CommitRecords after the work",
-				franzWork))
+				"kgo.NewClient with a consumer group and no kgo.DisableAutoCommit: %s, before the work (%s) is done: a crash loses messages; add kgo.DisableAutoCommit() and call CommitRecords after the work",
+				why, franzWork))
 		}
 	})
+
+// goOrSend returns the first go statement or channel send in body, or nil.
+func goOrSend(body *ast.BlockStmt) ast.Node {
+	var at ast.Node
+	ast.Inspect(body, func(n ast.Node) bool {
+		switch n.(type) {
+		case *ast.GoStmt, *ast.SendStmt:
+			if at == nil {
+				at = n
+			}
+		}
+		return at == nil
+	})
+	return at
+}
 
 // kgoOptions looks at the options written in a kgo.NewClient call: whether
 // they name a consumer group, disable auto-commit, and whether any kgo option

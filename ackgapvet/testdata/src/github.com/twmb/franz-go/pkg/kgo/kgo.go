@@ -20,6 +20,7 @@ func (c *Client) CommitRecords(ctx context.Context, rs ...*Record) error  { retu
 func (c *Client) ProduceSync(ctx context.Context, rs ...*Record) struct{} { return struct{}{} }
 func SeedBrokers(b ...string) Opt                                         { return nil }
 func AutoCommitMarks() Opt                                                { return nil }
+func AutoCommitGreedy() Opt                                               { return nil }
 
 func BlockRebalanceOnPoll() Opt   { return nil }
 func (c *Client) AllowRebalance() {}
