@@ -31,7 +31,7 @@ func TestPoison(t *testing.T) {
 // events.SQSEvent (one function serving several sources) is an SQS handler;
 // one taking events.DynamoDBEvent is a DynamoDB Streams handler.
 func TestLambdaWrappedEvent(t *testing.T) {
-	analysistest.Run(t, analysistest.TestData(), ackgapvet.EffectAnalyzer, "lambdawrap")
+	analysistest.Run(t, analysistest.TestData(), ackgapvet.EffectAnalyzer, "lambdawrap", "lambdarecords")
 }
 
 func TestPoolTx(t *testing.T) {
@@ -145,7 +145,7 @@ func TestCQRS(t *testing.T) {
 // TestLibraryCallbacks: go-queue kq handlers (a type given to
 // kq.MustNewQueue) and Sarama partition consumer loops are entry points.
 func TestLibraryCallbacks(t *testing.T) {
-	analysistest.Run(t, analysistest.TestData(), ackgapvet.EffectAnalyzer, "kqapp", "saramapart")
+	analysistest.Run(t, analysistest.TestData(), ackgapvet.EffectAnalyzer, "kqapp", "saramapart", "kinesispoll")
 }
 
 // TestSaramaCluster: a bsm/sarama-cluster Messages() loop is an entry

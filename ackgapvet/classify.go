@@ -3,8 +3,12 @@ package ackgapvet
 import (
 	"go/ast"
 	"go/constant"
+	"go/token"
 	"go/types"
+	"runtime"
 	"strings"
+	"sync"
+	"weak"
 
 	"golang.org/x/tools/go/analysis"
 	"golang.org/x/tools/go/types/typeutil"
@@ -330,8 +334,93 @@ func sqlText(info *types.Info, call *ast.CallExpr) string {
 		if tv, ok := info.Types[a]; ok && tv.Value != nil && tv.Value.Kind() == constant.String {
 			return strings.ToUpper(stripSQLComments(constant.StringVal(tv.Value)))
 		}
+		if id, ok := ast.Unparen(a).(*ast.Ident); ok {
+			if v := localString(info, id, call.Pos()); v != "" {
+				return strings.ToUpper(stripSQLComments(v))
+			}
+		}
 	}
 	return ""
+}
+
+// strAssign is one assignment to a local string variable: where, and the
+// constant it assigns ("" for anything else).
+type strAssign struct {
+	pos token.Pos
+	val string
+}
+
+// localStrings holds, per type-checked package (by a weak pointer to its
+// *types.Info, dropped when the package is), the assignments to its
+// functions' local variables of string type, in source order: `query :=
+// "INSERT ..."` then `db.Exec(query, ...)`.
+var localStrings sync.Map // weak.Pointer[types.Info] -> map[types.Object][]strAssign
+
+// indexLocalStrings records pass's assignments to local string variables
+// for localString.
+func indexLocalStrings(pass *analysis.Pass) {
+	info := pass.TypesInfo
+	if info == nil || len(pass.Files) == 0 {
+		return // a dependency analysed for its facts only
+	}
+	m := map[types.Object][]strAssign{}
+	add := func(lhs ast.Expr, rhs ast.Expr) {
+		id, ok := lhs.(*ast.Ident)
+		if !ok {
+			return
+		}
+		obj := info.ObjectOf(id)
+		v, ok := obj.(*types.Var)
+		if !ok || v.Parent() == nil || v.Parent() == pass.Pkg.Scope() || !types.Identical(v.Type().Underlying(), types.Typ[types.String]) {
+			return
+		}
+		val := ""
+		if tv, ok := info.Types[rhs]; ok && tv.Value != nil && tv.Value.Kind() == constant.String {
+			val = constant.StringVal(tv.Value)
+		}
+		m[obj] = append(m[obj], strAssign{id.Pos(), val})
+	}
+	for _, f := range pass.Files {
+		ast.Inspect(f, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.AssignStmt:
+				if len(n.Lhs) == len(n.Rhs) {
+					for i := range n.Lhs {
+						add(n.Lhs[i], n.Rhs[i])
+					}
+				}
+			case *ast.ValueSpec:
+				if len(n.Names) == len(n.Values) {
+					for i := range n.Names {
+						add(n.Names[i], n.Values[i])
+					}
+				}
+			}
+			return true
+		})
+	}
+	key := weak.Make(info)
+	localStrings.Store(key, m)
+	runtime.AddCleanup(info, func(k weak.Pointer[types.Info]) { localStrings.Delete(k) }, key)
+}
+
+// localString returns the string constant last assigned to the local
+// variable id before at (in source order), "" if it is not one.
+func localString(info *types.Info, id *ast.Ident, at token.Pos) string {
+	if info == nil {
+		return ""
+	}
+	mv, ok := localStrings.Load(weak.Make(info))
+	if !ok {
+		return ""
+	}
+	val := ""
+	for _, a := range mv.(map[types.Object][]strAssign)[info.Uses[id]] {
+		if a.pos < at {
+			val = a.val
+		}
+	}
+	return val
 }
 
 // stripSQLComments drops the leading comment lines of a statement (sqlc

@@ -286,6 +286,7 @@ func runConsumers(pass *analysis.Pass) (any, error) {
 		return nil, err
 	}
 	ins := pass.ResultOf[inspect.Analyzer].(*inspector.Inspector)
+	indexLocalStrings(pass)
 	c := &Consumers{
 		pass:         pass,
 		reach:        map[ast.Node]*Root{},

@@ -41,6 +41,10 @@ const (
 	// and checkpoints the record when it returns nil; an error stops the
 	// scan, and consumer.ErrSkipCheckpoint goes on without the checkpoint.
 	KindKinesisScan = "kinesis-consumer Scan callback"
+	// KindKinesisPoll is a function that calls Kinesis GetRecords (aws-sdk-go
+	// v1 or v2) in a loop: a shard reader of its own, which checkpoints
+	// (if at all) where the application stores its sequence numbers.
+	KindKinesisPoll = "Kinesis GetRecords loop"
 	// KindEntry is a function declared an entry point by name (the
 	// -entry flag, [RunConfig].Entries or the entries of [ConfigFile]).
 	KindEntry = "declared entry point"
@@ -54,6 +58,8 @@ const (
 	pathSQSv1      = "github.com/aws/aws-sdk-go/service/sqs"
 	pathAWSv1Svc   = "github.com/aws/aws-sdk-go/service/"
 	pathKinesisCon = "github.com/harlow/kinesis-consumer"
+	pathLambdaPkg  = "github.com/aws/aws-lambda-go/lambda"
+	pathKinesisV2  = "github.com/aws/aws-sdk-go-v2/service/kinesis"
 )
 
 // isConfluent matches confluent-kafka-go's kafka package, v1 and v2.
@@ -173,6 +179,17 @@ func sqsOp(fn *types.Func) string {
 	return ""
 }
 
+// kinesisGetRecords reports whether fn is Kinesis GetRecords: a method of
+// aws-sdk-go-v2's *kinesis.Client, or of aws-sdk-go v1's *kinesis.Kinesis
+// or kinesisiface.KinesisAPI (WithContext and Request forms included).
+func kinesisGetRecords(fn *types.Func) bool {
+	if funcPath(fn) == pathKinesisV2 && recvName(fn) == "Client" {
+		return fn.Name() == "GetRecords"
+	}
+	svc, ok := isAWSv1Client(fn)
+	return ok && svc == "kinesis" && awsV1Op(fn.Name()) == "GetRecords"
+}
+
 // awsV1Op strips the v1 SDK's WithContext and Request suffixes from an
 // operation name: PublishWithContext and PublishRequest are Publish.
 func awsV1Op(name string) string {
@@ -230,6 +247,15 @@ func (c *Consumers) moreRoots(n ast.Node, stack []ast.Node, addRoot func(kind, n
 			for _, a := range n.Args {
 				c.cqrsHandleMethods(a, addRoot)
 			}
+		case path == pathLambdaPkg && strings.HasPrefix(name, "Start") && len(n.Args) > 0:
+			// lambda.Start(handler) whose event is the application's own
+			// type holding a batch's records (Records []events.SQSMessage):
+			// one handler for a batch and a direct invocation.
+			if sig, ok := types.Unalias(info.TypeOf(n.Args[0])).Underlying().(*types.Signature); ok {
+				if k := recordsParamKind(sig); k != "" {
+					rootOfExpr(k, n.Args[0])
+				}
+			}
 		case path == pathKinesisCon && recv == "Consumer" && (name == "Scan" || name == "ScanShard"):
 			for _, a := range n.Args {
 				if _, ok := types.Unalias(info.TypeOf(a)).Underlying().(*types.Signature); ok {
@@ -242,6 +268,8 @@ func (c *Consumers) moreRoots(n ast.Node, stack []ast.Node, addRoot func(kind, n
 			c.receiveRoot(KindSaramaPartition, stack, addRoot)
 		case path == pathSaramaCluster && (recv == "Consumer" || recv == "PartitionConsumer") && name == "Messages":
 			c.receiveRoot(KindSaramaCluster, stack, addRoot)
+		case kinesisGetRecords(fn):
+			c.receiveRoot(KindKinesisPoll, stack, addRoot)
 		default:
 			if sqsOp(fn) == "ReceiveMessage" {
 				c.receiveRoot(KindSQS, stack, addRoot)
@@ -268,7 +296,6 @@ func (c *Consumers) callbackRoots(fn *types.Func, call *ast.CallExpr, addRoot fu
 	if !ok {
 		return
 	}
-	info := c.pass.TypesInfo
 	for i, a := range call.Args {
 		pt := paramType(sig, i)
 		if pt == nil {
@@ -278,22 +305,56 @@ func (c *Consumers) callbackRoots(fn *types.Func, call *ast.CallExpr, addRoot fu
 			if !isNamed(pt, lc.path, lc.iface) {
 				continue
 			}
-			t := info.TypeOf(a)
-			if t == nil || types.IsInterface(t) {
-				continue
-			}
-			obj, _, _ := types.LookupFieldOrMethod(t, true, c.pass.Pkg, lc.method)
-			m, ok := obj.(*types.Func)
-			if !ok {
-				continue
-			}
-			if d := c.decls[m.Origin()]; d != nil {
-				addRoot(lc.kind, rootName(m), d)
-			} else {
-				c.remotes = append(c.remotes, remote{kind: lc.kind, fn: m.Origin()})
+			for _, t := range c.concreteTypes(a) {
+				obj, _, _ := types.LookupFieldOrMethod(t, true, c.pass.Pkg, lc.method)
+				m, ok := obj.(*types.Func)
+				if !ok {
+					continue
+				}
+				if d := c.decls[m.Origin()]; d != nil {
+					addRoot(lc.kind, rootName(m), d)
+				} else {
+					c.remotes = append(c.remotes, remote{kind: lc.kind, fn: m.Origin()})
+				}
 			}
 		}
 	}
+}
+
+// concreteTypes returns the concrete types e may hold: its own type, or,
+// when that is an interface and e calls a constructor of this package
+// (logic.NewConsumer(svc) returning kq.ConsumeHandler), the types of the
+// values the constructor returns.
+func (c *Consumers) concreteTypes(e ast.Expr) []types.Type {
+	info := c.pass.TypesInfo
+	t := info.TypeOf(e)
+	if t == nil {
+		return nil
+	}
+	if !types.IsInterface(t) {
+		return []types.Type{t}
+	}
+	call, ok := ast.Unparen(e).(*ast.CallExpr)
+	if !ok {
+		return nil
+	}
+	fn := callee(info, call)
+	if fn == nil || c.decls[fn] == nil || c.decls[fn].Body == nil {
+		return nil
+	}
+	var out []types.Type
+	ast.Inspect(c.decls[fn].Body, func(n ast.Node) bool {
+		if _, ok := n.(*ast.FuncLit); ok {
+			return false
+		}
+		if ret, ok := n.(*ast.ReturnStmt); ok && len(ret.Results) > 0 {
+			if rt := info.TypeOf(ret.Results[0]); rt != nil && !types.IsInterface(rt) {
+				out = append(out, rt)
+			}
+		}
+		return true
+	})
+	return out
 }
 
 // rootName is a root's name for messages and severity: Func, or Type.Method.
@@ -655,4 +716,32 @@ func isWatermillMsgChan(t types.Type) bool {
 	}
 	p, ok := ch.Elem().(*types.Pointer)
 	return ok && isNamed(p.Elem(), pathWatermill+"/message", "Message")
+}
+
+// recordsParamKind is the root kind of a handler signature one of whose
+// parameters is a struct (or a pointer to one) with a field holding a
+// Lambda batch's records ([]events.SQSMessage, KinesisEventRecord,
+// DynamoDBEventRecord; see batchRecords), "" otherwise.
+func recordsParamKind(sig *types.Signature) string {
+	for i := range sig.Params().Len() {
+		t := sig.Params().At(i).Type()
+		if p, ok := t.Underlying().(*types.Pointer); ok {
+			t = p.Elem()
+		}
+		st, ok := t.Underlying().(*types.Struct)
+		if !ok {
+			continue
+		}
+		for j := range st.NumFields() {
+			switch batchRecords(st.Field(j).Type()) {
+			case "SQS":
+				return KindLambda
+			case "Kinesis":
+				return KindLambdaKinesis
+			case "DynamoDB Streams":
+				return KindLambdaDynamoDB
+			}
+		}
+	}
+	return ""
 }

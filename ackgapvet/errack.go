@@ -155,7 +155,7 @@ func failedWork(pass *analysis.Pass, st, prev ast.Stmt) (*ast.IfStmt, *ast.CallE
 // of a supported client, franz-go's Fetches.Err): its failure leaves
 // nothing to ack.
 func receives(fn *types.Func) bool {
-	if sqsOp(fn) == "ReceiveMessage" {
+	if sqsOp(fn) == "ReceiveMessage" || kinesisGetRecords(fn) {
 		return true
 	}
 	name := fn.Name()

@@ -24,6 +24,20 @@ func (s *S) register(r *message.Router) {
 	r.AddNoPublisherHandler("deduped", "deduped", nil, s.onDeduped)
 	r.AddNoPublisherHandler("dup", "dup", nil, s.onDupChecked)
 	r.AddNoPublisherHandler("outbox", "outbox", nil, s.onOutbox)
+	r.AddNoPublisherHandler("points", "points", nil, s.onPoints)
+}
+
+// onPoints holds its SQL in a local variable assigned twice (field trial
+// wave 14, fit-forge H1): the INSERT that runs is the one assigned last
+// before the call.
+func (s *S) onPoints(msg *message.Message) error {
+	query := "SELECT balance FROM points WHERE user_id = $1"
+	if err := s.db.QueryRow(query, msg.UUID).Scan(new(int)); err != nil {
+		return err
+	}
+	query = "INSERT INTO points_ledger (user_id, delta) VALUES ($1, 10)"
+	_, err := s.db.Exec(query, msg.UUID) // want `an INSERT without ON CONFLICT \(sql.DB.Exec\) on the consumer path of watermill handler onPoints appends a row`
+	return err
 }
 
 func (s *S) onComment(msg *message.Message) error {

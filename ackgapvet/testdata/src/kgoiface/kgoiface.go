@@ -15,14 +15,14 @@ type Client interface {
 }
 
 func newClient() (*kgo.Client, error) {
-	return kgo.NewClient(kgo.ConsumerGroup("g"), kgo.ConsumeTopics("orders")) // want `kgo.NewClient with a consumer group and no kgo.DisableAutoCommit commits polled offsets on a timer`
+	return kgo.NewClient(kgo.ConsumerGroup("g"), kgo.ConsumeTopics("orders")) // want `kgo.NewClient with a consumer group and no kgo.DisableAutoCommit: autocommit commits what an earlier poll returned on a timer, and the poll loop hands records to other goroutines`
 }
 
 func read(ctx context.Context, c Client, db *sql.DB) {
 	for {
 		fetches := c.PollFetches(ctx)
 		fetches.EachRecord(func(r *kgo.Record) {
-			_, _ = db.ExecContext(ctx, "INSERT INTO orders VALUES ($1)", r.Value)
+			go func() { _, _ = db.ExecContext(ctx, "INSERT INTO orders VALUES ($1)", r.Value) }()
 		})
 	}
 }
