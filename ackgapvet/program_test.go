@@ -403,3 +403,19 @@ func TestClosureGivenToLibraryInterface(t *testing.T) {
 	require.Len(t, fs, 1, "%+v", fs)
 	require.Contains(t, fs[0].Message, "spanbus.Bus.Handle.func1 → spanbus.Webhook.Deliver")
 }
+
+// TestHTTPClientAfterAck: orders.Handle acks, then posts with the default
+// client. The whole-program mode, which sees the ack, says the post comes
+// after it (a slow server loses the call, nothing redelivers it), not that
+// the message is delivered again while in flight; the per-package mode,
+// which does not, keeps the lease wording (and pins the text replaced).
+func TestHTTPClientAfterAck(t *testing.T) {
+	whole := findingsIn(programReport(t, false), "orders/orders.go", "httpclient")
+	require.Len(t, whole, 1)
+	require.Contains(t, whole[0].Message, "on the consumer path of watermill handler Handle: the call comes after the message is acknowledged, so it is never retried")
+	require.NotContains(t, whole[0].Message, "delivered again")
+
+	per := findingsIn(programReport(t, true), "orders/orders.go", "httpclient")
+	require.Len(t, per, 1)
+	require.Contains(t, per[0].Message, leaseRisk, "the text httpClientAfterAck replaces")
+}
