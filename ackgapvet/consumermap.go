@@ -39,8 +39,11 @@ type Consumer struct {
 	// key), "Watermill Deduplicator (in memory)", or "none found".
 	Dedupe string `json:"dedupe"`
 	// BlastRadius is the highest severity among its effects and writes
-	// ([SeverityOf] on the effect and the names on its path); "" when it
-	// reaches neither.
+	// ([SeverityOf] on the effect and the names on its path, an outbox row
+	// included) and the findings in the functions it reaches; "" when it
+	// has none of them. A finding on the line of an effect or write has
+	// that step's severity, or the step the finding's when that is higher:
+	// the map and the findings say one blast radius.
 	BlastRadius Severity `json:"blast_radius,omitempty"`
 	// Functions is the number of the module's functions it reaches.
 	Functions int `json:"functions"`
@@ -236,14 +239,19 @@ func (w *wholeProgram) describe(rw *rootWalk) Consumer {
 					}
 					return true
 				}
-				if d := effectOf(p.TypesInfo, n); d != "" {
+				if d := cmp.Or(effectOf(p.TypesInfo, n), outboxOf(p.TypesInfo, n)); d != "" {
 					step.What = d
-					step.Severity = SeverityOf(append(slices.Clone(path), append([]string{d}, constStrings(p.TypesInfo, n)...)...)...)
+					step.Severity = stepSeverity(path, d, constStrings(p.TypesInfo, n))
 					effects = append(effects, found{step, fn, n.Pos(), goroutine(fn)})
 				} else if d := dbWriteOf(p.TypesInfo, n); d != "" {
 					step.What = d
-					step.Severity = SeverityOf(append(slices.Clone(path), append([]string{d}, constStrings(p.TypesInfo, n)...)...)...)
+					step.Severity = stepSeverity(path, d, constStrings(p.TypesInfo, n))
 					writes = append(writes, found{step, fn, n.Pos(), goroutine(fn)})
+				}
+				if outboxOf(p.TypesInfo, n) != "" && c.Dedupe == "none found" {
+					// AddOutbox and ApplyTransition run only in the inbox's
+					// transaction (ErrNoTransaction elsewhere).
+					c.Dedupe = "ackgap inbox (its outbox calls need the inbox's transaction)"
 				}
 				if sql := strings.ToUpper(sqlText(p.TypesInfo, n)); dedupeInsert(sql) || strings.Contains(sql, "INSERT IGNORE") {
 					if c.Dedupe == "none found" {
@@ -292,6 +300,14 @@ func (w *wholeProgram) describe(rw *rootWalk) Consumer {
 	return c
 }
 
+// stepSeverity is the blast radius of an effect or write on a consumer's
+// path: [SeverityOf] on the functions of the path (package and type
+// included: a PaymentMq's Consume is a payment), the step's description
+// and the call's constant strings (a URL, a topic, an outbox row's kind).
+func stepSeverity(path []string, what string, consts []string) Severity {
+	return SeverityOf(append(append(slices.Clone(path), what), consts...)...)
+}
+
 // onLeavingBranch reports whether pos lies in a block of body (not body
 // itself) that ends by leaving: a return, continue, break or panic. What
 // follows such a block runs only when the block did not.
@@ -326,14 +342,56 @@ func maxSeverity(a, b Severity) Severity {
 
 // countFindings sets each consumer's Findings from the report's findings
 // that fall inside the functions it reaches (abs is the finding's absolute
-// path).
+// path), and raises its BlastRadius to the highest of their severities.
 func (rep *Report) countFindings() {
 	for i := range rep.Consumers {
 		c := &rep.Consumers[i]
 		for _, f := range rep.Findings {
 			if c.reaches(f.abs, f.Line) {
 				c.Findings++
+				c.BlastRadius = maxSeverity(c.BlastRadius, f.Severity)
 			}
+		}
+	}
+}
+
+// alignSeverity gives a finding and the effects and writes on its line
+// (of the consumers that reach it) one severity, the highest among them:
+// a step's path names what the finding's function alone may not (the
+// type a method belongs to, the caller that charges), and a finding names
+// what the step's call may not (the URL given to http.NewRequest). The
+// map's blast radius and the findings then agree (see countFindings).
+func alignSeverity(fs []Finding, consumers []Consumer) {
+	for i := range fs {
+		f := &fs[i]
+		var at []*Step
+		sev := f.Severity
+		for j := range consumers {
+			c := &consumers[j]
+			if !c.reaches(f.abs, f.Line) {
+				continue
+			}
+			for _, steps := range [][]Step{c.Effects, c.Writes} {
+				for k := range steps {
+					if steps[k].File == f.File && steps[k].Line == f.Line {
+						at = append(at, &steps[k])
+						sev = maxSeverity(sev, steps[k].Severity)
+					}
+				}
+			}
+		}
+		if len(at) == 0 {
+			continue
+		}
+		f.Severity = sev
+		for _, s := range at {
+			s.Severity = sev
+		}
+	}
+	for j := range consumers {
+		c := &consumers[j]
+		for _, s := range append(slices.Clone(c.Effects), c.Writes...) {
+			c.BlastRadius = maxSeverity(c.BlastRadius, s.Severity)
 		}
 	}
 }

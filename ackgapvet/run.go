@@ -213,6 +213,7 @@ func Run(cfg *RunConfig) (*Report, error) {
 	rep.Findings = dropForwards(rep.Findings, rep.Consumers)
 	rep.Findings = dropAfterAck(rep.Findings, rep.Consumers)
 	rep.Findings = httpClientAfterAck(rep.Findings, rep.Consumers)
+	alignSeverity(rep.Findings, rep.Consumers)
 	rep.Findings = mergeConsumerEffects(rep.Findings, rep.Consumers)
 	rep.countFindings()
 	if cfg.DiffBase != "" {
