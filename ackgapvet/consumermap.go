@@ -72,6 +72,10 @@ type Step struct {
 	// AfterAck is set on an effect or write reached after the consumer
 	// acknowledged in the entry function: a crash between them loses it.
 	AfterAck bool `json:"after_ack,omitempty"`
+	// Key is what an HTTP effect's Idempotency-Key header is set from in
+	// its function, and what that key is stable across (see keyNote); ""
+	// when no header is set there.
+	Key string `json:"key,omitempty"`
 	// Async is set on an effect or write reached through a go statement or
 	// a channel send: it runs beside the consumer, and the ack does not
 	// wait for it unless the code waits (a WaitGroup, a reply channel).
@@ -208,6 +212,7 @@ func (w *wholeProgram) describe(rw *rootWalk) Consumer {
 		s, e := fset.Position(src.Syntax().Pos()), fset.Position(src.Syntax().End())
 		c.spans = append(c.spans, span{s.Filename, s.Line, e.Line})
 		path := rw.path(fn)
+		key := idemKeyIn(p.TypesInfo, body)
 		ast.Inspect(body, func(n ast.Node) bool {
 			switch n := n.(type) {
 			case *ast.FuncLit:
@@ -242,6 +247,9 @@ func (w *wholeProgram) describe(rw *rootWalk) Consumer {
 				if d := cmp.Or(effectOf(p.TypesInfo, n), outboxOf(p.TypesInfo, n)); d != "" {
 					step.What = d
 					step.Severity = stepSeverity(path, d, constStrings(p.TypesInfo, n))
+					if strings.HasPrefix(d, "an HTTP request") {
+						step.Key = key
+					}
 					effects = append(effects, found{step, fn, n.Pos(), goroutine(fn)})
 				} else if d := dbWriteOf(p.TypesInfo, n); d != "" {
 					step.What = d
@@ -298,6 +306,66 @@ func (w *wholeProgram) describe(rw *rootWalk) Consumer {
 		c.BlastRadius = maxSeverity(c.BlastRadius, f.step.Severity)
 	}
 	return c
+}
+
+// watermillUUIDKey says why a key taken from a Watermill message's UUID
+// is accepted and what it does not cover. The UUID is set by the
+// publisher and travels with the message (watermill-kafka's
+// _watermill_message_uuid header, watermill-aws's SQS attribute), so
+// every redelivery of one published message carries the same one: the
+// receiver dedupes redeliveries, which is what idemkey and effect judge.
+// It is a message id, not an event id: a second publish of the same event
+// (a producer's retry, a relay that crashed before marking its row) is a
+// new message with a new UUID, and a record from a producer that is not
+// Watermill has none (Message.UUID "can be empty"), so all such messages
+// share the empty key.
+const watermillUUIDKey = "Watermill's message id, the same on every redelivery of this message, so the receiver dedupes redeliveries; a second publish of the event is a new message with a new id, and a message not published by Watermill has an empty one: key on the event id to dedupe events"
+
+// idemKeyIn returns what body sets an Idempotency-Key (or other
+// idempotency or deduplication) header from, with what the key is stable
+// across when that is known (see watermillUUIDKey); "" when it sets none.
+func idemKeyIn(info *types.Info, body *ast.BlockStmt) string {
+	key := ""
+	ast.Inspect(body, func(n ast.Node) bool {
+		if _, ok := n.(*ast.FuncLit); ok || key != "" {
+			return false
+		}
+		call, ok := n.(*ast.CallExpr)
+		if !ok || len(call.Args) != 2 {
+			return true
+		}
+		fn := callee(info, call)
+		if fn == nil || funcPath(fn) != "net/http" || recvName(fn) != "Header" || fn.Name() != "Set" && fn.Name() != "Add" {
+			return true
+		}
+		if name := stringValue(info, call.Args[0]); idemKeyName.MatchString(name) {
+			key = types.ExprString(call.Args[1])
+			if watermillUUID(info, call.Args[1]) {
+				key += ": " + watermillUUIDKey
+			}
+		}
+		return key == ""
+	})
+	return key
+}
+
+// watermillUUID reports whether e is a Watermill message's UUID field
+// (msg.UUID), alone or in a string built from it.
+func watermillUUID(info *types.Info, e ast.Expr) bool {
+	found := false
+	ast.Inspect(e, func(n ast.Node) bool {
+		sel, ok := n.(*ast.SelectorExpr)
+		if !ok || found {
+			return !found
+		}
+		if v, ok := info.Uses[sel.Sel].(*types.Var); ok && v.IsField() && v.Name() == "UUID" {
+			if t := info.TypeOf(sel.X); t != nil && isNamed(t, pathWatermill+"/message", "Message") {
+				found = true
+			}
+		}
+		return !found
+	})
+	return found
 }
 
 // stepSeverity is the blast radius of an effect or write on a consumer's
@@ -429,6 +497,9 @@ func WriteMap(w io.Writer, rep *Report) error {
 			if len(e.Path) > 1 {
 				fmt.Fprintf(&b, "          via %s\n", pathString(e.Path))
 			}
+			if e.Key != "" {
+				fmt.Fprintf(&b, "          Idempotency-Key %s\n", e.Key)
+			}
 		}
 		for _, e := range c.Writes {
 			fmt.Fprintf(&b, "  write   [%s] %s%s%s\n", e.Severity, e.What, at(e), afterAck(e))
@@ -471,6 +542,9 @@ func steps(ss []Step) string {
 		p := s.What + at(s) + afterAck(s)
 		if len(s.Path) > 1 {
 			p += " via " + pathString(s.Path)
+		}
+		if s.Key != "" {
+			p += "; Idempotency-Key " + s.Key
 		}
 		parts = append(parts, strings.ReplaceAll(p, "|", "\\|"))
 	}

@@ -175,7 +175,7 @@ func TestConsumerMap(t *testing.T) {
 	for _, c := range rep.Consumers {
 		byName[c.Name] = c
 	}
-	require.Len(t, byName, 32, "%+v", rep.Consumers)
+	require.Len(t, byName, 34, "%+v", rep.Consumers)
 
 	// A receive loop that the call graph reaches from another consumer (a
 	// fallback source behind an interface) and whose acks are closures it
@@ -472,4 +472,19 @@ func TestMapOutboxRow(t *testing.T) {
 	require.Len(t, receipt.Effects, 1, "%+v", receipt)
 	require.Contains(t, receipt.Effects[0].What, "an outbox row (ackgap.AddOutbox)")
 	require.True(t, strings.HasPrefix(receipt.Dedupe, "ackgap inbox"), receipt.Dedupe)
+}
+
+// TestMapIdempotencyKey: a post keyed on the Watermill message's UUID is
+// accepted (no idemkey or effect finding: every redelivery of the message
+// carries the same UUID), and the map says what the key covers and what
+// it does not (a second publish of the event has a new UUID); a key from
+// the payload is shown as it is written.
+func TestMapIdempotencyKey(t *testing.T) {
+	rep := programReport(t, false)
+	require.Empty(t, findingsIn(rep, "keyedpost/keyedpost.go", "idemkey"))
+	require.Empty(t, findingsIn(rep, "keyedpost/keyedpost.go", "effect"))
+	var b bytes.Buffer
+	require.NoError(t, WriteMap(&b, rep))
+	require.Contains(t, b.String(), `Idempotency-Key "label-" + msg.UUID: Watermill's message id, the same on every redelivery of this message, so the receiver dedupes redeliveries; a second publish of the event is a new message with a new id`)
+	require.Contains(t, b.String(), "Idempotency-Key orderOf(msg.Payload)\n")
 }
