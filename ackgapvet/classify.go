@@ -504,6 +504,28 @@ func dbWriteOf(info *types.Info, call *ast.CallExpr) string {
 	return ""
 }
 
+// outboxOf returns a description if call writes outbox rows through
+// ackgap's handler API (AddOutbox, AddOutboxMany, or ApplyTransition given
+// rows): each row is an effect the relay makes after the commit, with the
+// row's idempotency key. "" otherwise (ApplyTransition without rows is a
+// guarded write only).
+func outboxOf(info *types.Info, call *ast.CallExpr) string {
+	fn := callee(info, call)
+	if fn == nil || funcPath(fn) != pathAckgap || recvName(fn) != "" {
+		return ""
+	}
+	switch fn.Name() {
+	case "AddOutbox", "AddOutboxMany":
+	case "ApplyTransition":
+		if len(call.Args) < 3 && !call.Ellipsis.IsValid() {
+			return ""
+		}
+	default:
+		return ""
+	}
+	return "an outbox row (" + qualName(fn) + "), made by the relay after the commit with the row's idempotency key"
+}
+
 // ackOf classifies a call that tells the broker a message is done: an offset
 // mark or commit, an SQS delete, a Watermill Ack. It returns a description.
 func ackOf(info *types.Info, call *ast.CallExpr) string {

@@ -39,8 +39,11 @@ type Consumer struct {
 	// key), "Watermill Deduplicator (in memory)", or "none found".
 	Dedupe string `json:"dedupe"`
 	// BlastRadius is the highest severity among its effects and writes
-	// ([SeverityOf] on the effect and the names on its path); "" when it
-	// reaches neither.
+	// ([SeverityOf] on the effect and the names on its path, an outbox row
+	// included) and the findings in the functions it reaches; "" when it
+	// has none of them. A finding on the line of an effect or write has
+	// that step's severity, or the step the finding's when that is higher:
+	// the map and the findings say one blast radius.
 	BlastRadius Severity `json:"blast_radius,omitempty"`
 	// Functions is the number of the module's functions it reaches.
 	Functions int `json:"functions"`
@@ -69,6 +72,10 @@ type Step struct {
 	// AfterAck is set on an effect or write reached after the consumer
 	// acknowledged in the entry function: a crash between them loses it.
 	AfterAck bool `json:"after_ack,omitempty"`
+	// Key is what an HTTP effect's Idempotency-Key header is set from in
+	// its function, and what that key is stable across (see keyNote); ""
+	// when no header is set there.
+	Key string `json:"key,omitempty"`
 	// Async is set on an effect or write reached through a go statement or
 	// a channel send: it runs beside the consumer, and the ack does not
 	// wait for it unless the code waits (a WaitGroup, a reply channel).
@@ -205,6 +212,7 @@ func (w *wholeProgram) describe(rw *rootWalk) Consumer {
 		s, e := fset.Position(src.Syntax().Pos()), fset.Position(src.Syntax().End())
 		c.spans = append(c.spans, span{s.Filename, s.Line, e.Line})
 		path := rw.path(fn)
+		key := idemKeyIn(p.TypesInfo, body)
 		ast.Inspect(body, func(n ast.Node) bool {
 			switch n := n.(type) {
 			case *ast.FuncLit:
@@ -236,14 +244,22 @@ func (w *wholeProgram) describe(rw *rootWalk) Consumer {
 					}
 					return true
 				}
-				if d := effectOf(p.TypesInfo, n); d != "" {
+				if d := cmp.Or(effectOf(p.TypesInfo, n), outboxOf(p.TypesInfo, n)); d != "" {
 					step.What = d
-					step.Severity = SeverityOf(append(slices.Clone(path), append([]string{d}, constStrings(p.TypesInfo, n)...)...)...)
+					step.Severity = stepSeverity(path, d, constStrings(p.TypesInfo, n))
+					if strings.HasPrefix(d, "an HTTP request") {
+						step.Key = key
+					}
 					effects = append(effects, found{step, fn, n.Pos(), goroutine(fn)})
 				} else if d := dbWriteOf(p.TypesInfo, n); d != "" {
 					step.What = d
-					step.Severity = SeverityOf(append(slices.Clone(path), append([]string{d}, constStrings(p.TypesInfo, n)...)...)...)
+					step.Severity = stepSeverity(path, d, constStrings(p.TypesInfo, n))
 					writes = append(writes, found{step, fn, n.Pos(), goroutine(fn)})
+				}
+				if outboxOf(p.TypesInfo, n) != "" && c.Dedupe == "none found" {
+					// AddOutbox and ApplyTransition run only in the inbox's
+					// transaction (ErrNoTransaction elsewhere).
+					c.Dedupe = "ackgap inbox (its outbox calls need the inbox's transaction)"
 				}
 				if sql := strings.ToUpper(sqlText(p.TypesInfo, n)); dedupeInsert(sql) || strings.Contains(sql, "INSERT IGNORE") {
 					if c.Dedupe == "none found" {
@@ -292,6 +308,74 @@ func (w *wholeProgram) describe(rw *rootWalk) Consumer {
 	return c
 }
 
+// watermillUUIDKey says why a key taken from a Watermill message's UUID
+// is accepted and what it does not cover. The UUID is set by the
+// publisher and travels with the message (watermill-kafka's
+// _watermill_message_uuid header, watermill-aws's SQS attribute), so
+// every redelivery of one published message carries the same one: the
+// receiver dedupes redeliveries, which is what idemkey and effect judge.
+// It is a message id, not an event id: a second publish of the same event
+// (a producer's retry, a relay that crashed before marking its row) is a
+// new message with a new UUID, and a record from a producer that is not
+// Watermill has none (Message.UUID "can be empty"), so all such messages
+// share the empty key.
+const watermillUUIDKey = "Watermill's message id, the same on every redelivery of this message, so the receiver dedupes redeliveries; a second publish of the event is a new message with a new id, and a message not published by Watermill has an empty one: key on the event id to dedupe events"
+
+// idemKeyIn returns what body sets an Idempotency-Key (or other
+// idempotency or deduplication) header from, with what the key is stable
+// across when that is known (see watermillUUIDKey); "" when it sets none.
+func idemKeyIn(info *types.Info, body *ast.BlockStmt) string {
+	key := ""
+	ast.Inspect(body, func(n ast.Node) bool {
+		if _, ok := n.(*ast.FuncLit); ok || key != "" {
+			return false
+		}
+		call, ok := n.(*ast.CallExpr)
+		if !ok || len(call.Args) != 2 {
+			return true
+		}
+		fn := callee(info, call)
+		if fn == nil || funcPath(fn) != "net/http" || recvName(fn) != "Header" || fn.Name() != "Set" && fn.Name() != "Add" {
+			return true
+		}
+		if name := stringValue(info, call.Args[0]); idemKeyName.MatchString(name) {
+			key = types.ExprString(call.Args[1])
+			if watermillUUID(info, call.Args[1]) {
+				key += ": " + watermillUUIDKey
+			}
+		}
+		return key == ""
+	})
+	return key
+}
+
+// watermillUUID reports whether e is a Watermill message's UUID field
+// (msg.UUID), alone or in a string built from it.
+func watermillUUID(info *types.Info, e ast.Expr) bool {
+	found := false
+	ast.Inspect(e, func(n ast.Node) bool {
+		sel, ok := n.(*ast.SelectorExpr)
+		if !ok || found {
+			return !found
+		}
+		if v, ok := info.Uses[sel.Sel].(*types.Var); ok && v.IsField() && v.Name() == "UUID" {
+			if t := info.TypeOf(sel.X); t != nil && isNamed(t, pathWatermill+"/message", "Message") {
+				found = true
+			}
+		}
+		return !found
+	})
+	return found
+}
+
+// stepSeverity is the blast radius of an effect or write on a consumer's
+// path: [SeverityOf] on the functions of the path (package and type
+// included: a PaymentMq's Consume is a payment), the step's description
+// and the call's constant strings (a URL, a topic, an outbox row's kind).
+func stepSeverity(path []string, what string, consts []string) Severity {
+	return SeverityOf(append(append(slices.Clone(path), what), consts...)...)
+}
+
 // onLeavingBranch reports whether pos lies in a block of body (not body
 // itself) that ends by leaving: a return, continue, break or panic. What
 // follows such a block runs only when the block did not.
@@ -326,14 +410,56 @@ func maxSeverity(a, b Severity) Severity {
 
 // countFindings sets each consumer's Findings from the report's findings
 // that fall inside the functions it reaches (abs is the finding's absolute
-// path).
+// path), and raises its BlastRadius to the highest of their severities.
 func (rep *Report) countFindings() {
 	for i := range rep.Consumers {
 		c := &rep.Consumers[i]
 		for _, f := range rep.Findings {
 			if c.reaches(f.abs, f.Line) {
 				c.Findings++
+				c.BlastRadius = maxSeverity(c.BlastRadius, f.Severity)
 			}
+		}
+	}
+}
+
+// alignSeverity gives a finding and the effects and writes on its line
+// (of the consumers that reach it) one severity, the highest among them:
+// a step's path names what the finding's function alone may not (the
+// type a method belongs to, the caller that charges), and a finding names
+// what the step's call may not (the URL given to http.NewRequest). The
+// map's blast radius and the findings then agree (see countFindings).
+func alignSeverity(fs []Finding, consumers []Consumer) {
+	for i := range fs {
+		f := &fs[i]
+		var at []*Step
+		sev := f.Severity
+		for j := range consumers {
+			c := &consumers[j]
+			if !c.reaches(f.abs, f.Line) {
+				continue
+			}
+			for _, steps := range [][]Step{c.Effects, c.Writes} {
+				for k := range steps {
+					if steps[k].File == f.File && steps[k].Line == f.Line {
+						at = append(at, &steps[k])
+						sev = maxSeverity(sev, steps[k].Severity)
+					}
+				}
+			}
+		}
+		if len(at) == 0 {
+			continue
+		}
+		f.Severity = sev
+		for _, s := range at {
+			s.Severity = sev
+		}
+	}
+	for j := range consumers {
+		c := &consumers[j]
+		for _, s := range append(slices.Clone(c.Effects), c.Writes...) {
+			c.BlastRadius = maxSeverity(c.BlastRadius, s.Severity)
 		}
 	}
 }
@@ -370,6 +496,9 @@ func WriteMap(w io.Writer, rep *Report) error {
 			fmt.Fprintf(&b, "  effect  [%s] %s%s%s\n", e.Severity, e.What, at(e), afterAck(e))
 			if len(e.Path) > 1 {
 				fmt.Fprintf(&b, "          via %s\n", pathString(e.Path))
+			}
+			if e.Key != "" {
+				fmt.Fprintf(&b, "          Idempotency-Key %s\n", e.Key)
 			}
 		}
 		for _, e := range c.Writes {
@@ -413,6 +542,9 @@ func steps(ss []Step) string {
 		p := s.What + at(s) + afterAck(s)
 		if len(s.Path) > 1 {
 			p += " via " + pathString(s.Path)
+		}
+		if s.Key != "" {
+			p += "; Idempotency-Key " + s.Key
 		}
 		parts = append(parts, strings.ReplaceAll(p, "|", "\\|"))
 	}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -174,7 +175,7 @@ func TestConsumerMap(t *testing.T) {
 	for _, c := range rep.Consumers {
 		byName[c.Name] = c
 	}
-	require.Len(t, byName, 32, "%+v", rep.Consumers)
+	require.Len(t, byName, 34, "%+v", rep.Consumers)
 
 	// A receive loop that the call graph reaches from another consumer (a
 	// fallback source behind an interface) and whose acks are closures it
@@ -402,4 +403,88 @@ func TestClosureGivenToLibraryInterface(t *testing.T) {
 	fs := findingsIn(rep, "spanbus/spanbus.go", "effect")
 	require.Len(t, fs, 1, "%+v", fs)
 	require.Contains(t, fs[0].Message, "spanbus.Bus.Handle.func1 → spanbus.Webhook.Deliver")
+}
+
+// TestHTTPClientAfterAck: orders.Handle acks, then posts with the default
+// client. The whole-program mode, which sees the ack, says the post comes
+// after it (a slow server loses the call, nothing redelivers it), not that
+// the message is delivered again while in flight; the per-package mode,
+// which does not, keeps the lease wording (and pins the text replaced).
+func TestHTTPClientAfterAck(t *testing.T) {
+	whole := findingsIn(programReport(t, false), "orders/orders.go", "httpclient")
+	require.Len(t, whole, 1)
+	require.Contains(t, whole[0].Message, "on the consumer path of watermill handler Handle: the call comes after the message is acknowledged, so it is never retried")
+	require.NotContains(t, whole[0].Message, "delivered again")
+
+	per := findingsIn(programReport(t, true), "orders/orders.go", "httpclient")
+	require.Len(t, per, 1)
+	require.Contains(t, per[0].Message, leaseRisk, "the text httpClientAfterAck replaces")
+}
+
+// TestMapSeverityAgrees: the map's blast radius and the findings' severity
+// have one source. A finding on the line of a consumer's effect or write
+// has that step's severity (PaymentMq.Consume's post is critical: its type
+// names a payment, which the finding's function name alone does not), and
+// no consumer's blast radius is below a finding in it.
+func TestMapSeverityAgrees(t *testing.T) {
+	rep := programReport(t, false)
+	mq := findingsIn(rep, "mqs/mqs.go", "effect")
+	require.Len(t, mq, 1)
+	require.Equal(t, SeverityCritical, mq[0].Severity, "the map's path names mqs.PaymentMq.Consume")
+	rank := map[Severity]int{"": 0, SeverityLow: 1, SeverityMedium: 2, SeverityHigh: 3, SeverityCritical: 4}
+	for _, c := range rep.Consumers {
+		for _, f := range rep.Findings {
+			if !c.reaches(f.abs, f.Line) {
+				continue
+			}
+			require.GreaterOrEqual(t, rank[c.BlastRadius], rank[f.Severity], "%s: %s %s:%d", c.Name, f.Check, f.File, f.Line)
+			for _, s := range append(slices.Clone(c.Effects), c.Writes...) {
+				if s.File == f.File && s.Line == f.Line {
+					require.Equal(t, s.Severity, f.Severity, "%s: %s at %s:%d", c.Name, f.Check, f.File, f.Line)
+				}
+			}
+		}
+	}
+}
+
+// TestMapOutboxRow: an ackgap handler that writes outbox rows (the billing
+// example's ChargeOrder, through ApplyTransition; the Prometheus example's
+// Watermill handler behind the inbox middleware, through AddOutbox) shows
+// them as effects the relay makes, and its blast radius is theirs, not
+// "none"; the handler writing outbox rows is behind the inbox.
+func TestMapOutboxRow(t *testing.T) {
+	t.Parallel()
+	rep, err := Run(&RunConfig{Dir: "..", Patterns: []string{"./examples/billing/orders", "./examples/prometheus"}, Env: append(os.Environ(), "GOWORK=off")})
+	require.NoError(t, err)
+	byName := map[string]Consumer{}
+	for _, c := range rep.Consumers {
+		byName[c.Name] = c
+	}
+	charge, ok := byName["ChargeOrder"]
+	require.True(t, ok, "%+v", rep.Consumers)
+	require.Equal(t, SeverityCritical, charge.BlastRadius, "the charge row")
+	require.Len(t, charge.Effects, 1, "%+v", charge)
+	require.Contains(t, charge.Effects[0].What, "an outbox row (ackgap.ApplyTransition), made by the relay")
+
+	receipt, ok := byName["main.run.func6"]
+	require.True(t, ok, "%+v", rep.Consumers)
+	require.NotEmpty(t, receipt.BlastRadius)
+	require.Len(t, receipt.Effects, 1, "%+v", receipt)
+	require.Contains(t, receipt.Effects[0].What, "an outbox row (ackgap.AddOutbox)")
+	require.True(t, strings.HasPrefix(receipt.Dedupe, "ackgap inbox"), receipt.Dedupe)
+}
+
+// TestMapIdempotencyKey: a post keyed on the Watermill message's UUID is
+// accepted (no idemkey or effect finding: every redelivery of the message
+// carries the same UUID), and the map says what the key covers and what
+// it does not (a second publish of the event has a new UUID); a key from
+// the payload is shown as it is written.
+func TestMapIdempotencyKey(t *testing.T) {
+	rep := programReport(t, false)
+	require.Empty(t, findingsIn(rep, "keyedpost/keyedpost.go", "idemkey"))
+	require.Empty(t, findingsIn(rep, "keyedpost/keyedpost.go", "effect"))
+	var b bytes.Buffer
+	require.NoError(t, WriteMap(&b, rep))
+	require.Contains(t, b.String(), `Idempotency-Key "label-" + msg.UUID: Watermill's message id, the same on every redelivery of this message, so the receiver dedupes redeliveries; a second publish of the event is a new message with a new id`)
+	require.Contains(t, b.String(), "Idempotency-Key orderOf(msg.Payload)\n")
 }

@@ -212,6 +212,8 @@ func Run(cfg *RunConfig) (*Report, error) {
 	rep.Findings = dropAllowedRebalance(rep.Findings, pkgs)
 	rep.Findings = dropForwards(rep.Findings, rep.Consumers)
 	rep.Findings = dropAfterAck(rep.Findings, rep.Consumers)
+	rep.Findings = httpClientAfterAck(rep.Findings, rep.Consumers)
+	alignSeverity(rep.Findings, rep.Consumers)
 	rep.Findings = mergeConsumerEffects(rep.Findings, rep.Consumers)
 	rep.countFindings()
 	if cfg.DiffBase != "" {
@@ -431,6 +433,37 @@ func dropAfterAck(fs []Finding, consumers []Consumer) []Finding {
 			return i >= 0 && c.Effects[i].AfterAck
 		})
 	})
+}
+
+// leaseRisk is what an httpclient finding says a client without a timeout
+// risks before the ack: the message outlives its lease and comes again
+// while the first copy is in flight (HTTPClientAnalyzer's text).
+const leaseRisk = "a slow server keeps the message past its lease and it is delivered again while in flight"
+
+// afterAckRisk replaces leaseRisk on a call made after the ack: the
+// message is gone from the broker, so nothing delivers it again.
+const afterAckRisk = "the call comes after the message is acknowledged, so it is never retried: a crash, or a timeout the caller gives up on, while a slow server answers loses it, and the wait holds up the consumer"
+
+// httpClientAfterAck rewords, in the whole-program mode, an httpclient
+// finding on a call that every consumer reaching it makes only after it
+// acknowledged the message: the per-package analysis cannot see the ack
+// and says the message is redelivered while in flight, which only holds
+// before the ack. After it a slow server loses the call instead (earlyack
+// reports the ack itself).
+func httpClientAfterAck(fs []Finding, consumers []Consumer) []Finding {
+	for i := range fs {
+		f := &fs[i]
+		if f.Check != "httpclient" || !strings.Contains(f.Message, leaseRisk) {
+			continue
+		}
+		if everyReaching(*f, consumers, func(c *Consumer) bool {
+			j := slices.IndexFunc(c.Effects, func(e Step) bool { return e.File == f.File && e.Line == f.Line })
+			return j >= 0 && c.Effects[j].AfterAck
+		}) {
+			f.Message = strings.Replace(f.Message, leaseRisk, afterAckRisk, 1)
+		}
+	}
+	return fs
 }
 
 // everyReaching reports whether some consumer reaches f's line and every

@@ -20,6 +20,9 @@
 //
 //	//ackgapvet:ignore <check> <reason>
 //
+// ackgapvet -version prints "ackgapvet <version>" (the version SARIF
+// reports as driver.version) and exits 0.
+//
 // Exit codes (standalone): 0 no findings, 1 usage or load error, 3 findings
 // (map exits 0 whatever it shows).
 package main
@@ -73,6 +76,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	checks := fs.String("checks", os.Getenv("ACKGAPVET_CHECKS"), "comma-separated checks to run, or all; default all but the opt-in bgcontext, httpclient, multitx and sleep (env ACKGAPVET_CHECKS)")
 	tests := fs.Bool("test", false, "also check test files")
 	perPackage := fs.Bool("per-package", false, "only the per-package analysis (what go vet -vettool runs): faster, does not follow interfaces, function values, goroutines or channels")
+	version := fs.Bool("version", false, "print the version (the one SARIF reports as driver.version) and exit")
 	diff := fs.String("diff", "", "report only the consumers whose reachable code changed since this git revision, e.g. -diff origin/main")
 	var entries []string
 	fs.Func("entry", "declare a consumer entry point: pkgpath.Func or pkgpath.Type.Method (repeatable; adds to the entries of "+ackgapvet.ConfigFile+")", func(v string) error {
@@ -93,6 +97,7 @@ Example:
   ackgapvet map -format markdown ./...
   ackgapvet -diff origin/main ./...
   ackgapvet -entry example.com/shop/worker.Consumer.Loop ./...
+  ackgapvet -version
 
 Configuration: an optional `+ackgapvet.ConfigFile+` at the module root declares
 entry points ("entries") and effect overrides ("effects", "not_effects");
@@ -115,6 +120,10 @@ Flags:
 			return exitClean
 		}
 		return exitError
+	}
+	if *version {
+		fmt.Fprintln(stdout, "ackgapvet", ackgapvet.Version())
+		return exitClean
 	}
 	writers := map[string]func(io.Writer, *ackgapvet.Report) error{
 		"text": ackgapvet.WriteText, "json": ackgapvet.WriteJSON, "sarif": ackgapvet.WriteSARIF, "markdown": ackgapvet.WriteMarkdown,

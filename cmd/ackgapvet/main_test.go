@@ -141,6 +141,16 @@ func TestCommand(t *testing.T) {
 		require.Equal(t, 17, res.Locations[0].PhysicalLocation.Region.StartLine)
 	})
 
+	t.Run("version", func(t *testing.T) {
+		out, errOut, code := shopCmd(t, bin, "-version")
+		require.Equal(t, exitClean, code, errOut)
+		sarif := sarifDriverVersion(t, bin)
+		require.Equal(t, "ackgapvet "+sarif+"\n", out, "the version SARIF reports as driver.version")
+		out, errOut, code = shopCmd(t, bin, "map", "-version")
+		require.Equal(t, exitClean, code, errOut)
+		require.Equal(t, "ackgapvet "+sarif+"\n", out)
+	})
+
 	t.Run("json suggested fix", func(t *testing.T) {
 		out, errOut, code := shopCmd(t, bin, "-format", "json", "-checks", "pooltx", "./ledger")
 		require.Equal(t, exitFindings, code, errOut)
@@ -217,6 +227,34 @@ func TestCommand(t *testing.T) {
 		_, errOut, code = shopCmd(t, "go", "vet", "-vettool="+abs, "./clean")
 		require.Equal(t, 0, code, errOut)
 	})
+}
+
+// sarifDriverVersion returns the tool.driver.version of the binary's SARIF
+// report on the clean package.
+func sarifDriverVersion(t *testing.T, bin string) string {
+	t.Helper()
+	out, errOut, code := shopCmd(t, bin, "-format", "sarif", "./clean")
+	require.Equal(t, exitClean, code, errOut)
+	var log struct {
+		Runs []struct {
+			Tool struct {
+				Driver struct {
+					Version string `json:"version"`
+				} `json:"driver"`
+			} `json:"tool"`
+		} `json:"runs"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &log), out)
+	require.Len(t, log.Runs, 1)
+	require.NotEmpty(t, log.Runs[0].Tool.Driver.Version)
+	return log.Runs[0].Tool.Driver.Version
+}
+
+func TestVersionFlag(t *testing.T) {
+	var out, errOut bytes.Buffer
+	require.Equal(t, exitClean, run([]string{"-version"}, &out, &errOut), errOut.String())
+	require.Equal(t, "ackgapvet "+ackgapvet.Version()+"\n", out.String())
+	require.Empty(t, errOut.String())
 }
 
 func TestVetMode(t *testing.T) {

@@ -19,6 +19,7 @@ import (
 	"example.com/program/gen"
 	"example.com/program/generic"
 	"example.com/program/handlers"
+	"example.com/program/keyedpost"
 	"example.com/program/kqueue"
 	"example.com/program/kworker"
 	"example.com/program/lake"
@@ -72,6 +73,9 @@ func main() {
 	go tc.Log()
 	go tc.Pay()
 	r.AddNoPublisherHandler("audit", "orders", nil, tc.Audit)
+	kp := &keyedpost.Poster{C: c}
+	r.AddNoPublisherHandler("label-uuid", "shipments", nil, kp.ByUUID)
+	r.AddNoPublisherHandler("label-order", "shipments", nil, kp.ByOrder)
 	kq.MustNewQueue(kq.KqConf{}, mqs.NewPaymentMq(c)).Start()
 	st := &methval.Store{C: c}
 	go methval.Run(context.Background(), &sqs.Client{}, st.Save)

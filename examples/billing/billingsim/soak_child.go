@@ -195,7 +195,7 @@ func (c *soakChild) run(ctx context.Context, out io.Writer) (err error) {
 	case SoakStoreMariaDB:
 		store, err := mysqlstore.Open(ctx, c.DSN, &mysqlstore.Config{MaxOpenConns: soakChildConns})
 		if err != nil {
-			return fmt.Errorf("open mariadb: %w", err)
+			return err // names itself: "mysqlstore: open: ..."
 		}
 		defer store.Close()
 		poolConns = func() int32 { return int32(store.DB().Stats().OpenConnections) }

@@ -187,7 +187,7 @@ func openMySQL(ctx context.Context, dsn string, keep bool) (*backend[*sql.Tx], e
 	name := "billing_" + randomHex(6)
 	admin, err := mysqlstore.Open(ctx, cfg.FormatDSN(), &mysqlstore.Config{MaxOpenConns: 1})
 	if err != nil {
-		return nil, fmt.Errorf("open mariadb: %w", err)
+		return nil, err // names itself: "mysqlstore: open: ..."
 	}
 	defer admin.Close()
 	if _, err := admin.DB().ExecContext(ctx, "CREATE DATABASE `"+name+"`"); err != nil {
