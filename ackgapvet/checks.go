@@ -1130,7 +1130,7 @@ func batchResponse(info *types.Info, ft *ast.FuncType) bool {
 var (
 	selectFrom = regexp.MustCompile(`\bFROM\s+([A-Z0-9_."]+)`)
 	insertInto = regexp.MustCompile(`\bINSERT\s+(?:OR\s+\w+\s+)?INTO\s+([A-Z0-9_."]+)`)
-	increment  = regexp.MustCompile(`\bSET\s+(?:[A-Z0-9_"]+\s*=\s*[^,]+,\s*)*([A-Z0-9_"]+)\s*=\s*(?:[A-Z0-9_"]+\.)?([A-Z0-9_"]+)\s*[+-]`)
+	increment  = regexp.MustCompile(`\bSET\s+(?:[A-Z0-9_"]+\s*=\s*[^,]+,\s*)*([A-Z0-9_"]+)\s*=\s*(?:[A-Z0-9_"]+\.)?([A-Z0-9_"]+)\s*([+-])`)
 )
 
 // batchRecords names the source of a Lambda batch's records of type t:
@@ -1154,6 +1154,15 @@ func batchRecords(t types.Type) string {
 		}
 	}
 	return ""
+}
+
+// counts words an UPDATE's arithmetic on a column by its operator: "+"
+// increments, "-" decrements.
+func counts(op string) string {
+	if op == "-" {
+		return "decrements"
+	}
+	return "increments"
 }
 
 // dedupeInsert reports whether an INSERT records an event by itself: it
@@ -1290,8 +1299,8 @@ the request), and record the event in an inbox row in the same transaction.`,
 					return
 				}
 				r.report(call, SeverityOf(append(s.names(), sql)...), fmt.Sprintf(
-					"increments %s with no dedupe record in the same transaction: each redelivery counts again; insert an inbox row (consumer, event id) under a unique constraint in the same transaction and skip on conflict",
-					strings.ToLower(m[1])))
+					"%s %s with no dedupe record in the same transaction: each redelivery counts again; insert an inbox row (consumer, event id) under a unique constraint in the same transaction and skip on conflict",
+					counts(m[3]), strings.ToLower(m[1])))
 			}
 			if k := constStrings(pass.TypesInfo, call); fn.Name() == "Set" || fn.Name() == "Add" {
 				if recvName(fn) == "Header" && len(k) > 0 && idemKeyName.MatchString(k[0]) && len(call.Args) == 2 {
@@ -1331,9 +1340,9 @@ the request), and record the event in an inbox row in the same transaction.`,
 			if update == "" || condition != "" {
 				return
 			}
-			attr := ""
+			attr, op := "", "+"
 			if m := increment.FindStringSubmatch(strings.ToUpper(update)); m != nil && m[1] == m[2] {
-				attr = strings.ToLower(m[1])
+				attr, op = strings.ToLower(m[1]), m[3]
 			} else if m := dynamoAdd.FindStringSubmatch(update); m != nil {
 				attr = m[1]
 			}
@@ -1341,8 +1350,8 @@ the request), and record the event in an inbox row in the same transaction.`,
 				return
 			}
 			r.report(lit, SeverityOf(append(s.names(), update)...), fmt.Sprintf(
-				"increments %s with a DynamoDB update (%q) %s and no condition: each redelivery counts again; write a processed-event item keyed by the message id with attribute_not_exists in the same TransactWriteItems, or make the update conditional on it",
-				attr, update, s.where()))
+				"%s %s with a DynamoDB update (%q) %s and no condition: each redelivery counts again; write a processed-event item keyed by the message id with attribute_not_exists in the same TransactWriteItems, or make the update conditional on it",
+				counts(op), attr, update, s.where()))
 		})
 	})
 

@@ -48,6 +48,10 @@ func register(r *message.Router, client *http.Client, db *sql.DB) {
 		_, err := db.ExecContext(context.Background(), "UPDATE counters SET hits = hits + 1 WHERE id = $1", msg.UUID) // want `medium: increments hits with no dedupe record in the same transaction`
 		return err
 	})
+	r.AddNoPublisherHandler("debit", "payments", nil, func(msg *message.Message) error {
+		_, err := db.ExecContext(context.Background(), "UPDATE accounts SET balance = balance - 5 WHERE id = $1", msg.UUID) // want `medium: decrements balance with no dedupe record in the same transaction`
+		return err
+	})
 	r.AddNoPublisherHandler("count-upsert", "ratings", nil, func(msg *message.Message) error {
 		// The upsert's own ON CONFLICT is not a dedupe record: it counts again.
 		_, err := db.Exec("INSERT INTO ratings (id, n) VALUES ($1, 1) ON CONFLICT (id) DO UPDATE SET n = ratings.n + 1", msg.UUID) // want `medium: increments n with no dedupe record in the same transaction`
