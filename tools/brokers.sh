@@ -61,16 +61,18 @@ install_kcat() {
 	local sudo=
 	[[ $EUID -eq 0 ]] || sudo=sudo
 	export DEBIAN_FRONTEND=noninteractive
+	# Another apt or dpkg (unattended upgrades, a second install) may hold
+	# the lock: wait for it (tools/apt-wait.sh) rather than fail.
 	# apt-get update only when the package lists do not know kcat, or the install fails.
 	if ! apt-cache show kcat >/dev/null 2>&1; then
 		say "apt-get update"
-		$sudo apt-get update -qq
+		$sudo "$ROOT/tools/apt-wait.sh" update -qq
 	fi
 	say "apt-get install kcat"
-	if ! $sudo apt-get install -y -qq --no-install-recommends kcat >/dev/null; then
+	if ! $sudo "$ROOT/tools/apt-wait.sh" install -y -qq --no-install-recommends kcat >/dev/null; then
 		say "apt-get install failed; apt-get update and retry"
-		$sudo apt-get update -qq
-		$sudo apt-get install -y -qq --no-install-recommends kcat >/dev/null
+		$sudo "$ROOT/tools/apt-wait.sh" update -qq
+		$sudo "$ROOT/tools/apt-wait.sh" install -y -qq --no-install-recommends kcat >/dev/null
 	fi
 	command -v kcat >/dev/null || die "kcat still missing after apt-get install"
 }

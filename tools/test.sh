@@ -93,8 +93,8 @@ need_chromium=1
 if (($#)) && [[ " $* " != *console* && " $* " != *' ./... '* ]]; then need_chromium=0; fi
 if ((need_chromium)) && [[ ! -x ${ACKGAP_CHROMIUM:-/usr/bin/chromium} ]]; then
 	echo "test: installing chromium" >&2
-	apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+	tools/apt-wait.sh update -qq
+	DEBIAN_FRONTEND=noninteractive tools/apt-wait.sh install -y -qq chromium >/dev/null
 fi
 
 # The failover test (internal/failovertest) makes a primary and an
