@@ -84,9 +84,11 @@ relay make the call with a stable idempotency key.`,
 			if loopSetup(pass, s, call) {
 				return // runs once per loop, not once per message
 			}
-			r.report(call, SeverityOf(names...), fmt.Sprintf(
-				"%s %s repeats on every redelivery; record it in the outbox in the handler's transaction and let the relay make it with an idempotency key",
-				d, s.where()))
+			fix := "record it in the outbox in the handler's transaction and let the relay make it with an idempotency key"
+			if s.Root.Kind != KindAckgap {
+				fix = "give it an idempotency key derived from the message's event id (the receiver then applies it once), or record it in an outbox row in the transaction of the message's state change and make it from there"
+			}
+			r.report(call, SeverityOf(names...), fmt.Sprintf("%s %s repeats on every redelivery; %s", d, s.where(), fix))
 		})
 	})
 

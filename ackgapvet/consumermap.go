@@ -168,8 +168,12 @@ func (w *wholeProgram) describe(rw *rootWalk) Consumer {
 		c.Acks = append(c.Acks, Step{What: "the Watermill router acks after the handler returns nil"})
 	case KindKq:
 		c.Acks = append(c.Acks, Step{What: "go-queue kq commits after Consume returns, after an error too unless KqConf.ForceCommit is false"})
-	case KindLambda, KindLambdaKinesis, KindLambdaKafka, KindLambdaDynamoDB:
-		c.Acks = append(c.Acks, Step{What: "Lambda deletes or commits the batch when the handler returns (partial batch response: the successes)"})
+	case KindLambda:
+		c.Acks = append(c.Acks, Step{What: "Lambda deletes the batch's messages when the handler returns nil (with a partial batch response: all but the failures listed)"})
+	case KindLambdaKinesis, KindLambdaDynamoDB:
+		c.Acks = append(c.Acks, Step{What: "Lambda moves the shard's position past the batch when the handler returns nil (with a partial batch response: up to the first failure listed); an error retries the whole batch"})
+	case KindLambdaKafka:
+		c.Acks = append(c.Acks, Step{What: "Lambda commits the batch's offsets when the handler returns nil; an error retries the whole batch"})
 	case KindKinesisScan:
 		c.Acks = append(c.Acks, Step{What: "kinesis-consumer checkpoints the record when the callback returns nil"})
 	}

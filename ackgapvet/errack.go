@@ -55,10 +55,11 @@ permanent.`,
 				}
 				switch loop := m.(type) {
 				case *ast.RangeStmt:
-					kafkaSkips(pass, r, root, loop.Body)
+					_, overChan := types.Unalias(pass.TypesInfo.TypeOf(loop.X)).Underlying().(*types.Chan)
+					kafkaSkips(pass, r, root, loop.Body, overChan)
 					watermillSkips(pass, r, root, loop.Body)
 				case *ast.ForStmt:
-					kafkaSkips(pass, r, root, loop.Body)
+					kafkaSkips(pass, r, root, loop.Body, false)
 					kafkaBreaks(pass, r, root, loop.Body)
 					watermillSkips(pass, r, root, loop.Body)
 				}
@@ -472,18 +473,25 @@ func statusRead(info *types.Info, body *ast.BlockStmt, resp types.Object) bool {
 // own ack: the error branch continues or falls through, and the ack is on
 // the success path only (after the branch's continue, or in its else).
 // Offsets are committed, not messages: the next message's ack commits past
-// the failed one, which is never delivered again.
-func kafkaSkips(pass *analysis.Pass, r *reporter, root *Root, loopBody *ast.BlockStmt) {
+// the failed one, which is never delivered again. worker says the loop
+// ranges over a channel (a worker fed by the receive loop), which has no
+// partition to stop: the fix it gives is to retry in place.
+func kafkaSkips(pass *analysis.Pass, r *reporter, root *Root, loopBody *ast.BlockStmt, worker bool) {
 	info := pass.TypesInfo
 	ack := kafkaAckIn(info, loopBody)
 	if ack == "" {
 		return
 	}
+	fix := "return the error to stop the partition (it is redelivered after the rebalance), or dead-letter it explicitly"
+	if worker {
+		// A worker ranging over a channel has no partition to stop.
+		fix = "retry it in place until it succeeds, or dead-letter it explicitly, before the worker marks another message"
+	}
 	loopStmts(loopBody, func(st, prev ast.Stmt, rest []ast.Stmt) {
 		if ifs := markedOnSuccess(info, st); ifs != nil {
 			r.report(ifs, SeverityOf(root.Name), fmt.Sprintf(
-				"the message is acked only when its work succeeded (%s inside if %s), and the loop goes on after a failure: Kafka commits offsets, not messages, so the next message's %s commits past the failed one and it is never delivered again; return the error to stop the partition (it is redelivered after the rebalance), or dead-letter it explicitly",
-				ack, types.ExprString(ifs.Cond), ack))
+				"the message is acked only when its work succeeded (%s inside if %s), and the loop goes on after a failure: Kafka commits offsets, not messages, so the next message's %s commits past the failed one and it is never delivered again; %s",
+				ack, types.ExprString(ifs.Cond), ack, fix))
 			return
 		}
 		ifs, work := failedWork(pass, st, prev)
@@ -495,8 +503,8 @@ func kafkaSkips(pass *analysis.Pass, r *reporter, root *Root, loopBody *ast.Bloc
 		}
 		workName := types.ExprString(work.Fun)
 		r.report(ifs, SeverityOf(root.Name, workName), fmt.Sprintf(
-			"a message whose %s fails is not acked but the loop goes on, and Kafka commits offsets, not messages: the next message's %s commits past it and it is never delivered again; return the error to stop the partition (it is redelivered after the rebalance), or dead-letter it explicitly",
-			workName, ack))
+			"a message whose %s fails is not acked but the loop goes on, and Kafka commits offsets, not messages: the next message's %s commits past it and it is never delivered again; %s",
+			workName, ack, fix))
 	})
 }
 

@@ -65,6 +65,11 @@ func beforeLoop(pass *analysis.Pass, s *site, call *ast.CallExpr) bool {
 	if !slices.Contains(s.Funcs, s.Root.Node) {
 		return false
 	}
+	for _, f := range s.Funcs {
+		if lit, ok := f.(*ast.FuncLit); ok && takesMessages(pass.TypesInfo, lit.Body) {
+			return false // a worker started first, fed by the loop
+		}
+	}
 	loops := messageLoops(pass, s.Root)
 	for _, l := range loops {
 		if l.Pos() <= call.Pos() && call.End() <= l.End() {
@@ -72,6 +77,35 @@ func beforeLoop(pass *analysis.Pass, s *site, call *ast.CallExpr) bool {
 		}
 	}
 	return len(loops) > 0
+}
+
+// takesMessages reports whether body ranges over or receives from a
+// channel of values (not a signal channel of struct{}, such as
+// ctx.Done()): a worker fed by the receive loop.
+func takesMessages(info *types.Info, body *ast.BlockStmt) bool {
+	found := false
+	ast.Inspect(body, func(n ast.Node) bool {
+		var x ast.Expr
+		switch n := n.(type) {
+		case *ast.FuncLit:
+			return false
+		case *ast.RangeStmt:
+			x = n.X
+		case *ast.UnaryExpr:
+			if n.Op == token.ARROW {
+				x = n.X
+			}
+		}
+		if x != nil {
+			if ch, ok := types.Unalias(info.TypeOf(x)).Underlying().(*types.Chan); ok {
+				if st, empty := ch.Elem().Underlying().(*types.Struct); !empty || st.NumFields() > 0 {
+					found = true
+				}
+			}
+		}
+		return !found
+	})
+	return found
 }
 
 // decodeReturns reports, in a receive loop's own function (a poll or
@@ -351,8 +385,8 @@ func errAssigned(info *types.Info, st ast.Stmt, errObj types.Object) *ast.CallEx
 }
 
 // readsParam reports whether an argument of call mentions a parameter of
-// one of the functions funcs (what the function was given: a message, its
-// payload).
+// one of the functions funcs, or a value they take from a channel with
+// range (what the function was given: a message, its payload).
 func readsParam(info *types.Info, call *ast.CallExpr, funcs []ast.Node) bool {
 	params := map[types.Object]bool{}
 	for _, f := range funcs {
@@ -367,6 +401,17 @@ func readsParam(info *types.Info, call *ast.CallExpr, funcs []ast.Node) bool {
 				}
 			}
 		}
+		// A worker's message: the value of a range over a channel.
+		ast.Inspect(funcBody(f), func(n ast.Node) bool {
+			if r, ok := n.(*ast.RangeStmt); ok && r.Key != nil {
+				if _, isChan := types.Unalias(info.TypeOf(r.X)).Underlying().(*types.Chan); isChan {
+					if id, ok := r.Key.(*ast.Ident); ok && info.Defs[id] != nil {
+						params[info.Defs[id]] = true
+					}
+				}
+			}
+			return true
+		})
 	}
 	found := false
 	for _, a := range call.Args {

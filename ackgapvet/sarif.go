@@ -29,7 +29,8 @@ const DocsURL = "https://github.com/ackgap/ackgap/blob/main/docs/ackgapvet.md"
 
 // Version is the ackgapvet version SARIF reports as driver.version: the
 // version of module github.com/ackgap/ackgap in the running binary's build
-// info ("(devel)" for a build from a checkout).
+// info ("(devel)" for a build from a checkout, or from a module that
+// replaces ackgap with a directory).
 func Version() string {
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
@@ -40,8 +41,11 @@ func Version() string {
 	}
 	for _, d := range bi.Deps {
 		if d.Path == "github.com/ackgap/ackgap" {
-			if d.Replace != nil && d.Replace.Version != "" {
-				return d.Replace.Version
+			if d.Replace != nil {
+				if d.Replace.Version != "" {
+					return d.Replace.Version
+				}
+				return "(devel)" // replaced by a directory: its version is a placeholder
 			}
 			return d.Version
 		}

@@ -58,13 +58,13 @@ func TestCommand(t *testing.T) {
 	t.Run("text", func(t *testing.T) {
 		out, errOut, code := shopCmd(t, bin, ".")
 		require.Equal(t, exitFindings, code, errOut)
-		require.Equal(t, "pay/pay.go:17:11: critical: "+chargePath+"; record it in the outbox in the handler's transaction and let the relay make it with an idempotency key [effect]\n", out)
+		require.Equal(t, "pay/pay.go:17:11: critical: "+chargePath+"; give it an idempotency key derived from the message's event id (the receiver then applies it once), or record it in an outbox row in the transaction of the message's state change and make it from there [effect]\n", out)
 	})
 
 	t.Run("per-package", func(t *testing.T) {
 		out, errOut, code := shopCmd(t, bin, "-per-package", ".")
 		require.Equal(t, exitFindings, code, errOut)
-		require.Equal(t, "shop.go:15:10: critical: "+chargeMsg+"; record it in the outbox in the handler's transaction and let the relay make it with an idempotency key [effect]\n", out)
+		require.Equal(t, "shop.go:15:10: critical: "+chargeMsg+"; give it an idempotency key derived from the message's event id (the receiver then applies it once), or record it in an outbox row in the transaction of the message's state change and make it from there [effect]\n", out)
 	})
 
 	t.Run("json", func(t *testing.T) {

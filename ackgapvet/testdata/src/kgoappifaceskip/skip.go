@@ -31,3 +31,26 @@ func consume(ctx context.Context, c KafkaClient, db *sql.DB) {
 		}
 	}
 }
+
+// worker takes records from a channel and marks only those whose insert
+// succeeded: it has no partition to stop, so the fix is to retry in place.
+func worker(ctx context.Context, c KafkaClient, db *sql.DB, jobs <-chan *kgo.Record) {
+	for r := range jobs {
+		if _, err := db.ExecContext(ctx, "INSERT INTO money VALUES ($1)", r.Value); err != nil { // want `commits past it and it is never delivered again; retry it in place until it succeeds`
+			log.Println(err)
+			continue
+		}
+		c.MarkCommitRecords(r)
+	}
+}
+
+func pooled(ctx context.Context, c KafkaClient, db *sql.DB) {
+	jobs := make(chan *kgo.Record)
+	go worker(ctx, c, db, jobs)
+	for {
+		fs := c.PollFetches(ctx)
+		for i := range fs {
+			jobs <- &fs[i]
+		}
+	}
+}

@@ -194,3 +194,49 @@ func elseIf(ctx context.Context, r *kafka.Reader) {
 		_ = r.CommitMessages(ctx, m)
 	}
 }
+
+// pooled starts its workers before the fetch loop: a worker's exit on a
+// message it cannot decode is a message's failure (a new user's report).
+func pooled(ctx context.Context, r *kafka.Reader) {
+	jobs := make(chan kafka.Message)
+	for i := 0; i < 4; i++ {
+		go func() {
+			for m := range jobs {
+				var o order
+				if err := json.Unmarshal(m.Value, &o); err != nil {
+					log.Fatal(err) // want `log.Fatal on a message's failure \(json.Unmarshal, line \d+\)`
+				}
+			}
+		}()
+	}
+	for {
+		m, err := r.FetchMessage(ctx)
+		if err != nil {
+			return
+		}
+		jobs <- m
+	}
+}
+
+// worker is a declared worker: its exit on a message it took from the
+// channel and cannot decode is reported too.
+func worker(jobs <-chan kafka.Message) {
+	for m := range jobs {
+		var o order
+		if err := json.Unmarshal(m.Value, &o); err != nil {
+			log.Fatal(err) // want `log.Fatal on a message's failure \(json.Unmarshal, line \d+\)`
+		}
+	}
+}
+
+func pooledDecl(ctx context.Context, r *kafka.Reader) {
+	jobs := make(chan kafka.Message)
+	go worker(jobs)
+	for {
+		m, err := r.FetchMessage(ctx)
+		if err != nil {
+			return
+		}
+		jobs <- m
+	}
+}
