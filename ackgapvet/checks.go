@@ -107,47 +107,25 @@ func behindGuard(pass *analysis.Pass, c *Consumers, s *site, call *ast.CallExpr)
 // or subscribing a queue, resolving a topic) or clean-up after it and in
 // defers. Such a call runs once per start of the loop, not once per
 // message, so a redelivery does not repeat it. A function is a receive
-// loop here when a for statement of its body calls the broker's receive
-// (see receives).
+// loop here when a for statement of its body takes messages (see
+// messageLoops).
 func loopSetup(pass *analysis.Pass, s *site, call *ast.CallExpr) bool {
 	if s.Root == nil || len(s.Funcs) != 1 || s.Funcs[0] != s.Root.Node {
 		return false
 	}
-	body := funcBody(s.Root.Node)
-	if body == nil {
-		return false
-	}
-	var loops []ast.Node
-	ast.Inspect(body, func(n ast.Node) bool {
-		switch n.(type) {
-		case *ast.FuncLit:
-			return false
-		case *ast.ForStmt, *ast.RangeStmt:
-			found := false
-			ast.Inspect(n, func(m ast.Node) bool {
-				if c, ok := m.(*ast.CallExpr); ok {
-					if fn := callee(pass.TypesInfo, c); fn != nil && receives(fn) {
-						found = true
-					}
-				}
-				return !found
-			})
-			if found {
-				loops = append(loops, n)
-				return false
-			}
-		}
-		return true
-	})
-	if len(loops) == 0 {
-		return false
-	}
+	return outsideLoops(pass, s.Root, call)
+}
+
+// outsideLoops reports whether call lies in root's function but outside
+// every loop of it that takes messages (and root has such loops).
+func outsideLoops(pass *analysis.Pass, root *Root, call *ast.CallExpr) bool {
+	loops := messageLoops(pass, root)
 	for _, l := range loops {
 		if l.Pos() <= call.Pos() && call.End() <= l.End() {
 			return false
 		}
 	}
-	return true
+	return len(loops) > 0
 }
 
 // PoolTxAnalyzer reports writes through a pool where a transaction was given.

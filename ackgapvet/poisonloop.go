@@ -70,13 +70,7 @@ func beforeLoop(pass *analysis.Pass, s *site, call *ast.CallExpr) bool {
 			return false // a worker started first, fed by the loop
 		}
 	}
-	loops := messageLoops(pass, s.Root)
-	for _, l := range loops {
-		if l.Pos() <= call.Pos() && call.End() <= l.End() {
-			return false
-		}
-	}
-	return len(loops) > 0
+	return outsideLoops(pass, s.Root, call)
 }
 
 // takesMessages reports whether body ranges over or receives from a
