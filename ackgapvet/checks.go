@@ -6,6 +6,7 @@ import (
 	"go/constant"
 	"go/token"
 	"go/types"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -458,8 +459,11 @@ read, and every replica handles every message; set ConsumerGroup.`,
 			if root.Kind == KindFranz && franzWork == "" {
 				franzWork, _ = firstWork(pass, c, body.List)
 			}
-			if root.Kind == KindFranz && handOffAt == nil {
-				handOffAt = goOrSend(body)
+			if root.Kind == KindFranz {
+				// The earliest of the package's poll loops (c.reach is a map).
+				if at := goOrSend(body); at != nil && (handOffAt == nil || at.Pos() < handOffAt.Pos()) {
+					handOffAt = at
+				}
 			}
 			if root.Kind != KindKafkaGo || configs > 0 && grouped == 0 {
 				continue
@@ -494,7 +498,8 @@ read, and every replica handles every message; set ConsumerGroup.`,
 		}
 		why := "kgo.AutoCommitGreedy commits what each poll returned on a timer"
 		if !greedy {
-			why = fmt.Sprintf("autocommit commits what an earlier poll returned on a timer, and the poll loop hands records to other goroutines (line %d), which may not be done by the next poll", pass.Fset.Position(handOffAt.Pos()).Line)
+			at := pass.Fset.Position(handOffAt.Pos())
+			why = fmt.Sprintf("autocommit commits what an earlier poll returned on a timer, and the poll loop hands records to other goroutines (%s:%d), which may not be done by the next poll", filepath.Base(at.Filename), at.Line)
 		}
 		for _, call := range newClients {
 			if group, off, inline := kgoOptions(pass, call); inline && (!group || off) {

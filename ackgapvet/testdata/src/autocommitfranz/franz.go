@@ -11,7 +11,7 @@ import (
 )
 
 func franz(ctx context.Context, db *sql.DB) error {
-	cl, err := kgo.NewClient(kgo.ConsumerGroup("g"), kgo.ConsumeTopics("orders")) // want `kgo.NewClient with a consumer group and no kgo.DisableAutoCommit: autocommit commits what an earlier poll returned on a timer, and the poll loop hands records to other goroutines \(line \d+\)`
+	cl, err := kgo.NewClient(kgo.ConsumerGroup("g"), kgo.ConsumeTopics("orders")) // want `kgo.NewClient with a consumer group and no kgo.DisableAutoCommit: autocommit commits what an earlier poll returned on a timer, and the poll loop hands records to other goroutines \(franz.go:\d+\)`
 	if err != nil {
 		return err
 	}
