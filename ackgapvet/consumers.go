@@ -102,6 +102,10 @@ type remote struct {
 	fn   *types.Func
 	// factory says fn returns the handler rather than being it.
 	factory bool
+	// method, when set, says fn is a constructor returning an interface
+	// (kq.ConsumeHandler) and the entry is this method of the concrete
+	// types its return statements hold.
+	method string
 }
 
 // HandlerTypeFact marks a named function type whose values a consumer calls

@@ -290,7 +290,9 @@ var libraryCallbacks = []struct{ path, iface, method, kind string }{
 // callbackRoots makes entry points of the callback methods of values passed
 // to call (a call of fn) as one of [libraryCallbacks]: the method of this
 // package's type is a root here, another package's is followed as a remote
-// entry point by the whole-program mode.
+// entry point by the whole-program mode, and so is a value made by a
+// constructor of another package that returns the interface
+// (msgtransfer.NewMsgReadTransfer(svc) returning kq.ConsumeHandler).
 func (c *Consumers) callbackRoots(fn *types.Func, call *ast.CallExpr, addRoot func(kind, name string, n ast.Node)) {
 	sig, ok := fn.Type().(*types.Signature)
 	if !ok {
@@ -304,6 +306,12 @@ func (c *Consumers) callbackRoots(fn *types.Func, call *ast.CallExpr, addRoot fu
 		for _, lc := range libraryCallbacks {
 			if !isNamed(pt, lc.path, lc.iface) {
 				continue
+			}
+			if call, ok := ast.Unparen(a).(*ast.CallExpr); ok && types.IsInterface(c.pass.TypesInfo.TypeOf(a)) {
+				if f := callee(c.pass.TypesInfo, call); f != nil && f.Pkg() != c.pass.Pkg {
+					c.remotes = append(c.remotes, remote{kind: lc.kind, fn: f, method: lc.method})
+					continue
+				}
 			}
 			for _, t := range c.concreteTypes(a) {
 				obj, _, _ := types.LookupFieldOrMethod(t, true, c.pass.Pkg, lc.method)

@@ -114,6 +114,19 @@ func TestWholeProgramPathKinds(t *testing.T) {
 	require.Empty(t, per.Consumers, "the consumer map is a whole-program result")
 }
 
+// TestKqConstructorInAnotherPackage: a kq handler that main gets from a
+// constructor of another package returning kq.ConsumeHandler (its type
+// unexported) is a consumer, and its Consume is walked (Go-zero-IM's
+// NewMsgReadTransfer, wave 14).
+func TestKqConstructorInAnotherPackage(t *testing.T) {
+	rep := programReport(t, false)
+	var lines []int
+	for _, f := range findingsIn(rep, "mqs/mqs.go", "effect") {
+		lines = append(lines, f.Line)
+	}
+	require.Contains(t, lines, 31, "refundMq.Consume's Post: %+v", lines)
+}
+
 // TestFunctionValuesByShape: a loop that calls its work through a
 // function-typed parameter reaches a method value passed to it (a bound
 // method wrapper in SSA) and a closure whose parameter names differ from

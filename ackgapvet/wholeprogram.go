@@ -210,8 +210,11 @@ func buildProgram(pkgs []*packages.Package, roots []*Root, remotes []remote) *wh
 	}
 	for _, r := range remotes {
 		fns := []*ssa.Function{prog.FuncValue(r.fn)}
-		if r.factory {
+		switch {
+		case r.factory:
 			fns = w.madeBy(fns[0], 0)
+		case r.method != "":
+			fns = w.methodsMadeBy(fns[0], r.method)
 		}
 		for _, fn := range fns {
 			if fn == nil || !w.inApp(fn) || fn.Syntax() == nil {
@@ -623,6 +626,49 @@ func (w *wholeProgram) madeBy(fn *ssa.Function, depth int) []*ssa.Function {
 		}
 	}
 	return out
+}
+
+// methodsMadeBy returns the method named name of each concrete type a
+// constructor returns as an interface (return &msgTransfer{...} from a
+// func returning kq.ConsumeHandler), through constructors it calls.
+func (w *wholeProgram) methodsMadeBy(ctor *ssa.Function, name string) []*ssa.Function {
+	var out []*ssa.Function
+	var visit func(fn *ssa.Function, depth int)
+	visit = func(fn *ssa.Function, depth int) {
+		if fn == nil || depth > 2 {
+			return
+		}
+		for _, b := range fn.Blocks {
+			for _, in := range b.Instrs {
+				ret, ok := in.(*ssa.Return)
+				if !ok || len(ret.Results) == 0 {
+					continue
+				}
+				switch v := ret.Results[0].(type) {
+				case *ssa.MakeInterface:
+					if sel := lookupMethod(fn.Prog.MethodSets.MethodSet(v.X.Type()), name); sel != nil {
+						if m := fn.Prog.MethodValue(sel); m != nil && !slices.Contains(out, m) {
+							out = append(out, m)
+						}
+					}
+				case *ssa.Call:
+					visit(v.Call.StaticCallee(), depth+1)
+				}
+			}
+		}
+	}
+	visit(ctor, 0)
+	return out
+}
+
+// lookupMethod returns the selection of the exported method name in ms.
+func lookupMethod(ms *types.MethodSet, name string) *types.Selection {
+	for i := range ms.Len() {
+		if sel := ms.At(i); sel.Obj().Name() == name {
+			return sel
+		}
+	}
+	return nil
 }
 
 // funcsOf returns the functions a function-typed value is made from.

@@ -77,6 +77,7 @@ func main() {
 	r.AddNoPublisherHandler("label-uuid", "shipments", nil, kp.ByUUID)
 	r.AddNoPublisherHandler("label-order", "shipments", nil, kp.ByOrder)
 	kq.MustNewQueue(kq.KqConf{}, mqs.NewPaymentMq(c)).Start()
+	kq.MustNewQueue(kq.KqConf{}, mqs.NewRefundMq(c)).Start()
 	st := &methval.Store{C: c}
 	go methval.Run(context.Background(), &sqs.Client{}, st.Save)
 	go methval.RunWork(context.Background(), &sqs.Client{}, methval.Notifier(c))
