@@ -214,6 +214,13 @@ func TestMultiTx(t *testing.T) {
 	analysistest.Run(t, analysistest.TestData(), ackgapvet.MultiTxAnalyzer, "multitx")
 }
 
+// TestKCLRecordProcessor: a vmware-go-kcl ProcessRecords is an entry
+// point whose Checkpoint is the ack: checkpointing past a record whose
+// write failed loses it (wave 14, baker).
+func TestKCLRecordProcessor(t *testing.T) {
+	analysistest.Run(t, analysistest.TestData(), ackgapvet.ErrAckAnalyzer, "kclack")
+}
+
 // TestKinesisScan: harlow/kinesis-consumer's Scan callback is an entry
 // point that acks on nil (errack) and stops the scan on an error (poison).
 func TestKinesisScan(t *testing.T) {

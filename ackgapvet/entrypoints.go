@@ -45,6 +45,12 @@ const (
 	// v1 or v2) in a loop: a shard reader of its own, which checkpoints
 	// (if at all) where the application stores its sequence numbers.
 	KindKinesisPoll = "Kinesis GetRecords loop"
+	// KindKCL is the ProcessRecords method of a vmware-go-kcl (v1 or v2)
+	// IRecordProcessor: the worker calls it with a batch of one shard's
+	// records and checkpoints only where the processor calls
+	// Checkpointer.Checkpoint; records after the last checkpoint are given
+	// again to the shard's next lease holder.
+	KindKCL = "KCL record processor"
 	// KindEntry is a function declared an entry point by name (the
 	// -entry flag, [RunConfig].Entries or the entries of [ConfigFile]).
 	KindEntry = "declared entry point"
@@ -60,7 +66,24 @@ const (
 	pathKinesisCon = "github.com/harlow/kinesis-consumer"
 	pathLambdaPkg  = "github.com/aws/aws-lambda-go/lambda"
 	pathKinesisV2  = "github.com/aws/aws-sdk-go-v2/service/kinesis"
+	pathKCL        = "github.com/vmware/vmware-go-kcl/clientlibrary/interfaces"
+	pathKCL2       = "github.com/vmware/vmware-go-kcl-v2/clientlibrary/interfaces"
 )
+
+// isKCL matches vmware-go-kcl's interfaces package, v1 and v2.
+func isKCL(p string) bool { return p == pathKCL || p == pathKCL2 }
+
+// kclProcessRecords reports whether fn is a ProcessRecords method taking a
+// vmware-go-kcl *ProcessRecordsInput: an IRecordProcessor's, which the
+// KCL worker calls per batch of a shard's records.
+func kclProcessRecords(fn *types.Func) bool {
+	sig, ok := fn.Type().(*types.Signature)
+	if !ok || sig.Recv() == nil || fn.Name() != "ProcessRecords" || sig.Params().Len() != 1 {
+		return false
+	}
+	p, ok := sig.Params().At(0).Type().(*types.Pointer)
+	return ok && (isNamed(p.Elem(), pathKCL, "ProcessRecordsInput") || isNamed(p.Elem(), pathKCL2, "ProcessRecordsInput"))
+}
 
 // isConfluent matches confluent-kafka-go's kafka package, v1 and v2.
 func isConfluent(p string) bool { return p == pathConfluent || p == pathConfluent1 }
@@ -215,6 +238,9 @@ func (c *Consumers) moreRoots(n ast.Node, stack []ast.Node, addRoot func(kind, n
 		}
 		if kind := handlerSigKind(fn.Type()); kind != "" && exportedFunc(fn) {
 			addRoot(kind, rootName(fn), n)
+		}
+		if kclProcessRecords(fn) {
+			addRoot(KindKCL, rootName(fn), n)
 		}
 		c.storedHandlers(n.Type, n.Body, rootOfExpr)
 	case *ast.FuncLit:

@@ -764,6 +764,9 @@ func leaveUnacked(ack *ast.CallExpr, info *types.Info) string {
 		if isKafkaClient(funcPath(fn)) || appKafkaMethod(fn) {
 			return "return the error instead (Kafka commits offsets: skipping this mark lets the next one commit past it), so the message is delivered again after the rebalance"
 		}
+		if isKCL(funcPath(fn)) {
+			return "retry the record in place until it succeeds, or checkpoint only up to the record before it and stop (a checkpoint is a sequence number: a later one passes over the failed record, and the KCL gives unchecked records again only to the shard's next lease holder)"
+		}
 	}
 	return "leave it unacked (return, or continue without the ack) so it is redelivered"
 }

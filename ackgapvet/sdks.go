@@ -193,6 +193,9 @@ func ackOfMore(fn *types.Func) string {
 	if op := sqsOp(fn); op == "DeleteMessage" || op == "DeleteMessageBatch" {
 		return qualName(fn)
 	}
+	if isKCL(funcPath(fn)) && name == "Checkpoint" {
+		return qualName(fn)
+	}
 	if kafkaAckName[name] && appKafkaMethod(fn) {
 		return qualName(fn)
 	}
