@@ -96,8 +96,12 @@ type wholeProgram struct {
 	// sends on it from a goroutine and returns it: func Events() <-chan E)
 	// to the functions that receive from what it returns.
 	genRecvers map[*ssa.Function][]*ssa.Function
-	funcs      map[*ssa.Function]bool // the functions the call graph covers
-	walks      []*rootWalk
+	// sinkRecvers maps a channel parameter (Consume(ctx, out chan<- E))
+	// to the callers that make a channel, pass it there and receive from
+	// it themselves: a loop that sends on out hands its messages to them.
+	sinkRecvers map[*ssa.Parameter][]*ssa.Function
+	funcs       map[*ssa.Function]bool // the functions the call graph covers
+	walks       []*rootWalk
 }
 
 // rootWalk is what one entry point reaches.
@@ -131,12 +135,13 @@ func buildProgram(pkgs []*packages.Package, roots []*Root, remotes []remote) *wh
 	}
 	debugf("SSA built")
 	w := &wholeProgram{
-		prog:       prog,
-		info:       map[*types.Package]*packages.Package{},
-		app:        map[*types.Package]bool{},
-		syntax:     map[ast.Node]*ssa.Function{},
-		recvers:    map[string][]chanRecv{},
-		genRecvers: map[*ssa.Function][]*ssa.Function{},
+		prog:        prog,
+		info:        map[*types.Package]*packages.Package{},
+		app:         map[*types.Package]bool{},
+		syntax:      map[ast.Node]*ssa.Function{},
+		recvers:     map[string][]chanRecv{},
+		genRecvers:  map[*ssa.Function][]*ssa.Function{},
+		sinkRecvers: map[*ssa.Parameter][]*ssa.Function{},
 	}
 	packages.Visit(pkgs, nil, func(p *packages.Package) {
 		if p.Types == nil {
@@ -284,6 +289,14 @@ func buildProgram(pkgs []*packages.Package, roots []*Root, remotes []remote) *wh
 	for fn := range all {
 		if w.inApp(fn) {
 			w.indexGeneratorReceives(fn)
+		}
+	}
+	// Channels passed down to a loop that sends on them: the caller that
+	// made the channel and receives from it is where its values are
+	// handled.
+	for fn := range all {
+		if w.inApp(fn) {
+			w.indexSinkReceives(fn)
 		}
 	}
 	// A one-shot receive wrapper with no caller in its own package
@@ -747,6 +760,61 @@ func (w *wholeProgram) indexGeneratorReceives(fn *ssa.Function) {
 	eachReceive(fn, add)
 }
 
+// indexSinkReceives records fn as a receiver of the channel parameters of
+// the functions it calls (a go statement too, through an interface too)
+// with a channel it makes and receives from itself or in its closures.
+func (w *wholeProgram) indexSinkReceives(fn *ssa.Function) {
+	n := w.cg.Nodes[fn]
+	if n == nil {
+		return
+	}
+	received := map[*ssa.MakeChan]bool{}
+	for _, f := range append([]*ssa.Function{fn}, fn.AnonFuncs...) {
+		eachReceive(f, func(ch ssa.Value) {
+			if mk := madeChan(ch); mk != nil {
+				received[mk] = true
+			}
+		})
+	}
+	if len(received) == 0 {
+		return
+	}
+	for _, e := range n.Out {
+		callee := e.Callee.Func
+		if callee == nil || !w.inApp(callee) {
+			continue
+		}
+		off := 0
+		if e.Site.Common().IsInvoke() {
+			off = 1 // the receiver is Value, not in Args
+		}
+		for i, a := range e.Site.Common().Args {
+			if mk := madeChan(a); mk == nil || !received[mk] || i+off >= len(callee.Params) {
+				continue
+			}
+			p := callee.Params[i+off]
+			if !slices.Contains(w.sinkRecvers[p], fn) {
+				w.sinkRecvers[p] = append(w.sinkRecvers[p], fn)
+			}
+		}
+	}
+}
+
+// sinkParam returns the parameter a send's channel is, through
+// conversions, or nil.
+func sinkParam(ch ssa.Value) *ssa.Parameter {
+	for {
+		switch x := ch.(type) {
+		case *ssa.ChangeType:
+			ch = x.X
+		case *ssa.Parameter:
+			return x
+		default:
+			return nil
+		}
+	}
+}
+
 // generatorOf returns the function that makes the channel ch (a send's
 // channel, seen in the function or closure sending on it) and returns it
 // to its callers, or nil: the channel is made by a MakeChan in that
@@ -1052,6 +1120,9 @@ func (w *wholeProgram) walk(root *Root, entry *ssa.Function) *rootWalk {
 							visit(it.fn, r, in.Pos(), 0, true)
 						}
 					}
+					for _, r := range w.sinkRecvers[sinkParam(in.Chan)] {
+						visit(it.fn, r, in.Pos(), 0, true)
+					}
 				case *ssa.Select: // a send written as a select case
 					for _, st := range in.States {
 						if st.Dir != types.SendOnly {
@@ -1067,6 +1138,9 @@ func (w *wholeProgram) walk(root *Root, entry *ssa.Function) *rootWalk {
 							for _, r := range w.genRecvers[g] {
 								visit(it.fn, r, st.Pos, 0, true)
 							}
+						}
+						for _, r := range w.sinkRecvers[sinkParam(st.Chan)] {
+							visit(it.fn, r, st.Pos, 0, true)
 						}
 					}
 				case ssa.CallInstruction:

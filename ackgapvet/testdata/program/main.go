@@ -13,6 +13,7 @@ import (
 	"github.com/zeromicro/go-queue/kq"
 
 	"example.com/program/bridge"
+	"example.com/program/clicks"
 	"example.com/program/deepworker"
 	"example.com/program/deletefirst"
 	"example.com/program/fanout"
@@ -91,6 +92,8 @@ func main() {
 	poller.Poll(context.Background(), &sqs.Client{}, "https://sqs.example/q", &ledger.Ledger{C: c})
 	go deletefirst.RunActions(context.Background(), &sqs.Client{}, "https://sqs.example/actions", c)
 	go generic.New[string](&sqs.Client{}, "https://sqs.example/hooks", c).Start(context.Background())
+	// Blocks in main: Start is no goroutine of its own.
+	_ = (&clicks.StatService{Sub: &clicks.Subscriber{R: kafka.NewReader(kafka.ReaderConfig{GroupID: "stats"})}}).Start(context.Background())
 }
 
 // target writes what the sources read; the ack closures it calls are out of
