@@ -127,7 +127,7 @@ func effectOf(info *types.Info, call *ast.CallExpr) string {
 		return "an email (" + qualName(fn) + ")"
 	case path == pathGRPC && recv == "ClientConn" && (name == "Invoke" || name == "NewStream"):
 		return "a gRPC call (" + qualName(fn) + ")"
-	case isGRPCClientMethod(fn):
+	case isGRPCClientMethod(fn) && !readName(name):
 		return "a gRPC call (" + qualName(fn) + ")"
 	case isOpenAPIClientMethod(fn) && !readName(name):
 		return "an HTTP API call (" + qualName(fn) + ")"

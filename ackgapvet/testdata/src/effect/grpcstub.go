@@ -1,0 +1,31 @@
+package effect
+
+import (
+	"context"
+
+	"github.com/ThreeDotsLabs/watermill/message"
+	"google.golang.org/grpc"
+)
+
+// postsClient is a protoc-gen-go-grpc client: a read (GetPost) repeats
+// nothing, a call that changes something (CreateVote) does (wave 14,
+// redyx and Go-zero-IM: gRPC reads were reported as effects).
+type postsClient interface {
+	GetPost(ctx context.Context, in *postID, opts ...grpc.CallOption) (*post, error)
+	CreateVote(ctx context.Context, in *postID, opts ...grpc.CallOption) (*post, error)
+}
+
+type postID struct{ ID string }
+
+type post struct{ Author string }
+
+func registerVotes(r *message.Router, c postsClient) {
+	r.AddNoPublisherHandler("votes", "votes", nil, func(msg *message.Message) error {
+		p, err := c.GetPost(msg.Context(), &postID{ID: string(msg.Payload)})
+		if err != nil {
+			return err
+		}
+		_, err = c.CreateVote(msg.Context(), &postID{ID: p.Author}) // want `a gRPC call \(effect.postsClient.CreateVote\)`
+		return err
+	})
+}
