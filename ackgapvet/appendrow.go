@@ -125,7 +125,8 @@ func (c *Consumers) deduped(root *Root) bool {
 }
 
 // recordsEvent reports whether the function node n makes a dedupe record:
-// an insert with a conflict clause, or a Redis SetNX.
+// an insert with a conflict clause, a Redis SetNX, or a Redis SADD or
+// HSETNX whose reply the function reads (a skip on "already there").
 func recordsEvent(info *types.Info, n ast.Node) bool {
 	found := false
 	dupChecked := -1 // readsDuplicate(n), asked once: -1 not yet, 0 no, 1 yes
@@ -134,7 +135,7 @@ func recordsEvent(info *types.Info, n ast.Node) bool {
 		if !ok || found {
 			return !found
 		}
-		if fn := callee(info, call); fn != nil && strings.EqualFold(fn.Name(), "SetNX") {
+		if fn := callee(info, call); fn != nil && strings.EqualFold(fn.Name(), "SetNX") || testedClaim(info, n, call) {
 			found = true
 			return false
 		}
@@ -176,6 +177,53 @@ func readsDuplicate(n ast.Node) bool {
 			}
 		}
 		return !found
+	})
+	return found
+}
+
+// testedClaim reports whether call is a Redis SADD or HSETNX (see
+// redisClaimCmd) whose reply n reads: assigned to a variable, or in an if
+// condition. A plain SADD to a set (followers, tags) is not a claim.
+func testedClaim(info *types.Info, n ast.Node, call *ast.CallExpr) bool {
+	if !redisClaimCmd[redisCmd(info, call)] {
+		return false
+	}
+	tested := false
+	ast.Inspect(n, func(m ast.Node) bool {
+		var e ast.Node
+		switch m := m.(type) {
+		case *ast.AssignStmt:
+			if len(m.Rhs) == 1 && !(len(m.Lhs) > 0 && isBlank(m.Lhs[0])) {
+				e = m.Rhs[0]
+			}
+		case *ast.IfStmt:
+			e = m.Cond
+		}
+		if e != nil && e.Pos() <= call.Pos() && call.End() <= e.End() {
+			tested = true
+		}
+		return !tested
+	})
+	return tested
+}
+
+// isBlank reports whether e is the blank identifier.
+func isBlank(e ast.Expr) bool {
+	id, ok := e.(*ast.Ident)
+	return ok && id.Name == "_"
+}
+
+// redisGated reports whether body takes a Redis claim whose reply it reads
+// (SETNX, or SADD or HSETNX tested): the function skips what it has seen.
+func redisGated(info *types.Info, body *ast.BlockStmt) bool {
+	if body == nil {
+		return false
+	}
+	found := false
+	inspectOwn(body, func(n ast.Node) {
+		if call, ok := n.(*ast.CallExpr); ok && !found && testedClaim(info, body, call) {
+			found = true
+		}
 	})
 	return found
 }

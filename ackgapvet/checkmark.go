@@ -1,6 +1,7 @@
 package ackgapvet
 
 import (
+	"cmp"
 	"fmt"
 	"go/ast"
 	"go/types"
@@ -332,16 +333,124 @@ func skipsSeen(info *types.Info, ifs *ast.IfStmt, read map[types.Object]bool) bo
 		}
 		return !uses
 	})
-	if !uses || len(ifs.Body.List) == 0 || len(ifs.Body.List) > 3 {
-		return false
-	}
-	if returnsNoError(info, ifs.Body) != nil {
-		return true
-	}
-	br, ok := ifs.Body.List[len(ifs.Body.List)-1].(*ast.BranchStmt)
-	return ok && br.Tok.String() == "continue"
+	return uses && leavesQuietly(info, ifs.Body)
 }
 
 func isErrorType(t types.Type) bool {
 	return types.Identical(t, types.Universe.Lookup("error").Type())
+}
+
+// redisClaimCmd names the Redis commands that set a key or member only
+// when it is new and say whether they did (SETNX, HSETNX: a bool; SADD:
+// the number of members added): used as a dedupe claim.
+var redisClaimCmd = map[string]bool{"SetNX": true, "HSetNX": true, "SAdd": true}
+
+// redisReleaseCmd names the Redis commands that give such a claim back.
+var redisReleaseCmd = map[string]bool{"Del": true, "Unlink": true, "SRem": true, "HDel": true}
+
+// redisCmd returns the name of call when it is a Redis client's command
+// (a method of a package whose path holds "redis"), or "".
+func redisCmd(info *types.Info, call *ast.CallExpr) string {
+	fn := callee(info, call)
+	if fn == nil || !strings.Contains(funcPath(fn), "redis") || recvName(fn) == "" {
+		return ""
+	}
+	return fn.Name()
+}
+
+// claimBeforeWork reports, in a function on a consumer path, a dedupe
+// claim taken in Redis before the work it guards, with a skip on it and no
+// release: SADD or SETNX, a branch that skips the message when the claim
+// was already there, then a database write or an external effect. If the
+// work fails, or the process dies before it is done, the redelivery finds
+// the claim and skips the message: the work is lost, in another store than
+// the claim (field trial, wave 14: redyx H2). A function that deletes the
+// claim (DEL, SREM) on some path is not reported.
+func claimBeforeWork(pass *analysis.Pass, c *Consumers, r *reporter) {
+	info := pass.TypesInfo
+	for node, root := range c.reach {
+		body := funcBody(node)
+		if body == nil || root.Kind == KindAckgap {
+			continue
+		}
+		var claim, work *ast.CallExpr
+		var skip *ast.IfStmt
+		workDesc := ""
+		claimed := map[types.Object]bool{}
+		released := false
+		inspectOwn(body, func(n ast.Node) {
+			switch n := n.(type) {
+			case *ast.AssignStmt:
+				if claim != nil || len(n.Rhs) != 1 {
+					return
+				}
+				ast.Inspect(n.Rhs[0], func(m ast.Node) bool {
+					if call, ok := m.(*ast.CallExpr); ok && redisClaimCmd[redisCmd(info, call)] {
+						claim = call
+					}
+					return claim == nil
+				})
+				if claim == nil {
+					return
+				}
+				for _, l := range n.Lhs {
+					if id, ok := l.(*ast.Ident); ok && info.ObjectOf(id) != nil && !isErrorType(info.ObjectOf(id).Type()) {
+						claimed[info.ObjectOf(id)] = true
+					}
+				}
+			case *ast.IfStmt:
+				if skip != nil {
+					return
+				}
+				inline := false
+				ast.Inspect(n.Cond, func(m ast.Node) bool {
+					if call, ok := m.(*ast.CallExpr); ok && redisClaimCmd[redisCmd(info, call)] {
+						inline = true
+						if claim == nil {
+							claim = call
+						}
+					}
+					return !inline
+				})
+				if (inline || claim != nil && skipsSeen(info, n, claimed)) && leavesQuietly(info, n.Body) {
+					skip = n
+				}
+			case *ast.CallExpr:
+				if redisReleaseCmd[redisCmd(info, n)] && claim != nil {
+					released = true
+				}
+				if skip == nil || work != nil || n.Pos() < skip.End() {
+					return
+				}
+				if d := dbWriteOf(info, n); d != "" {
+					work, workDesc = n, d
+				} else if d := effectOf(info, n); d != "" {
+					work, workDesc = n, d
+				} else if cf := callee(info, n); cf != nil {
+					if sum := c.Summary(cf); sum != nil && (sum.Write != "" || sum.Effect != "") {
+						work, workDesc = n, viaDesc(cf, cmp.Or(sum.Effect, sum.Write))
+					}
+				}
+			}
+		})
+		if claim == nil || skip == nil || work == nil || released {
+			continue
+		}
+		r.report(claim, SeverityOf(root.Name, workDesc), fmt.Sprintf(
+			"claims the message in Redis (%s) before its work (%s, line %d), skips it when the claim is already there (line %d), and never gives the claim back: if the work fails or the process dies before it is done, the redelivery finds the claim and skips the message, so the work is lost; delete the claim when the work fails (DEL, SREM), or record the message in the same transaction as the work (an inbox row under a unique constraint)",
+			qualName(callee(info, claim)), workDesc, pass.Fset.Position(work.Pos()).Line, pass.Fset.Position(skip.Pos()).Line))
+	}
+}
+
+// leavesQuietly reports whether a branch of at most three statements ends
+// by returning without an error or with continue.
+func leavesQuietly(info *types.Info, body *ast.BlockStmt) bool {
+	if len(body.List) == 0 || len(body.List) > 3 {
+		return false
+	}
+	if returnsNoError(info, body) != nil {
+		return true
+	}
+	br, ok := body.List[len(body.List)-1].(*ast.BranchStmt)
+	return ok && br.Tok.String() == "continue"
 }

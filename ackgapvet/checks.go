@@ -1178,7 +1178,10 @@ deliveries both pass, and a crash between the work and the mark does the
 work again. The other order loses work: a record that a redelivery is
 skipped on, written before the external call it guards, makes a crash or a
 failed call after the write skip the redelivery, so the call is never made.
-Watermill's Deduplicator keeps its
+So does a claim taken in Redis before the work (SADD or SETNX, a skip when
+it was already there, then a database write or an external call) that is
+never given back: the work's failure leaves the claim, and the redelivery
+skips the message. Watermill's Deduplicator keeps its
 keys in memory (lost on restart, not shared between instances) and records a
 key before the handler runs, so a failed handler's retry is dropped. Fix: make
 the insert the check (INSERT ... ON CONFLICT DO NOTHING under a unique
@@ -1248,6 +1251,7 @@ constraint, in the handler's transaction), as ackgap's inbox does.`,
 		if !usesInbox {
 			checkThenMark(pass, c, r)
 			markBeforeWork(pass, c, r)
+			claimBeforeWork(pass, c, r)
 		}
 	})
 
@@ -1280,7 +1284,9 @@ the request), and record the event in an inbox row in the same transaction.`,
 			if h, _ := dbCall(pass.TypesInfo, call); h != handleNone && s.Root.Kind != KindAckgap {
 				sql := sqlText(pass.TypesInfo, call)
 				m := increment.FindStringSubmatch(sql)
-				if m == nil || m[1] != m[2] || guardedUpdate(sql) || hasDedupeInsert(pass, funcBody(s.Inner())) {
+				// A Redis claim gate in the same function is checkact's
+				// (claimBeforeWork): the count itself is deduped.
+				if m == nil || m[1] != m[2] || guardedUpdate(sql) || hasDedupeInsert(pass, funcBody(s.Inner())) || redisGated(pass.TypesInfo, funcBody(s.Inner())) {
 					return
 				}
 				r.report(call, SeverityOf(append(s.names(), sql)...), fmt.Sprintf(
