@@ -365,7 +365,8 @@ func redisCmd(info *types.Info, call *ast.CallExpr) string {
 // work fails, or the process dies before it is done, the redelivery finds
 // the claim and skips the message: the work is lost, in another store than
 // the claim (field trial, wave 14: redyx H2). A function that deletes the
-// claim (DEL, SREM) on some path is not reported.
+// claim (DEL, SREM) on some path is not reported, nor a SETNX before an
+// external effect, which earlyack reports (claimFirst).
 func claimBeforeWork(pass *analysis.Pass, c *Consumers, r *reporter) {
 	info := pass.TypesInfo
 	for node, root := range c.reach {
@@ -435,6 +436,9 @@ func claimBeforeWork(pass *analysis.Pass, c *Consumers, r *reporter) {
 		})
 		if claim == nil || skip == nil || work == nil || released {
 			continue
+		}
+		if effectOf(info, work) != "" && claimVerb.MatchString(calledName(claim)) {
+			continue // SETNX before an effect: earlyack's claimFirst
 		}
 		r.report(claim, SeverityOf(root.Name, workDesc), fmt.Sprintf(
 			"claims the message in Redis (%s) before its work (%s, line %d), skips it when the claim is already there (line %d), and never gives the claim back: if the work fails or the process dies before it is done, the redelivery finds the claim and skips the message, so the work is lost; delete the claim when the work fails (DEL, SREM), or record the message in the same transaction as the work (an inbox row under a unique constraint)",

@@ -174,8 +174,9 @@ runs before the handler's database writes or effects tells the broker the
 message is done while the work is still ahead: a crash or error in between
 loses the message instead of redelivering it. Watermill's InstantAck middleware
 does the same for every message. So does an ack right after the message was
-handed to another goroutine (go h.apply(msg), jobs <- msg) when nothing
-waits for it, and work scheduled on a timer (time.AfterFunc) that fires
+handed to another goroutine (go h.apply(msg), jobs <- msg, or a value
+decoded from it, in the block or a branch of an if before the ack) when
+nothing waits for it, and work scheduled on a timer (time.AfterFunc) that fires
 after the consumer has returned and acknowledged: a crash or restart in the
 window, or a shutdown that stops the timer, loses it. Fix: ack after the
 work has committed; for deferred work, write it down durably in the

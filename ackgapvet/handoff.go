@@ -12,11 +12,14 @@ import (
 // the message to another goroutine that nothing waits for before the ack:
 // a go statement or a channel send whose values include a message (a
 // Sarama, kafka-go, franz-go, confluent-kafka-go or Watermill message, an
-// SQS message or a Lambda record). A Wait call (a WaitGroup, errgroup) or
-// a channel receive after it means the ack waits: not reported.
+// SQS message or a Lambda record) or a value made from one (decoded from
+// its payload, built from its fields), at the top of the block or in a
+// branch of an if before the ack. A Wait call (a WaitGroup, errgroup) or a
+// channel receive after it means the ack waits: not reported.
 func handedOff(pass *analysis.Pass, before []ast.Stmt) (string, ast.Node) {
+	derived := derivedVars(pass.TypesInfo, before)
 	for i := len(before) - 1; i >= 0; i-- {
-		if how := handOff(pass.TypesInfo, before[i]); how != "" {
+		if how := handOffIn(pass.TypesInfo, before[i], derived); how != "" {
 			return how, before[i]
 		}
 		if waits(before[i]) {
@@ -26,20 +29,104 @@ func handedOff(pass *analysis.Pass, before []ast.Stmt) (string, ast.Node) {
 	return "", nil
 }
 
+// handOffIn is handOff, also looking into the branches of an if statement
+// (`if err := decode(m); err != nil { ... } else { out <- ev }`).
+func handOffIn(info *types.Info, st ast.Stmt, derived map[types.Object]bool) string {
+	ifs, ok := st.(*ast.IfStmt)
+	if !ok {
+		return handOffOf(info, st, derived)
+	}
+	for _, b := range []ast.Stmt{ifs.Body, ifs.Else} {
+		switch b := b.(type) {
+		case *ast.BlockStmt:
+			for _, in := range b.List {
+				if how := handOffIn(info, in, derived); how != "" {
+					return how
+				}
+			}
+		case *ast.IfStmt:
+			if how := handOffIn(info, b, derived); how != "" {
+				return how
+			}
+		}
+	}
+	return ""
+}
+
 // handOff describes st when it hands a message to another goroutine: a go
 // statement or a channel send with a message among its values; "" if not.
-func handOff(info *types.Info, st ast.Stmt) string {
+func handOff(info *types.Info, st ast.Stmt) string { return handOffOf(info, st, nil) }
+
+// handOffOf is handOff, counting the variables of derived (values made
+// from the message) as the message.
+func handOffOf(info *types.Info, st ast.Stmt, derived map[types.Object]bool) string {
 	switch st := st.(type) {
 	case *ast.GoStmt:
-		if carriesMessage(info, st.Call) {
+		if carriesMessage(info, st.Call) || mentions(info, st.Call, derived) {
 			return "go " + types.ExprString(st.Call.Fun)
 		}
 	case *ast.SendStmt:
-		if carriesMessage(info, st.Value) {
+		if carriesMessage(info, st.Value) || mentions(info, st.Value, derived) {
 			return "a send on " + types.ExprString(st.Chan)
 		}
 	}
 	return ""
+}
+
+// derivedVars returns the variables that stmts fill from a message: the
+// left side of an assignment whose right side mentions one, and a
+// variable whose address is given to a call with a message among its
+// arguments (json.Unmarshal(m.Value, &ev)).
+func derivedVars(info *types.Info, stmts []ast.Stmt) map[types.Object]bool {
+	out := map[types.Object]bool{}
+	for _, st := range stmts {
+		ast.Inspect(st, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.FuncLit:
+				return false
+			case *ast.AssignStmt:
+				if len(n.Rhs) == 1 && (carriesMessage(info, n.Rhs[0]) || mentions(info, n.Rhs[0], out)) {
+					for _, l := range n.Lhs {
+						if id, ok := l.(*ast.Ident); ok && info.ObjectOf(id) != nil && !isErrorType(info.ObjectOf(id).Type()) {
+							out[info.ObjectOf(id)] = true
+						}
+					}
+				}
+			case *ast.CallExpr:
+				carries := false
+				for _, a := range n.Args {
+					carries = carries || carriesMessage(info, a)
+				}
+				if !carries {
+					return true
+				}
+				for _, a := range n.Args {
+					if u, ok := ast.Unparen(a).(*ast.UnaryExpr); ok && u.Op == token.AND {
+						if id, ok := ast.Unparen(u.X).(*ast.Ident); ok && info.ObjectOf(id) != nil {
+							out[info.ObjectOf(id)] = true
+						}
+					}
+				}
+			}
+			return true
+		})
+	}
+	return out
+}
+
+// mentions reports whether e uses a variable of vars.
+func mentions(info *types.Info, e ast.Node, vars map[types.Object]bool) bool {
+	if len(vars) == 0 {
+		return false
+	}
+	found := false
+	ast.Inspect(e, func(n ast.Node) bool {
+		if id, ok := n.(*ast.Ident); ok && vars[info.Uses[id]] {
+			found = true
+		}
+		return !found
+	})
+	return found
 }
 
 // before is the statements that run before stmts[len(stmts)] in the
