@@ -38,7 +38,7 @@ var classDesc = map[string]string{
 // class a method named Publish... or Send...; for the others a call that
 // returns an error and is neither a read (Get, List, Retrieve, Describe,
 // Find, Search, Iter, Read, Fetch, Query, Scan, Head, Lookup, Parse,
-// Validate, Close, Wait) nor a constructor (New... without a ...Params
+// Validate, Close, Wait), a Dial, nor a constructor (New... without a ...Params
 // argument: stripe's charge.New(params) creates a charge). What these SDKs
 // do inside (their HTTP calls) is never reported on its own. The
 // configuration file's "effects" and "not_effects" (see [Config]) add to
@@ -53,6 +53,12 @@ var KnownSDKs = map[string]string{
 	"github.com/mailgun/mailgun-go":                                ClassEmail,
 	"github.com/keighl/postmark":                                   ClassEmail,
 	"github.com/mrz1836/postmark":                                  ClassEmail,
+	"gopkg.in/gomail.v2":                                           ClassEmail,
+	"github.com/go-gomail/gomail":                                  ClassEmail,
+	"github.com/wneessen/go-mail":                                  ClassEmail,
+	"github.com/jordan-wright/email":                               ClassEmail,
+	"github.com/xhit/go-simple-mail":                               ClassEmail,
+	"github.com/resend/resend-go":                                  ClassEmail,
 	pathAWSSvc + "ses":                                             ClassEmail,
 	pathAWSSvc + "sesv2":                                           ClassEmail,
 	pathAWSv1Svc + "ses":                                           ClassEmail,
@@ -103,10 +109,8 @@ func sdkMutates(fn *types.Func, class string) bool {
 	if rs.Len() == 0 || !isError(rs.At(rs.Len()-1).Type()) {
 		return false
 	}
-	for _, v := range readVerbs {
-		if strings.HasPrefix(name, v) {
-			return false
-		}
+	if readName(name) || name == "Dial" { // Dial opens a connection (gomail); DialAndSend sends
+		return false
 	}
 	if strings.HasPrefix(name, "New") {
 		for i := range sig.Params().Len() {
