@@ -3,6 +3,7 @@ package ackgapvet
 import (
 	"fmt"
 	"go/ast"
+	"go/constant"
 	"go/token"
 	"go/types"
 	"regexp"
@@ -26,7 +27,8 @@ a failed message (continue, or the ack only on the success branch) loses
 it as well: offsets are committed, not messages, so the next message's mark
 commits past it. So does an ack after an HTTP
 request whose response status the function never reads (a 500 or 429 taken
-for success). In the whole-program mode, a function below a receive loop
+for success), or a branch on a failed status that returns no error where a
+nil return acks. In the whole-program mode, a function below a receive loop
 that commits on its nil result acks on nil as well: a failed write turned
 into a nil return there, an error branch that falls through to a nil
 return, or an error overwritten before it is returned, is reported. Errors from decoding the
@@ -69,6 +71,7 @@ permanent.`,
 				}
 				for i, st := range block.List {
 					uncheckedStatus(pass, r, root, body, st, block.List[i+1:])
+					failedStatusDone(pass, r, root, st, implicit, acker)
 					var prev ast.Stmt
 					if i > 0 {
 						prev = block.List[i-1]
@@ -437,6 +440,81 @@ func uncheckedStatus(pass *analysis.Pass, r *reporter, root *Root, body *ast.Blo
 			return
 		}
 	}
+}
+
+// failedStatusDone reports an if on a failed HTTP status (`resp.StatusCode
+// != http.StatusOK`, `>= 400`) whose branch returns no error, in a function
+// whose nil return acks the message (an implicit-ack entry point, or a
+// function a receive loop acks after): a 5xx or 429 answer is logged and
+// the message acked, so the receiver never applies it (field trial, wave
+// 14: fit-forge H3). A branch on equality (`== http.StatusConflict`: done
+// before) is not reported.
+func failedStatusDone(pass *analysis.Pass, r *reporter, root *Root, st ast.Stmt, implicit bool, acker string) {
+	ifs, ok := st.(*ast.IfStmt)
+	if !ok || !implicit && acker == "" {
+		return
+	}
+	var status ast.Expr
+	ast.Inspect(ifs.Cond, func(n ast.Node) bool {
+		be, ok := n.(*ast.BinaryExpr)
+		if !ok || status != nil {
+			return status == nil
+		}
+		switch be.Op {
+		case token.NEQ, token.GEQ, token.GTR, token.LSS:
+			for _, side := range []ast.Expr{be.X, be.Y} {
+				if sel, ok := ast.Unparen(side).(*ast.SelectorExpr); ok && sel.Sel.Name == "StatusCode" && isHTTPResponse(pass.TypesInfo.TypeOf(sel.X)) {
+					status = sel
+				}
+			}
+		}
+		return status == nil
+	})
+	if status == nil || clientErrorsOnly(pass.TypesInfo, ifs.Cond) {
+		return
+	}
+	ret := returnsNoError(pass.TypesInfo, ifs.Body)
+	if ret == nil {
+		return
+	}
+	who := acker
+	if who == "" {
+		who = "the " + root.Kind
+	}
+	r.report(ret, SeverityOf(root.Name), fmt.Sprintf(
+		"returns without an error when %s shows a failed request (line %d): %s acks the message, so a 5xx or 429 answer loses it instead of redelivering it; return an error for a status worth retrying, and drop only a status known to be permanent",
+		types.ExprString(status), pass.Fset.Position(ifs.Pos()).Line, who))
+}
+
+// clientErrorsOnly reports whether cond holds a range of statuses below
+// 500 (`>= 400 && < 500`): a 4xx that will fail again the same way, which
+// a handler may drop.
+func clientErrorsOnly(info *types.Info, cond ast.Expr) bool {
+	found := false
+	ast.Inspect(cond, func(n ast.Node) bool {
+		be, ok := n.(*ast.BinaryExpr)
+		if !ok || found {
+			return !found
+		}
+		if be.Op != token.LSS && be.Op != token.LEQ {
+			return true
+		}
+		if tv, ok := info.Types[be.Y]; ok && tv.Value != nil {
+			if v, ok := constant.Int64Val(constant.ToInt(tv.Value)); ok && v <= 500 && v > 400 {
+				found = true
+			}
+		}
+		return !found
+	})
+	return found
+}
+
+// isHTTPResponse matches *http.Response and http.Response.
+func isHTTPResponse(t types.Type) bool {
+	if p, ok := t.(*types.Pointer); ok {
+		t = p.Elem()
+	}
+	return isNamed(t, "net/http", "Response")
 }
 
 // statusRead reports whether body reads resp's Status or StatusCode, or
