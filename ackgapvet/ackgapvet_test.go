@@ -145,7 +145,7 @@ func TestCQRS(t *testing.T) {
 // TestLibraryCallbacks: go-queue kq handlers (a type given to
 // kq.MustNewQueue) and Sarama partition consumer loops are entry points.
 func TestLibraryCallbacks(t *testing.T) {
-	analysistest.Run(t, analysistest.TestData(), ackgapvet.EffectAnalyzer, "kqapp", "saramapart", "kinesispoll")
+	analysistest.Run(t, analysistest.TestData(), ackgapvet.EffectAnalyzer, "kqapp", "saramapart", "kinesispoll", "kafkagoiface")
 }
 
 // TestSaramaCluster: a bsm/sarama-cluster Messages() loop is an entry
@@ -212,6 +212,12 @@ func TestEntries(t *testing.T) {
 // failure path and a transaction per item in a loop are not.
 func TestMultiTx(t *testing.T) {
 	analysistest.Run(t, analysistest.TestData(), ackgapvet.MultiTxAnalyzer, "multitx")
+}
+
+// TestGoCDK: a Go CDK pubsub receive loop is an entry point whose
+// msg.Ack() is the ack (wave 15, outpost).
+func TestGoCDK(t *testing.T) {
+	analysistest.Run(t, analysistest.TestData(), ackgapvet.ErrAckAnalyzer, "gocdk")
 }
 
 // TestKCLRecordProcessor: a vmware-go-kcl ProcessRecords is an entry

@@ -456,7 +456,7 @@ func (c *Consumers) findRoots(ins *inspector.Inspector, nodeTypes []ast.Node, ad
 			case (name == "PollFetches" || name == "PollRecords") && (path == pathKgo && recv == "Client" || kgoInterfaceMethod(fn)):
 				fnNode, fname := enclosing(stack)
 				addRoot(KindFranz, fname, fnNode)
-			case path == pathKafkaGo && recv == "Reader" && (name == "ReadMessage" || name == "FetchMessage"):
+			case kafkaGoReaderMethod(fn):
 				c.receiveRoot(KindKafkaGo, stack, addRoot)
 			}
 		}

@@ -51,6 +51,11 @@ const (
 	// Checkpointer.Checkpoint; records after the last checkpoint are given
 	// again to the shard's next lease holder.
 	KindKCL = "KCL record processor"
+	// KindGoCDK is a function that calls Go CDK's (gocloud.dev/pubsub)
+	// (*Subscription).Receive in a loop (or the loops that call a wrapper
+	// receiving once): one client over SQS, Kafka, Google Pub/Sub, Azure
+	// Service Bus, NATS and RabbitMQ, whose (*Message).Ack is the ack.
+	KindGoCDK = "Go CDK pubsub receive loop"
 	// KindEntry is a function declared an entry point by name (the
 	// -entry flag, [RunConfig].Entries or the entries of [ConfigFile]).
 	KindEntry = "declared entry point"
@@ -66,6 +71,7 @@ const (
 	pathKinesisCon = "github.com/harlow/kinesis-consumer"
 	pathLambdaPkg  = "github.com/aws/aws-lambda-go/lambda"
 	pathKinesisV2  = "github.com/aws/aws-sdk-go-v2/service/kinesis"
+	pathGoCDK      = "gocloud.dev/pubsub"
 	pathKCL        = "github.com/vmware/vmware-go-kcl/clientlibrary/interfaces"
 	pathKCL2       = "github.com/vmware/vmware-go-kcl-v2/clientlibrary/interfaces"
 )
@@ -209,8 +215,45 @@ func kinesisGetRecords(fn *types.Func) bool {
 	if funcPath(fn) == pathKinesisV2 && recvName(fn) == "Client" {
 		return fn.Name() == "GetRecords"
 	}
-	svc, ok := isAWSv1Client(fn)
-	return ok && svc == "kinesis" && awsV1Op(fn.Name()) == "GetRecords"
+	if svc, ok := isAWSv1Client(fn); ok {
+		return svc == "kinesis" && awsV1Op(fn.Name()) == "GetRecords"
+	}
+	// The application's (or a library's) own interface over the client,
+	// kept for tests: GetRecords(ctx, *kinesis.GetRecordsInput, ...).
+	sig, ok := fn.Type().(*types.Signature)
+	if !ok || awsV1Op(fn.Name()) != "GetRecords" {
+		return false
+	}
+	for i := range sig.Params().Len() {
+		if p, ok := types.Unalias(sig.Params().At(i).Type()).(*types.Pointer); ok &&
+			(isNamed(p.Elem(), pathKinesisV2, "GetRecordsInput") || isNamed(p.Elem(), pathAWSv1Svc+"kinesis", "GetRecordsInput")) {
+			return true
+		}
+	}
+	return false
+}
+
+// kafkaGoReaderMethod reports whether fn is ReadMessage or FetchMessage of
+// a kafka-go *kafka.Reader, or of the application's own interface over one
+// (a method of that name returning kafka.Message, kept for tests).
+func kafkaGoReaderMethod(fn *types.Func) bool {
+	name := fn.Name()
+	if name != "ReadMessage" && name != "FetchMessage" {
+		return false
+	}
+	if funcPath(fn) == pathKafkaGo {
+		return recvName(fn) == "Reader"
+	}
+	sig, ok := fn.Type().(*types.Signature)
+	if !ok || sig.Recv() == nil || !types.IsInterface(sig.Recv().Type()) {
+		return false
+	}
+	for i := range sig.Results().Len() {
+		if isNamed(sig.Results().At(i).Type(), pathKafkaGo, "Message") {
+			return true
+		}
+	}
+	return false
 }
 
 // awsV1Op strips the v1 SDK's WithContext and Request suffixes from an
@@ -296,6 +339,8 @@ func (c *Consumers) moreRoots(n ast.Node, stack []ast.Node, addRoot func(kind, n
 			c.receiveRoot(KindSaramaCluster, stack, addRoot)
 		case kinesisGetRecords(fn):
 			c.receiveRoot(KindKinesisPoll, stack, addRoot)
+		case path == pathGoCDK && recv == "Subscription" && name == "Receive":
+			c.receiveRoot(KindGoCDK, stack, addRoot)
 		default:
 			if sqsOp(fn) == "ReceiveMessage" {
 				c.receiveRoot(KindSQS, stack, addRoot)

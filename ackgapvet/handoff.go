@@ -200,5 +200,5 @@ func isMessageType(t types.Type) bool {
 		isNamed(t, pathConfluent, "Message") || isNamed(t, pathConfluent1, "Message") ||
 		isNamed(t, pathWatermill+"/message", "Message") ||
 		isNamed(t, pathSQS+"/types", "Message") || isNamed(t, pathSQSv1, "Message") ||
-		isNamed(t, pathLambdaEvt, "SQSMessage")
+		isNamed(t, pathLambdaEvt, "SQSMessage") || isNamed(t, pathGoCDK, "Message")
 }
