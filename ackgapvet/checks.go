@@ -416,7 +416,8 @@ read, and every replica handles every message; set ConsumerGroup.`,
 	func(pass *analysis.Pass, c *Consumers, r *reporter) {
 		confluentAutoCommit(pass, c, r)
 		watermillKafkaNoGroup(pass, r)
-		// kafka-go: skip when every ReaderConfig literal in the package has no GroupID.
+		// kafka-go: skip when no ReaderConfig of the package gets a GroupID
+		// (in its literal, or assigned to the config afterwards).
 		configs, grouped := 0, 0
 		disabled, consumerGroup, greedy := false, false, false
 		var newClients []*ast.CallExpr
@@ -428,6 +429,19 @@ read, and every replica handles every message; set ConsumerGroup.`,
 						configs++
 						for _, e := range n.Elts {
 							if kv, ok := e.(*ast.KeyValueExpr); ok && types.ExprString(kv.Key) == "GroupID" {
+								grouped++
+							}
+						}
+					}
+				case *ast.AssignStmt:
+					// cfg.GroupID = group, after the literal.
+					for _, l := range n.Lhs {
+						if sel, ok := l.(*ast.SelectorExpr); ok && sel.Sel.Name == "GroupID" {
+							t := pass.TypesInfo.TypeOf(sel.X)
+							if p, ok := t.(*types.Pointer); ok {
+								t = p.Elem()
+							}
+							if t != nil && isNamed(t, pathKafkaGo, "ReaderConfig") {
 								grouped++
 							}
 						}
