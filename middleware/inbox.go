@@ -254,9 +254,11 @@ func (in *inbox[TTx]) handle(msg *message.Message, h message.HandlerFunc, rep *a
 			}
 		}
 		rep.Outcome = ackgap.OutcomeFailed
-		if errors.Is(err, ackgap.ErrTransitionRefused) || errors.Is(err, ackgap.ErrIdempotencyConflict) {
-			// A queued statement failed (pgxstore): the COMMIT did not run
-			// and the transaction rolled back, so the outcome is known.
+		if errors.Is(err, ackgap.ErrTransitionRefused) || errors.Is(err, ackgap.ErrIdempotencyConflict) || errors.Is(err, ackgap.ErrStoreMisconfigured) {
+			// A queued statement failed (pgxstore), refused by the server
+			// (a refused transition, a key conflict, a missing table): the
+			// COMMIT did not run and the transaction rolled back, so the
+			// outcome is known.
 			return nil, fmt.Errorf("ackgap inbox: commit: %w", in.classify(err))
 		}
 		// The transaction is over either way; a redelivery finds the inbox

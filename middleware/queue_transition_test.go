@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -304,6 +305,32 @@ func TestApplyTransitionRead(t *testing.T) {
 			var status string
 			s.query(t, `SELECT status FROM orders WHERE id = 'o3'`, &status)
 			require.Equal(t, "pending", status, "everything rolled back with the unread refusal")
+		})
+	}
+}
+
+// TestApplyTransitionMissingTable: a transition on a table the database
+// does not have (a handler's migration not run) is refused by the server
+// before the COMMIT runs: the error says the database is not set up, once,
+// is not "commit outcome unknown", and is not permanent (the message is
+// redelivered until the deploy is fixed). On both stores.
+func TestApplyTransitionMissingTable(t *testing.T) {
+	for _, s := range qtStores(t) {
+		t.Run(s.name, func(t *testing.T) {
+			h := s.inbox(t)(func(msg *message.Message) ([]*message.Message, error) {
+				_, err := ackgap.ApplyTransition(msg.Context(),
+					&ackgap.Transition{Table: "invoices", Key: "i1", From: []string{"open"}, To: "paid"},
+					&ackgap.OutboxEntry{Kind: "charge", IdempotencyKey: "charge:i1", Payload: msg.Payload})
+				return nil, err
+			})
+			_, err := h(orderEvent("e1", "i1", `{"n":1}`))
+			require.ErrorIs(t, err, ackgap.ErrStoreMisconfigured)
+			require.NotErrorIs(t, err, ackgap.ErrCommitUnknown, "the server refused a statement: nothing committed")
+			require.False(t, ackgap.IsPermanent(err), "redelivered, never dead-lettered")
+			require.Equal(t, 1, strings.Count(err.Error(), ackgap.ErrStoreMisconfigured.Error()), "%v", err)
+			var n int
+			s.query(t, `SELECT count(*) FROM ackgap_inbox`, &n)
+			require.Zero(t, n, "the inbox row rolled back with the refused statement")
 		})
 	}
 }

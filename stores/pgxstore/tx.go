@@ -208,7 +208,15 @@ func (t *inboxTx) send(ctx context.Context, commit bool, stmt string, args ...an
 		}
 		if err != nil {
 			_ = br.Close()
-			t.err = interpretError("begin and insert inbox row", err)
+			// pgx prepares every statement of the round trip before it runs
+			// the first, so a statement sent with BEGIN (one the handler
+			// queued, or the one that sent the round trip) that the server
+			// cannot prepare (a missing table) fails here too.
+			op := "begin and insert inbox row"
+			if len(t.queued) > 0 || stmt != "" {
+				op = "begin, insert inbox row and send the handler's first statements"
+			}
+			t.err = interpretError(op, err)
 			t.abandon(ctx)
 			return pgconn.CommandTag{}, t.err
 		}

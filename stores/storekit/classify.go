@@ -49,9 +49,13 @@ func ClassifyError(name string, c Classes, err error) error {
 // ackgap.ErrStoreUnavailable and ackgap.ErrStoreMisconfigured both
 // (errors.Is matches each, and err), so the message is redelivered, never
 // dead-lettered. Its text is prefix, ErrStoreMisconfigured's text and
-// err's, once each: "mysqlstore: claim outbox: ackgap: database not set up
+// err's, once each (an err already classified so keeps its one): "mysqlstore: claim outbox: ackgap: database not set up
 // for this code (...): Error 1045 ...".
 func Misconfigured(prefix string, err error) error {
+	if errors.Is(err, ackgap.ErrStoreMisconfigured) {
+		// Classified below already (a commit over a failed statement).
+		return &misconfiguredError{msg: prefix + ": " + err.Error(), errs: []error{ackgap.ErrStoreUnavailable, ackgap.ErrStoreMisconfigured, err}}
+	}
 	return &misconfiguredError{
 		msg:  prefix + ": " + ackgap.ErrStoreMisconfigured.Error() + ": " + err.Error(),
 		errs: []error{ackgap.ErrStoreUnavailable, ackgap.ErrStoreMisconfigured, err},
