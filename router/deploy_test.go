@@ -183,6 +183,7 @@ func TestWatermillNackLogIsWarn(t *testing.T) {
 	require.Equal(t, "ERROR", behind[0]["level"])
 	require.EqualValues(t, 0, behind[0]["version"])
 	require.NotZero(t, behind[0]["pending"])
+	require.Contains(t, behind[0]["error"], "migrations pending", "the error field says what is behind, not <nil>")
 }
 
 // TestMigratedStoreRunsQuietly: on a migrated store Run logs no schema

@@ -379,7 +379,10 @@ func (r *Router[TTx]) checkSchema(ctx context.Context) {
 		return
 	}
 	if pending := st.Pending(); len(pending) > 0 {
-		r.cfg.Logger.Error(LogSchemaBehind, nil, watermill.LogFields{
+		// An error value, not nil: Watermill's adapters print a nil one
+		// as error=<nil>.
+		err := fmt.Errorf("schema version %d of %d: %d migrations pending", st.Version, st.Latest, len(pending))
+		r.cfg.Logger.Error(LogSchemaBehind, err, watermill.LogFields{
 			"version": st.Version, "latest": st.Latest, "pending": len(pending)})
 	}
 }
