@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	neturl "net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -130,9 +131,20 @@ var defaultHTTPClient = func() *http.Client {
 //     another body): permanent, the row is dead with the status and the
 //     start of the body as its last error; the reason is "http_<status>".
 //   - no response (connection refused, reset, timeout): retried.
+//
+// A url that is not an absolute http or https URL with a host is a
+// configuration mistake that no retry mends: every row of the effect then
+// fails permanently with reason "http_url" and an error naming the url, so
+// the rows are dead at once (not retried up to MaxAttempts as "no
+// response") and can be redriven after the fix.
 func HTTP(client *http.Client, url string) Effect {
 	if client == nil {
 		client = defaultHTTPClient
+	}
+	if err := checkEffectURL(url); err != nil {
+		return func(context.Context, stores.OutboxRow) error {
+			return ackgap.Permanent("http_url", err)
+		}
 	}
 	return func(ctx context.Context, row stores.OutboxRow) error {
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(row.Payload))
@@ -185,4 +197,17 @@ func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 		return max(at.Sub(now), 0), true
 	}
 	return 0, false
+}
+
+// checkEffectURL returns an error unless raw is an absolute http or https
+// URL with a host.
+func checkEffectURL(raw string) error {
+	u, err := neturl.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("outbox.HTTP: effect URL %q: %w", raw, err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
+		return fmt.Errorf("outbox.HTTP: effect URL %q is not an absolute http or https URL with a host", raw)
+	}
+	return nil
 }

@@ -21,6 +21,22 @@ import (
 	"github.com/ackgap/ackgap/stores"
 )
 
+// TestHTTPEffectBadURL: an effect URL that is not an absolute http(s) URL
+// fails every row permanently (dead at once, redriven after the fix) with
+// an error that names the URL, instead of "no response" retried to
+// MaxAttempts (a new user's walk).
+func TestHTTPEffectBadURL(t *testing.T) {
+	t.Parallel()
+	row := stores.OutboxRow{OutboxEntry: ackgap.OutboxEntry{Kind: "charge", IdempotencyKey: "charge:o1", Payload: []byte(`{}`)}}
+	for _, u := range []string{"::not a url", "/charges", "ftp://pay.example/charges", "http://"} {
+		err := outbox.HTTP(nil, u)(context.Background(), row)
+		require.Error(t, err, u)
+		require.True(t, ackgap.IsPermanent(err), "%s: %v", u, err)
+		require.Equal(t, "http_url", ackgap.ReasonOf(err), u)
+		require.Contains(t, err.Error(), u)
+	}
+}
+
 // TestHTTPEffect: what each response means to the HTTP effect, and what
 // the request carries.
 func TestHTTPEffect(t *testing.T) {
