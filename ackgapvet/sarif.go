@@ -37,7 +37,7 @@ func Version() string {
 		return "(devel)"
 	}
 	if bi.Main.Path == "github.com/ackgap/ackgap" && bi.Main.Version != "" {
-		return bi.Main.Version
+		return knownVersion(bi.Main.Version)
 	}
 	for _, d := range bi.Deps {
 		if d.Path == "github.com/ackgap/ackgap" {
@@ -47,10 +47,21 @@ func Version() string {
 				}
 				return "(devel)" // replaced by a directory: its version is a placeholder
 			}
-			return d.Version
+			return knownVersion(d.Version)
 		}
 	}
 	return "(devel)"
+}
+
+// knownVersion returns v, or "(devel)" for the zero pseudo-version
+// (v0.0.0-00010101000000-000000000000) that a require line stands in with
+// when a replace directive points ackgap at a directory and the binary is
+// built as a tool of that module.
+func knownVersion(v string) string {
+	if strings.HasPrefix(v, "v0.0.0-00010101000000-") {
+		return "(devel)"
+	}
+	return v
 }
 
 // WriteSARIF writes the report as a SARIF 2.1.0 log with one run, a rule per
