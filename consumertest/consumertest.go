@@ -14,6 +14,12 @@
 //
 // After each, the state your Snapshot function returns must equal the
 // state after exactly one delivery, and the outbox must hold the same rows.
+// The reference state is a separate single delivery on a fresh Setup, so
+// the handler must write the same state and outbox rows for the same
+// message: a random idempotency key, a uuid.New() row id or time.Now() in
+// a column makes ConcurrentDuplicate and FailedAttemptRetried fail even
+// when only one copy applied. Derive keys and ids from the event id, and
+// leave generated columns out of Snapshot.
 //
 //	func TestBillingSurvivesDuplicates(t *testing.T) {
 //		consumertest.Run(t, func(t *testing.T) *consumertest.Setup[*sql.Tx] {
