@@ -550,6 +550,15 @@ func TestUsageAndSecrets(t *testing.T) {
 	require.Equal(t, exitFailed, r.code)
 	require.Contains(t, r.stderr, `run "ackgap migrate up" to create it`)
 
+	// A file in a directory that does not exist: neither status nor
+	// migrate up can open it, and both say why.
+	for _, cmd := range [][]string{{"status"}, {"migrate", "up"}} {
+		r = c.run(append(cmd, "--dsn", "sqlite:"+filepath.Join(t.TempDir(), "no-such-dir", "x.db"))...)
+		require.Equal(t, exitFailed, r.code, "%v: %s", cmd, r.stderr)
+		require.Contains(t, r.stderr, "its directory", cmd)
+		require.NotContains(t, r.stderr, `run "ackgap migrate up"`, cmd)
+	}
+
 	r = c.run("status", "--dsn", testdb.URL(), "--schema", "no_such_schema_here")
 	require.Equal(t, exitFailed, r.code)
 	require.Contains(t, r.stderr, `no ackgap tables (prefix "ackgap_" in schema "no_such_schema_here"): run "ackgap migrate up" first, or check --schema and --prefix`)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -288,6 +289,10 @@ func (a *app) connect(ctx context.Context, create bool) (stores.Operator, func()
 		return nil, nil, err
 	}
 	if d == sqlite {
+		if _, err := os.Stat(filepath.Dir(path)); err != nil {
+			// Neither a read nor migrate up can open it: say why.
+			return nil, nil, failed(fmt.Errorf("sqlite database %s: its directory: %w (create the directory, or check the path)", path, err))
+		}
 		if !create {
 			if _, err := os.Stat(path); err != nil {
 				return nil, nil, failed(fmt.Errorf("sqlite database %s: %w (run \"ackgap migrate up\" to create it)", path, err))
