@@ -59,6 +59,7 @@ permanent.`,
 				case *ast.RangeStmt:
 					_, overChan := types.Unalias(pass.TypesInfo.TypeOf(loop.X)).Underlying().(*types.Chan)
 					kafkaSkips(pass, r, root, loop.Body, overChan)
+					kafkaSkipsThenCommits(pass, r, root, loop.Body, after[loop.Body])
 					watermillSkips(pass, r, root, loop.Body)
 				case *ast.ForStmt:
 					kafkaSkips(pass, r, root, loop.Body, false)
@@ -584,6 +585,50 @@ func kafkaSkips(pass *analysis.Pass, r *reporter, root *Root, loopBody *ast.Bloc
 			"a message whose %s fails is not acked but the loop goes on, and Kafka commits offsets, not messages: the next message's %s commits past it and it is never delivered again; %s",
 			workName, ack, fix))
 	})
+}
+
+// kafkaSkipsThenCommits reports, in a loop over a batch's records with no
+// ack of its own, a failed call whose branch skips to the next record
+// (continue) when a Kafka commit follows the loop: the commit of a later
+// record (or of the batch) passes over the failed one, which is never
+// delivered again (field trial, wave 15: apm-queue H1).
+func kafkaSkipsThenCommits(pass *analysis.Pass, r *reporter, root *Root, loopBody *ast.BlockStmt, tail []ast.Stmt) {
+	info := pass.TypesInfo
+	if len(tail) == 0 || kafkaAckIn(info, loopBody) != "" {
+		return
+	}
+	ack := kafkaAckIn(info, &ast.BlockStmt{List: tail})
+	if ack == "" {
+		return
+	}
+	loopStmts(loopBody, func(st, prev ast.Stmt, _ []ast.Stmt) {
+		ifs, work := failedWork(pass, st, prev)
+		if ifs == nil || !continues(ifs.Body) || sendsElsewhere(pass, ifs.Body) {
+			return
+		}
+		workName := types.ExprString(work.Fun)
+		r.report(ifs, SeverityOf(root.Name, workName), fmt.Sprintf(
+			"a record whose %s fails is skipped (continue), and the %s after the loop commits a later offset: Kafka commits offsets, not records, so the failed record is passed over and never delivered again; retry it in place, stop the batch at it and commit only the records before it, or dead-letter it explicitly",
+			workName, ack))
+	})
+}
+
+// continues reports whether body holds a continue of the enclosing loop
+// (not one inside a nested loop or function literal).
+func continues(body *ast.BlockStmt) bool {
+	found := false
+	ast.Inspect(body, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.FuncLit, *ast.ForStmt, *ast.RangeStmt:
+			return false
+		case *ast.BranchStmt:
+			if n.Tok == token.CONTINUE && n.Label == nil {
+				found = true
+			}
+		}
+		return !found
+	})
+	return found
 }
 
 // loopStmts calls visit for every statement of a loop body's blocks (not

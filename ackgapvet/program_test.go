@@ -114,16 +114,22 @@ func TestWholeProgramPathKinds(t *testing.T) {
 	require.Empty(t, per.Consumers, "the consumer map is a whole-program result")
 }
 
+// findingLines returns the lines of check's findings in file (see
+// findingsIn).
+func findingLines(rep *Report, file, check string) []int {
+	var lines []int
+	for _, f := range findingsIn(rep, file, check) {
+		lines = append(lines, f.Line)
+	}
+	return lines
+}
+
 // TestKqConstructorInAnotherPackage: a kq handler that main gets from a
 // constructor of another package returning kq.ConsumeHandler (its type
 // unexported) is a consumer, and its Consume is walked (Go-zero-IM's
 // NewMsgReadTransfer, wave 14).
 func TestKqConstructorInAnotherPackage(t *testing.T) {
-	rep := programReport(t, false)
-	var lines []int
-	for _, f := range findingsIn(rep, "mqs/mqs.go", "effect") {
-		lines = append(lines, f.Line)
-	}
+	lines := findingLines(programReport(t, false), "mqs/mqs.go", "effect")
 	require.Contains(t, lines, 31, "refundMq.Consume's Post: %+v", lines)
 }
 
@@ -132,11 +138,7 @@ func TestKqConstructorInAnotherPackage(t *testing.T) {
 // statement through an interface) and receives from it: the caller's work
 // is on the consumer's path (wave 14, go_url-shortener's StatService).
 func TestChannelPassedDown(t *testing.T) {
-	rep := programReport(t, false)
-	var lines []int
-	for _, f := range findingsIn(rep, "clicks/clicks.go", "idemkey") {
-		lines = append(lines, f.Line)
-	}
+	lines := findingLines(programReport(t, false), "clicks/clicks.go", "idemkey")
 	require.Contains(t, lines, 52, "the counter Start writes for Consume's events: %+v", lines)
 }
 
@@ -145,11 +147,7 @@ func TestChannelPassedDown(t *testing.T) {
 // method wrapper in SSA) and a closure whose parameter names differ from
 // the parameter type's.
 func TestFunctionValuesByShape(t *testing.T) {
-	rep := programReport(t, false)
-	var lines []int
-	for _, f := range findingsIn(rep, "methval/methval.go", "effect") {
-		lines = append(lines, f.Line)
-	}
+	lines := findingLines(programReport(t, false), "methval/methval.go", "effect")
 	require.Contains(t, lines, 55, "Store.Save through st.Save: %+v", lines)
 	require.Contains(t, lines, 63, "Notifier's closure through Work: %+v", lines)
 }

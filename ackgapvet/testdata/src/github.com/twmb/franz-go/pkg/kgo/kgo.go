@@ -9,6 +9,9 @@ type Fetches []Record
 
 func (f Fetches) EachRecord(fn func(*Record)) {}
 
+// Records returns every record of the fetches.
+func (f Fetches) Records() []*Record { return nil }
+
 type Client struct{}
 
 func NewClient(opts ...Opt) (*Client, error)                              { return &Client{}, nil }
