@@ -92,6 +92,9 @@ permanent.`,
 				}
 				return true
 			})
+			if node != root.Node {
+				returnsBeforeOwnCommit(pass, c, r, root, node, body)
+			}
 		}
 	})
 
@@ -611,6 +614,77 @@ func kafkaSkipsThenCommits(pass *analysis.Pass, r *reporter, root *Root, loopBod
 			"a record whose %s fails is skipped (continue), and the %s after the loop commits a later offset: Kafka commits offsets, not records, so the failed record is passed over and never delivered again; retry it in place, stop the batch at it and commit only the records before it, or dead-letter it explicitly",
 			workName, ack))
 	})
+}
+
+// returnsBeforeOwnCommit reports, in a function a Kafka consumer calls per
+// message (a handler the poll loop calls through a function value) that
+// commits the message itself and returns no error, a failed call whose
+// branch returns before that commit: the loop goes on, and the next
+// message's commit passes over the failed one (field trial, wave 15:
+// ros-ocp-backend H1).
+func returnsBeforeOwnCommit(pass *analysis.Pass, c *Consumers, r *reporter, root *Root, node ast.Node, body *ast.BlockStmt) {
+	switch root.Kind {
+	case KindConfluent, KindKafkaGo, KindFranz, KindSarama, KindSaramaCluster:
+	default:
+		return
+	}
+	if ft := funcType(node); ft == nil || ft.Results != nil && len(ft.Results.List) > 0 {
+		return // a result may carry the failure to the loop
+	}
+	info := pass.TypesInfo
+	for i, st := range body.List {
+		var prev ast.Stmt
+		if i > 0 {
+			prev = body.List[i-1]
+		}
+		ifs, work := failedWork(pass, st, prev)
+		if ifs == nil || !endsInReturn(ifs.Body) || sendsElsewhere(pass, ifs.Body) || kafkaCommitIn(c, info, ifs.Body.List) != "" {
+			continue
+		}
+		ack := kafkaCommitIn(c, info, body.List[i+1:])
+		if ack == "" {
+			continue
+		}
+		workName := types.ExprString(work.Fun)
+		r.report(ifs, SeverityOf(root.Name, workName), fmt.Sprintf(
+			"returns without committing when %s fails, and commits the message itself (%s) on success: the poll loop goes on, and Kafka commits offsets, not messages, so the next message's commit passes over this one and it is never delivered again; retry the work in place, or stop the consumer (return the error to a loop that stops), or dead-letter it explicitly",
+			workName, ack))
+		return
+	}
+}
+
+// kafkaCommitIn returns the Kafka commit in stmts (outside function
+// literals): a commit call, or a call of a function of this package whose
+// body makes one (commitKafkaMsg(msg, consumer)); "" if none.
+func kafkaCommitIn(c *Consumers, info *types.Info, stmts []ast.Stmt) string {
+	block := &ast.BlockStmt{List: stmts}
+	if ack := kafkaAckIn(info, block); ack != "" {
+		return ack
+	}
+	found := ""
+	ast.Inspect(block, func(m ast.Node) bool {
+		if _, ok := m.(*ast.FuncLit); ok || found != "" {
+			return false
+		}
+		if call, ok := m.(*ast.CallExpr); ok {
+			if fn := callee(info, call); fn != nil && c.decls[fn] != nil && c.decls[fn].Body != nil {
+				if ack := kafkaAckIn(info, c.decls[fn].Body); ack != "" {
+					found = ack + " in " + fn.Name()
+				}
+			}
+		}
+		return found == ""
+	})
+	return found
+}
+
+// endsInReturn reports whether body's last statement is a return.
+func endsInReturn(body *ast.BlockStmt) bool {
+	if len(body.List) == 0 {
+		return false
+	}
+	_, ok := body.List[len(body.List)-1].(*ast.ReturnStmt)
+	return ok
 }
 
 // continues reports whether body holds a continue of the enclosing loop

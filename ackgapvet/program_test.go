@@ -142,6 +142,15 @@ func TestChannelPassedDown(t *testing.T) {
 	require.Contains(t, lines, 52, "the counter Start writes for Consume's events: %+v", lines)
 }
 
+// TestHandlerCommitsItself: a handler the poll loop calls through a
+// function value, which commits the message itself (through a helper) and
+// returns early when its write fails, loses the message: the next
+// message's commit passes over it (wave 15, ros-ocp-backend H1).
+func TestHandlerCommitsItself(t *testing.T) {
+	lines := findingLines(programReport(t, false), "recs/recs.go", "errack")
+	require.Contains(t, lines, 34, "the failed write's branch: %+v", lines)
+}
+
 // TestFunctionValuesByShape: a loop that calls its work through a
 // function-typed parameter reaches a method value passed to it (a bound
 // method wrapper in SSA) and a closure whose parameter names differ from
@@ -199,7 +208,7 @@ func TestConsumerMap(t *testing.T) {
 	for _, c := range rep.Consumers {
 		byName[c.Name] = c
 	}
-	require.Len(t, byName, 36, "%+v", rep.Consumers)
+	require.Len(t, byName, 37, "%+v", rep.Consumers)
 
 	// A receive loop that the call graph reaches from another consumer (a
 	// fallback source behind an interface) and whose acks are closures it

@@ -3,6 +3,7 @@ module example.com/program
 go 1.26
 
 require (
+	github.com/confluentinc/confluent-kafka-go/v2 v2.0.0
 	github.com/ThreeDotsLabs/watermill v1.5.2
 	github.com/aws/aws-sdk-go-v2 v1.0.0
 	github.com/segmentio/kafka-go v0.4.0
@@ -22,3 +23,5 @@ replace github.com/segmentio/kafka-go => ../src/github.com/segmentio/kafka-go
 replace golang.org/x/sync => ../src/golang.org/x/sync
 
 replace go.opentelemetry.io/otel => ../src/go.opentelemetry.io/otel
+
+replace github.com/confluentinc/confluent-kafka-go/v2 => ../src/github.com/confluentinc/confluent-kafka-go/v2

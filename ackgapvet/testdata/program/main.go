@@ -31,6 +31,7 @@ import (
 	"example.com/program/notify"
 	"example.com/program/orders"
 	"example.com/program/poller"
+	"example.com/program/recs"
 	"example.com/program/sources"
 	"example.com/program/spanbus"
 	"example.com/program/surface"
@@ -92,6 +93,7 @@ func main() {
 	poller.Poll(context.Background(), &sqs.Client{}, "https://sqs.example/q", &ledger.Ledger{C: c})
 	go deletefirst.RunActions(context.Background(), &sqs.Client{}, "https://sqs.example/actions", c)
 	go generic.New[string](&sqs.Client{}, "https://sqs.example/hooks", c).Start(context.Background())
+	go recs.RunPoller(nil)
 	// Blocks in main: Start is no goroutine of its own.
 	_ = (&clicks.StatService{Sub: &clicks.Subscriber{R: kafka.NewReader(kafka.ReaderConfig{GroupID: "stats"})}}).Start(context.Background())
 }

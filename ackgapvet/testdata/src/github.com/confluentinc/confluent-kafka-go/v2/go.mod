@@ -1,0 +1,3 @@
+module github.com/confluentinc/confluent-kafka-go/v2
+
+go 1.22
