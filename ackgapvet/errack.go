@@ -632,25 +632,57 @@ func returnsBeforeOwnCommit(pass *analysis.Pass, c *Consumers, r *reporter, root
 		return // a result may carry the failure to the loop
 	}
 	info := pass.TypesInfo
-	for i, st := range body.List {
-		var prev ast.Stmt
-		if i > 0 {
-			prev = body.List[i-1]
+	done := false
+	ast.Inspect(body, func(m ast.Node) bool {
+		switch m.(type) {
+		case *ast.FuncLit, *ast.ForStmt, *ast.RangeStmt:
+			return false // their own functions; a loop's skips are kafkaSkips'
 		}
-		ifs, work := failedWork(pass, st, prev)
-		if ifs == nil || !endsInReturn(ifs.Body) || sendsElsewhere(pass, ifs.Body) || kafkaCommitIn(c, info, ifs.Body.List) != "" {
-			continue
+		block, ok := stmtBlock(m)
+		if !ok || done {
+			return !done
 		}
-		ack := kafkaCommitIn(c, info, body.List[i+1:])
-		if ack == "" {
-			continue
+		for i, st := range block.List {
+			var prev ast.Stmt
+			if i > 0 {
+				prev = block.List[i-1]
+			}
+			ifs, work := failedWork(pass, st, prev)
+			if ifs == nil || !endsInReturn(ifs.Body) || sendsElsewhere(pass, ifs.Body) || kafkaCommitIn(c, info, ifs.Body.List) != "" {
+				continue
+			}
+			ack := kafkaCommitAfter(c, info, body, ifs.End())
+			if ack == "" {
+				continue
+			}
+			workName := types.ExprString(work.Fun)
+			r.report(ifs, SeverityOf(root.Name, workName), fmt.Sprintf(
+				"returns without committing when %s fails, and commits the message itself (%s) on success: the poll loop goes on, and Kafka commits offsets, not messages, so the next message's commit passes over this one and it is never delivered again; retry the work in place, or stop the consumer (return the error to a loop that stops), or dead-letter it explicitly",
+				workName, ack))
+			done = true
+			return false
 		}
-		workName := types.ExprString(work.Fun)
-		r.report(ifs, SeverityOf(root.Name, workName), fmt.Sprintf(
-			"returns without committing when %s fails, and commits the message itself (%s) on success: the poll loop goes on, and Kafka commits offsets, not messages, so the next message's commit passes over this one and it is never delivered again; retry the work in place, or stop the consumer (return the error to a loop that stops), or dead-letter it explicitly",
-			workName, ack))
-		return
-	}
+		return true
+	})
+}
+
+// kafkaCommitAfter returns the first Kafka commit in body (see
+// kafkaCommitIn) that comes after pos, or "".
+func kafkaCommitAfter(c *Consumers, info *types.Info, body *ast.BlockStmt, pos token.Pos) string {
+	found := ""
+	ast.Inspect(body, func(m ast.Node) bool {
+		if _, ok := m.(*ast.FuncLit); ok || found != "" {
+			return false
+		}
+		if st, ok := m.(ast.Stmt); ok && st.Pos() > pos {
+			if _, isBlock := st.(*ast.BlockStmt); !isBlock {
+				found = kafkaCommitIn(c, info, []ast.Stmt{st})
+				return false
+			}
+		}
+		return true
+	})
+	return found
 }
 
 // kafkaCommitIn returns the Kafka commit in stmts (outside function
