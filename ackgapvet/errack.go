@@ -633,36 +633,24 @@ func returnsBeforeOwnCommit(pass *analysis.Pass, c *Consumers, r *reporter, root
 	}
 	info := pass.TypesInfo
 	done := false
-	ast.Inspect(body, func(m ast.Node) bool {
-		switch m.(type) {
-		case *ast.FuncLit, *ast.ForStmt, *ast.RangeStmt:
-			return false // their own functions; a loop's skips are kafkaSkips'
+	// The function's own blocks: a loop's skips are kafkaSkips'.
+	loopStmts(body, func(st, prev ast.Stmt, _ []ast.Stmt) {
+		if done {
+			return
 		}
-		block, ok := stmtBlock(m)
-		if !ok || done {
-			return !done
+		ifs, work := failedWork(pass, st, prev)
+		if ifs == nil || !endsInReturn(ifs.Body) || sendsElsewhere(pass, ifs.Body) || kafkaCommitIn(c, info, ifs.Body.List) != "" {
+			return
 		}
-		for i, st := range block.List {
-			var prev ast.Stmt
-			if i > 0 {
-				prev = block.List[i-1]
-			}
-			ifs, work := failedWork(pass, st, prev)
-			if ifs == nil || !endsInReturn(ifs.Body) || sendsElsewhere(pass, ifs.Body) || kafkaCommitIn(c, info, ifs.Body.List) != "" {
-				continue
-			}
-			ack := kafkaCommitAfter(c, info, body, ifs.End())
-			if ack == "" {
-				continue
-			}
-			workName := types.ExprString(work.Fun)
-			r.report(ifs, SeverityOf(root.Name, workName), fmt.Sprintf(
-				"returns without committing when %s fails, and commits the message itself (%s) on success: the poll loop goes on, and Kafka commits offsets, not messages, so the next message's commit passes over this one and it is never delivered again; retry the work in place, or stop the consumer (return the error to a loop that stops), or dead-letter it explicitly",
-				workName, ack))
-			done = true
-			return false
+		ack := kafkaCommitAfter(c, info, body, ifs.End())
+		if ack == "" {
+			return
 		}
-		return true
+		workName := types.ExprString(work.Fun)
+		r.report(ifs, SeverityOf(root.Name, workName), fmt.Sprintf(
+			"returns without committing when %s fails, and commits the message itself (%s) on success: the poll loop goes on, and Kafka commits offsets, not messages, so the next message's commit passes over this one and it is never delivered again; retry the work in place, or stop the consumer (return the error to a loop that stops), or dead-letter it explicitly",
+			workName, ack))
+		done = true
 	})
 }
 
@@ -737,9 +725,10 @@ func continues(body *ast.BlockStmt) bool {
 	return found
 }
 
-// loopStmts calls visit for every statement of a loop body's blocks (not
-// those of nested loops or function literals), with the statement before
-// it in its block (nil for the first) and those after it.
+// loopStmts calls visit for every statement of a loop body's blocks (or a
+// function body's; not those of nested loops or function literals), with
+// the statement before it in its block (nil for the first) and those after
+// it.
 func loopStmts(loopBody *ast.BlockStmt, visit func(st, prev ast.Stmt, rest []ast.Stmt)) {
 	ast.Inspect(loopBody, func(m ast.Node) bool {
 		switch m.(type) {
