@@ -703,7 +703,10 @@ func (sub *parallelSub) stop() error {
 // group's next member, whose inbox skips what was applied.
 //
 // [Subscriber], [ParallelSubscriber] and [BatchConsumer] log it once per
-// partition whose acked records are not all confirmed committed. Fields: partition,
+// partition whose acked records are not all confirmed committed, or, when
+// every acked record was committed and only the group leave did not
+// finish, once with partition -1 and committed and watermark -1 (nothing
+// to replay). Fields: partition,
 // committed (the highest offset the coordinator accepted from this
 // subscriber: the replay starts there, or lower; -1: none), watermark (the
 // lowest offset not acked: the records from committed up to it were acked
@@ -730,6 +733,7 @@ func (sub *parallelSub) giveUp() {
 	}
 	sub.mu.Unlock()
 	keys := slices.SortedFunc(maps.Keys(wms), func(a, b partitionKey) int { return int(a.partition - b.partition) })
+	logged := false
 	for _, k := range keys {
 		committed, ok := sub.accepted.get(k)
 		if !ok {
@@ -740,6 +744,14 @@ func (sub *parallelSub) giveUp() {
 		}
 		sub.logger.Error(LogStopGaveUp, ErrCloseTimedOut, watermill.LogFields{
 			"partition": k.partition, "committed": committed, "watermark": wms[k],
+			"leave_timeout": sub.cfg.LeaveTimeout.String()})
+		logged = true
+	}
+	if !logged {
+		// Every acked record is committed; the leave did not finish. A stop
+		// that gave up still says so, once.
+		sub.logger.Error(LogStopGaveUp, ErrCloseTimedOut, watermill.LogFields{
+			"partition": -1, "committed": -1, "watermark": -1,
 			"leave_timeout": sub.cfg.LeaveTimeout.String()})
 	}
 	// Sarama's calls in flight fail once their connections are closed;

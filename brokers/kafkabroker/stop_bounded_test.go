@@ -197,7 +197,7 @@ func TestBatchConsumerCloseBoundedBrokerPaused(t *testing.T) {
 	require.ErrorIs(t, closeErr, kafkabroker.ErrCloseTimedOut, "a stop that gave up says so")
 	gaveUp := logs.records(t, kafkabroker.LogStopGaveUp)
 	t.Logf("gave up: %v", gaveUp)
-	require.NotEmpty(t, gaveUp, "the log says what was not committed")
+	require.NotEmpty(t, gaveUp, "the log says the stop gave up (per partition what was not committed, or partition -1 when only the leave did not finish)")
 
 	broker.resume()
 	consumeAll(t, b, broker.brokers(), topic, group)
