@@ -208,7 +208,7 @@ func TestConsumerMap(t *testing.T) {
 	for _, c := range rep.Consumers {
 		byName[c.Name] = c
 	}
-	require.Len(t, byName, 37, "%+v", rep.Consumers)
+	require.Len(t, byName, 38, "%+v", rep.Consumers)
 
 	// A receive loop that the call graph reaches from another consumer (a
 	// fallback source behind an interface) and whose acks are closures it
@@ -221,6 +221,16 @@ func TestConsumerMap(t *testing.T) {
 	// reaches only its own.
 	require.Len(t, byName["Loud"].Effects, 1, "%+v", byName["Loud"])
 	require.Empty(t, byName["Quiet"].Effects, "Quiet does not reach Loud's closure: %+v", byName["Quiet"])
+
+	// A consumer base in a module that go.mod replaces with a local
+	// directory of the same owner (a monorepo's shared module) is the
+	// program's own consumer; the service's handler is on its path.
+	base := byName["Base.Run"]
+	require.Equal(t, KindKafkaGo, base.Kind, "%+v", rep.Consumers)
+	require.True(t, strings.HasSuffix(filepath.ToSlash(base.File), "testdata/programshared/consumer/consumer.go"), base.File)
+	require.Len(t, base.Effects, 1, "%+v", base)
+	require.Equal(t, []string{"consumer.Base.Run", "viabase.Shipper.Handle"}, base.Effects[0].Path)
+	require.Len(t, findingsIn(rep, "viabase/viabase.go", "effect"), 1, "the booking repeats on a redelivery")
 
 	h := byName["Handle"]
 	require.Equal(t, KindWatermill, h.Kind)

@@ -506,7 +506,10 @@ func dropForwards(fs []Finding, consumers []Consumer) []Finding {
 // the packages they match import, directly or not: the whole-program mode
 // type-checks them from source so that a consumer is followed into them (a
 // handler's effect in a client package of the same module), and reports the
-// findings it meets there.
+// findings it meets there. A module that go.mod replaces with a local
+// directory and that has the main module's owner (see [ownModule]) counts as
+// the main module: a monorepo's shared module (a consumer base type every
+// service embeds) is the repository's own code.
 func withModulePackages(dir string, env []string, tests bool, patterns []string) ([]string, error) {
 	pkgs, err := packages.Load(&packages.Config{
 		Mode:  packages.NeedName | packages.NeedImports | packages.NeedDeps | packages.NeedModule,
@@ -520,13 +523,43 @@ func withModulePackages(dir string, env []string, tests bool, patterns []string)
 	out := slices.Clone(patterns)
 	seen := map[string]bool{}
 	packages.Visit(pkgs, nil, func(p *packages.Package) {
-		if p.Module != nil && p.Module.Main && !seen[p.PkgPath] && !strings.HasSuffix(p.PkgPath, ".test") && p.PkgPath != "" {
+		if p.Module != nil && (p.Module.Main || ownModule(pkgs, p.Module)) && !seen[p.PkgPath] && !strings.HasSuffix(p.PkgPath, ".test") && p.PkgPath != "" {
 			seen[p.PkgPath] = true
 			out = append(out, p.PkgPath)
 		}
 	})
 	return out, nil
 }
+
+// ownModule reports whether m is replaced by a local directory (a replace
+// directive with a file path, go.mod's "replace x => ../x") and its module
+// path has the host of a main module's path and, on a shared code host
+// (github.com, gitlab.com, bitbucket.org, codeberg.org, gitee.com), its
+// owner too. A local copy of another owner's library (a patched Sarama)
+// stays that library: the checks know libraries by import path.
+func ownModule(pkgs []*packages.Package, m *packages.Module) bool {
+	if m.Replace == nil || m.Replace.Version != "" || m.Replace.Path == "" {
+		return false
+	}
+	prefix := func(path string) string {
+		parts := strings.SplitN(path, "/", 3)
+		switch {
+		case len(parts) >= 2 && sharedHosts[parts[0]]:
+			return parts[0] + "/" + parts[1] + "/"
+		default:
+			return parts[0] + "/"
+		}
+	}
+	for _, p := range pkgs {
+		if p.Module != nil && p.Module.Main && strings.HasPrefix(m.Path+"/", prefix(p.Module.Path)) {
+			return true
+		}
+	}
+	return false
+}
+
+// sharedHosts are code hosts whose first path element is an owner.
+var sharedHosts = map[string]bool{"github.com": true, "gitlab.com": true, "bitbucket.org": true, "codeberg.org": true, "gitee.com": true}
 
 // programOf finds the entry points of pkgs (the per-package analysis, run
 // once for them alone) and builds the whole program's call graph from them.

@@ -7,6 +7,7 @@ require (
 	github.com/ThreeDotsLabs/watermill v1.5.2
 	github.com/aws/aws-sdk-go-v2 v1.0.0
 	github.com/segmentio/kafka-go v0.4.0
+	example.com/programshared v0.0.0
 	github.com/zeromicro/go-queue v1.0.0
 	go.opentelemetry.io/otel v1.0.0
 	golang.org/x/sync v0.0.0
@@ -25,3 +26,5 @@ replace golang.org/x/sync => ../src/golang.org/x/sync
 replace go.opentelemetry.io/otel => ../src/go.opentelemetry.io/otel
 
 replace github.com/confluentinc/confluent-kafka-go/v2 => ../src/github.com/confluentinc/confluent-kafka-go/v2
+
+replace example.com/programshared => ../programshared

@@ -37,6 +37,8 @@ import (
 	"example.com/program/surface"
 	"example.com/program/swallow"
 	"example.com/program/twochans"
+	"example.com/program/viabase"
+	"example.com/programshared/consumer"
 )
 
 func main() {
@@ -47,6 +49,7 @@ func main() {
 	pool := &gen.Pool{Jobs: make(chan gen.Job), C: c}
 	pool.Start(nil)
 	go pool.Consume(context.Background(), kafka.NewReader(kafka.ReaderConfig{}))
+	go (&consumer.Base{R: kafka.NewReader(kafka.ReaderConfig{}), H: &viabase.Shipper{C: c}}).Run(context.Background())
 	go multiface.ConsumeNested(context.Background(), kafka.NewReader(kafka.ReaderConfig{}), &multiface.Executor{})
 	go multiface.ConsumeWrapped(context.Background(), kafka.NewReader(kafka.ReaderConfig{}), &multiface.Executor{})
 	go (&kworker.Worker{Q: kqueue.New(), C: c}).Run(context.Background())
