@@ -56,6 +56,14 @@ const (
 	// receiving once): one client over SQS, Kafka, Google Pub/Sub, Azure
 	// Service Bus, NATS and RabbitMQ, whose (*Message).Ack is the ack.
 	KindGoCDK = "Go CDK pubsub receive loop"
+	// KindMsgChan is a function that ranges over (or receives from) a
+	// receive-only channel a library returns whose messages ack themselves:
+	// the element type, declared outside the checked package, has an
+	// Ack() or Done() method (no parameters but variadic options) and
+	// carries the payload (a method or field giving []byte), as
+	// nytimes/gizmo's SubscriberMessage (Message, Done) does. The loop
+	// acks each message with that method.
+	KindMsgChan = "message channel loop"
 	// KindEntry is a function declared an entry point by name (the
 	// -entry flag, [RunConfig].Entries or the entries of [ConfigFile]).
 	KindEntry = "declared entry point"
@@ -292,11 +300,15 @@ func (c *Consumers) moreRoots(n ast.Node, stack []ast.Node, addRoot func(kind, n
 		// for msg := range messages, messages from Subscribe.
 		if isWatermillMsgChan(info.TypeOf(n.X)) {
 			c.receiveRoot(KindWatermillSub, stack, addRoot)
+		} else if c.isAckableMsgChan(info.TypeOf(n.X)) {
+			c.receiveRoot(KindMsgChan, stack, addRoot)
 		}
 	case *ast.UnaryExpr:
 		// msg := <-messages (in a for or select loop).
 		if n.Op == token.ARROW && isWatermillMsgChan(info.TypeOf(n.X)) {
 			c.receiveRoot(KindWatermillSub, stack, addRoot)
+		} else if n.Op == token.ARROW && c.isAckableMsgChan(info.TypeOf(n.X)) {
+			c.receiveRoot(KindMsgChan, stack, addRoot)
 		}
 	case *ast.CallExpr:
 		fn := callee(info, n)
@@ -795,6 +807,83 @@ func isWatermillMsgChan(t types.Type) bool {
 	}
 	p, ok := ch.Elem().(*types.Pointer)
 	return ok && isNamed(p.Elem(), pathWatermill+"/message", "Message")
+}
+
+// isAckableMsgChan reports whether t is a receive-only channel (what a
+// library's subscribe call returns) of messages that ack themselves (see
+// [KindMsgChan]), their type declared outside the checked package.
+func (c *Consumers) isAckableMsgChan(t types.Type) bool {
+	if t == nil {
+		return false
+	}
+	ch, ok := t.Underlying().(*types.Chan)
+	if !ok || ch.Dir() != types.RecvOnly {
+		return false
+	}
+	elem := ch.Elem()
+	if p, ok := elem.(*types.Pointer); ok {
+		elem = p.Elem()
+	}
+	named, ok := types.Unalias(elem).(*types.Named)
+	if !ok || named.Obj().Pkg() == nil || named.Obj().Pkg() == c.pass.Pkg {
+		return false
+	}
+	return selfAckMethod(ch.Elem()) != nil && carriesPayload(ch.Elem())
+}
+
+// selfAckMethod returns the Ack or Done method of a message type t (or
+// *t): no parameters but variadic options, no result or an error; nil if
+// t has none.
+func selfAckMethod(t types.Type) *types.Func {
+	ms := types.NewMethodSet(t)
+	if _, isPtr := t.(*types.Pointer); !isPtr && !types.IsInterface(t) {
+		ms = types.NewMethodSet(types.NewPointer(t))
+	}
+	for _, name := range []string{"Ack", "Done"} {
+		sel := lookupMethod(ms, name)
+		if sel == nil {
+			continue
+		}
+		fn := sel.Obj().(*types.Func)
+		sig := fn.Type().(*types.Signature)
+		params := sig.Params().Len()
+		if sig.Variadic() {
+			params--
+		}
+		res := sig.Results()
+		if params == 0 && (res.Len() == 0 || res.Len() == 1 && types.Identical(res.At(0).Type(), types.Universe.Lookup("error").Type())) {
+			return fn
+		}
+	}
+	return nil
+}
+
+// carriesPayload reports whether a message type t (or *t) gives its body:
+// a method with no parameters returning []byte, or a []byte field.
+func carriesPayload(t types.Type) bool {
+	bytes := types.NewSlice(types.Typ[types.Byte])
+	ms := types.NewMethodSet(t)
+	if _, isPtr := t.(*types.Pointer); !isPtr && !types.IsInterface(t) {
+		ms = types.NewMethodSet(types.NewPointer(t))
+	}
+	for sel := range ms.Methods() {
+		sig := sel.Obj().Type().(*types.Signature)
+		if sig.Params().Len() == 0 && sig.Results().Len() >= 1 && types.Identical(sig.Results().At(0).Type(), bytes) {
+			return true
+		}
+	}
+	u := t
+	if p, ok := u.(*types.Pointer); ok {
+		u = p.Elem()
+	}
+	if st, ok := u.Underlying().(*types.Struct); ok {
+		for f := range st.Fields() {
+			if types.Identical(f.Type(), bytes) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // recordsParamKind is the root kind of a handler signature one of whose

@@ -28,7 +28,9 @@ it as well: offsets are committed, not messages, so the next message's mark
 commits past it. So does an ack after an HTTP
 request whose response status the function never reads (a 500 or 429 taken
 for success), or a branch on a failed status that returns no error where a
-nil return acks. In the whole-program mode, a function below a receive loop
+nil return acks. Under an auto-commit (librdkafka's defaults with no
+commit on the walk; kafka-go's ReadMessage), a failure only logged is
+committed all the same. In the whole-program mode, a function below a receive loop
 that commits on its nil result acks on nil as well: a failed write turned
 into a nil return there, an error branch that falls through to a nil
 return, or an error overwritten before it is returned, is reported. Errors from decoding the
@@ -196,6 +198,17 @@ func checkErrAck(pass *analysis.Pass, c *Consumers, r *reporter, root *Root, ifs
 	if sendsElsewhere(pass, ifs.Body) {
 		return
 	}
+	if strings.HasPrefix(acker, autoCommitPrefix) {
+		// Offsets committed in the background: returning the error helps
+		// only where the caller stops on it; a failure dropped here is
+		// committed past.
+		if always && (isWork(pass, c, work) || dynamicCall(info, work)) && !returnsErrorValue(ifs.Body) && !stopsLoop(ifs.Body) && !(inNode(root.Node, ifs) && hasReturn(ifs.Body)) {
+			r.report(ifs, SeverityOf(names...), fmt.Sprintf(
+				"when %s fails (line %d) the message is dropped (the failure is only logged), and %s commits its offset all the same: a transient failure (a timeout, a busy database) loses it, not only a crash; retry the work until it succeeds, or turn the auto-commit off and commit after the work, stopping (or seeking back) on a failure",
+				workName, line, acker))
+		}
+		return
+	}
 	for _, st := range ifs.Body.List {
 		if call := topCall(st); call != nil {
 			if ack := ackOf(info, call); ack != "" {
@@ -278,6 +291,44 @@ func checkErrAck(pass *analysis.Pass, c *Consumers, r *reporter, root *Root, ifs
 			return
 		}
 	}
+}
+
+// inNode reports whether n is inside the syntax of fn.
+func inNode(fn, n ast.Node) bool { return fn.Pos() <= n.Pos() && n.End() <= fn.End() }
+
+// hasReturn reports whether body has a return statement outside function
+// literals.
+func hasReturn(body *ast.BlockStmt) bool {
+	found := false
+	ast.Inspect(body, func(n ast.Node) bool {
+		switch n.(type) {
+		case *ast.FuncLit:
+			return false
+		case *ast.ReturnStmt:
+			found = true
+		}
+		return !found
+	})
+	return found
+}
+
+// stopsLoop reports whether body leaves a receive loop for good: a break
+// or goto, a return of an error, a panic, os.Exit or a Fatal log.
+func stopsLoop(body *ast.BlockStmt) bool {
+	stops := false
+	ast.Inspect(body, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.FuncLit:
+			return false
+		case *ast.BranchStmt:
+			stops = stops || n.Tok == token.BREAK || n.Tok == token.GOTO
+		case *ast.CallExpr:
+			name := types.ExprString(n.Fun)
+			stops = stops || name == "panic" || name == "os.Exit" || strings.Contains(name, "Fatal") || strings.Contains(name, "Panic")
+		}
+		return !stops
+	})
+	return stops
 }
 
 func isLambda(kind string) bool {

@@ -4,6 +4,7 @@ import (
 	"go/ast"
 	"go/token"
 	"go/types"
+	"strings"
 
 	"golang.org/x/tools/go/ssa"
 )
@@ -35,6 +36,10 @@ func (w *wholeProgram) nilAcks(rw *rootWalk) (out map[*ssa.Function]string, alwa
 	always = map[*ssa.Function]bool{}
 	if returnAcks(rw.root.Kind) {
 		out[rw.entry] = rw.root.Name
+	}
+	autoAcker := w.autoCommitAcker(rw)
+	if autoAcker != "" {
+		out[rw.entry], always[rw.entry] = autoAcker, true
 	}
 	for _, fn := range rw.order {
 		if fn == rw.entry || !w.inApp(fn) || isWrapper(fn) {
@@ -78,9 +83,97 @@ func (w *wholeProgram) nilAcks(rw *rootWalk) (out map[*ssa.Function]string, alwa
 			out[fn] = shortName(p)
 		case discarded(stack) && w.acks(info, after(stack), 2):
 			out[fn], always[fn] = shortName(p), true
+		case autoAcker != "" && p == rw.entry && (discarded(stack) || onlyLogged(info, stack)):
+			out[fn], always[fn] = autoAcker, true
 		}
 	}
 	return out, always
+}
+
+// autoCommitPrefix starts the acker of a loop whose offsets are committed
+// in the background (see autoCommitAcker); errack's fix for it differs.
+const autoCommitPrefix = "the auto-commit"
+
+// autoCommitAcker names the background commit of an entry point whose
+// offsets are committed whatever its work does, "" for others: a
+// confluent-kafka-go poll loop with no commit or offset store anywhere on
+// its walk (librdkafka's enable.auto.commit and enable.auto.offset.store,
+// both on by default, commit every offset Poll returned), and a kafka-go
+// loop that reads with ReadMessage and never commits (with a GroupID it
+// commits as it returns). A function the loop calls whose failure is
+// dropped there is acked all the same: only a crash stops the commit.
+func (w *wholeProgram) autoCommitAcker(rw *rootWalk) string {
+	var what string
+	switch rw.root.Kind {
+	case KindConfluent:
+		what = autoCommitPrefix + " of librdkafka (enable.auto.commit, on by default, commits every offset Poll returned)"
+	case KindKafkaGo:
+		what = autoCommitPrefix + " of kafka-go's ReadMessage (with a GroupID it commits the offset as it returns)"
+	default:
+		return ""
+	}
+	reads := false
+	for _, fn := range rw.order {
+		if !w.inApp(fn) || fn.Pkg == nil {
+			continue
+		}
+		body := funcBody(fn.Syntax())
+		p := w.info[fn.Pkg.Pkg]
+		if body == nil || p == nil || p.TypesInfo == nil {
+			continue
+		}
+		acked := false
+		ast.Inspect(body, func(n ast.Node) bool {
+			c, ok := n.(*ast.CallExpr)
+			if !ok || acked {
+				return !acked
+			}
+			if ackOf(p.TypesInfo, c) != "" {
+				acked = true
+			}
+			if f := callee(p.TypesInfo, c); f != nil && funcPath(f) == pathKafkaGo && f.Name() == "ReadMessage" {
+				reads = true
+			}
+			return !acked
+		})
+		if acked {
+			return ""
+		}
+	}
+	if rw.root.Kind == KindKafkaGo && !reads {
+		return ""
+	}
+	return what
+}
+
+// onlyLogged reports whether the error of the call at the end of stack is
+// checked by a branch that does not leave the loop or the function (it
+// logs, counts, and the loop goes on to its next message).
+func onlyLogged(info *types.Info, stack []ast.Node) bool {
+	ifs, neq, _ := errCheck(info, stack)
+	if ifs == nil || !neq {
+		return false
+	}
+	leavesLoop := false
+	ast.Inspect(ifs.Body, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.FuncLit:
+			return false
+		case *ast.ReturnStmt:
+			leavesLoop = true
+		case *ast.BranchStmt:
+			if n.Tok == token.BREAK || n.Tok == token.GOTO {
+				leavesLoop = true
+			}
+		case *ast.CallExpr:
+			name := types.ExprString(n.Fun)
+			if name == "panic" || name == "os.Exit" || strings.Contains(name, "Fatal") || strings.Contains(name, "Panic") {
+				leavesLoop = true
+			}
+		}
+		return !leavesLoop
+	})
+	return !leavesLoop
 }
 
 // discarded reports whether the call at the end of stack is a statement of

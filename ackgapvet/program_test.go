@@ -151,6 +151,38 @@ func TestHandlerCommitsItself(t *testing.T) {
 	require.Contains(t, lines, 34, "the failed write's branch: %+v", lines)
 }
 
+// TestAutoCommitDropsFailure: under an auto-commit (librdkafka's
+// defaults; kafka-go's ReadMessage with a GroupID) a failure that the
+// handler or the loop only logs is committed past, a loss on every
+// transient failure and not only on a crash (wave 15, payload-tracker-go
+// H1, sources-api-go H1). A loop that ends the process on the failure is
+// not reported by errack.
+func TestAutoCommitDropsFailure(t *testing.T) {
+	rep := programReport(t, false)
+	require.ElementsMatch(t, []int{35, 54}, findingLines(rep, "autolog/autolog.go", "errack"))
+	for _, f := range findingsIn(rep, "autolog/autolog.go", "errack") {
+		require.Contains(t, f.Message, "the auto-commit of", f.Message)
+	}
+}
+
+// TestMessageChannelLoop: a loop over a library's receive-only channel of
+// messages that ack themselves (Done or Ack, and a []byte payload) is a
+// consumer, its Done the ack (wave 15, gizmo's sqs-sub example).
+func TestMessageChannelLoop(t *testing.T) {
+	rep := programReport(t, false)
+	var loop *Consumer
+	for i, c := range rep.Consumers {
+		if strings.HasSuffix(c.File, "chanloop/chanloop.go") {
+			loop = &rep.Consumers[i]
+		}
+	}
+	require.NotNil(t, loop, "%+v", rep.Consumers)
+	require.Equal(t, KindMsgChan, loop.Kind)
+	require.NotEmpty(t, loop.Acks)
+	require.Equal(t, "acks with subs.SubscriberMessage.Done", loop.Acks[0].What)
+	require.Equal(t, []int{19, 23}, findingLines(rep, "chanloop/chanloop.go", "errack"), "the Done on the failed post, and the Done after an unread status")
+}
+
 // TestFunctionValuesByShape: a loop that calls its work through a
 // function-typed parameter reaches a method value passed to it (a bound
 // method wrapper in SSA) and a closure whose parameter names differ from
@@ -208,7 +240,7 @@ func TestConsumerMap(t *testing.T) {
 	for _, c := range rep.Consumers {
 		byName[c.Name] = c
 	}
-	require.Len(t, byName, 38, "%+v", rep.Consumers)
+	require.Len(t, byName, 42, "%+v", rep.Consumers)
 
 	// A receive loop that the call graph reaches from another consumer (a
 	// fallback source behind an interface) and whose acks are closures it

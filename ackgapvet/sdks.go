@@ -203,6 +203,12 @@ func ackOfMore(fn *types.Func) string {
 	if isKCL(funcPath(fn)) && name == "Checkpoint" {
 		return qualName(fn)
 	}
+	if sig, ok := fn.Type().(*types.Signature); ok && sig.Recv() != nil && (name == "Ack" || name == "Done") {
+		// A message that acks itself (see KindMsgChan).
+		if recv := sig.Recv().Type(); selfAckMethod(recv) != nil && carriesPayload(recv) {
+			return qualName(fn)
+		}
+	}
 	if kafkaAckName[name] && appKafkaMethod(fn) {
 		return qualName(fn)
 	}

@@ -1272,7 +1272,7 @@ func (w *wholeProgram) publish() (done func()) {
 			// name the path on which the work repeats.
 			if prev := pr.nodes[node]; prev == nil || prev.behindGuard && !behind[fn] {
 				pr.nodes[node] = &reached{root: rw.root, path: rw.path(fn), behindGuard: behind[fn]}
-				if fn != rw.entry {
+				if fn != rw.entry || strings.HasPrefix(acks[fn], autoCommitPrefix) {
 					pr.nodes[node].acker, pr.nodes[node].ackAlways = acks[fn], always[fn]
 				}
 			}

@@ -8,6 +8,7 @@ require (
 	github.com/aws/aws-sdk-go-v2 v1.0.0
 	github.com/segmentio/kafka-go v0.4.0
 	example.com/programshared v0.0.0
+	example.org/subs v0.0.0
 	github.com/zeromicro/go-queue v1.0.0
 	go.opentelemetry.io/otel v1.0.0
 	golang.org/x/sync v0.0.0
@@ -28,3 +29,5 @@ replace go.opentelemetry.io/otel => ../src/go.opentelemetry.io/otel
 replace github.com/confluentinc/confluent-kafka-go/v2 => ../src/github.com/confluentinc/confluent-kafka-go/v2
 
 replace example.com/programshared => ../programshared
+
+replace example.org/subs => ../src/example.org/subs

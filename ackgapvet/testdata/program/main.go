@@ -12,7 +12,9 @@ import (
 	"github.com/segmentio/kafka-go"
 	"github.com/zeromicro/go-queue/kq"
 
+	"example.com/program/autolog"
 	"example.com/program/bridge"
+	"example.com/program/chanloop"
 	"example.com/program/clicks"
 	"example.com/program/deepworker"
 	"example.com/program/deletefirst"
@@ -97,6 +99,11 @@ func main() {
 	go deletefirst.RunActions(context.Background(), &sqs.Client{}, "https://sqs.example/actions", c)
 	go generic.New[string](&sqs.Client{}, "https://sqs.example/hooks", c).Start(context.Background())
 	go recs.RunPoller(nil)
+	go (&autolog.Tracker{}).Run()
+	go chanloop.Notify(nil, c)
+	l := &autolog.Listener{R: kafka.NewReader(kafka.ReaderConfig{GroupID: "sources"})}
+	go l.Listen(context.Background())
+	go l.Strict(context.Background())
 	// Blocks in main: Start is no goroutine of its own.
 	_ = (&clicks.StatService{Sub: &clicks.Subscriber{R: kafka.NewReader(kafka.ReaderConfig{GroupID: "stats"})}}).Start(context.Background())
 }

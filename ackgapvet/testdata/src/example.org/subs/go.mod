@@ -1,0 +1,3 @@
+module example.org/subs
+
+go 1.26
