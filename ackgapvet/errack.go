@@ -81,6 +81,13 @@ permanent.`,
 					}
 					ifs, work := failedWork(pass, st, prev)
 					if ifs == nil {
+						// The check may come a few statements after the call
+						// (a timer read, a log line in between).
+						if at := errAssignedBefore(pass.TypesInfo, block.List, i); at != nil {
+							ifs, work = failedWork(pass, st, at)
+						}
+					}
+					if ifs == nil {
 						continue
 					}
 					rest := block.List[i+1:]
@@ -306,6 +313,62 @@ func hasReturn(body *ast.BlockStmt) bool {
 			return false
 		case *ast.ReturnStmt:
 			found = true
+		}
+		return !found
+	})
+	return found
+}
+
+// errAssignedBefore returns, for `if err != nil` at list[i] (no init), the
+// nearest statement before it in list that assigns err (`v, err := f()`),
+// when none of the statements in between writes err (inside a branch or a
+// loop too); nil otherwise.
+func errAssignedBefore(info *types.Info, list []ast.Stmt, i int) ast.Stmt {
+	ifs, ok := list[i].(*ast.IfStmt)
+	if !ok || ifs.Init != nil || i < 2 {
+		return nil
+	}
+	bin, ok := ast.Unparen(ifs.Cond).(*ast.BinaryExpr)
+	if !ok || bin.Op != token.NEQ {
+		return nil
+	}
+	id, ok := ast.Unparen(bin.X).(*ast.Ident)
+	if !ok {
+		return nil
+	}
+	errObj := info.Uses[id]
+	if errObj == nil || !isError(errObj.Type()) {
+		return nil
+	}
+	for j := i - 1; j >= 0; j-- {
+		if errAssigned(info, list[j], errObj) != nil {
+			return list[j]
+		}
+		if writes(info, list[j], errObj) {
+			return nil
+		}
+	}
+	return nil
+}
+
+// writes reports whether st assigns obj anywhere (outside function
+// literals).
+func writes(info *types.Info, st ast.Stmt, obj types.Object) bool {
+	found := false
+	ast.Inspect(st, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.FuncLit:
+			return false
+		case *ast.AssignStmt:
+			for _, l := range n.Lhs {
+				if id, ok := ast.Unparen(l).(*ast.Ident); ok && info.ObjectOf(id) == obj {
+					found = true
+				}
+			}
+		case *ast.UnaryExpr:
+			if id, ok := ast.Unparen(n.X).(*ast.Ident); ok && n.Op == token.AND && info.ObjectOf(id) == obj {
+				found = true // &err handed to a function
+			}
 		}
 		return !found
 	})

@@ -183,6 +183,14 @@ func TestMessageChannelLoop(t *testing.T) {
 	require.Equal(t, []int{19, 23}, findingLines(rep, "chanloop/chanloop.go", "errack"), "the Done on the failed post, and the Done after an unread status")
 }
 
+// TestErrorCheckedLater: a write's error read a few statements after the
+// call (a timer, a log line in between), in a handler whose result the
+// loop drops before its commit, is a failure the commit passes over
+// (wave 16, ccx-notification-writer H1).
+func TestErrorCheckedLater(t *testing.T) {
+	require.Equal(t, []int{41}, findingLines(programReport(t, false), "latecheck/latecheck.go", "errack"))
+}
+
 // TestFunctionValuesByShape: a loop that calls its work through a
 // function-typed parameter reaches a method value passed to it (a bound
 // method wrapper in SSA) and a closure whose parameter names differ from
@@ -240,7 +248,7 @@ func TestConsumerMap(t *testing.T) {
 	for _, c := range rep.Consumers {
 		byName[c.Name] = c
 	}
-	require.Len(t, byName, 42, "%+v", rep.Consumers)
+	require.Len(t, byName, 43, "%+v", rep.Consumers)
 
 	// A receive loop that the call graph reaches from another consumer (a
 	// fallback source behind an interface) and whose acks are closures it

@@ -26,6 +26,7 @@ import (
 	"example.com/program/kqueue"
 	"example.com/program/kworker"
 	"example.com/program/lake"
+	"example.com/program/latecheck"
 	"example.com/program/ledger"
 	"example.com/program/methval"
 	"example.com/program/mqs"
@@ -101,6 +102,7 @@ func main() {
 	go recs.RunPoller(nil)
 	go (&autolog.Tracker{}).Run()
 	go chanloop.Notify(nil, c)
+	go (&latecheck.Writer{R: kafka.NewReader(kafka.ReaderConfig{})}).Run(context.Background())
 	l := &autolog.Listener{R: kafka.NewReader(kafka.ReaderConfig{GroupID: "sources"})}
 	go l.Listen(context.Background())
 	go l.Strict(context.Background())
