@@ -226,6 +226,44 @@ func keyedOverwrite(path, op string) bool {
 	return false
 }
 
+// keyedWriteOf reports whether call is an AWS write by key (see
+// keyedOverwrite) through the SDK's client (v1 or v2) or an application's
+// interface over it (a method named after the operation taking its
+// *<Op>Input). It is no effect, since a repeat leaves the same state, but
+// it is work: when it fails, what the message should have stored is lost.
+func keyedWriteOf(info *types.Info, call *ast.CallExpr) bool {
+	fn := callee(info, call)
+	if fn == nil {
+		return false
+	}
+	path, recv := funcPath(fn), recvName(fn)
+	if strings.HasPrefix(path, pathAWSSvc) && recv == "Client" {
+		return keyedOverwrite(path, fn.Name())
+	}
+	if svc, ok := isAWSv1Client(fn); ok {
+		return keyedOverwrite(pathAWSSvc+svc, awsV1Op(fn.Name()))
+	}
+	sig, ok := fn.Type().(*types.Signature)
+	if !ok || strings.HasPrefix(path, "github.com/aws/") {
+		return false
+	}
+	op := awsV1Op(fn.Name())
+	for i := range sig.Params().Len() {
+		ptr, ok := types.Unalias(sig.Params().At(i).Type()).(*types.Pointer)
+		if !ok {
+			continue
+		}
+		named, ok := types.Unalias(ptr.Elem()).(*types.Named)
+		if !ok || named.Obj().Pkg() == nil || named.Obj().Name() != op+"Input" {
+			continue
+		}
+		p := named.Obj().Pkg().Path()
+		svc := strings.TrimPrefix(strings.TrimPrefix(p, pathAWSSvc), pathAWSv1Svc)
+		return svc != p && keyedOverwrite(pathAWSSvc+svc, op)
+	}
+	return false
+}
+
 // isGRPCClientMethod matches generated gRPC client stubs: a method whose last
 // parameter is ...grpc.CallOption.
 func isGRPCClientMethod(fn *types.Func) bool {

@@ -436,7 +436,7 @@ func dynamicCall(info *types.Info, call *ast.CallExpr) bool {
 // or through the functions it calls.
 func isWork(pass *analysis.Pass, c *Consumers, call *ast.CallExpr) bool {
 	w, _ := firstWork(pass, c, []ast.Stmt{&ast.ExprStmt{X: call}})
-	return w != "" || c.works(callee(pass.TypesInfo, call)) || c.program != nil && c.program.workSites[call.Lparen]
+	return w != "" || keyedWriteOf(pass.TypesInfo, call) || c.works(callee(pass.TypesInfo, call)) || c.program != nil && c.program.workSites[call.Lparen]
 }
 
 // returnsNoError returns the return statement that ends body when it

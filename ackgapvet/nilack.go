@@ -427,13 +427,13 @@ func (w *wholeProgram) acks(info *types.Info, stmts []ast.Stmt, depth int) bool 
 	return found
 }
 
-// doesWork returns the functions of rw that write to a database or make
-// an effect, in their own body or in a function they reach on the walk by a
-// call that waits for it (not a go statement or a channel hand-off), and
-// the calls below which they do.
+// doesWork returns the functions of rw that write to a database (an AWS
+// write by key too: see keyedWriteOf) or make an effect, in their own body
+// or in a function they reach on the walk by a call that waits for it (not
+// a go statement or a channel hand-off), and the calls below which they do.
 func (w *wholeProgram) doesWork(rw *rootWalk) (map[*ssa.Function]bool, map[token.Pos]*ssa.Function) {
 	return w.below(rw, func(info *types.Info, c *ast.CallExpr) bool {
-		return effectOf(info, c) != "" || dbWriteOf(info, c) != ""
+		return effectOf(info, c) != "" || dbWriteOf(info, c) != "" || keyedWriteOf(info, c)
 	})
 }
 

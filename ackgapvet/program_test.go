@@ -191,6 +191,16 @@ func TestErrorCheckedLater(t *testing.T) {
 	require.Equal(t, []int{41}, findingLines(programReport(t, false), "latecheck/latecheck.go", "errack"))
 }
 
+// TestFailedKeyedWrite: a DynamoDB PutItem (through the code's own
+// interface over the client) is no effect, a repeat leaves the same item,
+// but when it fails and the message is deleted all the same, what it
+// should have recorded is lost (wave 16, jit-runners H1).
+func TestFailedKeyedWrite(t *testing.T) {
+	rep := programReport(t, false)
+	require.Equal(t, []int{52}, findingLines(rep, "launcher/launcher.go", "errack"))
+	require.Empty(t, findingsIn(rep, "launcher/launcher.go", "effect"), "a write by key repeats harmlessly")
+}
+
 // TestFunctionValuesByShape: a loop that calls its work through a
 // function-typed parameter reaches a method value passed to it (a bound
 // method wrapper in SSA) and a closure whose parameter names differ from
@@ -248,7 +258,7 @@ func TestConsumerMap(t *testing.T) {
 	for _, c := range rep.Consumers {
 		byName[c.Name] = c
 	}
-	require.Len(t, byName, 43, "%+v", rep.Consumers)
+	require.Len(t, byName, 44, "%+v", rep.Consumers)
 
 	// A receive loop that the call graph reaches from another consumer (a
 	// fallback source behind an interface) and whose acks are closures it

@@ -27,6 +27,7 @@ import (
 	"example.com/program/kworker"
 	"example.com/program/lake"
 	"example.com/program/latecheck"
+	"example.com/program/launcher"
 	"example.com/program/ledger"
 	"example.com/program/methval"
 	"example.com/program/mqs"
@@ -102,6 +103,7 @@ func main() {
 	go recs.RunPoller(nil)
 	go (&autolog.Tracker{}).Run()
 	go chanloop.Notify(nil, c)
+	go (&launcher.Scaler{Store: &launcher.Store{}}).Run(context.Background())
 	go (&latecheck.Writer{R: kafka.NewReader(kafka.ReaderConfig{})}).Run(context.Background())
 	l := &autolog.Listener{R: kafka.NewReader(kafka.ReaderConfig{GroupID: "sources"})}
 	go l.Listen(context.Background())

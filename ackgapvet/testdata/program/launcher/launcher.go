@@ -1,0 +1,55 @@
+// Package launcher launches a runner per queued job and records it in
+// DynamoDB through interfaces of its own over the SDK clients (wave 16,
+// jit-runners' scale-up handler).
+package launcher
+
+import (
+	"context"
+	"log"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+)
+
+// DynamoAPI is the code's own interface over the DynamoDB client.
+type DynamoAPI interface {
+	PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
+}
+
+// Store records runners.
+type Store struct{ DB DynamoAPI }
+
+// Put records one runner by its job id (a write by key).
+func (s *Store) Put(ctx context.Context, job string) error {
+	_, err := s.DB.PutItem(ctx, &dynamodb.PutItemInput{Item: map[string]string{"job": job}})
+	return err
+}
+
+// Scaler consumes the job queue.
+type Scaler struct {
+	Q     *sqs.Client
+	URL   string
+	Store *Store
+}
+
+// Run deletes every message after process, whatever it did.
+func (s *Scaler) Run(ctx context.Context) {
+	for ctx.Err() == nil {
+		out, err := s.Q.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &s.URL})
+		if err != nil {
+			continue
+		}
+		for _, m := range out.Messages {
+			s.process(ctx, *m.Body)
+			_, _ = s.Q.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: &s.URL, ReceiptHandle: m.ReceiptHandle})
+		}
+	}
+}
+
+// process logs a failed record: the message is deleted all the same, and
+// the runner is never recorded.
+func (s *Scaler) process(ctx context.Context, job string) {
+	if err := s.Store.Put(ctx, job); err != nil {
+		log.Printf("record runner state: %v", err)
+	}
+}
