@@ -1383,8 +1383,10 @@ func messageIDArg(info *types.Info, call *ast.CallExpr) string {
 
 // idemKeyName matches the names of idempotency and deduplication keys:
 // header names and struct fields (IdempotencyKey, MessageDeduplicationId,
-// Idempotency-Key, X-Request-Id used as a dedupe key is not included).
-var idemKeyName = regexp.MustCompile(`(?i)^(x-)?idempoten|dedup`)
+// Idempotency-Key, and the AWS APIs' ClientToken and ClientRequestToken,
+// with which EC2, ECS and others run a request once per token; X-Request-Id
+// used as a dedupe key is not included).
+var idemKeyName = regexp.MustCompile(`(?i)^(x-)?idempoten|dedup|^client(request)?token$`)
 
 // dynamoAdd matches a DynamoDB update expression's ADD action on an
 // attribute (a number added to itself).

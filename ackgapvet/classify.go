@@ -201,10 +201,11 @@ func appAWSCall(fn *types.Func) bool {
 }
 
 // awsMutates reports whether an AWS SDK operation changes something outside
-// (sends, publishes, writes, starts); reads (Get, List, Describe, Query,
+// (sends, publishes, writes, starts, launches or submits); reads (Get, List, Describe, Query,
 // Scan) and accessors are not effects.
 func awsMutates(op string) bool {
-	for _, verb := range []string{"Send", "Publish", "Put", "Update", "Delete", "Create", "Invoke", "Start", "Write", "TransactWrite", "BatchWrite", "Upload", "Copy"} {
+	for _, verb := range []string{"Send", "Publish", "Put", "Update", "Delete", "Create", "Invoke", "Start", "Write", "TransactWrite", "BatchWrite", "Upload", "Copy",
+		"Run", "Submit", "Allocate", "Request", "Issue", "Purchase"} { // EC2 RunInstances, ECS RunTask, Batch SubmitJob, AllocateAddress, RequestSpotInstances, ACM PCA IssueCertificate
 		if strings.HasPrefix(op, verb) {
 			return true
 		}

@@ -197,8 +197,21 @@ func TestErrorCheckedLater(t *testing.T) {
 // should have recorded is lost (wave 16, jit-runners H1).
 func TestFailedKeyedWrite(t *testing.T) {
 	rep := programReport(t, false)
-	require.Equal(t, []int{52}, findingLines(rep, "launcher/launcher.go", "errack"))
-	require.Empty(t, findingsIn(rep, "launcher/launcher.go", "effect"), "a write by key repeats harmlessly")
+	errs := findingsIn(rep, "launcher/launcher.go", "errack")
+	require.Len(t, errs, 1, "one finding per function and cause")
+	require.Equal(t, 61, errs[0].Line)
+	require.Contains(t, errs[0].Message, "69", "the failed Store.Put (PutItem) at line 69 is failed work")
+	require.Equal(t, []int{61}, findingLines(rep, "launcher/launcher.go", "effect"), "the PutItem repeats harmlessly; the launch with a ClientToken runs once")
+}
+
+// TestAWSLaunchIsEffect: EC2 RunInstances (through the code's own
+// interface over the client) launches another instance on every
+// redelivery, unless its ClientToken is set: EC2 then launches once per
+// token (wave 16, jit-runners H2).
+func TestAWSLaunchIsEffect(t *testing.T) {
+	effects := findingsIn(programReport(t, false), "launcher/launcher.go", "effect")
+	require.Len(t, effects, 1)
+	require.Contains(t, effects[0].Message, "RunInstances")
 }
 
 // TestFunctionValuesByShape: a loop that calls its work through a

@@ -8,12 +8,18 @@ import (
 	"log"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 )
 
 // DynamoAPI is the code's own interface over the DynamoDB client.
 type DynamoAPI interface {
 	PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
+}
+
+// EC2API is the code's own interface over the EC2 client.
+type EC2API interface {
+	RunInstances(ctx context.Context, in *ec2.RunInstancesInput, opts ...func(*ec2.Options)) (*ec2.RunInstancesOutput, error)
 }
 
 // Store records runners.
@@ -30,6 +36,7 @@ type Scaler struct {
 	Q     *sqs.Client
 	URL   string
 	Store *Store
+	EC2   EC2API
 }
 
 // Run deletes every message after process, whatever it did.
@@ -49,6 +56,16 @@ func (s *Scaler) Run(ctx context.Context) {
 // process logs a failed record: the message is deleted all the same, and
 // the runner is never recorded.
 func (s *Scaler) process(ctx context.Context, job string) {
+	image := "ami-runner"
+	// No ClientToken: a redelivery launches a second instance.
+	if _, err := s.EC2.RunInstances(ctx, &ec2.RunInstancesInput{ImageId: &image}); err != nil {
+		return
+	}
+	// The job id as the ClientToken: EC2 launches once per token.
+	token := "job-" + job
+	if _, err := s.EC2.RunInstances(ctx, &ec2.RunInstancesInput{ImageId: &image, ClientToken: &token}); err != nil {
+		return
+	}
 	if err := s.Store.Put(ctx, job); err != nil {
 		log.Printf("record runner state: %v", err)
 	}
