@@ -16,8 +16,10 @@ import (
 // ReadMessage returned in the background, before the loop's work is done.
 // Not reported: "enable.auto.commit" false, "enable.auto.offset.store" false
 // (only offsets the loop stores are committed: earlyack judges where it
-// stores them), a ConfigMap not written in this package (unknown), and a
-// package whose poll loops do no work after Poll/ReadMessage.
+// stores them), a ConfigMap not written in this package (unknown) unless,
+// in the whole-program mode, a function of the module builds and returns
+// it with the commit left on (see configMapBuilders), and a package whose
+// poll loops do no work after Poll/ReadMessage.
 func confluentAutoCommit(pass *analysis.Pass, c *Consumers, r *reporter) {
 	var creates []*ast.CallExpr
 	var maps []*ast.CompositeLit
@@ -55,13 +57,156 @@ func confluentAutoCommit(pass *analysis.Pass, c *Consumers, r *reporter) {
 	}
 	for _, call := range creates {
 		lit := configMapLit(pass, call, maps)
-		if lit == nil || autoCommitOff(pass.TypesInfo, lit) {
+		if lit == nil && !builtConfigMap(pass, c, call) || lit != nil && autoCommitOff(pass.TypesInfo, lit) {
 			continue
 		}
 		r.report(call, SeverityOf(append(callNames(pass, at), work)...), fmt.Sprintf(
 			`kafka.NewConsumer with "enable.auto.commit" on (the default) commits polled offsets in the background, before the poll loop's work (%s at line %d) is done: a crash loses messages; set "enable.auto.commit": false and call CommitMessage after the work (or "enable.auto.offset.store": false and StoreMessage after the work)`,
 			work, pass.Fset.Position(at.Pos()).Line))
 	}
+}
+
+// configMapBuilders returns, by function name, whether the functions of
+// the checked module that return a ConfigMap they build (a literal, SetKey
+// or Set calls, or a call of another function returning one) leave the
+// background commit on: true when the package of every such function of
+// that name sets neither "enable.auto.commit" nor "enable.auto.offset.store"
+// to false anywhere (the package-wide reading of confluentAutoCommit). A
+// function that only hands a map on (a gomock mock) builds none and does
+// not count. Methods are named alone, so a call through the code's own
+// interface (NewKafkaConfigMapService().GetKafkaConsumerConfigMap(g)) finds
+// the builder behind it.
+func (w *wholeProgram) configMapBuilders() map[string]bool {
+	out := map[string]bool{}
+	for _, p := range w.info {
+		if p.Types == nil || !w.app[p.Types] || p.TypesInfo == nil {
+			continue
+		}
+		info := p.TypesInfo
+		off := false
+		for _, f := range p.Syntax {
+			ast.Inspect(f, func(n ast.Node) bool {
+				switch n := n.(type) {
+				case *ast.CompositeLit:
+					if t := info.TypeOf(n); t != nil && isConfluentType(t, "ConfigMap") && autoCommitOff(info, n) {
+						off = true
+					}
+				case *ast.CallExpr:
+					if fn := callee(info, n); fn != nil && isConfluent(funcPath(fn)) && recvName(fn) == "ConfigMap" && (fn.Name() == "SetKey" || fn.Name() == "Set") && len(n.Args) == 2 {
+						if commitOffKey(constString(info, n.Args[0])) && isFalse(info, n.Args[1]) {
+							off = true
+						}
+					}
+				}
+				return !off
+			})
+		}
+		for _, f := range p.Syntax {
+			for _, d := range f.Decls {
+				fd, ok := d.(*ast.FuncDecl)
+				if !ok || fd.Body == nil || !returnsConfigMap(info, fd) || !buildsConfigMap(info, fd.Body) {
+					continue
+				}
+				name := fd.Name.Name
+				if prev, seen := out[name]; seen {
+					out[name] = prev && !off
+				} else {
+					out[name] = !off
+				}
+			}
+		}
+	}
+	return out
+}
+
+// returnsConfigMap reports whether fd's only result is a ConfigMap or a
+// pointer to one.
+func returnsConfigMap(info *types.Info, fd *ast.FuncDecl) bool {
+	fn, ok := info.Defs[fd.Name].(*types.Func)
+	if !ok {
+		return false
+	}
+	res := fn.Type().(*types.Signature).Results()
+	if res.Len() < 1 {
+		return false
+	}
+	t := res.At(0).Type()
+	if p, ok := t.(*types.Pointer); ok {
+		t = p.Elem()
+	}
+	return isConfluentType(t, "ConfigMap")
+}
+
+// buildsConfigMap reports whether body makes or fills a ConfigMap: a
+// literal, a SetKey or Set call, or a call of a function of the module
+// returning one.
+func buildsConfigMap(info *types.Info, body *ast.BlockStmt) bool {
+	builds := false
+	ast.Inspect(body, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.CompositeLit:
+			if t := info.TypeOf(n); t != nil && isConfluentType(t, "ConfigMap") {
+				builds = true
+			}
+		case *ast.CallExpr:
+			fn := callee(info, n)
+			if fn == nil {
+				return true
+			}
+			if isConfluent(funcPath(fn)) && recvName(fn) == "ConfigMap" && (fn.Name() == "SetKey" || fn.Name() == "Set") {
+				builds = true
+			}
+		}
+		return !builds
+	})
+	return builds
+}
+
+// builtConfigMap reports, in the whole-program mode, whether the ConfigMap
+// a NewConsumer call gets comes from a call of a function of the module
+// that builds one with the background commit left on (see
+// configMapBuilders): `m := svc.ConsumerConfig(group)` then
+// `kafka.NewConsumer(&m)`, or the call in the argument itself.
+func builtConfigMap(pass *analysis.Pass, c *Consumers, call *ast.CallExpr) bool {
+	if c.program == nil || len(c.program.configMaps) == 0 || len(call.Args) != 1 {
+		return false
+	}
+	arg := ast.Unparen(call.Args[0])
+	if u, ok := arg.(*ast.UnaryExpr); ok {
+		arg = ast.Unparen(u.X)
+	}
+	maker := func(e ast.Expr) bool {
+		mc, ok := ast.Unparen(e).(*ast.CallExpr)
+		if !ok {
+			return false
+		}
+		fn := callee(pass.TypesInfo, mc)
+		return fn != nil && c.program.configMaps[fn.Name()]
+	}
+	if maker(arg) {
+		return true
+	}
+	id, ok := arg.(*ast.Ident)
+	if !ok {
+		return false
+	}
+	obj := pass.TypesInfo.Uses[id]
+	found := false
+	for _, f := range pass.Files {
+		ast.Inspect(f, func(n ast.Node) bool {
+			as, ok := n.(*ast.AssignStmt)
+			if !ok || found || len(as.Lhs) != len(as.Rhs) {
+				return !found
+			}
+			for i, l := range as.Lhs {
+				if lid, ok := l.(*ast.Ident); ok && pass.TypesInfo.ObjectOf(lid) == obj && maker(as.Rhs[i]) {
+					found = true
+				}
+			}
+			return !found
+		})
+	}
+	return found
 }
 
 func isConfluentType(t types.Type, name string) bool {

@@ -214,6 +214,14 @@ func TestAWSLaunchIsEffect(t *testing.T) {
 	require.Contains(t, effects[0].Message, "RunInstances")
 }
 
+// TestConfigMapBuiltElsewhere: a ConfigMap built and returned by a function
+// of another package (behind the code's own interface) that never turns
+// the background commit off leaves it on; one whose package sets
+// "enable.auto.commit" false does not (wave 16, edge-api H1).
+func TestConfigMapBuiltElsewhere(t *testing.T) {
+	require.Equal(t, []int{18}, findingLines(programReport(t, false), "confmap/confmap.go", "autocommit"))
+}
+
 // TestFunctionValuesByShape: a loop that calls its work through a
 // function-typed parameter reaches a method value passed to it (a bound
 // method wrapper in SSA) and a closure whose parameter names differ from
@@ -271,7 +279,7 @@ func TestConsumerMap(t *testing.T) {
 	for _, c := range rep.Consumers {
 		byName[c.Name] = c
 	}
-	require.Len(t, byName, 44, "%+v", rep.Consumers)
+	require.Len(t, byName, 45, "%+v", rep.Consumers)
 
 	// A receive loop that the call graph reaches from another consumer (a
 	// fallback source behind an interface) and whose acks are closures it

@@ -69,6 +69,10 @@ type programReach struct {
 	// dedupe says, per entry point, whether a function on its walk makes
 	// a dedupe record (see recordsEvent).
 	dedupe map[*Root]bool
+	// configMaps names the functions of the checked module that build and
+	// return a confluent-kafka-go ConfigMap: true when their package never
+	// turns the background commit off (see configMapBuilders).
+	configMaps map[string]bool
 	// guarded and unguarded mark the functions some walk reaches only
 	// below a won guarded transition (see guardedAt), and those some walk
 	// reaches without one.
@@ -1303,7 +1307,9 @@ func (w *wholeProgram) publish() (done func()) {
 			pr.dedupe[rw.root] = deduped
 		}
 	}
+	configMaps := w.configMapBuilders()
 	for pkg, pr := range byPkg {
+		pr.configMaps = configMaps
 		programs.Store(pkg, pr)
 	}
 	return func() {

@@ -16,6 +16,7 @@ import (
 	"example.com/program/bridge"
 	"example.com/program/chanloop"
 	"example.com/program/clicks"
+	"example.com/program/confmap"
 	"example.com/program/deepworker"
 	"example.com/program/deletefirst"
 	"example.com/program/fanout"
@@ -103,6 +104,8 @@ func main() {
 	go recs.RunPoller(nil)
 	go (&autolog.Tracker{}).Run()
 	go chanloop.Notify(nil, c)
+	go confmap.Run(nil)
+	go confmap.RunManual(nil)
 	go (&launcher.Scaler{Store: &launcher.Store{}}).Run(context.Background())
 	go (&latecheck.Writer{R: kafka.NewReader(kafka.ReaderConfig{})}).Run(context.Background())
 	l := &autolog.Listener{R: kafka.NewReader(kafka.ReaderConfig{GroupID: "sources"})}
