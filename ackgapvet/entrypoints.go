@@ -353,6 +353,10 @@ func (c *Consumers) moreRoots(n ast.Node, stack []ast.Node, addRoot func(kind, n
 			c.receiveRoot(KindKinesisPoll, stack, addRoot)
 		case path == pathGoCDK && recv == "Subscription" && name == "Receive":
 			c.receiveRoot(KindGoCDK, stack, addRoot)
+		case path == pathGoLambda && recv == "" && name == "Start" && len(n.Args) == 1 && c.decapsSQS():
+			// m-mizutani/golambda: Start(callback) runs lambda.Start; the
+			// callback reads SQS records with Event.DecapSQSBody.
+			rootOfExpr(KindLambda, n.Args[0])
 		default:
 			if sqsOp(fn) == "ReceiveMessage" {
 				c.receiveRoot(KindSQS, stack, addRoot)
@@ -807,6 +811,33 @@ func isWatermillMsgChan(t types.Type) bool {
 	}
 	p, ok := ch.Elem().(*types.Pointer)
 	return ok && isNamed(p.Elem(), pathWatermill+"/message", "Message")
+}
+
+// pathGoLambda is m-mizutani/golambda, a wrapper of aws-lambda-go whose
+// callback takes a golambda.Event and decodes its records itself.
+const pathGoLambda = "github.com/m-mizutani/golambda"
+
+// decapsSQS reports whether the package reads SQS records from a golambda
+// event (Event.DecapSQSBody or DecapSNSonSQSMessage): its golambda.Start
+// callbacks are then Lambda SQS handlers (a callback for an API Gateway
+// or a Step Functions event decodes nothing of the kind).
+func (c *Consumers) decapsSQS() bool {
+	info := c.pass.TypesInfo
+	for _, f := range c.pass.Files {
+		found := false
+		ast.Inspect(f, func(n ast.Node) bool {
+			if call, ok := n.(*ast.CallExpr); ok && !found {
+				if fn := callee(info, call); fn != nil && funcPath(fn) == pathGoLambda && recvName(fn) == "Event" && (fn.Name() == "DecapSQSBody" || fn.Name() == "DecapSNSonSQSMessage") {
+					found = true
+				}
+			}
+			return !found
+		})
+		if found {
+			return true
+		}
+	}
+	return false
 }
 
 // isAckableMsgChan reports whether t is a receive-only channel (what a

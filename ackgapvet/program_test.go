@@ -222,6 +222,22 @@ func TestConfigMapBuiltElsewhere(t *testing.T) {
 	require.Equal(t, []int{18}, findingLines(programReport(t, false), "confmap/confmap.go", "autocommit"))
 }
 
+// TestGolambdaSQSHandler: a callback given to m-mizutani/golambda's Start
+// in a package that reads SQS records from its event is a Lambda SQS
+// handler (wave 16, deepalert's Lambdas).
+func TestGolambdaSQSHandler(t *testing.T) {
+	rep := programReport(t, false)
+	var h *Consumer
+	for i, c := range rep.Consumers {
+		if strings.HasSuffix(c.File, "golam/golam.go") {
+			h = &rep.Consumers[i]
+		}
+	}
+	require.NotNil(t, h, "%+v", rep.Consumers)
+	require.Equal(t, KindLambda, h.Kind)
+	require.Equal(t, []int{26}, findingLines(rep, "golam/golam.go", "effect"))
+}
+
 // TestFunctionValuesByShape: a loop that calls its work through a
 // function-typed parameter reaches a method value passed to it (a bound
 // method wrapper in SSA) and a closure whose parameter names differ from
@@ -279,7 +295,7 @@ func TestConsumerMap(t *testing.T) {
 	for _, c := range rep.Consumers {
 		byName[c.Name] = c
 	}
-	require.Len(t, byName, 45, "%+v", rep.Consumers)
+	require.Len(t, byName, 46, "%+v", rep.Consumers)
 
 	// A receive loop that the call graph reaches from another consumer (a
 	// fallback source behind an interface) and whose acks are closures it

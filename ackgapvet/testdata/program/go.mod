@@ -9,6 +9,7 @@ require (
 	github.com/segmentio/kafka-go v0.4.0
 	example.com/programshared v0.0.0
 	example.org/subs v0.0.0
+	github.com/m-mizutani/golambda v1.0.2
 	github.com/zeromicro/go-queue v1.0.0
 	go.opentelemetry.io/otel v1.0.0
 	golang.org/x/sync v0.0.0
@@ -31,3 +32,5 @@ replace github.com/confluentinc/confluent-kafka-go/v2 => ../src/github.com/confl
 replace example.com/programshared => ../programshared
 
 replace example.org/subs => ../src/example.org/subs
+
+replace github.com/m-mizutani/golambda => ../src/github.com/m-mizutani/golambda

@@ -22,6 +22,7 @@ import (
 	"example.com/program/fanout"
 	"example.com/program/gen"
 	"example.com/program/generic"
+	"example.com/program/golam"
 	"example.com/program/handlers"
 	"example.com/program/keyedpost"
 	"example.com/program/kqueue"
@@ -105,6 +106,7 @@ func main() {
 	go (&autolog.Tracker{}).Run()
 	go chanloop.Notify(nil, c)
 	go confmap.Run(nil)
+	go golam.Main(c)
 	go confmap.RunManual(nil)
 	go (&launcher.Scaler{Store: &launcher.Store{}}).Run(context.Background())
 	go (&latecheck.Writer{R: kafka.NewReader(kafka.ReaderConfig{})}).Run(context.Background())

@@ -1,0 +1,3 @@
+module github.com/m-mizutani/golambda
+
+go 1.26
