@@ -252,7 +252,9 @@ func checkErrAck(pass *analysis.Pass, c *Consumers, r *reporter, root *Root, ifs
 			return
 		}
 	}
-	if (implicit && !isLambda(root.Kind) && root.Kind != KindKq || acker != "") && !terminates(ifs.Body) && knownWork {
+	// A branch that falls back to another attempt and returns that one's
+	// error (spot, then on demand) handles the failure.
+	if (implicit && !isLambda(root.Kind) && root.Kind != KindKq || acker != "") && !terminates(ifs.Body) && knownWork && !returnsErrorValue(ifs.Body) {
 		who := acker
 		if who == "" {
 			who = "the " + root.Kind

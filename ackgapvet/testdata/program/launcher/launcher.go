@@ -39,7 +39,7 @@ type Scaler struct {
 	EC2   EC2API
 }
 
-// Run deletes every message after process, whatever it did.
+// Run deletes a message once handle returned nil.
 func (s *Scaler) Run(ctx context.Context) {
 	for ctx.Err() == nil {
 		out, err := s.Q.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &s.URL})
@@ -47,26 +47,30 @@ func (s *Scaler) Run(ctx context.Context) {
 			continue
 		}
 		for _, m := range out.Messages {
-			s.process(ctx, *m.Body)
+			if err := s.handle(ctx, *m.Body); err != nil {
+				continue
+			}
 			_, _ = s.Q.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: &s.URL, ReceiptHandle: m.ReceiptHandle})
 		}
 	}
 }
 
-// process logs a failed record: the message is deleted all the same, and
-// the runner is never recorded.
-func (s *Scaler) process(ctx context.Context, job string) {
+// handle launches (a spot request first, then on demand, whose failure is
+// returned: not reported), and logs a failed record: the message is
+// deleted all the same, and the runner is never recorded.
+func (s *Scaler) handle(ctx context.Context, job string) error {
 	image := "ami-runner"
 	// No ClientToken: a redelivery launches a second instance.
 	if _, err := s.EC2.RunInstances(ctx, &ec2.RunInstancesInput{ImageId: &image}); err != nil {
-		return
-	}
-	// The job id as the ClientToken: EC2 launches once per token.
-	token := "job-" + job
-	if _, err := s.EC2.RunInstances(ctx, &ec2.RunInstancesInput{ImageId: &image, ClientToken: &token}); err != nil {
-		return
+		log.Printf("spot launch failed, trying on demand: %v", err)
+		// The job id as the ClientToken: EC2 launches once per token.
+		token := "job-" + job
+		if _, err = s.EC2.RunInstances(ctx, &ec2.RunInstancesInput{ImageId: &image, ClientToken: &token}); err != nil {
+			return err
+		}
 	}
 	if err := s.Store.Put(ctx, job); err != nil {
 		log.Printf("record runner state: %v", err)
 	}
+	return nil
 }
