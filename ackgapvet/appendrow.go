@@ -21,7 +21,10 @@ consumer path adds a row each time the message is delivered. When nothing on
 the consumer's path records the event (no insert … ON CONFLICT, INSERT
 IGNORE or ON DUPLICATE KEY, no Redis SETNX, not an ackgap handler) a
 redelivery appends a second comment, order line, audit entry or outbox row
-(and the outbox row a second publish). Fix: key the row by the event id
+(and the outbox row a second publish). A create made only when a lookup
+found no row (in a branch on gorm.ErrRecordNotFound, sql.ErrNoRows, a
+NotFound error or !found, here or in a caller) is not reported: a
+redelivery finds the row. Fix: key the row by the event id
 under a unique constraint and insert with ON CONFLICT DO NOTHING, or record
 the event id in an inbox row in the same transaction.`,
 	func(pass *analysis.Pass, c *Consumers, r *reporter) {
@@ -33,6 +36,9 @@ the event id in an inbox row in the same transaction.`,
 			d := appendOf(pass.TypesInfo, call)
 			if d == "" || c.deduped(s.Root) || hasDedupeInsert(pass, funcBody(s.Inner())) {
 				return
+			}
+			if absentAt(pass.TypesInfo, s.Inner(), call.Pos()) || c.lookedUp(s.Inner()) {
+				return // created only when a lookup found none: a redelivery finds it
 			}
 			names := append(s.names(), constStrings(pass.TypesInfo, call)...)
 			r.report(call, SeverityOf(names...), fmt.Sprintf(

@@ -224,6 +224,13 @@ func (c *Consumers) guarded(fn ast.Node) bool {
 	return c.program != nil && c.program.guarded[fn] && !c.program.unguarded[fn]
 }
 
+// lookedUp reports whether, in the whole-program mode, every walk that
+// reaches fn reaches it only in a branch taken when a lookup found no row
+// (see absentAt): a redelivery finds what it created.
+func (c *Consumers) lookedUp(fn ast.Node) bool {
+	return c.program != nil && c.program.absent[fn] && !c.program.present[fn]
+}
+
 // PathOf returns, in the whole-program mode, the chain of functions from
 // the entry point to fn (a FuncDecl or FuncLit of this package), the entry
 // point first; nil in the per-package mode or off consumer paths.

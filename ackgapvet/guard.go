@@ -5,6 +5,7 @@ import (
 	"go/token"
 	"go/types"
 	"regexp"
+	"strings"
 
 	"golang.org/x/tools/go/analysis"
 	"golang.org/x/tools/go/ssa"
@@ -116,6 +117,135 @@ func guardCall(info *types.Info, st ast.Stmt, before []ast.Stmt) *ast.CallExpr {
 // below a won guarded transition (see guardedAt): some call on the chain
 // from the entry point to the function sits behind one.
 func (w *wholeProgram) guardedWalk(rw *rootWalk) map[*ssa.Function]bool {
+	return w.walkBehind(rw, guardedAt)
+}
+
+// absentWalk returns the functions of rw's walk that it reaches only in a
+// branch taken when a lookup found no row (see absentAt).
+func (w *wholeProgram) absentWalk(rw *rootWalk) map[*ssa.Function]bool {
+	return w.walkBehind(rw, absentAt)
+}
+
+// notFoundName matches the names a lookup's "no row" outcome goes by:
+// gorm.ErrRecordNotFound, sql.ErrNoRows, pgx.ErrNoRows, a DeviceNotFoundError,
+// IsNotExist.
+var notFoundName = regexp.MustCompile(`(?i)not.?found|no.?rows|not.?exist`)
+
+// absentAt reports whether the statement of body holding pos runs only when
+// a lookup found nothing: it is in the body (not the else) of an if whose
+// condition names a not-found outcome (`errors.Is(err,
+// gorm.ErrRecordNotFound)`, `err == sql.ErrNoRows`, `err.(*NotFoundError)`)
+// or negates a variable named found or exists, or it follows `if found {
+// return }` in an enclosing block. A create there runs once: a redelivery
+// finds the row and skips it (two deliveries at once may both create, which
+// is checkact's).
+func absentAt(info *types.Info, body ast.Node, pos token.Pos) bool {
+	absent := false
+	ast.Inspect(body, func(n ast.Node) bool {
+		if absent || n == nil || pos < n.Pos() || pos >= n.End() {
+			return false
+		}
+		if _, ok := n.(*ast.FuncLit); ok && n != body {
+			return true
+		}
+		if ifs, ok := n.(*ast.IfStmt); ok && ifs.Body.Pos() <= pos && pos < ifs.Body.End() && notFoundCond(ifs.Cond, ifs.Init) {
+			absent = true
+			return false
+		}
+		block, ok := stmtBlock(n)
+		if !ok {
+			return true
+		}
+		for _, st := range block.List {
+			if st.Pos() <= pos && pos < st.End() {
+				break
+			}
+			if ifs, ok := st.(*ast.IfStmt); ok && ifs.Else == nil && terminates(ifs.Body) && foundCond(ifs.Cond) {
+				absent = true
+				return false
+			}
+		}
+		return true
+	})
+	return absent
+}
+
+// notFoundCond reports whether cond (with its if's init) holds only when a
+// lookup found nothing (see notFoundExpr).
+func notFoundCond(cond ast.Expr, init ast.Stmt) bool {
+	if id, ok := ast.Unparen(cond).(*ast.Ident); ok && init != nil {
+		// _, ok := err.(*NotFoundError); if ok {...}
+		if as, ok := init.(*ast.AssignStmt); ok && len(as.Lhs) > 0 {
+			if l, ok := ast.Unparen(as.Lhs[len(as.Lhs)-1]).(*ast.Ident); ok && l.Name == id.Name {
+				for _, r := range as.Rhs {
+					if notFoundName.MatchString(types.ExprString(r)) {
+						return true
+					}
+				}
+			}
+		}
+	}
+	return notFoundExpr(cond) > 0
+}
+
+// foundCond reports whether cond holds only when a lookup found a row: a
+// flag named found or exists, or the negation of a not-found test.
+func foundCond(cond ast.Expr) bool { return notFoundExpr(cond) < 0 }
+
+// notFoundExpr is +1 when e holds only if a lookup found nothing
+// (`errors.Is(err, gorm.ErrRecordNotFound)`, `err == sql.ErrNoRows`,
+// `IsNotFound(err)`, `!found`), -1 when it holds only if one was found
+// (`found`, `exists`, `err != sql.ErrNoRows`, `!errors.Is(err, ErrNotFound)`),
+// 0 when it says neither.
+func notFoundExpr(e ast.Expr) int {
+	switch e := ast.Unparen(e).(type) {
+	case *ast.UnaryExpr:
+		if e.Op == token.NOT {
+			return -notFoundExpr(e.X)
+		}
+	case *ast.Ident:
+		switch strings.ToLower(e.Name) {
+		case "found", "exists", "exist", "present", "isfound", "alreadyexists":
+			return -1
+		}
+	case *ast.BinaryExpr:
+		x, y := notFoundExpr(e.X), notFoundExpr(e.Y)
+		switch e.Op {
+		case token.LAND:
+			if x < 0 || y < 0 {
+				return -1
+			}
+			if x > 0 || y > 0 {
+				return 1
+			}
+		case token.LOR:
+			if x > 0 && y > 0 {
+				return 1
+			}
+			if x < 0 && y < 0 {
+				return -1
+			}
+		case token.EQL, token.NEQ:
+			if notFoundName.MatchString(types.ExprString(e.X)) || notFoundName.MatchString(types.ExprString(e.Y)) {
+				if e.Op == token.EQL {
+					return 1
+				}
+				return -1
+			}
+		}
+	case *ast.CallExpr:
+		// errors.Is(err, ErrNotFound), apierrors.IsNotFound(err), os.IsNotExist(err)
+		if notFoundName.MatchString(types.ExprString(e)) {
+			return 1
+		}
+	}
+	return 0
+}
+
+// walkBehind returns the functions of rw's walk that it reaches only where
+// at holds: some call on the chain from the entry point to the function
+// sits where at(info, caller, call position) is true.
+func (w *wholeProgram) walkBehind(rw *rootWalk, at func(*types.Info, ast.Node, token.Pos) bool) map[*ssa.Function]bool {
 	memo := map[*ssa.Function]bool{}
 	var guarded func(fn *ssa.Function, depth int) bool
 	guarded = func(fn *ssa.Function, depth int) bool {
@@ -132,7 +262,7 @@ func (w *wholeProgram) guardedWalk(rw *rootWalk) map[*ssa.Function]bool {
 			src = o
 		}
 		if node := src.Syntax(); node != nil && src.Pkg != nil && w.info[src.Pkg.Pkg] != nil {
-			g = guardedAt(w.info[src.Pkg.Pkg].TypesInfo, node, rw.via[fn])
+			g = at(w.info[src.Pkg.Pkg].TypesInfo, node, rw.via[fn])
 		}
 		g = g || guarded(p, depth+1)
 		memo[fn] = g

@@ -239,6 +239,17 @@ func TestGolambdaSQSHandler(t *testing.T) {
 	require.Equal(t, []int{26}, findingLines(rep, "golam/golam.go", "effect"))
 }
 
+// TestCreateAfterLookup: a create made only when a lookup found no row (in
+// a caller's branch on sql.ErrNoRows, or after `if found { return }`) is
+// no append: a redelivery finds the row (the concurrent race is
+// checkact's). An insert before any lookup is one (wave 15's
+// payload-tracker-go, wave 16's edge-api: false append findings).
+func TestCreateAfterLookup(t *testing.T) {
+	rep := programReport(t, false)
+	require.Equal(t, []int{56}, findingLines(rep, "devices/devices.go", "append"))
+	require.Equal(t, []int{60}, findingLines(rep, "devices/devices.go", "checkact"), "two deliveries at once both pass the lookup")
+}
+
 // TestFunctionValuesByShape: a loop that calls its work through a
 // function-typed parameter reaches a method value passed to it (a bound
 // method wrapper in SSA) and a closure whose parameter names differ from

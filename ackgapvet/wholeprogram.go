@@ -69,6 +69,10 @@ type programReach struct {
 	// dedupe says, per entry point, whether a function on its walk makes
 	// a dedupe record (see recordsEvent).
 	dedupe map[*Root]bool
+	// absent and present mark the functions some walk reaches only in a
+	// branch taken when a lookup found no row (see absentAt), and those
+	// some walk reaches otherwise.
+	absent, present map[ast.Node]bool
 	// configMaps names the functions of the checked module that build and
 	// return a confluent-kafka-go ConfigMap: true when their package never
 	// turns the background commit off (see configMapBuilders).
@@ -80,7 +84,7 @@ type programReach struct {
 }
 
 func newProgramReach() *programReach {
-	return &programReach{nodes: map[ast.Node]*reached{}, funcs: map[*types.Func]bool{}, works: map[*types.Func]bool{}, commitSites: map[token.Pos]bool{}, workSites: map[token.Pos]bool{}, dedupe: map[*Root]bool{}, guarded: map[ast.Node]bool{}, unguarded: map[ast.Node]bool{}}
+	return &programReach{nodes: map[ast.Node]*reached{}, funcs: map[*types.Func]bool{}, works: map[*types.Func]bool{}, commitSites: map[token.Pos]bool{}, workSites: map[token.Pos]bool{}, dedupe: map[*Root]bool{}, guarded: map[ast.Node]bool{}, unguarded: map[ast.Node]bool{}, absent: map[ast.Node]bool{}, present: map[ast.Node]bool{}}
 }
 
 // programs holds the whole-program result of the run in progress, by
@@ -1246,6 +1250,7 @@ func (w *wholeProgram) publish() (done func()) {
 		}
 		acks, always := w.nilAcks(rw)
 		behind := w.guardedWalk(rw)
+		absent := w.absentWalk(rw)
 		for _, fn := range rw.order {
 			if !w.inApp(fn) {
 				continue
@@ -1270,6 +1275,11 @@ func (w *wholeProgram) publish() (done func()) {
 				pr.guarded[node] = true
 			} else {
 				pr.unguarded[node] = true
+			}
+			if absent[fn] {
+				pr.absent[node] = true
+			} else {
+				pr.present[node] = true
 			}
 			// The first walk names the function's consumer, unless it
 			// reached it behind a guard and this one does not: findings

@@ -19,6 +19,7 @@ import (
 	"example.com/program/confmap"
 	"example.com/program/deepworker"
 	"example.com/program/deletefirst"
+	"example.com/program/devices"
 	"example.com/program/fanout"
 	"example.com/program/gen"
 	"example.com/program/generic"
@@ -107,6 +108,7 @@ func main() {
 	go chanloop.Notify(nil, c)
 	go confmap.Run(nil)
 	go golam.Main(c)
+	go devices.Consume(context.Background(), kafka.NewReader(kafka.ReaderConfig{}), &devices.Repo{})
 	go confmap.RunManual(nil)
 	go (&launcher.Scaler{Store: &launcher.Store{}}).Run(context.Background())
 	go (&latecheck.Writer{R: kafka.NewReader(kafka.ReaderConfig{})}).Run(context.Background())
