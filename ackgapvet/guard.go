@@ -140,6 +140,7 @@ var notFoundName = regexp.MustCompile(`(?i)not.?found|no.?rows|not.?exist`)
 // finds the row and skips it (two deliveries at once may both create, which
 // is checkact's).
 func absentAt(info *types.Info, body ast.Node, pos token.Pos) bool {
+	looked := lookupVar(info, body)
 	absent := false
 	ast.Inspect(body, func(n ast.Node) bool {
 		if absent || n == nil || pos < n.Pos() || pos >= n.End() {
@@ -148,7 +149,7 @@ func absentAt(info *types.Info, body ast.Node, pos token.Pos) bool {
 		if _, ok := n.(*ast.FuncLit); ok && n != body {
 			return true
 		}
-		if ifs, ok := n.(*ast.IfStmt); ok && ifs.Body.Pos() <= pos && pos < ifs.Body.End() && notFoundCond(ifs.Cond, ifs.Init) {
+		if ifs, ok := n.(*ast.IfStmt); ok && ifs.Body.Pos() <= pos && pos < ifs.Body.End() && notFoundCond(ifs.Cond, ifs.Init, looked) {
 			absent = true
 			return false
 		}
@@ -160,7 +161,7 @@ func absentAt(info *types.Info, body ast.Node, pos token.Pos) bool {
 			if st.Pos() <= pos && pos < st.End() {
 				break
 			}
-			if ifs, ok := st.(*ast.IfStmt); ok && ifs.Else == nil && terminates(ifs.Body) && foundCond(ifs.Cond) {
+			if ifs, ok := st.(*ast.IfStmt); ok && ifs.Else == nil && terminates(ifs.Body) && foundCond(ifs.Cond, looked) {
 				absent = true
 				return false
 			}
@@ -172,7 +173,7 @@ func absentAt(info *types.Info, body ast.Node, pos token.Pos) bool {
 
 // notFoundCond reports whether cond (with its if's init) holds only when a
 // lookup found nothing (see notFoundExpr).
-func notFoundCond(cond ast.Expr, init ast.Stmt) bool {
+func notFoundCond(cond ast.Expr, init ast.Stmt, looked func(ast.Expr) bool) bool {
 	if id, ok := ast.Unparen(cond).(*ast.Ident); ok && init != nil {
 		// _, ok := err.(*NotFoundError); if ok {...}
 		if as, ok := init.(*ast.AssignStmt); ok && len(as.Lhs) > 0 {
@@ -185,23 +186,27 @@ func notFoundCond(cond ast.Expr, init ast.Stmt) bool {
 			}
 		}
 	}
-	return notFoundExpr(cond) > 0
+	return notFoundExpr(cond, looked) > 0
 }
 
 // foundCond reports whether cond holds only when a lookup found a row: a
 // flag named found or exists, or the negation of a not-found test.
-func foundCond(cond ast.Expr) bool { return notFoundExpr(cond) < 0 }
+func foundCond(cond ast.Expr, looked func(ast.Expr) bool) bool {
+	return notFoundExpr(cond, looked) < 0
+}
 
 // notFoundExpr is +1 when e holds only if a lookup found nothing
 // (`errors.Is(err, gorm.ErrRecordNotFound)`, `err == sql.ErrNoRows`,
-// `IsNotFound(err)`, `!found`), -1 when it holds only if one was found
-// (`found`, `exists`, `err != sql.ErrNoRows`, `!errors.Is(err, ErrNotFound)`),
-// 0 when it says neither.
-func notFoundExpr(e ast.Expr) int {
+// `IsNotFound(err)`, `!found`, or the zero value compared with what a
+// lookup returned: `existing == (Status{})`, `dev == nil`, `dev.ID == 0`,
+// where looked says the value came from a call named like a read), -1 when
+// it holds only if one was found (`found`, `exists`, `err != sql.ErrNoRows`,
+// `!errors.Is(err, ErrNotFound)`, `dev != nil`), 0 when it says neither.
+func notFoundExpr(e ast.Expr, looked func(ast.Expr) bool) int {
 	switch e := ast.Unparen(e).(type) {
 	case *ast.UnaryExpr:
 		if e.Op == token.NOT {
-			return -notFoundExpr(e.X)
+			return -notFoundExpr(e.X, looked)
 		}
 	case *ast.Ident:
 		switch strings.ToLower(e.Name) {
@@ -209,7 +214,7 @@ func notFoundExpr(e ast.Expr) int {
 			return -1
 		}
 	case *ast.BinaryExpr:
-		x, y := notFoundExpr(e.X), notFoundExpr(e.Y)
+		x, y := notFoundExpr(e.X, looked), notFoundExpr(e.Y, looked)
 		switch e.Op {
 		case token.LAND:
 			if x < 0 || y < 0 {
@@ -226,7 +231,8 @@ func notFoundExpr(e ast.Expr) int {
 				return -1
 			}
 		case token.EQL, token.NEQ:
-			if notFoundName.MatchString(types.ExprString(e.X)) || notFoundName.MatchString(types.ExprString(e.Y)) {
+			if notFoundName.MatchString(types.ExprString(e.X)) || notFoundName.MatchString(types.ExprString(e.Y)) ||
+				zeroValue(e.Y) && looked(e.X) || zeroValue(e.X) && looked(e.Y) {
 				if e.Op == token.EQL {
 					return 1
 				}
@@ -240,6 +246,60 @@ func notFoundExpr(e ast.Expr) int {
 		}
 	}
 	return 0
+}
+
+// zeroValue reports whether e is nil, 0, "" or an empty composite literal.
+func zeroValue(e ast.Expr) bool {
+	switch e := ast.Unparen(e).(type) {
+	case *ast.Ident:
+		return e.Name == "nil"
+	case *ast.BasicLit:
+		return e.Value == "0" || e.Value == `""`
+	case *ast.CompositeLit:
+		return len(e.Elts) == 0
+	}
+	return false
+}
+
+// lookupVar returns a test of whether an expression (x, or a field of x:
+// x.ID) is a variable body assigns from a call named like a read (Get,
+// Find, Lookup, ...: see readName), other than the call's error.
+func lookupVar(info *types.Info, body ast.Node) func(ast.Expr) bool {
+	return func(e ast.Expr) bool {
+		for {
+			sel, ok := ast.Unparen(e).(*ast.SelectorExpr)
+			if !ok {
+				break
+			}
+			e = sel.X
+		}
+		id, ok := ast.Unparen(e).(*ast.Ident)
+		if !ok || info == nil {
+			return false
+		}
+		obj := info.ObjectOf(id)
+		if obj == nil || isError(obj.Type()) {
+			return false // err == nil says the lookup worked, not what it found
+		}
+		found := false
+		ast.Inspect(body, func(n ast.Node) bool {
+			as, ok := n.(*ast.AssignStmt)
+			if !ok || found || len(as.Rhs) != 1 {
+				return !found
+			}
+			call, ok := ast.Unparen(as.Rhs[0]).(*ast.CallExpr)
+			if !ok || !readName(lastName(call.Fun)) {
+				return true
+			}
+			for _, l := range as.Lhs {
+				if lid, ok := ast.Unparen(l).(*ast.Ident); ok && info.ObjectOf(lid) == obj {
+					found = true
+				}
+			}
+			return !found
+		})
+		return found
+	}
 }
 
 // walkBehind returns the functions of rw's walk that it reaches only where

@@ -240,14 +240,14 @@ func TestGolambdaSQSHandler(t *testing.T) {
 }
 
 // TestCreateAfterLookup: a create made only when a lookup found no row (in
-// a caller's branch on sql.ErrNoRows, or after `if found { return }`) is
-// no append: a redelivery finds the row (the concurrent race is
+// a caller's branch on sql.ErrNoRows or on the zero value a Get returned,
+// or after `if found { return }`) is no append: a redelivery finds the row (the concurrent race is
 // checkact's). An insert before any lookup is one (wave 15's
 // payload-tracker-go, wave 16's edge-api: false append findings).
 func TestCreateAfterLookup(t *testing.T) {
 	rep := programReport(t, false)
-	require.Equal(t, []int{56}, findingLines(rep, "devices/devices.go", "append"))
-	require.Equal(t, []int{60}, findingLines(rep, "devices/devices.go", "checkact"), "two deliveries at once both pass the lookup")
+	require.Equal(t, []int{81}, findingLines(rep, "devices/devices.go", "append"), "the devices and statuses creates are behind lookups")
+	require.Equal(t, []int{85}, findingLines(rep, "devices/devices.go", "checkact"), "two deliveries at once both pass the lookup")
 }
 
 // TestFunctionValuesByShape: a loop that calls its work through a

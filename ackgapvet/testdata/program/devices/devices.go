@@ -27,6 +27,26 @@ func (r *Repo) Create(ctx context.Context, uuid string) error {
 	return err
 }
 
+// GetStatus returns the status row of a name, the zero Status when there
+// is none.
+func (r *Repo) GetStatus(ctx context.Context, name string) Status {
+	var st Status
+	_ = r.DB.QueryRowContext(ctx, "SELECT id, name FROM statuses WHERE name = $1", name).Scan(&st.ID, &st.Name)
+	return st
+}
+
+// Status is a status row.
+type Status struct {
+	ID   int64
+	Name string
+}
+
+// CreateStatus inserts a status name.
+func (r *Repo) CreateStatus(ctx context.Context, name string) error {
+	_, err := r.DB.ExecContext(ctx, "INSERT INTO statuses (name) VALUES ($1)", name)
+	return err
+}
+
 // Consume applies inventory events.
 func Consume(ctx context.Context, rd *kafka.Reader, r *Repo) error {
 	for {
@@ -44,6 +64,11 @@ func Consume(ctx context.Context, rd *kafka.Reader, r *Repo) error {
 }
 
 func apply(ctx context.Context, r *Repo, uuid string) error {
+	if existing := r.GetStatus(ctx, "seen"); existing == (Status{}) {
+		if err := r.CreateStatus(ctx, "seen"); err != nil {
+			return err
+		}
+	}
 	if _, err := r.Get(ctx, uuid); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			if err := r.Create(ctx, uuid); err != nil {
