@@ -277,8 +277,11 @@ func newRequestArg(info *types.Info, call *ast.CallExpr, i int) ast.Expr {
 }
 
 // tokenEndpoint matches the path of an OAuth 2.0 token endpoint (RFC 6749,
-// 3.2): ".../oauth2/v2.0/token", "/connect/token", "/oauth/token".
-var tokenEndpoint = regexp.MustCompile(`(?i)/oauth2?(/|$)|/token/?$|/connect/token`)
+// 3.2): ".../oauth2/v2.0/token", "/connect/token", "/oauth/token", and of
+// GitHub's App installation token endpoint ("/app/installations/{id}/
+// access_tokens", docs.github.com REST "Create an installation access
+// token for an app"), which issues a fresh token each time as well.
+var tokenEndpoint = regexp.MustCompile(`(?i)/oauth2?(/|$)|/token/?$|/connect/token|/access_tokens/?$`)
 
 // tokenRequest reports whether req, a call to http.NewRequest or
 // NewRequestWithContext in body, asks an OAuth 2.0 token endpoint for an

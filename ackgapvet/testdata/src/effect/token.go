@@ -2,6 +2,7 @@ package effect
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -27,6 +28,17 @@ func (n *notifier) token(ctx context.Context) (*http.Response, error) {
 	return n.client.Do(req)
 }
 
+// installationToken asks GitHub for an App installation token (POST
+// /app/installations/{id}/access_tokens): a fresh token each time, not an
+// effect.
+func (n *notifier) installationToken(ctx context.Context, id int64) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, fmt.Sprintf("%s/app/installations/%d/access_tokens", n.aadBase, id), nil)
+	if err != nil {
+		return nil, err
+	}
+	return n.client.Do(req)
+}
+
 // post sends the notification itself: an effect.
 func (n *notifier) post(ctx context.Context) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, n.aadBase+"/v3/conversations", nil)
@@ -38,6 +50,9 @@ func (n *notifier) post(ctx context.Context) (*http.Response, error) {
 
 func (n *notifier) handle(msg *message.Message) error {
 	if _, err := n.token(msg.Context()); err != nil {
+		return err
+	}
+	if _, err := n.installationToken(msg.Context(), 7); err != nil {
 		return err
 	}
 	_, err := n.post(msg.Context())
