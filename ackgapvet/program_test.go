@@ -124,6 +124,19 @@ func findingLines(rep *Report, file, check string) []int {
 	return lines
 }
 
+// consumerIn returns the map entry declared in file (slash path relative to
+// testdata/program), failing the test when there is none.
+func consumerIn(t *testing.T, rep *Report, file string) *Consumer {
+	t.Helper()
+	for i, c := range rep.Consumers {
+		if strings.HasSuffix(c.File, "testdata/program/"+file) {
+			return &rep.Consumers[i]
+		}
+	}
+	require.FailNow(t, "no consumer in "+file, "%+v", rep.Consumers)
+	return nil
+}
+
 // TestKqConstructorInAnotherPackage: a kq handler that main gets from a
 // constructor of another package returning kq.ConsumeHandler (its type
 // unexported) is a consumer, and its Consume is walked (Go-zero-IM's
@@ -170,13 +183,7 @@ func TestAutoCommitDropsFailure(t *testing.T) {
 // consumer, its Done the ack (wave 15, gizmo's sqs-sub example).
 func TestMessageChannelLoop(t *testing.T) {
 	rep := programReport(t, false)
-	var loop *Consumer
-	for i, c := range rep.Consumers {
-		if strings.HasSuffix(c.File, "chanloop/chanloop.go") {
-			loop = &rep.Consumers[i]
-		}
-	}
-	require.NotNil(t, loop, "%+v", rep.Consumers)
+	loop := consumerIn(t, rep, "chanloop/chanloop.go")
 	require.Equal(t, KindMsgChan, loop.Kind)
 	require.NotEmpty(t, loop.Acks)
 	require.Equal(t, "acks with subs.SubscriberMessage.Done", loop.Acks[0].What)
@@ -228,21 +235,15 @@ func TestConfigMapBuiltElsewhere(t *testing.T) {
 // handler (wave 16, deepalert's Lambdas).
 func TestGolambdaSQSHandler(t *testing.T) {
 	rep := programReport(t, false)
-	var h *Consumer
-	for i, c := range rep.Consumers {
-		if strings.HasSuffix(c.File, "golam/golam.go") {
-			h = &rep.Consumers[i]
-		}
-	}
-	require.NotNil(t, h, "%+v", rep.Consumers)
+	h := consumerIn(t, rep, "golam/golam.go")
 	require.Equal(t, KindLambda, h.Kind)
 	require.Equal(t, []int{26}, findingLines(rep, "golam/golam.go", "effect"))
 }
 
 // TestCreateAfterLookup: a create made only when a lookup found no row (in
 // a caller's branch on sql.ErrNoRows or on the zero value a Get returned,
-// or after `if found { return }`) is no append: a redelivery finds the row (the concurrent race is
-// checkact's). An insert before any lookup is one (wave 15's
+// or after `if found { return }`) is no append: a redelivery finds the
+// row (the concurrent race is checkact's). An insert before any lookup is one (wave 15's
 // payload-tracker-go, wave 16's edge-api: false append findings).
 func TestCreateAfterLookup(t *testing.T) {
 	rep := programReport(t, false)
