@@ -123,7 +123,7 @@ go vet ./...
 go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 all=$(( $# == 0 ))
 if [[ $# -eq 0 ]]; then set -- ./...; fi
-go test -race -count=1 -timeout 20m "$@"
+go test -race -count=1 -timeout 30m "$@"
 
 # Self-check: all of ackgap (the examples, the test kit, the brokers) passes
 # ackgapvet, every check including the opt-in ones: a finding is either
