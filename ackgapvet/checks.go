@@ -333,6 +333,10 @@ func findWork(pass *analysis.Pass, c *Consumers, stmts []ast.Stmt, writes bool) 
 				desc, at = d, call
 			} else if d := dbWriteOf(pass.TypesInfo, call); writes && d != "" {
 				desc, at = d, call
+			} else if d := keyedWriteDesc(pass.TypesInfo, call); writes && d != "" {
+				// No effect, but work: lost if the message is acked
+				// first and the process dies.
+				desc, at = d, call
 			} else if cf := callee(pass.TypesInfo, call); cf != nil {
 				if sum := c.Summary(cf); sum != nil && (writes || sum.Effect != "") {
 					d := sum.Effect
@@ -341,6 +345,11 @@ func findWork(pass *analysis.Pass, c *Consumers, stmts []ast.Stmt, writes bool) 
 					}
 					desc, at = viaDesc(cf, d), call
 				}
+			}
+			if desc == "" && writes && c.program != nil && c.program.workSites[call.Lparen] && dynamicCall(pass.TypesInfo, call) {
+				// Through an interface or a function value: the
+				// whole-program walk knows what it reaches.
+				desc, at = "calls "+types.ExprString(call.Fun)+", which reaches a write or an effect (the consumer map names it)", call
 			}
 			return desc == ""
 		})

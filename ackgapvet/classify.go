@@ -265,6 +265,16 @@ func keyedWriteOf(info *types.Info, call *ast.CallExpr) bool {
 	return false
 }
 
+// keyedWriteDesc describes call when it is an AWS write by key (see
+// keyedWriteOf), "" otherwise: work that a redelivery repeats harmlessly
+// but that an early ack or a swallowed failure loses.
+func keyedWriteDesc(info *types.Info, call *ast.CallExpr) string {
+	if !keyedWriteOf(info, call) {
+		return ""
+	}
+	return "a write by key (" + qualName(callee(info, call)) + ")"
+}
+
 // isGRPCClientMethod matches generated gRPC client stubs: a method whose last
 // parameter is ...grpc.CallOption.
 func isGRPCClientMethod(fn *types.Func) bool {

@@ -255,7 +255,7 @@ func (w *wholeProgram) describe(rw *rootWalk) Consumer {
 						step.Key = key
 					}
 					effects = append(effects, found{step, fn, n.Pos(), goroutine(fn)})
-				} else if d := dbWriteOf(p.TypesInfo, n); d != "" {
+				} else if d := cmp.Or(dbWriteOf(p.TypesInfo, n), keyedWriteDesc(p.TypesInfo, n)); d != "" {
 					step.What = d
 					step.Severity = stepSeverity(path, d, constStrings(p.TypesInfo, n))
 					writes = append(writes, found{step, fn, n.Pos(), goroutine(fn)})

@@ -1,6 +1,7 @@
 package ackgapvet
 
 import (
+	"cmp"
 	"fmt"
 	"go/ast"
 	"go/types"
@@ -544,7 +545,7 @@ func (c *Consumers) summarize(fn *types.Func, visiting map[*types.Func]bool) *Su
 		if d := effectOf(c.pass.TypesInfo, call); d != "" && s.Effect == "" && harmfulRepeat(c.pass, fn.Name(), body, call, d) {
 			s.Effect = d
 		}
-		if d := dbWriteOf(c.pass.TypesInfo, call); d != "" && s.Write == "" {
+		if d := cmp.Or(dbWriteOf(c.pass.TypesInfo, call), keyedWriteDesc(c.pass.TypesInfo, call)); d != "" && s.Write == "" {
 			s.Write = d
 		}
 		if txCommitOf(c.pass.TypesInfo, call) != "" {

@@ -251,6 +251,23 @@ func TestCreateAfterLookup(t *testing.T) {
 	require.Equal(t, []int{85}, findingLines(rep, "devices/devices.go", "checkact"), "two deliveries at once both pass the lookup")
 }
 
+// TestDeleteBeforeStore: an SQS delete before the store's write is reported
+// when the write is reached through the code's own interface (the map
+// showed it after the ack while earlyack was silent) and when it is a
+// DynamoDB PutItem, a write by key (a new user's consumer).
+func TestDeleteBeforeStore(t *testing.T) {
+	rep := programReport(t, false)
+	require.Equal(t, []int{44, 60}, findingLines(rep, "earlydel/earlydel.go", "earlyack"))
+	var put Consumer
+	for _, c := range rep.Consumers {
+		if c.Name == "Consumer.RunPut" {
+			put = c
+		}
+	}
+	require.Len(t, put.Writes, 1, "the map lists the PutItem: %+v", put)
+	require.True(t, put.Writes[0].AfterAck, "after the delete: %+v", put)
+}
+
 // TestFunctionValuesByShape: a loop that calls its work through a
 // function-typed parameter reaches a method value passed to it (a bound
 // method wrapper in SSA) and a closure whose parameter names differ from
@@ -308,7 +325,7 @@ func TestConsumerMap(t *testing.T) {
 	for _, c := range rep.Consumers {
 		byName[c.Name] = c
 	}
-	require.Len(t, byName, 46, "%+v", rep.Consumers)
+	require.Len(t, byName, 48, "%+v", rep.Consumers)
 
 	// A receive loop that the call graph reaches from another consumer (a
 	// fallback source behind an interface) and whose acks are closures it

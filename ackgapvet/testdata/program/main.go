@@ -20,6 +20,7 @@ import (
 	"example.com/program/deepworker"
 	"example.com/program/deletefirst"
 	"example.com/program/devices"
+	"example.com/program/earlydel"
 	"example.com/program/fanout"
 	"example.com/program/gen"
 	"example.com/program/generic"
@@ -108,6 +109,9 @@ func main() {
 	go chanloop.Notify(nil, c)
 	go confmap.Run(nil)
 	go golam.Main(c)
+	ed := &earlydel.Consumer{Store: &earlydel.Dynamo{}}
+	go ed.Run(context.Background())
+	go ed.RunPut(context.Background())
 	go devices.Consume(context.Background(), kafka.NewReader(kafka.ReaderConfig{}), &devices.Repo{})
 	go confmap.RunManual(nil)
 	go (&launcher.Scaler{Store: &launcher.Store{}}).Run(context.Background())
