@@ -167,14 +167,32 @@ func effectOf(info *types.Info, call *ast.CallExpr) string {
 // *<Op>Input from an SDK service package (v1 or v2). SQS operations other
 // than sends are the consumer's own mechanics; writes by key overwrite.
 func appAWSCall(fn *types.Func) bool {
-	if funcPath(fn) == "" || strings.HasPrefix(funcPath(fn), "github.com/aws/") {
+	svc, op := appAWSOp(fn)
+	switch {
+	case svc == "":
 		return false
+	case svc == "sqs" && op != "SendMessage" && op != "SendMessageBatch":
+		return false
+	case keyedOverwrite(pathAWSSvc+svc, op):
+		return false
+	}
+	return awsMutates(op)
+}
+
+// appAWSOp returns the AWS service and operation of the application's own
+// function or method over an AWS client: named after the operation (v1's
+// WithContext and Request forms too) and taking its *<Op>Input from an SDK
+// service package (v1 or v2); "", "" for any other function, the SDK's own
+// included.
+func appAWSOp(fn *types.Func) (svc, op string) {
+	if funcPath(fn) == "" || strings.HasPrefix(funcPath(fn), "github.com/aws/") {
+		return "", ""
 	}
 	sig, ok := fn.Type().(*types.Signature)
 	if !ok {
-		return false
+		return "", ""
 	}
-	op := awsV1Op(fn.Name())
+	op = awsV1Op(fn.Name())
 	for i := range sig.Params().Len() {
 		ptr, ok := types.Unalias(sig.Params().At(i).Type()).(*types.Pointer)
 		if !ok {
@@ -187,17 +205,11 @@ func appAWSCall(fn *types.Func) bool {
 		p := named.Obj().Pkg().Path()
 		svc := strings.TrimPrefix(strings.TrimPrefix(p, pathAWSSvc), pathAWSv1Svc)
 		if svc == p {
-			return false
+			return "", ""
 		}
-		switch {
-		case svc == "sqs" && op != "SendMessage" && op != "SendMessageBatch":
-			return false
-		case keyedOverwrite(pathAWSSvc+svc, op):
-			return false
-		}
-		return awsMutates(op)
+		return svc, op
 	}
-	return false
+	return "", ""
 }
 
 // awsMutates reports whether an AWS SDK operation changes something outside
@@ -244,25 +256,8 @@ func keyedWriteOf(info *types.Info, call *ast.CallExpr) bool {
 	if svc, ok := isAWSv1Client(fn); ok {
 		return keyedOverwrite(pathAWSSvc+svc, awsV1Op(fn.Name()))
 	}
-	sig, ok := fn.Type().(*types.Signature)
-	if !ok || strings.HasPrefix(path, "github.com/aws/") {
-		return false
-	}
-	op := awsV1Op(fn.Name())
-	for i := range sig.Params().Len() {
-		ptr, ok := types.Unalias(sig.Params().At(i).Type()).(*types.Pointer)
-		if !ok {
-			continue
-		}
-		named, ok := types.Unalias(ptr.Elem()).(*types.Named)
-		if !ok || named.Obj().Pkg() == nil || named.Obj().Name() != op+"Input" {
-			continue
-		}
-		p := named.Obj().Pkg().Path()
-		svc := strings.TrimPrefix(strings.TrimPrefix(p, pathAWSSvc), pathAWSv1Svc)
-		return svc != p && keyedOverwrite(pathAWSSvc+svc, op)
-	}
-	return false
+	svc, op := appAWSOp(fn)
+	return svc != "" && keyedOverwrite(pathAWSSvc+svc, op)
 }
 
 // keyedWriteDesc describes call when it is an AWS write by key (see

@@ -388,8 +388,7 @@ func stopsLoop(body *ast.BlockStmt) bool {
 		case *ast.BranchStmt:
 			stops = stops || n.Tok == token.BREAK || n.Tok == token.GOTO
 		case *ast.CallExpr:
-			name := types.ExprString(n.Fun)
-			stops = stops || name == "panic" || name == "os.Exit" || strings.Contains(name, "Fatal") || strings.Contains(name, "Panic")
+			stops = stops || endsProcess(n)
 		}
 		return !stops
 	})
@@ -1198,14 +1197,18 @@ func givesUp(body *ast.BlockStmt) bool {
 	case *ast.BranchStmt:
 		return false
 	case *ast.ExprStmt:
-		if call, ok := ast.Unparen(st.X).(*ast.CallExpr); ok {
-			name := types.ExprString(call.Fun)
-			if name == "panic" || name == "os.Exit" || strings.Contains(name, "Fatal") || strings.Contains(name, "Panic") {
-				return false
-			}
+		if call, ok := ast.Unparen(st.X).(*ast.CallExpr); ok && endsProcess(call) {
+			return false
 		}
 	}
 	return true
+}
+
+// endsProcess reports whether call ends the process or the goroutine:
+// panic, os.Exit, a logger's Fatal or Panic.
+func endsProcess(call *ast.CallExpr) bool {
+	name := types.ExprString(call.Fun)
+	return name == "panic" || name == "os.Exit" || strings.Contains(name, "Fatal") || strings.Contains(name, "Panic")
 }
 
 // returnsErrorValue reports whether body returns a last result that is

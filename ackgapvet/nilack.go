@@ -4,7 +4,6 @@ import (
 	"go/ast"
 	"go/token"
 	"go/types"
-	"strings"
 
 	"golang.org/x/tools/go/ssa"
 )
@@ -151,29 +150,7 @@ func (w *wholeProgram) autoCommitAcker(rw *rootWalk) string {
 // logs, counts, and the loop goes on to its next message).
 func onlyLogged(info *types.Info, stack []ast.Node) bool {
 	ifs, neq, _ := errCheck(info, stack)
-	if ifs == nil || !neq {
-		return false
-	}
-	leavesLoop := false
-	ast.Inspect(ifs.Body, func(n ast.Node) bool {
-		switch n := n.(type) {
-		case *ast.FuncLit:
-			return false
-		case *ast.ReturnStmt:
-			leavesLoop = true
-		case *ast.BranchStmt:
-			if n.Tok == token.BREAK || n.Tok == token.GOTO {
-				leavesLoop = true
-			}
-		case *ast.CallExpr:
-			name := types.ExprString(n.Fun)
-			if name == "panic" || name == "os.Exit" || strings.Contains(name, "Fatal") || strings.Contains(name, "Panic") {
-				leavesLoop = true
-			}
-		}
-		return !leavesLoop
-	})
-	return !leavesLoop
+	return ifs != nil && neq && !hasReturn(ifs.Body) && !stopsLoop(ifs.Body)
 }
 
 // discarded reports whether the call at the end of stack is a statement of
