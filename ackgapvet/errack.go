@@ -353,14 +353,13 @@ func errAssignedBefore(info *types.Info, list []ast.Stmt, i int) ast.Stmt {
 	return nil
 }
 
-// writes reports whether st assigns obj anywhere (outside function
-// literals).
+// writes reports whether st assigns obj anywhere, in a function literal
+// too (a closure that sets a captured err: `m.Time(func() { r, err =
+// create(...) })`).
 func writes(info *types.Info, st ast.Stmt, obj types.Object) bool {
 	found := false
 	ast.Inspect(st, func(n ast.Node) bool {
 		switch n := n.(type) {
-		case *ast.FuncLit:
-			return false
 		case *ast.AssignStmt:
 			for _, l := range n.Lhs {
 				if id, ok := ast.Unparen(l).(*ast.Ident); ok && info.ObjectOf(id) == obj {
