@@ -293,13 +293,45 @@ func checkErrAck(pass *analysis.Pass, c *Consumers, r *reporter, root *Root, ifs
 		if call == nil {
 			continue
 		}
-		if ack := ackOf(info, call); ack != "" {
+		ack, inner := ackOf(info, call), call
+		if ack == "" {
+			ack, inner = c.helperAck(call)
+		}
+		if ack != "" {
 			r.report(call, SeverityOf(names...), fmt.Sprintf(
 				"acks with %s even when %s failed (line %d): the error is only logged, so a transient failure (a timeout, a busy database) loses the message instead of redelivering it; %s, and dead-letter only errors known to be permanent",
-				ack, workName, line, leaveUnacked(call, info)))
+				ack, workName, line, leaveUnacked(inner, info)))
 			return
 		}
 	}
+}
+
+// helperAck names the ack a call of a function of this package makes in
+// its own body (`p.markMessageDone(msg)` around `msg.Done()`): "" when it
+// makes none. It returns the ack call inside too.
+func (c *Consumers) helperAck(call *ast.CallExpr) (string, *ast.CallExpr) {
+	fn := callee(c.pass.TypesInfo, call)
+	if fn == nil {
+		return "", nil
+	}
+	fd := c.decls[fn.Origin()]
+	if fd == nil || fd.Body == nil {
+		return "", nil
+	}
+	var ack string
+	var inner *ast.CallExpr
+	ast.Inspect(fd.Body, func(n ast.Node) bool {
+		if _, ok := n.(*ast.FuncLit); ok || ack != "" {
+			return false
+		}
+		if in, ok := n.(*ast.CallExpr); ok {
+			if a := ackOf(c.pass.TypesInfo, in); a != "" {
+				ack, inner = types.ExprString(call.Fun)+" (which acks with "+a+")", in
+			}
+		}
+		return ack == ""
+	})
+	return ack, inner
 }
 
 // inNode reports whether n is inside the syntax of fn.

@@ -107,6 +107,7 @@ func main() {
 	go recs.RunPoller(nil)
 	go (&autolog.Tracker{}).Run()
 	go chanloop.Notify(nil, c)
+	go chanloop.NotifyLogged(nil, c)
 	go confmap.Run(nil)
 	go golam.Main(c)
 	ed := &earlydel.Consumer{Store: &earlydel.Dynamo{}}

@@ -23,3 +23,23 @@ func Notify(sub subs.Subscriber, c *http.Client) {
 		m.Done()
 	}
 }
+
+// NotifyLogged logs a failed post and marks the message done through a
+// helper of its own (wave 17, flyte's markMessageDone).
+func NotifyLogged(sub subs.Subscriber, c *http.Client) {
+	for m := range sub.Start() {
+		resp, err := c.Post("https://hooks.example/notify", "application/json", bytes.NewReader(m.Message()))
+		if err != nil {
+			log.Printf("notify: %v", err)
+		} else {
+			_ = resp.Body.Close()
+		}
+		markDone(m)
+	}
+}
+
+func markDone(m subs.SubscriberMessage) {
+	if err := m.Done(); err != nil {
+		log.Printf("done: %v", err)
+	}
+}
