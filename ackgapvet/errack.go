@@ -28,7 +28,8 @@ it as well: offsets are committed, not messages, so the next message's mark
 commits past it. So does an ack after an HTTP
 request whose response status the function never reads (a 500 or 429 taken
 for success), or a branch on a failed status that returns no error where a
-nil return acks. Under an auto-commit (librdkafka's defaults with no
+nil return acks, and work whose error is dropped unread before an ack.
+Under an auto-commit (librdkafka's defaults with no
 commit on the walk; kafka-go's ReadMessage), a failure only logged is
 committed all the same. In the whole-program mode, a function below a receive loop
 that commits on its nil result acks on nil as well: a failed write turned
@@ -74,6 +75,7 @@ permanent.`,
 				}
 				for i, st := range block.List {
 					uncheckedStatus(pass, r, root, body, st, block.List[i+1:])
+					droppedError(pass, c, r, root, st, block.List[i+1:])
 					failedStatusDone(pass, r, root, st, implicit, acker)
 					var prev ast.Stmt
 					if i > 0 {
@@ -301,6 +303,47 @@ func checkErrAck(pass *analysis.Pass, c *Consumers, r *reporter, root *Root, ifs
 			r.report(call, SeverityOf(names...), fmt.Sprintf(
 				"acks with %s even when %s failed (line %d): the error is only logged, so a transient failure (a timeout, a busy database) loses the message instead of redelivering it; %s, and dead-letter only errors known to be permanent",
 				ack, workName, line, leaveUnacked(inner, info)))
+			return
+		}
+	}
+}
+
+// droppedError reports work whose error is dropped unread (`db.Exec(q)`
+// as a statement, or `_, _ = db.Exec(q)`) when an ack follows in the same
+// block: a failed write or call is acked as done.
+func droppedError(pass *analysis.Pass, c *Consumers, r *reporter, root *Root, st ast.Stmt, rest []ast.Stmt) {
+	info := pass.TypesInfo
+	var call *ast.CallExpr
+	switch st := st.(type) {
+	case *ast.ExprStmt:
+		call, _ = ast.Unparen(st.X).(*ast.CallExpr)
+	case *ast.AssignStmt:
+		if len(st.Rhs) != 1 || !slices.ContainsFunc(st.Lhs, isBlank) || slices.ContainsFunc(st.Lhs, func(e ast.Expr) bool { return !isBlank(e) }) {
+			return
+		}
+		call, _ = ast.Unparen(st.Rhs[0]).(*ast.CallExpr)
+	}
+	if call == nil || ackOf(info, call) != "" {
+		return
+	}
+	sig, ok := types.Unalias(info.TypeOf(call.Fun)).(*types.Signature)
+	if !ok || sig.Results().Len() == 0 || !isError(sig.Results().At(sig.Results().Len()-1).Type()) || !isWork(pass, c, call) {
+		return
+	}
+	for _, next := range rest {
+		nc := topCall(next)
+		if nc == nil {
+			continue
+		}
+		ack, _ := ackOf(info, nc), nc
+		if ack == "" {
+			ack, _ = c.helperAck(nc)
+		}
+		if ack != "" {
+			workName := types.ExprString(call.Fun)
+			r.report(call, SeverityOf(root.Name, workName), fmt.Sprintf(
+				"the error of %s is dropped unread, and %s acks the message (line %d): a failure (a timeout, a busy database) is acked as done and the message lost; check the error and leave the message unacked when it fails",
+				workName, ack, pass.Fset.Position(nc.Pos()).Line))
 			return
 		}
 	}

@@ -276,6 +276,14 @@ func TestDeleteBeforeStore(t *testing.T) {
 	require.True(t, put.Writes[0].AfterAck, "after the delete: %+v", put)
 }
 
+// TestDroppedError: a write whose error is dropped unread before the
+// commit is acked as done when it fails; a status ping's body close is no
+// work (wave 17, ovh/cds's hooks; there the write is Redis, which is no
+// work to the checker, so that hazard stays missed).
+func TestDroppedError(t *testing.T) {
+	require.Equal(t, []int{20}, findingLines(programReport(t, false), "dropped/dropped.go", "errack"))
+}
+
 // TestFunctionValuesByShape: a loop that calls its work through a
 // function-typed parameter reaches a method value passed to it (a bound
 // method wrapper in SSA) and a closure whose parameter names differ from

@@ -20,6 +20,7 @@ import (
 	"example.com/program/deepworker"
 	"example.com/program/deletefirst"
 	"example.com/program/devices"
+	"example.com/program/dropped"
 	"example.com/program/earlydel"
 	"example.com/program/fanout"
 	"example.com/program/gen"
@@ -110,6 +111,7 @@ func main() {
 	go chanloop.NotifyLogged(nil, c)
 	go confmap.Run(nil)
 	go golam.Main(c)
+	go dropped.Run(context.Background(), kafka.NewReader(kafka.ReaderConfig{}), nil, c)
 	ed := &earlydel.Consumer{Store: &earlydel.Dynamo{}}
 	go ed.Run(context.Background())
 	go ed.RunPut(context.Background())

@@ -117,7 +117,8 @@ func poll(ctx context.Context, c *sqs.Client, url *string) {
 				continue
 			}
 			if _, err := http.Post("http://bill.local/", "text/plain", nil); err != nil {
-				_, _ = c.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: url}) // to the dead-letter queue first: clean
+				// To the dead-letter queue first (the post's failure is clean), but a failed send is deleted all the same.
+				_, _ = c.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: url}) // want `the error of c.SendMessage is dropped unread`
 				_, _ = c.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: url, ReceiptHandle: m.ReceiptHandle})
 				continue
 			}
