@@ -290,22 +290,30 @@ func checkErrAck(pass *analysis.Pass, c *Consumers, r *reporter, root *Root, ifs
 	if terminates(ifs.Body) {
 		return
 	}
-	for _, st := range rest {
+	if ack, call, inner := c.firstAck(rest); ack != "" {
+		r.report(call, SeverityOf(names...), fmt.Sprintf(
+			"acks with %s even when %s failed (line %d): the error is only logged, so a transient failure (a timeout, a busy database) loses the message instead of redelivering it; %s, and dead-letter only errors known to be permanent",
+			ack, workName, line, leaveUnacked(inner, info)))
+	}
+}
+
+// firstAck returns the first statement of stmts whose call acks, directly
+// or through a helper of this package (see helperAck): the ack's name, the
+// statement's call and the ack call itself; "" when none does.
+func (c *Consumers) firstAck(stmts []ast.Stmt) (ack string, call, inner *ast.CallExpr) {
+	for _, st := range stmts {
 		call := topCall(st)
 		if call == nil {
 			continue
 		}
-		ack, inner := ackOf(info, call), call
-		if ack == "" {
-			ack, inner = c.helperAck(call)
+		if ack := ackOf(c.pass.TypesInfo, call); ack != "" {
+			return ack, call, call
 		}
-		if ack != "" {
-			r.report(call, SeverityOf(names...), fmt.Sprintf(
-				"acks with %s even when %s failed (line %d): the error is only logged, so a transient failure (a timeout, a busy database) loses the message instead of redelivering it; %s, and dead-letter only errors known to be permanent",
-				ack, workName, line, leaveUnacked(inner, info)))
-			return
+		if ack, inner := c.helperAck(call); ack != "" {
+			return ack, call, inner
 		}
 	}
+	return "", nil, nil
 }
 
 // droppedError reports work whose error is dropped unread (`db.Exec(q)`
@@ -318,7 +326,8 @@ func droppedError(pass *analysis.Pass, c *Consumers, r *reporter, root *Root, st
 	case *ast.ExprStmt:
 		call, _ = ast.Unparen(st.X).(*ast.CallExpr)
 	case *ast.AssignStmt:
-		if len(st.Rhs) != 1 || !slices.ContainsFunc(st.Lhs, isBlank) || slices.ContainsFunc(st.Lhs, func(e ast.Expr) bool { return !isBlank(e) }) {
+		allBlank := !slices.ContainsFunc(st.Lhs, func(e ast.Expr) bool { return !isBlank(e) })
+		if len(st.Rhs) != 1 || !allBlank {
 			return
 		}
 		call, _ = ast.Unparen(st.Rhs[0]).(*ast.CallExpr)
@@ -330,22 +339,11 @@ func droppedError(pass *analysis.Pass, c *Consumers, r *reporter, root *Root, st
 	if !ok || sig.Results().Len() == 0 || !isError(sig.Results().At(sig.Results().Len()-1).Type()) || !isWork(pass, c, call) {
 		return
 	}
-	for _, next := range rest {
-		nc := topCall(next)
-		if nc == nil {
-			continue
-		}
-		ack, _ := ackOf(info, nc), nc
-		if ack == "" {
-			ack, _ = c.helperAck(nc)
-		}
-		if ack != "" {
-			workName := types.ExprString(call.Fun)
-			r.report(call, SeverityOf(root.Name, workName), fmt.Sprintf(
-				"the error of %s is dropped unread, and %s acks the message (line %d): a failure (a timeout, a busy database) is acked as done and the message lost; check the error and leave the message unacked when it fails",
-				workName, ack, pass.Fset.Position(nc.Pos()).Line))
-			return
-		}
+	if ack, at, _ := c.firstAck(rest); ack != "" {
+		workName := types.ExprString(call.Fun)
+		r.report(call, SeverityOf(root.Name, workName), fmt.Sprintf(
+			"the error of %s is dropped unread, and %s acks the message (line %d): a failure (a timeout, a busy database) is acked as done and the message lost; check the error and leave the message unacked when it fails",
+			workName, ack, pass.Fset.Position(at.Pos()).Line))
 	}
 }
 
