@@ -25,9 +25,20 @@ var claimVerb = regexp.MustCompile(`(?i)^(try)?(archive|claim|reserve|acquire|lo
 // RowsAffected. A redelivery then finds the transition made and skips the
 // work, so an effect below is not repeated.
 func guardedAt(info *types.Info, body ast.Node, pos token.Pos) bool {
-	guarded := false
+	return holdsAt(body, pos, nil, func(st ast.Stmt, prior []ast.Stmt) bool { return guardStmt(info, st, prior) })
+}
+
+// holdsAt walks the nodes of body that hold pos: it reports whether at
+// holds for one of them (nil: none), or before for a statement that comes
+// before pos in an enclosing block (given the statements before it).
+func holdsAt(body ast.Node, pos token.Pos, at func(ast.Node) bool, before func(st ast.Stmt, prior []ast.Stmt) bool) bool {
+	holds := false
 	ast.Inspect(body, func(n ast.Node) bool {
-		if guarded || n == nil || pos < n.Pos() || pos >= n.End() {
+		if holds || n == nil || pos < n.Pos() || pos >= n.End() {
+			return false
+		}
+		if at != nil && at(n) {
+			holds = true
 			return false
 		}
 		block, ok := stmtBlock(n)
@@ -38,14 +49,14 @@ func guardedAt(info *types.Info, body ast.Node, pos token.Pos) bool {
 			if st.Pos() <= pos && pos < st.End() {
 				break
 			}
-			if guardStmt(info, st, block.List[:i]) {
-				guarded = true
+			if before(st, block.List[:i]) {
+				holds = true
 				return false
 			}
 		}
 		return true
 	})
-	return guarded
+	return holds
 }
 
 // guardStmt matches `if !won { leave }` or `if n == 0 { leave }` at st,
@@ -141,34 +152,13 @@ var notFoundName = regexp.MustCompile(`(?i)not.?found|no.?rows|not.?exist`)
 // is checkact's).
 func absentAt(info *types.Info, body ast.Node, pos token.Pos) bool {
 	looked := lookupVar(info, body)
-	absent := false
-	ast.Inspect(body, func(n ast.Node) bool {
-		if absent || n == nil || pos < n.Pos() || pos >= n.End() {
-			return false
-		}
-		if _, ok := n.(*ast.FuncLit); ok && n != body {
-			return true
-		}
-		if ifs, ok := n.(*ast.IfStmt); ok && ifs.Body.Pos() <= pos && pos < ifs.Body.End() && notFoundCond(ifs.Cond, ifs.Init, looked) {
-			absent = true
-			return false
-		}
-		block, ok := stmtBlock(n)
-		if !ok {
-			return true
-		}
-		for _, st := range block.List {
-			if st.Pos() <= pos && pos < st.End() {
-				break
-			}
-			if ifs, ok := st.(*ast.IfStmt); ok && ifs.Else == nil && terminates(ifs.Body) && foundCond(ifs.Cond, looked) {
-				absent = true
-				return false
-			}
-		}
-		return true
+	return holdsAt(body, pos, func(n ast.Node) bool {
+		ifs, ok := n.(*ast.IfStmt)
+		return ok && ifs.Body.Pos() <= pos && pos < ifs.Body.End() && notFoundCond(ifs.Cond, ifs.Init, looked)
+	}, func(st ast.Stmt, _ []ast.Stmt) bool {
+		ifs, ok := st.(*ast.IfStmt)
+		return ok && ifs.Else == nil && terminates(ifs.Body) && foundCond(ifs.Cond, looked)
 	})
-	return absent
 }
 
 // notFoundCond reports whether cond (with its if's init) holds only when a
