@@ -1028,7 +1028,9 @@ func (w *wholeProgram) walk(root *Root, entry *ssa.Function) *rootWalk {
 		case *ssa.Parameter, *ssa.FreeVar:
 			return slices.Collect(maps.Keys(bound[v]))
 		}
-		return w.funcsOf(v, 2)
+		// Depth 1: a value made by one factory call (g.Go(handle(ctx,
+		// m)), as madeBy stops past its second level.
+		return w.funcsOf(v, 1)
 	}
 	bindValue := func(v ssa.Value, fs []*ssa.Function) {
 		for _, f := range fs {
