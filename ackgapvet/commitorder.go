@@ -31,11 +31,16 @@ Goroutines that each own a reader or a partition are not reported. Fix: commit f
 partition and hand work out by key, as ackgap's key-parallel consumer does.`,
 	func(pass *analysis.Pass, c *Consumers, r *reporter) {
 		ins := pass.ResultOf[inspect.Analyzer].(*inspector.Inspector)
-		ins.WithStack([]ast.Node{(*ast.GoStmt)(nil)}, func(n ast.Node, push bool, stack []ast.Node) bool {
+		ins.WithStack([]ast.Node{(*ast.GoStmt)(nil), (*ast.CallExpr)(nil)}, func(n ast.Node, push bool, stack []ast.Node) bool {
 			if !push {
 				return true
 			}
-			g := n.(*ast.GoStmt)
+			g, ok := n.(*ast.GoStmt)
+			if !ok {
+				if g = poolSubmit(pass.TypesInfo, n.(*ast.CallExpr)); g == nil {
+					return true
+				}
+			}
 			loop := innermostLoop(stack)
 			if loop == nil {
 				return true
@@ -86,6 +91,27 @@ partition and hand work out by key, as ackgap's key-parallel consumer does.`,
 			return true
 		})
 	})
+
+// poolSubmitNames are the methods that run a function in a goroutine of
+// their own: a worker pool's Submit (alitto/pond, panjf2000/ants,
+// gammazero/workerpool), errgroup's and sourcegraph/conc's Go.
+var poolSubmitNames = map[string]bool{"Submit": true, "TrySubmit": true, "SubmitErr": true, "Go": true, "TryGo": true}
+
+// poolSubmit returns, for a call that hands a function literal to a
+// worker pool (see poolSubmitNames), a go statement that starts that
+// literal at the call, for the rules written for go statements; nil for
+// any other call.
+func poolSubmit(info *types.Info, call *ast.CallExpr) *ast.GoStmt {
+	fn := callee(info, call)
+	if fn == nil || !poolSubmitNames[fn.Name()] || recvName(fn) == "" || len(call.Args) != 1 {
+		return nil
+	}
+	lit, ok := ast.Unparen(call.Args[0]).(*ast.FuncLit)
+	if !ok {
+		return nil
+	}
+	return &ast.GoStmt{Go: call.Pos(), Call: &ast.CallExpr{Fun: lit, Lparen: lit.End(), Rparen: lit.End()}}
+}
 
 // innermostLoop returns the innermost for or range statement around the
 // top of stack inside the same function, or nil.

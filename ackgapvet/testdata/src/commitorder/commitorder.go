@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/IBM/sarama"
+	"github.com/alitto/pond"
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -89,6 +90,32 @@ func perRecord(ctx context.Context, cl *kgo.Client, db *sql.DB) {
 				_, _ = db.ExecContext(ctx, "INSERT INTO rows (v) VALUES ($1)", rec.Value)
 				_ = cl.CommitRecords(ctx, &rec)
 			}(rec)
+		}
+	}
+}
+
+// A worker pool's task per message that commits its own record (wave 17,
+// event-stream-aggr: pool.Submit(func() { ...; CommitMessage })).
+func perRecordPool(ctx context.Context, cl *kgo.Client, db *sql.DB, p *pond.WorkerPool) {
+	for {
+		fetches := cl.PollFetches(ctx)
+		for _, rec := range fetches {
+			p.Submit(func() { // want `starts a goroutine per message that marks or commits its own message \(kgo.Client.CommitRecords at line \d+\)`
+				_, _ = db.ExecContext(ctx, "INSERT INTO rows (v) VALUES ($1)", rec.Value)
+				_ = cl.CommitRecords(ctx, &rec)
+			})
+		}
+	}
+}
+
+// Not reported: a pool task that commits nothing (the loop commits).
+func poolNoCommit(ctx context.Context, cl *kgo.Client, db *sql.DB, p *pond.WorkerPool) {
+	for {
+		fetches := cl.PollFetches(ctx)
+		for _, rec := range fetches {
+			p.Submit(func() {
+				_, _ = db.ExecContext(ctx, "INSERT INTO rows (v) VALUES ($1)", rec.Value)
+			})
 		}
 	}
 }
