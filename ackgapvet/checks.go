@@ -421,10 +421,19 @@ kgo.DisableAutoCommit and CommitRecords after the work; confluent-kafka-go
 watermill-kafka SubscriberConfig without a ConsumerGroup commits nothing at
 all: its subscriber reads every partition from Sarama's initial offset
 (OffsetNewest by default), so what was published while it was down is never
-read, and every replica handles every message; set ConsumerGroup.`,
+read, and every replica handles every message; set ConsumerGroup. So does a
+kafka-go ReaderConfig without a GroupID in a package with a reader loop:
+the reader commits nothing and starts, on every start, at its first offset
+(kafka-go's default: every restart handles the partition's retained
+messages again) or, after SetOffset(kafka.LastOffset), SetOffsetAt or
+StartOffset: kafka.LastOffset, at the newest (what was published while it
+was down is never read), and it reads one partition only. A reader whose
+offset the application restores itself (SetOffset with a stored value) is
+not reported.`,
 	func(pass *analysis.Pass, c *Consumers, r *reporter) {
 		confluentAutoCommit(pass, c, r)
 		watermillKafkaNoGroup(pass, r)
+		kafkaGoNoGroup(pass, c, r)
 		// kafka-go: skip when no ReaderConfig of the package gets a GroupID
 		// (in its literal, or assigned to the config afterwards).
 		configs, grouped := 0, 0
@@ -1005,7 +1014,7 @@ the record inside the handler.`,
 			if source == "" {
 				continue
 			}
-			if batchResponse(pass.TypesInfo, funcType(root.Node)) {
+			if batchResponse(pass.TypesInfo, funcType(root.Node)) || handBuiltResponse(pass.TypesInfo, funcBody(root.Node)) {
 				failuresWithError(pass, r, root)
 				continue
 			}
@@ -1089,10 +1098,25 @@ func failuresWithError(pass *analysis.Pass, r *reporter, root *Root) {
 	filled := map[types.Object]bool{} // responses whose BatchItemFailures are assigned
 	ast.Inspect(body, func(n ast.Node) bool {
 		if as, ok := n.(*ast.AssignStmt); ok {
-			for _, l := range as.Lhs {
-				if sel, ok := ast.Unparen(l).(*ast.SelectorExpr); ok && sel.Sel.Name == "BatchItemFailures" {
-					if obj := baseObj(info, sel.X); obj != nil {
-						filled[obj] = true
+			for i, l := range as.Lhs {
+				switch l := ast.Unparen(l).(type) {
+				case *ast.SelectorExpr: // resp.BatchItemFailures = ...
+					if l.Sel.Name == "BatchItemFailures" {
+						if obj := baseObj(info, l.X); obj != nil {
+							filled[obj] = true
+						}
+					}
+				case *ast.IndexExpr: // resp["batchItemFailures"] = ...
+					if batchFailuresKey(info, l.Index) {
+						if obj := baseObj(info, l.X); obj != nil {
+							filled[obj] = true
+						}
+					}
+				case *ast.Ident: // resp := map[string]any{"batchItemFailures": ...}
+					if i < len(as.Rhs) && len(as.Lhs) == len(as.Rhs) && failuresLiteral(info, as.Rhs[i]) {
+						if obj := info.ObjectOf(l); obj != nil {
+							filled[obj] = true
+						}
 					}
 				}
 			}
@@ -1110,7 +1134,7 @@ func failuresWithError(pass *analysis.Pass, r *reporter, root *Root) {
 		if id, ok := ast.Unparen(ret.Results[1]).(*ast.Ident); ok && id.Name == "nil" {
 			return true
 		}
-		if obj := baseObj(info, ret.Results[0]); obj != nil && filled[obj] {
+		if obj := baseObj(info, ret.Results[0]); obj != nil && filled[obj] || failuresLiteral(info, ret.Results[0]) {
 			r.report(ret, SeverityOf(root.Name),
 				"returns the batch item failures together with an error: Lambda takes the error as a failure of the whole batch and ignores the response, so every record is delivered again, those that succeeded included; return the response with a nil error")
 		}
@@ -1134,6 +1158,50 @@ func batchResponse(info *types.Info, ft *ast.FuncType) bool {
 		}
 	}
 	return false
+}
+
+// handBuiltResponse reports whether a Lambda handler's body builds its
+// partial batch response by hand (a map or a struct of its own with the
+// "batchItemFailures" key Lambda reads), instead of events.SQSEventResponse.
+func handBuiltResponse(info *types.Info, body *ast.BlockStmt) bool {
+	found := false
+	ast.Inspect(body, func(n ast.Node) bool {
+		if e, ok := n.(ast.Expr); ok && failuresLiteral(info, e) {
+			found = true
+		}
+		return !found
+	})
+	return found
+}
+
+// failuresLiteral reports whether e is a composite literal (or its
+// address) with a batch item failures entry: the key "batchItemFailures"
+// of a map, or a field BatchItemFailures.
+func failuresLiteral(info *types.Info, e ast.Expr) bool {
+	if u, ok := ast.Unparen(e).(*ast.UnaryExpr); ok && u.Op == token.AND {
+		e = u.X
+	}
+	lit, ok := ast.Unparen(e).(*ast.CompositeLit)
+	if !ok {
+		return false
+	}
+	for _, el := range lit.Elts {
+		kv, ok := el.(*ast.KeyValueExpr)
+		if !ok {
+			continue
+		}
+		if id, ok := kv.Key.(*ast.Ident); ok && id.Name == "BatchItemFailures" || batchFailuresKey(info, kv.Key) {
+			return true
+		}
+	}
+	return false
+}
+
+// batchFailuresKey reports whether e is the string constant
+// "batchItemFailures", the key of Lambda's partial batch response.
+func batchFailuresKey(info *types.Info, e ast.Expr) bool {
+	tv, ok := info.Types[e]
+	return ok && tv.Value != nil && tv.Value.Kind() == constant.String && constant.StringVal(tv.Value) == "batchItemFailures"
 }
 
 var (
@@ -1569,6 +1637,84 @@ func Analyzers() []*analysis.Analyzer {
 // consumes each partition without a group (Subscriber.consumeWithoutConsumerGroups
 // in watermill-kafka), from Sarama's Consumer.Offsets.Initial
 // (OffsetNewest unless overwritten), and commits no offset.
+// kafkaGoNoGroup reports kafka-go ReaderConfig literals without a GroupID
+// in a package that has a kafka-go reader loop (see AutoCommitAnalyzer):
+// nothing is committed, so where the reader starts decides what a restart
+// repeats or loses. A package that assigns a GroupID anywhere, or calls
+// SetOffset with a non-constant offset (its own stored position), is left
+// alone.
+func kafkaGoNoGroup(pass *analysis.Pass, c *Consumers, r *reporter) {
+	if !slices.ContainsFunc(c.Roots, func(rt *Root) bool { return rt.Kind == KindKafkaGo }) {
+		return
+	}
+	var lits []*ast.CompositeLit
+	atNewest, leaveAlone := false, false
+	newest := func(e ast.Expr) bool { // kafka.LastOffset (-1)
+		tv, ok := pass.TypesInfo.Types[e]
+		return ok && tv.Value != nil && constant.Compare(tv.Value, token.EQL, constant.MakeInt64(-1))
+	}
+	for _, f := range pass.Files {
+		ast.Inspect(f, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.CompositeLit:
+				if t := pass.TypesInfo.TypeOf(n); t == nil || !isNamed(t, pathKafkaGo, "ReaderConfig") {
+					return true
+				}
+				grouped := false
+				for _, e := range n.Elts {
+					kv, ok := e.(*ast.KeyValueExpr)
+					if !ok {
+						return true // positional: every field is set
+					}
+					switch types.ExprString(kv.Key) {
+					case "GroupID":
+						grouped = true
+					case "StartOffset":
+						atNewest = atNewest || newest(kv.Value)
+					}
+				}
+				if !grouped {
+					lits = append(lits, n)
+				}
+			case *ast.SelectorExpr:
+				if n.Sel.Name == "GroupID" {
+					if t := pass.TypesInfo.TypeOf(n.X); t != nil && isNamed(elemType(t), pathKafkaGo, "ReaderConfig") {
+						leaveAlone = true // set somewhere: a group after all
+					}
+				}
+			case *ast.CallExpr:
+				fn := callee(pass.TypesInfo, n)
+				if fn == nil || funcPath(fn) != pathKafkaGo || recvName(fn) != "Reader" {
+					return true
+				}
+				switch fn.Name() {
+				case "SetOffsetAt":
+					atNewest = true
+				case "SetOffset":
+					if len(n.Args) == 1 {
+						if tv, ok := pass.TypesInfo.Types[n.Args[0]]; ok && tv.Value != nil {
+							atNewest = atNewest || newest(n.Args[0])
+						} else {
+							leaveAlone = true // the application's stored position
+						}
+					}
+				}
+			}
+			return true
+		})
+	}
+	if leaveAlone {
+		return
+	}
+	where := "at its first offset on every start (kafka-go's default), so every restart handles the partition's retained messages again"
+	if atNewest {
+		where = "at the newest offset (or a time) on every start, so what was published while it was down is never read"
+	}
+	for _, lit := range lits {
+		r.report(lit, SeverityOf("consumer group", "offset"), "kafka-go ReaderConfig without a GroupID, read in a loop: the reader commits no offset and starts "+where+", and it reads one partition only; set GroupID and commit after the work (FetchMessage, then CommitMessages)")
+	}
+}
+
 func watermillKafkaNoGroup(pass *analysis.Pass, r *reporter) {
 	for _, f := range pass.Files {
 		ast.Inspect(f, func(n ast.Node) bool {

@@ -1,5 +1,7 @@
-// Package autocommitok holds the clean look-alikes of autocommit: a kafka-go
-// reader without a group, franz-go with auto-commit disabled.
+// Package autocommitok holds the look-alikes of autocommit's commit before
+// the work: a kafka-go reader without a group (which commits nothing, and is
+// reported for that instead: every restart reads the partition again),
+// franz-go with auto-commit disabled.
 package autocommitok
 
 import (
@@ -11,9 +13,9 @@ import (
 )
 
 func readLoop(ctx context.Context, db *sql.DB) {
-	r := kafka.NewReader(kafka.ReaderConfig{Brokers: []string{"k:9092"}, Topic: "payments"})
+	r := kafka.NewReader(kafka.ReaderConfig{Brokers: []string{"k:9092"}, Topic: "payments"}) // want `kafka-go ReaderConfig without a GroupID, read in a loop: the reader commits no offset and starts at its first offset on every start`
 	for {
-		m, err := r.ReadMessage(ctx) // no GroupID: nothing is committed
+		m, err := r.ReadMessage(ctx) // no GroupID: nothing is committed, so ReadMessage commits nothing before the work
 		if err != nil {
 			return
 		}

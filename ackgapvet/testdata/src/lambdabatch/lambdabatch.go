@@ -73,3 +73,30 @@ func s3InOneMessage(ctx context.Context, ev events.SQSEvent) error {
 	}
 	return nil
 }
+
+// handBuilt answers with its own map of batch item failures and the last
+// record's error with it (wave 17, opg-use-an-lpa's event receiver): Lambda
+// ignores the response and retries the whole batch.
+func handBuilt(ctx context.Context, ev events.SQSEvent) (map[string]any, error) {
+	var failures []map[string]string
+	var err error
+	for _, r := range ev.Records {
+		if err = process(r); err != nil {
+			failures = append(failures, map[string]string{"itemIdentifier": r.MessageId})
+		}
+	}
+	return map[string]any{"batchItemFailures": failures}, err // want `returns the batch item failures together with an error`
+}
+
+// handBuiltClean answers with its own map and a nil error: clean.
+func handBuiltClean(ctx context.Context, ev events.SQSEvent) (map[string]any, error) {
+	resp := map[string]any{}
+	var failures []map[string]string
+	for _, r := range ev.Records {
+		if err := process(r); err != nil {
+			failures = append(failures, map[string]string{"itemIdentifier": r.MessageId})
+		}
+	}
+	resp["batchItemFailures"] = failures
+	return resp, nil
+}
