@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"go/ast"
 	"go/types"
+	"maps"
 	"reflect"
+	"slices"
 	"strings"
 
 	"golang.org/x/tools/go/analysis"
@@ -87,6 +89,15 @@ type Consumers struct {
 	// handlerTypes are this package's function types called on a consumer
 	// path, with the kind of the root that calls them.
 	handlerTypes map[*types.TypeName]string
+	// handlerParams are this package's functions whose function-typed
+	// parameter (by index) reaches a handler slot (a registrar's argument,
+	// lambda.Start's, a handler type's): an application's wrapper such as
+	// func Register[T any](f func(context.Context, *T) error) { ...
+	// cqrs.NewGroupEventHandler(f) }. What callers pass there is a root.
+	handlerParams map[*types.Func]map[int]string
+	// paramsChanged says a round of findRoots marked a new handler
+	// parameter, so the next round looks for its callers.
+	paramsChanged bool
 	// remotes are entry points registered here whose function is declared
 	// in another package, or made there by a factory: the whole-program
 	// mode follows them.
@@ -119,6 +130,19 @@ type HandlerTypeFact struct {
 
 // AFact marks HandlerTypeFact as an analysis fact.
 func (*HandlerTypeFact) AFact() {}
+
+// HandlerParamFact marks a function whose function-typed parameters (by
+// index) are handed to a consumer's handler slot (see
+// Consumers.handlerParams): an argument passed there in another package is
+// an entry point of the kind the index maps to.
+type HandlerParamFact struct {
+	Kinds map[int]string
+}
+
+// AFact marks HandlerParamFact as an analysis fact.
+func (*HandlerParamFact) AFact() {}
+
+func (f *HandlerParamFact) String() string { return fmt.Sprintf("handler parameters %v", f.Kinds) }
 
 // String renders the fact for fact logs and test output.
 func (f *HandlerTypeFact) String() string { return "handler type of " + f.Kind }
@@ -254,7 +278,7 @@ var ConsumersAnalyzer = &analysis.Analyzer{
 	Requires:   []*analysis.Analyzer{inspect.Analyzer},
 	Run:        runConsumers,
 	ResultType: reflect.TypeFor[*Consumers](),
-	FactTypes:  []analysis.Fact{new(Summary), new(HandlerTypeFact)},
+	FactTypes:  []analysis.Fact{new(Summary), new(HandlerTypeFact), new(HandlerParamFact)},
 }
 
 // registrars are the Watermill/ackgap functions whose function arguments
@@ -300,11 +324,12 @@ func runConsumers(pass *analysis.Pass) (any, error) {
 	ins := pass.ResultOf[inspect.Analyzer].(*inspector.Inspector)
 	indexLocalStrings(pass)
 	c := &Consumers{
-		pass:         pass,
-		reach:        map[ast.Node]*Root{},
-		decls:        map[*types.Func]*ast.FuncDecl{},
-		summaries:    map[*types.Func]*Summary{},
-		handlerTypes: map[*types.TypeName]string{},
+		pass:          pass,
+		reach:         map[ast.Node]*Root{},
+		decls:         map[*types.Func]*ast.FuncDecl{},
+		summaries:     map[*types.Func]*Summary{},
+		handlerTypes:  map[*types.TypeName]string{},
+		handlerParams: map[*types.Func]map[int]string{},
 	}
 	for _, f := range pass.Files {
 		for _, d := range f.Decls {
@@ -323,7 +348,39 @@ func runConsumers(pass *analysis.Pass) (any, error) {
 		seen[n] = true
 		c.Roots = append(c.Roots, &Root{Kind: kind, Name: name, Node: n})
 	}
+	// The function-typed parameters of the package's functions, for a
+	// handler slot given a parameter (an application's wrapper).
+	type paramAt struct {
+		fn  *types.Func
+		idx int
+	}
+	params := map[*types.Var]paramAt{}
+	for fn := range c.decls {
+		sig := fn.Type().(*types.Signature)
+		if sig.Variadic() {
+			continue
+		}
+		for i := range sig.Params().Len() {
+			if p := sig.Params().At(i); isSignature(p.Type()) {
+				params[p] = paramAt{fn, i}
+			}
+		}
+	}
 	rootOfExpr := func(kind string, e ast.Expr) {
+		if id, ok := ast.Unparen(e).(*ast.Ident); ok {
+			if v, ok := pass.TypesInfo.Uses[id].(*types.Var); ok {
+				if p, ok := params[v]; ok {
+					if c.handlerParams[p.fn] == nil {
+						c.handlerParams[p.fn] = map[int]string{}
+					}
+					if c.handlerParams[p.fn][p.idx] == "" {
+						c.handlerParams[p.fn][p.idx] = kind
+						c.paramsChanged = true
+					}
+					return
+				}
+			}
+		}
 		if lit, ok := ast.Unparen(e).(*ast.FuncLit); ok {
 			addRoot(kind, "func literal", lit)
 			return
@@ -343,6 +400,9 @@ func runConsumers(pass *analysis.Pass) (any, error) {
 		for i := len(stack) - 1; i >= 0; i-- {
 			switch n := stack[i].(type) {
 			case *ast.FuncLit:
+				if calledInPlace(stack, i) {
+					continue
+				}
 				return n, "func literal"
 			case *ast.FuncDecl:
 				return n, n.Name.Name
@@ -354,14 +414,18 @@ func runConsumers(pass *analysis.Pass) (any, error) {
 	// Rounds: a function type called from a consumer path becomes a handler
 	// type, and values passed as it become roots in the next round.
 	for range 3 {
+		c.paramsChanged = false
 		c.findRoots(ins, nodeTypes, addRoot, rootOfExpr, enclosing)
 		c.follow()
-		if !c.markHandlerTypes() {
+		if !c.markHandlerTypes() && !c.paramsChanged {
 			break
 		}
 	}
 	for obj, kind := range c.handlerTypes {
 		pass.ExportObjectFact(obj, &HandlerTypeFact{Kind: kind})
+	}
+	for fn, kinds := range c.handlerParams {
+		pass.ExportObjectFact(fn, &HandlerParamFact{Kinds: kinds})
 	}
 	if v, ok := programs.Load(pass.Pkg); ok {
 		c.program = v.(*programReach)
@@ -446,6 +510,12 @@ func (c *Consumers) findRoots(ins *inspector.Inspector, nodeTypes []ast.Node, ad
 			fn := callee(pass.TypesInfo, n)
 			if fn == nil {
 				return true
+			}
+			kinds := c.handlerParamKinds(fn.Origin())
+			for _, i := range slices.Sorted(maps.Keys(kinds)) {
+				if i < len(n.Args) {
+					rootOfExpr(kinds[i], n.Args[i])
+				}
 			}
 			path, recv, name := funcPath(fn), recvName(fn), fn.Name()
 			switch {
@@ -585,6 +655,20 @@ func viaDesc(fn *types.Func, desc string) string {
 		return "calls " + qualName(fn) + ", which " + desc
 	}
 	return "calls " + qualName(fn) + ", which makes " + desc
+}
+
+// handlerParamKinds returns the handler parameters of fn (see
+// Consumers.handlerParams): this package's, or another's through a
+// [HandlerParamFact].
+func (c *Consumers) handlerParamKinds(fn *types.Func) map[int]string {
+	if fn.Pkg() == c.pass.Pkg {
+		return c.handlerParams[fn]
+	}
+	var fact HandlerParamFact
+	if fn.Pkg() != nil && c.pass.ImportObjectFact(fn, &fact) {
+		return fact.Kinds
+	}
+	return nil
 }
 
 // handlerKind returns the kind of entry point a value of type t is: KindAckgap

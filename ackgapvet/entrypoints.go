@@ -708,11 +708,33 @@ func enclosingLoop(stack []ast.Node) (ast.Node, bool) {
 		switch stack[i].(type) {
 		case *ast.ForStmt, *ast.RangeStmt:
 			looped = true
-		case *ast.FuncDecl, *ast.FuncLit:
+		case *ast.FuncLit:
+			if calledInPlace(stack, i) {
+				continue
+			}
+			return stack[i], looped
+		case *ast.FuncDecl:
 			return stack[i], looped
 		}
 	}
 	return nil, false
+}
+
+// calledInPlace reports whether the function literal stack[i] is called
+// where it is written (func() kgo.Fetches { ctx, cancel :=
+// context.WithTimeout(...); defer cancel(); return cl.PollFetches(ctx) }()):
+// a scope for a defer, part of the function around it, whose loop, work
+// and ack are the consumer's. A literal started by a go statement is not.
+func calledInPlace(stack []ast.Node, i int) bool {
+	if i == 0 {
+		return false
+	}
+	call, ok := stack[i-1].(*ast.CallExpr)
+	if !ok || ast.Unparen(call.Fun) != stack[i] {
+		return false
+	}
+	_, started := stack[max(i-2, 0)].(*ast.GoStmt) // go func() {...}(): a goroutine of its own
+	return !started
 }
 
 func funcNodeName(n ast.Node) string {

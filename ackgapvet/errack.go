@@ -163,6 +163,9 @@ func failedWork(pass *analysis.Pass, st, prev ast.Stmt) (*ast.IfStmt, *ast.CallE
 			return nil, nil
 		}
 	}
+	if lit, ok := ast.Unparen(call.Fun).(*ast.FuncLit); ok && receivesIn(pass.TypesInfo, lit.Body) {
+		return nil, nil // a receive in a literal called in place (a timeout's scope)
+	}
 	// The receiver's name says it too: v.validate.StructCtx(...).
 	if sel, ok := ast.Unparen(call.Fun).(*ast.SelectorExpr); ok && decodeCall.MatchString(lastName(sel.X)) {
 		return nil, nil
@@ -182,6 +185,38 @@ func receives(fn *types.Func) bool {
 		return true // a fetch's errors (fetches.Err())
 	}
 	return strings.HasPrefix(name, "Poll") || strings.HasPrefix(name, "Fetch") || name == "ReadMessage" || name == "Receive"
+}
+
+// firstReceive returns the position of the first receive call (see
+// receives) in body, or token.NoPos.
+func firstReceive(info *types.Info, body *ast.BlockStmt) token.Pos {
+	at := token.NoPos
+	ast.Inspect(body, func(n ast.Node) bool {
+		if _, ok := n.(*ast.FuncLit); ok || at.IsValid() {
+			return false
+		}
+		if call, ok := n.(*ast.CallExpr); ok {
+			if cf := callee(info, call); cf != nil && receives(cf) {
+				at = call.Pos()
+			}
+		}
+		return true
+	})
+	return at
+}
+
+// receivesIn reports whether body calls a receive (see receives).
+func receivesIn(info *types.Info, body *ast.BlockStmt) bool {
+	found := false
+	ast.Inspect(body, func(n ast.Node) bool {
+		if call, ok := n.(*ast.CallExpr); ok {
+			if cf := callee(info, call); cf != nil && receives(cf) {
+				found = true
+			}
+		}
+		return !found
+	})
+	return found
 }
 
 // lastName returns the last identifier of a selector chain (validate in
@@ -756,7 +791,11 @@ func kafkaSkips(pass *analysis.Pass, r *reporter, root *Root, loopBody *ast.Bloc
 		// A worker ranging over a channel has no partition to stop.
 		fix = "retry it in place until it succeeds, or dead-letter it explicitly, before the worker marks another message"
 	}
+	recv := firstReceive(info, loopBody)
 	loopStmts(loopBody, func(st, prev ast.Stmt, rest []ast.Stmt) {
+		if recv.IsValid() && st.End() <= recv {
+			return // before this iteration's receive: no message in hand (a rate limiter's wait)
+		}
 		if ifs := markedOnSuccess(info, st); ifs != nil {
 			r.report(ifs, SeverityOf(root.Name), fmt.Sprintf(
 				"the message is acked only when its work succeeded (%s inside if %s), and the loop goes on after a failure: Kafka commits offsets, not messages, so the next message's %s commits past the failed one and it is never delivered again; %s",
