@@ -156,8 +156,28 @@ func effectOf(info *types.Info, call *ast.CallExpr) string {
 		return "an HTTP request (" + qualName(fn) + ")"
 	case strings.HasPrefix(path, "github.com/cloudevents/sdk-go") && (name == "Send" || name == "Request") && recv != "":
 		return "a publish (" + qualName(fn) + ")"
+	case path == pathAsynq && recv == "Client" && (name == "Enqueue" || name == "EnqueueContext") && !asynqKeyed(info, call):
+		return "a job enqueued (" + qualName(fn) + ")"
 	}
 	return ""
+}
+
+// pathAsynq is hibiken/asynq, a Redis-backed job queue.
+const pathAsynq = "github.com/hibiken/asynq"
+
+// asynqKeyed reports whether an asynq Enqueue call is given asynq.TaskID
+// (a second enqueue of the same id fails with ErrTaskIDConflict) or
+// asynq.Unique (a duplicate within the TTL fails with ErrDuplicateTask):
+// the queue dedupes it.
+func asynqKeyed(info *types.Info, call *ast.CallExpr) bool {
+	for _, a := range call.Args {
+		if c, ok := ast.Unparen(a).(*ast.CallExpr); ok {
+			if fn := callee(info, c); fn != nil && funcPath(fn) == pathAsynq && (fn.Name() == "TaskID" || fn.Name() == "Unique") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // appAWSCall reports whether fn is the application's own method over an AWS
@@ -226,7 +246,8 @@ func awsMutates(op string) bool {
 }
 
 // keyedOverwrite reports whether an AWS operation overwrites or deletes by
-// key (S3 PutObject/DeleteObject, DynamoDB PutItem/DeleteItem/BatchWriteItem):
+// key (S3 PutObject/DeleteObject, DynamoDB PutItem/DeleteItem/BatchWriteItem,
+// Timestream WriteRecords):
 // repeating it with the same key leaves the same state, so it is not reported
 // as an effect. DynamoDB UpdateItem is (it may ADD).
 func keyedOverwrite(path, op string) bool {
@@ -235,6 +256,12 @@ func keyedOverwrite(path, op string) bool {
 		return op == "PutObject" || op == "DeleteObject" || op == "DeleteObjects"
 	case pathAWSSvc + "dynamodb":
 		return op == "PutItem" || op == "DeleteItem" || op == "BatchWriteItem"
+	case pathAWSSvc + "timestreamwrite":
+		// A record is keyed by its dimensions, measure name and time; a
+		// repeat of the same record is accepted and changes nothing
+		// (Amazon Timestream Developer Guide, "Writes": idempotent
+		// writes, upserts by Version).
+		return op == "WriteRecords"
 	}
 	return false
 }
@@ -242,8 +269,9 @@ func keyedOverwrite(path, op string) bool {
 // keyedWriteOf reports whether call is an AWS write by key (see
 // keyedOverwrite) through the SDK's client (v1 or v2) or an application's
 // interface over it (a method named after the operation taking its
-// *<Op>Input). It is no effect, since a repeat leaves the same state, but
-// it is work: when it fails, what the message should have stored is lost.
+// *<Op>Input), or a Redis command that stores state (redisStateWrite). It
+// is no effect, since a repeat leaves the same state, but it is work: when
+// it fails, what the message should have stored is lost.
 func keyedWriteOf(info *types.Info, call *ast.CallExpr) bool {
 	fn := callee(info, call)
 	if fn == nil {
@@ -257,7 +285,32 @@ func keyedWriteOf(info *types.Info, call *ast.CallExpr) bool {
 		return keyedOverwrite(pathAWSSvc+svc, awsV1Op(fn.Name()))
 	}
 	svc, op := appAWSOp(fn)
-	return svc != "" && keyedOverwrite(pathAWSSvc+svc, op)
+	return svc != "" && keyedOverwrite(pathAWSSvc+svc, op) || redisStateWrite(info, call)
+}
+
+// redisStateCmd names the Redis commands that store state under a key
+// (a sorted-set or hash member, a list or stream entry, several keys at
+// once). SETNX, HSETNX and SADD are claims (redisClaimCmd), INCR and its
+// kin counters, DEL and EXPIRE housekeeping: none is counted here.
+var redisStateCmd = map[string]bool{"ZAdd": true, "ZAddArgs": true, "ZAddNX": true, "ZAddXX": true, "HSet": true, "HMSet": true, "LPush": true, "RPush": true, "XAdd": true, "MSet": true, "Set": true}
+
+// redisStateWrite reports whether call is a go-redis command that stores
+// state (see redisStateCmd): a SET only with a constant zero expiration
+// (no TTL), since a SET with a TTL is a cache whose failure the next read
+// repairs. It is work, as an AWS write by key is: when it fails, or the
+// message is acked before it, what the message should have stored is lost
+// (a job queued in a sorted set, a task recorded in a hash).
+func redisStateWrite(info *types.Info, call *ast.CallExpr) bool {
+	cmd := redisCmd(info, call)
+	if !redisStateCmd[cmd] || len(call.Args) == 0 {
+		return false
+	}
+	if cmd != "Set" {
+		return true
+	}
+	last := call.Args[len(call.Args)-1]
+	tv, ok := info.Types[last]
+	return ok && tv.Value != nil && tv.Value.Kind() == constant.Int && constant.Sign(tv.Value) == 0 && isNamed(tv.Type, "time", "Duration")
 }
 
 // keyedWriteDesc describes call when it is an AWS write by key (see
@@ -266,6 +319,9 @@ func keyedWriteOf(info *types.Info, call *ast.CallExpr) bool {
 func keyedWriteDesc(info *types.Info, call *ast.CallExpr) string {
 	if !keyedWriteOf(info, call) {
 		return ""
+	}
+	if redisStateWrite(info, call) {
+		return "a Redis write (" + qualName(callee(info, call)) + ")"
 	}
 	return "a write by key (" + qualName(callee(info, call)) + ")"
 }
@@ -354,6 +410,9 @@ func dbCall(info *types.Info, call *ast.CallExpr) (dbHandle, string) {
 	case path == "database/sql" && recv == "Tx", isPgx(path) && recv == "Tx", isPgxpool(path) && recv == "Tx":
 		return handleTx, name
 	}
+	if h := embeddedHandle(fn); h != handleNone {
+		return h, name
+	}
 	if sig, ok := fn.Type().(*types.Signature); ok && sig.Recv() != nil {
 		rs := sig.Results()
 		for i := range rs.Len() {
@@ -369,6 +428,48 @@ func dbCall(info *types.Info, call *ast.CallExpr) (dbHandle, string) {
 		}
 	}
 	return handleNone, ""
+}
+
+// embeddedHandle returns the kind of the database handle that fn's
+// receiver embeds, when fn is a method of an application's concrete
+// wrapper over one (type Tx struct{ *sql.Tx; log *Logger } with its own
+// ExecContext that logs and calls the embedded one): its SQL is the
+// caller's, since the wrapper passes it on as a parameter.
+func embeddedHandle(fn *types.Func) dbHandle {
+	sig, ok := fn.Type().(*types.Signature)
+	if !ok || sig.Recv() == nil {
+		return handleNone
+	}
+	t := sig.Recv().Type()
+	if p, ok := t.(*types.Pointer); ok {
+		t = p.Elem()
+	}
+	st, ok := t.Underlying().(*types.Struct)
+	if !ok {
+		return handleNone
+	}
+	for i := range st.NumFields() {
+		f := st.Field(i)
+		if !f.Embedded() {
+			continue
+		}
+		ft := f.Type()
+		if p, ok := ft.(*types.Pointer); ok {
+			ft = p.Elem()
+		}
+		n, ok := types.Unalias(ft).(*types.Named)
+		if !ok || n.Obj().Pkg() == nil {
+			continue
+		}
+		path, tn := n.Obj().Pkg().Path(), n.Obj().Name()
+		switch {
+		case (path == "database/sql" || path == pathSqlx) && tn == "Tx", isPgx(path) && tn == "Tx":
+			return handleTx
+		case (path == "database/sql" || path == pathSqlx) && tn == "DB", isPgxpool(path) && tn == "Pool":
+			return handlePool
+		}
+	}
+	return handleNone
 }
 
 // sqlText returns the SQL of a database call: its first string constant

@@ -286,11 +286,16 @@ var tokenEndpoint = regexp.MustCompile(`(?i)/oauth2?(/|$)|/token/?$|/connect/tok
 // tokenRequest reports whether req, a call to http.NewRequest or
 // NewRequestWithContext in body, asks an OAuth 2.0 token endpoint for an
 // access token: its URL holds a string constant naming the endpoint
-// (directly, or through a local variable assigned in body). A token
+// (directly, or through a local variable assigned in body), or body builds
+// the token request's form (a "grant_type" parameter: RFC 6749, 4.4.2),
+// whatever URL it posts to (one read from a discovery document). A token
 // request changes nothing at the provider that a repeat would double (RFC
 // 6749, 4.4: the client-credentials grant issues a fresh token each time),
 // so neither effect nor idemkey reports it.
 func tokenRequest(info *types.Info, body *ast.BlockStmt, req *ast.CallExpr) bool {
+	if grantForm(info, body) {
+		return true
+	}
 	u := newRequestArg(info, req, 1)
 	if u == nil {
 		return false
@@ -320,6 +325,26 @@ func tokenRequest(info *types.Info, body *ast.BlockStmt, req *ast.CallExpr) bool
 		}
 	}
 	return false
+}
+
+// grantForm reports whether body names the OAuth 2.0 "grant_type" form
+// parameter in a string constant ("grant_type", or a body holding
+// "grant_type="): a function building a token request.
+func grantForm(info *types.Info, body *ast.BlockStmt) bool {
+	if body == nil {
+		return false
+	}
+	found := false
+	ast.Inspect(body, func(n ast.Node) bool {
+		if lit, ok := n.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+			if tv, ok := info.Types[lit]; ok && tv.Value != nil {
+				v := constant.StringVal(tv.Value)
+				found = v == "grant_type" || strings.Contains(v, "grant_type=")
+			}
+		}
+		return !found
+	})
+	return found
 }
 
 // requestValues returns the values body assigns to the local variable that

@@ -341,7 +341,7 @@ func TestConsumerMap(t *testing.T) {
 	for _, c := range rep.Consumers {
 		byName[c.Name] = c
 	}
-	require.Len(t, byName, 49, "%+v", rep.Consumers)
+	require.Len(t, byName, 52, "%+v", rep.Consumers)
 
 	// A receive loop that the call graph reaches from another consumer (a
 	// fallback source behind an interface) and whose acks are closures it
@@ -663,4 +663,42 @@ func TestMapIdempotencyKey(t *testing.T) {
 	require.NoError(t, WriteMap(&b, rep))
 	require.Contains(t, b.String(), `Idempotency-Key "label-" + msg.UUID: Watermill's message id, the same on every redelivery of this message, so the receiver dedupes redeliveries; a second publish of the event is a new message with a new id`)
 	require.Contains(t, b.String(), "Idempotency-Key orderOf(msg.Payload)\n")
+}
+
+// TestRedisStateWrite: a Redis write that stores state (a sorted-set
+// member, a hash) is work, so its error dropped before the commit is
+// reported; a SET with a TTL is a cache and is not (wave 17, ovh/cds H2).
+func TestRedisStateWrite(t *testing.T) {
+	require.Equal(t, []int{39}, findingLines(programReport(t, false), "redisq/redisq.go", "errack"))
+}
+
+// TestFunctionMadeByFactory: the function given to errgroup's Go is the
+// result of a local closure factory (g.Go(handle(ctx, m))); the walk
+// follows it into the handler of another package (wave 17, mailbadger).
+func TestFunctionMadeByFactory(t *testing.T) {
+	fs := findingsIn(programReport(t, false), "errgo/sender/sender.go", "effect")
+	require.Len(t, fs, 1)
+	require.Equal(t, 15, fs[0].Line)
+	require.Contains(t, fs[0].Message, "errgo.Run.func1.func1 → sender.Handler.Handle")
+}
+
+// TestReceiveInLiteralCalledInPlace: a fetch inside a function literal
+// called where it is written (a timeout's scope) leaves the enclosing
+// method the consumer, so its work and commit are walked; the fetch's own
+// failure is no message's (wave 17, tempo's block-builder).
+func TestReceiveInLiteralCalledInPlace(t *testing.T) {
+	rep := programReport(t, false)
+	require.Equal(t, "Worker.Run", consumerIn(t, rep, "iife/iife.go").Name)
+	require.Equal(t, []int{33}, findingLines(rep, "iife/iife.go", "effect"))
+	require.Equal(t, []int{33}, findingLines(rep, "iife/iife.go", "errack"))
+}
+
+// TestHandlerThroughWrapperParameter: a typed closure passed to the
+// application's own generic wrapper of cqrs.NewGroupEventHandler (in
+// another package) is a CQRS handler (wave 16, openmeter's grouphandler).
+func TestHandlerThroughWrapperParameter(t *testing.T) {
+	rep := programReport(t, false)
+	c := consumerIn(t, rep, "invoices/invoices.go")
+	require.Equal(t, KindCQRS, c.Kind)
+	require.Equal(t, []int{22}, findingLines(rep, "invoices/invoices.go", "effect"))
 }

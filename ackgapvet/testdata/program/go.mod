@@ -10,6 +10,7 @@ require (
 	example.com/programshared v0.0.0
 	example.org/subs v0.0.0
 	github.com/m-mizutani/golambda v1.0.2
+	github.com/redis/go-redis/v9 v9.0.0
 	github.com/zeromicro/go-queue v1.0.0
 	go.opentelemetry.io/otel v1.0.0
 	golang.org/x/sync v0.0.0
@@ -34,3 +35,5 @@ replace example.com/programshared => ../programshared
 replace example.org/subs => ../src/example.org/subs
 
 replace github.com/m-mizutani/golambda => ../src/github.com/m-mizutani/golambda
+
+replace github.com/redis/go-redis/v9 => ../src/github.com/redis/go-redis/v9

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/timestreamwrite"
 
 	"example.com/payments"
 )
@@ -114,8 +115,11 @@ func outboxPublish(tx *sql.Tx, msg *message.Message) error {
 	return pub.Publish("charges", msg)
 }
 
-func lambdaHandler(ctx context.Context, ev events.SQSEvent, q *sqs.Client, store *s3.Client) error {
+func lambdaHandler(ctx context.Context, ev events.SQSEvent, q *sqs.Client, store *s3.Client, ts *timestreamwrite.Client) error {
 	for _, r := range ev.Records {
+		if _, err := ts.WriteRecords(ctx, &timestreamwrite.WriteRecordsInput{}); err != nil { // clean: a record keyed by dimensions and time
+			return err
+		}
 		if _, err := store.PutObject(ctx, &s3.PutObjectInput{Key: &r.MessageId}); err != nil { // clean: overwrite by key
 			return err
 		}

@@ -39,6 +39,18 @@ func (n *notifier) installationToken(ctx context.Context, id int64) (*http.Respo
 	return n.client.Do(req)
 }
 
+// discoveredToken posts the client-credentials form to a token URL read
+// from the provider's discovery document (wave 17, provisioning-backend's
+// go-oidc TokenURL): the form says it is a token request, not an effect.
+func (n *notifier) discoveredToken(ctx context.Context, tokenURL string) (*http.Response, error) {
+	body := "grant_type=client_credentials&scope=api.console"
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, tokenURL, strings.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	return n.client.Do(req)
+}
+
 // post sends the notification itself: an effect.
 func (n *notifier) post(ctx context.Context) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, n.aadBase+"/v3/conversations", nil)
@@ -50,6 +62,9 @@ func (n *notifier) post(ctx context.Context) (*http.Response, error) {
 
 func (n *notifier) handle(msg *message.Message) error {
 	if _, err := n.token(msg.Context()); err != nil {
+		return err
+	}
+	if _, err := n.discoveredToken(msg.Context(), n.aadBase); err != nil {
 		return err
 	}
 	if _, err := n.installationToken(msg.Context(), 7); err != nil {

@@ -1,0 +1,3 @@
+module github.com/redis/go-redis/v9
+
+go 1.26
