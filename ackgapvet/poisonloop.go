@@ -257,7 +257,7 @@ func messageLoops(pass *analysis.Pass, root *Root) []ast.Node {
 			found := false
 			ast.Inspect(n, func(m ast.Node) bool {
 				if c, ok := m.(*ast.CallExpr); ok {
-					if fn := callee(pass.TypesInfo, c); fn != nil && (receives(fn) || fn.Name() == "Messages") {
+					if fn := callee(pass.TypesInfo, c); fn != nil && (receives(fn) || fn.Name() == "Messages" || receivesBelow(pass, fn, 3)) {
 						found = true
 					}
 				}
@@ -271,6 +271,45 @@ func messageLoops(pass *analysis.Pass, root *Root) []ast.Node {
 		return true
 	})
 	return loops
+}
+
+// receivesBelow reports whether fn, a function of pass's package, makes a
+// receive call (see receives) in its body or in the package's functions
+// it calls, through depth levels: a loop that calls such a wrapper once
+// per turn (for { processSQS(ctx, ...) }) is the loop that takes messages.
+func receivesBelow(pass *analysis.Pass, fn *types.Func, depth int) bool {
+	if depth == 0 || fn.Pkg() != pass.Pkg {
+		return false
+	}
+	body := declBody(pass, fn)
+	if body == nil {
+		return false
+	}
+	found := false
+	ast.Inspect(body, func(m ast.Node) bool {
+		if c, ok := m.(*ast.CallExpr); ok {
+			if f := callee(pass.TypesInfo, c); f != nil && f != fn && (receives(f) || receivesBelow(pass, f, depth-1)) {
+				found = true
+			}
+		}
+		return !found
+	})
+	return found
+}
+
+// declBody returns the body of fn's declaration in pass's files, or nil.
+func declBody(pass *analysis.Pass, fn *types.Func) *ast.BlockStmt {
+	for _, f := range pass.Files {
+		if f.FileStart > fn.Pos() || fn.Pos() >= f.FileEnd {
+			continue
+		}
+		for _, d := range f.Decls {
+			if fd, ok := d.(*ast.FuncDecl); ok && fd.Name.Pos() == fn.Pos() {
+				return fd.Body
+			}
+		}
+	}
+	return nil
 }
 
 // enclosingPath returns the nodes around n in its file, innermost first.

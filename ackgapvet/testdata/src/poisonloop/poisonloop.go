@@ -240,3 +240,32 @@ func pooledDecl(ctx context.Context, r *kafka.Reader) {
 		jobs <- m
 	}
 }
+
+// wrappedLoop sets up, then calls a function that receives once per turn
+// (wave 18, Pennsieve/workflow-manager): the set-up's exits run once at
+// start, not per message; the exit on processOnce's failure is per message.
+func wrappedLoop(ctx context.Context, c *sqs.Client, url *string) {
+	if err := os.MkdirAll("/tmp/work", 0o755); err != nil {
+		os.Exit(1)
+	}
+	for {
+		if err := processOnce(ctx, c, url); err != nil {
+			log.Fatalf("processing: %v", err) // want `log.Fatalf on a message's failure \(processOnce, line \d+\)`
+		}
+	}
+}
+
+func processOnce(ctx context.Context, c *sqs.Client, url *string) error {
+	out, err := c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: url})
+	if err != nil {
+		return err
+	}
+	for _, m := range out.Messages {
+		var o order
+		if err := json.Unmarshal([]byte(*m.Body), &o); err != nil {
+			return err
+		}
+		_, _ = c.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: url, ReceiptHandle: m.ReceiptHandle})
+	}
+	return nil
+}
