@@ -234,17 +234,30 @@ handler's transaction (an outbox row) and let a relay do it.`,
 					return true
 				}
 				for i, st := range block.List {
-					if ret, ok := st.(*ast.ReturnStmt); ok && root.Node == node && returnAcks(root.Kind) && returnsNoError(pass.TypesInfo, &ast.BlockStmt{List: []ast.Stmt{ret}}) != nil {
-						// The framework acks on this return.
-						if how, at := handedOff(pass, before(m, block.List[:i])); how != "" {
+					acker, _ := c.ackerOf(node)
+					if ret, ok := st.(*ast.ReturnStmt); ok && (root.Node == node && returnAcks(root.Kind) || node != root.Node && acker != "") && returnsNoError(pass.TypesInfo, &ast.BlockStmt{List: []ast.Stmt{ret}}) != nil {
+						// The framework acks on this return, or the
+						// code's own loop that called this function.
+						who := "the " + root.Kind
+						if node != root.Node {
+							who = acker
+						}
+						var params map[types.Object]bool
+						if node != root.Node {
+							params = paramObjs(pass.TypesInfo, funcType(node))
+						}
+						if how, at := handedOffWith(pass, before(m, block.List[:i]), params); how != "" {
 							line := pass.Fset.Position(at.Pos()).Line
 							r.report(ret, SeverityOf(root.Name), fmt.Sprintf(
-								"returns without an error, so the %s acks the message, while its work runs in another goroutine (%s at line %d): a crash or error there loses the message instead of redelivering it; do the work before returning, or wait for it and return its error",
-								root.Kind, how, line))
+								"returns without an error, so %s acks the message, while its work runs in another goroutine (%s at line %d): a crash or error there loses the message instead of redelivering it; do the work before returning, or wait for it and return its error",
+								who, how, line))
 						}
 						continue
 					}
 					call := topCall(st)
+					if call == nil {
+						call = ackRetryLoop(pass.TypesInfo, st)
+					}
 					if call == nil {
 						continue
 					}
@@ -273,6 +286,47 @@ handler's transaction (an outbox row) and let a relay do it.`,
 			})
 		}
 	})
+
+// paramObjs returns the objects of ft's named parameters.
+func paramObjs(info *types.Info, ft *ast.FuncType) map[types.Object]bool {
+	out := map[types.Object]bool{}
+	if ft == nil || ft.Params == nil {
+		return out
+	}
+	for _, f := range ft.Params.List {
+		for _, n := range f.Names {
+			if o := info.Defs[n]; o != nil {
+				out[o] = true
+			}
+		}
+	}
+	return out
+}
+
+// ackRetryLoop returns the ack of a loop that only retries it (for msg !=
+// nil { if _, err := c.CommitMessage(msg); err != nil { sleep; continue };
+// break }): a for statement, not a range, with no receive in it, whose body
+// acks at its top level and breaks out. The loop is then the ack statement.
+func ackRetryLoop(info *types.Info, st ast.Stmt) *ast.CallExpr {
+	loop, ok := st.(*ast.ForStmt)
+	if !ok || receivesIn(info, loop.Body) {
+		return nil
+	}
+	var ack *ast.CallExpr
+	breaks := false
+	for _, b := range loop.Body.List {
+		if c := topCall(b); c != nil && ack == nil && ackOf(info, c) != "" {
+			ack = c
+		}
+		if br, ok := b.(*ast.BranchStmt); ok && br.Tok == token.BREAK && br.Label == nil {
+			breaks = true
+		}
+	}
+	if !breaks {
+		return nil
+	}
+	return ack
+}
 
 // topCall returns the call a statement makes at its top level: an expression
 // statement, an assignment from a call, or an if's init.
@@ -346,9 +400,10 @@ func findWork(pass *analysis.Pass, c *Consumers, stmts []ast.Stmt, writes bool) 
 					desc, at = viaDesc(cf, d), call
 				}
 			}
-			if desc == "" && writes && c.program != nil && c.program.workSites[call.Lparen] && dynamicCall(pass.TypesInfo, call) {
-				// Through an interface or a function value: the
-				// whole-program walk knows what it reaches.
+			if desc == "" && writes && c.program != nil && (c.program.workSites[call.Lparen] && dynamicCall(pass.TypesInfo, call) || c.works(callee(pass.TypesInfo, call))) {
+				// Through an interface or a function value, or a
+				// function that calls one: the whole-program walk knows
+				// what it reaches.
 				desc, at = "calls "+types.ExprString(call.Fun)+", which reaches a write or an effect (the consumer map names it)", call
 			}
 			return desc == ""
@@ -1351,7 +1406,7 @@ constraint, in the handler's transaction), as ackgap's inbox does.`,
 var IdemKeyAnalyzer = newAnalyzer("idemkey",
 	`report non-idempotent effects without an idempotency key on a consumer path
 
-An HTTP POST, PUT or PATCH sent without an Idempotency-Key header lets the
+An HTTP POST or PATCH sent without an Idempotency-Key header lets the
 receiver apply a redelivered message twice; an UPDATE ... SET n = n + 1 with
 no dedupe record in the same transaction counts a redelivery twice, and so
 does a value read, changed by arithmetic in Go and written back, and a DynamoDB UpdateExpression "SET n = n + :x" or "ADD n :x" without a
@@ -1530,8 +1585,8 @@ func checkRequestKey(pass *analysis.Pass, c *Consumers, r *reporter, call *ast.C
 		return
 	}
 	method := strings.ToUpper(constant.StringVal(tv.Value))
-	if method != "POST" && method != "PUT" && method != "PATCH" {
-		return
+	if method != "POST" && method != "PATCH" {
+		return // PUT and DELETE are idempotent methods (RFC 9110, 9.2.2): a repeat leaves what the first made
 	}
 	// Find the variable the request is assigned to.
 	body := funcBody(s.Inner())

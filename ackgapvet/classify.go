@@ -127,9 +127,9 @@ func effectOf(info *types.Info, call *ast.CallExpr) string {
 		return "an email (" + qualName(fn) + ")"
 	case path == pathGRPC && recv == "ClientConn" && (name == "Invoke" || name == "NewStream"):
 		return "a gRPC call (" + qualName(fn) + ")"
-	case isGRPCClientMethod(fn) && !readName(name):
+	case isGRPCClientMethod(fn) && !readName(name) && !overwriteName(name):
 		return "a gRPC call (" + qualName(fn) + ")"
-	case isOpenAPIClientMethod(fn) && !readName(name):
+	case isOpenAPIClientMethod(fn) && !readName(name) && !overwriteName(name):
 		return "an HTTP API call (" + qualName(fn) + ")"
 	case path == pathSQS && recv == "Client" && name != "SendMessage" && name != "SendMessageBatch":
 		return "" // the consumer's own receive/ack mechanics and queue administration
@@ -269,7 +269,8 @@ func keyedOverwrite(path, op string) bool {
 // keyedWriteOf reports whether call is an AWS write by key (see
 // keyedOverwrite) through the SDK's client (v1 or v2) or an application's
 // interface over it (a method named after the operation taking its
-// *<Op>Input), or a Redis command that stores state (redisStateWrite). It
+// *<Op>Input), a Redis command that stores state (redisStateWrite), or a
+// generated client's overwrite by key (overwriteName: a gRPC Upsert). It
 // is no effect, since a repeat leaves the same state, but it is work: when
 // it fails, what the message should have stored is lost.
 func keyedWriteOf(info *types.Info, call *ast.CallExpr) bool {
@@ -285,7 +286,26 @@ func keyedWriteOf(info *types.Info, call *ast.CallExpr) bool {
 		return keyedOverwrite(pathAWSSvc+svc, awsV1Op(fn.Name()))
 	}
 	svc, op := appAWSOp(fn)
-	return svc != "" && keyedOverwrite(pathAWSSvc+svc, op) || redisStateWrite(info, call)
+	return svc != "" && keyedOverwrite(pathAWSSvc+svc, op) || redisStateWrite(info, call) ||
+		(isGRPCClientMethod(fn) || isOpenAPIClientMethod(fn)) && overwriteName(fn.Name())
+}
+
+// overwriteVerbs start the names of generated client methods (gRPC stubs,
+// oapi-codegen clients) that set, replace or remove a resource by its key:
+// a repeat leaves what the first call left, as HTTP's PUT and DELETE do
+// (RFC 9110, 9.2.2). They are work, not effects.
+var overwriteVerbs = []string{"Upsert", "Put", "Set", "Replace", "Delete", "Remove"}
+
+// overwriteName reports whether a generated client's method name starts
+// with an overwrite verb (see overwriteVerbs) followed by an upper-case
+// letter or nothing (SetPayload, Upsert; not Settle).
+func overwriteName(name string) bool {
+	for _, v := range overwriteVerbs {
+		if rest, ok := strings.CutPrefix(name, v); ok && (rest == "" || rest[0] >= 'A' && rest[0] <= 'Z') {
+			return true
+		}
+	}
+	return false
 }
 
 // redisStateCmd names the Redis commands that store state under a key

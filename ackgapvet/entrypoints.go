@@ -701,7 +701,11 @@ func (c *Consumers) receiveRoot(kind string, stack []ast.Node, addRoot func(kind
 }
 
 // enclosingLoop returns the innermost function around the end of stack and
-// whether a for or range statement inside that function encloses it.
+// whether a for or range statement inside that function encloses it. A
+// function literal called in place, or one with no loop around the
+// receive that no go statement starts (act := func() error { m, err =
+// r.FetchMessage(ctx); return err }; retry.Do(ctx, act)), is part of the
+// function around it.
 func enclosingLoop(stack []ast.Node) (ast.Node, bool) {
 	looped := false
 	for i := len(stack) - 1; i >= 0; i-- {
@@ -709,7 +713,10 @@ func enclosingLoop(stack []ast.Node) (ast.Node, bool) {
 		case *ast.ForStmt, *ast.RangeStmt:
 			looped = true
 		case *ast.FuncLit:
-			if calledInPlace(stack, i) {
+			if calledInPlace(stack, i) || !looped && !startedByGo(stack, i) {
+				// Called in place, or a literal that receives once handed
+				// to the code's own helper (a retry wrapper): the function
+				// around it takes the message.
 				continue
 			}
 			return stack[i], looped
@@ -718,6 +725,17 @@ func enclosingLoop(stack []ast.Node) (ast.Node, bool) {
 		}
 	}
 	return nil, false
+}
+
+// startedByGo reports whether the function literal stack[i] is the
+// function of a go statement (go func() {...}()) or is given to one.
+func startedByGo(stack []ast.Node, i int) bool {
+	for j := i - 1; j >= 0 && j >= i-2; j-- {
+		if _, ok := stack[j].(*ast.GoStmt); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // calledInPlace reports whether the function literal stack[i] is called

@@ -159,7 +159,7 @@ func failedWork(pass *analysis.Pass, st, prev ast.Stmt) (*ast.IfStmt, *ast.CallE
 		return nil, nil
 	}
 	if cf := callee(pass.TypesInfo, call); cf != nil {
-		if decodeCall.MatchString(cf.Name()) || receives(cf) {
+		if decodeCall.MatchString(cf.Name()) || receives(cf) || cleanUp(cf) {
 			return nil, nil
 		}
 	}
@@ -185,6 +185,39 @@ func receives(fn *types.Func) bool {
 		return true // a fetch's errors (fetches.Err())
 	}
 	return strings.HasPrefix(name, "Poll") || strings.HasPrefix(name, "Fetch") || name == "ReadMessage" || name == "Receive"
+}
+
+// rollbackReturned returns the return statement ending body when the
+// error it returns is a rollback's result (return tx.Rollback(), return
+// tx.Rollback().Error as GORM writes it), or nil.
+func rollbackReturned(body *ast.BlockStmt) *ast.ReturnStmt {
+	if len(body.List) == 0 {
+		return nil
+	}
+	ret, ok := body.List[len(body.List)-1].(*ast.ReturnStmt)
+	if !ok || len(ret.Results) == 0 {
+		return nil
+	}
+	e := ast.Unparen(ret.Results[len(ret.Results)-1])
+	if sel, ok := e.(*ast.SelectorExpr); ok && sel.Sel.Name == "Error" {
+		e = ast.Unparen(sel.X)
+	}
+	if call, ok := e.(*ast.CallExpr); ok && lastName(call.Fun) == "Rollback" {
+		return ret
+	}
+	return nil
+}
+
+// cleanUp reports whether fn tidies up after the work rather than doing
+// it: a Close, Rollback, Release, Shutdown or Stop, or the removal of a
+// file or directory (os.Remove, os.RemoveAll). Its failure leaves
+// something behind, not a message undone.
+func cleanUp(fn *types.Func) bool {
+	switch fn.Name() {
+	case "Close", "Rollback", "Release", "Shutdown", "Stop":
+		return true
+	}
+	return funcPath(fn) == "os" && (fn.Name() == "Remove" || fn.Name() == "RemoveAll")
 }
 
 // firstReceive returns the position of the first receive call (see
@@ -240,6 +273,12 @@ func checkErrAck(pass *analysis.Pass, c *Consumers, r *reporter, root *Root, ifs
 	line := pass.Fset.Position(work.Pos()).Line
 	names := []string{root.Name, workName}
 	if sendsElsewhere(pass, ifs.Body) {
+		return
+	}
+	if ret := rollbackReturned(ifs.Body); ret != nil && (isWork(pass, c, work) || dynamicCall(info, work)) {
+		r.report(ret, SeverityOf(names...), fmt.Sprintf(
+			"when %s fails (line %d) the branch returns the result of the rollback instead of the failure: nil when the rollback succeeds, so the caller takes the failed work for done and the message is acked; roll back, then return %s's error (or join both)",
+			workName, line, workName))
 		return
 	}
 	if strings.HasPrefix(acker, autoCommitPrefix) {

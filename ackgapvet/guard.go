@@ -17,11 +17,17 @@ import (
 // insert that may find the row there already.
 var claimVerb = regexp.MustCompile(`(?i)^(try)?(archive|claim|reserve|acquire|lock|mark|transition|advance|complete|finish|close|resolve|setnx|setifnotexists|compareandswap|cas|insertifnotexists|createifnotexists)|ifnotexists$|ifabsent$`)
 
+// lostClaim matches the names of the errors a claim answers with when
+// another delivery made it first: ErrAlreadyClaimed, ErrExists,
+// ErrDuplicate, ErrConflict, ErrTaken.
+var lostClaim = regexp.MustCompile(`(?i)already|exists|duplicate|conflict|claimed|taken`)
+
 // guardedAt reports whether the statement of body holding pos runs only
 // when an earlier guarded transition in body was won: a statement before
 // it in an enclosing block is `if !won { return }` (or continue, break; or
 // `won == false`), where won was assigned from a call named like a claim
-// (see claimVerb), or `if n == 0 { return }` where n holds a result's
+// (see claimVerb), `if errors.Is(err, ErrAlreadyClaimed) { return }` where
+// err was (see lostClaim), or `if n == 0 { return }` where n holds a result's
 // RowsAffected. A redelivery then finds the transition made and skips the
 // work, so an effect below is not repeated.
 func guardedAt(info *types.Info, body ast.Node, pos token.Pos) bool {
@@ -79,6 +85,12 @@ func guardCall(info *types.Info, st ast.Stmt, before []ast.Stmt) *ast.CallExpr {
 	case *ast.UnaryExpr:
 		if c.Op == token.NOT {
 			v = identObj(info, c.X)
+		}
+	case *ast.CallExpr:
+		// errors.Is(err, ErrAlreadyClaimed): the claim's error says
+		// another delivery holds it.
+		if fn := callee(info, c); fn != nil && funcPath(fn) == "errors" && fn.Name() == "Is" && len(c.Args) == 2 && lostClaim.MatchString(lastName(c.Args[1])) {
+			v = identObj(info, c.Args[0])
 		}
 	case *ast.BinaryExpr:
 		if c.Op == token.EQL {

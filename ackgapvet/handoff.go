@@ -17,7 +17,16 @@ import (
 // branch of an if before the ack. A Wait call (a WaitGroup, errgroup) or a
 // channel receive after it means the ack waits: not reported.
 func handedOff(pass *analysis.Pass, before []ast.Stmt) (string, ast.Node) {
+	return handedOffWith(pass, before, nil)
+}
+
+// handedOffWith is handedOff with more variables that hold the message's
+// data: the parameters of a function the loop calls with it.
+func handedOffWith(pass *analysis.Pass, before []ast.Stmt, seed map[types.Object]bool) (string, ast.Node) {
 	derived := derivedVars(pass.TypesInfo, before)
+	for o := range seed {
+		derived[o] = true
+	}
 	for i := len(before) - 1; i >= 0; i-- {
 		if how := handOffIn(pass.TypesInfo, before[i], derived); how != "" {
 			return how, before[i]

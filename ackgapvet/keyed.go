@@ -13,7 +13,7 @@ import (
 
 // harmfulRepeat reports whether an effect call (d its description), in a
 // function whose body is body, does harm when a redelivery repeats it: not
-// a GET or HEAD, not a call that carries an idempotency key the receiver
+// a request of an idempotent method (GET, HEAD, PUT, DELETE), not a call that carries an idempotency key the receiver
 // dedupes by, not a publish through a publisher made from a transaction
 // (an outbox), not a publish to a dead-letter or error topic (fname, the
 // function making the call, and the call's text name it: a second record of
@@ -235,9 +235,10 @@ func builtOverTx(info *types.Info, body *ast.BlockStmt, e ast.Expr, depth int) b
 }
 
 // safeRequest reports whether the request a Client.Do call sends was made
-// in body by http.NewRequest or NewRequestWithContext with the constant
-// method GET or HEAD (or http.MethodGet, MethodHead): safe methods (RFC
-// 9110, 9.2.1), which a redelivery repeats without changing anything.
+// in body by http.NewRequest or NewRequestWithContext with a constant
+// idempotent method (see idempotentMethod: GET, HEAD, OPTIONS, PUT,
+// DELETE, or their http.Method constants), which a redelivery repeats
+// without changing what the first made (RFC 9110, 9.2.1 and 9.2.2).
 func safeRequest(info *types.Info, body *ast.BlockStmt, call *ast.CallExpr) bool {
 	vals := requestValues(info, body, call)
 	if len(vals) == 0 {
@@ -252,12 +253,18 @@ func safeRequest(info *types.Info, body *ast.BlockStmt, call *ast.CallExpr) bool
 		if method == nil {
 			return false
 		}
-		if m := strings.ToUpper(stringValue(info, method)); m != "GET" && m != "HEAD" {
+		if !idempotentMethod[strings.ToUpper(stringValue(info, method))] {
 			return false
 		}
 	}
 	return true
 }
+
+// idempotentMethod names the HTTP methods a repeat of which leaves the
+// state the first request made (RFC 9110, 9.2.2): the safe GET, HEAD and
+// OPTIONS, and PUT and DELETE, which set or remove the target's whole
+// state. POST and PATCH are not.
+var idempotentMethod = map[string]bool{"GET": true, "HEAD": true, "OPTIONS": true, "PUT": true, "DELETE": true}
 
 // newRequestArg returns argument i (0 the method, 1 the URL, 2 the body)
 // of a call to http.NewRequest or NewRequestWithContext, counted after the

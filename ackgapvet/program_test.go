@@ -341,7 +341,7 @@ func TestConsumerMap(t *testing.T) {
 	for _, c := range rep.Consumers {
 		byName[c.Name] = c
 	}
-	require.Len(t, byName, 52, "%+v", rep.Consumers)
+	require.Len(t, byName, 54, "%+v", rep.Consumers)
 
 	// A receive loop that the call graph reaches from another consumer (a
 	// fallback source behind an interface) and whose acks are closures it
@@ -701,4 +701,18 @@ func TestHandlerThroughWrapperParameter(t *testing.T) {
 	c := consumerIn(t, rep, "invoices/invoices.go")
 	require.Equal(t, KindCQRS, c.Kind)
 	require.Equal(t, []int{22}, findingLines(rep, "invoices/invoices.go", "effect"))
+}
+
+// TestGeneratorThroughParameter: a generator hands its channel to the
+// receive loop it starts and returns it; the reader of what it returns is
+// on the loop's path (wave 18, TeleBot).
+func TestGeneratorThroughParameter(t *testing.T) {
+	require.Equal(t, []int{42}, findingLines(programReport(t, false), "paramgen/paramgen.go", "effect"))
+}
+
+// TestOwnLoopAcksOnNil: the code's own loop commits after its handler
+// returns nil, and the handler returns nil with its work started in a
+// goroutine (wave 18, BharatMLStack skye).
+func TestOwnLoopAcksOnNil(t *testing.T) {
+	require.Equal(t, []int{17}, findingLines(programReport(t, false), "ownloop/handler/handler.go", "earlyack"))
 }

@@ -108,8 +108,12 @@ type wholeProgram struct {
 	// to the callers that make a channel, pass it there and receive from
 	// it themselves: a loop that sends on out hands its messages to them.
 	sinkRecvers map[*ssa.Parameter][]*ssa.Function
-	funcs       map[*ssa.Function]bool // the functions the call graph covers
-	walks       []*rootWalk
+	// paramGens maps a channel parameter to the generators that make a
+	// channel, pass it there (go r.consume(ctx, out)) and return it: a
+	// send on the parameter goes to what receives from the generator.
+	paramGens map[*ssa.Parameter][]*ssa.Function
+	funcs     map[*ssa.Function]bool // the functions the call graph covers
+	walks     []*rootWalk
 }
 
 // rootWalk is what one entry point reaches.
@@ -150,6 +154,7 @@ func buildProgram(pkgs []*packages.Package, roots []*Root, remotes []remote) *wh
 		recvers:     map[string][]chanRecv{},
 		genRecvers:  map[*ssa.Function][]*ssa.Function{},
 		sinkRecvers: map[*ssa.Parameter][]*ssa.Function{},
+		paramGens:   map[*ssa.Parameter][]*ssa.Function{},
 	}
 	packages.Visit(pkgs, nil, func(p *packages.Package) {
 		if p.Types == nil {
@@ -305,6 +310,7 @@ func buildProgram(pkgs []*packages.Package, roots []*Root, remotes []remote) *wh
 	for fn := range all {
 		if w.inApp(fn) {
 			w.indexSinkReceives(fn)
+			w.indexParamGenerators(fn)
 		}
 	}
 	// A one-shot receive wrapper with no caller in its own package
@@ -808,6 +814,35 @@ func (w *wholeProgram) indexSinkReceives(fn *ssa.Function) {
 	}
 }
 
+// indexParamGenerators records fn as the generator of the channel
+// parameters of the functions it calls (a go statement too) with a channel
+// it makes and returns (see generatorOf).
+func (w *wholeProgram) indexParamGenerators(fn *ssa.Function) {
+	n := w.cg.Nodes[fn]
+	if n == nil {
+		return
+	}
+	for _, e := range n.Out {
+		callee := e.Callee.Func
+		if callee == nil || !w.inApp(callee) {
+			continue
+		}
+		off := 0
+		if e.Site.Common().IsInvoke() {
+			off = 1
+		}
+		for i, a := range e.Site.Common().Args {
+			if i+off >= len(callee.Params) || generatorOf(a) != fn {
+				continue
+			}
+			p := callee.Params[i+off]
+			if !slices.Contains(w.paramGens[p], fn) {
+				w.paramGens[p] = append(w.paramGens[p], fn)
+			}
+		}
+	}
+}
+
 // sinkParam returns the parameter a send's channel is, through
 // conversions, or nil.
 func sinkParam(ch ssa.Value) *ssa.Parameter {
@@ -1133,6 +1168,11 @@ func (w *wholeProgram) walk(root *Root, entry *ssa.Function) *rootWalk {
 					for _, r := range w.sinkRecvers[sinkParam(in.Chan)] {
 						visit(it.fn, r, in.Pos(), 0, true)
 					}
+					for _, g := range w.paramGens[sinkParam(in.Chan)] {
+						for _, r := range w.genRecvers[g] {
+							visit(it.fn, r, in.Pos(), 0, true)
+						}
+					}
 				case *ssa.Select: // a send written as a select case
 					for _, st := range in.States {
 						if st.Dir != types.SendOnly {
@@ -1151,6 +1191,11 @@ func (w *wholeProgram) walk(root *Root, entry *ssa.Function) *rootWalk {
 						}
 						for _, r := range w.sinkRecvers[sinkParam(st.Chan)] {
 							visit(it.fn, r, st.Pos, 0, true)
+						}
+						for _, g := range w.paramGens[sinkParam(st.Chan)] {
+							for _, r := range w.genRecvers[g] {
+								visit(it.fn, r, st.Pos, 0, true)
+							}
 						}
 					}
 				case ssa.CallInstruction:

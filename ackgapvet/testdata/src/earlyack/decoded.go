@@ -2,8 +2,10 @@ package earlyack
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"log"
+	"time"
 
 	"github.com/segmentio/kafka-go"
 )
@@ -41,5 +43,24 @@ func countOnly(ctx context.Context, r *kafka.Reader, seen chan<- int) {
 		n++
 		seen <- n
 		_ = r.CommitMessages(ctx, m)
+	}
+}
+
+// commitUntilDone retries the commit until it succeeds, then writes
+// (wave 18, distributed-faas H3): the loop is the ack, before the work.
+func commitUntilDone(ctx context.Context, r *kafka.Reader, db *sql.DB) {
+	for {
+		m, err := r.FetchMessage(ctx)
+		if err != nil {
+			return
+		}
+		for {
+			if err := r.CommitMessages(ctx, m); err != nil { // want `acks with kafka.Reader.CommitMessages before the work`
+				time.Sleep(time.Second)
+				continue
+			}
+			break
+		}
+		_, _ = db.ExecContext(ctx, "INSERT INTO totals (v) VALUES ($1)", m.Value)
 	}
 }

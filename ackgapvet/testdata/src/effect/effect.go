@@ -102,6 +102,8 @@ func archive(ctx context.Context, db *sql.DB, client *http.Client) error {
 	_, _ = client.Get("http://cache.local/state")                       // clean: a GET is safe to repeat (RFC 9110)
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://cache.local/state", nil)
 	_, _ = client.Do(req) // clean: a GET
+	del, _ := http.NewRequestWithContext(ctx, http.MethodDelete, "http://cache.local/state", nil)
+	_, _ = client.Do(del) // clean: DELETE is idempotent (RFC 9110, 9.2.2)
 	return tx.Commit()
 }
 

@@ -13,6 +13,7 @@ import (
 type postsClient interface {
 	GetPost(ctx context.Context, in *postID, opts ...grpc.CallOption) (*post, error)
 	CreateVote(ctx context.Context, in *postID, opts ...grpc.CallOption) (*post, error)
+	UpsertTally(ctx context.Context, in *postID, opts ...grpc.CallOption) (*post, error)
 }
 
 type postID struct{ ID string }
@@ -23,6 +24,9 @@ func registerVotes(r *message.Router, c postsClient) {
 	r.AddNoPublisherHandler("votes", "votes", nil, func(msg *message.Message) error {
 		p, err := c.GetPost(msg.Context(), &postID{ID: string(msg.Payload)})
 		if err != nil {
+			return err
+		}
+		if _, err := c.UpsertTally(msg.Context(), &postID{ID: p.Author}); err != nil { // clean: an upsert by key (wave 18, Qdrant's PointsClient.Upsert)
 			return err
 		}
 		_, err = c.CreateVote(msg.Context(), &postID{ID: p.Author}) // want `a gRPC call \(effect.postsClient.CreateVote\)`

@@ -3,10 +3,20 @@ package effect
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"net/http"
 
 	"github.com/ThreeDotsLabs/watermill/message"
 )
+
+// ErrAlreadyClaimed is what Journal.Claim answers when another delivery
+// claimed the key first (a conditional write).
+var ErrAlreadyClaimed = errors.New("already claimed")
+
+// Journal claims a send by key.
+type Journal interface {
+	Claim(ctx context.Context, key string) error
+}
 
 // Surfaces archives a thread's row; Archive reports whether this caller
 // made the change (a guarded transition).
@@ -31,6 +41,20 @@ func (c *closer) closeThread(msg *message.Message) error {
 		return nil
 	}
 	_, err = c.client.Post("https://chat.example/post", "text/plain", nil)
+	return err
+}
+
+// sendClaimed posts only when its claim was not already taken (wave 18,
+// Pennsieve/email-service): a redelivery gets ErrAlreadyClaimed and skips.
+func (c *closer) sendClaimed(j Journal, msg *message.Message) error {
+	err := j.Claim(msg.Context(), msg.UUID)
+	if errors.Is(err, ErrAlreadyClaimed) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	_, err = c.client.Post("https://mail.example/send", "text/plain", nil)
 	return err
 }
 
@@ -74,4 +98,5 @@ func registerCloser(r *message.Router, c *closer) {
 	r.AddNoPublisherHandler("close", "t", nil, c.closeThread)
 	r.AddNoPublisherHandler("ship", "t", nil, c.shipOnce)
 	r.AddNoPublisherHandler("lookup", "t", nil, c.lookupFirst)
+	r.AddNoPublisherHandler("mail", "t", nil, func(msg *message.Message) error { return c.sendClaimed(nil, msg) })
 }

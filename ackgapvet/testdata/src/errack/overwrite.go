@@ -67,7 +67,28 @@ func (h *Orders) Strict(msg *message.Message) ([]*message.Message, error) {
 	return nil, nil
 }
 
+// linkInTx rolls back on a failed write and returns the rollback's result
+// (wave 18, vuln4shift-backend H2): nil when the rollback succeeds, so the
+// handler acks a message whose write never happened.
+func (h *Orders) linkInTx(o *Order) error {
+	tx := h.db.Begin()
+	if err := tx.Create(o).Error; err != nil {
+		return tx.Rollback().Error // want `when tx.Create fails \(line \d+\) the branch returns the result of the rollback instead of the failure`
+	}
+	return tx.Commit().Error
+}
+
+// Linked writes through linkInTx.
+func (h *Orders) Linked(msg *message.Message) error {
+	var o Order
+	if err := json.Unmarshal(msg.Payload, &o); err != nil {
+		return err
+	}
+	return h.linkInTx(&o)
+}
+
 func registerOverwrite(r *message.Router, o *Orchestrator, h *Orders) {
+	r.AddNoPublisherHandler("linked", "create_order", nil, h.Linked)
 	r.AddNoPublisherHandler("reply", "reply", nil, o.HandleReply)
 	r.AddNoPublisherHandler("joined", "reply", nil, o.Joined)
 	r.AddHandler("create_order", "create_order", nil, "reply", nil, h.CreateOrder)

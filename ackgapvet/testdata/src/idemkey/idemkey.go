@@ -28,11 +28,19 @@ func register(r *message.Router, client *http.Client, db *sql.DB) {
 		return err
 	})
 	r.AddNoPublisherHandler("charge-helper", "orders", nil, func(msg *message.Message) error {
-		req, err := http.NewRequest("PUT", "https://pay.example/charges/1", nil)
+		req, err := http.NewRequest("POST", "https://pay.example/charges", nil)
 		if err != nil {
 			return err
 		}
 		withKey(req, msg.UUID) // clean: the key is set through a helper
+		_, err = client.Do(req)
+		return err
+	})
+	r.AddNoPublisherHandler("status", "orders", nil, func(msg *message.Message) error {
+		req, err := http.NewRequest(http.MethodPut, "https://runs.example/runs/1/status", nil) // clean: PUT is idempotent (RFC 9110, 9.2.2)
+		if err != nil {
+			return err
+		}
 		_, err = client.Do(req)
 		return err
 	})

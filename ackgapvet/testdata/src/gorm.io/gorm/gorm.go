@@ -16,3 +16,4 @@ func (db *DB) First(dest interface{}, conds ...interface{}) *DB { return db }
 func (db *DB) Transaction(fc func(tx *DB) error) error          { return nil }
 func (db *DB) Begin() *DB                                       { return db }
 func (db *DB) Commit() *DB                                      { return db }
+func (db *DB) Rollback() *DB                                    { return db }
