@@ -1454,6 +1454,12 @@ the request), and record the event in an inbox row in the same transaction.`,
 				return
 			}
 			lit := n.(*ast.CompositeLit)
+			if field := mongoInc(pass.TypesInfo, lit); field != "" && !hasDedupeInsert(pass, funcBody(s.Inner())) {
+				r.report(lit, SeverityOf(append(s.names(), field)...), fmt.Sprintf(
+					"increments %s with a MongoDB $inc %s and no dedupe record: each redelivery counts again; record the message id in the same transaction (a processed-events document under a unique index, inserted first) or write the total, not the change",
+					field, s.where()))
+				return
+			}
 			var update, condition string
 			for _, e := range lit.Elts {
 				kv, ok := e.(*ast.KeyValueExpr)
@@ -1492,6 +1498,55 @@ the request), and record the event in an inbox row in the same transaction.`,
 				counts(op), attr, update, s.where()))
 		})
 	})
+
+// mongoInc returns the field a MongoDB update document increments
+// (bson.M{"$inc": bson.M{"total": n}}, or the bson.D form), or "".
+func mongoInc(info *types.Info, lit *ast.CompositeLit) string {
+	n, ok := types.Unalias(info.TypeOf(lit)).(*types.Named)
+	if !ok || n.Obj().Pkg() == nil || !strings.HasPrefix(n.Obj().Pkg().Path(), "go.mongodb.org/mongo-driver") {
+		return "" // bson.M, bson.D, primitive.M of the v1 or v2 driver
+	}
+	for _, e := range lit.Elts {
+		key, val := bsonElem(e)
+		if key == nil || stringValue(info, key) != "$inc" {
+			continue
+		}
+		if inner, ok := ast.Unparen(val).(*ast.CompositeLit); ok {
+			for _, f := range inner.Elts {
+				if k, _ := bsonElem(f); k != nil {
+					if name := stringValue(info, k); name != "" {
+						return name
+					}
+				}
+			}
+		}
+		return "a field"
+	}
+	return ""
+}
+
+// bsonElem returns the key and value of one element of a bson document
+// literal: "k": v of a bson.M, {"k", v} or {Key: "k", Value: v} of a
+// bson.D.
+func bsonElem(e ast.Expr) (key, val ast.Expr) {
+	switch e := e.(type) {
+	case *ast.KeyValueExpr:
+		return e.Key, e.Value
+	case *ast.CompositeLit:
+		if len(e.Elts) != 2 {
+			return nil, nil
+		}
+		k, kok := e.Elts[0].(*ast.KeyValueExpr)
+		v, vok := e.Elts[1].(*ast.KeyValueExpr)
+		if kok && vok {
+			return k.Value, v.Value
+		}
+		if !kok && !vok {
+			return e.Elts[0], e.Elts[1]
+		}
+	}
+	return nil, nil
+}
 
 // messageIDName matches the fields that carry a message's own id.
 var messageIDName = regexp.MustCompile(`^(UUID|MessageId|MessageID|EventID|EventId|EventUUID)$`)

@@ -10,3 +10,11 @@ type Collection struct{}
 func (c *Collection) InsertOne(ctx context.Context, doc any) (*InsertOneResult, error) {
 	return &InsertOneResult{}, nil
 }
+
+// UpdateResult says what an update changed.
+type UpdateResult struct{ ModifiedCount int64 }
+
+// UpdateOne updates one document.
+func (c *Collection) UpdateOne(ctx context.Context, filter, update any) (*UpdateResult, error) {
+	return &UpdateResult{}, nil
+}
