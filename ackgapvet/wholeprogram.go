@@ -778,10 +778,6 @@ func (w *wholeProgram) indexGeneratorReceives(fn *ssa.Function) {
 // the functions it calls (a go statement too, through an interface too)
 // with a channel it makes and receives from itself or in its closures.
 func (w *wholeProgram) indexSinkReceives(fn *ssa.Function) {
-	n := w.cg.Nodes[fn]
-	if n == nil {
-		return
-	}
 	received := map[*ssa.MakeChan]bool{}
 	for _, f := range append([]*ssa.Function{fn}, fn.AnonFuncs...) {
 		eachReceive(f, func(ch ssa.Value) {
@@ -791,6 +787,32 @@ func (w *wholeProgram) indexSinkReceives(fn *ssa.Function) {
 		})
 	}
 	if len(received) == 0 {
+		return
+	}
+	w.eachParamArg(fn, func(p *ssa.Parameter, a ssa.Value) {
+		if mk := madeChan(a); mk != nil && received[mk] && !slices.Contains(w.sinkRecvers[p], fn) {
+			w.sinkRecvers[p] = append(w.sinkRecvers[p], fn)
+		}
+	})
+}
+
+// indexParamGenerators records fn as the generator of the channel
+// parameters of the functions it calls (a go statement too) with a channel
+// it makes and returns (see generatorOf).
+func (w *wholeProgram) indexParamGenerators(fn *ssa.Function) {
+	w.eachParamArg(fn, func(p *ssa.Parameter, a ssa.Value) {
+		if generatorOf(a) == fn && !slices.Contains(w.paramGens[p], fn) {
+			w.paramGens[p] = append(w.paramGens[p], fn)
+		}
+	})
+}
+
+// eachParamArg calls f with each parameter of a module function fn calls
+// (by the call graph: a go statement and an interface call too) and the
+// argument fn passes to it.
+func (w *wholeProgram) eachParamArg(fn *ssa.Function, f func(p *ssa.Parameter, a ssa.Value)) {
+	n := w.cg.Nodes[fn]
+	if n == nil {
 		return
 	}
 	for _, e := range n.Out {
@@ -803,41 +825,8 @@ func (w *wholeProgram) indexSinkReceives(fn *ssa.Function) {
 			off = 1 // the receiver is Value, not in Args
 		}
 		for i, a := range e.Site.Common().Args {
-			if mk := madeChan(a); mk == nil || !received[mk] || i+off >= len(callee.Params) {
-				continue
-			}
-			p := callee.Params[i+off]
-			if !slices.Contains(w.sinkRecvers[p], fn) {
-				w.sinkRecvers[p] = append(w.sinkRecvers[p], fn)
-			}
-		}
-	}
-}
-
-// indexParamGenerators records fn as the generator of the channel
-// parameters of the functions it calls (a go statement too) with a channel
-// it makes and returns (see generatorOf).
-func (w *wholeProgram) indexParamGenerators(fn *ssa.Function) {
-	n := w.cg.Nodes[fn]
-	if n == nil {
-		return
-	}
-	for _, e := range n.Out {
-		callee := e.Callee.Func
-		if callee == nil || !w.inApp(callee) {
-			continue
-		}
-		off := 0
-		if e.Site.Common().IsInvoke() {
-			off = 1
-		}
-		for i, a := range e.Site.Common().Args {
-			if i+off >= len(callee.Params) || generatorOf(a) != fn {
-				continue
-			}
-			p := callee.Params[i+off]
-			if !slices.Contains(w.paramGens[p], fn) {
-				w.paramGens[p] = append(w.paramGens[p], fn)
+			if i+off < len(callee.Params) {
+				f(callee.Params[i+off], a)
 			}
 		}
 	}
@@ -1154,48 +1143,16 @@ func (w *wholeProgram) walk(root *Root, entry *ssa.Function) *rootWalk {
 						}
 					}
 				case *ssa.Send:
-					sf := chanField(in.Chan)
-					for _, r := range w.recvers[chanKey(in.Chan.Type())] {
-						if r.pairs(sf) {
-							visit(it.fn, r.worker, in.Pos(), 0, true)
-						}
-					}
-					if g := generatorOf(in.Chan); g != nil {
-						for _, r := range w.genRecvers[g] {
-							visit(it.fn, r, in.Pos(), 0, true)
-						}
-					}
-					for _, r := range w.sinkRecvers[sinkParam(in.Chan)] {
+					for _, r := range w.sendTargets(in.Chan) {
 						visit(it.fn, r, in.Pos(), 0, true)
-					}
-					for _, g := range w.paramGens[sinkParam(in.Chan)] {
-						for _, r := range w.genRecvers[g] {
-							visit(it.fn, r, in.Pos(), 0, true)
-						}
 					}
 				case *ssa.Select: // a send written as a select case
 					for _, st := range in.States {
 						if st.Dir != types.SendOnly {
 							continue
 						}
-						sf := chanField(st.Chan)
-						for _, r := range w.recvers[chanKey(st.Chan.Type())] {
-							if r.pairs(sf) {
-								visit(it.fn, r.worker, st.Pos, 0, true)
-							}
-						}
-						if g := generatorOf(st.Chan); g != nil {
-							for _, r := range w.genRecvers[g] {
-								visit(it.fn, r, st.Pos, 0, true)
-							}
-						}
-						for _, r := range w.sinkRecvers[sinkParam(st.Chan)] {
+						for _, r := range w.sendTargets(st.Chan) {
 							visit(it.fn, r, st.Pos, 0, true)
-						}
-						for _, g := range w.paramGens[sinkParam(st.Chan)] {
-							for _, r := range w.genRecvers[g] {
-								visit(it.fn, r, st.Pos, 0, true)
-							}
 						}
 					}
 				case ssa.CallInstruction:
@@ -1222,6 +1179,30 @@ func (w *wholeProgram) walk(root *Root, entry *ssa.Function) *rootWalk {
 		}
 	}
 	return rw
+}
+
+// sendTargets returns the functions that handle what is sent on ch: the
+// workers receiving from a channel of its element type (and field), the
+// readers of the generator that made it, the caller that passed it as a
+// parameter and receives from it, and the readers of a generator that
+// passed it.
+func (w *wholeProgram) sendTargets(ch ssa.Value) []*ssa.Function {
+	var out []*ssa.Function
+	sf := chanField(ch)
+	for _, r := range w.recvers[chanKey(ch.Type())] {
+		if r.pairs(sf) {
+			out = append(out, r.worker)
+		}
+	}
+	if g := generatorOf(ch); g != nil {
+		out = append(out, w.genRecvers[g]...)
+	}
+	p := sinkParam(ch)
+	out = append(out, w.sinkRecvers[p]...)
+	for _, g := range w.paramGens[p] {
+		out = append(out, w.genRecvers[g]...)
+	}
+	return out
 }
 
 // boundable returns the parameter or free variable of fn that v, the
