@@ -39,7 +39,7 @@ func TestPoolTx(t *testing.T) {
 }
 
 func TestEarlyAck(t *testing.T) {
-	analysistest.Run(t, analysistest.TestData(), ackgapvet.EarlyAckAnalyzer, "earlyack")
+	analysistest.Run(t, analysistest.TestData(), ackgapvet.EarlyAckAnalyzer, "earlyack", "earlyackvendor")
 }
 
 // TestKafkaClientBehindInterface: an application's interface over a

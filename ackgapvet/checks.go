@@ -259,6 +259,9 @@ handler's transaction (an outbox row) and let a relay do it.`,
 						call = ackRetryLoop(pass.TypesInfo, st)
 					}
 					if call == nil {
+						call = ackOnlyIf(pass.TypesInfo, st)
+					}
+					if call == nil {
 						continue
 					}
 					ack := ackOf(pass.TypesInfo, call)
@@ -286,6 +289,20 @@ handler's transaction (an outbox row) and let a relay do it.`,
 			})
 		}
 	})
+
+// ackOnlyIf returns the ack of an if statement whose body is that ack alone
+// and that has no else (if c.autoCommit { sess.MarkMessage(msg, "") }):
+// when the condition holds, the message is acked where the if stands.
+func ackOnlyIf(info *types.Info, st ast.Stmt) *ast.CallExpr {
+	ifs, ok := st.(*ast.IfStmt)
+	if !ok || ifs.Else != nil || len(ifs.Body.List) != 1 {
+		return nil
+	}
+	if c := topCall(ifs.Body.List[0]); c != nil && ackOf(info, c) != "" {
+		return c
+	}
+	return nil
+}
 
 // paramObjs returns the objects of ft's named parameters.
 func paramObjs(info *types.Info, ft *ast.FuncType) map[types.Object]bool {
@@ -383,6 +400,9 @@ func findWork(pass *analysis.Pass, c *Consumers, stmts []ast.Stmt, writes bool) 
 			if !ok {
 				return true
 			}
+			if deadLetterPublish(pass.TypesInfo, "", call) {
+				return false // a failure's record (k.dlq.SendToDLQs(msg, err)), not the message's work
+			}
 			if d := effectOf(pass.TypesInfo, call); d != "" {
 				desc, at = d, call
 			} else if d := dbWriteOf(pass.TypesInfo, call); writes && d != "" {
@@ -430,7 +450,7 @@ func timerWork(pass *analysis.Pass, f ast.Expr) bool {
 		if sig, ok := fn.Type().(*types.Signature); ok && sig.Recv() != nil && types.IsInterface(sig.Recv().Type()) {
 			return true
 		}
-		first, _, _ := strings.Cut(fn.Pkg().Path(), "/")
+		first, _, _ := strings.Cut(pkgPath(fn.Pkg()), "/")
 		return fn.Pkg() == pass.Pkg || strings.Contains(first, ".")
 	}
 	if lit, ok := ast.Unparen(f).(*ast.FuncLit); ok {
@@ -735,7 +755,7 @@ shorter than the handler timeout, or the message context's deadline.`,
 				}
 			case *ast.SelectorExpr:
 				obj, ok := pass.TypesInfo.Uses[n.Sel].(*types.Var)
-				if s.Root == nil || !ok || obj.Pkg() == nil || obj.Pkg().Path() != "net/http" || obj.Name() != "DefaultClient" {
+				if s.Root == nil || !ok || obj.Pkg() == nil || pkgPath(obj.Pkg()) != "net/http" || obj.Name() != "DefaultClient" {
 					return
 				}
 				if setsDeadline(pass.TypesInfo, funcBody(s.Inner())) {
@@ -1503,7 +1523,7 @@ the request), and record the event in an inbox row in the same transaction.`,
 // (bson.M{"$inc": bson.M{"total": n}}, or the bson.D form), or "".
 func mongoInc(info *types.Info, lit *ast.CompositeLit) string {
 	n, ok := types.Unalias(info.TypeOf(lit)).(*types.Named)
-	if !ok || n.Obj().Pkg() == nil || !strings.HasPrefix(n.Obj().Pkg().Path(), "go.mongodb.org/mongo-driver") {
+	if !ok || n.Obj().Pkg() == nil || !strings.HasPrefix(pkgPath(n.Obj().Pkg()), "go.mongodb.org/mongo-driver") {
 		return "" // bson.M, bson.D, primitive.M of the v1 or v2 driver
 	}
 	for _, e := range lit.Elts {
@@ -1833,7 +1853,7 @@ func watermillKafkaNoGroup(pass *analysis.Pass, r *reporter) {
 				return true
 			}
 			named, ok := types.Unalias(pass.TypesInfo.TypeOf(lit)).(*types.Named)
-			if !ok || named.Obj().Pkg() == nil || named.Obj().Name() != "SubscriberConfig" || !strings.HasPrefix(named.Obj().Pkg().Path(), pathWatermill+"-kafka") {
+			if !ok || named.Obj().Pkg() == nil || named.Obj().Name() != "SubscriberConfig" || !strings.HasPrefix(pkgPath(named.Obj().Pkg()), pathWatermill+"-kafka") {
 				return true
 			}
 			for _, e := range lit.Elts {

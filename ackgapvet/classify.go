@@ -55,12 +55,25 @@ func callee(info *types.Info, call *ast.CallExpr) *types.Func {
 	return fn
 }
 
-// funcPath returns the import path of fn's package ("" for universe objects).
+// funcPath returns the import path of fn's package ("" for universe
+// objects), as pkgPath gives it.
 func funcPath(fn *types.Func) string {
 	if fn == nil || fn.Pkg() == nil {
 		return ""
 	}
-	return fn.Pkg().Path()
+	return pkgPath(fn.Pkg())
+}
+
+// pkgPath returns p's import path without the vendor directory a GOPATH
+// build gives it (github.com/org/app/vendor/github.com/aws/aws-sdk-go/...
+// is the SDK), so that the rules that name a library's path match its
+// vendored copy.
+func pkgPath(p *types.Package) string {
+	path := p.Path()
+	if i := strings.LastIndex(path, "/vendor/"); i >= 0 {
+		return path[i+len("/vendor/"):]
+	}
+	return strings.TrimPrefix(path, "vendor/")
 }
 
 // recvName returns the name of fn's receiver type without pointer ("" for a
@@ -90,7 +103,7 @@ func isNamed(t types.Type, path, name string) bool {
 		t = p.Elem()
 	}
 	n, ok := types.Unalias(t).(*types.Named)
-	return ok && n.Obj().Name() == name && n.Obj().Pkg() != nil && n.Obj().Pkg().Path() == path
+	return ok && n.Obj().Name() == name && n.Obj().Pkg() != nil && pkgPath(n.Obj().Pkg()) == path
 }
 
 // qualName renders fn as pkg.Func or pkg.Recv.Method with the package's
@@ -222,7 +235,7 @@ func appAWSOp(fn *types.Func) (svc, op string) {
 		if !ok || named.Obj().Pkg() == nil || named.Obj().Name() != op+"Input" {
 			continue
 		}
-		p := named.Obj().Pkg().Path()
+		p := pkgPath(named.Obj().Pkg())
 		svc := strings.TrimPrefix(strings.TrimPrefix(p, pathAWSSvc), pathAWSv1Svc)
 		if svc == p {
 			return "", ""
@@ -481,7 +494,7 @@ func embeddedHandle(fn *types.Func) dbHandle {
 		if !ok || n.Obj().Pkg() == nil {
 			continue
 		}
-		path, tn := n.Obj().Pkg().Path(), n.Obj().Name()
+		path, tn := pkgPath(n.Obj().Pkg()), n.Obj().Name()
 		switch {
 		case (path == "database/sql" || path == pathSqlx) && tn == "Tx", isPgx(path) && tn == "Tx":
 			return handleTx

@@ -222,7 +222,7 @@ func (w *wholeProgram) describe(rw *rootWalk) Consumer {
 			case *ast.FuncLit:
 				return false // its own function, walked if reached
 			case *ast.Ident:
-				if obj := p.TypesInfo.Uses[n]; obj != nil && obj.Pkg() != nil && strings.HasPrefix(obj.Pkg().Path(), pathWatermill) && (obj.Name() == "NewDeduplicator" || obj.Name() == "Deduplicator") {
+				if obj := p.TypesInfo.Uses[n]; obj != nil && obj.Pkg() != nil && strings.HasPrefix(pkgPath(obj.Pkg()), pathWatermill) && (obj.Name() == "NewDeduplicator" || obj.Name() == "Deduplicator") {
 					if c.Dedupe == "none found" {
 						c.Dedupe = "Watermill Deduplicator (in memory)"
 					}

@@ -695,7 +695,7 @@ func (c *Consumers) handlerKind(t types.Type) string {
 	if !strings.HasSuffix(n.Obj().Name(), "HandlerFunc") {
 		return ""
 	}
-	switch path := n.Obj().Pkg().Path(); {
+	switch path := pkgPath(n.Obj().Pkg()); {
 	case strings.HasPrefix(path, pathAckgap):
 		return KindAckgap
 	case strings.HasPrefix(path, pathWatermill):
@@ -733,7 +733,7 @@ func isSaramaHandlerSig(info *types.Info, ft *ast.FuncType) bool {
 	}
 	for _, t := range ps {
 		n, ok := t.(*types.Named)
-		if !ok || n.Obj().Pkg() == nil || !isSaramaPath(n.Obj().Pkg().Path()) {
+		if !ok || n.Obj().Pkg() == nil || !isSaramaPath(pkgPath(n.Obj().Pkg())) {
 			return false
 		}
 	}

@@ -127,7 +127,7 @@ func confluentConsumerMethod(fn *types.Func) bool {
 					break
 				}
 			}
-			if n, ok := types.Unalias(t).(*types.Named); ok && n.Obj().Pkg() != nil && isConfluent(n.Obj().Pkg().Path()) {
+			if n, ok := types.Unalias(t).(*types.Named); ok && n.Obj().Pkg() != nil && isConfluent(pkgPath(n.Obj().Pkg())) {
 				return true
 			}
 		}
@@ -189,7 +189,7 @@ func sqsOp(fn *types.Func) string {
 		if !ok || named.Obj().Pkg() == nil {
 			continue
 		}
-		if p := named.Obj().Pkg().Path(); p != pathSQS && p != pathSQSv1 {
+		if p := pkgPath(named.Obj().Pkg()); p != pathSQS && p != pathSQSv1 {
 			continue
 		}
 		op, ok := strings.CutSuffix(named.Obj().Name(), "Input")

@@ -81,6 +81,7 @@ permanent.`,
 					if i > 0 {
 						prev = block.List[i-1]
 					}
+					narrowedFailure(pass, c, r, root, st, prev, block.List[i+1:])
 					ifs, work := failedWork(pass, st, prev)
 					if ifs == nil {
 						// The check may come a few statements after the call
@@ -185,6 +186,73 @@ func receives(fn *types.Func) bool {
 		return true // a fetch's errors (fetches.Err())
 	}
 	return strings.HasPrefix(name, "Poll") || strings.HasPrefix(name, "Fetch") || name == "ReadMessage" || name == "Receive"
+}
+
+// narrowedFailure reports an ack after `if err != nil && cond {...}` (no
+// else) when err is a work call's failure and cond does not read err (a
+// configuration flag: `messageErr != nil && d.hasDeadLetterQueue`): when
+// cond is false the failure falls through to the ack.
+func narrowedFailure(pass *analysis.Pass, c *Consumers, r *reporter, root *Root, st, prev ast.Stmt, rest []ast.Stmt) {
+	info := pass.TypesInfo
+	ifs, ok := st.(*ast.IfStmt)
+	if !ok || ifs.Else != nil {
+		return
+	}
+	bin, ok := ast.Unparen(ifs.Cond).(*ast.BinaryExpr)
+	if !ok || bin.Op != token.LAND {
+		return
+	}
+	// The leftmost operand is err != nil; the rest must not read err.
+	var ops []ast.Expr
+	for bin.Op == token.LAND {
+		ops = append(ops, bin.Y)
+		x, ok := ast.Unparen(bin.X).(*ast.BinaryExpr)
+		if !ok {
+			return
+		}
+		bin = x
+	}
+	if bin.Op != token.NEQ {
+		return
+	}
+	errID, ok := ast.Unparen(bin.X).(*ast.Ident)
+	if nilID, isNil := ast.Unparen(bin.Y).(*ast.Ident); !ok || !isNil || nilID.Name != "nil" {
+		return
+	}
+	errObj := info.Uses[errID]
+	if errObj == nil || !isError(errObj.Type()) {
+		return
+	}
+	for _, op := range ops {
+		reads := false
+		ast.Inspect(op, func(n ast.Node) bool {
+			if id, ok := n.(*ast.Ident); ok && info.Uses[id] == errObj {
+				reads = true
+			}
+			_, call := n.(*ast.CallExpr)
+			return !reads && !call // a call may classify the error: not read as a flag
+		})
+		if _, call := ast.Unparen(op).(*ast.CallExpr); reads || call {
+			return
+		}
+	}
+	assign := prev
+	if ifs.Init != nil {
+		assign = ifs.Init
+	}
+	work := errAssigned(info, assign, errObj)
+	if work == nil || !(isWork(pass, c, work) || dynamicCall(info, work)) {
+		return
+	}
+	if ack, call, inner := c.firstAck(rest); ack != "" {
+		cond := make([]string, len(ops))
+		for i, op := range slices.Backward(ops) {
+			cond[len(ops)-1-i] = types.ExprString(op)
+		}
+		r.report(call, SeverityOf(root.Name, types.ExprString(work.Fun)), fmt.Sprintf(
+			"acks with %s even when %s failed (line %d) unless %s: the failure branch (line %d) is taken only then, otherwise the error falls through to the ack and a transient failure loses the message; %s",
+			ack, types.ExprString(work.Fun), pass.Fset.Position(work.Pos()).Line, strings.Join(cond, " && "), pass.Fset.Position(ifs.Pos()).Line, leaveUnacked(inner, info)))
+	}
 }
 
 // rollbackReturned returns the return statement ending body when the
@@ -1533,7 +1601,7 @@ func awsOutputOf(fn *types.Func) bool {
 	if !ok || named.Obj().Pkg() == nil {
 		return false
 	}
-	p := named.Obj().Pkg().Path()
+	p := pkgPath(named.Obj().Pkg())
 	return (strings.HasPrefix(p, pathAWSSvc) || strings.HasPrefix(p, pathAWSv1Svc)) && named.Obj().Name() == fn.Name()+"Output"
 }
 

@@ -488,9 +488,11 @@ func (w *wholeProgram) below(rw *rootWalk, own func(*types.Info, *ast.CallExpr) 
 
 // libraryCallback reports whether the call of p at pos is a call of a
 // library function (outside the checked module) that the walk entered
-// through a function value given to it: sync.WaitGroup.Go, errgroup's Go
-// or a retry helper may run it in another goroutine, so what it does is
-// not below the call.
+// through a function value given to it and that runs it in another
+// goroutine or later (sync.WaitGroup.Go, errgroup's Go, a pool's Submit,
+// time.AfterFunc: see poolSubmitNames), so what it does is not below the
+// call. A library that calls it before returning (gorm's Transaction,
+// pgx.BeginFunc, a retry helper) keeps it below.
 func (w *wholeProgram) libraryCallback(p *ssa.Function, pos token.Pos) bool {
 	if p == nil || p.Pkg == nil {
 		return false
@@ -505,5 +507,5 @@ func (w *wholeProgram) libraryCallback(p *ssa.Function, pos token.Pos) bool {
 		return false
 	}
 	fn := callee(info.TypesInfo, stack[len(stack)-1].(*ast.CallExpr))
-	return fn != nil && fn.Pkg() != nil && !w.app[fn.Pkg()]
+	return fn != nil && fn.Pkg() != nil && !w.app[fn.Pkg()] && (poolSubmitNames[fn.Name()] || fn.Name() == "AfterFunc")
 }

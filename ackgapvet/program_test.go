@@ -716,3 +716,14 @@ func TestGeneratorThroughParameter(t *testing.T) {
 func TestOwnLoopAcksOnNil(t *testing.T) {
 	require.Equal(t, []int{17}, findingLines(programReport(t, false), "ownloop/handler/handler.go", "earlyack"))
 }
+
+// TestWorkInSyncLibraryCallback: a commit before a call whose write runs
+// inside a library's synchronous callback (retry.Do, as gorm's
+// Transaction) is reported, naming that call, not the dead-letter send in
+// between (wave 19, porter-management).
+func TestWorkInSyncLibraryCallback(t *testing.T) {
+	fs := findingsIn(programReport(t, false), "synccb/synccb.go", "earlyack")
+	require.Len(t, fs, 1)
+	require.Equal(t, 31, fs[0].Line)
+	require.Contains(t, fs[0].Message, "calls s.Save")
+}

@@ -1,6 +1,7 @@
 package ackgapvet
 
 import (
+	"cmp"
 	"go/ast"
 	"go/token"
 	"go/types"
@@ -311,6 +312,21 @@ func buildProgram(pkgs []*packages.Package, roots []*Root, remotes []remote) *wh
 		if w.inApp(fn) {
 			w.indexSinkReceives(fn)
 			w.indexParamGenerators(fn)
+		}
+	}
+	// The indexes were filled in the map order of all: put each list in a
+	// fixed order, so that the first function to reach another (the path a
+	// finding prints) is the same from run to run.
+	byName := func(a, b *ssa.Function) int { return cmp.Compare(a.String(), b.String()) }
+	for _, rs := range w.recvers {
+		slices.SortFunc(rs, func(a, b chanRecv) int { return byName(a.worker, b.worker) })
+	}
+	for _, fs := range w.genRecvers {
+		slices.SortFunc(fs, byName)
+	}
+	for _, m := range []map[*ssa.Parameter][]*ssa.Function{w.sinkRecvers, w.paramGens} {
+		for _, fs := range m {
+			slices.SortFunc(fs, byName)
 		}
 	}
 	// A one-shot receive wrapper with no caller in its own package
@@ -1050,7 +1066,9 @@ func (w *wholeProgram) walk(root *Root, entry *ssa.Function) *rootWalk {
 		}
 		switch v.(type) {
 		case *ssa.Parameter, *ssa.FreeVar:
-			return slices.Collect(maps.Keys(bound[v]))
+			// In a fixed order: the first to reach a function names the
+			// path a finding prints.
+			return slices.SortedFunc(maps.Keys(bound[v]), func(a, b *ssa.Function) int { return cmp.Compare(a.String(), b.String()) })
 		}
 		// Depth 1: a value made by one factory call (g.Go(handle(ctx,
 		// m)), as madeBy stops past its second level.
@@ -1090,7 +1108,7 @@ func (w *wholeProgram) walk(root *Root, entry *ssa.Function) *rootWalk {
 		rw.order = append(rw.order, it.fn)
 		if n := w.cg.Nodes[it.fn]; n != nil {
 			done := map[ssa.CallInstruction]bool{}
-			for _, e := range n.Out {
+			for _, e := range sortedOut(n) {
 				_, isGo := e.Site.(*ssa.Go)
 				if v := boundable(e.Site.Common().Value, it.fn); !e.Site.Common().IsInvoke() && v != nil && bound[v] != nil {
 					// Bound in this walk: its functions, not the graph's.
@@ -1179,6 +1197,15 @@ func (w *wholeProgram) walk(root *Root, entry *ssa.Function) *rootWalk {
 		}
 	}
 	return rw
+}
+
+// sortedOut returns n's out edges by call position, then callee: VTA
+// builds them in map order, and the first edge to reach a function names
+// the path a finding prints.
+func sortedOut(n *callgraph.Node) []*callgraph.Edge {
+	return slices.SortedFunc(slices.Values(n.Out), func(a, b *callgraph.Edge) int {
+		return cmp.Or(cmp.Compare(a.Pos(), b.Pos()), cmp.Compare(a.Callee.Func.String(), b.Callee.Func.String()))
+	})
 }
 
 // sendTargets returns the functions that handle what is sent on ch: the

@@ -9,6 +9,7 @@ require (
 	github.com/segmentio/kafka-go v0.4.0
 	example.com/programshared v0.0.0
 	example.org/subs v0.0.0
+	example.org/retry v0.0.0
 	github.com/m-mizutani/golambda v1.0.2
 	github.com/redis/go-redis/v9 v9.0.0
 	github.com/zeromicro/go-queue v1.0.0
@@ -37,3 +38,5 @@ replace example.org/subs => ../src/example.org/subs
 replace github.com/m-mizutani/golambda => ../src/github.com/m-mizutani/golambda
 
 replace github.com/redis/go-redis/v9 => ../src/github.com/redis/go-redis/v9
+
+replace example.org/retry => ../src/example.org/retry

@@ -45,6 +45,8 @@ import (
 	"example.com/program/spanbus"
 	"example.com/program/surface"
 	"example.com/program/swallow"
+	"example.com/program/synccb"
+	"example.com/program/synccb/store"
 	"example.com/program/twochans"
 	"example.com/program/viabase"
 	"example.com/programshared/consumer"
@@ -112,6 +114,7 @@ func main() {
 	go confmap.Run(nil)
 	go golam.Main(c)
 	go dropped.Run(context.Background(), kafka.NewReader(kafka.ReaderConfig{}), nil, c)
+	go synccb.Run(context.Background(), kafka.NewReader(kafka.ReaderConfig{}), &store.Totals{}, &store.DeadLetters{W: &kafka.Writer{}})
 	ed := &earlydel.Consumer{Store: &earlydel.Dynamo{}}
 	go ed.Run(context.Background())
 	go ed.RunPut(context.Background())

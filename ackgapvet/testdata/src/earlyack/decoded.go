@@ -64,3 +64,18 @@ func commitUntilDone(ctx context.Context, r *kafka.Reader, db *sql.DB) {
 		_, _ = db.ExecContext(ctx, "INSERT INTO totals (v) VALUES ($1)", m.Value)
 	}
 }
+
+// commitWhenConfigured commits first when the configuration says so
+// (wave 19, skripsi H1: if c.autoCommit { session.MarkMessage(msg, "") }).
+func commitWhenConfigured(ctx context.Context, r *kafka.Reader, db *sql.DB, early bool) {
+	for {
+		m, err := r.FetchMessage(ctx)
+		if err != nil {
+			return
+		}
+		if early {
+			_ = r.CommitMessages(ctx, m) // want `acks with kafka.Reader.CommitMessages before the work`
+		}
+		_, _ = db.ExecContext(ctx, "INSERT INTO totals (v) VALUES ($1)", m.Value)
+	}
+}

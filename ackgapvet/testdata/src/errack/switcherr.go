@@ -87,3 +87,20 @@ func cleanupAfter(ctx context.Context, r *kafka.Reader, db *sql.DB) {
 		_ = r.CommitMessages(ctx, m) // want `acks with kafka.Reader.CommitMessages even when db.ExecContext failed`
 	}
 }
+
+// deadLetterWhenConfigured leaves a failed message for redelivery only
+// when a dead-letter queue is configured (wave 19, cortex H2): otherwise
+// the failure falls through to the commit.
+func deadLetterWhenConfigured(ctx context.Context, r *kafka.Reader, db *sql.DB, hasDLQ bool) {
+	for {
+		m, err := r.FetchMessage(ctx)
+		if err != nil {
+			return
+		}
+		_, err = db.ExecContext(ctx, "UPDATE runs SET state = 'done'")
+		if err != nil && hasDLQ {
+			continue
+		}
+		_ = r.CommitMessages(ctx, m) // want `acks with kafka.Reader.CommitMessages even when db.ExecContext failed \(line \d+\) unless hasDLQ`
+	}
+}

@@ -1,0 +1,3 @@
+module example.org/retry
+
+go 1.26
