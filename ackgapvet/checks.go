@@ -268,7 +268,7 @@ handler's transaction (an outbox row) and let a relay do it.`,
 					if ack == "" {
 						continue
 					}
-					if work, at := firstWork(pass, c, block.List[i+1:]); work != "" {
+					if work, at := ackedWork(pass, c, block.List[i+1:]); work != "" {
 						line := pass.Fset.Position(at.Pos()).Line
 						r.report(call, SeverityOf(append(callNames(pass, at), root.Name, work)...), fmt.Sprintf(
 							"acks with %s before the work (%s at line %d): a crash or error in between loses the message instead of redelivering it; ack after the work has committed",
@@ -379,6 +379,14 @@ func firstWork(pass *analysis.Pass, c *Consumers, stmts []ast.Stmt) (string, ast
 	return findWork(pass, c, stmts, true)
 }
 
+// ackedWork is firstWork for an ack before it: a dead-letter send
+// (k.dlq.SendToDLQs(msg, err)) is a failure's record, not the work the ack
+// comes before. (Elsewhere it is work: a failed dead-letter send before an
+// ack loses the message.)
+func ackedWork(pass *analysis.Pass, c *Consumers, stmts []ast.Stmt) (string, ast.Node) {
+	return findWorkIf(pass, c, stmts, true, func(call *ast.CallExpr) bool { return !deadLetterPublish(pass.TypesInfo, "", call) })
+}
+
 // firstEffect is the first external effect in stmts, outside function
 // literals: a call classified as one, or a call of a function whose
 // summary has one.
@@ -389,6 +397,12 @@ func firstEffect(pass *analysis.Pass, c *Consumers, stmts []ast.Stmt) (string, a
 // findWork is firstWork (writes too, function literals included) or
 // firstEffect.
 func findWork(pass *analysis.Pass, c *Consumers, stmts []ast.Stmt, writes bool) (string, ast.Node) {
+	return findWorkIf(pass, c, stmts, writes, nil)
+}
+
+// findWorkIf is findWork over the calls keep accepts (nil: all); a call it
+// refuses is passed over with its arguments.
+func findWorkIf(pass *analysis.Pass, c *Consumers, stmts []ast.Stmt, writes bool, keep func(*ast.CallExpr) bool) (string, ast.Node) {
 	var desc string
 	var at ast.Node
 	for _, st := range stmts {
@@ -400,8 +414,8 @@ func findWork(pass *analysis.Pass, c *Consumers, stmts []ast.Stmt, writes bool) 
 			if !ok {
 				return true
 			}
-			if deadLetterPublish(pass.TypesInfo, "", call) {
-				return false // a failure's record (k.dlq.SendToDLQs(msg, err)), not the message's work
+			if keep != nil && !keep(call) {
+				return false
 			}
 			if d := effectOf(pass.TypesInfo, call); d != "" {
 				desc, at = d, call

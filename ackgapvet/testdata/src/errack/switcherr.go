@@ -104,3 +104,19 @@ func deadLetterWhenConfigured(ctx context.Context, r *kafka.Reader, db *sql.DB, 
 		_ = r.CommitMessages(ctx, m) // want `acks with kafka.Reader.CommitMessages even when db.ExecContext failed \(line \d+\) unless hasDLQ`
 	}
 }
+
+// deadLetterLost sends a message it cannot handle to the dead-letter topic
+// and commits even when that send failed (wave 19, payment-processor H3):
+// the message is then neither handled nor dead-lettered.
+func deadLetterLost(ctx context.Context, r *kafka.Reader, dlq *kafka.Writer) {
+	for {
+		m, err := r.FetchMessage(ctx)
+		if err != nil {
+			return
+		}
+		if err := dlq.WriteMessages(ctx, m); err != nil {
+			log.Println(err)
+		}
+		_ = r.CommitMessages(ctx, m) // want `acks with kafka.Reader.CommitMessages even when dlq.WriteMessages failed`
+	}
+}
