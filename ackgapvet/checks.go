@@ -1462,6 +1462,12 @@ the request), and record the event in an inbox row in the same transaction.`,
 				checkRequestKey(pass, c, r, call, fn, s)
 				return
 			}
+			if redisIncrCmd[redisCmd(pass.TypesInfo, call)] && s.Root.Kind != KindAckgap && !hasDedupeInsert(pass, funcBody(s.Inner())) && !redisGated(pass.TypesInfo, funcBody(s.Inner())) {
+				r.report(call, SeverityOf(append(s.names(), constStrings(pass.TypesInfo, call)...)...), fmt.Sprintf(
+					"increments a Redis counter (%s) %s with no dedupe record: each redelivery counts again; claim the event id first (SETNX, or SADD read as a claim) or keep the count in the transaction that records the message",
+					qualName(fn), s.where()))
+				return
+			}
 			if h, _ := dbCall(pass.TypesInfo, call); h != handleNone && s.Root.Kind != KindAckgap {
 				sql := sqlText(pass.TypesInfo, call)
 				m := increment.FindStringSubmatch(sql)
@@ -1532,6 +1538,9 @@ the request), and record the event in an inbox row in the same transaction.`,
 				counts(op), attr, update, s.where()))
 		})
 	})
+
+// redisIncrCmd names the Redis commands that add to a counter.
+var redisIncrCmd = map[string]bool{"Incr": true, "IncrBy": true, "IncrByFloat": true, "HIncrBy": true, "HIncrByFloat": true, "ZIncrBy": true}
 
 // mongoInc returns the field a MongoDB update document increments
 // (bson.M{"$inc": bson.M{"total": n}}, or the bson.D form), or "".

@@ -899,9 +899,19 @@ func kafkaSkips(pass *analysis.Pass, r *reporter, root *Root, loopBody *ast.Bloc
 		fix = "retry it in place until it succeeds, or dead-letter it explicitly, before the worker marks another message"
 	}
 	recv := firstReceive(info, loopBody)
+	acked := token.NoPos // the loop's own ack before the work, at its top level (earlyack's)
+	for _, st := range loopBody.List {
+		if c := topCall(st); c != nil && ackOf(info, c) != "" {
+			acked = st.Pos()
+			break
+		}
+	}
 	loopStmts(loopBody, func(st, prev ast.Stmt, rest []ast.Stmt) {
 		if recv.IsValid() && st.End() <= recv {
 			return // before this iteration's receive: no message in hand (a rate limiter's wait)
+		}
+		if acked.IsValid() && acked < st.Pos() {
+			return // acked already: nothing is passed over (earlyack reports the ack)
 		}
 		if ifs := markedOnSuccess(info, st); ifs != nil {
 			r.report(ifs, SeverityOf(root.Name), fmt.Sprintf(

@@ -66,3 +66,6 @@ func (c *Client) HSet(ctx context.Context, key string, values ...any) *IntCmd { 
 func (c *Client) Set(ctx context.Context, key string, value any, expiration time.Duration) *StatusCmd {
 	return &StatusCmd{}
 }
+
+// IncrBy adds n to the counter at key.
+func (c *Client) IncrBy(ctx context.Context, key string, n int64) *IntCmd { return &IntCmd{} }

@@ -1,0 +1,20 @@
+package idemkey
+
+import (
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/redis/go-redis/v9"
+)
+
+// registerViews counts each view in Redis with no record of the message
+// (a new user's ledger stats): a redelivery counts it again.
+func registerViews(r *message.Router, rdb *redis.Client) {
+	r.AddNoPublisherHandler("views", "views", nil, func(msg *message.Message) error {
+		return rdb.IncrBy(msg.Context(), "views:"+string(msg.Payload), 1).Err() // want `increments a Redis counter \(redis.Client.IncrBy\)`
+	})
+	r.AddNoPublisherHandler("views-once", "views", nil, func(msg *message.Message) error {
+		if n, err := rdb.SAdd(msg.Context(), "seen-views", msg.UUID).Result(); err != nil || n == 0 {
+			return err
+		}
+		return rdb.IncrBy(msg.Context(), "views:"+string(msg.Payload), 1).Err() // clean: behind a claim
+	})
+}
