@@ -676,10 +676,18 @@ func TestRedisStateWrite(t *testing.T) {
 // result of a local closure factory (g.Go(handle(ctx, m))); the walk
 // follows it into the handler of another package (wave 17, mailbadger).
 func TestFunctionMadeByFactory(t *testing.T) {
-	fs := findingsIn(programReport(t, false), "errgo/sender/sender.go", "effect")
-	require.Len(t, fs, 1)
-	require.Equal(t, 15, fs[0].Line)
-	require.Contains(t, fs[0].Message, "errgo.Run.func1.func1 → sender.Handler.Handle")
+	f := onlyFinding(t, programReport(t, false), "errgo/sender/sender.go", "effect")
+	require.Equal(t, 15, f.Line)
+	require.Contains(t, f.Message, "errgo.Run.func1.func1 → sender.Handler.Handle")
+}
+
+// onlyFinding returns the one finding of check in file, failing the test
+// when there is none or more than one.
+func onlyFinding(t *testing.T, rep *Report, file, check string) Finding {
+	t.Helper()
+	fs := findingsIn(rep, file, check)
+	require.Len(t, fs, 1, "%+v", fs)
+	return fs[0]
 }
 
 // TestReceiveInLiteralCalledInPlace: a fetch inside a function literal
@@ -722,8 +730,7 @@ func TestOwnLoopAcksOnNil(t *testing.T) {
 // Transaction) is reported, naming that call, not the dead-letter send in
 // between (wave 19, porter-management).
 func TestWorkInSyncLibraryCallback(t *testing.T) {
-	fs := findingsIn(programReport(t, false), "synccb/synccb.go", "earlyack")
-	require.Len(t, fs, 1)
-	require.Equal(t, 31, fs[0].Line)
-	require.Contains(t, fs[0].Message, "calls s.Save")
+	f := onlyFinding(t, programReport(t, false), "synccb/synccb.go", "earlyack")
+	require.Equal(t, 31, f.Line)
+	require.Contains(t, f.Message, "calls s.Save")
 }
