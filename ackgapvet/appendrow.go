@@ -62,7 +62,8 @@ var dupCheck = regexp.MustCompile(`(?i)dup|unique|conflict|alreadyexists|23505|1
 // IGNORE, INSERT IGNORE, ON DUPLICATE KEY or WHERE NOT EXISTS; a GORM
 // Create or CreateInBatches not chained after Clauses (an upsert); an ent
 // builder's Save/Exec on a XCreate or XCreateBulk (ent's upserts are
-// XUpsertOne); a MongoDB InsertOne or InsertMany.
+// XUpsertOne); a bun NewInsert()...Exec without On("CONFLICT ...") or
+// Ignore(); a MongoDB InsertOne or InsertMany.
 func appendOf(info *types.Info, call *ast.CallExpr) string {
 	fn := callee(info, call)
 	if fn == nil {
@@ -78,6 +79,11 @@ func appendOf(info *types.Info, call *ast.CallExpr) string {
 		return "a GORM insert (" + qualName(fn) + ")"
 	case entCreate(fn):
 		return "an ent insert (" + qualName(fn) + ")"
+	case path == pathBun && recv == "InsertQuery" && name == "Exec":
+		if strings.Contains(chain, ".On(") || strings.Contains(chain, ".Ignore(") {
+			return "" // ON CONFLICT ..., INSERT IGNORE
+		}
+		return "a bun insert (" + qualName(fn) + ")"
 	case (strings.HasPrefix(path, "go.mongodb.org/mongo-driver") || path == "github.com/qiniu/qmgo") && recv == "Collection" && (name == "InsertOne" || name == "InsertMany"):
 		return "a MongoDB insert (" + qualName(fn) + ")"
 	}

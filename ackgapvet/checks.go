@@ -1462,7 +1462,7 @@ the request), and record the event in an inbox row in the same transaction.`,
 				checkRequestKey(pass, c, r, call, fn, s)
 				return
 			}
-			if redisIncrCmd[redisCmd(pass.TypesInfo, call)] && s.Root.Kind != KindAckgap && !hasDedupeInsert(pass, funcBody(s.Inner())) && !redisGated(pass.TypesInfo, funcBody(s.Inner())) {
+			if redisIncrCmd[redisCmd(pass.TypesInfo, call)] && s.Root.Kind != KindAckgap && !hasDedupeInsert(pass, funcBody(s.Inner())) && !redisGated(pass.TypesInfo, funcBody(s.Inner())) && !redisExpires(pass.TypesInfo, funcBody(s.Inner())) {
 				r.report(call, SeverityOf(append(s.names(), constStrings(pass.TypesInfo, call)...)...), fmt.Sprintf(
 					"increments a Redis counter (%s) %s with no dedupe record: each redelivery counts again; claim the event id first (SETNX, or SADD read as a claim) or keep the count in the transaction that records the message",
 					qualName(fn), s.where()))
@@ -1538,6 +1538,20 @@ the request), and record the event in an inbox row in the same transaction.`,
 				counts(op), attr, update, s.where()))
 		})
 	})
+
+// redisExpires reports whether body sets a Redis key's expiry (EXPIRE,
+// PEXPIRE, EXPIREAT): a counter in a time window (a rate or velocity
+// limit), approximate by design, is not reported as a count.
+func redisExpires(info *types.Info, body *ast.BlockStmt) bool {
+	found := false
+	ast.Inspect(body, func(n ast.Node) bool {
+		if call, ok := n.(*ast.CallExpr); ok && strings.Contains(redisCmd(info, call), "Expire") {
+			found = true
+		}
+		return !found
+	})
+	return found
+}
 
 // redisIncrCmd names the Redis commands that add to a counter.
 var redisIncrCmd = map[string]bool{"Incr": true, "IncrBy": true, "IncrByFloat": true, "HIncrBy": true, "HIncrByFloat": true, "ZIncrBy": true}

@@ -667,6 +667,9 @@ func dbWriteOf(info *types.Info, call *ast.CallExpr) string {
 	if fn := callee(info, call); fn != nil && entCreate(fn) {
 		return "a database write (" + qualName(fn) + ")"
 	}
+	if fn := callee(info, call); fn != nil && bunWrite(fn) {
+		return "a database write (" + qualName(fn) + ")"
+	}
 	if fn := callee(info, call); fn != nil && (funcPath(fn) == "database/sql" && recvName(fn) == "Stmt" || funcPath(fn) == pathSqlx && (recvName(fn) == "Stmt" || recvName(fn) == "NamedStmt")) && strings.Contains(fn.Name(), "Exec") {
 		// A prepared statement: its SQL is where it was prepared; an Exec
 		// changes rows (a SELECT is run with Query).
@@ -680,6 +683,22 @@ func dbWriteOf(info *types.Info, call *ast.CallExpr) string {
 		return "a database write (" + qualName(callee(info, call)) + ")"
 	}
 	return ""
+}
+
+// pathBun is uptrace/bun, an SQL-first ORM.
+const pathBun = "github.com/uptrace/bun"
+
+// bunWrite reports whether fn runs a bun insert, update or delete query
+// (db.NewInsert().Model(&m).Exec(ctx)).
+func bunWrite(fn *types.Func) bool {
+	if funcPath(fn) != pathBun || fn.Name() != "Exec" {
+		return false
+	}
+	switch recvName(fn) {
+	case "InsertQuery", "UpdateQuery", "DeleteQuery":
+		return true
+	}
+	return false
 }
 
 // outboxOf returns a description if call writes outbox rows through

@@ -61,13 +61,13 @@ permanent.`,
 				switch loop := m.(type) {
 				case *ast.RangeStmt:
 					_, overChan := types.Unalias(pass.TypesInfo.TypeOf(loop.X)).Underlying().(*types.Chan)
-					kafkaSkips(pass, r, root, loop.Body, overChan)
-					kafkaSkipsThenCommits(pass, r, root, loop.Body, after[loop.Body])
-					watermillSkips(pass, r, root, loop.Body)
+					kafkaSkips(pass, c, r, root, loop.Body, overChan)
+					kafkaSkipsThenCommits(pass, c, r, root, loop.Body, after[loop.Body])
+					watermillSkips(pass, c, r, root, loop.Body)
 				case *ast.ForStmt:
-					kafkaSkips(pass, r, root, loop.Body, false)
-					kafkaBreaks(pass, r, root, loop.Body)
-					watermillSkips(pass, r, root, loop.Body)
+					kafkaSkips(pass, c, r, root, loop.Body, false)
+					kafkaBreaks(pass, c, r, root, loop.Body)
+					watermillSkips(pass, c, r, root, loop.Body)
 				}
 				block, ok := stmtBlock(m)
 				if !ok {
@@ -82,12 +82,12 @@ permanent.`,
 						prev = block.List[i-1]
 					}
 					narrowedFailure(pass, c, r, root, st, prev, block.List[i+1:])
-					ifs, work := failedWork(pass, st, prev)
+					ifs, work := failedWork(pass, c, st, prev)
 					if ifs == nil {
 						// The check may come a few statements after the call
 						// (a timer read, a log line in between).
 						if at := errAssignedBefore(pass.TypesInfo, block.List, i); at != nil {
-							ifs, work = failedWork(pass, st, at)
+							ifs, work = failedWork(pass, c, st, at)
 						}
 					}
 					if ifs == nil {
@@ -154,13 +154,13 @@ var decodeCall = regexp.MustCompile(`(?i)unmarshal|decode|parse|valid|atoi|^Scan
 // (another way to fail, which only widens it): a condition that
 // classifies the error (errors.Is, a permanent-error check) is a decision,
 // not a swallowed failure. It returns the if statement and the work call.
-func failedWork(pass *analysis.Pass, st, prev ast.Stmt) (*ast.IfStmt, *ast.CallExpr) {
+func failedWork(pass *analysis.Pass, c *Consumers, st, prev ast.Stmt) (*ast.IfStmt, *ast.CallExpr) {
 	ifs, call := errBranch(pass.TypesInfo, st, prev)
 	if ifs == nil || ackOf(pass.TypesInfo, call) != "" {
 		return nil, nil
 	}
 	if cf := callee(pass.TypesInfo, call); cf != nil {
-		if decodeCall.MatchString(cf.Name()) || receives(cf) || cleanUp(cf) {
+		if decodeCall.MatchString(cf.Name()) && !remoteWork(c, cf) || receives(cf) || cleanUp(cf) {
 			return nil, nil
 		}
 	}
@@ -274,6 +274,17 @@ func rollbackReturned(body *ast.BlockStmt) *ast.ReturnStmt {
 		return ret
 	}
 	return nil
+}
+
+// remoteWork reports whether fn, named like a decode or a validation,
+// makes an effect or a write below it (ValidateUser posting to a user
+// service): its failure is the work's, not a malformed message's.
+func remoteWork(c *Consumers, fn *types.Func) bool {
+	if c == nil {
+		return false
+	}
+	s := c.Summary(fn)
+	return s != nil && (s.Effect != "" || s.Write != "") || c.works(fn)
 }
 
 // cleanUp reports whether fn tidies up after the work rather than doing
@@ -887,7 +898,7 @@ func statusRead(info *types.Info, body *ast.BlockStmt, resp types.Object) bool {
 // the failed one, which is never delivered again. worker says the loop
 // ranges over a channel (a worker fed by the receive loop), which has no
 // partition to stop: the fix it gives is to retry in place.
-func kafkaSkips(pass *analysis.Pass, r *reporter, root *Root, loopBody *ast.BlockStmt, worker bool) {
+func kafkaSkips(pass *analysis.Pass, c *Consumers, r *reporter, root *Root, loopBody *ast.BlockStmt, worker bool) {
 	info := pass.TypesInfo
 	ack := kafkaAckIn(info, loopBody)
 	if ack == "" {
@@ -919,7 +930,7 @@ func kafkaSkips(pass *analysis.Pass, r *reporter, root *Root, loopBody *ast.Bloc
 				ack, types.ExprString(ifs.Cond), ack, fix))
 			return
 		}
-		ifs, work := failedWork(pass, st, prev)
+		ifs, work := failedWork(pass, c, st, prev)
 		if ifs == nil || leaves(ifs.Body) || kafkaAckIn(info, ifs.Body) != "" || sendsElsewhere(pass, ifs.Body) {
 			return
 		}
@@ -938,7 +949,7 @@ func kafkaSkips(pass *analysis.Pass, r *reporter, root *Root, loopBody *ast.Bloc
 // (continue) when a Kafka commit follows the loop: the commit of a later
 // record (or of the batch) passes over the failed one, which is never
 // delivered again (field trial, wave 15: apm-queue H1).
-func kafkaSkipsThenCommits(pass *analysis.Pass, r *reporter, root *Root, loopBody *ast.BlockStmt, tail []ast.Stmt) {
+func kafkaSkipsThenCommits(pass *analysis.Pass, c *Consumers, r *reporter, root *Root, loopBody *ast.BlockStmt, tail []ast.Stmt) {
 	info := pass.TypesInfo
 	if len(tail) == 0 || kafkaAckIn(info, loopBody) != "" {
 		return
@@ -948,7 +959,7 @@ func kafkaSkipsThenCommits(pass *analysis.Pass, r *reporter, root *Root, loopBod
 		return
 	}
 	loopStmts(loopBody, func(st, prev ast.Stmt, _ []ast.Stmt) {
-		ifs, work := failedWork(pass, st, prev)
+		ifs, work := failedWork(pass, c, st, prev)
 		if ifs == nil || !continues(ifs.Body) || sendsElsewhere(pass, ifs.Body) {
 			return
 		}
@@ -981,7 +992,7 @@ func returnsBeforeOwnCommit(pass *analysis.Pass, c *Consumers, r *reporter, root
 		if done {
 			return
 		}
-		ifs, work := failedWork(pass, st, prev)
+		ifs, work := failedWork(pass, c, st, prev)
 		if ifs == nil || !endsInReturn(ifs.Body) || sendsElsewhere(pass, ifs.Body) || kafkaCommitIn(c, info, ifs.Body.List) != "" {
 			return
 		}
@@ -1100,13 +1111,13 @@ func loopStmts(loopBody *ast.BlockStmt, visit func(st, prev ast.Stmt, rest []ast
 // deliver the next one of its partition (watermill-kafka) or of the
 // subscription (GoChannel, watermill-sql), so the consumer stalls on it
 // for good.
-func watermillSkips(pass *analysis.Pass, r *reporter, root *Root, loopBody *ast.BlockStmt) {
+func watermillSkips(pass *analysis.Pass, c *Consumers, r *reporter, root *Root, loopBody *ast.BlockStmt) {
 	info := pass.TypesInfo
 	if watermillSettleIn(info, loopBody, "Ack") == nil {
 		return
 	}
 	loopStmts(loopBody, func(st, prev ast.Stmt, _ []ast.Stmt) {
-		ifs, work := failedWork(pass, st, prev)
+		ifs, work := failedWork(pass, c, st, prev)
 		if ifs == nil || !endsInContinue(ifs.Body) || watermillSettleIn(info, ifs.Body, "Ack") != nil || watermillSettleIn(info, ifs.Body, "Nack") != nil {
 			return
 		}
@@ -1174,7 +1185,7 @@ func markedOnSuccess(info *types.Info, st ast.Stmt) *ast.IfStmt {
 // one, so the next poll's commit passes over it and it is never delivered
 // again. A loop that seeks back (SetOffsets, Seek, ResetOffset) or returns
 // is not reported.
-func kafkaBreaks(pass *analysis.Pass, r *reporter, root *Root, pollBody *ast.BlockStmt) {
+func kafkaBreaks(pass *analysis.Pass, c *Consumers, r *reporter, root *Root, pollBody *ast.BlockStmt) {
 	info := pass.TypesInfo
 	ack := kafkaAckIn(info, pollBody)
 	if ack == "" || kafkaReceiveIn(info, pollBody) == nil || seeksBack(info, pollBody) {
@@ -1202,7 +1213,7 @@ func kafkaBreaks(pass *analysis.Pass, r *reporter, root *Root, pollBody *ast.Blo
 			if i > 0 {
 				prev = inner.List[i-1]
 			}
-			work := failedCall(pass, ifs, prev)
+			work := failedCall(pass, c, ifs, prev)
 			if work == nil {
 				continue
 			}
@@ -1218,8 +1229,8 @@ func kafkaBreaks(pass *analysis.Pass, r *reporter, root *Root, pollBody *ast.Blo
 // failedCall matches the failure test of an if: `err != nil` after (or in
 // the init of) `err := work(...)`, or `work(...) != nil` itself. Decode
 // calls are not the work's failure.
-func failedCall(pass *analysis.Pass, ifs *ast.IfStmt, prev ast.Stmt) *ast.CallExpr {
-	if _, work := failedWork(pass, ifs, prev); work != nil {
+func failedCall(pass *analysis.Pass, c *Consumers, ifs *ast.IfStmt, prev ast.Stmt) *ast.CallExpr {
+	if _, work := failedWork(pass, c, ifs, prev); work != nil {
 		return work
 	}
 	bin, ok := ast.Unparen(ifs.Cond).(*ast.BinaryExpr)

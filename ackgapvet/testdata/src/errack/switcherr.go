@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"log"
+	"net/http"
 	"os"
 
 	"github.com/segmentio/kafka-go"
@@ -134,5 +135,28 @@ func commitFirst(ctx context.Context, r *kafka.Reader, db *sql.DB) {
 			log.Println(err)
 			continue
 		}
+	}
+}
+
+// validateRemote asks the user service to validate the request: an HTTP
+// call, not a local validation (wave 20, golang-full's ValidateUser).
+func validateRemote(c *http.Client, body []byte) error {
+	_, err := c.Post("https://users.example.com/validate", "application/json", nil)
+	return err
+}
+
+// remoteValidation skips a message whose remote validation failed
+// (a timeout, a 5xx) and commits the next one past it.
+func remoteValidation(ctx context.Context, r *kafka.Reader, c *http.Client) {
+	for {
+		m, err := r.FetchMessage(ctx)
+		if err != nil {
+			return
+		}
+		if err := validateRemote(c, m.Value); err != nil { // want `a message whose validateRemote fails is not acked but the loop goes on`
+			log.Println(err)
+			continue
+		}
+		_ = r.CommitMessages(ctx, m)
 	}
 }

@@ -1,6 +1,8 @@
 package idemkey
 
 import (
+	"time"
+
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/redis/go-redis/v9"
 )
@@ -16,5 +18,12 @@ func registerViews(r *message.Router, rdb *redis.Client) {
 			return err
 		}
 		return rdb.IncrBy(msg.Context(), "views:"+string(msg.Payload), 1).Err() // clean: behind a claim
+	})
+	r.AddNoPublisherHandler("velocity", "orders", nil, func(msg *message.Message) error {
+		key := "velocity:" + string(msg.Payload)
+		if err := rdb.IncrBy(msg.Context(), key, 1).Err(); err != nil { // clean: a windowed rate counter (wave 19, payment-processor)
+			return err
+		}
+		return rdb.Expire(msg.Context(), key, time.Minute).Err()
 	})
 }

@@ -69,3 +69,11 @@ func (c *Client) Set(ctx context.Context, key string, value any, expiration time
 
 // IncrBy adds n to the counter at key.
 func (c *Client) IncrBy(ctx context.Context, key string, n int64) *IntCmd { return &IntCmd{} }
+
+// Expire sets key's time to live.
+func (c *Client) Expire(ctx context.Context, key string, ttl time.Duration) *BoolCmd {
+	return &BoolCmd{}
+}
+
+// Err returns the command's error.
+func (c *BoolCmd) Err() error { return nil }
