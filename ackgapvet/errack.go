@@ -146,7 +146,7 @@ func returnAcks(kind string) bool {
 // act on it (their failure is permanent for this message), and of calls
 // that tidy up after the work (Close, Flush, Rollback, Release): their
 // failure is not the work's.
-var decodeCall = regexp.MustCompile(`(?i)unmarshal|decode|parse|valid|atoi|^Scan$|FromString|^Read(All)?$|^Close|^Flush$|^Rollback$|^Release$`)
+var decodeCall = regexp.MustCompile(`(?i)unmarshal|decode|parse|valid|atoi|^Scan$|FromString|^(From|To)(JSON|Bytes|Proto|YAML|XML)$|^Read(All)?$|^Close|^Flush$|^Rollback$|^Release$`)
 
 // failedWork matches "the work failed" at st: `if err := work(); err !=
 // nil {...}`, or `err := work()` (prev) followed by `if err != nil {...}`
@@ -160,7 +160,7 @@ func failedWork(pass *analysis.Pass, c *Consumers, st, prev ast.Stmt) (*ast.IfSt
 		return nil, nil
 	}
 	if cf := callee(pass.TypesInfo, call); cf != nil {
-		if decodeCall.MatchString(cf.Name()) && !remoteWork(c, cf) || receives(cf) || cleanUp(cf) {
+		if decodeCall.MatchString(cf.Name()) && !remoteWork(c, cf) || receives(cf) || c.receiveWrapper(cf) || cleanUp(cf) {
 			return nil, nil
 		}
 	}
@@ -186,6 +186,35 @@ func receives(fn *types.Func) bool {
 		return true // a fetch's errors (fetches.Err())
 	}
 	return strings.HasPrefix(name, "Poll") || strings.HasPrefix(name, "Fetch") || name == "ReadMessage" || name == "Receive"
+}
+
+// receiveWrapper reports whether fn is a function of this package that
+// wraps a receive (see receives) and hands its message back: a result
+// besides the error, and a receive call in its body (codecourt's
+// Consume around confluent's ReadMessage, field trial wave 20). Its
+// failure leaves no message in hand to pass over.
+func (c *Consumers) receiveWrapper(fn *types.Func) bool {
+	if c == nil {
+		return false
+	}
+	fd := c.decls[fn.Origin()]
+	sig, ok := fn.Type().(*types.Signature)
+	if fd == nil || fd.Body == nil || !ok || sig.Results().Len() < 2 {
+		return false
+	}
+	found := false
+	ast.Inspect(fd.Body, func(n ast.Node) bool {
+		if _, ok := n.(*ast.FuncLit); ok || found {
+			return false
+		}
+		if call, ok := n.(*ast.CallExpr); ok {
+			if in := callee(c.pass.TypesInfo, call); in != nil && in != fn && receives(in) {
+				found = true
+			}
+		}
+		return !found
+	})
+	return found
 }
 
 // narrowedFailure reports an ack after `if err != nil && cond {...}` (no
@@ -373,10 +402,18 @@ func checkErrAck(pass *analysis.Pass, c *Consumers, r *reporter, root *Root, ifs
 	}
 	for _, st := range ifs.Body.List {
 		if call := topCall(st); call != nil {
-			if ack := ackOf(info, call); ack != "" {
+			ack, inner := ackOf(info, call), call
+			if ack == "" {
+				// The code's own wrapper of the ack (consumer.Commit()
+				// around the client's Commit), unless it dead-letters too.
+				if a, in := c.helperAck(call); a != "" && !c.helperSendsElsewhere(call) {
+					ack, inner = a, in
+				}
+			}
+			if ack != "" {
 				r.report(call, SeverityOf(names...), fmt.Sprintf(
 					"acks with %s when %s fails (line %d): a transient failure (a timeout, a busy database) loses the message instead of redelivering it; %s, and dead-letter only errors known to be permanent",
-					ack, workName, line, leaveUnacked(call, info)))
+					ack, workName, line, leaveUnacked(inner, info)))
 				return
 			}
 		}
@@ -526,6 +563,18 @@ func (c *Consumers) helperAck(call *ast.CallExpr) (string, *ast.CallExpr) {
 		return ack == ""
 	})
 	return ack, inner
+}
+
+// helperSendsElsewhere reports whether the body of the function of this
+// package that call calls sends the message on (see sendsElsewhere): a
+// helper that dead-letters and then acks is a dead-letter path.
+func (c *Consumers) helperSendsElsewhere(call *ast.CallExpr) bool {
+	fn := callee(c.pass.TypesInfo, call)
+	if fn == nil {
+		return false
+	}
+	fd := c.decls[fn.Origin()]
+	return fd != nil && fd.Body != nil && sendsElsewhere(c.pass, fd.Body)
 }
 
 // inNode reports whether n is inside the syntax of fn.
@@ -982,10 +1031,23 @@ func returnsBeforeOwnCommit(pass *analysis.Pass, c *Consumers, r *reporter, root
 	default:
 		return
 	}
-	if ft := funcType(node); ft == nil || ft.Results != nil && len(ft.Results.List) > 0 {
-		return // a result may carry the failure to the loop
-	}
 	info := pass.TypesInfo
+	ft := funcType(node)
+	if ft == nil {
+		return
+	}
+	dropped := ""
+	if ft.Results != nil && len(ft.Results.List) > 0 {
+		fd, ok := node.(*ast.FuncDecl)
+		if !ok {
+			return // a result may carry the failure to the loop
+		}
+		fn, _ := info.Defs[fd.Name].(*types.Func)
+		if fn == nil || !c.resultDroppedByLoops(fn) {
+			return // a result may carry the failure to the loop
+		}
+		dropped = " (its callers' loops only log what it returns and call it again)"
+	}
 	done := false
 	// The function's own blocks: a loop's skips are kafkaSkips'.
 	loopStmts(body, func(st, prev ast.Stmt, _ []ast.Stmt) {
@@ -1002,10 +1064,56 @@ func returnsBeforeOwnCommit(pass *analysis.Pass, c *Consumers, r *reporter, root
 		}
 		workName := types.ExprString(work.Fun)
 		r.report(ifs, SeverityOf(root.Name, workName), fmt.Sprintf(
-			"returns without committing when %s fails, and commits the message itself (%s) on success: the poll loop goes on, and Kafka commits offsets, not messages, so the next message's commit passes over this one and it is never delivered again; retry the work in place, or stop the consumer (return the error to a loop that stops), or dead-letter it explicitly",
-			workName, ack))
+			"returns without committing when %s fails, and commits the message itself (%s) on success: the poll loop goes on%s, and Kafka commits offsets, not messages, so the next message's commit passes over this one and it is never delivered again; retry the work in place, or stop the consumer (return the error to a loop that stops), or dead-letter it explicitly",
+			workName, ack, dropped))
 		done = true
 	})
+}
+
+// resultDroppedByLoops reports whether fn is called in this package, and
+// every call is inside a loop that goes on whatever fn returns: the call
+// is a statement (its result unread), or its error branch neither
+// returns, breaks nor ends the process (it logs). Such a loop calls fn
+// again for the next message, so fn's error result carries the failure
+// nowhere (field trial, wave 20: Common-Backend's consume, whose caller
+// logs the error and fetches the next message).
+func (c *Consumers) resultDroppedByLoops(fn *types.Func) bool {
+	calls := 0
+	dropped := true
+	for _, f := range c.pass.Files {
+		var stack []ast.Node
+		ast.Inspect(f, func(n ast.Node) bool {
+			if n == nil {
+				stack = stack[:len(stack)-1]
+				return true
+			}
+			stack = append(stack, n)
+			call, ok := n.(*ast.CallExpr)
+			if !ok || !dropped {
+				return dropped
+			}
+			if cf := callee(c.pass.TypesInfo, call); cf == nil || cf.Origin() != fn {
+				return true
+			}
+			calls++
+			if _, looped := enclosingLoop(stack); !looped || len(stack) < 3 {
+				dropped = false
+				return false
+			}
+			switch parent := stack[len(stack)-2].(type) {
+			case *ast.ExprStmt:
+			case *ast.AssignStmt:
+				ifs, ok := stack[len(stack)-3].(*ast.IfStmt)
+				if !ok || ifs.Init != parent || hasReturn(ifs.Body) || stopsLoop(ifs.Body) || ifs.Else != nil {
+					dropped = false
+				}
+			default:
+				dropped = false
+			}
+			return dropped
+		})
+	}
+	return calls > 0 && dropped
 }
 
 // kafkaCommitAfter returns the first Kafka commit in body (see

@@ -341,7 +341,7 @@ func TestConsumerMap(t *testing.T) {
 	for _, c := range rep.Consumers {
 		byName[c.Name] = c
 	}
-	require.Len(t, byName, 54, "%+v", rep.Consumers)
+	require.Len(t, byName, 58, "%+v", rep.Consumers)
 
 	// A receive loop that the call graph reaches from another consumer (a
 	// fallback source behind an interface) and whose acks are closures it
@@ -733,4 +733,29 @@ func TestWorkInSyncLibraryCallback(t *testing.T) {
 	f := onlyFinding(t, programReport(t, false), "synccb/synccb.go", "earlyack")
 	require.Equal(t, 31, f.Line)
 	require.Contains(t, f.Message, "calls s.Save")
+}
+
+// TestFetchFunctionReturnsToLoggingLoop: a function that fetches one
+// message, works and commits it, called again and again by a loop that
+// only logs what it returns, loses a message whose work fails: returning
+// the error carries it nowhere, and the next call's commit passes over it
+// (field trial, wave 20: Common-Backend H1; wave 19: iiot H2). A loop that
+// stops on the error (Serve) is not reported.
+func TestFetchFunctionReturnsToLoggingLoop(t *testing.T) {
+	rep := programReport(t, false)
+	require.ElementsMatch(t, []int{35, 53}, findingLines(rep, "pollfn/pollfn.go", "errack"))
+	for _, f := range findingsIn(rep, "pollfn/pollfn.go", "errack") {
+		if f.Line == 35 {
+			require.Contains(t, f.Message, "only log what it returns")
+		}
+	}
+}
+
+// TestWrappedAckInFailedBranch: the code's own wrapper of the client's
+// commit, called in a failed write's branch, acks the failure (wave 20,
+// codecourt H4). A failed read through the code's wrapper of the receive,
+// and an event that does not decode (FromJSON), are not errack's.
+func TestWrappedAckInFailedBranch(t *testing.T) {
+	rep := programReport(t, false)
+	require.Equal(t, []int{38}, findingLines(rep, "wrapack/wrapack.go", "errack"))
 }
