@@ -1705,6 +1705,9 @@ func checkRequestKey(pass *analysis.Pass, c *Consumers, r *reporter, call *ast.C
 	if tokenRequest(pass.TypesInfo, body, call) || behindGuard(pass, c, s, call) {
 		return // an OAuth token fetch, or a request a redelivery skips
 	}
+	if queryVerb.MatchString(funcNodeName(s.Inner())) || len(call.Args) > mi+1 && urlNames(pass.TypesInfo, body, call.Args[mi+1], queryEndpoint) {
+		return // a question (validate, predict, search): a repeat changes nothing
+	}
 	var req types.Object
 	ast.Inspect(body, func(n ast.Node) bool {
 		if as, ok := n.(*ast.AssignStmt); ok && len(as.Rhs) == 1 && ast.Unparen(as.Rhs[0]) == call && len(as.Lhs) > 0 {

@@ -31,6 +31,9 @@ func harmfulRepeat(pass *analysis.Pass, fname string, body *ast.BlockStmt, call 
 			return false // an OAuth token fetch
 		}
 	}
+	if strings.Contains(d, "HTTP request") && queryRequest(pass.TypesInfo, fname, body, call) {
+		return false // a POST that asks (validate, predict, search): it changes nothing
+	}
 	if keyedCall(pass, body, call) {
 		return false
 	}
@@ -303,7 +306,51 @@ func tokenRequest(info *types.Info, body *ast.BlockStmt, req *ast.CallExpr) bool
 	if grantForm(info, body) {
 		return true
 	}
-	u := newRequestArg(info, req, 1)
+	return urlNames(info, body, newRequestArg(info, req, 1), tokenEndpoint)
+}
+
+// queryVerb matches the names of functions that ask a service a question
+// rather than tell it to do something: a POST is often how a validation,
+// a model's prediction, a search or a quote is sent (a body too large or
+// too structured for a query string), and a repeat of it changes nothing
+// (field trials, waves 19 and 20: a fraud model's /predict, a user
+// service's ValidateUser), and so do the read verbs (Get, List, Find,
+// Fetch, Retrieve, Describe, Read).
+var queryVerb = regexp.MustCompile(`^(Get|List|Find|Fetch|Retrieve|Describe|Read|Validate|Verify|Predict|Estimate|Quote|Lookup|Search|Query|Simulate|Preview|Classify|Evaluate|Score)([A-Z_0-9]|$)`)
+
+// queryEndpoint matches a URL path whose last segment names such a
+// question (".../fraud-ml/predict", "/users/validate", "/search").
+var queryEndpoint = regexp.MustCompile(`(?i)/(validate|validation|verify|predict|prediction|estimate|quote|lookup|search|query|simulate|preview|classify|evaluate|score|scoring)/?(\?|$)`)
+
+// queryRequest reports whether an HTTP request (a Client.Do of a request
+// made in body, or a Post or PostForm) asks a question rather than makes
+// a change: the function sending it is named for one (ValidateUser,
+// PredictFraud, GetQuote), or its URL holds a constant path naming one
+// (see queryEndpoint).
+func queryRequest(info *types.Info, fname string, body *ast.BlockStmt, call *ast.CallExpr) bool {
+	if queryVerb.MatchString(fname) {
+		return true
+	}
+	fn := callee(info, call)
+	if fn == nil || funcPath(fn) != "net/http" {
+		return false
+	}
+	switch fn.Name() {
+	case "Do":
+		if rc := requestMade(info, body, call); rc != nil {
+			return urlNames(info, body, newRequestArg(info, rc, 1), queryEndpoint)
+		}
+	case "Post", "PostForm":
+		if len(call.Args) > 0 {
+			return urlNames(info, body, call.Args[0], queryEndpoint)
+		}
+	}
+	return false
+}
+
+// urlNames reports whether the URL expression u holds a string constant
+// that re matches, directly or through a local variable assigned in body.
+func urlNames(info *types.Info, body *ast.BlockStmt, u ast.Expr, re *regexp.Regexp) bool {
 	if u == nil {
 		return false
 	}
@@ -321,7 +368,7 @@ func tokenRequest(info *types.Info, body *ast.BlockStmt, req *ast.CallExpr) bool
 		ast.Inspect(e, func(n ast.Node) bool {
 			if x, ok := n.(ast.Expr); ok {
 				if tv, ok := info.Types[x]; ok && tv.Value != nil && tv.Value.Kind() == constant.String {
-					found = found || tokenEndpoint.MatchString(constant.StringVal(tv.Value))
+					found = found || re.MatchString(constant.StringVal(tv.Value))
 					return false
 				}
 			}

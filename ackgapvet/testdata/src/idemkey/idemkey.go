@@ -52,6 +52,14 @@ func register(r *message.Router, client *http.Client, db *sql.DB) {
 		_, err = client.Do(req)
 		return err
 	})
+	r.AddNoPublisherHandler("score", "orders", nil, func(msg *message.Message) error {
+		req, err := http.NewRequest(http.MethodPost, "https://fraud.example/api/v1/predict", nil) // clean: a model's prediction (a POST that asks)
+		if err != nil {
+			return err
+		}
+		_, err = client.Do(req)
+		return err
+	})
 	r.AddNoPublisherHandler("count", "orders", nil, func(msg *message.Message) error {
 		_, err := db.ExecContext(context.Background(), "UPDATE counters SET hits = hits + 1 WHERE id = $1", msg.UUID) // want `medium: increments hits with no dedupe record in the same transaction`
 		return err
