@@ -426,7 +426,7 @@ func findWorkIf(pass *analysis.Pass, c *Consumers, stmts []ast.Stmt, writes bool
 				// first and the process dies.
 				desc, at = d, call
 			} else if cf := callee(pass.TypesInfo, call); cf != nil {
-				if sum := c.Summary(cf); sum != nil && (writes || sum.Effect != "") {
+				if sum := c.Summary(cf); sum != nil && (writes && sum.Write != "" || sum.Effect != "") {
 					d := sum.Effect
 					if d == "" {
 						d = sum.Write

@@ -66,6 +66,12 @@ type Summary struct {
 	// (a Tx's Commit, gorm's Transaction, pgx's BeginFunc) or through a
 	// function it calls.
 	Commits bool
+	// Remote says the function calls another service (an HTTP request,
+	// a gRPC or AWS call, a publish), directly or through a function it
+	// calls, even one a repeat does no harm to (a validation sent as a
+	// POST): its failure is a transient failure of the work, not a
+	// malformed message.
+	Remote bool
 }
 
 // AFact marks Summary as an analysis fact.
@@ -73,7 +79,7 @@ func (*Summary) AFact() {}
 
 // String renders the summary for fact logs and test output.
 func (s *Summary) String() string {
-	return fmt.Sprintf("effect=%q write=%q commits=%t", s.Effect, s.Write, s.Commits)
+	return fmt.Sprintf("effect=%q write=%q commits=%t remote=%t", s.Effect, s.Write, s.Commits, s.Remote)
 }
 
 // Consumers is the result of [ConsumersAnalyzer]: the entry points of a
@@ -162,13 +168,13 @@ func (c *Consumers) Summary(fn *types.Func) *Summary {
 		return nil // judged by the call itself (KnownSDKs, the config)
 	}
 	if fn.Pkg() == c.pass.Pkg {
-		if s := c.summaries[fn]; s != nil && (s.Effect != "" || s.Write != "") {
+		if s := c.summaries[fn]; s != nil && (s.Effect != "" || s.Write != "" || s.Remote) {
 			return s
 		}
 		return nil
 	}
 	var s Summary
-	if c.pass.ImportObjectFact(fn, &s) && (s.Effect != "" || s.Write != "") {
+	if c.pass.ImportObjectFact(fn, &s) && (s.Effect != "" || s.Write != "" || s.Remote) {
 		return &s
 	}
 	return nil
@@ -449,7 +455,7 @@ func runConsumers(pass *analysis.Pass) (any, error) {
 		return c, nil // used here, not exported
 	}
 	for fn, s := range c.summaries {
-		if s.Effect != "" || s.Write != "" || s.Commits {
+		if s.Effect != "" || s.Write != "" || s.Commits || s.Remote {
 			pass.ExportObjectFact(fn, s)
 		}
 	}
@@ -612,8 +618,11 @@ func (c *Consumers) summarize(fn *types.Func, visiting map[*types.Func]bool) *Su
 		if !ok {
 			return true
 		}
-		if d := effectOf(c.pass.TypesInfo, call); d != "" && s.Effect == "" && harmfulRepeat(c.pass, fn.Name(), body, call, d) {
-			s.Effect = d
+		if d := effectOf(c.pass.TypesInfo, call); d != "" {
+			s.Remote = true
+			if s.Effect == "" && harmfulRepeat(c.pass, fn.Name(), body, call, d) {
+				s.Effect = d
+			}
 		}
 		if d := cmp.Or(dbWriteOf(c.pass.TypesInfo, call), keyedWriteDesc(c.pass.TypesInfo, call)); d != "" && s.Write == "" {
 			s.Write = d
@@ -642,6 +651,7 @@ func (c *Consumers) summarize(fn *types.Func, visiting map[*types.Func]bool) *Su
 			if sub.Write != "" && s.Write == "" {
 				s.Write = viaDesc(cf, sub.Write)
 			}
+			s.Remote = s.Remote || sub.Remote
 		}
 		return true
 	})

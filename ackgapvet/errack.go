@@ -50,6 +50,9 @@ permanent.`,
 				continue
 			}
 			deferredAck(pass, c, r, root, body)
+			if acker, _ := c.ackerOf(node); root.Node == node && returnAcks(root.Kind) || acker != "" {
+				deferredCommitDropped(pass, c, r, root, node, body, acker)
+			}
 			partialBatch(pass, r, root, body)
 			implicit := root.Node == node && returnAcks(root.Kind)
 			acker, always := c.ackerOf(node)
@@ -313,7 +316,7 @@ func remoteWork(c *Consumers, fn *types.Func) bool {
 		return false
 	}
 	s := c.Summary(fn)
-	return s != nil && (s.Effect != "" || s.Write != "") || c.works(fn)
+	return s != nil && (s.Effect != "" || s.Write != "" || s.Remote) || c.works(fn)
 }
 
 // cleanUp reports whether fn tidies up after the work rather than doing
@@ -1625,6 +1628,94 @@ func deferredAck(pass *analysis.Pass, c *Consumers, r *reporter, root *Root, bod
 			"defers %s, so the message is acked on every return, also when the work (%s, line %d) fails: a transient failure loses the message; ack after the work succeeded, and nack (or return the error) on failure",
 			ack, work, pass.Fset.Position(at.Pos()).Line))
 	}
+}
+
+// deferredCommitDropped reports a transaction committed in a deferred
+// call whose error cannot reach the function's result (`defer
+// tx.Commit()`, or a deferred literal that only logs the commit's failure
+// and assigns no named result) in a function whose nil result acks the
+// message: when the commit fails the writes roll back, the function
+// returns nil all the same and the message is acked, so the work is lost
+// (field trial, wave 19: payment-processor H2).
+func deferredCommitDropped(pass *analysis.Pass, c *Consumers, r *reporter, root *Root, node ast.Node, body *ast.BlockStmt, acker string) {
+	info := pass.TypesInfo
+	named := namedResults(info, funcType(node))
+	for i, st := range body.List {
+		d, ok := st.(*ast.DeferStmt)
+		if !ok {
+			continue
+		}
+		commit := txCommitOf(info, d.Call)
+		if lit, ok := ast.Unparen(d.Call.Fun).(*ast.FuncLit); ok && commit == "" {
+			if assignsAny(info, lit.Body, named) || !terminatesNot(lit.Body) {
+				continue // the failure reaches the result, or ends the process
+			}
+			ast.Inspect(lit.Body, func(n ast.Node) bool {
+				if _, ok := n.(*ast.FuncLit); ok || commit != "" {
+					return false
+				}
+				if call, ok := n.(*ast.CallExpr); ok {
+					commit = txCommitOf(info, call)
+				}
+				return commit == ""
+			})
+		}
+		if commit == "" {
+			continue
+		}
+		if w, _ := firstWork(pass, c, body.List[i+1:]); w == "" {
+			continue // nothing written to lose
+		}
+		who := acker
+		if who == "" {
+			who = "the " + root.Kind
+		}
+		r.report(d, SeverityOf(root.Name), fmt.Sprintf(
+			"the deferred %s's error is only logged or dropped: when the commit fails the writes roll back, but the function returns nil and %s acks the message, so its work is lost; commit before returning and return the commit's error (or assign it to a named result in the deferred function)",
+			commit, who))
+	}
+}
+
+// namedResults returns the objects of ft's named results.
+func namedResults(info *types.Info, ft *ast.FuncType) []types.Object {
+	var out []types.Object
+	if ft == nil || ft.Results == nil {
+		return nil
+	}
+	for _, f := range ft.Results.List {
+		for _, n := range f.Names {
+			if obj := info.Defs[n]; obj != nil {
+				out = append(out, obj)
+			}
+		}
+	}
+	return out
+}
+
+// assignsAny reports whether body assigns one of objs.
+func assignsAny(info *types.Info, body *ast.BlockStmt, objs []types.Object) bool {
+	for _, obj := range objs {
+		if writes(info, body, obj) {
+			return true
+		}
+	}
+	return false
+}
+
+// terminatesNot reports whether body neither panics nor ends the process
+// anywhere (outside nested literals).
+func terminatesNot(body *ast.BlockStmt) bool {
+	ends := false
+	ast.Inspect(body, func(n ast.Node) bool {
+		if _, ok := n.(*ast.FuncLit); ok || ends {
+			return false
+		}
+		if call, ok := n.(*ast.CallExpr); ok && endsProcess(call) {
+			ends = true
+		}
+		return !ends
+	})
+	return !ends
 }
 
 // batchFailures are the AWS batch operations that answer 200 with a part
