@@ -16,7 +16,8 @@ var AppendAnalyzer = newAnalyzer("append",
 	`report rows appended on every delivery by a consumer with no dedupe
 
 An INSERT without ON CONFLICT (or INSERT IGNORE, ON DUPLICATE KEY, WHERE NOT
-EXISTS), a GORM Create, an ent Create().Save or a MongoDB InsertOne on a
+EXISTS), in SQL text or rendered by a query builder (squirrel's ToSql,
+goqu's ToSQL, bob's Build), a GORM Create, an ent Create().Save or a MongoDB InsertOne on a
 consumer path adds a row each time the message is delivered. When nothing on
 the consumer's path records the event (no insert … ON CONFLICT, INSERT
 IGNORE or ON DUPLICATE KEY, no Redis SETNX, not an ackgap handler) a

@@ -1,10 +1,12 @@
 package ackgapvet
 
 import (
+	"cmp"
 	"go/ast"
 	"go/constant"
 	"go/token"
 	"go/types"
+	"regexp"
 	"runtime"
 	"strings"
 	"sync"
@@ -558,6 +560,25 @@ func indexLocalStrings(pass *analysis.Pass) {
 		}
 		m[obj] = append(m[obj], strAssign{id.Pos(), val})
 	}
+	// A query builder's variable (q := sq.Insert("t"); q = q.Values(...))
+	// and the chains assigned to it, for the SQL its ToSql/Build makes.
+	chains := map[types.Object][]ast.Expr{}
+	for _, f := range pass.Files {
+		ast.Inspect(f, func(n ast.Node) bool {
+			if as, ok := n.(*ast.AssignStmt); ok && len(as.Lhs) == len(as.Rhs) {
+				for i, l := range as.Lhs {
+					if id, ok := l.(*ast.Ident); ok {
+						if _, isCall := ast.Unparen(as.Rhs[i]).(*ast.CallExpr); isCall {
+							if obj := info.ObjectOf(id); obj != nil {
+								chains[obj] = append(chains[obj], as.Rhs[i])
+							}
+						}
+					}
+				}
+			}
+			return true
+		})
+	}
 	for _, f := range pass.Files {
 		ast.Inspect(f, func(n ast.Node) bool {
 			switch n := n.(type) {
@@ -565,6 +586,15 @@ func indexLocalStrings(pass *analysis.Pass) {
 				if len(n.Lhs) == len(n.Rhs) {
 					for i := range n.Lhs {
 						add(n.Lhs[i], n.Rhs[i])
+					}
+				} else if len(n.Rhs) == 1 && len(n.Lhs) >= 2 {
+					// query, args, err := q.ToSql(): the SQL a builder makes.
+					if id, ok := n.Lhs[0].(*ast.Ident); ok {
+						if v, ok := info.ObjectOf(id).(*types.Var); ok && v.Parent() != nil && v.Parent() != pass.Pkg.Scope() {
+							if sql := builderSQL(info, n.Rhs[0], chains); sql != "" {
+								m[v] = append(m[v], strAssign{id.Pos(), sql})
+							}
+						}
 					}
 				}
 			case *ast.ValueSpec:
@@ -580,6 +610,100 @@ func indexLocalStrings(pass *analysis.Pass) {
 	key := weak.Make(info)
 	localStrings.Store(key, m)
 	runtime.AddCleanup(info, func(k weak.Pointer[types.Info]) { localStrings.Delete(k) }, key)
+}
+
+// builderVerbs maps the calls that start a query builder's statement
+// (Masterminds/squirrel, doug-martin/goqu, stephenafamo/bob,
+// huandu/go-sqlbuilder, gocraft/dbr) to the SQL they begin.
+var builderVerbs = map[string]string{
+	"Insert": "INSERT INTO", "InsertInto": "INSERT INTO", "Replace": "REPLACE INTO",
+	"Update": "UPDATE", "Delete": "DELETE FROM", "DeleteFrom": "DELETE FROM",
+}
+
+// builderConflict matches the builder calls that make an insert an upsert
+// or a skip (goqu's OnConflict, bob's im.OnConflict, go-sqlbuilder's
+// Ignore, squirrel's Options("IGNORE")); squirrel's Suffix("ON CONFLICT
+// ...") is read from its text.
+var builderConflict = regexp.MustCompile(`^(OnConflict|OnConflictDoNothing|OnDuplicateKeyUpdate|Ignore|InsertIgnore|OnDuplicateKey)$`)
+
+// builderSQL returns the SQL a query builder's ToSql, ToSQL, Build or
+// MustBuild call makes, as far as its statement goes: "INSERT INTO t" (with
+// " ON CONFLICT" when the chain adds one), "UPDATE t", "DELETE FROM t";
+// "" for any other expression. The chain is read through one local
+// variable it was built in (q := sq.Insert("t"); q = q.Values(...)).
+func builderSQL(info *types.Info, e ast.Expr, chains map[types.Object][]ast.Expr) string {
+	call, ok := ast.Unparen(e).(*ast.CallExpr)
+	if !ok {
+		return ""
+	}
+	sel, ok := ast.Unparen(call.Fun).(*ast.SelectorExpr)
+	if !ok {
+		return ""
+	}
+	switch sel.Sel.Name {
+	case "ToSql", "ToSQL", "Build", "MustBuild", "BuildWithFlavor":
+	default:
+		return ""
+	}
+	exprs := []ast.Expr{sel.X}
+	root := sel.X
+	for {
+		c, ok := ast.Unparen(root).(*ast.CallExpr)
+		if !ok {
+			break
+		}
+		s, ok := ast.Unparen(c.Fun).(*ast.SelectorExpr)
+		if !ok {
+			break
+		}
+		root = s.X
+	}
+	if id, ok := ast.Unparen(root).(*ast.Ident); ok {
+		if obj := info.ObjectOf(id); obj != nil {
+			exprs = append(exprs, chains[obj]...)
+		}
+	}
+	verb, table, conflict := "", "", false
+	for _, x := range exprs {
+		ast.Inspect(x, func(n ast.Node) bool {
+			c, ok := n.(*ast.CallExpr)
+			if !ok {
+				return true
+			}
+			name := lastName(c.Fun)
+			if v, ok := builderVerbs[name]; ok && verb == "" {
+				verb = v
+				for _, a := range c.Args {
+					if tv, ok := info.Types[a]; ok && tv.Value != nil && tv.Value.Kind() == constant.String {
+						table = constant.StringVal(tv.Value)
+					}
+				}
+			}
+			if builderConflict.MatchString(name) {
+				conflict = true
+			}
+			if name == "Suffix" || name == "Options" {
+				for _, a := range c.Args {
+					if tv, ok := info.Types[a]; ok && tv.Value != nil && tv.Value.Kind() == constant.String {
+						up := strings.ToUpper(constant.StringVal(tv.Value))
+						conflict = conflict || strings.Contains(up, "ON CONFLICT") || strings.Contains(up, "ON DUPLICATE") || strings.Contains(up, "IGNORE")
+					}
+				}
+			}
+			return true
+		})
+	}
+	if verb == "" {
+		return ""
+	}
+	sql := verb + " " + cmp.Or(table, "t")
+	if verb == "UPDATE" {
+		sql += " SET"
+	}
+	if conflict {
+		sql += " ON CONFLICT"
+	}
+	return sql
 }
 
 // localString returns the string constant last assigned to the local
