@@ -37,7 +37,7 @@ func harmfulRepeat(pass *analysis.Pass, fname string, body *ast.BlockStmt, call 
 	if keyedCall(pass, body, call) {
 		return false
 	}
-	if conditionalWrite(pass.TypesInfo, body, call) {
+	if conditionalWrite(pass, body, call) {
 		return false // a DynamoDB write under a condition: a guarded transition
 	}
 	if sel, ok := ast.Unparen(call.Fun).(*ast.SelectorExpr); ok && strings.Contains(d, "publish") && builtOverTx(pass.TypesInfo, body, sel.X, 4) {
@@ -435,7 +435,14 @@ func requestMade(info *types.Info, body *ast.BlockStmt, do *ast.CallExpr) *ast.C
 // ConditionExpression, so a repeat fails the condition instead of applying
 // again (DynamoDB's form of a guarded transition; the Developer Guide,
 // "Condition expressions").
-func conditionalWrite(info *types.Info, body *ast.BlockStmt, call *ast.CallExpr) bool {
+//
+// The condition's failure may be handled elsewhere in the package (a
+// repository turns it into ErrAlreadyClaimed for its caller): a write whose
+// input sets a ConditionExpression, in a package that names
+// ConditionalCheckFailed, is one too (field trial, wave 20: bolt-monitor's
+// claims).
+func conditionalWrite(pass *analysis.Pass, body *ast.BlockStmt, call *ast.CallExpr) bool {
+	info := pass.TypesInfo
 	fn := callee(info, call)
 	if body == nil || fn == nil {
 		return false
@@ -457,5 +464,41 @@ func conditionalWrite(info *types.Info, body *ast.BlockStmt, call *ast.CallExpr)
 		}
 		return !found
 	})
+	return found || setsCondition(body) && packageNames(pass, "ConditionalCheckFailed")
+}
+
+// setsCondition reports whether body sets a ConditionExpression field in
+// a composite literal (the write's input).
+func setsCondition(body *ast.BlockStmt) bool {
+	found := false
+	ast.Inspect(body, func(n ast.Node) bool {
+		if kv, ok := n.(*ast.KeyValueExpr); ok {
+			if id, ok := kv.Key.(*ast.Ident); ok && id.Name == "ConditionExpression" {
+				found = true
+			}
+		}
+		return !found
+	})
 	return found
+}
+
+// packageNames reports whether an identifier or a string literal of the
+// package's files contains s.
+func packageNames(pass *analysis.Pass, s string) bool {
+	found := false
+	for _, f := range pass.Files {
+		ast.Inspect(f, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.Ident:
+				found = found || strings.Contains(n.Name, s)
+			case *ast.BasicLit:
+				found = found || n.Kind == token.STRING && strings.Contains(n.Value, s)
+			}
+			return !found
+		})
+		if found {
+			return true
+		}
+	}
+	return false
 }

@@ -27,7 +27,30 @@ func (p *posts) bump(msg *message.Message) error {
 	return err
 }
 
+// errClaimed says another delivery holds the item.
+var errClaimed = errors.New("claimed")
+
+// claim takes the item only while it is pending (wave 20, bolt-monitor's
+// ClaimExecutionWork): the condition's failure is turned into errClaimed
+// by the caller's check of the SDK's error, elsewhere in the package.
+func (p *posts) claim(msg *message.Message) error {
+	cond := "#s = :pending"
+	_, err := p.db.UpdateItem(msg.Context(), &dynamodb.UpdateItemInput{ConditionExpression: &cond})
+	return err
+}
+
+func (p *posts) work(msg *message.Message) error {
+	if err := p.claim(msg); err != nil {
+		if errors.Is(err, errClaimed) {
+			return nil
+		}
+		return err
+	}
+	return nil
+}
+
 func registerPosts(r *message.Router, p *posts) {
+	r.AddNoPublisherHandler("work", "t", nil, p.work)
 	r.AddNoPublisherHandler("posted", "t", nil, p.markPosted)
 	r.AddNoPublisherHandler("bump", "t", nil, p.bump)
 }
