@@ -476,7 +476,9 @@ func (c *Consumers) findRoots(ins *inspector.Inspector, nodeTypes []ast.Node, ad
 				addRoot(KindSarama, n.Name.Name, n)
 			}
 			if k := lambdaEventKind(pass.TypesInfo, n.Type); k != "" {
-				addRoot(k, n.Name.Name, n)
+				if !c.perRecordCallee(n) {
+					addRoot(k, n.Name.Name, n)
+				}
 			} else if k := rawLambdaKind(pass.TypesInfo, n.Type, n.Body); k != "" {
 				addRoot(k, n.Name.Name, n)
 			}
@@ -796,6 +798,54 @@ func lambdaEventKind(info *types.Info, ft *ast.FuncType) string {
 		}
 	}
 	return ""
+}
+
+// perRecordCallee reports whether fd, a function with a Lambda handler's
+// signature, is only called (never used as a value, as lambda.Start's
+// argument is), and by a function that is a Lambda handler itself: a
+// helper the handler calls per record with a one-record event (field
+// trial, wave 20: bolt-monitor's handleSQSEvent under
+// handleSQSEventBatch), whose result the handler turns into its batch
+// response. It is on the handler's path, not a handler.
+func (c *Consumers) perRecordCallee(fd *ast.FuncDecl) bool {
+	info := c.pass.TypesInfo
+	fn, _ := info.Defs[fd.Name].(*types.Func)
+	if fn == nil {
+		return false
+	}
+	calls, value, byHandler := 0, false, false
+	for _, f := range c.pass.Files {
+		var stack []ast.Node
+		ast.Inspect(f, func(n ast.Node) bool {
+			if n == nil {
+				stack = stack[:len(stack)-1]
+				return true
+			}
+			stack = append(stack, n)
+			id, ok := n.(*ast.Ident)
+			if !ok || info.Uses[id] != fn {
+				return true
+			}
+			parent := stack[len(stack)-2]
+			if sel, ok := parent.(*ast.SelectorExpr); ok && sel.Sel == id && len(stack) >= 3 {
+				parent = stack[len(stack)-3]
+			}
+			call, ok := parent.(*ast.CallExpr)
+			if !ok || call.Fun != stack[len(stack)-2] && call.Fun != ast.Expr(id) {
+				value = true
+				return true
+			}
+			calls++
+			for i := len(stack) - 1; i >= 0; i-- {
+				if ft := funcType(stack[i]); ft != nil {
+					byHandler = byHandler || lambdaEventKind(info, ft) != ""
+					break
+				}
+			}
+			return true
+		})
+	}
+	return calls > 0 && !value && byHandler
 }
 
 // lambdaEventType reports whether t is one of lambdaEvents' types.

@@ -100,3 +100,26 @@ func handBuiltClean(ctx context.Context, ev events.SQSEvent) (map[string]any, er
 	resp["batchItemFailures"] = failures
 	return resp, nil
 }
+
+// handleOneEvent is called per record by handleEach, with a one-record
+// event (wave 20, bolt-monitor's handleSQSEvent): handleEach is the Lambda
+// handler, which lists the failed record; this one is not a handler.
+func handleOneEvent(ctx context.Context, ev events.SQSEvent) error {
+	for _, r := range ev.Records {
+		if err := process(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// handleEach reports batch item failures: clean.
+func handleEach(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	var resp events.SQSEventResponse
+	for _, r := range ev.Records {
+		if err := handleOneEvent(ctx, events.SQSEvent{Records: []events.SQSMessage{r}}); err != nil {
+			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: r.MessageId})
+		}
+	}
+	return resp, nil
+}
