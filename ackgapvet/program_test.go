@@ -759,3 +759,23 @@ func TestWrappedAckInFailedBranch(t *testing.T) {
 	rep := programReport(t, false)
 	require.Equal(t, []int{38}, findingLines(rep, "wrapack/wrapack.go", "errack"))
 }
+
+// TestSharedLoopInRepository: a service whose module path names no host
+// (module ordersvc) over the repository's shared receive loop, a module
+// its go.mod replaces with a relative path: the shared loop is the
+// repository's own code, so the service's handler is on a consumer path
+// and its POST is reported (field trial, wave 21: E-Commerce-backend's
+// order and payment services over pkg/aws).
+func TestSharedLoopInRepository(t *testing.T) {
+	rep, err := Run(&RunConfig{Dir: filepath.Join("testdata", "programsvc"), Env: programEnv(), Checks: []string{"all"}})
+	require.NoError(t, err)
+	var effects []string
+	for _, f := range rep.Findings {
+		if f.Check == "effect" {
+			effects = append(effects, filepath.Base(f.abs)+":"+f.Message)
+		}
+	}
+	require.Len(t, effects, 1, "%+v", rep.Findings)
+	require.Contains(t, effects[0], "main.go:")
+	require.Contains(t, effects[0], "queue.Consumer.StartPolling → main.main.func1")
+}

@@ -537,9 +537,19 @@ func withModulePackages(dir string, env []string, tests bool, patterns []string)
 // (github.com, gitlab.com, bitbucket.org, codeberg.org, gitee.com), its
 // owner too. A local copy of another owner's library (a patched Sarama)
 // stays that library: the checks know libraries by import path.
+//
+// A module replaced by a relative path (`=> ../../pkg/aws`) is the same
+// checkout's code whatever its path says (a service module named
+// "order-service" beside the repository's shared module), unless its path
+// is a library the checks know by path (a patched Sarama under
+// ./third_party): field trial, wave 21 (E-Commerce-backend's shared SQS
+// receive loop, which calls each service's handler).
 func ownModule(pkgs []*packages.Package, m *packages.Module) bool {
 	if m.Replace == nil || m.Replace.Version != "" || m.Replace.Path == "" {
 		return false
+	}
+	if rel := m.Replace.Path; (strings.HasPrefix(rel, "./") || strings.HasPrefix(rel, "../")) && !knownLibrary(m.Path) {
+		return true
 	}
 	prefix := func(path string) string {
 		parts := strings.SplitN(path, "/", 3)
@@ -552,6 +562,32 @@ func ownModule(pkgs []*packages.Package, m *packages.Module) bool {
 	}
 	for _, p := range pkgs {
 		if p.Module != nil && p.Module.Main && strings.HasPrefix(m.Path+"/", prefix(p.Module.Path)) {
+			return true
+		}
+	}
+	return false
+}
+
+// knownLibraries are the module path prefixes of the libraries the checks
+// recognise by import path: the clients, the SDKs, the stores.
+var knownLibraries = []string{
+	"github.com/IBM/sarama", "github.com/Shopify/sarama", pathSaramaCluster, "github.com/twmb/franz-go",
+	pathKafkaGo, "github.com/confluentinc/", pathWatermill, "github.com/aws/", pathGRPC,
+	"github.com/zeromicro/", "gorm.io/", "github.com/jinzhu/gorm", "github.com/jackc/", pathSqlx,
+	"go.mongodb.org/", "github.com/redis/", "github.com/go-redis/", "github.com/uptrace/bun",
+	"entgo.io/", pathAsynq, pathAckgap,
+}
+
+// knownLibrary reports whether path is, or is under, a module the checks
+// know by its path (see knownLibraries and [KnownSDKs]).
+func knownLibrary(path string) bool {
+	for _, p := range knownLibraries {
+		if path == p || strings.HasPrefix(path, strings.TrimSuffix(p, "/")+"/") || strings.HasSuffix(p, "/") && strings.HasPrefix(path, p) {
+			return true
+		}
+	}
+	for p := range KnownSDKs {
+		if path == p || strings.HasPrefix(path, p+"/") {
 			return true
 		}
 	}
