@@ -671,6 +671,9 @@ func (c *Consumers) receiveRoot(kind string, stack []ast.Node, addRoot func(kind
 	name := "func literal"
 	if fd, ok := fnNode.(*ast.FuncDecl); ok {
 		name = fd.Name.Name
+		if looped && c.batchCollector(fd) {
+			looped = false // its loop gathers one batch: the caller's loop is the consumer's
+		}
 		if !looped {
 			if fn, ok := c.pass.TypesInfo.Defs[fd.Name].(*types.Func); ok {
 				callers := c.loopCallers(fn, 3)
@@ -698,6 +701,32 @@ func (c *Consumers) receiveRoot(kind string, stack []ast.Node, addRoot func(kind
 		}
 	}
 	addRoot(kind, name, fnNode)
+}
+
+// batchCollector reports whether fd polls in a loop only to gather one
+// batch it returns: its first result is a slice, and it acks nothing (a
+// fetchBatch that polls until MaxPollRecords or a deadline). The loop that
+// calls it, hands the batch to the work and commits is the consumer's
+// (field trial, wave 21: Finvibe's fetchBatch under runGroup).
+func (c *Consumers) batchCollector(fd *ast.FuncDecl) bool {
+	if fd.Body == nil || fd.Type.Results == nil || len(fd.Type.Results.List) == 0 {
+		return false
+	}
+	t := c.pass.TypesInfo.TypeOf(fd.Type.Results.List[0].Type)
+	if t == nil {
+		return false
+	}
+	if _, ok := t.Underlying().(*types.Slice); !ok {
+		return false
+	}
+	acks := false
+	ast.Inspect(fd.Body, func(n ast.Node) bool {
+		if call, ok := n.(*ast.CallExpr); ok && ackOf(c.pass.TypesInfo, call) != "" {
+			acks = true
+		}
+		return !acks
+	})
+	return !acks
 }
 
 // enclosingLoop returns the innermost function around the end of stack and

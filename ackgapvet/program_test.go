@@ -341,7 +341,7 @@ func TestConsumerMap(t *testing.T) {
 	for _, c := range rep.Consumers {
 		byName[c.Name] = c
 	}
-	require.Len(t, byName, 58, "%+v", rep.Consumers)
+	require.Len(t, byName, 59, "%+v", rep.Consumers)
 
 	// A receive loop that the call graph reaches from another consumer (a
 	// fallback source behind an interface) and whose acks are closures it
@@ -778,4 +778,15 @@ func TestSharedLoopInRepository(t *testing.T) {
 	require.Len(t, effects, 1, "%+v", rep.Findings)
 	require.Contains(t, effects[0], "main.go:")
 	require.Contains(t, effects[0], "queue.Consumer.StartPolling → main.main.func1")
+}
+
+// TestBatchCollectorCaller: a function that polls in a loop only to gather
+// a batch it returns is not the consumer's loop; its caller, which works
+// the batch and commits, is, and a failed batch it passes over is
+// reported (field trial, wave 21: Finvibe's fetchBatch under runGroup).
+func TestBatchCollectorCaller(t *testing.T) {
+	rep := programReport(t, false)
+	run := consumerIn(t, rep, "batchpoll/batchpoll.go")
+	require.Equal(t, "Applier.Run", run.Name, "%+v", run)
+	require.Equal(t, []int{47}, findingLines(rep, "batchpoll/batchpoll.go", "errack"))
 }
