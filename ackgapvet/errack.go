@@ -159,8 +159,8 @@ var decodeCall = regexp.MustCompile(`(?i)unmarshal|decode|parse|valid|atoi|^Scan
 // not a swallowed failure. It returns the if statement and the work call.
 func failedWork(pass *analysis.Pass, c *Consumers, st, prev ast.Stmt) (*ast.IfStmt, *ast.CallExpr) {
 	ifs, call := errBranch(pass.TypesInfo, st, prev)
-	if ifs == nil || ackOf(pass.TypesInfo, call) != "" {
-		return nil, nil
+	if ifs == nil || ackOf(pass.TypesInfo, call) != "" || c != nil && c.program != nil && c.program.kafkaAckSites[call.Lparen] {
+		return nil, nil // a failed ack (directly, or through the code's wrapper) is no failed work
 	}
 	if cf := callee(pass.TypesInfo, call); cf != nil {
 		if decodeCall.MatchString(cf.Name()) && !remoteWork(c, cf) || receives(cf) || c.receiveWrapper(cf) || cleanUp(cf) {
@@ -196,13 +196,27 @@ func receives(fn *types.Func) bool {
 // besides the error, and a receive call in its body (codecourt's
 // Consume around confluent's ReadMessage, field trial wave 20). Its
 // failure leaves no message in hand to pass over.
+//
+// A function of another package is one when it returns a supported
+// client's message (kafka-go's or confluent's Message, Sarama's
+// ConsumerMessage, franz-go's Record or Fetches, an SQS Message, a
+// slice of them) besides its error: a wrapper like
+// kafka.ReadPlayerPayload() (kafka.Message, error) (field trial, wave 21).
 func (c *Consumers) receiveWrapper(fn *types.Func) bool {
 	if c == nil {
 		return false
 	}
 	fd := c.decls[fn.Origin()]
 	sig, ok := fn.Type().(*types.Signature)
-	if fd == nil || fd.Body == nil || !ok || sig.Results().Len() < 2 {
+	if !ok || sig.Results().Len() < 2 {
+		return false
+	}
+	if fd == nil || fd.Body == nil {
+		for i := range sig.Results().Len() - 1 {
+			if clientMessage(sig.Results().At(i).Type()) {
+				return true
+			}
+		}
 		return false
 	}
 	found := false
@@ -218,6 +232,35 @@ func (c *Consumers) receiveWrapper(fn *types.Func) bool {
 		return !found
 	})
 	return found
+}
+
+// clientMessage reports whether t (through pointers and slices, or a
+// struct holding one as its messages: an SQS ReceiveMessageOutput) is a
+// message type of a supported client.
+func clientMessage(t types.Type) bool {
+	for {
+		switch u := types.Unalias(t).(type) {
+		case *types.Pointer:
+			t = u.Elem()
+			continue
+		case *types.Slice:
+			t = u.Elem()
+			continue
+		}
+		break
+	}
+	n, ok := types.Unalias(t).(*types.Named)
+	if !ok || n.Obj().Pkg() == nil {
+		return false
+	}
+	path, name := pkgPath(n.Obj().Pkg()), n.Obj().Name()
+	switch {
+	case path == pathKafkaGo && name == "Message", isConfluent(path) && name == "Message",
+		isSaramaPath(path) && name == "ConsumerMessage", path == pathKgo && (name == "Record" || name == "Fetches"),
+		(path == pathSQS+"/types" || path == pathSQSv1) && name == "Message", path == pathSQS && name == "ReceiveMessageOutput":
+		return true
+	}
+	return false
 }
 
 // narrowedFailure reports an ack after `if err != nil && cond {...}` (no
@@ -952,7 +995,7 @@ func statusRead(info *types.Info, body *ast.BlockStmt, resp types.Object) bool {
 // partition to stop: the fix it gives is to retry in place.
 func kafkaSkips(pass *analysis.Pass, c *Consumers, r *reporter, root *Root, loopBody *ast.BlockStmt, worker bool) {
 	info := pass.TypesInfo
-	ack := kafkaAckIn(info, loopBody)
+	ack := c.kafkaAckBelow(loopBody)
 	if ack == "" {
 		return
 	}
@@ -983,10 +1026,10 @@ func kafkaSkips(pass *analysis.Pass, c *Consumers, r *reporter, root *Root, loop
 			return
 		}
 		ifs, work := failedWork(pass, c, st, prev)
-		if ifs == nil || leaves(ifs.Body) || kafkaAckIn(info, ifs.Body) != "" || sendsElsewhere(pass, ifs.Body) {
+		if ifs == nil || leaves(ifs.Body) || c.kafkaAckBelow(ifs.Body) != "" || sendsElsewhere(pass, ifs.Body) {
 			return
 		}
-		if !endsInContinue(ifs.Body) && kafkaAckIn(info, &ast.BlockStmt{List: rest}) != "" {
+		if !endsInContinue(ifs.Body) && c.kafkaAckBelow(&ast.BlockStmt{List: rest}) != "" {
 			return // falls through to the ack: "acks even when ... failed"
 		}
 		workName := types.ExprString(work.Fun)
@@ -1411,6 +1454,28 @@ func leaves(body *ast.BlockStmt) bool {
 		}
 	}
 	return false
+}
+
+// kafkaAckBelow returns the first offset mark or commit in n (see
+// kafkaAckIn), or, in the whole-program mode, the first call in n below
+// which the walk reaches one (the code's wrapper in another package:
+// kafka.CommitPlayerPayload(msg)); "" if none.
+func (c *Consumers) kafkaAckBelow(n ast.Node) string {
+	info := c.pass.TypesInfo
+	if ack := kafkaAckIn(info, n); ack != "" || c.program == nil {
+		return ack
+	}
+	found := ""
+	ast.Inspect(n, func(m ast.Node) bool {
+		if _, ok := m.(*ast.FuncLit); ok || found != "" {
+			return false
+		}
+		if call, ok := m.(*ast.CallExpr); ok && c.program.kafkaAckSites[call.Lparen] {
+			found = types.ExprString(call.Fun) + " (which commits the offset)"
+		}
+		return found == ""
+	})
+	return found
 }
 
 // kafkaAckIn returns the first offset mark or commit of a Kafka client in

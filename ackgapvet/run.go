@@ -538,18 +538,24 @@ func withModulePackages(dir string, env []string, tests bool, patterns []string)
 // owner too. A local copy of another owner's library (a patched Sarama)
 // stays that library: the checks know libraries by import path.
 //
-// A module replaced by a relative path (`=> ../../pkg/aws`) is the same
-// checkout's code whatever its path says (a service module named
-// "order-service" beside the repository's shared module), unless its path
-// is a library the checks know by path (a patched Sarama under
-// ./third_party): field trial, wave 21 (E-Commerce-backend's shared SQS
-// receive loop, which calls each service's handler).
+// A main module whose path names no host (module order-service, a
+// service of a monorepo) has no owner to compare: a module it replaces by
+// a relative path (`=> ../../pkg/aws`) is the repository's own when its
+// path names no host either, or is a subdirectory of a repository on a
+// shared code host (github.com/acme/shop/pkg/aws: more than owner and
+// name), and is no library the checks know. A patched library's copy
+// keeps the library's root path (golang.org/x/sync, github.com/IBM/sarama)
+// and stays that library: field trial, wave 21 (E-Commerce-backend's
+// shared SQS receive loop, which calls each service's handler).
 func ownModule(pkgs []*packages.Package, m *packages.Module) bool {
 	if m.Replace == nil || m.Replace.Version != "" || m.Replace.Path == "" {
 		return false
 	}
-	if rel := m.Replace.Path; (strings.HasPrefix(rel, "./") || strings.HasPrefix(rel, "../")) && !knownLibrary(m.Path) {
-		return true
+	if rel := m.Replace.Path; (strings.HasPrefix(rel, "./") || strings.HasPrefix(rel, "../")) && !knownLibrary(m.Path) && hostlessMain(pkgs) {
+		parts := strings.Split(m.Path, "/")
+		if !strings.Contains(parts[0], ".") || sharedHosts[parts[0]] && len(parts) > 3 {
+			return true
+		}
 	}
 	prefix := func(path string) string {
 		parts := strings.SplitN(path, "/", 3)
@@ -562,6 +568,17 @@ func ownModule(pkgs []*packages.Package, m *packages.Module) bool {
 	}
 	for _, p := range pkgs {
 		if p.Module != nil && p.Module.Main && strings.HasPrefix(m.Path+"/", prefix(p.Module.Path)) {
+			return true
+		}
+	}
+	return false
+}
+
+// hostlessMain reports whether a main module's path names no host (its
+// first element has no dot: "order-service").
+func hostlessMain(pkgs []*packages.Package) bool {
+	for _, p := range pkgs {
+		if p.Module != nil && p.Module.Main && !strings.Contains(strings.SplitN(p.Module.Path, "/", 2)[0], ".") {
 			return true
 		}
 	}

@@ -67,6 +67,10 @@ type programReach struct {
 	// workSites lists the calls below which the walk reaches a database
 	// write or an effect, likewise.
 	workSites map[token.Pos]bool
+	// kafkaAckSites lists the calls below which the walk reaches a Kafka
+	// client's offset mark or commit (a wrapper in another package:
+	// kafka.CommitPlayerPayload(msg) around Reader.CommitMessages).
+	kafkaAckSites map[token.Pos]bool
 	// dedupe says, per entry point, whether a function on its walk makes
 	// a dedupe record (see recordsEvent).
 	dedupe map[*Root]bool
@@ -85,7 +89,7 @@ type programReach struct {
 }
 
 func newProgramReach() *programReach {
-	return &programReach{nodes: map[ast.Node]*reached{}, funcs: map[*types.Func]bool{}, works: map[*types.Func]bool{}, commitSites: map[token.Pos]bool{}, workSites: map[token.Pos]bool{}, dedupe: map[*Root]bool{}, guarded: map[ast.Node]bool{}, unguarded: map[ast.Node]bool{}, absent: map[ast.Node]bool{}, present: map[ast.Node]bool{}}
+	return &programReach{nodes: map[ast.Node]*reached{}, funcs: map[*types.Func]bool{}, works: map[*types.Func]bool{}, commitSites: map[token.Pos]bool{}, workSites: map[token.Pos]bool{}, kafkaAckSites: map[token.Pos]bool{}, dedupe: map[*Root]bool{}, guarded: map[ast.Node]bool{}, unguarded: map[ast.Node]bool{}, absent: map[ast.Node]bool{}, present: map[ast.Node]bool{}}
 }
 
 // programs holds the whole-program result of the run in progress, by
@@ -1282,6 +1286,7 @@ func (w *wholeProgram) publish() (done func()) {
 	for _, rw := range w.walks {
 		_, commitSites := w.commitsBelow(rw)
 		works, workSites := w.doesWork(rw)
+		_, kafkaAckSites := w.below(rw, func(info *types.Info, c *ast.CallExpr) bool { return kafkaAckIn(info, c) != "" })
 		// A call below which a commit is reached: recorded in the package
 		// of the function that makes the call.
 		for _, sites := range []struct {
@@ -1290,6 +1295,7 @@ func (w *wholeProgram) publish() (done func()) {
 		}{
 			{commitSites, func(pr *programReach) map[token.Pos]bool { return pr.commitSites }},
 			{workSites, func(pr *programReach) map[token.Pos]bool { return pr.workSites }},
+			{kafkaAckSites, func(pr *programReach) map[token.Pos]bool { return pr.kafkaAckSites }},
 		} {
 			for pos, p := range sites.from {
 				if !w.inApp(p) || p.Pkg == nil {
