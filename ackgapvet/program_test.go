@@ -341,7 +341,7 @@ func TestConsumerMap(t *testing.T) {
 	for _, c := range rep.Consumers {
 		byName[c.Name] = c
 	}
-	require.Len(t, byName, 60, "%+v", rep.Consumers)
+	require.Len(t, byName, 61, "%+v", rep.Consumers)
 
 	// A receive loop that the call graph reaches from another consumer (a
 	// fallback source behind an interface) and whose acks are closures it
@@ -801,4 +801,16 @@ func TestKafkaWrappersInAnotherPackage(t *testing.T) {
 	rep := programReport(t, false)
 	require.Equal(t, []int{21}, findingLines(rep, "kwrap/kwrap.go", "errack"))
 	require.Contains(t, findingsIn(rep, "kwrap/kwrap.go", "errack")[0].Message, "queue.Commit (which commits the offset)")
+}
+
+// TestGenericSaramaHandler: a Sarama handler that is a generic type, whose
+// instance reaches Sarama only as a ConsumerGroupHandler, is a consumer:
+// its instance's methods are the program's, and the counter its function
+// field reaches is reported (field trial, wave 21: lifelog's
+// saramax.Handler[T]).
+func TestGenericSaramaHandler(t *testing.T) {
+	rep := programReport(t, false)
+	h := consumerIn(t, rep, "genclaim/genclaim.go")
+	require.Equal(t, KindSarama, h.Kind)
+	require.Equal(t, []int{45}, findingLines(rep, "genclaim/genclaim.go", "idemkey"))
 }

@@ -444,6 +444,18 @@ func (w *wholeProgram) appFunctions(pkgs []*ssa.Package) map[*ssa.Function]bool 
 						add(f)
 					}
 				}
+				// A generic type's instance converted to an interface
+				// (&Handler[Ev]{fn: c.consume} given as a Sarama
+				// ConsumerGroupHandler): its methods are called through
+				// the interface, so their instances are the module's too.
+				if mi, ok := in.(*ssa.MakeInterface); ok && instantiated(mi.X.Type()) {
+					ms := w.prog.MethodSets.MethodSet(mi.X.Type())
+					for i := range ms.Len() {
+						if f := w.prog.MethodValue(ms.At(i)); f != nil && w.inApp(f) {
+							add(f)
+						}
+					}
+				}
 				call, ok := in.(ssa.CallInstruction)
 				if !ok {
 					continue
@@ -479,6 +491,16 @@ func (w *wholeProgram) appFunctions(pkgs []*ssa.Package) map[*ssa.Function]bool 
 		}
 	}
 	return out
+}
+
+// instantiated reports whether t, or the type t points to, is an
+// instance of a generic named type (Handler[Ev]).
+func instantiated(t types.Type) bool {
+	if p, ok := t.(*types.Pointer); ok {
+		t = p.Elem()
+	}
+	n, ok := types.Unalias(t).(*types.Named)
+	return ok && n.TypeArgs().Len() > 0
 }
 
 // isWrapper reports whether fn is a synthetic wrapper (a bound method, a

@@ -3,6 +3,7 @@ module example.com/program
 go 1.26
 
 require (
+	github.com/IBM/sarama v1.45.0
 	github.com/confluentinc/confluent-kafka-go/v2 v2.0.0
 	github.com/ThreeDotsLabs/watermill v1.5.2
 	github.com/aws/aws-sdk-go-v2 v1.0.0
@@ -40,3 +41,5 @@ replace github.com/m-mizutani/golambda => ../src/github.com/m-mizutani/golambda
 replace github.com/redis/go-redis/v9 => ../src/github.com/redis/go-redis/v9
 
 replace example.org/retry => ../src/example.org/retry
+
+replace github.com/IBM/sarama => ../src/github.com/IBM/sarama

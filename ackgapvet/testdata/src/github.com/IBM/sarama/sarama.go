@@ -36,3 +36,15 @@ type PartitionConsumer interface {
 type PartitionOffsetManager interface {
 	MarkOffset(offset int64, metadata string)
 }
+
+// ConsumerGroupHandler handles a consumer group's claims.
+type ConsumerGroupHandler interface {
+	Setup(ConsumerGroupSession) error
+	Cleanup(ConsumerGroupSession) error
+	ConsumeClaim(ConsumerGroupSession, ConsumerGroupClaim) error
+}
+
+// ConsumerGroup joins a consumer group.
+type ConsumerGroup interface {
+	Consume(ctx context.Context, topics []string, handler ConsumerGroupHandler) error
+}
