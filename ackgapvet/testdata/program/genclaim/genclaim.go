@@ -12,7 +12,9 @@ import (
 )
 
 // Handler decodes each message into a T and hands it to fn.
-type Handler[T any] struct{ fn func(*sarama.ConsumerMessage, T) error }
+type Handler[T any] struct {
+	fn func(*sarama.ConsumerMessage, T) error
+}
 
 // Setup does nothing.
 func (h *Handler[T]) Setup(sarama.ConsumerGroupSession) error { return nil }
