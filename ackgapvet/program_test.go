@@ -812,5 +812,5 @@ func TestGenericSaramaHandler(t *testing.T) {
 	rep := programReport(t, false)
 	h := consumerIn(t, rep, "genclaim/genclaim.go")
 	require.Equal(t, KindSarama, h.Kind)
-	require.Equal(t, []int{45}, findingLines(rep, "genclaim/genclaim.go", "idemkey"))
+	require.Equal(t, []int{47}, findingLines(rep, "genclaim/genclaim.go", "idemkey"))
 }
