@@ -160,7 +160,8 @@ func effectOf(info *types.Info, call *ast.CallExpr) string {
 		return "" // publishing into the database transaction: an outbox
 	case strings.HasPrefix(path, pathWatermill) && name == "Publish":
 		return "a publish (" + qualName(fn) + ")"
-	case isSaramaPath(path) && (name == "SendMessage" || name == "SendMessages"):
+	case isSaramaPath(path) && (name == "SendMessage" || name == "SendMessages"),
+		isSaramaPath(path) && recv == "AsyncProducer" && name == "Input": // p.Input() <- msg: the channel is only for sending
 		return "a publish (" + qualName(fn) + ")"
 	case path == pathKgo && recv == "Client" && (name == "Produce" || name == "ProduceSync" || name == "TryProduce"),
 		kafkaPublishName[name] && appKafkaMethod(fn):
@@ -428,7 +429,10 @@ func dbCall(info *types.Info, call *ast.CallExpr) (dbHandle, string) {
 	}
 	name := fn.Name()
 	base := strings.TrimPrefix(strings.TrimPrefix(name, "Must"), "Named") // sqlx: MustExec, NamedExecContext
-	if !strings.HasPrefix(base, "Exec") && !strings.HasPrefix(base, "Query") && name != "SendBatch" && name != "CopyFrom" {
+	// sqlx's Get and Select run any statement into a destination: an
+	// INSERT ... RETURNING id is a write (its SQL says so).
+	sqlxScan := funcPath(fn) == pathSqlx && (name == "Get" || name == "GetContext" || name == "Select" || name == "SelectContext")
+	if !strings.HasPrefix(base, "Exec") && !strings.HasPrefix(base, "Query") && name != "SendBatch" && name != "CopyFrom" && !sqlxScan {
 		return handleNone, ""
 	}
 	path, recv := funcPath(fn), recvName(fn)

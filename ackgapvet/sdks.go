@@ -59,6 +59,7 @@ var KnownSDKs = map[string]string{
 	"github.com/jordan-wright/email":                               ClassEmail,
 	"github.com/xhit/go-simple-mail":                               ClassEmail,
 	"github.com/resend/resend-go":                                  ClassEmail,
+	"github.com/resendlabs/resend-go":                              ClassEmail, // Resend's SDK before it moved to github.com/resend
 	pathAWSSvc + "ses":                                             ClassEmail,
 	pathAWSSvc + "sesv2":                                           ClassEmail,
 	pathAWSv1Svc + "ses":                                           ClassEmail,

@@ -48,3 +48,9 @@ type ConsumerGroupHandler interface {
 type ConsumerGroup interface {
 	Consume(ctx context.Context, topics []string, handler ConsumerGroupHandler) error
 }
+
+// AsyncProducer publishes through channels.
+type AsyncProducer interface {
+	Input() chan<- *ProducerMessage
+	Errors() <-chan error
+}

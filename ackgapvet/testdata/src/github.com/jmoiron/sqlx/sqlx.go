@@ -15,3 +15,6 @@ func (db *DB) NamedExecContext(ctx context.Context, query string, arg any) (sql.
 type Tx struct{}
 
 func (tx *Tx) MustExec(query string, args ...any) sql.Result { return nil }
+
+// GetContext runs query and scans its one row into dest.
+func (db *DB) GetContext(ctx context.Context, dest any, query string, args ...any) error { return nil }
