@@ -57,6 +57,7 @@ permanent.`,
 			implicit := root.Node == node && returnAcks(root.Kind)
 			acker, always := c.ackerOf(node)
 			after := afterLoops(body)
+			cont := continuations(body)
 			ast.Inspect(body, func(m ast.Node) bool {
 				if _, ok := m.(*ast.FuncLit); ok {
 					return false // its own function on the path
@@ -78,7 +79,14 @@ permanent.`,
 				}
 				for i, st := range block.List {
 					uncheckedStatus(pass, r, root, body, st, block.List[i+1:])
-					droppedError(pass, c, r, root, st, block.List[i+1:])
+					// A branch that falls through reaches the statements
+					// after the if or switch around it: an ack there acks
+					// the failure too.
+					through := block.List[i+1:]
+					if tail := cont[m]; len(tail) > 0 && !terminates(&ast.BlockStmt{List: through}) {
+						through = append(slices.Clip(through), tail...)
+					}
+					droppedError(pass, c, r, root, st, through)
 					failedStatusDone(pass, r, root, st, implicit, acker)
 					var prev ast.Stmt
 					if i > 0 {
@@ -96,7 +104,7 @@ permanent.`,
 					if ifs == nil {
 						continue
 					}
-					rest := block.List[i+1:]
+					rest := through
 					if tail, ok := after[block]; ok && !terminates(&ast.BlockStmt{List: rest}) {
 						// A failure inside a loop over the message's parts
 						// (sources, records) reaches the statements after
@@ -112,6 +120,64 @@ permanent.`,
 			}
 		}
 	})
+
+// continuations maps each block nested in an if, else, switch or select
+// case (or a bare block) of body to the statements that run after it when
+// it falls through: those after the statement around it, and after that
+// statement's own block in turn, up to the end of the function or of the
+// loop body it is in (a loop's next iteration is not a continuation; see
+// afterLoops). Keys are the *ast.BlockStmt, or the *ast.CaseClause and
+// *ast.CommClause, as stmtBlock takes them.
+func continuations(body *ast.BlockStmt) map[ast.Node][]ast.Stmt {
+	out := map[ast.Node][]ast.Stmt{}
+	var visit func(list, cont []ast.Stmt)
+	var branch func(st ast.Stmt, next []ast.Stmt)
+	branch = func(st ast.Stmt, next []ast.Stmt) {
+		switch s := st.(type) {
+		case *ast.IfStmt:
+			out[s.Body] = next
+			visit(s.Body.List, next)
+			if s.Else != nil {
+				branch(s.Else, next)
+			}
+		case *ast.BlockStmt:
+			out[s] = next
+			visit(s.List, next)
+		case *ast.SwitchStmt, *ast.TypeSwitchStmt, *ast.SelectStmt:
+			var clauses []ast.Stmt
+			switch s := s.(type) {
+			case *ast.SwitchStmt:
+				clauses = s.Body.List
+			case *ast.TypeSwitchStmt:
+				clauses = s.Body.List
+			case *ast.SelectStmt:
+				clauses = s.Body.List
+			}
+			for _, cc := range clauses {
+				branch(cc, next) // not the next clause: a case ends the switch
+			}
+		case *ast.CaseClause:
+			out[s] = next
+			visit(s.Body, next)
+		case *ast.CommClause:
+			out[s] = next
+			visit(s.Body, next)
+		case *ast.LabeledStmt:
+			branch(s.Stmt, next)
+		case *ast.ForStmt:
+			visit(s.Body.List, nil)
+		case *ast.RangeStmt:
+			visit(s.Body.List, nil)
+		}
+	}
+	visit = func(list, cont []ast.Stmt) {
+		for i, st := range list {
+			branch(st, append(slices.Clip(list[i+1:]), cont...))
+		}
+	}
+	visit(body.List, nil)
+	return out
+}
 
 // afterLoops maps the body of every loop in body (outside nested function
 // literals) to the statements that follow the loop in its block.
@@ -1238,6 +1304,7 @@ func continues(body *ast.BlockStmt) bool {
 // the statement before it in its block (nil for the first) and those after
 // it.
 func loopStmts(loopBody *ast.BlockStmt, visit func(st, prev ast.Stmt, rest []ast.Stmt)) {
+	cont := continuations(loopBody)
 	ast.Inspect(loopBody, func(m ast.Node) bool {
 		switch m.(type) {
 		case *ast.FuncLit, *ast.ForStmt, *ast.RangeStmt:
@@ -1252,7 +1319,13 @@ func loopStmts(loopBody *ast.BlockStmt, visit func(st, prev ast.Stmt, rest []ast
 			if i > 0 {
 				prev = block.List[i-1]
 			}
-			visit(st, prev, block.List[i+1:])
+			// rest: what runs next when st falls through, the statements
+			// after the if or switch around it included.
+			rest := block.List[i+1:]
+			if tail := cont[m]; len(tail) > 0 && !terminates(&ast.BlockStmt{List: rest}) {
+				rest = append(slices.Clip(rest), tail...)
+			}
+			visit(st, prev, rest)
 		}
 		return true
 	})
