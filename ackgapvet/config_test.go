@@ -53,3 +53,13 @@ func TestSetConfigRefusesBadInput(t *testing.T) {
 	require.NoError(t, ackgapvet.SetConfig(&ackgapvet.Config{Entries: []string{"entries.Worker.Loop"}}))
 	require.ErrorContains(t, ackgapvet.SetConfig(&ackgapvet.Config{Entries: []string{"entries.Worker.Loop."}}), "want pkgpath.Func")
 }
+
+// TestSelectAllAmongOthers: "all" named beside other checks selects every
+// check, as "all" alone does, rather than failing as an unknown name.
+func TestSelectAllAmongOthers(t *testing.T) {
+	got, err := ackgapvet.Select([]string{"all", "effect"})
+	require.NoError(t, err)
+	require.Len(t, got, len(ackgapvet.Analyzers()))
+	_, err = ackgapvet.Select([]string{"effect", "nosuch"})
+	require.ErrorContains(t, err, `unknown check "nosuch"`)
+}

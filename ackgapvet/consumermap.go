@@ -242,6 +242,9 @@ func (w *wholeProgram) describe(rw *rootWalk) Consumer {
 					// each function above.
 					at := n.Pos()
 					for f := fn; f != nil && !onLeavingBranch(funcBody(f.Syntax()), at); at, f = rw.via[f], rw.parent[f] {
+						if deferredAt(funcBody(f.Syntax()), at) {
+							continue // a deferred ack runs when f returns: after all of f's work
+						}
 						if a, ok := acksIn[f]; !ok || at < a {
 							acksIn[f] = at
 						}
@@ -310,6 +313,22 @@ func (w *wholeProgram) describe(rw *rootWalk) Consumer {
 		c.BlastRadius = maxSeverity(c.BlastRadius, f.step.Severity)
 	}
 	return c
+}
+
+// deferredAt reports whether pos is inside a defer statement of body (its
+// call, or the function literal it defers), outside nested literals.
+func deferredAt(body *ast.BlockStmt, pos token.Pos) bool {
+	found := false
+	ast.Inspect(body, func(n ast.Node) bool {
+		if _, ok := n.(*ast.FuncLit); ok || found {
+			return false
+		}
+		if d, ok := n.(*ast.DeferStmt); ok && d.Pos() <= pos && pos < d.End() {
+			found = true
+		}
+		return !found
+	})
+	return found
 }
 
 // watermillUUIDKey says why a key taken from a Watermill message's UUID

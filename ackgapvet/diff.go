@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"math"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -17,7 +18,10 @@ type changedLines map[string][][2]int
 // gitChanges returns the lines changed between base (a commit, branch or
 // tag) and the working tree in the git repository holding dir: `git diff
 // -U0 <base>`, new-side hunks. Deleted lines count on the line after them.
-// It returns an error when git fails (no repository, unknown base).
+// Files git does not track yet (a new consumer not yet added; `git
+// ls-files --others --exclude-standard`, so not the ignored ones) count as
+// changed in full. It returns an error when git fails (no repository,
+// unknown base).
 func gitChanges(dir, base string) (changedLines, error) {
 	top, err := exec.Command("git", "-C", dir, "rev-parse", "--show-toplevel").Output()
 	if err != nil {
@@ -31,7 +35,17 @@ func gitChanges(dir, base string) (changedLines, error) {
 	if err != nil {
 		return nil, fmt.Errorf("-diff %s: git diff: %v: %s", base, err, strings.TrimSpace(stderr.String()))
 	}
-	return parseUnifiedDiff(root, out), nil
+	ch := parseUnifiedDiff(root, out)
+	untracked, err := exec.Command("git", "-C", root, "ls-files", "--others", "--exclude-standard", "-z").Output()
+	if err != nil {
+		return nil, fmt.Errorf("-diff %s: git ls-files: %w", base, err)
+	}
+	for _, name := range strings.Split(string(untracked), "\x00") {
+		if name != "" {
+			ch[filepath.Join(root, filepath.FromSlash(name))] = [][2]int{{1, math.MaxInt32}}
+		}
+	}
+	return ch, nil
 }
 
 // parseUnifiedDiff reads the "+++ b/<file>" and "@@ -a,b +c,d @@" lines of

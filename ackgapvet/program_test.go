@@ -341,7 +341,7 @@ func TestConsumerMap(t *testing.T) {
 	for _, c := range rep.Consumers {
 		byName[c.Name] = c
 	}
-	require.Len(t, byName, 61, "%+v", rep.Consumers)
+	require.Len(t, byName, 62, "%+v", rep.Consumers)
 
 	// A receive loop that the call graph reaches from another consumer (a
 	// fallback source behind an interface) and whose acks are closures it
@@ -460,6 +460,37 @@ func TestDiffMode(t *testing.T) {
 	for _, f := range rep.Findings {
 		require.True(t, strings.HasSuffix(f.abs, filepath.Join("ledger", "ledger.go")), "a finding outside the changed consumer: %+v", f)
 	}
+
+	// A new file git does not track yet is changed in full: its consumer
+	// is reported before it is added.
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "newloop"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "newloop", "newloop.go"), []byte(`package newloop
+
+import (
+	"context"
+	"database/sql"
+
+	"github.com/segmentio/kafka-go"
+)
+
+func Run(ctx context.Context, r *kafka.Reader, db *sql.DB) {
+	for {
+		m, err := r.FetchMessage(ctx)
+		if err != nil {
+			return
+		}
+		_ = r.CommitMessages(ctx, m)
+		_, _ = db.Exec("INSERT INTO seen (v) VALUES ($1)", string(m.Value))
+	}
+}
+`), 0o644))
+	rep, err = Run(&RunConfig{Dir: dir, Env: programEnv(), DiffBase: "HEAD"})
+	require.NoError(t, err)
+	var names []string
+	for _, c := range rep.Consumers {
+		names = append(names, c.Name)
+	}
+	require.ElementsMatch(t, []string{"Poll", "Run"}, names, "the ledger's loop and the untracked file's")
 
 	_, err = Run(&RunConfig{Dir: dir, Env: programEnv(), DiffBase: "no-such-revision"})
 	require.ErrorContains(t, err, "no-such-revision")
@@ -813,4 +844,16 @@ func TestGenericSaramaHandler(t *testing.T) {
 	h := consumerIn(t, rep, "genclaim/genclaim.go")
 	require.Equal(t, KindSarama, h.Kind)
 	require.Equal(t, []int{47}, findingLines(rep, "genclaim/genclaim.go", "idemkey"))
+}
+
+// TestDeferredAckNotBeforeWork: an ack in a defer statement runs when its
+// function returns, so the write after the defer statement is not "after
+// the ack" in the map (a new user's SQS consumer, wave 21's walk); errack
+// still reports the deferred delete that acks a failed write.
+func TestDeferredAckNotBeforeWork(t *testing.T) {
+	rep := programReport(t, false)
+	c := consumerIn(t, rep, "deferdel/deferdel.go")
+	require.Len(t, c.Writes, 1, "%+v", c)
+	require.False(t, c.Writes[0].AfterAck, "%+v", c.Writes[0])
+	require.Equal(t, []int{14}, findingLines(rep, "deferdel/deferdel.go", "errack"))
 }

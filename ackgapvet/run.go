@@ -656,15 +656,15 @@ var OptIn = map[string]string{
 
 // Select returns the checks named (analyzer names, e.g. "effect"), in the
 // order given. For none it returns the default checks: [Analyzers] less
-// the [OptIn] ones; "all" alone returns every check. An unknown name is an
+// the [OptIn] ones; "all" among them returns every check. An unknown name is an
 // error that names it (all unknown names at once).
 func Select(names []string) ([]*analysis.Analyzer, error) {
 	all := Analyzers()
 	if len(names) == 0 {
 		return slices.DeleteFunc(all, func(a *analysis.Analyzer) bool { return OptIn[a.Name] != "" }), nil
 	}
-	if len(names) == 1 && names[0] == "all" {
-		return all, nil
+	if slices.Contains(names, "all") {
+		return all, nil // all, with or without others named beside it
 	}
 	var out []*analysis.Analyzer
 	var errs []error

@@ -71,7 +71,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	fs := flag.NewFlagSet("ackgapvet", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	format := fs.String("format", envOr("ACKGAPVET_FORMAT", "text"), "output: text, json or sarif (env ACKGAPVET_FORMAT)")
+	format := fs.String("format", envOr("ACKGAPVET_FORMAT", "text"), "output: text, json, markdown or sarif (map: text, json or markdown) (env ACKGAPVET_FORMAT)")
 	severity := fs.String("severity", os.Getenv(ackgapvet.SeverityEnv), "blast-radius patterns, e.g. 'critical=charge|payout;low=cache' (env "+ackgapvet.SeverityEnv+")")
 	checks := fs.String("checks", os.Getenv("ACKGAPVET_CHECKS"), "comma-separated checks to run, or all; default all but the opt-in bgcontext, httpclient, multitx and sleep (env ACKGAPVET_CHECKS)")
 	tests := fs.Bool("test", false, "also check test files")
