@@ -228,6 +228,9 @@ func failedWork(pass *analysis.Pass, c *Consumers, st, prev ast.Stmt) (*ast.IfSt
 	if ifs == nil || ackOf(pass.TypesInfo, call) != "" || c != nil && c.program != nil && c.program.kafkaAckSites[call.Lparen] {
 		return nil, nil // a failed ack (directly, or through the code's wrapper) is no failed work
 	}
+	if c != nil && c.program != nil && c.program.receiveSites[call.Lparen] {
+		return nil, nil // a fetch through the code's own function (it may decode too): no message in hand
+	}
 	if cf := callee(pass.TypesInfo, call); cf != nil {
 		if decodeCall.MatchString(cf.Name()) && !remoteWork(c, cf) || receives(cf) || c.receiveWrapper(cf) || cleanUp(cf) {
 			return nil, nil

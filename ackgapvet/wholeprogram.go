@@ -71,6 +71,10 @@ type programReach struct {
 	// client's offset mark or commit (a wrapper in another package:
 	// kafka.CommitPlayerPayload(msg) around Reader.CommitMessages).
 	kafkaAckSites map[token.Pos]bool
+	// receiveSites lists the calls below which the walk reaches a receive
+	// (see receives): the code's own fetch in another package
+	// (q.DequeueBookingJob around FetchMessage).
+	receiveSites map[token.Pos]bool
 	// dedupe says, per entry point, whether a function on its walk makes
 	// a dedupe record (see recordsEvent).
 	dedupe map[*Root]bool
@@ -89,7 +93,7 @@ type programReach struct {
 }
 
 func newProgramReach() *programReach {
-	return &programReach{nodes: map[ast.Node]*reached{}, funcs: map[*types.Func]bool{}, works: map[*types.Func]bool{}, commitSites: map[token.Pos]bool{}, workSites: map[token.Pos]bool{}, kafkaAckSites: map[token.Pos]bool{}, dedupe: map[*Root]bool{}, guarded: map[ast.Node]bool{}, unguarded: map[ast.Node]bool{}, absent: map[ast.Node]bool{}, present: map[ast.Node]bool{}}
+	return &programReach{nodes: map[ast.Node]*reached{}, funcs: map[*types.Func]bool{}, works: map[*types.Func]bool{}, commitSites: map[token.Pos]bool{}, workSites: map[token.Pos]bool{}, kafkaAckSites: map[token.Pos]bool{}, receiveSites: map[token.Pos]bool{}, dedupe: map[*Root]bool{}, guarded: map[ast.Node]bool{}, unguarded: map[ast.Node]bool{}, absent: map[ast.Node]bool{}, present: map[ast.Node]bool{}}
 }
 
 // programs holds the whole-program result of the run in progress, by
@@ -1309,6 +1313,10 @@ func (w *wholeProgram) publish() (done func()) {
 		_, commitSites := w.commitsBelow(rw)
 		works, workSites := w.doesWork(rw)
 		_, kafkaAckSites := w.below(rw, func(info *types.Info, c *ast.CallExpr) bool { return kafkaAckIn(info, c) != "" })
+		_, receiveSites := w.below(rw, func(info *types.Info, c *ast.CallExpr) bool {
+			fn := callee(info, c)
+			return fn != nil && receives(fn)
+		})
 		// A call below which a commit is reached: recorded in the package
 		// of the function that makes the call.
 		for _, sites := range []struct {
@@ -1318,6 +1326,7 @@ func (w *wholeProgram) publish() (done func()) {
 			{commitSites, func(pr *programReach) map[token.Pos]bool { return pr.commitSites }},
 			{workSites, func(pr *programReach) map[token.Pos]bool { return pr.workSites }},
 			{kafkaAckSites, func(pr *programReach) map[token.Pos]bool { return pr.kafkaAckSites }},
+			{receiveSites, func(pr *programReach) map[token.Pos]bool { return pr.receiveSites }},
 		} {
 			for pos, p := range sites.from {
 				if !w.inApp(p) || p.Pkg == nil {
