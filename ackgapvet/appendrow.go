@@ -35,7 +35,7 @@ the event id in an inbox row in the same transaction.`,
 				return
 			}
 			d := appendOf(pass.TypesInfo, call)
-			if d == "" || c.deduped(s.Root) || hasDedupeInsert(pass, funcBody(s.Inner())) {
+			if d == "" || c.deduped(s.Root, s.Inner()) || hasDedupeInsert(pass, funcBody(s.Inner())) {
 				return
 			}
 			if absentAt(pass.TypesInfo, s.Inner(), call.Pos()) || c.lookedUp(s.Inner()) {
@@ -123,10 +123,10 @@ func entCreate(fn *types.Func) bool {
 // insert … ON CONFLICT (INSERT IGNORE, ON DUPLICATE KEY) or a Redis SETNX
 // in a function it reaches (in the whole-program mode, anywhere on its
 // walk; otherwise in this package).
-func (c *Consumers) deduped(root *Root) bool {
+func (c *Consumers) deduped(root *Root, at ast.Node) bool {
 	if c.program != nil && c.program.dedupe != nil {
 		if v, ok := c.program.dedupe[root]; ok {
-			return v
+			return v && !c.program.undeduped[root][at]
 		}
 	}
 	for n, r := range c.reach {

@@ -857,3 +857,11 @@ func TestDeferredAckNotBeforeWork(t *testing.T) {
 	require.False(t, c.Writes[0].AfterAck, "%+v", c.Writes[0])
 	require.Equal(t, []int{14}, findingLines(rep, "deferdel/deferdel.go", "errack"))
 }
+
+// TestSharedLoopDedupePerHandler: one handler's ON CONFLICT on a shared
+// receive loop does not dedupe another handler's rows: the two are targets
+// of one call site, not steps of one path (field trial, wave 22:
+// event-driven-crm H2).
+func TestSharedLoopDedupePerHandler(t *testing.T) {
+	require.Equal(t, []int{39}, findingLines(programReport(t, false), "sharedloop/sharedloop.go", "append"))
+}

@@ -78,6 +78,12 @@ type programReach struct {
 	// dedupe says, per entry point, whether a function on its walk makes
 	// a dedupe record (see recordsEvent).
 	dedupe map[*Root]bool
+	// undeduped lists, per entry point, the functions of its walk that
+	// no dedupe record precedes on their own path: every function that
+	// makes one is reached only through another target of the same call
+	// site (another handler a shared loop calls through one function
+	// value), see dedupeCovers.
+	undeduped map[*Root]map[ast.Node]bool
 	// absent and present mark the functions some walk reaches only in a
 	// branch taken when a lookup found no row (see absentAt), and those
 	// some walk reaches otherwise.
@@ -93,7 +99,7 @@ type programReach struct {
 }
 
 func newProgramReach() *programReach {
-	return &programReach{nodes: map[ast.Node]*reached{}, funcs: map[*types.Func]bool{}, works: map[*types.Func]bool{}, commitSites: map[token.Pos]bool{}, workSites: map[token.Pos]bool{}, kafkaAckSites: map[token.Pos]bool{}, receiveSites: map[token.Pos]bool{}, dedupe: map[*Root]bool{}, guarded: map[ast.Node]bool{}, unguarded: map[ast.Node]bool{}, absent: map[ast.Node]bool{}, present: map[ast.Node]bool{}}
+	return &programReach{nodes: map[ast.Node]*reached{}, funcs: map[*types.Func]bool{}, works: map[*types.Func]bool{}, commitSites: map[token.Pos]bool{}, workSites: map[token.Pos]bool{}, kafkaAckSites: map[token.Pos]bool{}, receiveSites: map[token.Pos]bool{}, dedupe: map[*Root]bool{}, undeduped: map[*Root]map[ast.Node]bool{}, guarded: map[ast.Node]bool{}, unguarded: map[ast.Node]bool{}, absent: map[ast.Node]bool{}, present: map[ast.Node]bool{}}
 }
 
 // programs holds the whole-program result of the run in progress, by
@@ -138,6 +144,36 @@ type rootWalk struct {
 	// channel send: they run beside the consumer, which does not wait for
 	// them before it acknowledges.
 	async map[*ssa.Function]bool
+}
+
+// dedupeCovers reports whether the dedupe record d makes is on fn's path:
+// one is an ancestor of the other on the walk, or their paths part in a
+// common ancestor at two different call sites (dedupe(), then insert()).
+// Paths that part at one call site reach two targets of it (a shared
+// loop's handler function value bound to the customer handler in one
+// service and to the notification handler in another): one handler's
+// dedupe says nothing of the other's rows (field trial, wave 22:
+// event-driven-crm H2).
+func (rw *rootWalk) dedupeCovers(d, fn *ssa.Function) bool {
+	up := map[*ssa.Function]token.Pos{} // fn's ancestors, each with the call site that leads down from it
+	var site token.Pos
+	for f, n := fn, 0; f != nil && n < 1000; f, n = rw.parent[f], n+1 {
+		if _, seen := up[f]; seen {
+			break
+		}
+		up[f] = site
+		site = rw.via[f]
+	}
+	site = token.NoPos
+	for f, n := d, 0; f != nil && n < 1000; f, n = rw.parent[f], n+1 {
+		if fnSite, ok := up[f]; ok {
+			// f is the lowest common ancestor: d is fn's ancestor
+			// (site unset), fn is d's (fnSite unset), or they part here.
+			return f == d || f == fn || !site.IsValid() || !fnSite.IsValid() || site != fnSite
+		}
+		site = rw.via[f]
+	}
+	return true // no common ancestor: keep the root-wide answer
 }
 
 // buildProgram builds SSA for pkgs and their dependencies and the call
@@ -1391,7 +1427,7 @@ func (w *wholeProgram) publish() (done func()) {
 		}
 	}
 	for _, rw := range w.walks {
-		deduped := false
+		var records []*ssa.Function
 		for _, fn := range rw.order {
 			src := fn
 			if o := fn.Origin(); o != nil {
@@ -1401,12 +1437,20 @@ func (w *wholeProgram) publish() (done func()) {
 				continue
 			}
 			if recordsEvent(w.info[src.Pkg.Pkg].TypesInfo, src.Syntax()) {
-				deduped = true
-				break
+				records = append(records, fn)
+			}
+		}
+		undeduped := map[ast.Node]bool{}
+		if len(records) > 0 {
+			for _, fn := range rw.order {
+				if fn.Syntax() != nil && !slices.ContainsFunc(records, func(d *ssa.Function) bool { return rw.dedupeCovers(d, fn) }) {
+					undeduped[fn.Syntax()] = true
+				}
 			}
 		}
 		for _, pr := range byPkg {
-			pr.dedupe[rw.root] = deduped
+			pr.dedupe[rw.root] = len(records) > 0
+			pr.undeduped[rw.root] = undeduped
 		}
 	}
 	configMaps := w.configMapBuilders()
