@@ -814,37 +814,29 @@ func (c *Consumers) perRecordCallee(fd *ast.FuncDecl) bool {
 		return false
 	}
 	calls, value, byHandler := 0, false, false
-	for _, f := range c.pass.Files {
-		var stack []ast.Node
-		ast.Inspect(f, func(n ast.Node) bool {
-			if n == nil {
-				stack = stack[:len(stack)-1]
-				return true
-			}
-			stack = append(stack, n)
-			id, ok := n.(*ast.Ident)
-			if !ok || info.Uses[id] != fn {
-				return true
-			}
-			parent := stack[len(stack)-2]
-			if sel, ok := parent.(*ast.SelectorExpr); ok && sel.Sel == id && len(stack) >= 3 {
-				parent = stack[len(stack)-3]
-			}
-			call, ok := parent.(*ast.CallExpr)
-			if !ok || call.Fun != stack[len(stack)-2] && call.Fun != ast.Expr(id) {
-				value = true
-				return true
-			}
-			calls++
-			for i := len(stack) - 1; i >= 0; i-- {
-				if ft := funcType(stack[i]); ft != nil {
-					byHandler = byHandler || lambdaEventKind(info, ft) != ""
-					break
-				}
-			}
+	inspectStack(c.pass.Files, func(n ast.Node, stack []ast.Node) bool {
+		id, ok := n.(*ast.Ident)
+		if !ok || info.Uses[id] != fn {
 			return true
-		})
-	}
+		}
+		parent := stack[len(stack)-2]
+		if sel, ok := parent.(*ast.SelectorExpr); ok && sel.Sel == id && len(stack) >= 3 {
+			parent = stack[len(stack)-3]
+		}
+		call, ok := parent.(*ast.CallExpr)
+		if !ok || call.Fun != stack[len(stack)-2] && call.Fun != ast.Expr(id) {
+			value = true
+			return true
+		}
+		calls++
+		for i := len(stack) - 1; i >= 0; i-- {
+			if ft := funcType(stack[i]); ft != nil {
+				byHandler = byHandler || lambdaEventKind(info, ft) != ""
+				break
+			}
+		}
+		return true
+	})
 	return calls > 0 && !value && byHandler
 }
 

@@ -794,24 +794,16 @@ func funcNodeName(n ast.Node) string {
 // directCallers returns the functions of this package that call fn.
 func (c *Consumers) directCallers(fn *types.Func) []ast.Node {
 	var out []ast.Node
-	for _, f := range c.pass.Files {
-		var stack []ast.Node
-		ast.Inspect(f, func(n ast.Node) bool {
-			if n == nil {
-				stack = stack[:len(stack)-1]
-				return true
-			}
-			stack = append(stack, n)
-			if call, ok := n.(*ast.CallExpr); ok {
-				if cf := callee(c.pass.TypesInfo, call); cf != nil && cf.Origin() == fn {
-					if encl, _ := enclosingLoop(stack); encl != nil && !slices.Contains(out, encl) {
-						out = append(out, encl)
-					}
+	inspectStack(c.pass.Files, func(n ast.Node, stack []ast.Node) bool {
+		if call, ok := n.(*ast.CallExpr); ok {
+			if cf := callee(c.pass.TypesInfo, call); cf != nil && cf.Origin() == fn {
+				if encl, _ := enclosingLoop(stack); encl != nil && !slices.Contains(out, encl) {
+					out = append(out, encl)
 				}
 			}
-			return true
-		})
-	}
+		}
+		return true
+	})
 	return out
 }
 
@@ -822,36 +814,28 @@ func (c *Consumers) loopCallers(fn *types.Func, depth int) []ast.Node {
 		return nil
 	}
 	var out []ast.Node
-	for _, f := range c.pass.Files {
-		var stack []ast.Node
-		ast.Inspect(f, func(n ast.Node) bool {
-			if n == nil {
-				stack = stack[:len(stack)-1]
-				return true
-			}
-			stack = append(stack, n)
-			call, ok := n.(*ast.CallExpr)
-			if !ok {
-				return true
-			}
-			if cf := callee(c.pass.TypesInfo, call); cf == nil || cf.Origin() != fn {
-				return true
-			}
-			encl, looped := enclosingLoop(stack)
-			switch {
-			case encl == nil:
-			case looped:
-				out = append(out, encl)
-			default:
-				if fd, ok := encl.(*ast.FuncDecl); ok {
-					if up, ok := c.pass.TypesInfo.Defs[fd.Name].(*types.Func); ok && up != fn {
-						out = append(out, c.loopCallers(up, depth-1)...)
-					}
+	inspectStack(c.pass.Files, func(n ast.Node, stack []ast.Node) bool {
+		call, ok := n.(*ast.CallExpr)
+		if !ok {
+			return true
+		}
+		if cf := callee(c.pass.TypesInfo, call); cf == nil || cf.Origin() != fn {
+			return true
+		}
+		encl, looped := enclosingLoop(stack)
+		switch {
+		case encl == nil:
+		case looped:
+			out = append(out, encl)
+		default:
+			if fd, ok := encl.(*ast.FuncDecl); ok {
+				if up, ok := c.pass.TypesInfo.Defs[fd.Name].(*types.Func); ok && up != fn {
+					out = append(out, c.loopCallers(up, depth-1)...)
 				}
 			}
-			return true
-		})
-	}
+		}
+		return true
+	})
 	return out
 }
 

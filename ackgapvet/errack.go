@@ -1195,39 +1195,31 @@ func returnsBeforeOwnCommit(pass *analysis.Pass, c *Consumers, r *reporter, root
 func (c *Consumers) resultDroppedByLoops(fn *types.Func) bool {
 	calls := 0
 	dropped := true
-	for _, f := range c.pass.Files {
-		var stack []ast.Node
-		ast.Inspect(f, func(n ast.Node) bool {
-			if n == nil {
-				stack = stack[:len(stack)-1]
-				return true
-			}
-			stack = append(stack, n)
-			call, ok := n.(*ast.CallExpr)
-			if !ok || !dropped {
-				return dropped
-			}
-			if cf := callee(c.pass.TypesInfo, call); cf == nil || cf.Origin() != fn {
-				return true
-			}
-			calls++
-			if _, looped := enclosingLoop(stack); !looped || len(stack) < 3 {
-				dropped = false
-				return false
-			}
-			switch parent := stack[len(stack)-2].(type) {
-			case *ast.ExprStmt:
-			case *ast.AssignStmt:
-				ifs, ok := stack[len(stack)-3].(*ast.IfStmt)
-				if !ok || ifs.Init != parent || hasReturn(ifs.Body) || stopsLoop(ifs.Body) || ifs.Else != nil {
-					dropped = false
-				}
-			default:
-				dropped = false
-			}
+	inspectStack(c.pass.Files, func(n ast.Node, stack []ast.Node) bool {
+		call, ok := n.(*ast.CallExpr)
+		if !ok || !dropped {
 			return dropped
-		})
-	}
+		}
+		if cf := callee(c.pass.TypesInfo, call); cf == nil || cf.Origin() != fn {
+			return true
+		}
+		calls++
+		if _, looped := enclosingLoop(stack); !looped || len(stack) < 3 {
+			dropped = false
+			return false
+		}
+		switch parent := stack[len(stack)-2].(type) {
+		case *ast.ExprStmt:
+		case *ast.AssignStmt:
+			ifs, ok := stack[len(stack)-3].(*ast.IfStmt)
+			if !ok || ifs.Init != parent || hasReturn(ifs.Body) || stopsLoop(ifs.Body) || ifs.Else != nil {
+				dropped = false
+			}
+		default:
+			dropped = false
+		}
+		return dropped
+	})
 	return calls > 0 && dropped
 }
 
@@ -1788,7 +1780,7 @@ func deferredCommitDropped(pass *analysis.Pass, c *Consumers, r *reporter, root 
 		}
 		commit := txCommitOf(info, d.Call)
 		if lit, ok := ast.Unparen(d.Call.Fun).(*ast.FuncLit); ok && commit == "" {
-			if assignsAny(info, lit.Body, named) || !terminatesNot(lit.Body) {
+			if assignsAny(info, lit.Body, named) || endsProcessIn(lit.Body) {
 				continue // the failure reaches the result, or ends the process
 			}
 			ast.Inspect(lit.Body, func(n ast.Node) bool {
@@ -1843,9 +1835,9 @@ func assignsAny(info *types.Info, body *ast.BlockStmt, objs []types.Object) bool
 	return false
 }
 
-// terminatesNot reports whether body neither panics nor ends the process
-// anywhere (outside nested literals).
-func terminatesNot(body *ast.BlockStmt) bool {
+// endsProcessIn reports whether body panics or ends the process anywhere
+// (outside nested literals): see endsProcess.
+func endsProcessIn(body *ast.BlockStmt) bool {
 	ends := false
 	ast.Inspect(body, func(n ast.Node) bool {
 		if _, ok := n.(*ast.FuncLit); ok || ends {
@@ -1856,7 +1848,7 @@ func terminatesNot(body *ast.BlockStmt) bool {
 		}
 		return !ends
 	})
-	return !ends
+	return ends
 }
 
 // batchFailures are the AWS batch operations that answer 200 with a part

@@ -139,11 +139,11 @@ func nodeKind(n ast.Node) string {
 	return ""
 }
 
-// txRanges finds, per function, the spans between a Begin call and the
-// first non-deferred Commit after it (or the function's end).
-func txRanges(pass *analysis.Pass) map[ast.Node][][2]token.Pos {
-	out := map[ast.Node][][2]token.Pos{}
-	for _, f := range pass.Files {
+// inspectStack walks files as ast.Inspect does, handing visit each node
+// with the stack of the nodes above it (the node itself last); visit's
+// false skips the node's children.
+func inspectStack(files []*ast.File, visit func(n ast.Node, stack []ast.Node) bool) {
+	for _, f := range files {
 		var stack []ast.Node
 		ast.Inspect(f, func(n ast.Node) bool {
 			if n == nil {
@@ -151,6 +151,21 @@ func txRanges(pass *analysis.Pass) map[ast.Node][][2]token.Pos {
 				return true
 			}
 			stack = append(stack, n)
+			if !visit(n, stack) {
+				stack = stack[:len(stack)-1] // no f(nil) comes for a node whose children are skipped
+				return false
+			}
+			return true
+		})
+	}
+}
+
+// txRanges finds, per function, the spans between a Begin call and the
+// first non-deferred Commit after it (or the function's end).
+func txRanges(pass *analysis.Pass) map[ast.Node][][2]token.Pos {
+	out := map[ast.Node][][2]token.Pos{}
+	for _, f := range pass.Files {
+		ast.Inspect(f, func(n ast.Node) bool {
 			fnNode, ok := n.(*ast.FuncDecl)
 			var body *ast.BlockStmt
 			if ok {
