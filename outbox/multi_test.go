@@ -15,12 +15,13 @@ import (
 	"github.com/ackgap/ackgap/stores"
 )
 
-// TestTwoRelays: two relays on one database carry out 2,000 rows; with
+// TestS16TwoRelays (case S16 (a), two relays polling one outbox): two
+// relays on one database carry out 2,000 rows; with
 // leases long enough, each row's effect is called exactly once (counted
 // by the provider). It logs the throughput and how the rows split.
 // SQLite gets 500 rows: the race detector slows modernc.org/sqlite (C
 // translated to Go) about twentyfold.
-func TestTwoRelays(t *testing.T) {
+func TestS16TwoRelays(t *testing.T) {
 	bothStores(t,
 		func(t *testing.T, b *backend[*sqlTx]) { twoRelays(t, b, 500) },
 		func(t *testing.T, b *backend[pgx.Tx]) { twoRelays(t, b, 2000) })
