@@ -92,7 +92,7 @@ func TestMergeConsumerEffects(t *testing.T) {
 		{Name: "A", spans: []span{{"/m/a.go", 1, 50}, {"/m/sink.go", 1, 100}}},
 		{Name: "B", spans: []span{{"/m/b.go", 1, 50}, {"/m/sink.go", 1, 100}}},
 	}
-	out := mergeConsumerEffects([]Finding{
+	out := mergeConsumerRepeats([]Finding{
 		{Check: "effect", Severity: SeverityMedium, File: "a.go", abs: "/m/a.go", Line: 10, Message: "an HTTP request (http.Client.Do) on the consumer path of SQS receive loop A repeats on every redelivery; fix"},
 		{Check: "effect", Severity: SeverityHigh, File: "a.go", abs: "/m/a.go", Line: 20, Message: "an email (sesv2.Client.SendEmail) on the consumer path of SQS receive loop A repeats on every redelivery; fix"},
 		{Check: "effect", Severity: SeverityMedium, File: "sink.go", abs: "/m/sink.go", Line: 30, Message: "a publish (sns) on the consumer path of ... repeats"},
@@ -142,4 +142,69 @@ func TestDropAllowedRebalance(t *testing.T) {
 	out := dropAllowedRebalance(slices.Clone(fs), []*packages.Package{other, loop})
 	require.Len(t, out, 1)
 	require.Equal(t, "q.go", out[0].File, "the other visibility finding stays")
+}
+
+// TestMergeConsumerRepeatsAcrossChecks: the effect, idemkey and append
+// findings one consumer reaches are one finding, at the highest blast
+// radius, whose message and related places name the others with their
+// checks; a finding of another check stays.
+func TestMergeConsumerRepeatsAcrossChecks(t *testing.T) {
+	cs := []Consumer{{Name: "Run", spans: []span{{"/m/run.go", 1, 90}}}}
+	out := mergeConsumerRepeats([]Finding{
+		{Check: "idemkey", Severity: SeverityCritical, File: "run.go", abs: "/m/run.go", Line: 12, Message: "HTTP POST to the payments API on the consumer path of Run without an Idempotency-Key header: the receiver applies a redelivered message twice"},
+		{Check: "effect", Severity: SeverityCritical, File: "run.go", abs: "/m/run.go", Line: 17, Message: "an HTTP request (http.Client.Do) on the consumer path of Run repeats on every redelivery; fix"},
+		{Check: "append", Severity: SeverityMedium, File: "run.go", abs: "/m/run.go", Line: 30, Message: "an INSERT without ON CONFLICT (sql.DB.Exec) on the consumer path of SQS receive loop Run (poller.Run → store.Save) appends a row on every delivery"},
+		{Check: "errack", Severity: SeverityMedium, File: "run.go", abs: "/m/run.go", Line: 40, Message: "acks"},
+	}, cs)
+	require.Len(t, out, 2)
+	require.Equal(t, "idemkey", out[0].Check)
+	require.Contains(t, out[0].Message, "(the same consumer repeats, for the same cause: an HTTP request (http.Client.Do) on the consumer path of Run at run.go:17; an INSERT without ON CONFLICT (sql.DB.Exec) appends a row on every delivery [append] at run.go:30)")
+	require.Equal(t, []int{17, 30}, []int{out[0].Related[0].Line, out[0].Related[1].Line})
+	require.Equal(t, "append", out[0].Related[1].Check)
+	require.Equal(t, "errack", out[1].Check)
+}
+
+// TestMergeAtMostOnce: what only a consumer that commits as it reads
+// (kafka-go ReadMessage with a GroupID) reaches is not repeated while the
+// commit comes first: it joins that autocommit finding, which says it
+// repeats once the commit moves; what another consumer reaches too stays.
+func TestMergeAtMostOnce(t *testing.T) {
+	cs := []Consumer{
+		{Name: "Listen", spans: []span{{"/m/listen.go", 1, 60}, {"/m/mail.go", 1, 30}, {"/m/shared.go", 1, 30}}},
+		{Name: "Poll", spans: []span{{"/m/poll.go", 1, 60}, {"/m/shared.go", 1, 30}}},
+	}
+	out := mergeAtMostOnce([]Finding{
+		{Check: "autocommit", File: "listen.go", abs: "/m/listen.go", Line: 20, Message: readCommits + " (reader with a GroupID), before the work (...): a crash in between loses the message; use FetchMessage and CommitMessages after the work"},
+		{Check: "effect", File: "mail.go", abs: "/m/mail.go", Line: 21, Message: "an email (smtp.SendMail) on the consumer path of Listen repeats on every redelivery; fix"},
+		{Check: "poison", File: "listen.go", abs: "/m/listen.go", Line: 30, Message: "log.Fatalf on a message's failure ... is fetched again first after the restart " + offsetNotCommitted + " and ends it again"},
+		{Check: "effect", File: "shared.go", abs: "/m/shared.go", Line: 9, Message: "a publish (kafka.Writer.WriteMessages) on the consumer path of Poll repeats on every redelivery"},
+	}, cs)
+	require.Len(t, out, 2)
+	require.Contains(t, out[0].Message, "the exit on a failure at listen.go:30 is such a crash: the message was committed, so it is lost")
+	require.Equal(t, "autocommit", out[0].Check)
+	require.Contains(t, out[0].Message, "once the commit follows the work, a redelivery repeats what it does: an email (smtp.SendMail) on the consumer path of Listen at mail.go:21")
+	require.Len(t, out[0].Related, 2)
+	require.Equal(t, 9, out[1].Line, "Poll reaches it too, and Poll does not commit as it reads")
+}
+
+// TestMergeAutoCommitFailures: a logged failure that the auto-commit passes
+// over joins the consumer's autocommit finding (one change: commit after
+// the work, stop on a failure); in the per-package mode the autocommit of
+// the same function; an errack of another rule stays.
+func TestMergeAutoCommitFailures(t *testing.T) {
+	cs := []Consumer{{Name: "Run", spans: []span{{"/m/run.go", 1, 90}}}}
+	fs := []Finding{
+		{Check: "autocommit", File: "run.go", abs: "/m/run.go", Line: 20, Function: "Run", Message: "kafka.NewConsumer with \"enable.auto.commit\" on ..."},
+		{Check: "errack", File: "run.go", abs: "/m/run.go", Line: 35, Function: "onMessage", Message: "when t.DB.Exec fails (line 35) the message is dropped (the failure is only logged), and the auto-commit of librdkafka (...) commits its offset all the same"},
+		{Check: "errack", File: "run.go", abs: "/m/run.go", Line: 50, Function: "Run", Message: "acks with m.Ack even when db.Exec failed (line 49): the error is only logged"},
+	}
+	out := mergeAutoCommitFailures(slices.Clone(fs), cs)
+	require.Len(t, out, 2)
+	require.Contains(t, out[0].Message, "a failure that is only logged is committed past all the same, at run.go:35")
+	require.Equal(t, 50, out[1].Line)
+
+	perPackage := mergeAutoCommitFailures(slices.Clone(fs), nil)
+	require.Len(t, perPackage, 3, "per package: another function's errack stays")
+	fs[1].Function = "Run"
+	require.Len(t, mergeAutoCommitFailures(slices.Clone(fs), nil), 2, "per package: the same function's")
 }

@@ -205,6 +205,11 @@ func handlerRecovers(kind string) bool {
 	return kind == KindWatermill || kind == KindCQRS || kind == KindAckgap
 }
 
+// offsetNotCommitted is why a Kafka loop's message comes back after the
+// process ends or the loop stops on it; mergeAtMostOnce drops the finding
+// for a loop that committed it as it read it.
+const offsetNotCommitted = "(its offset was not committed)"
+
 // afterExit says what happens after the process ends on one message, by
 // the kind of consumer.
 func afterExit(kind string) string {
@@ -220,7 +225,7 @@ func afterExit(kind string) string {
 	case KindWatermill, KindCQRS, KindAckgap, KindWatermillSub:
 		return "is delivered again after the restart and ends it again: every handler of the process stops with it, for good"
 	}
-	return "is fetched again first after the restart (its offset was not committed) and ends it again: the consumer crash-loops and its partition makes no progress"
+	return "is fetched again first after the restart " + offsetNotCommitted + " and ends it again: the consumer crash-loops and its partition makes no progress"
 }
 
 // loopStops says what a receive loop's return on one message does, by the
@@ -234,7 +239,7 @@ func loopStops(kind string) string {
 	case KindKinesisScan:
 		return "Scan stops at it, and after a restart resumes from the last checkpoint, before it, and stops again: the shard makes no progress (a durable checkpoint store), or the records in between are skipped (the default in-memory store starts at LATEST)"
 	case KindFranz, KindKafkaGo, KindConfluent, KindSaramaPartition, KindSaramaCluster, KindKinesisPoll:
-		return "the loop stops consuming at it, and after a restart it is fetched first again (its offset was not committed) and stops the loop again: the partition makes no progress"
+		return "the loop stops consuming at it, and after a restart it is fetched first again " + offsetNotCommitted + " and stops the loop again: the partition makes no progress"
 	}
 	return ""
 }

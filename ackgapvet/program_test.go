@@ -46,12 +46,22 @@ func programReport(t *testing.T, perPackage bool) *Report {
 }
 
 // findingsIn returns the findings of check in file (slash path relative to
-// testdata/program).
+// testdata/program): those reported on their own, and those a merged
+// finding of a consumer stands for (its related places, each with its own
+// message), but not the repeats mergeRepeats folds into one in a function.
 func findingsIn(rep *Report, file, check string) []Finding {
 	var out []Finding
-	for _, f := range rep.Findings {
+	in := func(f Finding) {
 		if strings.HasSuffix(filepath.ToSlash(f.abs), "/testdata/program/"+file) && f.Check == check {
 			out = append(out, f)
+		}
+	}
+	for _, f := range rep.Findings {
+		in(f)
+		for _, r := range f.Related {
+			if r.Check != f.Check || !perFunctionChecks[r.Check] {
+				in(Finding{Check: r.Check, File: r.File, Line: r.Line, Column: r.Column, Message: r.Message, abs: r.abs})
+			}
 		}
 	}
 	return out

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -73,6 +72,9 @@ type Finding struct {
 	Message string `json:"message"`
 	// Fixes are suggested edits, when one is mechanical.
 	Fixes []Fix `json:"fixes,omitempty"`
+	// Related are the places a merged finding stands for besides its own
+	// (see [Related]); its message names them.
+	Related []Related `json:"related,omitempty"`
 
 	abs string // the file's absolute path, for SARIF's root-relative URI
 }
@@ -214,7 +216,9 @@ func Run(cfg *RunConfig) (*Report, error) {
 	rep.Findings = dropAfterAck(rep.Findings, rep.Consumers)
 	rep.Findings = httpClientAfterAck(rep.Findings, rep.Consumers)
 	alignSeverity(rep.Findings, rep.Consumers)
-	rep.Findings = mergeConsumerEffects(rep.Findings, rep.Consumers)
+	rep.Findings = mergeAtMostOnce(rep.Findings, rep.Consumers)
+	rep.Findings = mergeAutoCommitFailures(rep.Findings, rep.Consumers)
+	rep.Findings = mergeConsumerRepeats(rep.Findings, rep.Consumers)
 	rep.countFindings()
 	if cfg.DiffBase != "" {
 		dir := cfg.Dir
@@ -256,144 +260,6 @@ func inGeneratedFile(files []*ast.File, pos token.Pos) bool {
 		}
 	}
 	return false
-}
-
-// perFunctionChecks are the checks whose findings in one function share
-// one cause and one fix (a sleep in a retry loop, a client without a
-// timeout, a dropped context, the branches of one loop that skip a failed
-// message without acking it): their repeats are merged. For errack only
-// findings of the same message shape are merged (see messageShape): one
-// function can hold two different acking faults.
-var perFunctionChecks = map[string]bool{"sleep": true, "httpclient": true, "bgcontext": true, "lambdabatch": true, "errack": true}
-
-// shapeNames matches what differs between two findings of one rule: the
-// names of calls ("dal.CreateComment", "c.client.Do()") and line numbers.
-var shapeNames = regexp.MustCompile(`[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)+(\(\))?|\d+`)
-
-// messageShape is a finding's message with its call names and numbers
-// taken out: two findings with the same shape were written by the same
-// rule about the same kind of fault.
-func messageShape(msg string) string { return shapeNames.ReplaceAllString(msg, "_") }
-
-// mergeRepeats keeps, of the findings of a per-function check in the same
-// function of the same file, the first (findings are sorted by position),
-// and names the other lines in its message: one cause, one finding. A
-// suggested fix of a merged finding is dropped with it; the kept finding's
-// fixes stay. An effect finding on the line of an idemkey finding is the
-// same call and cause, and idemkey names the precise fix (a key, a dedupe
-// record): the effect finding is dropped. So is an append finding on the
-// line of a checkact finding: the insert of the message's id without ON
-// CONFLICT is a dedupe record, which checkact judges.
-func mergeRepeats(fs []Finding) []Finding {
-	type line struct {
-		file string
-		line int
-	}
-	keyed, checked := map[line]bool{}, map[line]bool{}
-	for _, f := range fs {
-		switch f.Check {
-		case "idemkey":
-			keyed[line{f.File, f.Line}] = true
-		case "checkact":
-			checked[line{f.File, f.Line}] = true
-		}
-	}
-	fs = slices.DeleteFunc(slices.Clone(fs), func(f Finding) bool {
-		return f.Check == "effect" && keyed[line{f.File, f.Line}] || f.Check == "append" && checked[line{f.File, f.Line}]
-	})
-	type key struct{ file, fn, check, shape string }
-	first := map[key]int{}
-	var out []Finding
-	var also = map[int][]string{}
-	for _, f := range fs {
-		k := key{f.File, f.Function, f.Check, ""}
-		if f.Check == "errack" {
-			k.shape = messageShape(f.Message)
-		}
-		if i, ok := first[k]; ok && perFunctionChecks[f.Check] && f.Function != "" {
-			also[i] = append(also[i], strconv.Itoa(f.Line))
-			continue
-		}
-		first[k] = len(out)
-		out = append(out, f)
-	}
-	for i, lines := range also {
-		out[i].Message += fmt.Sprintf(" (the same in %s at line %s)", out[i].Function, strings.Join(lines, ", "))
-	}
-	return out
-}
-
-// mergeConsumerEffects merges, in the whole-program mode, the effect
-// findings that the same consumers reach, and only they, into one: the
-// highest blast radius first (the earliest of those), naming the others
-// with their lines. A redelivery repeats all of them for one cause, the
-// consumers' missing dedupe, and one change fixes them (an inbox row in
-// the handler's transaction, outbox rows carried out by a relay with an
-// idempotency key). Effects inside a transaction that no consumer reaches
-// stay apart.
-func mergeConsumerEffects(fs []Finding, consumers []Consumer) []Finding {
-	if len(consumers) == 0 {
-		return fs
-	}
-	rank := map[Severity]int{SeverityCritical: 0, SeverityHigh: 1, SeverityMedium: 2, SeverityLow: 3}
-	groups := map[string][]int{}
-	var order []string
-	for i, f := range fs {
-		if f.Check != "effect" {
-			continue
-		}
-		var by []string
-		for j := range consumers {
-			if consumers[j].reaches(f.abs, f.Line) {
-				by = append(by, strconv.Itoa(j))
-			}
-		}
-		if len(by) == 0 {
-			continue
-		}
-		k := strings.Join(by, ",")
-		if groups[k] == nil {
-			order = append(order, k)
-		}
-		groups[k] = append(groups[k], i)
-	}
-	drop := map[int]bool{}
-	for _, k := range order {
-		g := groups[k]
-		if len(g) < 2 {
-			continue
-		}
-		keep := g[0]
-		for _, i := range g[1:] {
-			if rank[fs[i].Severity] < rank[fs[keep].Severity] {
-				keep = i
-			}
-		}
-		var others []string
-		for _, i := range g {
-			if i != keep {
-				drop[i] = true
-				others = append(others, fmt.Sprintf("%s at %s:%d", effectWhere(fs[i].Message), fs[i].File, fs[i].Line))
-			}
-		}
-		fs[keep].Message += fmt.Sprintf(" (the same consumer repeats, for the same cause: %s)", strings.Join(others, "; "))
-	}
-	var out []Finding
-	for i, f := range fs {
-		if !drop[i] {
-			out = append(out, f)
-		}
-	}
-	return out
-}
-
-// effectWhere is what an effect finding says of its call and path: its
-// message up to where it says what a redelivery does.
-func effectWhere(msg string) string {
-	if i := strings.Index(msg, " repeats on every redelivery"); i > 0 {
-		return msg[:i]
-	}
-	return msg
 }
 
 // dropAllowedRebalance drops the visibility findings on

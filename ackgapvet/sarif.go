@@ -2,6 +2,7 @@ package ackgapvet
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -99,13 +100,16 @@ func WriteSARIF(w io.Writer, rep *Report) error {
 		Region           region   `json:"region"`
 	}
 	type location struct {
+		ID               *int     `json:"id,omitempty"`
 		PhysicalLocation physical `json:"physicalLocation"`
+		Message          *text    `json:"message,omitempty"`
 	}
 	type result struct {
 		RuleID              string            `json:"ruleId"`
 		Level               string            `json:"level"`
 		Message             text              `json:"message"`
 		Locations           []location        `json:"locations,omitempty"`
+		RelatedLocations    []location        `json:"relatedLocations,omitempty"`
 		PartialFingerprints map[string]string `json:"partialFingerprints"`
 		Properties          map[string]string `json:"properties"`
 	}
@@ -122,21 +126,24 @@ func WriteSARIF(w io.Writer, rep *Report) error {
 	seen := map[string]int{}
 	results := []result{}
 	for _, f := range rep.Findings {
-		abs := f.abs
-		if abs == "" {
-			abs = f.File
-			if !filepath.IsAbs(abs) {
-				wd, _ := os.Getwd()
-				abs = filepath.Join(wd, abs)
-			}
-		}
+		abs := cmp.Or(f.abs, absPath(f.File))
 		uri, inRoot := underRoot(root, abs)
 		res := result{
 			RuleID: f.Check, Level: SARIFLevel(f.Severity), Message: text{f.Message},
 			Properties: map[string]string{"severity": string(f.Severity)},
 		}
 		if inRoot {
-			res.Locations = []location{{physical{artifact{uri, SRCROOT}, region{f.Line, f.Column, f.EndLine, f.EndColumn}}}}
+			res.Locations = []location{{PhysicalLocation: physical{artifact{uri, SRCROOT}, region{f.Line, f.Column, f.EndLine, f.EndColumn}}}}
+		}
+		for _, r := range f.Related {
+			rel, ok := underRoot(root, cmp.Or(r.abs, absPath(r.File)))
+			if !ok {
+				continue
+			}
+			id := len(res.RelatedLocations)
+			res.RelatedLocations = append(res.RelatedLocations, location{ID: &id,
+				PhysicalLocation: physical{artifact{rel, SRCROOT}, region{r.Line, max(r.Column, 1), 0, 0}},
+				Message:          &text{"[" + r.Check + "] " + r.Message}})
 		}
 		src, ok := lines[abs]
 		if !ok {
@@ -259,4 +266,14 @@ func enclosingFunc(files []*ast.File, pos token.Pos) string {
 		}
 	}
 	return ""
+}
+
+// absPath is file made absolute against the working directory, where a
+// finding's relative path is rooted.
+func absPath(file string) string {
+	if filepath.IsAbs(file) {
+		return file
+	}
+	wd, _ := os.Getwd()
+	return filepath.Join(wd, file)
 }

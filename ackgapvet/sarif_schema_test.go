@@ -58,8 +58,11 @@ func TestSARIFSchema(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEmpty(t, rep.Findings)
 	rep.Findings[0].Fixes = []Fix{{Message: "use tx", Edits: []Edit{{File: rep.Findings[0].File, Line: rep.Findings[0].Line, Column: 1, EndLine: rep.Findings[0].Line, EndColumn: 2, NewText: "x"}}}}
+	rel := rep.Findings[len(rep.Findings)-1]
+	rep.Findings[0].Related = append(rep.Findings[0].Related, Related{Check: rel.Check, File: rel.File, Line: rel.Line, Message: rel.Message, abs: rel.abs})
 	var b bytes.Buffer
 	require.NoError(t, WriteSARIF(&b, rep))
+	require.Contains(t, b.String(), `"relatedLocations"`, "a merged finding's other places are related locations")
 	res, err := gojsonschema.Validate(schema, gojsonschema.NewBytesLoader(b.Bytes()))
 	require.NoError(t, err)
 	require.True(t, res.Valid(), "%v", res.Errors())
