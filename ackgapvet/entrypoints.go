@@ -704,15 +704,23 @@ func (c *Consumers) receiveRoot(kind string, stack []ast.Node, addRoot func(kind
 }
 
 // batchCollector reports whether fd polls in a loop only to gather one
+// batch it returns (see collectsBatch).
+func (c *Consumers) batchCollector(fd *ast.FuncDecl) bool {
+	return collectsBatch(c.pass.TypesInfo, fd)
+}
+
+// collectsBatch reports whether fd polls in a loop only to gather one
 // batch it returns: its first result is a slice, and it acks nothing (a
 // fetchBatch that polls until MaxPollRecords or a deadline). The loop that
 // calls it, hands the batch to the work and commits is the consumer's
-// (field trial, wave 21: Finvibe's fetchBatch under runGroup).
-func (c *Consumers) batchCollector(fd *ast.FuncDecl) bool {
+// (field trial, wave 21: Finvibe's fetchBatch under runGroup; waves 23 and
+// 24: a batch gathered through the code's own fetch wrapper in another
+// package, webhook-delivery's fetchBatchMessages under Worker.Run).
+func collectsBatch(info *types.Info, fd *ast.FuncDecl) bool {
 	if fd.Body == nil || fd.Type.Results == nil || len(fd.Type.Results.List) == 0 {
 		return false
 	}
-	t := c.pass.TypesInfo.TypeOf(fd.Type.Results.List[0].Type)
+	t := info.TypeOf(fd.Type.Results.List[0].Type)
 	if t == nil {
 		return false
 	}
@@ -721,7 +729,7 @@ func (c *Consumers) batchCollector(fd *ast.FuncDecl) bool {
 	}
 	acks := false
 	ast.Inspect(fd.Body, func(n ast.Node) bool {
-		if call, ok := n.(*ast.CallExpr); ok && ackOf(c.pass.TypesInfo, call) != "" {
+		if call, ok := n.(*ast.CallExpr); ok && ackOf(info, call) != "" {
 			acks = true
 		}
 		return !acks

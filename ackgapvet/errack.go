@@ -87,7 +87,7 @@ permanent.`,
 						through = append(slices.Clip(through), tail...)
 					}
 					droppedError(pass, c, r, root, st, through)
-					failedStatusDone(pass, r, root, st, implicit, acker)
+					failedStatusDone(pass, r, root, st, through, implicit, acker)
 					var prev ast.Stmt
 					if i > 0 {
 						prev = block.List[i-1]
@@ -955,9 +955,13 @@ func uncheckedStatus(pass *analysis.Pass, r *reporter, root *Root, body *ast.Blo
 // whose nil return acks the message (an implicit-ack entry point, or a
 // function a receive loop acks after): a 5xx or 429 answer is logged and
 // the message acked, so the receiver never applies it (field trial, wave
-// 14: fit-forge H3). A branch on equality (`== http.StatusConflict`: done
-// before) is not reported.
-func failedStatusDone(pass *analysis.Pass, r *reporter, root *Root, st ast.Stmt, implicit bool, acker string) {
+// 14: fit-forge H3). A branch that only logs and falls through to a
+// return of no error among the statements after the if (through) is
+// reported at that return (field trial, wave 24: github-hook-relay logs a
+// non-200 answer and returns nil, and the loop deletes the message). A
+// branch on equality (`== http.StatusConflict`: done before) is not
+// reported.
+func failedStatusDone(pass *analysis.Pass, r *reporter, root *Root, st ast.Stmt, through []ast.Stmt, implicit bool, acker string) {
 	ifs, ok := st.(*ast.IfStmt)
 	if !ok || !implicit && acker == "" {
 		return
@@ -982,6 +986,17 @@ func failedStatusDone(pass *analysis.Pass, r *reporter, root *Root, st ast.Stmt,
 		return
 	}
 	ret := returnsNoError(pass.TypesInfo, ifs.Body)
+	if ret == nil && ifs.Else == nil && !terminates(ifs.Body) && !assignsError(pass.TypesInfo, ifs.Body) {
+		for i, next := range through {
+			if _, ok := next.(*ast.ReturnStmt); ok {
+				ret = returnsNoError(pass.TypesInfo, &ast.BlockStmt{List: through[:i+1]})
+				break
+			}
+			if assignsError(pass.TypesInfo, &ast.BlockStmt{List: []ast.Stmt{next}}) {
+				break
+			}
+		}
+	}
 	if ret == nil {
 		return
 	}
@@ -2000,5 +2015,26 @@ func readsFailures(info *types.Info, body *ast.BlockStmt, v types.Object, fields
 		return !found
 	}
 	ast.Inspect(body, visit)
+	return found
+}
+
+// assignsError reports whether body assigns a value of type error to a
+// variable (err = fmt.Errorf(...)), at any depth outside function
+// literals: the failure is carried on to a later return.
+func assignsError(info *types.Info, body *ast.BlockStmt) bool {
+	found := false
+	ast.Inspect(body, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.FuncLit:
+			return false
+		case *ast.AssignStmt:
+			for _, l := range n.Lhs {
+				if t := info.TypeOf(l); t != nil && isError(t) {
+					found = true
+				}
+			}
+		}
+		return !found
+	})
 	return found
 }

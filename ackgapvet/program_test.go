@@ -186,6 +186,36 @@ func TestAutoCommitDropsFailure(t *testing.T) {
 	for _, f := range findingsIn(rep, "autolog/autolog.go", "errack") {
 		require.Contains(t, f.Message, "the auto-commit of", f.Message)
 	}
+
+	// One finding per consumer: each logged failure is named by its loop's
+	// autocommit finding (one change fixes both), and so is the exit on a
+	// failure after ReadMessage committed, which loses the message rather
+	// than fetching it again.
+	var own []int
+	byLine := map[int]Finding{}
+	for _, f := range rep.Findings {
+		if strings.HasSuffix(filepath.ToSlash(f.abs), "/testdata/program/autolog/autolog.go") {
+			own = append(own, f.Line)
+			byLine[f.Line] = f
+		}
+	}
+	require.Equal(t, []int{21, 35, 50, 70}, own, "the autocommit findings, and the confluent loop's INSERT (append)")
+	require.Contains(t, byLine[50].Message, "a failure that is only logged is committed past all the same, at testdata/program/autolog/autolog.go:54")
+	require.Contains(t, byLine[70].Message, "the exit on a failure at testdata/program/autolog/autolog.go:75 is such a crash: the message was committed, so it is lost")
+	require.Equal(t, "poison", byLine[70].Related[0].Check)
+
+	// The map says where these loops acknowledge: at the auto-commit.
+	listen := consumerIn(t, rep, "autolog/autolog.go")
+	require.Equal(t, "Tracker.Run", listen.Name)
+	require.Len(t, listen.Acks, 1)
+	require.Equal(t, 21, listen.Acks[0].Line)
+	for _, c := range rep.Consumers {
+		if c.Name == "Listener.Listen" {
+			require.Len(t, c.Acks, 1, "%+v", c)
+			require.Contains(t, c.Acks[0].What, "ReadMessage commits the offset as it returns")
+			require.Equal(t, 50, c.Acks[0].Line)
+		}
+	}
 }
 
 // TestMessageChannelLoop: a loop over a library's receive-only channel of
@@ -351,7 +381,7 @@ func TestConsumerMap(t *testing.T) {
 	for _, c := range rep.Consumers {
 		byName[c.Name] = c
 	}
-	require.Len(t, byName, 63, "%+v", rep.Consumers)
+	require.Len(t, byName, 64, "%+v", rep.Consumers)
 
 	// A receive loop that the call graph reaches from another consumer (a
 	// fallback source behind an interface) and whose acks are closures it
@@ -840,7 +870,14 @@ func TestBatchCollectorCaller(t *testing.T) {
 // (field trial, wave 21: player-history-fetcher H1).
 func TestKafkaWrappersInAnotherPackage(t *testing.T) {
 	rep := programReport(t, false)
-	require.Equal(t, []int{21, 40}, findingLines(rep, "kwrap/kwrap.go", "errack"), "not the failed fetches at 18 and 37 (ReadJob decodes: no client type in its results, but it receives)")
+	require.Equal(t, []int{21, 40, 70}, findingLines(rep, "kwrap/kwrap.go", "errack"), "not the failed fetches at 18 and 37 (ReadJob decodes: no client type in its results, but it receives)")
+	var entries []string
+	for _, c := range rep.Consumers {
+		if strings.HasSuffix(c.File, "testdata/program/kwrap/kwrap.go") {
+			entries = append(entries, c.Name)
+		}
+	}
+	require.Equal(t, []string{"kwrap.Ingest", "kwrap.IngestJobs", "kwrap.Deliver"}, entries, "the loop that takes fetchBatch's batch and commits it, not the batch collector (waves 23 and 24)")
 	require.Contains(t, findingsIn(rep, "kwrap/kwrap.go", "errack")[0].Message, "queue.Commit (which commits the offset)")
 }
 
@@ -874,4 +911,15 @@ func TestDeferredAckNotBeforeWork(t *testing.T) {
 // event-driven-crm H2).
 func TestSharedLoopDedupePerHandler(t *testing.T) {
 	require.Equal(t, []int{39}, findingLines(programReport(t, false), "sharedloop/sharedloop.go", "append"))
+}
+
+// TestDedupeRecordSeverity: a dedupe record whose values name the consumer
+// ('payments') is a state write in the map, not money (a new user's
+// consumer rated critical for its own dedupe insert).
+func TestDedupeRecordSeverity(t *testing.T) {
+	c := consumerIn(t, programReport(t, false), "dedupename/dedupename.go")
+	require.Len(t, c.Writes, 2, "%+v", c)
+	require.Equal(t, SeverityMedium, c.Writes[0].Severity, "%+v", c.Writes[0])
+	require.Equal(t, SeverityMedium, c.BlastRadius)
+	require.Contains(t, c.Dedupe, "insert … ON CONFLICT")
 }

@@ -375,7 +375,8 @@ func buildProgram(pkgs []*packages.Package, roots []*Root, remotes []remote) *wh
 	}
 	// A one-shot receive wrapper with no caller in its own package
 	// (kafka_queue.Queue.Receive) stands for the loops in other packages
-	// that call it: they are the consumers.
+	// that call it: they are the consumers. A loop that only gathers a
+	// batch it returns (collectsBatch) stands for the loops that call it.
 	var expanded []entry
 	for _, e := range entries {
 		if !e.root.wrapper {
@@ -387,7 +388,14 @@ func buildProgram(pkgs []*packages.Package, roots []*Root, remotes []remote) *wh
 			expanded = append(expanded, e)
 			continue
 		}
-		for _, c := range callers {
+		for i := 0; i < len(callers); i++ {
+			c := callers[i]
+			if fd, ok := c.Syntax().(*ast.FuncDecl); ok && w.info[c.Pkg.Pkg] != nil && collectsBatch(w.info[c.Pkg.Pkg].TypesInfo, fd) {
+				if up := w.loopCallers(c, 3); len(up) > 0 {
+					callers = append(callers, up...) // its loop gathers one batch: the caller's loop is the consumer's
+					continue
+				}
+			}
 			if seenEntry[c] {
 				continue
 			}

@@ -10,6 +10,9 @@ import (
 
 var reader *kafka.Reader
 
+// Msg is a fetched message.
+type Msg = kafka.Message
+
 // Read fetches the next message.
 func Read() (kafka.Message, error) { return reader.FetchMessage(context.Background()) }
 
