@@ -7,6 +7,7 @@ import (
 	"go/token"
 	"go/types"
 	"io"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -260,7 +261,13 @@ func (w *wholeProgram) describe(rw *rootWalk) Consumer {
 					effects = append(effects, found{step, fn, n.Pos(), goroutine(fn)})
 				} else if d := cmp.Or(dbWriteOf(p.TypesInfo, n), keyedWriteDesc(p.TypesInfo, n)); d != "" {
 					step.What = d
-					step.Severity = stepSeverity(path, d, constStrings(p.TypesInfo, n))
+					words := constStrings(p.TypesInfo, n)
+					if sql := strings.ToUpper(sqlText(p.TypesInfo, n)); dedupeInsert(sql) || strings.Contains(sql, "INSERT IGNORE") {
+						for i, w := range words {
+							words[i] = sqlLiteral.ReplaceAllString(w, "''") // a dedupe record's values: the consumer's name ('payments') is no payment
+						}
+					}
+					step.Severity = stepSeverity(path, d, words)
 					writes = append(writes, found{step, fn, n.Pos(), goroutine(fn)})
 				}
 				if outboxOf(p.TypesInfo, n) != "" && c.Dedupe == "none found" {
@@ -446,6 +453,32 @@ func (rep *Report) countFindings() {
 	}
 }
 
+// autoCommitAcks adds, to each consumer whose only ack is an offset
+// auto-commit (no commit or delete call on its walk), an ack step at the
+// autocommit finding it reaches: the map says where such a consumer
+// acknowledges, as it does for the others (kafka-go's ReadMessage with a
+// GroupID commits as it returns; librdkafka and franz-go commit on a
+// timer).
+func autoCommitAcks(fs []Finding, consumers []Consumer) {
+	for j := range consumers {
+		c := &consumers[j]
+		if len(c.Acks) > 0 {
+			continue
+		}
+		for _, f := range fs {
+			if f.Check != "autocommit" || !c.reaches(f.abs, f.Line) {
+				continue
+			}
+			what := "the offsets are committed automatically, on a timer, whether the work is done or not"
+			if strings.HasPrefix(f.Message, readCommits) {
+				what = "kafka-go's ReadMessage commits the offset as it returns (a reader with a GroupID), before the work"
+			}
+			c.Acks = append(c.Acks, Step{What: what, File: f.File, Line: f.Line})
+			break
+		}
+	}
+}
+
 // alignSeverity gives a finding and the effects and writes on its line
 // (of the consumers that reach it) one severity, the highest among them:
 // a step's path names what the finding's function alone may not (the
@@ -612,3 +645,6 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 	}
 	return WriteMapMarkdown(w, rep)
 }
+
+// sqlLiteral matches a quoted string value in SQL text.
+var sqlLiteral = regexp.MustCompile(`'[^']*'`)

@@ -240,7 +240,11 @@ func mergeAutoCommitFailures(fs []Finding, consumers []Consumer) []Finding {
 		}
 		drop[i] = true
 		absorb(&fs[into], f)
-		fs[into].Message += fmt.Sprintf(" (a failure that is only logged is committed past all the same, at %s:%d: with the commit after the work, stop or seek back on a failure rather than read on)", f.File, f.Line)
+		places := []string{fmt.Sprintf("%s:%d", f.File, f.Line)}
+		for _, r := range f.Related {
+			places = append(places, fmt.Sprintf("%s:%d", r.File, r.Line))
+		}
+		fs[into].Message += fmt.Sprintf(" (a failure that is only logged is committed past all the same, at %s: with the commit after the work, stop or seek back on a failure rather than read on)", strings.Join(places, ", "))
 	}
 	return keepUndropped(fs, drop)
 }
@@ -302,7 +306,7 @@ func keepUndropped(fs []Finding, drop map[int]bool) []Finding {
 
 // stepWhere is how a merged finding names another: what its message says
 // of the call (an effect's up to what a redelivery does; another check's
-// first clause, without its consumer path, and its check) and its place.
+// first clause, without its consumer path), its check and its place.
 func stepWhere(f Finding) string {
 	what := f.Message
 	if f.Check == "effect" {
@@ -312,9 +316,8 @@ func stepWhere(f Finding) string {
 		if i := strings.IndexAny(what, ":;"); i > 0 {
 			what = what[:i]
 		}
-		what += " [" + f.Check + "]"
 	}
-	return fmt.Sprintf("%s at %s:%d", what, f.File, f.Line)
+	return fmt.Sprintf("%s [%s] at %s:%d", what, f.Check, f.File, f.Line)
 }
 
 // consumerPath matches the place a finding's message gives itself: " on

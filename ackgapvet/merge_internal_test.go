@@ -101,7 +101,7 @@ func TestMergeConsumerEffects(t *testing.T) {
 	}, cs)
 	require.Len(t, out, 4)
 	require.Equal(t, 20, out[0].Line, "the email, the highest blast radius, carries the group")
-	require.Contains(t, out[0].Message, "the same consumer repeats, for the same cause: an HTTP request (http.Client.Do) on the consumer path of SQS receive loop A at a.go:10)")
+	require.Contains(t, out[0].Message, "the same consumer repeats, for the same cause: an HTTP request (http.Client.Do) on the consumer path of SQS receive loop A [effect] at a.go:10)")
 	require.Equal(t, 30, out[1].Line, "reached by A and B: another group")
 	require.Equal(t, "errack", out[2].Check)
 	require.Equal(t, 5, out[3].Line, "no consumer reaches it")
@@ -158,7 +158,7 @@ func TestMergeConsumerRepeatsAcrossChecks(t *testing.T) {
 	}, cs)
 	require.Len(t, out, 2)
 	require.Equal(t, "idemkey", out[0].Check)
-	require.Contains(t, out[0].Message, "(the same consumer repeats, for the same cause: an HTTP request (http.Client.Do) on the consumer path of Run at run.go:17; an INSERT without ON CONFLICT (sql.DB.Exec) appends a row on every delivery [append] at run.go:30)")
+	require.Contains(t, out[0].Message, "(the same consumer repeats, for the same cause: an HTTP request (http.Client.Do) on the consumer path of Run [effect] at run.go:17; an INSERT without ON CONFLICT (sql.DB.Exec) appends a row on every delivery [append] at run.go:30)")
 	require.Equal(t, []int{17, 30}, []int{out[0].Related[0].Line, out[0].Related[1].Line})
 	require.Equal(t, "append", out[0].Related[1].Check)
 	require.Equal(t, "errack", out[1].Check)
@@ -182,7 +182,7 @@ func TestMergeAtMostOnce(t *testing.T) {
 	require.Len(t, out, 2)
 	require.Contains(t, out[0].Message, "the exit on a failure at listen.go:30 is such a crash: the message was committed, so it is lost")
 	require.Equal(t, "autocommit", out[0].Check)
-	require.Contains(t, out[0].Message, "once the commit follows the work, a redelivery repeats what it does: an email (smtp.SendMail) on the consumer path of Listen at mail.go:21")
+	require.Contains(t, out[0].Message, "once the commit follows the work, a redelivery repeats what it does: an email (smtp.SendMail) on the consumer path of Listen [effect] at mail.go:21")
 	require.Len(t, out[0].Related, 2)
 	require.Equal(t, 9, out[1].Line, "Poll reaches it too, and Poll does not commit as it reads")
 }
@@ -195,12 +195,14 @@ func TestMergeAutoCommitFailures(t *testing.T) {
 	cs := []Consumer{{Name: "Run", spans: []span{{"/m/run.go", 1, 90}}}}
 	fs := []Finding{
 		{Check: "autocommit", File: "run.go", abs: "/m/run.go", Line: 20, Function: "Run", Message: "kafka.NewConsumer with \"enable.auto.commit\" on ..."},
-		{Check: "errack", File: "run.go", abs: "/m/run.go", Line: 35, Function: "onMessage", Message: "when t.DB.Exec fails (line 35) the message is dropped (the failure is only logged), and the auto-commit of librdkafka (...) commits its offset all the same"},
+		{Check: "errack", File: "run.go", abs: "/m/run.go", Line: 35, Function: "onMessage", Message: "when t.DB.Exec fails (line 35) the message is dropped (the failure is only logged), and the auto-commit of librdkafka (...) commits its offset all the same (the same in onMessage at line 41)",
+			Related: []Related{{Check: "errack", File: "run.go", Line: 41, abs: "/m/run.go"}}},
 		{Check: "errack", File: "run.go", abs: "/m/run.go", Line: 50, Function: "Run", Message: "acks with m.Ack even when db.Exec failed (line 49): the error is only logged"},
 	}
 	out := mergeAutoCommitFailures(slices.Clone(fs), cs)
 	require.Len(t, out, 2)
-	require.Contains(t, out[0].Message, "a failure that is only logged is committed past all the same, at run.go:35")
+	require.Contains(t, out[0].Message, "a failure that is only logged is committed past all the same, at run.go:35, run.go:41:", "the lines merged into the errack too")
+	require.Len(t, out[0].Related, 2)
 	require.Equal(t, 50, out[1].Line)
 
 	perPackage := mergeAutoCommitFailures(slices.Clone(fs), nil)

@@ -216,6 +216,7 @@ func Run(cfg *RunConfig) (*Report, error) {
 	rep.Findings = dropAfterAck(rep.Findings, rep.Consumers)
 	rep.Findings = httpClientAfterAck(rep.Findings, rep.Consumers)
 	alignSeverity(rep.Findings, rep.Consumers)
+	autoCommitAcks(rep.Findings, rep.Consumers)
 	rep.Findings = mergeAtMostOnce(rep.Findings, rep.Consumers)
 	rep.Findings = mergeAutoCommitFailures(rep.Findings, rep.Consumers)
 	rep.Findings = mergeConsumerRepeats(rep.Findings, rep.Consumers)
