@@ -35,6 +35,11 @@ type Consumer struct {
 	Effects []Step `json:"effects"`
 	// Writes are the database writes it reaches.
 	Writes []Step `json:"writes"`
+	// Handlers are the functions one call of a function value on its walk
+	// dispatches to, when there are two or more (a receive loop shared by
+	// several consumers, each with its handler): each is a consumer of its
+	// own behind this entry point. Empty otherwise.
+	Handlers []Step `json:"handlers,omitempty"`
 	// Dedupe says what backs the consumer against a duplicate: "ackgap
 	// inbox", "insert … ON CONFLICT" (an insert that skips a duplicate
 	// key), "Watermill Deduplicator (in memory)", or "none found".
@@ -319,7 +324,75 @@ func (w *wholeProgram) describe(rw *rootWalk) Consumer {
 		c.Writes = append(c.Writes, f.step)
 		c.BlastRadius = maxSeverity(c.BlastRadius, f.step.Severity)
 	}
+	c.Handlers = w.handlers(rw)
 	return c
+}
+
+// handlers returns the module's functions that one call of a function
+// value in the entry function (or a literal in it) reaches in turn, two or
+// more of them: a receive loop shared by several consumers, each with its
+// own handler (a `handler func(ctx, kafka.Message) error` field set per
+// topic), is one entry point of the map, and these are the consumers a
+// reviewer owns behind it. A callback the entry defines itself (a closure
+// handed to a transaction helper) is part of the loop, not a handler; a
+// call through an interface (a repository with two implementations) is not
+// a dispatch, and a call deeper down (a helper's callback) is not either.
+func (w *wholeProgram) handlers(rw *rootWalk) []Step {
+	type site struct {
+		parent *ssa.Function
+		pos    token.Pos
+	}
+	top := func(f *ssa.Function) *ssa.Function {
+		for f.Parent() != nil {
+			f = f.Parent()
+		}
+		return f
+	}
+	entry := top(rw.entry)
+	targets := map[site][]*ssa.Function{}
+	var sites []site
+	for _, fn := range rw.order {
+		p := rw.parent[fn]
+		if p == nil || !w.inApp(fn) || isWrapper(fn) || rw.async[fn] || top(fn) == entry {
+			continue
+		}
+		k := site{p, rw.via[fn]}
+		if isWrapper(p) && rw.parent[p] != nil { // a bound method value (s.Customers): its call site is the wrapper's
+			k = site{rw.parent[p], rw.via[p]}
+		}
+		if top(k.parent) != entry {
+			continue
+		}
+		if targets[k] == nil {
+			sites = append(sites, k)
+		}
+		targets[k] = append(targets[k], fn)
+	}
+	var out []Step
+	for _, k := range sites {
+		if len(targets[k]) < 2 || !funcValueCall(k.parent, k.pos) {
+			continue
+		}
+		for _, fn := range targets[k] {
+			pos := w.prog.Fset.Position(fn.Pos())
+			out = append(out, Step{What: "handler " + shortName(fn), File: relPath(pos.Filename), Line: pos.Line, Path: rw.path(fn)})
+		}
+	}
+	return out
+}
+
+// funcValueCall reports whether fn calls a function value (not a static
+// callee, not an interface method) at pos.
+func funcValueCall(fn *ssa.Function, pos token.Pos) bool {
+	for _, b := range fn.Blocks {
+		for _, in := range b.Instrs {
+			if call, ok := in.(ssa.CallInstruction); ok && call.Pos() == pos {
+				cc := call.Common()
+				return !cc.IsInvoke() && cc.StaticCallee() == nil
+			}
+		}
+	}
+	return false
 }
 
 // deferredAt reports whether pos is inside a defer statement of body (its
@@ -545,6 +618,9 @@ func WriteMap(w io.Writer, rep *Report) error {
 			radius = "none"
 		}
 		fmt.Fprintf(&b, "  reaches %s; blast radius %s; dedupe: %s; findings: %d\n", plural(c.Functions, "function"), radius, c.Dedupe, c.Findings)
+		for _, h := range c.Handlers {
+			fmt.Fprintf(&b, "  handler %s%s\n", strings.TrimPrefix(h.What, "handler "), at(h))
+		}
 		for _, a := range c.Acks {
 			fmt.Fprintf(&b, "  ack     %s%s\n", a.What, at(a))
 		}
@@ -574,7 +650,11 @@ func WriteMapMarkdown(w io.Writer, rep *Report) error {
 	var b strings.Builder
 	b.WriteString("| consumer | kind | acks | effects | writes | dedupe | blast radius | findings |\n|---|---|---|---|---|---|---|---:|\n")
 	for _, c := range rep.Consumers {
-		fmt.Fprintf(&b, "| `%s` (%s:%d) | %s | %s | %s | %s | %s | %s | %d |\n", c.Name, c.File, c.Line, c.Kind,
+		var handlers string
+		for _, h := range c.Handlers {
+			handlers += fmt.Sprintf("<br>%s%s", h.What, at(h))
+		}
+		fmt.Fprintf(&b, "| `%s` (%s:%d)%s | %s | %s | %s | %s | %s | %s | %d |\n", c.Name, c.File, c.Line, handlers, c.Kind,
 			steps(c.Acks), steps(c.Effects), steps(c.Writes), c.Dedupe, cmp.Or(string(c.BlastRadius), "none"), c.Findings)
 	}
 	_, err := io.WriteString(w, b.String())

@@ -333,3 +333,31 @@ func effectWhere(msg string) string {
 	}
 	return msg
 }
+
+// maxReachers is how many consumers nameReachers names before it counts
+// the rest.
+const maxReachers = 4
+
+// nameReachers adds, in the whole-program mode, to a finding on a line
+// that several consumers reach (a shared client, a repository, a helper
+// every handler calls) the consumers that reach it: the message's path
+// names one of them, and the others repeat it too, each a consumer a
+// reviewer owns (a spreadsheet append that the print and the refund
+// handlers both make).
+func nameReachers(fs []Finding, consumers []Consumer) {
+	for i := range fs {
+		by := reachedBy(fs[i], consumers)
+		if len(by) < 2 {
+			continue
+		}
+		var names []string
+		for _, j := range by {
+			if len(names) == maxReachers {
+				names = append(names, fmt.Sprintf("%d more", len(by)-maxReachers))
+				break
+			}
+			names = append(names, fmt.Sprintf("%s (%s:%d)", consumers[j].Name, consumers[j].File, consumers[j].Line))
+		}
+		fs[i].Message += fmt.Sprintf(" (%d consumers reach it: %s)", len(by), strings.Join(names, ", "))
+	}
+}

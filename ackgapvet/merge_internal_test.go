@@ -210,3 +210,30 @@ func TestMergeAutoCommitFailures(t *testing.T) {
 	fs[1].Function = "Run"
 	require.Len(t, mergeAutoCommitFailures(slices.Clone(fs), nil), 2, "per package: the same function's")
 }
+
+// TestNameReachers: a finding on a line several consumers reach names them
+// all (the message's path names only one); one consumer's finding and one
+// no consumer reaches stay as they are; past four, the rest are counted.
+func TestNameReachers(t *testing.T) {
+	var cs []Consumer
+	for _, n := range []string{"Print", "Refund", "Cancel", "Rebook", "Audit", "Archive"} {
+		cs = append(cs, Consumer{Name: n, File: "h.go", Line: len(cs) + 1, spans: []span{{"/m/" + n + ".go", 1, 50}, {"/m/sheet.go", 1, 30}}})
+	}
+	cs[2].spans, cs[3].spans, cs[4].spans, cs[5].spans = cs[2].spans[:1], cs[3].spans[:1], cs[4].spans[:1], cs[5].spans[:1]
+	fs := []Finding{
+		{Check: "effect", File: "sheet.go", abs: "/m/sheet.go", Line: 27, Message: "appends a row"},
+		{Check: "errack", File: "Print.go", abs: "/m/Print.go", Line: 9, Message: "acks"},
+		{Check: "effect", File: "tx.go", abs: "/m/tx.go", Line: 5, Message: "posts"},
+	}
+	nameReachers(fs, cs)
+	require.Equal(t, "appends a row (2 consumers reach it: Print (h.go:1), Refund (h.go:2))", fs[0].Message)
+	require.Equal(t, "acks", fs[1].Message)
+	require.Equal(t, "posts", fs[2].Message)
+
+	for i := range cs {
+		cs[i].spans = append(cs[i].spans, span{"/m/util.go", 1, 9})
+	}
+	many := []Finding{{Check: "effect", File: "util.go", abs: "/m/util.go", Line: 3, Message: "publishes"}}
+	nameReachers(many, cs)
+	require.Equal(t, "publishes (6 consumers reach it: Print (h.go:1), Refund (h.go:2), Cancel (h.go:3), Rebook (h.go:4), 2 more)", many[0].Message)
+}

@@ -923,3 +923,23 @@ func TestDedupeRecordSeverity(t *testing.T) {
 	require.Equal(t, SeverityMedium, c.BlastRadius)
 	require.Contains(t, c.Dedupe, "insert … ON CONFLICT")
 }
+
+// TestSharedLoopHandlers: a receive loop shared by two services' consumers
+// lists each handler its function value dispatches to (field trial, wave
+// 24: rush-delivery-engine's one loop for six consumers); closures the
+// loop hands to its own transaction helper are not handlers.
+func TestSharedLoopHandlers(t *testing.T) {
+	rep := programReport(t, false)
+	loop := consumerIn(t, rep, "sharedloop/sharedloop.go")
+	var names []string
+	for _, h := range loop.Handlers {
+		names = append(names, h.What)
+	}
+	require.Equal(t, []string{"handler sharedloop.Services.Customers", "handler sharedloop.Services.Notifications"}, names)
+	require.Equal(t, 32, loop.Handlers[0].Line)
+	for _, c := range rep.Consumers {
+		if strings.HasSuffix(c.File, "testdata/program/multiface/multiface.go") {
+			require.Empty(t, c.Handlers, "%s: the InTx callbacks are the loop's own", c.Name)
+		}
+	}
+}

@@ -220,6 +220,7 @@ func Run(cfg *RunConfig) (*Report, error) {
 	rep.Findings = mergeAtMostOnce(rep.Findings, rep.Consumers)
 	rep.Findings = mergeAutoCommitFailures(rep.Findings, rep.Consumers)
 	rep.Findings = mergeConsumerRepeats(rep.Findings, rep.Consumers)
+	nameReachers(rep.Findings, rep.Consumers)
 	rep.countFindings()
 	if cfg.DiffBase != "" {
 		dir := cfg.Dir
