@@ -398,6 +398,9 @@ func funcValueCall(fn *ssa.Function, pos token.Pos) bool {
 // deferredAt reports whether pos is inside a defer statement of body (its
 // call, or the function literal it defers), outside nested literals.
 func deferredAt(body *ast.BlockStmt, pos token.Pos) bool {
+	if body == nil {
+		return false // a function without syntax on the walk (a library's, a synthetic wrapper)
+	}
 	found := false
 	ast.Inspect(body, func(n ast.Node) bool {
 		if _, ok := n.(*ast.FuncLit); ok || found {
