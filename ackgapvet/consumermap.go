@@ -58,6 +58,9 @@ type Consumer struct {
 	Findings int `json:"findings"`
 
 	spans []span
+	// handlerSpans are the functions below each of Handlers (a function
+	// two handlers reach counts under the first the walk met it through).
+	handlerSpans []handlerSpan
 	// loop is set on a receive loop that calls the broker's receive
 	// itself (see receiveLoop).
 	loop bool
@@ -122,6 +125,13 @@ func receiveLoop(rw *rootWalk) bool {
 type span struct {
 	file       string
 	start, end int
+}
+
+// handlerSpan is a function below one of a shared loop's handlers: the
+// handler's index in Consumer.Handlers.
+type handlerSpan struct {
+	span
+	handler int
 }
 
 // consumerMap builds the map from the walks.
@@ -324,7 +334,30 @@ func (w *wholeProgram) describe(rw *rootWalk) Consumer {
 		c.Writes = append(c.Writes, f.step)
 		c.BlastRadius = maxSeverity(c.BlastRadius, f.step.Severity)
 	}
-	c.Handlers = w.handlers(rw)
+	var handlerFns []*ssa.Function
+	c.Handlers, handlerFns = w.handlers(rw)
+	if len(handlerFns) > 0 {
+		index := map[*ssa.Function]int{}
+		for i, h := range handlerFns {
+			index[h] = i
+		}
+		for _, fn := range rw.order {
+			src := fn
+			if o := fn.Origin(); o != nil {
+				src = o
+			}
+			if src.Syntax() == nil {
+				continue
+			}
+			for f := fn; f != nil; f = rw.parent[f] {
+				if i, ok := index[f]; ok {
+					s, e := fset.Position(src.Syntax().Pos()), fset.Position(src.Syntax().End())
+					c.handlerSpans = append(c.handlerSpans, handlerSpan{span{s.Filename, s.Line, e.Line}, i})
+					break
+				}
+			}
+		}
+	}
 	return c
 }
 
@@ -337,7 +370,7 @@ func (w *wholeProgram) describe(rw *rootWalk) Consumer {
 // handed to a transaction helper) is part of the loop, not a handler; a
 // call through an interface (a repository with two implementations) is not
 // a dispatch, and a call deeper down (a helper's callback) is not either.
-func (w *wholeProgram) handlers(rw *rootWalk) []Step {
+func (w *wholeProgram) handlers(rw *rootWalk) ([]Step, []*ssa.Function) {
 	type site struct {
 		parent *ssa.Function
 		pos    token.Pos
@@ -369,6 +402,7 @@ func (w *wholeProgram) handlers(rw *rootWalk) []Step {
 		targets[k] = append(targets[k], fn)
 	}
 	var out []Step
+	var fns []*ssa.Function
 	for _, k := range sites {
 		if len(targets[k]) < 2 || !funcValueCall(k.parent, k.pos) {
 			continue
@@ -376,9 +410,10 @@ func (w *wholeProgram) handlers(rw *rootWalk) []Step {
 		for _, fn := range targets[k] {
 			pos := w.prog.Fset.Position(fn.Pos())
 			out = append(out, Step{What: "handler " + shortName(fn), File: relPath(pos.Filename), Line: pos.Line, Path: rw.path(fn)})
+			fns = append(fns, fn)
 		}
 	}
-	return out
+	return out, fns
 }
 
 // funcValueCall reports whether fn calls a function value (not a static
@@ -598,6 +633,17 @@ func alignSeverity(fs []Finding, consumers []Consumer) {
 
 // reaches reports whether the line of the file (absolute path) lies in a
 // function the consumer reaches.
+// handlerAt returns the index in Handlers of the handler below which the
+// line lies, or -1 (no handlers, or the loop's own code).
+func (c *Consumer) handlerAt(file string, line int) int {
+	for _, h := range c.handlerSpans {
+		if h.file == file && line >= h.start && line <= h.end {
+			return h.handler
+		}
+	}
+	return -1
+}
+
 func (c *Consumer) reaches(file string, line int) bool {
 	for _, s := range c.spans {
 		if s.file == file && line >= s.start && line <= s.end {

@@ -114,7 +114,9 @@ var severityRank = map[Severity]int{SeverityCritical: 0, SeverityHigh: 1, Severi
 // one change fixes them (an inbox row in the handler's transaction, outbox
 // rows carried out by a relay with an idempotency key derived from the
 // event id). Findings that no consumer reaches (an effect inside a
-// transaction elsewhere) stay apart.
+// transaction elsewhere) stay apart, and so do findings below two handlers
+// of one shared loop (Consumer.Handlers): each handler is a consumer of its
+// own, with its own dedupe to add.
 func mergeConsumerRepeats(fs []Finding, consumers []Consumer) []Finding {
 	if len(consumers) == 0 {
 		return fs
@@ -129,7 +131,11 @@ func mergeConsumerRepeats(fs []Finding, consumers []Consumer) []Finding {
 		if len(by) == 0 {
 			continue
 		}
-		k := fmt.Sprint(by)
+		var under []int
+		for _, j := range by {
+			under = append(under, consumers[j].handlerAt(f.abs, f.Line))
+		}
+		k := fmt.Sprint(by, under)
 		if groups[k] == nil {
 			order = append(order, k)
 		}

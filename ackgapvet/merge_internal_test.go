@@ -237,3 +237,21 @@ func TestNameReachers(t *testing.T) {
 	nameReachers(many, cs)
 	require.Equal(t, "publishes (6 consumers reach it: Print (h.go:1), Refund (h.go:2), Cancel (h.go:3), Rebook (h.go:4), 2 more)", many[0].Message)
 }
+
+// TestMergeConsumerRepeatsPerHandler: on a loop shared by two consumers,
+// each with its handler, the repeats below one handler merge and those
+// below the other stay apart: each handler needs its own dedupe (wave 24:
+// rush-delivery-engine's assignment and ETA consumers on one loop).
+func TestMergeConsumerRepeatsPerHandler(t *testing.T) {
+	cs := []Consumer{{Name: "Run", spans: []span{{"/m/run.go", 1, 40}, {"/m/assign.go", 1, 90}, {"/m/eta.go", 1, 50}},
+		handlerSpans: []handlerSpan{{span{"/m/assign.go", 1, 90}, 0}, {span{"/m/eta.go", 1, 50}, 1}}}}
+	out := mergeConsumerRepeats([]Finding{
+		{Check: "append", Severity: SeverityMedium, File: "assign.go", abs: "/m/assign.go", Line: 20, Message: "an INSERT without ON CONFLICT appends a row"},
+		{Check: "append", Severity: SeverityMedium, File: "assign.go", abs: "/m/assign.go", Line: 50, Message: "an INSERT without ON CONFLICT appends a row"},
+		{Check: "effect", Severity: SeverityMedium, File: "eta.go", abs: "/m/eta.go", Line: 30, Message: "a publish (kafka.Writer.WriteMessages) on the consumer path of Run repeats on every redelivery"},
+	}, cs)
+	require.Len(t, out, 2)
+	require.Equal(t, []int{20, 30}, []int{out[0].Line, out[1].Line})
+	require.Len(t, out[0].Related, 1, "the assignment handler's two inserts are one finding")
+	require.Empty(t, out[1].Related, "the ETA handler's publish is its own")
+}
