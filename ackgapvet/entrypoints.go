@@ -671,7 +671,7 @@ func (c *Consumers) receiveRoot(kind string, stack []ast.Node, addRoot func(kind
 	name := "func literal"
 	if fd, ok := fnNode.(*ast.FuncDecl); ok {
 		name = fd.Name.Name
-		if looped && c.batchCollector(fd) {
+		if looped && collectsBatch(c.pass.TypesInfo, fd) {
 			looped = false // its loop gathers one batch: the caller's loop is the consumer's
 		}
 		if !looped {
@@ -701,12 +701,6 @@ func (c *Consumers) receiveRoot(kind string, stack []ast.Node, addRoot func(kind
 		}
 	}
 	addRoot(kind, name, fnNode)
-}
-
-// batchCollector reports whether fd polls in a loop only to gather one
-// batch it returns (see collectsBatch).
-func (c *Consumers) batchCollector(fd *ast.FuncDecl) bool {
-	return collectsBatch(c.pass.TypesInfo, fd)
 }
 
 // collectsBatch reports whether fd polls in a loop only to gather one
