@@ -86,7 +86,7 @@ permanent.`,
 					if tail := cont[m]; len(tail) > 0 && !terminates(&ast.BlockStmt{List: through}) {
 						through = append(slices.Clip(through), tail...)
 					}
-					droppedError(pass, c, r, root, st, through)
+					droppedError(pass, c, r, root, st, through, implicit, acker, always)
 					failedStatusDone(pass, r, root, st, through, implicit, acker)
 					var prev ast.Stmt
 					if i > 0 {
@@ -623,8 +623,13 @@ func (c *Consumers) firstAck(stmts []ast.Stmt) (ack string, call, inner *ast.Cal
 
 // droppedError reports work whose error is dropped unread (`db.Exec(q)`
 // as a statement, or `_, _ = db.Exec(q)`) when an ack follows in the same
-// block: a failed write or call is acked as done.
-func droppedError(pass *analysis.Pass, c *Consumers, r *reporter, root *Root, st ast.Stmt, rest []ast.Stmt) {
+// block: a failed write or call is acked as done. In a function whose nil
+// result acks (implicit: the entry point of a framework that acks on a
+// nil return; acker: a function below a loop that does), the ack is the
+// `return nil` that follows, or, with always, the function's return
+// whatever it returns (field trial, wave 25: stablesando H4, a dropped
+// `UpdatePayment` then `return nil` below a Lambda handler).
+func droppedError(pass *analysis.Pass, c *Consumers, r *reporter, root *Root, st ast.Stmt, rest []ast.Stmt, implicit bool, acker string, always bool) {
 	info := pass.TypesInfo
 	var call *ast.CallExpr
 	switch st := st.(type) {
@@ -644,11 +649,30 @@ func droppedError(pass *analysis.Pass, c *Consumers, r *reporter, root *Root, st
 	if !ok || sig.Results().Len() == 0 || !isError(sig.Results().At(sig.Results().Len()-1).Type()) || !isWork(pass, c, call) {
 		return
 	}
+	workName := types.ExprString(call.Fun)
 	if ack, at, _ := c.firstAck(rest); ack != "" {
-		workName := types.ExprString(call.Fun)
 		r.report(call, SeverityOf(root.Name, workName), fmt.Sprintf(
 			"the error of %s is dropped unread, and %s acks the message (line %d): a failure (a timeout, a busy database) is acked as done and the message lost; check the error and leave the message unacked when it fails",
 			workName, ack, pass.Fset.Position(at.Pos()).Line))
+		return
+	}
+	who := acker
+	if implicit {
+		who = "the " + root.Kind
+	}
+	if who == "" || strings.HasPrefix(acker, autoCommitPrefix) {
+		return // the autocommit finding names a failure committed past
+	}
+	ret := nextReturn(rest)
+	switch {
+	case ret != nil && returnsNoError(info, &ast.BlockStmt{List: []ast.Stmt{ret}}) != nil:
+		r.report(call, SeverityOf(root.Name, workName), fmt.Sprintf(
+			"the error of %s is dropped unread, and the function returns no error (line %d): %s acks the message on that nil, so a failure (a timeout, a busy database) is acked as done and the message lost; check the error and return it",
+			workName, pass.Fset.Position(ret.Pos()).Line, who))
+	case ret == nil && always && !implicit && !returnsErrorValue(&ast.BlockStmt{List: rest}):
+		r.report(call, SeverityOf(root.Name, workName), fmt.Sprintf(
+			"the error of %s is dropped unread, and %s acks the message after this function returns, whatever it returns: a failure (a timeout, a busy database) is acked as done and the message lost; check the error and let it reach the ack (return it, and skip the ack on it)",
+			workName, acker))
 	}
 }
 
@@ -1766,6 +1790,9 @@ func deferredAck(pass *analysis.Pass, c *Consumers, r *reporter, root *Root, bod
 			}
 		}
 		if ack == "" {
+			ack = c.deferredHelperAck(d)
+		}
+		if ack == "" {
 			continue
 		}
 		work, at := firstWork(pass, c, body.List[i+1:])
@@ -1776,6 +1803,37 @@ func deferredAck(pass *analysis.Pass, c *Consumers, r *reporter, root *Root, bod
 			"defers %s, so the message is acked on every return, also when the work (%s, line %d) fails: a transient failure loses the message; ack after the work succeeded, and nack (or return the error) on failure",
 			ack, work, pass.Fset.Position(at.Pos()).Line))
 	}
+}
+
+// deferredHelperAck names the ack that a deferred call of the code's own
+// function makes (`defer h.deleteMessage(m)` around the client's
+// DeleteMessage: in its own body, or in the whole-program mode calls
+// down), "" when it makes none or when the call is given an error or a
+// pointer to one (`defer h.finish(m, &err)`), which may leave a failure
+// unacked, or when it sends the message elsewhere (a dead-letter path).
+// Field trial, wave 25: sqs-reader-service H1.
+func (c *Consumers) deferredHelperAck(d *ast.DeferStmt) string {
+	info, call := c.pass.TypesInfo, d.Call
+	for _, a := range call.Args {
+		t := info.TypeOf(a)
+		if p, ok := types.Unalias(t).(*types.Pointer); ok {
+			t = p.Elem()
+		}
+		if t != nil && isError(t) {
+			return ""
+		}
+	}
+	if c.helperSendsElsewhere(call) {
+		return "" // a dead-letter path
+	}
+	if ack, _ := c.helperAck(call); ack != "" {
+		return ack
+	}
+	// The call graph places a deferred call at its defer keyword.
+	if c.program != nil && (c.program.ackSites[call.Lparen] || c.program.ackSites[d.Defer]) {
+		return types.ExprString(call.Fun) + " (which acks the message)"
+	}
+	return ""
 }
 
 // deferredCommitDropped reports a transaction committed in a deferred

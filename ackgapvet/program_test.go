@@ -381,7 +381,7 @@ func TestConsumerMap(t *testing.T) {
 	for _, c := range rep.Consumers {
 		byName[c.Name] = c
 	}
-	require.Len(t, byName, 66, "%+v", rep.Consumers)
+	require.Len(t, byName, 68, "%+v", rep.Consumers)
 
 	// A receive loop that the call graph reaches from another consumer (a
 	// fallback source behind an interface) and whose acks are closures it
@@ -956,4 +956,26 @@ func TestAckThroughMethodValue(t *testing.T) {
 	require.Equal(t, "loop", loop.Name)
 	require.NotEmpty(t, loop.Acks)
 	require.Equal(t, 57, loop.Acks[0].Line)
+}
+
+// TestFailureTurnedIntoNothing: a failed write that a helper with no result
+// only logs (Deliver returns nil after it and the loop commits), a write
+// whose error is dropped before `return nil` in a function the loop
+// commits on, and a delete deferred through the code's own wrapper are
+// each an errack finding; a deferred helper given the result's error, and
+// a function that returns the error, are not (field trial, waves 24 and
+// 25: IM H3, stablesando H4 and H5, sqs-reader-service H1).
+func TestFailureTurnedIntoNothing(t *testing.T) {
+	rep := programReport(t, false)
+	require.Equal(t, []int{32, 45, 115}, findingLines(rep, "voidlog/voidlog.go", "errack"))
+	for _, f := range findingsIn(rep, "voidlog/voidlog.go", "errack") {
+		switch f.Line {
+		case 32:
+			require.Contains(t, f.Message, "voidlog.Run acks the message after this function returns")
+		case 45:
+			require.Contains(t, f.Message, "voidlog.Record acks the message on that nil")
+		case 115:
+			require.Contains(t, f.Message, "defers h.remove (which acks the message)")
+		}
+	}
 }

@@ -71,6 +71,10 @@ type programReach struct {
 	// client's offset mark or commit (a wrapper in another package:
 	// kafka.CommitPlayerPayload(msg) around Reader.CommitMessages).
 	kafkaAckSites map[token.Pos]bool
+	// ackSites lists the calls below which the walk reaches any ack (an
+	// SQS delete, a Kafka mark or commit, a Watermill Ack): the code's own
+	// `h.deleteMessage(m)` around a client's DeleteMessage, calls down.
+	ackSites map[token.Pos]bool
 	// receiveSites lists the calls below which the walk reaches a receive
 	// (see receives): the code's own fetch in another package
 	// (q.DequeueBookingJob around FetchMessage).
@@ -99,7 +103,7 @@ type programReach struct {
 }
 
 func newProgramReach() *programReach {
-	return &programReach{nodes: map[ast.Node]*reached{}, funcs: map[*types.Func]bool{}, works: map[*types.Func]bool{}, commitSites: map[token.Pos]bool{}, workSites: map[token.Pos]bool{}, kafkaAckSites: map[token.Pos]bool{}, receiveSites: map[token.Pos]bool{}, dedupe: map[*Root]bool{}, undeduped: map[*Root]map[ast.Node]bool{}, guarded: map[ast.Node]bool{}, unguarded: map[ast.Node]bool{}, absent: map[ast.Node]bool{}, present: map[ast.Node]bool{}}
+	return &programReach{nodes: map[ast.Node]*reached{}, funcs: map[*types.Func]bool{}, works: map[*types.Func]bool{}, commitSites: map[token.Pos]bool{}, workSites: map[token.Pos]bool{}, kafkaAckSites: map[token.Pos]bool{}, ackSites: map[token.Pos]bool{}, receiveSites: map[token.Pos]bool{}, dedupe: map[*Root]bool{}, undeduped: map[*Root]map[ast.Node]bool{}, guarded: map[ast.Node]bool{}, unguarded: map[ast.Node]bool{}, absent: map[ast.Node]bool{}, present: map[ast.Node]bool{}}
 }
 
 // programs holds the whole-program result of the run in progress, by
@@ -1357,6 +1361,7 @@ func (w *wholeProgram) publish() (done func()) {
 		_, commitSites := w.commitsBelow(rw)
 		works, workSites := w.doesWork(rw)
 		_, kafkaAckSites := w.below(rw, func(info *types.Info, c *ast.CallExpr) bool { return kafkaAckIn(info, c) != "" })
+		_, ackSites := w.below(rw, func(info *types.Info, c *ast.CallExpr) bool { return ackOf(info, c) != "" })
 		_, receiveSites := w.below(rw, func(info *types.Info, c *ast.CallExpr) bool {
 			fn := callee(info, c)
 			return fn != nil && receives(fn)
@@ -1370,6 +1375,7 @@ func (w *wholeProgram) publish() (done func()) {
 			{commitSites, func(pr *programReach) map[token.Pos]bool { return pr.commitSites }},
 			{workSites, func(pr *programReach) map[token.Pos]bool { return pr.workSites }},
 			{kafkaAckSites, func(pr *programReach) map[token.Pos]bool { return pr.kafkaAckSites }},
+			{ackSites, func(pr *programReach) map[token.Pos]bool { return pr.ackSites }},
 			{receiveSites, func(pr *programReach) map[token.Pos]bool { return pr.receiveSites }},
 		} {
 			for pos, p := range sites.from {
