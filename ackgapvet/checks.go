@@ -248,6 +248,12 @@ handler's transaction (an outbox row) and let a relay do it.`,
 						}
 						if how, at := handedOffWith(pass, before(m, block.List[:i]), params); how != "" {
 							line := pass.Fset.Position(at.Pos()).Line
+							if strings.HasPrefix(acker, autoCommitPrefix) {
+								r.report(ret, SeverityOf(root.Name), fmt.Sprintf(
+									"returns while its work runs in another goroutine (%s at line %d), and %s commits the offset whatever that work does: a crash or error there loses the message, and moving the commit after this function would not wait for it either; do the work before returning (or wait for it and return its error), then commit after it",
+									how, line, acker))
+								continue
+							}
 							r.report(ret, SeverityOf(root.Name), fmt.Sprintf(
 								"returns without an error, so %s acks the message, while its work runs in another goroutine (%s at line %d): a crash or error there loses the message instead of redelivering it; do the work before returning, or wait for it and return its error",
 								who, how, line))

@@ -23,10 +23,7 @@ func handedOff(pass *analysis.Pass, before []ast.Stmt) (string, ast.Node) {
 // handedOffWith is handedOff with more variables that hold the message's
 // data: the parameters of a function the loop calls with it.
 func handedOffWith(pass *analysis.Pass, before []ast.Stmt, seed map[types.Object]bool) (string, ast.Node) {
-	derived := derivedVars(pass.TypesInfo, before)
-	for o := range seed {
-		derived[o] = true
-	}
+	derived := derivedFrom(pass.TypesInfo, before, seed)
 	for i := len(before) - 1; i >= 0; i-- {
 		if how := handOffIn(pass.TypesInfo, before[i], derived); how != "" {
 			return how, before[i]
@@ -41,6 +38,24 @@ func handedOffWith(pass *analysis.Pass, before []ast.Stmt, seed map[types.Object
 // handOffIn is handOff, also looking into the branches of an if statement
 // (`if err := decode(m); err != nil { ... } else { out <- ev }`).
 func handOffIn(info *types.Info, st ast.Stmt, derived map[types.Object]bool) string {
+	var loop *ast.BlockStmt
+	switch l := st.(type) {
+	case *ast.RangeStmt:
+		loop = l.Body
+	case *ast.ForStmt:
+		loop = l.Body
+	}
+	if loop != nil {
+		// A goroutine per part of the message (`for _, r := range rows {
+		// go s.send(r) }`): the loop's variables are the message's when
+		// what it ranges over is (see derivedFrom).
+		for _, in := range loop.List {
+			if how := handOffIn(info, in, derived); how != "" {
+				return how
+			}
+		}
+		return ""
+	}
 	ifs, ok := st.(*ast.IfStmt)
 	if !ok {
 		return handOffOf(info, st, derived)
@@ -87,12 +102,30 @@ func handOffOf(info *types.Info, st ast.Stmt, derived map[types.Object]bool) str
 // variable whose address is given to a call with a message among its
 // arguments (json.Unmarshal(m.Value, &ev)).
 func derivedVars(info *types.Info, stmts []ast.Stmt) map[types.Object]bool {
+	return derivedFrom(info, stmts, nil)
+}
+
+// derivedFrom is derivedVars starting from the variables of seed (the
+// parameters that carry the message's data), and counting the variables
+// of a range over a derived value (`for _, r := range rows`).
+func derivedFrom(info *types.Info, stmts []ast.Stmt, seed map[types.Object]bool) map[types.Object]bool {
 	out := map[types.Object]bool{}
+	for o := range seed {
+		out[o] = true
+	}
 	for _, st := range stmts {
 		ast.Inspect(st, func(n ast.Node) bool {
 			switch n := n.(type) {
 			case *ast.FuncLit:
 				return false
+			case *ast.RangeStmt:
+				if carriesMessage(info, n.X) || mentions(info, n.X, out) {
+					for _, e := range []ast.Expr{n.Key, n.Value} {
+						if id, ok := e.(*ast.Ident); ok && id.Name != "_" && info.ObjectOf(id) != nil {
+							out[info.ObjectOf(id)] = true
+						}
+					}
+				}
 			case *ast.AssignStmt:
 				if len(n.Rhs) == 1 && (carriesMessage(info, n.Rhs[0]) || mentions(info, n.Rhs[0], out)) {
 					for _, l := range n.Lhs {

@@ -4,6 +4,7 @@ import (
 	"go/ast"
 	"go/token"
 	"go/types"
+	"slices"
 
 	"golang.org/x/tools/go/ssa"
 )
@@ -160,10 +161,16 @@ func onlyLogged(info *types.Info, stack []ast.Node) bool {
 }
 
 // discarded reports whether the call at the end of stack is a statement of
-// its own: whatever it returns is dropped.
+// its own, or assigned to blanks only (`_ = svc.Fanout(ctx, m)`): whatever
+// it returns is dropped.
 func discarded(stack []ast.Node) bool {
-	_, ok := stack[len(stack)-2].(*ast.ExprStmt)
-	return ok
+	switch st := stack[len(stack)-2].(type) {
+	case *ast.ExprStmt:
+		return true
+	case *ast.AssignStmt:
+		return len(st.Rhs) == 1 && ast.Unparen(st.Rhs[0]) == stack[len(stack)-1] && !slices.ContainsFunc(st.Lhs, func(e ast.Expr) bool { return !isBlank(e) })
+	}
+	return false
 }
 
 // callStack returns the nodes from body down to the call whose left

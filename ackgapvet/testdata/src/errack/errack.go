@@ -177,6 +177,29 @@ func register(r *message.Router, db *sql.DB) {
 	})
 }
 
+// registerBooking publishes a failure event for one kind of failure only
+// (wave 24, go-event-driven H7): every other failure is acked unsent.
+func registerBooking(r *message.Router, db *sql.DB, pub message.Publisher) {
+	r.AddNoPublisherHandler("book", "t", nil, func(msg *message.Message) error {
+		if err := remove(db); err != nil {
+			if errors.Is(err, errGone) {
+				return pub.Publish("booking-failed", msg)
+			}
+			return nil // want `returns without an error when remove fails \(line \d+\): the watermill handler acks the message`
+		}
+		return nil
+	})
+	r.AddNoPublisherHandler("book2", "t", nil, func(msg *message.Message) error {
+		if err := remove(db); err != nil {
+			if errors.Is(err, errGone) {
+				log.Print("gone")
+			}
+			return pub.Publish("booking-failed", msg) // clean: every failure is published
+		}
+		return nil
+	})
+}
+
 func remove(db *sql.DB) error {
 	_, err := db.Exec("DELETE FROM stock")
 	return err
