@@ -97,17 +97,14 @@ func handOffOf(info *types.Info, st ast.Stmt, derived map[types.Object]bool) str
 	return ""
 }
 
-// derivedVars returns the variables that stmts fill from a message: the
+// derivedFrom returns the variables that stmts fill from a message: the
 // left side of an assignment whose right side mentions one, and a
 // variable whose address is given to a call with a message among its
 // arguments (json.Unmarshal(m.Value, &ev)).
-func derivedVars(info *types.Info, stmts []ast.Stmt) map[types.Object]bool {
-	return derivedFrom(info, stmts, nil)
-}
-
-// derivedFrom is derivedVars starting from the variables of seed (the
-// parameters that carry the message's data), and counting the variables
-// of a range over a derived value (`for _, r := range rows`).
+//
+// It starts from the variables of seed (the parameters that carry the
+// message's data), and counts the variables of a range over a derived
+// value (`for _, r := range rows`).
 func derivedFrom(info *types.Info, stmts []ast.Stmt, seed map[types.Object]bool) map[types.Object]bool {
 	out := map[types.Object]bool{}
 	for o := range seed {
