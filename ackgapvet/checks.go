@@ -527,6 +527,7 @@ offset the application restores itself (SetOffset with a stored value) is
 not reported.`,
 	func(pass *analysis.Pass, c *Consumers, r *reporter) {
 		confluentAutoCommit(pass, c, r)
+		saramaNeverCommits(pass, c, r)
 		watermillKafkaNoGroup(pass, r)
 		kafkaGoNoGroup(pass, c, r)
 		// kafka-go: skip when no ReaderConfig of the package gets a GroupID

@@ -48,7 +48,11 @@ func confluentAutoCommit(pass *analysis.Pass, c *Consumers, r *reporter) {
 			return true
 		})
 	}
-	if setOff || len(creates) == 0 {
+	if len(creates) == 0 {
+		return
+	}
+	confluentNeverCommits(pass, c, r, creates, maps, setOff)
+	if setOff {
 		return
 	}
 	work, at := confluentWork(pass, c)
@@ -62,6 +66,112 @@ func confluentAutoCommit(pass *analysis.Pass, c *Consumers, r *reporter) {
 		}
 		r.report(call, SeverityOf(append(callNames(pass, at), work)...), fmt.Sprintf(
 			`kafka.NewConsumer with "enable.auto.commit" on (the default) commits polled offsets in the background, before the poll loop's work (%s at line %d) is done: a crash loses messages; set "enable.auto.commit": false and call CommitMessage after the work (or "enable.auto.offset.store": false and StoreMessage after the work)`,
+			work, pass.Fset.Position(at.Pos()).Line))
+	}
+}
+
+// saramaNeverCommits reports, in the whole-program mode, a Sarama config
+// whose Consumer.Offsets.AutoCommit.Enable is set to false in a module
+// that has a ConsumeClaim and never calls the session's Commit:
+// MarkMessage only marks an offset in the client, and with the
+// auto-commit off only Commit sends the marks to the broker, so the group
+// never commits; every restart or rebalance starts again from
+// Consumer.Offsets.Initial (Sarama's default OffsetNewest skips what
+// arrived while it was down; OffsetOldest handles every retained message
+// again). Field trial, wave 26: Cornerstone-backend H1.
+func saramaNeverCommits(pass *analysis.Pass, c *Consumers, r *reporter) {
+	if c.program == nil || c.program.saramaCommits || !c.program.saramaLoops {
+		return
+	}
+	for _, f := range pass.Files {
+		ast.Inspect(f, func(n ast.Node) bool {
+			as, ok := n.(*ast.AssignStmt)
+			if !ok || len(as.Lhs) != 1 || len(as.Rhs) != 1 || !isFalse(pass.TypesInfo, as.Rhs[0]) {
+				return true
+			}
+			enable, ok := ast.Unparen(as.Lhs[0]).(*ast.SelectorExpr)
+			if !ok || enable.Sel.Name != "Enable" {
+				return true
+			}
+			auto, ok := ast.Unparen(enable.X).(*ast.SelectorExpr)
+			if !ok || auto.Sel.Name != "AutoCommit" {
+				return true
+			}
+			field, ok := pass.TypesInfo.ObjectOf(auto.Sel).(*types.Var)
+			if !ok || field.Pkg() == nil || (field.Pkg().Path() != "github.com/IBM/sarama" && field.Pkg().Path() != "github.com/Shopify/sarama") {
+				return true
+			}
+			r.report(as, SeverityMedium,
+				"Consumer.Offsets.AutoCommit.Enable = false, and nothing in the module calls the session's Commit: MarkMessage only marks offsets in the client, so the consumer group never commits them, and every restart or rebalance starts again from Consumer.Offsets.Initial (OffsetNewest, the default, skips what arrived while it was down; OffsetOldest handles every retained message again); call session.Commit() after the marks (a ticker, or after each batch), or leave the auto-commit on: it commits only what was marked")
+			return true
+		})
+	}
+}
+
+// commitTurnedOff reports whether files turn librdkafka's background
+// commit or offset store off: a ConfigMap literal with
+// "enable.auto.commit" or "enable.auto.offset.store" false, or a SetKey
+// or Set call that sets one of them to false.
+func commitTurnedOff(info *types.Info, files []*ast.File) bool {
+	off := false
+	for _, f := range files {
+		ast.Inspect(f, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.CompositeLit:
+				if t := info.TypeOf(n); t != nil && isConfluentType(t, "ConfigMap") && autoCommitOff(info, n) {
+					off = true
+				}
+			case *ast.CallExpr:
+				if fn := callee(info, n); fn != nil && isConfluent(funcPath(fn)) && recvName(fn) == "ConfigMap" && (fn.Name() == "SetKey" || fn.Name() == "Set") && len(n.Args) == 2 {
+					if commitOffKey(constString(info, n.Args[0])) && isFalse(info, n.Args[1]) {
+						off = true
+					}
+				}
+			}
+			return !off
+		})
+	}
+	return off
+}
+
+// confluentNeverCommits reports, in the whole-program mode, a consumer
+// made with the background commit or the offset store turned off
+// ("enable.auto.commit" or "enable.auto.offset.store" false, in its
+// ConfigMap literal or by SetKey in the package) when no poll loop of the
+// package commits or stores an offset anywhere on its walk (CommitMessage,
+// CommitOffsets, Commit, StoreMessage, StoreOffsets) while one does work:
+// the consumer group then never commits, so every restart or rebalance
+// reads from "auto.offset.reset" again (librdkafka's default "latest"
+// skips what arrived while it was down; "earliest" handles every retained
+// message again). Field trial, wave 24: notification-service-go H1.
+func confluentNeverCommits(pass *analysis.Pass, c *Consumers, r *reporter, creates []*ast.CallExpr, maps []*ast.CompositeLit, setOff bool) {
+	if c.program == nil {
+		return
+	}
+	loops := 0
+	for node, root := range c.reach {
+		if root.Kind != KindConfluent || root.Node != node {
+			continue
+		}
+		if !c.program.unacked[node] {
+			return // a loop of the package commits or stores
+		}
+		loops++
+	}
+	if loops == 0 {
+		return
+	}
+	work, at := confluentWork(pass, c)
+	if work == "" {
+		return
+	}
+	for _, call := range creates {
+		lit := configMapLit(pass, call, maps)
+		if !(lit != nil && autoCommitOff(pass.TypesInfo, lit) || lit == nil && setOff) {
+			continue
+		}
+		r.report(call, SeverityOf(append(callNames(pass, at), work)...), fmt.Sprintf(
+			`kafka.NewConsumer with the background commit or the offset store turned off, and no poll loop here commits or stores an offset (no CommitMessage, CommitOffsets, Commit, StoreMessage or StoreOffsets on its walk) though it does work (%s at line %d): the consumer group never commits, so every restart or rebalance reads from "auto.offset.reset" again: with "earliest" every retained message is handled again, with "latest" (the default) what arrived while it was down is skipped; store the message's offset (StoreMessage) or commit it (CommitMessage) after its work`,
 			work, pass.Fset.Position(at.Pos()).Line))
 	}
 }
@@ -83,24 +193,7 @@ func (w *wholeProgram) configMapBuilders() map[string]bool {
 			continue
 		}
 		info := p.TypesInfo
-		off := false
-		for _, f := range p.Syntax {
-			ast.Inspect(f, func(n ast.Node) bool {
-				switch n := n.(type) {
-				case *ast.CompositeLit:
-					if t := info.TypeOf(n); t != nil && isConfluentType(t, "ConfigMap") && autoCommitOff(info, n) {
-						off = true
-					}
-				case *ast.CallExpr:
-					if fn := callee(info, n); fn != nil && isConfluent(funcPath(fn)) && recvName(fn) == "ConfigMap" && (fn.Name() == "SetKey" || fn.Name() == "Set") && len(n.Args) == 2 {
-						if commitOffKey(constString(info, n.Args[0])) && isFalse(info, n.Args[1]) {
-							off = true
-						}
-					}
-				}
-				return !off
-			})
-		}
+		off := commitTurnedOff(info, p.Syntax)
 		for _, f := range p.Syntax {
 			for _, d := range f.Decls {
 				fd, ok := d.(*ast.FuncDecl)

@@ -112,13 +112,29 @@ func (w *wholeProgram) autoCommitAcker(rw *rootWalk) string {
 	var what string
 	switch rw.root.Kind {
 	case KindConfluent:
+		// A package that turns the commit or the offset store off commits
+		// nothing in the background (confluentNeverCommits reports one
+		// that then never commits at all).
+		if e := rw.entry; e.Pkg != nil && w.info[e.Pkg.Pkg] != nil && commitTurnedOff(w.info[e.Pkg.Pkg].TypesInfo, w.info[e.Pkg.Pkg].Syntax) {
+			return ""
+		}
 		what = autoCommitPrefix + " of librdkafka (enable.auto.commit, on by default, commits every offset Poll returned)"
 	case KindKafkaGo:
 		what = autoCommitPrefix + " of kafka-go's ReadMessage (with a GroupID it commits the offset as it returns)"
 	default:
 		return ""
 	}
-	reads := false
+	acked, reads := w.walkAcks(rw)
+	if acked || rw.root.Kind == KindKafkaGo && !reads {
+		return ""
+	}
+	return what
+}
+
+// walkAcks reports whether a function of the module on rw's walk acks (a
+// commit, an offset mark or store, a delete: see ackOf), and whether one
+// reads with kafka-go's ReadMessage.
+func (w *wholeProgram) walkAcks(rw *rootWalk) (acked, reads bool) {
 	for _, fn := range rw.order {
 		if !w.inApp(fn) || fn.Pkg == nil {
 			continue
@@ -128,7 +144,6 @@ func (w *wholeProgram) autoCommitAcker(rw *rootWalk) string {
 		if body == nil || p == nil || p.TypesInfo == nil {
 			continue
 		}
-		acked := false
 		ast.Inspect(body, func(n ast.Node) bool {
 			c, ok := n.(*ast.CallExpr)
 			if !ok || acked {
@@ -143,13 +158,10 @@ func (w *wholeProgram) autoCommitAcker(rw *rootWalk) string {
 			return !acked
 		})
 		if acked {
-			return ""
+			return true, reads
 		}
 	}
-	if rw.root.Kind == KindKafkaGo && !reads {
-		return ""
-	}
-	return what
+	return false, reads
 }
 
 // onlyLogged reports whether the error of the call at the end of stack is

@@ -319,9 +319,10 @@ func TestDeleteBeforeStore(t *testing.T) {
 // TestDroppedError: a write whose error is dropped unread before the
 // commit is acked as done when it fails; a status ping's body close is no
 // work (wave 17, ovh/cds's hooks; there the write is Redis, which is no
-// work to the checker, so that hazard stays missed).
+// work to the checker, so that hazard stays missed). The commit may stand
+// alone in an if that reads no error (wave 26, Sentry H3).
 func TestDroppedError(t *testing.T) {
-	require.Equal(t, []int{20}, findingLines(programReport(t, false), "dropped/dropped.go", "errack"))
+	require.Equal(t, []int{20, 46}, findingLines(programReport(t, false), "dropped/dropped.go", "errack"))
 }
 
 // TestFunctionValuesByShape: a loop that calls its work through a
@@ -381,7 +382,7 @@ func TestConsumerMap(t *testing.T) {
 	for _, c := range rep.Consumers {
 		byName[c.Name] = c
 	}
-	require.Len(t, byName, 69, "%+v", rep.Consumers)
+	require.Len(t, byName, 71, "%+v", rep.Consumers)
 
 	// A receive loop that the call graph reaches from another consumer (a
 	// fallback source behind an interface) and whose acks are closures it
@@ -993,4 +994,39 @@ func TestDetachedPerPart(t *testing.T) {
 	fs := findingsIn(rep, "detach/detach.go", "earlyack")
 	require.Contains(t, fs[0].Message, "detach.Run acks the message, while its work runs in another goroutine (go s.send at line 60)")
 	require.Contains(t, fs[1].Message, "moving the commit after this function would not wait for it either")
+}
+
+// TestConfluentNeverCommits: a confluent-kafka-go consumer with the offset
+// store turned off whose loop never stores or commits an offset is an
+// autocommit finding (the group never commits), and a failure it logs is
+// not said to be auto-committed; the loop that stores each offset after
+// its work is not reported (field trial, wave 24:
+// notification-service-go H1).
+func TestConfluentNeverCommits(t *testing.T) {
+	rep := programReport(t, false)
+	fs := findingsIn(rep, "nocommit/nocommit.go", "autocommit")
+	require.Len(t, fs, 1)
+	require.Equal(t, 16, fs[0].Line)
+	require.Contains(t, fs[0].Message, "the consumer group never commits")
+	require.Empty(t, findingsIn(rep, "nocommit/nocommit.go", "errack"), "the auto-commit is off: no failure is committed past")
+	require.Empty(t, findingsIn(rep, "nocommit/stored/stored.go", "autocommit"))
+}
+
+// TestSaramaNeverCommits: Sarama's auto-commit turned off in a module
+// that never calls the session's Commit is an autocommit finding (the
+// marks never reach the broker); a module that commits after its marks
+// is not reported (field trial, wave 26: Cornerstone-backend H1).
+func TestSaramaNeverCommits(t *testing.T) {
+	fs := findingsIn(programReport(t, false), "saramaoff/saramaoff.go", "autocommit")
+	require.Len(t, fs, 1)
+	require.Equal(t, 16, fs[0].Line)
+	require.Contains(t, fs[0].Message, "the consumer group never commits them")
+
+	rep, err := Run(&RunConfig{Dir: filepath.Join("testdata", "programcommit"), Env: programEnv(), Checks: []string{"all"}})
+	require.NoError(t, err)
+	require.Empty(t, rep.Skipped)
+	require.Len(t, rep.Consumers, 1, "%+v", rep.Consumers)
+	for _, f := range rep.Findings {
+		require.NotEqual(t, "autocommit", f.Check, "%+v", f)
+	}
 }

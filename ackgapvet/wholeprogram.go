@@ -92,6 +92,14 @@ type programReach struct {
 	// branch taken when a lookup found no row (see absentAt), and those
 	// some walk reaches otherwise.
 	absent, present map[ast.Node]bool
+	// unacked marks the entry points (by their function's syntax) whose
+	// walk acks nowhere: no commit, offset mark or store, delete (see
+	// walkAcks).
+	unacked map[ast.Node]bool
+	// saramaCommits says whether a function of the module calls a Sarama
+	// ConsumerGroupSession's Commit; saramaLoops whether the module has a
+	// Sarama ConsumeClaim entry point (see saramaNeverCommits).
+	saramaCommits, saramaLoops bool
 	// configMaps names the functions of the checked module that build and
 	// return a confluent-kafka-go ConfigMap: true when their package never
 	// turns the background commit off (see configMapBuilders).
@@ -103,7 +111,7 @@ type programReach struct {
 }
 
 func newProgramReach() *programReach {
-	return &programReach{nodes: map[ast.Node]*reached{}, funcs: map[*types.Func]bool{}, works: map[*types.Func]bool{}, commitSites: map[token.Pos]bool{}, workSites: map[token.Pos]bool{}, kafkaAckSites: map[token.Pos]bool{}, ackSites: map[token.Pos]bool{}, receiveSites: map[token.Pos]bool{}, dedupe: map[*Root]bool{}, undeduped: map[*Root]map[ast.Node]bool{}, guarded: map[ast.Node]bool{}, unguarded: map[ast.Node]bool{}, absent: map[ast.Node]bool{}, present: map[ast.Node]bool{}}
+	return &programReach{nodes: map[ast.Node]*reached{}, funcs: map[*types.Func]bool{}, works: map[*types.Func]bool{}, commitSites: map[token.Pos]bool{}, workSites: map[token.Pos]bool{}, kafkaAckSites: map[token.Pos]bool{}, ackSites: map[token.Pos]bool{}, receiveSites: map[token.Pos]bool{}, dedupe: map[*Root]bool{}, unacked: map[ast.Node]bool{}, undeduped: map[*Root]map[ast.Node]bool{}, guarded: map[ast.Node]bool{}, unguarded: map[ast.Node]bool{}, absent: map[ast.Node]bool{}, present: map[ast.Node]bool{}}
 }
 
 // programs holds the whole-program result of the run in progress, by
@@ -1462,14 +1470,21 @@ func (w *wholeProgram) publish() (done func()) {
 				}
 			}
 		}
+		acked, _ := w.walkAcks(rw)
 		for _, pr := range byPkg {
 			pr.dedupe[rw.root] = len(records) > 0
 			pr.undeduped[rw.root] = undeduped
+			pr.unacked[rw.root.Node] = !acked
 		}
 	}
 	configMaps := w.configMapBuilders()
+	saramaCommits, saramaLoops := w.saramaSessionCommits(), false
+	for _, rw := range w.walks {
+		saramaLoops = saramaLoops || rw.root.Kind == KindSarama
+	}
 	for pkg, pr := range byPkg {
 		pr.configMaps = configMaps
+		pr.saramaCommits, pr.saramaLoops = saramaCommits, saramaLoops
 		programs.Store(pkg, pr)
 	}
 	return func() {
@@ -1505,4 +1520,29 @@ func shortName(fn *ssa.Function) string {
 		return pkg + fn.Name()
 	}
 	return pkg + fn.Name()
+}
+
+// saramaSessionCommits reports whether a function of the checked module
+// calls Commit on a Sarama ConsumerGroupSession (IBM or Shopify).
+func (w *wholeProgram) saramaSessionCommits() bool {
+	for _, p := range w.info {
+		if p.Types == nil || !w.app[p.Types] || p.TypesInfo == nil {
+			continue
+		}
+		for _, f := range p.Syntax {
+			found := false
+			ast.Inspect(f, func(n ast.Node) bool {
+				if c, ok := n.(*ast.CallExpr); ok {
+					if fn := callee(p.TypesInfo, c); fn != nil && (funcPath(fn) == "github.com/IBM/sarama" || funcPath(fn) == "github.com/Shopify/sarama") && fn.Name() == "Commit" && recvName(fn) == "ConsumerGroupSession" {
+						found = true
+					}
+				}
+				return !found
+			})
+			if found {
+				return true
+			}
+		}
+	}
+	return false
 }

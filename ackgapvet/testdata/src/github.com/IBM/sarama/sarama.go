@@ -1,7 +1,38 @@
 // Package sarama is a stub of IBM/sarama.
 package sarama
 
-import "context"
+import (
+	"context"
+	"time"
+)
+
+// Config is the client's configuration (the fields the tests set).
+type Config struct {
+	Consumer struct {
+		Offsets struct {
+			AutoCommit struct {
+				Enable   bool
+				Interval time.Duration
+			}
+			Initial int64
+		}
+	}
+}
+
+// NewConfig returns a Config with Sarama's defaults.
+func NewConfig() *Config {
+	c := &Config{}
+	c.Consumer.Offsets.AutoCommit.Enable = true
+	c.Consumer.Offsets.AutoCommit.Interval = time.Second
+	c.Consumer.Offsets.Initial = OffsetNewest
+	return c
+}
+
+// OffsetNewest and OffsetOldest are the initial offsets.
+const (
+	OffsetNewest int64 = -1
+	OffsetOldest int64 = -2
+)
 
 type ConsumerMessage struct {
 	Key, Value []byte
