@@ -72,7 +72,8 @@ func confluentAutoCommit(pass *analysis.Pass, c *Consumers, r *reporter) {
 
 // saramaNeverCommits reports, in the whole-program mode, a Sarama config
 // whose Consumer.Offsets.AutoCommit.Enable is set to false in a module
-// that has a ConsumeClaim and never calls the session's Commit:
+// that has a ConsumeClaim and never commits offsets itself (a session's
+// or an offset manager's Commit):
 // MarkMessage only marks an offset in the client, and with the
 // auto-commit off only Commit sends the marks to the broker, so the group
 // never commits; every restart or rebalance starts again from
@@ -102,7 +103,7 @@ func saramaNeverCommits(pass *analysis.Pass, c *Consumers, r *reporter) {
 				return true
 			}
 			r.report(as, SeverityMedium,
-				"Consumer.Offsets.AutoCommit.Enable = false, and nothing in the module calls the session's Commit: MarkMessage only marks offsets in the client, so the consumer group never commits them, and every restart or rebalance starts again from Consumer.Offsets.Initial (OffsetNewest, the default, skips what arrived while it was down; OffsetOldest handles every retained message again); call session.Commit() after the marks (a ticker, or after each batch), or leave the auto-commit on: it commits only what was marked")
+				"Consumer.Offsets.AutoCommit.Enable = false, and nothing in the module commits offsets (no session or offset manager Commit): MarkMessage only marks offsets in the client, so the consumer group never commits them, and every restart or rebalance starts again from Consumer.Offsets.Initial (OffsetNewest, the default, skips what arrived while it was down; OffsetOldest handles every retained message again); call session.Commit() after the marks (a ticker, or after each batch), or leave the auto-commit on: it commits only what was marked")
 			return true
 		})
 	}

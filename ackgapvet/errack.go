@@ -604,17 +604,17 @@ func checkErrAck(pass *analysis.Pass, c *Consumers, r *reporter, root *Root, ifs
 
 // firstAck returns the first statement of stmts whose call acks, directly
 // or through a helper of this package (see helperAck), or that is an if
-// whose only statement acks and whose condition reads no error: the ack's
+// whose only statement acks and whose condition is a flag (see flagCond): the ack's
 // name, the statement's call and the ack call itself; "" when none does.
 func (c *Consumers) firstAck(stmts []ast.Stmt) (ack string, call, inner *ast.CallExpr) {
 	for _, st := range stmts {
 		call := topCall(st)
 		if call == nil {
-			// An ack alone in an if whose condition reads no error
-			// (`if hasUncommitted { r.CommitMessages(ctx, last) }`): when
+			// An ack alone in an if on a flag (`if hasUncommitted {
+			// r.CommitMessages(ctx, last) }`): when
 			// it holds, the failure is acked (field trial, wave 26:
 			// Sentry H3).
-			if a := ackOnlyIf(c.pass.TypesInfo, st); a != nil && !readsErrorValue(c.pass.TypesInfo, st.(*ast.IfStmt).Cond) {
+			if a := ackOnlyIf(c.pass.TypesInfo, st); a != nil && flagCond(c.pass.TypesInfo, st.(*ast.IfStmt).Cond) {
 				return ackOf(c.pass.TypesInfo, a), a, a
 			}
 			continue
@@ -629,19 +629,22 @@ func (c *Consumers) firstAck(stmts []ast.Stmt) (ack string, call, inner *ast.Cal
 	return "", nil, nil
 }
 
-// readsErrorValue reports whether e mentions a value of type error (`err
-// == nil`, `ctx.Err() != nil`).
-func readsErrorValue(info *types.Info, e ast.Expr) bool {
-	found := false
-	ast.Inspect(e, func(n ast.Node) bool {
-		if x, ok := n.(ast.Expr); ok && !found {
-			if t := info.TypeOf(x); t != nil && isError(t) {
-				found = true
-			}
-		}
-		return !found
-	})
-	return found
+// flagCond reports whether cond is a boolean flag, a variable or field
+// (`pending`, `c.hasUncommitted`, `!done`): a condition that says whether
+// there is something to ack, not which messages failed (`len(del) > 0`
+// over the ones that did not, `err == nil`).
+func flagCond(info *types.Info, cond ast.Expr) bool {
+	cond = ast.Unparen(cond)
+	if u, ok := cond.(*ast.UnaryExpr); ok && u.Op == token.NOT {
+		cond = ast.Unparen(u.X)
+	}
+	switch cond.(type) {
+	case *ast.Ident, *ast.SelectorExpr:
+	default:
+		return false
+	}
+	b, ok := types.Unalias(info.TypeOf(cond)).Underlying().(*types.Basic)
+	return ok && b.Kind() == types.Bool
 }
 
 // droppedError reports work whose error is dropped unread (`db.Exec(q)`

@@ -96,8 +96,8 @@ type programReach struct {
 	// walk acks nowhere: no commit, offset mark or store, delete (see
 	// walkAcks).
 	unacked map[ast.Node]bool
-	// saramaCommits says whether a function of the module calls a Sarama
-	// ConsumerGroupSession's Commit; saramaLoops whether the module has a
+	// saramaCommits says whether a function of the module commits Sarama
+	// offsets (a session's or an offset manager's Commit); saramaLoops whether the module has a
 	// Sarama ConsumeClaim entry point (see saramaNeverCommits).
 	saramaCommits, saramaLoops bool
 	// configMaps names the functions of the checked module that build and
@@ -1523,7 +1523,9 @@ func shortName(fn *ssa.Function) string {
 }
 
 // saramaSessionCommits reports whether a function of the checked module
-// calls Commit on a Sarama ConsumerGroupSession (IBM or Shopify).
+// commits Sarama offsets itself (IBM or Shopify): a ConsumerGroupSession's
+// or an OffsetManager's Commit, or any other Sarama method whose name
+// starts with Commit.
 func (w *wholeProgram) saramaSessionCommits() bool {
 	for _, p := range w.info {
 		if p.Types == nil || !w.app[p.Types] || p.TypesInfo == nil {
@@ -1533,7 +1535,7 @@ func (w *wholeProgram) saramaSessionCommits() bool {
 			found := false
 			ast.Inspect(f, func(n ast.Node) bool {
 				if c, ok := n.(*ast.CallExpr); ok {
-					if fn := callee(p.TypesInfo, c); fn != nil && (funcPath(fn) == "github.com/IBM/sarama" || funcPath(fn) == "github.com/Shopify/sarama") && fn.Name() == "Commit" && recvName(fn) == "ConsumerGroupSession" {
+					if fn := callee(p.TypesInfo, c); fn != nil && (funcPath(fn) == "github.com/IBM/sarama" || funcPath(fn) == "github.com/Shopify/sarama") && strings.HasPrefix(fn.Name(), "Commit") {
 						found = true
 					}
 				}
