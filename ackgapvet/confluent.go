@@ -5,6 +5,7 @@ import (
 	"go/ast"
 	"go/constant"
 	"go/types"
+	"maps"
 	"strings"
 
 	"golang.org/x/tools/go/analysis"
@@ -51,7 +52,7 @@ func confluentAutoCommit(pass *analysis.Pass, c *Consumers, r *reporter) {
 	if len(creates) == 0 {
 		return
 	}
-	confluentNeverCommits(pass, c, r, creates, maps, setOff)
+	confluentNeverCommits(pass, c, r, creates, maps)
 	if setOff {
 		return
 	}
@@ -103,7 +104,7 @@ func saramaNeverCommits(pass *analysis.Pass, c *Consumers, r *reporter) {
 				return true
 			}
 			r.report(as, SeverityMedium,
-				"Consumer.Offsets.AutoCommit.Enable = false, and nothing in the module commits offsets (no session or offset manager Commit): MarkMessage only marks offsets in the client, so the consumer group never commits them, and every restart or rebalance starts again from Consumer.Offsets.Initial (OffsetNewest, the default, skips what arrived while it was down; OffsetOldest handles every retained message again); call session.Commit() after the marks (a ticker, or after each batch), or leave the auto-commit on: it commits only what was marked")
+				neverCommitsPrefix+": Consumer.Offsets.AutoCommit.Enable = false, and nothing near this config commits offsets (no session's or offset manager's Commit): MarkMessage only marks offsets in the client, and every restart or rebalance starts again from Consumer.Offsets.Initial (OffsetNewest, the default, skips what arrived while it was down; OffsetOldest handles every retained message again); call session.Commit() after the marks (a ticker, or after each batch), or leave the auto-commit on: it commits only what was marked")
 			return true
 		})
 	}
@@ -139,43 +140,78 @@ func commitTurnedOff(info *types.Info, files []*ast.File) bool {
 // made with the background commit or the offset store turned off
 // ("enable.auto.commit" or "enable.auto.offset.store" false, in its
 // ConfigMap literal or by SetKey in the package) when no poll loop of the
-// package commits or stores an offset anywhere on its walk (CommitMessage,
-// CommitOffsets, Commit, StoreMessage, StoreOffsets) while one does work:
+// package commits an offset anywhere on its walk (CommitMessage,
+// CommitOffsets, Commit; with only the store off, StoreMessage and
+// StoreOffsets count too) while one does work:
 // the consumer group then never commits, so every restart or rebalance
 // reads from "auto.offset.reset" again (librdkafka's default "latest"
 // skips what arrived while it was down; "earliest" handles every retained
 // message again). Field trial, wave 24: notification-service-go H1.
-func confluentNeverCommits(pass *analysis.Pass, c *Consumers, r *reporter, creates []*ast.CallExpr, maps []*ast.CompositeLit, setOff bool) {
+func confluentNeverCommits(pass *analysis.Pass, c *Consumers, r *reporter, creates []*ast.CallExpr, lits []*ast.CompositeLit) {
 	if c.program == nil {
 		return
 	}
-	loops := 0
-	for node, root := range c.reach {
-		if root.Kind != KindConfluent || root.Node != node {
-			continue
-		}
-		if !c.program.unacked[node] {
-			return // a loop of the package commits or stores
-		}
-		loops++
-	}
-	if loops == 0 {
-		return
+	info := pass.TypesInfo
+	setOff := map[string]bool{} // keys a SetKey or Set call of the package turns off
+	for _, f := range pass.Files {
+		ast.Inspect(f, func(n ast.Node) bool {
+			if call, ok := n.(*ast.CallExpr); ok && len(call.Args) == 2 {
+				if fn := callee(info, call); fn != nil && isConfluent(funcPath(fn)) && recvName(fn) == "ConfigMap" && (fn.Name() == "SetKey" || fn.Name() == "Set") {
+					if k := constString(info, call.Args[0]); commitOffKey(k) && isFalse(info, call.Args[1]) {
+						setOff[k] = true
+					}
+				}
+			}
+			return true
+		})
 	}
 	work, at := confluentWork(pass, c)
 	if work == "" {
 		return
 	}
 	for _, call := range creates {
-		lit := configMapLit(pass, call, maps)
-		if !(lit != nil && autoCommitOff(pass.TypesInfo, lit) || lit == nil && setOff) {
+		off := maps.Clone(setOff)
+		if lit := configMapLit(pass, call, lits); lit != nil {
+			for _, e := range lit.Elts {
+				if kv, ok := e.(*ast.KeyValueExpr); ok && commitOffKey(constString(info, kv.Key)) && isFalse(info, kv.Value) {
+					off[constString(info, kv.Key)] = true
+				}
+			}
+		}
+		if len(off) == 0 {
+			continue
+		}
+		// With the background commit off only a Commit call commits;
+		// with only the store off, a StoreMessage is enough (the
+		// background commit sends what is stored).
+		none, key, what, fix := c.program.uncommitted, "enable.auto.commit", "commits (CommitMessage, CommitOffsets, Commit)", "commit it (CommitMessage) after its work"
+		if !off["enable.auto.commit"] {
+			none, key, what, fix = c.program.unacked, "enable.auto.offset.store", "stores or commits (StoreMessage, StoreOffsets, CommitMessage, CommitOffsets, Commit)", "store it (StoreMessage) after its work, and the background commit sends it"
+		}
+		loops := 0
+		for node, root := range c.reach {
+			if root.Kind != KindConfluent || root.Node != node {
+				continue
+			}
+			if !none[node] {
+				loops = -1 // a loop of the package commits (or stores)
+				break
+			}
+			loops++
+		}
+		if loops <= 0 {
 			continue
 		}
 		r.report(call, SeverityOf(append(callNames(pass, at), work)...), fmt.Sprintf(
-			`kafka.NewConsumer with the background commit or the offset store turned off, and no poll loop here commits or stores an offset (no CommitMessage, CommitOffsets, Commit, StoreMessage or StoreOffsets on its walk) though it does work (%s at line %d): the consumer group never commits, so every restart or rebalance reads from "auto.offset.reset" again: with "earliest" every retained message is handled again, with "latest" (the default) what arrived while it was down is skipped; store the message's offset (StoreMessage) or commit it (CommitMessage) after its work`,
-			work, pass.Fset.Position(at.Pos()).Line))
+			`%s: kafka.NewConsumer has %q false, and no poll loop here %s an offset though it does work (%s at line %d), so every restart or rebalance reads from "auto.offset.reset" again: with "earliest" every retained message is handled again, with "latest" (the default) what arrived while it was down is skipped; %s`,
+			neverCommitsPrefix, key, what, work, pass.Fset.Position(at.Pos()).Line, fix))
 	}
 }
+
+// neverCommitsPrefix starts the autocommit finding of a confluent-kafka-go
+// consumer that never commits (see confluentNeverCommits): the consumer
+// map does not take it for a background commit.
+const neverCommitsPrefix = "the consumer group never commits"
 
 // configMapBuilders returns, by function name, whether the functions of
 // the checked module that return a ConfigMap they build (a literal, SetKey

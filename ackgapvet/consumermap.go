@@ -192,6 +192,8 @@ func (w *wholeProgram) describe(rw *rootWalk) Consumer {
 		c.Acks = append(c.Acks, Step{What: "Lambda commits the batch's offsets when the handler returns nil; an error retries the whole batch"})
 	case KindKinesisScan:
 		c.Acks = append(c.Acks, Step{What: "kinesis-consumer checkpoints the record when the callback returns nil"})
+	case KindSQSLib:
+		c.Acks = append(c.Acks, Step{What: "the library deletes the message when the handler returns nil (its receive loop is not in the checked code)"})
 	}
 	// acksIn holds, per function on the walk, the earliest position in its
 	// body that acks (the ack, or a call that leads to one), not on a
@@ -581,7 +583,9 @@ func autoCommitAcks(fs []Finding, consumers []Consumer) {
 				continue
 			}
 			what := "the offsets are committed automatically, on a timer, whether the work is done or not"
-			if strings.HasPrefix(f.Message, readCommits) {
+			if strings.HasPrefix(f.Message, neverCommitsPrefix) {
+				what = "nothing: the consumer group never commits an offset (see the autocommit finding)"
+			} else if strings.HasPrefix(f.Message, readCommits) {
 				what = "kafka-go's ReadMessage commits the offset as it returns (a reader with a GroupID), before the work"
 			}
 			c.Acks = append(c.Acks, Step{What: what, File: f.File, Line: f.Line})

@@ -64,6 +64,14 @@ const (
 	// nytimes/gizmo's SubscriberMessage (Message, Done) does. The loop
 	// acks each message with that method.
 	KindMsgChan = "message channel loop"
+	// KindSQSLib is a handler the code gives to an SQS consumer library
+	// of another module (a package that imports the AWS SDK's SQS
+	// client: ca-risken/go-sqs-poller, Wattpad/sqsconsumer, ...): a
+	// function value whose last result is an error, or the one method of
+	// an interface the library takes. The library's loop receives, calls
+	// it and deletes the message when it returns nil: the loop is not in
+	// the checked code, the handler is (field trial, waves 26 and 27).
+	KindSQSLib = "SQS handler run by a library"
 	// KindEntry is a function declared an entry point by name (the
 	// -entry flag, [RunConfig].Entries or the entries of [ConfigFile]).
 	KindEntry = "declared entry point"
@@ -363,7 +371,100 @@ func (c *Consumers) moreRoots(n ast.Node, stack []ast.Node, addRoot func(kind, n
 			}
 		}
 		c.callbackRoots(fn, n, addRoot)
+		c.sqsLibraryRoots(fn, n, addRoot, rootOfExpr)
 	}
+}
+
+// sqsLibraryRoots makes entry points of the handlers call (a call of fn)
+// gives to an SQS consumer library (see KindSQSLib): fn's package is of
+// another repository than the checked package, not the AWS SDK's own, and
+// imports the SDK's SQS client (v1 or v2). An argument whose parameter is
+// a function type with an error as its last result is a root; so is, for
+// a parameter that is an interface of one method with an error as its
+// last result, that method of the argument's concrete types.
+func (c *Consumers) sqsLibraryRoots(fn *types.Func, call *ast.CallExpr, addRoot func(kind, name string, n ast.Node), rootOfExpr func(kind string, e ast.Expr)) {
+	p := fn.Pkg()
+	if p == nil || p == c.pass.Pkg || sameRepo(p.Path(), c.pass.Pkg.Path()) || strings.HasPrefix(p.Path(), "github.com/aws/") || !importsSQS(p) {
+		return
+	}
+	sig, ok := fn.Type().(*types.Signature)
+	if !ok {
+		return
+	}
+	errLast := func(s *types.Signature) bool {
+		return s.Params().Len() > 0 && s.Results().Len() > 0 && isError(s.Results().At(s.Results().Len()-1).Type())
+	}
+	for i, a := range call.Args {
+		pt := paramType(sig, i)
+		if pt == nil {
+			continue
+		}
+		switch u := pt.Underlying().(type) {
+		case *types.Signature:
+			if errLast(u) {
+				rootOfExpr(KindSQSLib, a)
+			}
+		case *types.Interface:
+			if u.NumMethods() != 1 {
+				continue
+			}
+			im := u.Method(0)
+			if s, ok := im.Type().(*types.Signature); !ok || !errLast(s) {
+				continue
+			}
+			for _, t := range c.concreteTypes(a) {
+				obj, _, _ := types.LookupFieldOrMethod(t, true, c.pass.Pkg, im.Name())
+				m, ok := obj.(*types.Func)
+				if !ok || m.Pkg() == nil || sameRepo(m.Pkg().Path(), p.Path()) {
+					continue
+				}
+				if d := c.decls[m.Origin()]; d != nil {
+					addRoot(KindSQSLib, rootName(m), d)
+				} else {
+					c.remotes = append(c.remotes, remote{kind: KindSQSLib, fn: m.Origin()})
+				}
+			}
+		}
+	}
+}
+
+// importsSQS reports whether p imports the AWS SDK's SQS client (v1 or v2,
+// its types and interfaces included), itself or through a package of its
+// own repository (a library's middleware package over its consumer).
+func importsSQS(p *types.Package) bool {
+	direct := func(p *types.Package) bool {
+		for _, imp := range p.Imports() {
+			if strings.HasPrefix(imp.Path(), "github.com/aws/aws-sdk-go/service/sqs") || strings.HasPrefix(imp.Path(), pathSQS) {
+				return true
+			}
+		}
+		return false
+	}
+	if direct(p) {
+		return true
+	}
+	for _, imp := range p.Imports() {
+		if sameRepo(imp.Path(), p.Path()) && direct(imp) {
+			return true
+		}
+	}
+	return false
+}
+
+// sameRepo reports whether import paths a and b are in one repository:
+// the same host, owner and name for a code host (github.com/o/r/...),
+// the same first two elements otherwise.
+func sameRepo(a, b string) bool {
+	pa, pb := strings.Split(a, "/"), strings.Split(b, "/")
+	n := 2
+	switch pa[0] {
+	case "github.com", "gitlab.com", "bitbucket.org":
+		n = 3
+	}
+	if len(pa) < n || len(pb) < n {
+		return a == b
+	}
+	return slices.Equal(pa[:n], pb[:n])
 }
 
 // libraryCallbacks are interfaces of consumer libraries whose method the

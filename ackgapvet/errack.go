@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"golang.org/x/tools/go/analysis"
+	"golang.org/x/tools/go/ast/astutil"
 )
 
 // ErrAckAnalyzer reports acks on the path where the message's work failed.
@@ -86,7 +87,14 @@ permanent.`,
 					if tail := cont[m]; len(tail) > 0 && !terminates(&ast.BlockStmt{List: through}) {
 						through = append(slices.Clip(through), tail...)
 					}
-					droppedError(pass, c, r, root, st, through, implicit, acker, always)
+					// A dropped error inside a loop over the message's parts
+					// (a Lambda batch's records) reaches what follows the
+					// loop: its ack, or its `return nil`.
+					dropThrough := through
+					if tail, ok := after[block]; ok && !terminates(&ast.BlockStmt{List: through}) {
+						dropThrough = append(slices.Clip(through), tail...)
+					}
+					droppedError(pass, c, r, root, st, dropThrough, implicit, acker, always)
 					failedStatusDone(pass, r, root, st, through, implicit, acker)
 					var prev ast.Stmt
 					if i > 0 {
@@ -201,11 +209,11 @@ func afterLoops(body *ast.BlockStmt) map[*ast.BlockStmt][]ast.Stmt {
 }
 
 // returnAcks reports whether a root of kind acks its message by returning
-// without an error: the router, ackgap, Lambda, and go-queue's kq (which
-// commits after an error too).
+// without an error: the router, ackgap, Lambda, go-queue's kq (which
+// commits after an error too), and an SQS consumer library's handler.
 func returnAcks(kind string) bool {
 	switch kind {
-	case KindWatermill, KindAckgap, KindCQRS, KindLambda, KindLambdaKinesis, KindLambdaKafka, KindLambdaDynamoDB, KindKq, KindKinesisScan:
+	case KindWatermill, KindAckgap, KindCQRS, KindLambda, KindLambdaKinesis, KindLambdaKafka, KindLambdaDynamoDB, KindKq, KindKinesisScan, KindSQSLib:
 		return true
 	}
 	return false
@@ -546,9 +554,13 @@ func checkErrAck(pass *analysis.Pass, c *Consumers, r *reporter, root *Root, ifs
 	// effect is below it (a failed lookup is not a lost message).
 	knownWork := isWork(pass, c, work) || c.program == nil && dynamicCall(info, work)
 	if always && knownWork && givesUp(ifs.Body) && !returnsErrorValue(ifs.Body) && kafkaAckIn(info, ifs.Body) == "" {
+		returns := "after this function returns, whatever it returns"
+		if voidFunc(pass, ifs) {
+			returns = "after this function returns (it has no result to report the failure with)"
+		}
 		r.report(ifs, SeverityOf(names...), fmt.Sprintf(
-			"gives up when %s fails (line %d), but %s acks the message after this function returns, whatever it returns: a transient failure (a timeout, a busy database) loses the message; let the failure reach the ack (return the error and skip the ack on it) so the message is redelivered",
-			workName, line, acker))
+			"gives up when %s fails (line %d), but %s acks the message %s: a transient failure (a timeout, a busy database) loses the message; let the failure reach the ack (return the error and skip the ack on it) so the message is redelivered",
+			workName, line, acker, returns))
 		return
 	}
 	if acker != "" && knownWork {
@@ -627,6 +639,30 @@ func (c *Consumers) firstAck(stmts []ast.Stmt) (ack string, call, inner *ast.Cal
 		}
 	}
 	return "", nil, nil
+}
+
+// voidFunc reports whether the function declaration or literal around n
+// (in the pass's files) has no results.
+func voidFunc(pass *analysis.Pass, n ast.Node) bool {
+	for _, f := range pass.Files {
+		if f.Pos() > n.Pos() || n.End() > f.End() {
+			continue
+		}
+		path, _ := astutil.PathEnclosingInterval(f, n.Pos(), n.End())
+		for _, p := range path {
+			var ft *ast.FuncType
+			switch p := p.(type) {
+			case *ast.FuncDecl:
+				ft = p.Type
+			case *ast.FuncLit:
+				ft = p.Type
+			default:
+				continue
+			}
+			return ft.Results == nil || len(ft.Results.List) == 0
+		}
+	}
+	return false
 }
 
 // flagCond reports whether cond is a boolean flag, a variable or field
@@ -1839,9 +1875,13 @@ func deferredAck(pass *analysis.Pass, c *Consumers, r *reporter, root *Root, bod
 		if work == "" {
 			continue
 		}
+		fix := "nack (or return the error) on failure"
+		if strings.Contains(ack, "Delete") {
+			fix = "on failure leave the message undeleted (SQS has no nack: it comes back when its visibility timeout ends, or at once with ChangeMessageVisibility to 0)"
+		}
 		r.report(d, SeverityOf(root.Name, work), fmt.Sprintf(
-			"defers %s, so the message is acked on every return, also when the work (%s, line %d) fails: a transient failure loses the message; ack after the work succeeded, and nack (or return the error) on failure",
-			ack, work, pass.Fset.Position(at.Pos()).Line))
+			"defers %s, so the message is acked on every return, also when the work (%s, line %d) fails: a transient failure loses the message; ack after the work succeeded, and %s",
+			ack, work, pass.Fset.Position(at.Pos()).Line, fix))
 	}
 }
 
@@ -1871,7 +1911,11 @@ func (c *Consumers) deferredHelperAck(d *ast.DeferStmt) string {
 	}
 	// The call graph places a deferred call at its defer keyword.
 	if c.program != nil && (c.program.ackSites[call.Lparen] || c.program.ackSites[d.Defer]) {
-		return types.ExprString(call.Fun) + " (which acks the message)"
+		name := types.ExprString(call.Fun)
+		if _, lit := ast.Unparen(call.Fun).(*ast.FuncLit); lit {
+			name = "a function literal"
+		}
+		return name + " (which acks the message)"
 	}
 	return ""
 }

@@ -100,7 +100,8 @@ func handOffOf(info *types.Info, st ast.Stmt, derived map[types.Object]bool) str
 // derivedFrom returns the variables that stmts fill from a message: the
 // left side of an assignment whose right side mentions one, and a
 // variable whose address is given to a call with a message among its
-// arguments (json.Unmarshal(m.Value, &ev)).
+// arguments or in its receiver chain (json.Unmarshal(m.Value, &ev),
+// json.NewDecoder(bytes.NewReader(m.Value)).Decode(&ev)).
 //
 // It starts from the variables of seed (the parameters that carry the
 // message's data), and counts the variables of a range over a derived
@@ -132,9 +133,11 @@ func derivedFrom(info *types.Info, stmts []ast.Stmt, seed map[types.Object]bool)
 					}
 				}
 			case *ast.CallExpr:
-				carries := false
+				// The message among the arguments, or in the receiver
+				// chain (`json.NewDecoder(bytes.NewReader(m.Value)).Decode(&in)`).
+				carries := carriesMessage(info, n.Fun) || mentions(info, n.Fun, out)
 				for _, a := range n.Args {
-					carries = carries || carriesMessage(info, a)
+					carries = carries || carriesMessage(info, a) || mentions(info, a, out)
 				}
 				if !carries {
 					return true

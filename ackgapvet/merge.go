@@ -27,6 +27,7 @@ type Related struct {
 // absorb records f, and the places f already stood for, as places that
 // into stands for.
 func absorb(into *Finding, f Finding) {
+	into.Severity = maxSeverity(into.Severity, f.Severity) // one cause, its highest blast radius
 	into.Related = append(into.Related, Related{Check: f.Check, File: f.File, Line: f.Line, Column: f.Column, Message: f.Message, abs: f.abs})
 	into.Related = append(into.Related, f.Related...)
 }

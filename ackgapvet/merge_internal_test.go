@@ -255,3 +255,15 @@ func TestMergeConsumerRepeatsPerHandler(t *testing.T) {
 	require.Len(t, out[0].Related, 1, "the assignment handler's two inserts are one finding")
 	require.Empty(t, out[1].Related, "the ETA handler's publish is its own")
 }
+
+// TestAbsorbSeverity: a finding that absorbs another of one cause takes the
+// higher severity of the two (a new user's merged autocommit finding was
+// medium over a high email effect).
+func TestAbsorbSeverity(t *testing.T) {
+	into := Finding{Check: "autocommit", Severity: SeverityMedium}
+	absorb(&into, Finding{Check: "effect", Severity: SeverityHigh})
+	require.Equal(t, SeverityHigh, into.Severity)
+	absorb(&into, Finding{Check: "errack", Severity: SeverityLow})
+	require.Equal(t, SeverityHigh, into.Severity)
+	require.Len(t, into.Related, 2)
+}

@@ -5,6 +5,7 @@ import (
 	"go/token"
 	"go/types"
 	"slices"
+	"strings"
 
 	"golang.org/x/tools/go/ssa"
 )
@@ -129,6 +130,35 @@ func (w *wholeProgram) autoCommitAcker(rw *rootWalk) string {
 		return ""
 	}
 	return what
+}
+
+// walkCommits reports whether a function of the module on rw's walk
+// commits a confluent-kafka-go consumer's offsets (Commit, CommitMessage,
+// CommitOffsets: a StoreMessage or StoreOffsets only stores them).
+func (w *wholeProgram) walkCommits(rw *rootWalk) bool {
+	for _, fn := range rw.order {
+		if !w.inApp(fn) || fn.Pkg == nil {
+			continue
+		}
+		body := funcBody(fn.Syntax())
+		p := w.info[fn.Pkg.Pkg]
+		if body == nil || p == nil || p.TypesInfo == nil {
+			continue
+		}
+		found := false
+		ast.Inspect(body, func(n ast.Node) bool {
+			if c, ok := n.(*ast.CallExpr); ok && !found {
+				if f := callee(p.TypesInfo, c); f != nil && confluentConsumerMethod(f) && strings.HasPrefix(f.Name(), "Commit") {
+					found = true
+				}
+			}
+			return !found
+		})
+		if found {
+			return true
+		}
+	}
+	return false
 }
 
 // walkAcks reports whether a function of the module on rw's walk acks (a

@@ -382,7 +382,7 @@ func TestConsumerMap(t *testing.T) {
 	for _, c := range rep.Consumers {
 		byName[c.Name] = c
 	}
-	require.Len(t, byName, 71, "%+v", rep.Consumers)
+	require.Len(t, byName, 74, "%+v", rep.Consumers)
 
 	// A receive loop that the call graph reaches from another consumer (a
 	// fallback source behind an interface) and whose acks are closures it
@@ -972,7 +972,7 @@ func TestFailureTurnedIntoNothing(t *testing.T) {
 	for _, f := range findingsIn(rep, "voidlog/voidlog.go", "errack") {
 		switch f.Line {
 		case 32:
-			require.Contains(t, f.Message, "voidlog.Run acks the message after this function returns")
+			require.Contains(t, f.Message, "voidlog.Run acks the message after this function returns (it has no result to report the failure with)")
 		case 45:
 			require.Contains(t, f.Message, "voidlog.Record acks the message on that nil")
 		case 115:
@@ -987,10 +987,13 @@ func TestFailureTurnedIntoNothing(t *testing.T) {
 // ReadMessage auto-commit the finding says that moving the commit would
 // not wait for it either; a function that waits for its goroutines is not
 // reported (field trial, wave 24: arda-notification H3; wave 25:
-// fintech-ecosystem H3).
+// fintech-ecosystem H3). A value a decoder chain filled from the message
+// (`json.NewDecoder(bytes.NewReader(m.Value)).Decode(&ev)`) handed to a
+// goroutine before the commit is the message's (wave 27:
+// picket-answersheet H2).
 func TestDetachedPerPart(t *testing.T) {
 	rep := programReport(t, false)
-	require.Equal(t, []int{63, 109}, findingLines(rep, "detach/detach.go", "earlyack"))
+	require.Equal(t, []int{63, 109, 136}, findingLines(rep, "detach/detach.go", "earlyack"))
 	fs := findingsIn(rep, "detach/detach.go", "earlyack")
 	require.Contains(t, fs[0].Message, "detach.Run acks the message, while its work runs in another goroutine (go s.send at line 60)")
 	require.Contains(t, fs[1].Message, "moving the commit after this function would not wait for it either")
@@ -1010,17 +1013,34 @@ func TestConfluentNeverCommits(t *testing.T) {
 	require.Contains(t, fs[0].Message, "the consumer group never commits")
 	require.Empty(t, findingsIn(rep, "nocommit/nocommit.go", "errack"), "the auto-commit is off: no failure is committed past")
 	require.Empty(t, findingsIn(rep, "nocommit/stored/stored.go", "autocommit"))
+	c := consumerIn(t, rep, "nocommit/nocommit.go")
+	require.NotEmpty(t, c.Acks)
+	require.Contains(t, c.Acks[0].What, "never commits", "the map says nothing commits, not a timer")
+
+	// With the background commit off a store sends nothing; the store
+	// turned off by SetKey on the literal counts too (a new user's
+	// consumers).
+	fs = findingsIn(rep, "nocommit/storeonly/storeonly.go", "autocommit")
+	require.Len(t, fs, 1)
+	require.Contains(t, fs[0].Message, `"enable.auto.commit" false`)
+	require.Contains(t, fs[0].Message, "commit it (CommitMessage) after its work")
+	fs = findingsIn(rep, "nocommit/setkey/setkey.go", "autocommit")
+	require.Len(t, fs, 1)
+	require.Contains(t, fs[0].Message, `"enable.auto.offset.store" false`)
 }
 
-// TestSaramaNeverCommits: Sarama's auto-commit turned off in a module
-// that never calls the session's Commit is an autocommit finding (the
-// marks never reach the broker); a module that commits after its marks
-// is not reported (field trial, wave 26: Cornerstone-backend H1).
+// TestSaramaNeverCommits: Sarama's auto-commit turned off where no package
+// near the config (its own, one it imports or one importing it) commits
+// is an autocommit finding (the marks never reach the broker), though
+// another service of the module commits; a package and a module that
+// commit after their marks are not reported (field trial, wave 26:
+// Cornerstone-backend H1; a new user's two services).
 func TestSaramaNeverCommits(t *testing.T) {
 	fs := findingsIn(programReport(t, false), "saramaoff/saramaoff.go", "autocommit")
 	require.Len(t, fs, 1)
 	require.Equal(t, 16, fs[0].Line)
-	require.Contains(t, fs[0].Message, "the consumer group never commits them")
+	require.Contains(t, fs[0].Message, "the consumer group never commits: Consumer.Offsets.AutoCommit.Enable = false")
+	require.Empty(t, findingsIn(programReport(t, false), "saramaok/saramaok.go", "autocommit"), "it commits itself")
 
 	rep, err := Run(&RunConfig{Dir: filepath.Join("testdata", "programcommit"), Env: programEnv(), Checks: []string{"all"}})
 	require.NoError(t, err)
@@ -1029,4 +1049,26 @@ func TestSaramaNeverCommits(t *testing.T) {
 	for _, f := range rep.Findings {
 		require.NotEqual(t, "autocommit", f.Check, "%+v", f)
 	}
+}
+
+// TestSQSLibraryHandlers: a handler given to an SQS consumer library of
+// another module, whose receive loop and delete are in the library, is an
+// entry point that acks on its nil return: an interface's one method
+// (go-sqs-poller's HandleMessage) and a function value made by a factory
+// and passed through the library's middleware package (sqsconsumer's
+// MessageHandlerFunc); its findings follow (field trial, waves 26 and
+// 27: ca-risken, Wattpad/ship-it).
+func TestSQSLibraryHandlers(t *testing.T) {
+	rep := programReport(t, false)
+	var names []string
+	for _, c := range rep.Consumers {
+		if strings.HasSuffix(c.File, "testdata/program/sqslib/sqslib.go") {
+			require.Equal(t, KindSQSLib, c.Kind)
+			require.NotEmpty(t, c.Acks)
+			names = append(names, c.Name)
+		}
+	}
+	require.Equal(t, []string{"Scanner.HandleMessage", "func literal returned by notify"}, names)
+	require.Equal(t, []int{27}, findingLines(rep, "sqslib/sqslib.go", "errack"))
+	require.Equal(t, []int{34}, findingLines(rep, "sqslib/sqslib.go", "effect"))
 }

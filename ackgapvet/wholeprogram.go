@@ -96,8 +96,13 @@ type programReach struct {
 	// walk acks nowhere: no commit, offset mark or store, delete (see
 	// walkAcks).
 	unacked map[ast.Node]bool
-	// saramaCommits says whether a function of the module commits Sarama
-	// offsets (a session's or an offset manager's Commit); saramaLoops whether the module has a
+	// uncommitted marks those whose walk commits no offset (a store is
+	// not a commit: with "enable.auto.commit" false only a Commit call
+	// sends stored offsets).
+	uncommitted map[ast.Node]bool
+	// saramaCommits says whether the package, or a package of the module
+	// it imports or that imports it, commits Sarama offsets (a session's
+	// or an offset manager's Commit); saramaLoops whether the module has a
 	// Sarama ConsumeClaim entry point (see saramaNeverCommits).
 	saramaCommits, saramaLoops bool
 	// configMaps names the functions of the checked module that build and
@@ -111,7 +116,7 @@ type programReach struct {
 }
 
 func newProgramReach() *programReach {
-	return &programReach{nodes: map[ast.Node]*reached{}, funcs: map[*types.Func]bool{}, works: map[*types.Func]bool{}, commitSites: map[token.Pos]bool{}, workSites: map[token.Pos]bool{}, kafkaAckSites: map[token.Pos]bool{}, ackSites: map[token.Pos]bool{}, receiveSites: map[token.Pos]bool{}, dedupe: map[*Root]bool{}, unacked: map[ast.Node]bool{}, undeduped: map[*Root]map[ast.Node]bool{}, guarded: map[ast.Node]bool{}, unguarded: map[ast.Node]bool{}, absent: map[ast.Node]bool{}, present: map[ast.Node]bool{}}
+	return &programReach{nodes: map[ast.Node]*reached{}, funcs: map[*types.Func]bool{}, works: map[*types.Func]bool{}, commitSites: map[token.Pos]bool{}, workSites: map[token.Pos]bool{}, kafkaAckSites: map[token.Pos]bool{}, ackSites: map[token.Pos]bool{}, receiveSites: map[token.Pos]bool{}, dedupe: map[*Root]bool{}, unacked: map[ast.Node]bool{}, uncommitted: map[ast.Node]bool{}, undeduped: map[*Root]map[ast.Node]bool{}, guarded: map[ast.Node]bool{}, unguarded: map[ast.Node]bool{}, absent: map[ast.Node]bool{}, present: map[ast.Node]bool{}}
 }
 
 // programs holds the whole-program result of the run in progress, by
@@ -1471,20 +1476,22 @@ func (w *wholeProgram) publish() (done func()) {
 			}
 		}
 		acked, _ := w.walkAcks(rw)
+		committed := w.walkCommits(rw)
 		for _, pr := range byPkg {
 			pr.dedupe[rw.root] = len(records) > 0
 			pr.undeduped[rw.root] = undeduped
 			pr.unacked[rw.root.Node] = !acked
+			pr.uncommitted[rw.root.Node] = !committed
 		}
 	}
 	configMaps := w.configMapBuilders()
-	saramaCommits, saramaLoops := w.saramaSessionCommits(), false
+	saramaCommits, saramaLoops := w.saramaCommitsNear(), false
 	for _, rw := range w.walks {
 		saramaLoops = saramaLoops || rw.root.Kind == KindSarama
 	}
 	for pkg, pr := range byPkg {
 		pr.configMaps = configMaps
-		pr.saramaCommits, pr.saramaLoops = saramaCommits, saramaLoops
+		pr.saramaCommits, pr.saramaLoops = saramaCommits[pkg], saramaLoops
 		programs.Store(pkg, pr)
 	}
 	return func() {
@@ -1522,29 +1529,45 @@ func shortName(fn *ssa.Function) string {
 	return pkg + fn.Name()
 }
 
-// saramaSessionCommits reports whether a function of the checked module
-// commits Sarama offsets itself (IBM or Shopify): a ConsumerGroupSession's
-// or an OffsetManager's Commit, or any other Sarama method whose name
-// starts with Commit.
-func (w *wholeProgram) saramaSessionCommits() bool {
+// saramaCommitsNear returns the packages of the checked module that commit
+// Sarama offsets themselves (IBM or Shopify: a ConsumerGroupSession's or an
+// OffsetManager's Commit, or any other Sarama method whose name starts
+// with Commit), or that import such a package of the module or are
+// imported by one: a config's package and the consumer's that commits
+// are near each other, two services of one repository are not.
+func (w *wholeProgram) saramaCommitsNear() map[*types.Package]bool {
+	commits := map[*types.Package]bool{}
 	for _, p := range w.info {
 		if p.Types == nil || !w.app[p.Types] || p.TypesInfo == nil {
 			continue
 		}
 		for _, f := range p.Syntax {
-			found := false
 			ast.Inspect(f, func(n ast.Node) bool {
 				if c, ok := n.(*ast.CallExpr); ok {
 					if fn := callee(p.TypesInfo, c); fn != nil && (funcPath(fn) == "github.com/IBM/sarama" || funcPath(fn) == "github.com/Shopify/sarama") && strings.HasPrefix(fn.Name(), "Commit") {
-						found = true
+						commits[p.Types] = true
 					}
 				}
-				return !found
+				return !commits[p.Types]
 			})
-			if found {
-				return true
+		}
+	}
+	near := map[*types.Package]bool{}
+	for _, p := range w.info {
+		if p.Types == nil || !w.app[p.Types] {
+			continue
+		}
+		if commits[p.Types] {
+			near[p.Types] = true
+		}
+		for _, imp := range p.Types.Imports() {
+			if w.app[imp] && commits[imp] {
+				near[p.Types] = true // it imports one that commits
+			}
+			if w.app[imp] && commits[p.Types] {
+				near[imp] = true // one that commits imports it
 			}
 		}
 	}
-	return false
+	return near
 }

@@ -11,6 +11,7 @@ require (
 	example.com/programshared v0.0.0
 	example.org/subs v0.0.0
 	example.org/retry v0.0.0
+	example.org/sqspoller v0.0.0
 	github.com/m-mizutani/golambda v1.0.2
 	github.com/redis/go-redis/v9 v9.0.0
 	github.com/zeromicro/go-queue v1.0.0
@@ -43,3 +44,5 @@ replace github.com/redis/go-redis/v9 => ../src/github.com/redis/go-redis/v9
 replace example.org/retry => ../src/example.org/retry
 
 replace github.com/IBM/sarama => ../src/github.com/IBM/sarama
+
+replace example.org/sqspoller => ../src/example.org/sqspoller

@@ -216,6 +216,15 @@ func Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, e
 	return resp, nil
 }
 
+// HandleDropped drops each record's write error inside the loop over the
+// records, then succeeds for the batch (a new user's Lambda).
+func HandleDropped(ctx context.Context, ev events.SQSEvent, db *sql.DB) (events.SQSEventResponse, error) {
+	for _, rec := range ev.Records {
+		db.ExecContext(ctx, "UPDATE stock SET n = n - 1 WHERE id = $1", rec.Body) // want `the error of db.ExecContext is dropped unread, and the function returns no error \(line \d+\): the Lambda SQS handler acks the message on that nil`
+	}
+	return events.SQSEventResponse{}, nil
+}
+
 type Service interface {
 	ChangeCount(ctx context.Context, id string, by int) error
 }
