@@ -136,6 +136,28 @@ func (w *wholeProgram) autoCommitAcker(rw *rootWalk) string {
 // commits a confluent-kafka-go consumer's offsets (Commit, CommitMessage,
 // CommitOffsets: a StoreMessage or StoreOffsets only stores them).
 func (w *wholeProgram) walkCommits(rw *rootWalk) bool {
+	return w.walkCalls(rw, func(info *types.Info, c *ast.CallExpr) bool {
+		f := callee(info, c)
+		return f != nil && confluentConsumerMethod(f) && strings.HasPrefix(f.Name(), "Commit")
+	})
+}
+
+// walkAcks reports whether a function of the module on rw's walk acks (a
+// commit, an offset mark or store, a delete: see ackOf), and whether one
+// reads with kafka-go's ReadMessage.
+func (w *wholeProgram) walkAcks(rw *rootWalk) (acked, reads bool) {
+	acked = w.walkCalls(rw, func(info *types.Info, c *ast.CallExpr) bool { return ackOf(info, c) != "" })
+	reads = w.walkCalls(rw, func(info *types.Info, c *ast.CallExpr) bool {
+		f := callee(info, c)
+		return f != nil && funcPath(f) == pathKafkaGo && f.Name() == "ReadMessage"
+	})
+	return acked, reads
+}
+
+// walkCalls reports whether a function of the module on rw's walk makes,
+// in its body (function literals in it included), a call that accepts
+// takes.
+func (w *wholeProgram) walkCalls(rw *rootWalk, accepts func(*types.Info, *ast.CallExpr) bool) bool {
 	for _, fn := range rw.order {
 		if !w.inApp(fn) || fn.Pkg == nil {
 			continue
@@ -147,10 +169,8 @@ func (w *wholeProgram) walkCommits(rw *rootWalk) bool {
 		}
 		found := false
 		ast.Inspect(body, func(n ast.Node) bool {
-			if c, ok := n.(*ast.CallExpr); ok && !found {
-				if f := callee(p.TypesInfo, c); f != nil && confluentConsumerMethod(f) && strings.HasPrefix(f.Name(), "Commit") {
-					found = true
-				}
+			if c, ok := n.(*ast.CallExpr); ok && !found && accepts(p.TypesInfo, c) {
+				found = true
 			}
 			return !found
 		})
@@ -159,39 +179,6 @@ func (w *wholeProgram) walkCommits(rw *rootWalk) bool {
 		}
 	}
 	return false
-}
-
-// walkAcks reports whether a function of the module on rw's walk acks (a
-// commit, an offset mark or store, a delete: see ackOf), and whether one
-// reads with kafka-go's ReadMessage.
-func (w *wholeProgram) walkAcks(rw *rootWalk) (acked, reads bool) {
-	for _, fn := range rw.order {
-		if !w.inApp(fn) || fn.Pkg == nil {
-			continue
-		}
-		body := funcBody(fn.Syntax())
-		p := w.info[fn.Pkg.Pkg]
-		if body == nil || p == nil || p.TypesInfo == nil {
-			continue
-		}
-		ast.Inspect(body, func(n ast.Node) bool {
-			c, ok := n.(*ast.CallExpr)
-			if !ok || acked {
-				return !acked
-			}
-			if ackOf(p.TypesInfo, c) != "" {
-				acked = true
-			}
-			if f := callee(p.TypesInfo, c); f != nil && funcPath(f) == pathKafkaGo && f.Name() == "ReadMessage" {
-				reads = true
-			}
-			return !acked
-		})
-		if acked {
-			return true, reads
-		}
-	}
-	return false, reads
 }
 
 // onlyLogged reports whether the error of the call at the end of stack is
