@@ -23,27 +23,22 @@ import (
 // poll loops do no work after Poll/ReadMessage.
 func confluentAutoCommit(pass *analysis.Pass, c *Consumers, r *reporter) {
 	var creates []*ast.CallExpr
-	var maps []*ast.CompositeLit
-	setOff := false // ConfigMap.SetKey(<commit key>, false) somewhere
+	var lits []*ast.CompositeLit
+	setOff := setKeysOff(pass.TypesInfo, pass.Files) // ConfigMap.SetKey(<commit key>, false) somewhere
 	for _, f := range pass.Files {
 		ast.Inspect(f, func(n ast.Node) bool {
 			switch n := n.(type) {
 			case *ast.CompositeLit:
 				if t := pass.TypesInfo.TypeOf(n); t != nil && isConfluentType(t, "ConfigMap") {
-					maps = append(maps, n)
+					lits = append(lits, n)
 				}
 			case *ast.CallExpr:
 				fn := callee(pass.TypesInfo, n)
 				if fn == nil || !isConfluent(funcPath(fn)) {
 					return true
 				}
-				switch {
-				case recvName(fn) == "" && fn.Name() == "NewConsumer":
+				if recvName(fn) == "" && fn.Name() == "NewConsumer" {
 					creates = append(creates, n)
-				case recvName(fn) == "ConfigMap" && (fn.Name() == "SetKey" || fn.Name() == "Set") && len(n.Args) == 2:
-					if k := constString(pass.TypesInfo, n.Args[0]); commitOffKey(k) && isFalse(pass.TypesInfo, n.Args[1]) {
-						setOff = true
-					}
 				}
 			}
 			return true
@@ -52,8 +47,8 @@ func confluentAutoCommit(pass *analysis.Pass, c *Consumers, r *reporter) {
 	if len(creates) == 0 {
 		return
 	}
-	confluentNeverCommits(pass, c, r, creates, maps)
-	if setOff {
+	confluentNeverCommits(pass, c, r, creates, lits, setOff)
+	if len(setOff) > 0 {
 		return
 	}
 	work, at := confluentWork(pass, c)
@@ -61,7 +56,7 @@ func confluentAutoCommit(pass *analysis.Pass, c *Consumers, r *reporter) {
 		return
 	}
 	for _, call := range creates {
-		lit := configMapLit(pass, call, maps)
+		lit := configMapLit(pass, call, lits)
 		if lit == nil && !builtConfigMap(pass, c, call) || lit != nil && autoCommitOff(pass.TypesInfo, lit) {
 			continue
 		}
@@ -73,8 +68,9 @@ func confluentAutoCommit(pass *analysis.Pass, c *Consumers, r *reporter) {
 
 // saramaNeverCommits reports, in the whole-program mode, a Sarama config
 // whose Consumer.Offsets.AutoCommit.Enable is set to false in a module
-// that has a ConsumeClaim and never commits offsets itself (a session's
-// or an offset manager's Commit):
+// that has a ConsumeClaim, when no package near the config commits offsets
+// itself (a session's or an offset manager's Commit; see
+// saramaCommitsNear):
 // MarkMessage only marks an offset in the client, and with the
 // auto-commit off only Commit sends the marks to the broker, so the group
 // never commits; every restart or rebalance starts again from
@@ -115,19 +111,15 @@ func saramaNeverCommits(pass *analysis.Pass, c *Consumers, r *reporter) {
 // "enable.auto.commit" or "enable.auto.offset.store" false, or a SetKey
 // or Set call that sets one of them to false.
 func commitTurnedOff(info *types.Info, files []*ast.File) bool {
+	if len(setKeysOff(info, files)) > 0 {
+		return true
+	}
 	off := false
 	for _, f := range files {
 		ast.Inspect(f, func(n ast.Node) bool {
-			switch n := n.(type) {
-			case *ast.CompositeLit:
-				if t := info.TypeOf(n); t != nil && isConfluentType(t, "ConfigMap") && autoCommitOff(info, n) {
+			if lit, ok := n.(*ast.CompositeLit); ok {
+				if t := info.TypeOf(lit); t != nil && isConfluentType(t, "ConfigMap") && autoCommitOff(info, lit) {
 					off = true
-				}
-			case *ast.CallExpr:
-				if fn := callee(info, n); fn != nil && isConfluent(funcPath(fn)) && recvName(fn) == "ConfigMap" && (fn.Name() == "SetKey" || fn.Name() == "Set") && len(n.Args) == 2 {
-					if commitOffKey(constString(info, n.Args[0])) && isFalse(info, n.Args[1]) {
-						off = true
-					}
 				}
 			}
 			return !off
@@ -136,10 +128,30 @@ func commitTurnedOff(info *types.Info, files []*ast.File) bool {
 	return off
 }
 
+// setKeysOff returns the keys ("enable.auto.commit",
+// "enable.auto.offset.store") that a ConfigMap SetKey or Set call in files
+// sets to false.
+func setKeysOff(info *types.Info, files []*ast.File) map[string]bool {
+	out := map[string]bool{}
+	for _, f := range files {
+		ast.Inspect(f, func(n ast.Node) bool {
+			if call, ok := n.(*ast.CallExpr); ok && len(call.Args) == 2 {
+				if fn := callee(info, call); fn != nil && isConfluent(funcPath(fn)) && recvName(fn) == "ConfigMap" && (fn.Name() == "SetKey" || fn.Name() == "Set") {
+					if k := constString(info, call.Args[0]); commitOffKey(k) && isFalse(info, call.Args[1]) {
+						out[k] = true
+					}
+				}
+			}
+			return true
+		})
+	}
+	return out
+}
+
 // confluentNeverCommits reports, in the whole-program mode, a consumer
 // made with the background commit or the offset store turned off
 // ("enable.auto.commit" or "enable.auto.offset.store" false, in its
-// ConfigMap literal or by SetKey in the package) when no poll loop of the
+// ConfigMap literal, or by SetKey in the package: setOff) when no poll loop of the
 // package commits an offset anywhere on its walk (CommitMessage,
 // CommitOffsets, Commit; with only the store off, StoreMessage and
 // StoreOffsets count too) while one does work:
@@ -147,24 +159,11 @@ func commitTurnedOff(info *types.Info, files []*ast.File) bool {
 // reads from "auto.offset.reset" again (librdkafka's default "latest"
 // skips what arrived while it was down; "earliest" handles every retained
 // message again). Field trial, wave 24: notification-service-go H1.
-func confluentNeverCommits(pass *analysis.Pass, c *Consumers, r *reporter, creates []*ast.CallExpr, lits []*ast.CompositeLit) {
+func confluentNeverCommits(pass *analysis.Pass, c *Consumers, r *reporter, creates []*ast.CallExpr, lits []*ast.CompositeLit, setOff map[string]bool) {
 	if c.program == nil {
 		return
 	}
 	info := pass.TypesInfo
-	setOff := map[string]bool{} // keys a SetKey or Set call of the package turns off
-	for _, f := range pass.Files {
-		ast.Inspect(f, func(n ast.Node) bool {
-			if call, ok := n.(*ast.CallExpr); ok && len(call.Args) == 2 {
-				if fn := callee(info, call); fn != nil && isConfluent(funcPath(fn)) && recvName(fn) == "ConfigMap" && (fn.Name() == "SetKey" || fn.Name() == "Set") {
-					if k := constString(info, call.Args[0]); commitOffKey(k) && isFalse(info, call.Args[1]) {
-						setOff[k] = true
-					}
-				}
-			}
-			return true
-		})
-	}
 	work, at := confluentWork(pass, c)
 	if work == "" {
 		return
