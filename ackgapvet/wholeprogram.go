@@ -236,7 +236,12 @@ func buildProgram(pkgs []*packages.Package, roots []*Root, remotes []remote) *wh
 		if !w.inApp(fn) { // an instance of a generic function has no Pkg: its origin's
 			continue
 		}
-		if s := fn.Syntax(); s != nil && (fn.Origin() == nil || w.syntax[s] == nil) {
+		// Instances of a generic function share its syntax: keep the
+		// function itself, else the instance first by name, so that every
+		// run walks the same one (a map's order picked it; field trial,
+		// wave 28: LinkMe's generic consumer reached its e-mail effect in
+		// some runs only).
+		if s := fn.Syntax(); s != nil && (fn.Origin() == nil || w.syntax[s] == nil || w.syntax[s].Origin() != nil && fn.String() < w.syntax[s].String()) {
 			if _, ok := s.(*ast.RangeStmt); !ok {
 				w.syntax[s] = fn
 			}
