@@ -650,16 +650,9 @@ func voidFunc(pass *analysis.Pass, n ast.Node) bool {
 		}
 		path, _ := astutil.PathEnclosingInterval(f, n.Pos(), n.End())
 		for _, p := range path {
-			var ft *ast.FuncType
-			switch p := p.(type) {
-			case *ast.FuncDecl:
-				ft = p.Type
-			case *ast.FuncLit:
-				ft = p.Type
-			default:
-				continue
+			if ft := funcType(p); ft != nil {
+				return ft.Results == nil || len(ft.Results.List) == 0
 			}
-			return ft.Results == nil || len(ft.Results.List) == 0
 		}
 	}
 	return false
