@@ -154,7 +154,7 @@ func (w *wholeProgram) consumerMap() []Consumer {
 		}
 		for i := range all {
 			d := &all[i]
-			if d.File != c.File || d.Line != c.Line || d.Name != c.Name {
+			if d.File != c.File || d.Line != c.Line { // not itself, nor another instance of its generic function
 				if d.reaches(c.spans[0].file, c.spans[0].start) {
 					return true
 				}
@@ -410,12 +410,30 @@ func (w *wholeProgram) handlers(rw *rootWalk) ([]Step, []*ssa.Function) {
 			continue
 		}
 		for _, fn := range targets[k] {
+			if genericBody(fn) && slices.ContainsFunc(targets[k], func(g *ssa.Function) bool { return g.Origin() == fn }) {
+				continue // its instances are listed, each with its type arguments
+			}
 			pos := w.prog.Fset.Position(fn.Pos())
 			out = append(out, Step{What: "handler " + shortName(fn), File: relPath(pos.Filename), Line: pos.Line, Path: rw.path(fn)})
 			fns = append(fns, fn)
 		}
 	}
 	return out, fns
+}
+
+// genericBody reports whether fn is the body of a generic function as
+// written (with its type parameters), or a closure in one, rather than an
+// instance of it.
+func genericBody(fn *ssa.Function) bool {
+	for f := fn; f != nil; f = f.Parent() {
+		if f.Origin() != nil {
+			return false
+		}
+		if f.TypeParams().Len() > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // funcValueCall reports whether fn calls a function value (not a static

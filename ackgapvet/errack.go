@@ -715,8 +715,19 @@ func droppedError(pass *analysis.Pass, c *Consumers, r *reporter, root *Root, st
 	if implicit {
 		who = "the " + root.Kind
 	}
-	if who == "" || strings.HasPrefix(acker, autoCommitPrefix) {
-		return // the autocommit finding names a failure committed past
+	if strings.HasPrefix(acker, autoCommitPrefix) {
+		// Offsets committed in the background, whatever the work did (a
+		// worker the poll loop hands its messages to, too): the finding
+		// joins the consumer's autocommit finding.
+		if always {
+			r.report(call, SeverityOf(root.Name, workName), fmt.Sprintf(
+				"the error of %s is dropped unread, and %s commits its offset all the same: a transient failure (a timeout, a busy database) loses the message, not only a crash; check the error and retry the work until it succeeds, or turn the auto-commit off and commit after the work, stopping (or seeking back) on a failure",
+				workName, acker))
+		}
+		return
+	}
+	if who == "" {
+		return
 	}
 	ret := nextReturn(rest)
 	switch {

@@ -251,7 +251,7 @@ func mergeAutoCommitFailures(fs []Finding, consumers []Consumer) []Finding {
 		for _, r := range f.Related {
 			places = append(places, fmt.Sprintf("%s:%d", r.File, r.Line))
 		}
-		fs[into].Message += fmt.Sprintf(" (a failure that is only logged is committed past all the same, at %s: with the commit after the work, stop or seek back on a failure rather than read on)", strings.Join(places, ", "))
+		fs[into].Message += fmt.Sprintf(" (a failure that is dropped or only logged is committed past all the same, at %s: with the commit after the work, stop or seek back on a failure rather than read on)", strings.Join(places, ", "))
 	}
 	return keepUndropped(fs, drop)
 }

@@ -201,7 +201,7 @@ func TestMergeAutoCommitFailures(t *testing.T) {
 	}
 	out := mergeAutoCommitFailures(slices.Clone(fs), cs)
 	require.Len(t, out, 2)
-	require.Contains(t, out[0].Message, "a failure that is only logged is committed past all the same, at run.go:35, run.go:41:", "the lines merged into the errack too")
+	require.Contains(t, out[0].Message, "a failure that is dropped or only logged is committed past all the same, at run.go:35, run.go:41:", "the lines merged into the errack too")
 	require.Len(t, out[0].Related, 2)
 	require.Equal(t, 50, out[1].Line)
 

@@ -55,6 +55,14 @@ func (w *wholeProgram) nilAcks(rw *rootWalk) (out map[*ssa.Function]string, alwa
 		if p == nil || !w.inApp(p) {
 			continue
 		}
+		if autoAcker != "" && p == rw.entry && rw.async[fn] {
+			// A worker the loop starts or hands messages to: the
+			// background commit moves past its message whatever it does,
+			// so a failure it drops or only logs is lost (field trial,
+			// wave 28: email-service's worker, `_ = uc.Execute(...)`).
+			out[fn], always[fn] = autoAcker, true
+			continue
+		}
 		src := p
 		if o := p.Origin(); o != nil {
 			src = o
@@ -159,11 +167,11 @@ func (w *wholeProgram) walkAcks(rw *rootWalk) (acked, reads bool) {
 // takes.
 func (w *wholeProgram) walkCalls(rw *rootWalk, accepts func(*types.Info, *ast.CallExpr) bool) bool {
 	for _, fn := range rw.order {
-		if !w.inApp(fn) || fn.Pkg == nil {
+		if !w.inApp(fn) {
 			continue
 		}
 		body := funcBody(fn.Syntax())
-		p := w.info[fn.Pkg.Pkg]
+		p := w.pkgInfo(fn)
 		if body == nil || p == nil || p.TypesInfo == nil {
 			continue
 		}
@@ -475,10 +483,10 @@ func (w *wholeProgram) below(rw *rootWalk, own func(*types.Info, *ast.CallExpr) 
 	}
 	out := map[*ssa.Function]bool{}
 	for _, fn := range rw.order {
-		if !w.inApp(fn) || fn.Pkg == nil {
+		if !w.inApp(fn) {
 			continue
 		}
-		p := w.info[fn.Pkg.Pkg]
+		p := w.pkgInfo(fn)
 		body := funcBody(fn.Syntax())
 		if p == nil || p.TypesInfo == nil || body == nil {
 			continue
@@ -536,10 +544,10 @@ func (w *wholeProgram) below(rw *rootWalk, own func(*types.Info, *ast.CallExpr) 
 // call. A library that calls it before returning (gorm's Transaction,
 // pgx.BeginFunc, a retry helper) keeps it below.
 func (w *wholeProgram) libraryCallback(p *ssa.Function, pos token.Pos) bool {
-	if p == nil || p.Pkg == nil {
+	if p == nil {
 		return false
 	}
-	info := w.info[p.Pkg.Pkg]
+	info := w.pkgInfo(p)
 	body := funcBody(p.Syntax())
 	if info == nil || info.TypesInfo == nil || body == nil {
 		return false

@@ -400,7 +400,46 @@ func errBranch(info *types.Info, st, prev ast.Stmt) (*ast.IfStmt, *ast.CallExpr)
 	if call := errAssigned(info, assign, errObj); call != nil {
 		return ifs, call
 	}
+	if call := retriedCall(info, assign, errObj); call != nil {
+		return ifs, call
+	}
 	return nil, nil
+}
+
+// retriedCall returns the call whose error a bounded retry loop st keeps
+// in errObj (`for i := 0; i < 5; i++ { if err = work(); err == nil {
+// break } }`, or `for range 3`), or nil: `if err != nil` after the loop is
+// the work's last failure (field trial, wave 28: LinkMe's consumers log it
+// and mark the message).
+func retriedCall(info *types.Info, st ast.Stmt, errObj types.Object) *ast.CallExpr {
+	var body *ast.BlockStmt
+	switch l := st.(type) {
+	case *ast.ForStmt:
+		if l.Cond == nil {
+			return nil // unbounded: it does not end on a failure
+		}
+		body = l.Body
+	case *ast.RangeStmt:
+		if t, ok := info.TypeOf(l.X).Underlying().(*types.Basic); !ok || t.Info()&types.IsInteger == 0 {
+			return nil // a range over messages, not over attempts
+		}
+		body = l.Body
+	default:
+		return nil
+	}
+	var call *ast.CallExpr
+	ast.Inspect(body, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.FuncLit:
+			return false
+		case *ast.AssignStmt:
+			if c := errAssigned(info, n, errObj); c != nil && call == nil {
+				call = c
+			}
+		}
+		return call == nil
+	})
+	return call
 }
 
 // errAssigned returns the call whose error st assigns to errObj (`v, err

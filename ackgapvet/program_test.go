@@ -201,7 +201,7 @@ func TestAutoCommitDropsFailure(t *testing.T) {
 		}
 	}
 	require.Equal(t, []int{21, 35, 50, 70}, own, "the autocommit findings, and the confluent loop's INSERT (append)")
-	require.Contains(t, byLine[50].Message, "a failure that is only logged is committed past all the same, at testdata/program/autolog/autolog.go:54")
+	require.Contains(t, byLine[50].Message, "a failure that is dropped or only logged is committed past all the same, at testdata/program/autolog/autolog.go:54")
 	require.Contains(t, byLine[70].Message, "the exit on a failure at testdata/program/autolog/autolog.go:75 is such a crash: the message was committed, so it is lost")
 	require.Equal(t, "poison", byLine[70].Related[0].Check)
 
@@ -383,7 +383,7 @@ func TestConsumerMap(t *testing.T) {
 	for _, c := range rep.Consumers {
 		byName[c.Name] = c
 	}
-	require.Len(t, byName, 74, "%+v", rep.Consumers)
+	require.Len(t, byName, 79, "%+v", rep.Consumers)
 
 	// A receive loop that the call graph reaches from another consumer (a
 	// fallback source behind an interface) and whose acks are closures it
@@ -1087,4 +1087,64 @@ func TestGenericInstanceDeterministic(t *testing.T) {
 		}
 		require.Equal(t, first, got)
 	}
+}
+
+// TestGenericInstances: a generic entry point instantiated for two
+// consumers (Consumer[Mail] and Consumer[Hook], each with its own work) is
+// two consumers, each walked to its own effect; a generic function that
+// builds the handler closure for two consumer groups (StartConsume[T],
+// each with its own send function) is followed through both instances,
+// and the closure's logged failure of the send, with the mark after it, is
+// found (field trial, wave 28: LinkMe's e-mail and SMS consumers of one
+// samarap.Handler[T], of which only one was walked; notification-service's
+// StartConsume[T], whose logged SMTP failure was not reported).
+func TestGenericInstances(t *testing.T) {
+	rep := programReport(t, false)
+	effects := map[string][]int{}
+	for _, c := range rep.Consumers {
+		if strings.HasSuffix(c.File, "testdata/program/geninst/geninst.go") {
+			for _, e := range c.Effects {
+				effects[c.Name] = append(effects[c.Name], e.Line)
+			}
+		}
+	}
+	require.Equal(t, map[string][]int{"Consumer[Hook].Run": {33}, "Consumer[Mail].Run": {24}}, effects)
+	require.Equal(t, []int{24, 33}, findingLines(rep, "geninst/geninst.go", "effect"))
+
+	c := consumerIn(t, rep, "genloop/genloop.go")
+	var handlers []string
+	for _, h := range c.Handlers {
+		handlers = append(handlers, h.What)
+	}
+	require.Equal(t, []string{"handler genloop.StartConsume[Login].func1", "handler genloop.StartConsume[Register].func1"}, handlers)
+	require.Equal(t, []int{67, 73}, findingLines(rep, "genloop/genloop.go", "effect"))
+	require.Equal(t, []int{46}, findingLines(rep, "genloop/genloop.go", "errack"))
+}
+
+// TestRetriedThenMarked: a bounded retry loop whose last failure is only
+// logged before the mark loses the message as surely as one try does
+// (`for i := 0; i < 5; i++` and `for range 3`); returning the last failure
+// instead is no finding (field trial, wave 28: LinkMe's post, check and
+// publish consumers).
+func TestRetriedThenMarked(t *testing.T) {
+	rep := programReport(t, false)
+	require.Equal(t, []int{38, 84}, findingLines(rep, "retrymark/retrymark.go", "errack"))
+}
+
+// TestAutoCommitWorker: under librdkafka's background commit, a worker
+// goroutine the poll loop hands its messages to loses a failure it drops
+// (`_ = send()`) or only logs, since the offset is committed past it; both
+// join the loop's autocommit finding (field trial, wave 28:
+// email-service's worker).
+func TestAutoCommitWorker(t *testing.T) {
+	rep := programReport(t, false)
+	fs := findingsIn(rep, "autoworker/autoworker.go", "autocommit")
+	require.Len(t, fs, 1)
+	var related []int
+	for _, r := range fs[0].Related {
+		require.Equal(t, "errack", r.Check)
+		related = append(related, r.Line)
+	}
+	require.Equal(t, []int{37, 52}, related)
+	require.Contains(t, fs[0].Message, "a failure that is dropped or only logged is committed past all the same")
 }

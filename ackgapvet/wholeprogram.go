@@ -231,6 +231,7 @@ func buildProgram(pkgs []*packages.Package, roots []*Root, remotes []remote) *wh
 	}
 	all := w.appFunctions(ssaPkgs)
 	w.funcs = all
+	instances := map[ast.Node][]*ssa.Function{} // a generic function's syntax -> its instances
 	debugf("functions listed: %d", len(all))
 	for fn := range all {
 		if !w.inApp(fn) { // an instance of a generic function has no Pkg: its origin's
@@ -245,6 +246,9 @@ func buildProgram(pkgs []*packages.Package, roots []*Root, remotes []remote) *wh
 			if _, ok := s.(*ast.RangeStmt); !ok {
 				w.syntax[s] = fn
 			}
+		}
+		if s := fn.Syntax(); s != nil && fn.Origin() != nil {
+			instances[s] = append(instances[s], fn)
 		}
 	}
 	// Channel hand-offs go to worker goroutines: a function (or closure)
@@ -286,12 +290,32 @@ func buildProgram(pkgs []*packages.Package, roots []*Root, remotes []remote) *wh
 	}
 	var entries []entry
 	for _, r := range roots {
-		if fn := w.syntax[r.Node]; fn != nil {
-			if r.Name == "func literal" {
-				r.Name = shortName(fn) // shop.Register.func1
-			}
-			entries = append(entries, entry{r, fn})
+		fn := w.syntax[r.Node]
+		if fn == nil {
+			continue
 		}
+		// An entry point that is a generic function (a Sarama handler
+		// type Handler[T] shared by two consumer groups, each with its
+		// own T and handle function) is one consumer per instance: each
+		// is walked, and named with its type arguments (field trial,
+		// wave 28: LinkMe's e-mail and SMS consumers, of which only one
+		// was walked).
+		if insts := instances[r.Node]; len(insts) > 1 {
+			slices.SortFunc(insts, func(a, b *ssa.Function) int { return cmp.Compare(a.String(), b.String()) })
+			for _, inst := range insts {
+				ri := *r
+				ri.Name = shortName(inst)
+				if strings.HasPrefix(ri.Name, inst.Origin().Pkg.Pkg.Name()+".") && r.Name != "func literal" {
+					ri.Name = strings.TrimPrefix(ri.Name, inst.Origin().Pkg.Pkg.Name()+".")
+				}
+				entries = append(entries, entry{&ri, inst})
+			}
+			continue
+		}
+		if r.Name == "func literal" {
+			r.Name = shortName(fn) // shop.Register.func1
+		}
+		entries = append(entries, entry{r, fn})
 	}
 	for _, r := range remotes {
 		fns := []*ssa.Function{prog.FuncValue(r.fn)}
@@ -412,7 +436,7 @@ func buildProgram(pkgs []*packages.Package, roots []*Root, remotes []remote) *wh
 		}
 		for i := 0; i < len(callers); i++ {
 			c := callers[i]
-			if fd, ok := c.Syntax().(*ast.FuncDecl); ok && w.info[c.Pkg.Pkg] != nil && collectsBatch(w.info[c.Pkg.Pkg].TypesInfo, fd) {
+			if fd, ok := c.Syntax().(*ast.FuncDecl); ok && w.pkgInfo(c) != nil && collectsBatch(w.pkgInfo(c).TypesInfo, fd) {
 				if up := w.loopCallers(c, 3); len(up) > 0 {
 					callers = append(callers, up...) // its loop gathers one batch: the caller's loop is the consumer's
 					continue
@@ -1350,13 +1374,32 @@ func boundable(v ssa.Value, fn *ssa.Function) ssa.Value {
 
 // inApp reports whether fn belongs to a checked package.
 func (w *wholeProgram) inApp(fn *ssa.Function) bool {
+	if p := srcPkg(fn); p != nil {
+		return w.app[p]
+	}
+	return false
+}
+
+// srcPkg returns the package whose code fn is: its own, or for an instance
+// of a generic function or a closure in one (which have no package in
+// SSA) its origin's; nil for a synthetic function of no package.
+func srcPkg(fn *ssa.Function) *types.Package {
 	if fn.Pkg == nil {
 		if o := fn.Origin(); o != nil && o.Pkg != nil {
-			return w.app[o.Pkg.Pkg]
+			return o.Pkg.Pkg
 		}
-		return false
+		return nil
 	}
-	return w.app[fn.Pkg.Pkg]
+	return fn.Pkg.Pkg
+}
+
+// pkgInfo returns the loaded package of fn's code (see srcPkg), nil if it
+// is not one of the loaded packages.
+func (w *wholeProgram) pkgInfo(fn *ssa.Function) *packages.Package {
+	if p := srcPkg(fn); p != nil {
+		return w.info[p]
+	}
+	return nil
 }
 
 // path returns the names from the walk's entry point to fn.
@@ -1397,13 +1440,13 @@ func (w *wholeProgram) publish() (done func()) {
 			{receiveSites, func(pr *programReach) map[token.Pos]bool { return pr.receiveSites }},
 		} {
 			for pos, p := range sites.from {
-				if !w.inApp(p) || p.Pkg == nil {
+				if !w.inApp(p) {
 					continue
 				}
-				pr := byPkg[p.Pkg.Pkg]
+				pr := byPkg[srcPkg(p)]
 				if pr == nil {
 					pr = newProgramReach()
-					byPkg[p.Pkg.Pkg] = pr
+					byPkg[srcPkg(p)] = pr
 				}
 				sites.to(pr)[pos] = true
 			}
@@ -1485,8 +1528,14 @@ func (w *wholeProgram) publish() (done func()) {
 		for _, pr := range byPkg {
 			pr.dedupe[rw.root] = len(records) > 0
 			pr.undeduped[rw.root] = undeduped
-			pr.unacked[rw.root.Node] = !acked
-			pr.uncommitted[rw.root.Node] = !committed
+			// Instances of one generic entry point share its node: it
+			// acks nowhere only if none of them acks.
+			n := rw.root.Node
+			if prev, ok := pr.unacked[n]; ok {
+				pr.unacked[n], pr.uncommitted[n] = prev && !acked, pr.uncommitted[n] && !committed
+			} else {
+				pr.unacked[n], pr.uncommitted[n] = !acked, !committed
+			}
 		}
 	}
 	configMaps := w.configMapBuilders()
@@ -1507,12 +1556,22 @@ func (w *wholeProgram) publish() (done func()) {
 }
 
 // shortName names a function for paths: pkg.Func, pkg.Type.Method, and
-// pkg.Func.funcN for a closure.
+// pkg.Func.funcN for a closure. An instance of a generic function names
+// its type arguments without their packages (pkg.Func[Login],
+// pkg.Handler[SMSEvent].ConsumeClaim): two instances are two consumers.
 func shortName(fn *ssa.Function) string {
 	if p := fn.Parent(); p != nil {
 		return shortName(p) + ".func" + strings.TrimPrefix(fn.Name(), p.Name()+"$")
 	}
+	args := ""
 	if o := fn.Origin(); o != nil {
+		var names []string
+		for _, t := range fn.TypeArgs() {
+			names = append(names, types.TypeString(t, func(*types.Package) string { return "" }))
+		}
+		if len(names) > 0 {
+			args = "[" + strings.Join(names, ", ") + "]"
+		}
 		fn = o
 	}
 	pkg := ""
@@ -1527,11 +1586,11 @@ func shortName(fn *ssa.Function) string {
 			t = p.Elem()
 		}
 		if n, ok := types.Unalias(t).(*types.Named); ok {
-			return pkg + n.Obj().Name() + "." + fn.Name()
+			return pkg + n.Obj().Name() + args + "." + fn.Name()
 		}
 		return pkg + fn.Name()
 	}
-	return pkg + fn.Name()
+	return pkg + fn.Name() + args
 }
 
 // saramaCommitsNear returns the packages of the checked module that commit
