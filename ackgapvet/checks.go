@@ -89,7 +89,11 @@ relay make the call with a stable idempotency key.`,
 			if s.Root.Kind != KindAckgap {
 				fix = "give it an idempotency key derived from the message's event id (the receiver then applies it once), or record it in an outbox row in the transaction of the message's state change and make it from there"
 			}
-			r.report(call, SeverityOf(names...), fmt.Sprintf("%s %s repeats on every redelivery; %s", d, s.where(), fix))
+			what := d
+			if callee, ok := strings.CutPrefix(d, "calls "); ok {
+				what = "the call of " + callee + "," // the call of p.Charge, which makes an HTTP request (...), on the consumer path of ...
+			}
+			r.report(call, SeverityOf(names...), fmt.Sprintf("%s %s repeats on every redelivery; %s", what, s.where(), fix))
 		})
 	})
 

@@ -84,7 +84,7 @@ func SetSeverityPatterns(spec string) error {
 		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("invalid %s: %w", SeverityEnv, err)
+		return fmt.Errorf("invalid severity patterns: %w", err)
 	}
 	severityMu.Lock()
 	severityRules = rules
@@ -112,7 +112,9 @@ func compileSeverity(pats map[Severity]string) ([]severityRule, error) {
 func currentRules() ([]severityRule, error) {
 	severityOnce.Do(func() {
 		if spec := os.Getenv(SeverityEnv); spec != "" {
-			severityErr = SetSeverityPatterns(spec)
+			if err := SetSeverityPatterns(spec); err != nil {
+				severityErr = fmt.Errorf("%s: %w", SeverityEnv, err)
+			}
 		}
 	})
 	severityMu.Lock()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"go/ast"
 	"go/token"
+	"go/types"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -111,6 +112,11 @@ type Report struct {
 	// order of their files and lines. Filled in the whole-program mode
 	// only.
 	Consumers []Consumer `json:"consumers,omitempty"`
+	// UnknownEntries lists the declared entry points ([RunConfig].Entries,
+	// the entries of [ConfigFile]) that name no function or method of the
+	// loaded packages: a typo, or a package outside the patterns. They
+	// declare nothing.
+	UnknownEntries []string `json:"unknown_entries,omitempty"`
 }
 
 // Run loads the packages of cfg.Patterns with go/packages (full syntax, so
@@ -172,6 +178,7 @@ func Run(cfg *RunConfig) (*Report, error) {
 	if len(pkgs) == 0 {
 		return nil, errors.New("no packages match " + strings.Join(patterns, " "))
 	}
+	rep.UnknownEntries = unknownEntries(pkgs)
 	debugf("loaded %d packages", len(pkgs))
 	if !cfg.PerPackage {
 		w, err := programOf(pkgs)
@@ -234,6 +241,43 @@ func Run(cfg *RunConfig) (*Report, error) {
 		rep.keepChanged(ch)
 	}
 	return rep, nil
+}
+
+// unknownEntries returns the declared entry points, sorted, that name no
+// function or method (pkgpath.Func, pkgpath.Type.Method) of pkgs or the
+// packages they import.
+func unknownEntries(pkgs []*packages.Package) []string {
+	want := activeConfig().entries
+	if len(want) == 0 {
+		return nil
+	}
+	known := map[string]bool{}
+	packages.Visit(pkgs, nil, func(p *packages.Package) {
+		if p.Types == nil {
+			return
+		}
+		scope := p.Types.Scope()
+		for _, name := range scope.Names() {
+			switch o := scope.Lookup(name).(type) {
+			case *types.Func:
+				known[entryKey(o)] = true
+			case *types.TypeName:
+				if n, ok := types.Unalias(o.Type()).(*types.Named); ok {
+					for m := range n.Methods() {
+						known[entryKey(m)] = true
+					}
+				}
+			}
+		}
+	})
+	var out []string
+	for e := range want {
+		if !known[e] {
+			out = append(out, e)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // generatedHeader matches the comment that marks a generated file

@@ -67,7 +67,9 @@ func knownVersion(v string) string {
 
 // WriteSARIF writes the report as a SARIF 2.1.0 log with one run, a rule per
 // check (its Doc as description, helpUri its section of docs/ackgapvet.md)
-// and a result per finding, for code-scanning UIs. Artifact URIs are
+// and a result per finding, for code-scanning UIs, and one invocation whose
+// executionSuccessful is false, with an error notification each, when a
+// package was skipped or a declared entry point named nothing. Artifact URIs are
 // relative to rep.Root under uriBaseId %SRCROOT%, never absolute; a finding
 // in a file outside Root (which only happens when packages outside the
 // repository are checked) has no location but keeps its message. Each result
@@ -161,6 +163,19 @@ func WriteSARIF(w io.Writer, rep *Report) error {
 		res.PartialFingerprints = map[string]string{"ackgapvet/v1": key + ":" + strconv.Itoa(seen[key])}
 		results = append(results, res)
 	}
+	// What was not checked is said in the run's invocation, so that a
+	// code-scanning upload of a partial run does not read as a clean scan.
+	type notification struct {
+		Level   string `json:"level"`
+		Message text   `json:"message"`
+	}
+	notes := []notification{}
+	for _, sk := range rep.Skipped {
+		notes = append(notes, notification{"error", text{"skipped (does not type-check): " + sk}})
+	}
+	for _, e := range rep.UnknownEntries {
+		notes = append(notes, notification{"error", text{"declared entry point " + e + " names no function or method of the loaded packages: it declares nothing"}})
+	}
 	log := map[string]any{
 		"$schema": "https://json.schemastore.org/sarif-2.1.0.json",
 		"version": "2.1.0",
@@ -175,6 +190,10 @@ func WriteSARIF(w io.Writer, rep *Report) error {
 				SRCROOT: map[string]any{"uri": fileURI(root)},
 			},
 			"results": results,
+			"invocations": []any{map[string]any{
+				"executionSuccessful":        len(notes) == 0,
+				"toolExecutionNotifications": notes,
+			}},
 		}},
 	}
 	enc := json.NewEncoder(w)

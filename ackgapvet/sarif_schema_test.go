@@ -2,6 +2,7 @@ package ackgapvet
 
 import (
 	"bytes"
+	"encoding/json"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -66,6 +67,36 @@ func TestSARIFSchema(t *testing.T) {
 	res, err := gojsonschema.Validate(schema, gojsonschema.NewBytesLoader(b.Bytes()))
 	require.NoError(t, err)
 	require.True(t, res.Valid(), "%v", res.Errors())
+
+	// A partial run says so in its invocation, and still validates.
+	rep.Skipped = []string{"example.com/program/broken: undefined: x"}
+	rep.UnknownEntries = []string{"example.com/program/poll.Lop"}
+	var partial bytes.Buffer
+	require.NoError(t, WriteSARIF(&partial, rep))
+	res, err = gojsonschema.Validate(schema, gojsonschema.NewBytesLoader(partial.Bytes()))
+	require.NoError(t, err)
+	require.True(t, res.Valid(), "%v", res.Errors())
+	var inv struct {
+		Runs []struct {
+			Invocations []struct {
+				ExecutionSuccessful bool `json:"executionSuccessful"`
+				Notes               []struct {
+					Level   string `json:"level"`
+					Message struct {
+						Text string `json:"text"`
+					} `json:"message"`
+				} `json:"toolExecutionNotifications"`
+			} `json:"invocations"`
+		} `json:"runs"`
+	}
+	require.NoError(t, json.Unmarshal(partial.Bytes(), &inv))
+	require.Len(t, inv.Runs[0].Invocations, 1)
+	require.False(t, inv.Runs[0].Invocations[0].ExecutionSuccessful)
+	require.Len(t, inv.Runs[0].Invocations[0].Notes, 2)
+	require.Contains(t, inv.Runs[0].Invocations[0].Notes[0].Message.Text, "example.com/program/broken")
+	require.Contains(t, inv.Runs[0].Invocations[0].Notes[1].Message.Text, "poll.Lop")
+	require.NoError(t, json.Unmarshal(b.Bytes(), &inv))
+	require.True(t, inv.Runs[0].Invocations[0].ExecutionSuccessful, "a full run succeeded")
 
 	broken := bytes.Replace(b.Bytes(), []byte(`"version": "2.1.0"`), []byte(`"version": "2.0"`), 1)
 	require.NotEqual(t, b.Bytes(), broken, "the document names its version")

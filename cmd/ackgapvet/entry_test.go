@@ -70,4 +70,14 @@ func TestEntriesAndEffectConfig(t *testing.T) {
 		require.Equal(t, exitError, code)
 		require.Contains(t, errOut, `entries: "worker": want pkgpath.Func or pkgpath.Type.Method`)
 	})
+
+	t.Run("entry that names nothing", func(t *testing.T) {
+		// A typo in a well-formed name declares nothing: said, and the
+		// run fails, with the map of what it did find still written.
+		out, errOut, code := entryCmd(t, bin, "map", "-entry", "example.com/entrymod/worker.Swep", "./...")
+		require.Equal(t, exitError, code, errOut)
+		require.Contains(t, errOut, "declared entry point example.com/entrymod/worker.Swep names no function or method of the loaded packages")
+		require.NotContains(t, errOut, "worker.Sweep names", "the right name is known")
+		require.Contains(t, out, "Worker.Drain", "the config file's entry still maps")
+	})
 }

@@ -147,7 +147,13 @@ Flags:
 	}
 	if *severity != "" {
 		if err := ackgapvet.SetSeverityPatterns(*severity); err != nil {
-			fmt.Fprintln(stderr, "ackgapvet:", err)
+			source := ackgapvet.SeverityEnv // the flag's default
+			fs.Visit(func(f *flag.Flag) {
+				if f.Name == "severity" {
+					source = "-severity"
+				}
+			})
+			fmt.Fprintf(stderr, "ackgapvet: %s: %v\n", source, err)
 			return exitError
 		}
 	}
@@ -163,6 +169,9 @@ Flags:
 	for _, s := range rep.Skipped {
 		fmt.Fprintln(stderr, "ackgapvet: skipped (does not type-check):", s)
 	}
+	for _, e := range rep.UnknownEntries {
+		fmt.Fprintf(stderr, "ackgapvet: declared entry point %s names no function or method of the loaded packages (want pkgpath.Func or pkgpath.Type.Method): it declares nothing\n", e)
+	}
 	if err := write(stdout, rep); err != nil {
 		fmt.Fprintln(stderr, "ackgapvet:", err)
 		return exitError
@@ -175,9 +184,10 @@ Flags:
 	if len(rep.Findings) > 0 && !mapMode {
 		return exitFindings
 	}
-	if len(rep.Skipped) > 0 {
+	if len(rep.Skipped) > 0 || len(rep.UnknownEntries) > 0 {
 		// A package that was not checked is a load error, not a clean
-		// result: a mistyped pattern must not pass CI.
+		// result: a mistyped pattern must not pass CI, nor a mistyped
+		// entry point.
 		return exitError
 	}
 	return exitClean

@@ -46,7 +46,7 @@ func shopCmd(t *testing.T, name string, args ...string) (stdout, stderr string, 
 
 // chargeMsg is the per-package mode's finding: at the call into package
 // pay, judged by pay.Charge's fact.
-const chargeMsg = "calls pay.Charge, which makes an HTTP request (http.Client.Post) on the consumer path of watermill handler (func literal) repeats on every redelivery"
+const chargeMsg = "the call of pay.Charge, which makes an HTTP request (http.Client.Post), on the consumer path of watermill handler (func literal) repeats on every redelivery"
 
 // chargePath is the whole-program mode's finding: inside pay.Charge, where
 // the request is made, with the path from the handler.

@@ -34,7 +34,7 @@ func (h *draft) Handle(ctx context.Context, event any) error {
 type chargeHandler struct{ pay *payments.Client }
 
 func (h chargeHandler) Handle(ctx context.Context, cmd *ChargeCard) error {
-	return h.pay.Charge(ctx, cmd.ID) // want `critical: calls payments.Client.Charge, which makes an HTTP request \(http.Client.Do\) on the consumer path of Watermill CQRS handler chargeHandler.Handle repeats`
+	return h.pay.Charge(ctx, cmd.ID) // want `critical: the call of payments.Client.Charge, which makes an HTTP request \(http.Client.Do\), on the consumer path of Watermill CQRS handler chargeHandler.Handle repeats`
 }
 
 func onShipped(ctx context.Context, e *OrderShipped) error {

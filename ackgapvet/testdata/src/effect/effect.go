@@ -27,7 +27,7 @@ func register(r *message.Router, ar *router.Router[*sql.Tx], h *handlers) {
 		if payments.Amount(string(msg.Payload)) == 0 { // clean: no effect
 			return nil
 		}
-		return h.pay.Charge(msg.Context(), string(msg.Payload)) // want `critical: calls payments.Client.Charge, which makes an HTTP request \(http.Client.Do\) on the consumer path of watermill handler \(func literal\) repeats on every redelivery; give it an idempotency key derived from the message.s event id`
+		return h.pay.Charge(msg.Context(), string(msg.Payload)) // want `critical: the call of payments.Client.Charge, which makes an HTTP request \(http.Client.Do\), on the consumer path of watermill handler \(func literal\) repeats on every redelivery; give it an idempotency key derived from the message.s event id`
 	})
 	r.AddNoPublisherHandler("receipts", "orders", nil, h.notify)
 
