@@ -285,7 +285,8 @@ func keyedOverwrite(path, op string) bool {
 // keyedWriteOf reports whether call is an AWS write by key (see
 // keyedOverwrite) through the SDK's client (v1 or v2) or an application's
 // interface over it (a method named after the operation taking its
-// *<Op>Input), a Redis command that stores state (redisStateWrite), or a
+// *<Op>Input), a Redis command that stores state (redisStateWrite), a
+// known SDK's change by key (sdkKeyedWrite: a Kubernetes Patch), or a
 // generated client's overwrite by key (overwriteName: a gRPC Upsert). It
 // is no effect, since a repeat leaves the same state, but it is work: when
 // it fails, what the message should have stored is lost.
@@ -302,7 +303,7 @@ func keyedWriteOf(info *types.Info, call *ast.CallExpr) bool {
 		return keyedOverwrite(pathAWSSvc+svc, awsV1Op(fn.Name()))
 	}
 	svc, op := appAWSOp(fn)
-	return svc != "" && keyedOverwrite(pathAWSSvc+svc, op) || redisStateWrite(info, call) ||
+	return svc != "" && keyedOverwrite(pathAWSSvc+svc, op) || redisStateWrite(info, call) || sdkKeyedWrite(fn) ||
 		(isGRPCClientMethod(fn) || isOpenAPIClientMethod(fn)) && overwriteName(fn.Name())
 }
 

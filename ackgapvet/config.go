@@ -31,11 +31,12 @@ type Config struct {
 	// Entries are functions to treat as consumer entry points, each
 	// "pkgpath.Func" or "pkgpath.Type.Method" (a method declared on Type or
 	// *Type), e.g. "example.com/shop/worker.Consumer.Loop". An entry that
-	// names no function changes nothing. Default: none.
+	// names no function of the loaded packages declares nothing, and [Run]
+	// lists it in Report.UnknownEntries. Default: none.
 	Entries []string `json:"entries,omitempty"`
 	// Effects maps import path prefixes to an effect class (ClassPayment,
 	// ClassEmail, ClassSMS, ClassNotification, ClassStorage, ClassPublish,
-	// ClassHTTP): a call into a package at or below a prefix that changes
+	// ClassKubernetes, ClassHTTP): a call into a package at or below a prefix that changes
 	// something (see [KnownSDKs] for the rule) is an effect of that class.
 	// It overrides [KnownSDKs] for the same packages. Default: none.
 	Effects map[string]string `json:"effects,omitempty"`

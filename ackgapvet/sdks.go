@@ -2,6 +2,7 @@ package ackgapvet
 
 import (
 	"go/types"
+	"slices"
 	"strings"
 )
 
@@ -17,7 +18,8 @@ const (
 	ClassNotification = "notification" // a push or fan-out to people: SNS, Firebase messaging
 	ClassStorage      = "storage"      // an object store write: GCS, Azure Blob, MinIO
 	ClassPublish      = "publish"      // a message to another system: Pub/Sub, NATS, RabbitMQ
-	ClassHTTP         = "http"         // any other outside call
+	ClassKubernetes   = "kubernetes"   // an object made in a Kubernetes cluster: client-go, controller-runtime
+	ClassHTTP         = "http"         // any other outside call: issue trackers, code hosts, incident tools
 )
 
 // classDesc is how a finding names an effect of each class.
@@ -28,6 +30,7 @@ var classDesc = map[string]string{
 	ClassNotification: "a notification",
 	ClassStorage:      "a storage write",
 	ClassPublish:      "a publish",
+	ClassKubernetes:   "a Kubernetes API write",
 	ClassHTTP:         "an outside call",
 }
 
@@ -78,6 +81,25 @@ var KnownSDKs = map[string]string{
 	"github.com/rabbitmq/amqp091-go":                               ClassPublish,
 	"github.com/streadway/amqp":                                    ClassPublish,
 	"github.com/Azure/azure-sdk-for-go/sdk/messaging/azservicebus": ClassPublish,
+	// Messages to people through chat and push services.
+	"github.com/slack-go/slack":                       ClassNotification,
+	"github.com/nlopes/slack":                         ClassNotification, // slack-go's path before it moved
+	"github.com/bwmarrin/discordgo":                   ClassNotification,
+	"github.com/go-telegram-bot-api/telegram-bot-api": ClassNotification,
+	"github.com/go-telegram/bot":                      ClassNotification,
+	"gopkg.in/telebot.v3":                             ClassNotification,
+	"github.com/appleboy/go-fcm":                      ClassNotification,
+	"github.com/sideshow/apns2":                       ClassNotification,
+	"github.com/PagerDuty/go-pagerduty":               ClassNotification, // an incident pages someone
+	"github.com/opsgenie/opsgenie-go-sdk-v2":          ClassNotification,
+	"github.com/andygrunwald/go-jira":                 ClassHTTP,
+	"github.com/google/go-github":                     ClassHTTP,
+	"github.com/xanzy/go-gitlab":                      ClassHTTP,
+	"gitlab.com/gitlab-org/api/client-go":             ClassHTTP,
+	"github.com/segmentio/analytics-go":               ClassHTTP,
+	"k8s.io/client-go":                                ClassKubernetes,
+	"sigs.k8s.io/controller-runtime":                  ClassKubernetes,
+	"sigs.k8s.io/cluster-api/util/patch":              ClassKubernetes,
 }
 
 // underPrefix reports whether path is prefix or a package below it.
@@ -96,7 +118,47 @@ func longestPrefix(m map[string]string, path string) (prefix, class string) {
 }
 
 // readVerbs start the names of SDK calls that only read or tidy up.
-var readVerbs = []string{"Get", "List", "Retrieve", "Describe", "Find", "Search", "Iter", "Read", "Fetch", "Query", "Scan", "Head", "Lookup", "Parse", "Validate", "Close", "Wait"}
+var readVerbs = []string{"Get", "List", "Retrieve", "Describe", "Find", "Search", "Iter", "Read", "Fetch", "Query", "Scan", "Head", "Lookup", "Parse", "Validate", "Close", "Wait", "Watch"}
+
+// sdkKeyedVerbs start the names of the calls of a notification, outside
+// service or Kubernetes SDK that set, change or remove what exists under
+// its key (Slack's UpdateMessage, Jira's DeleteIssue, a Kubernetes object's
+// Update, Patch or Apply, an object store's PutObject): a repeat leaves
+// what the first call left, so they are work, not effects (see
+// sdkKeyedWrite). Payment SDKs are not read this way: a refund's Update
+// may move money.
+var sdkKeyedVerbs = append(slices.Clone(overwriteVerbs), "Update", "Patch", "Apply", "Edit")
+
+// sdkKeyed reports whether an SDK of class names its changes by key with
+// name (see sdkKeyedVerbs).
+func sdkKeyed(name, class string) bool {
+	if class == ClassPayment || class == ClassPublish {
+		return false
+	}
+	for _, v := range sdkKeyedVerbs {
+		if rest, ok := strings.CutPrefix(name, v); ok && (rest == "" || rest[0] >= 'A' && rest[0] <= 'Z') {
+			return true
+		}
+	}
+	return false
+}
+
+// sdkKeyedWrite reports whether fn is a keyed change through a known SDK
+// (see sdkKeyedVerbs) that returns an error: no effect, but its failure is
+// failed work.
+func sdkKeyedWrite(fn *types.Func) bool {
+	_, class := longestPrefix(KnownSDKs, funcPath(fn))
+	if c := activeConfig(); c.notEffect(funcPath(fn)) {
+		return false
+	} else if _, cc := longestPrefix(c.effects, funcPath(fn)); cc != "" {
+		class = cc
+	}
+	if class == "" || !sdkKeyed(fn.Name(), class) {
+		return false
+	}
+	rs := fn.Type().(*types.Signature).Results()
+	return rs.Len() > 0 && isError(rs.At(rs.Len()-1).Type())
+}
 
 // sdkMutates reports whether a call of fn into an SDK of class changes
 // something (see [KnownSDKs]).
@@ -110,7 +172,7 @@ func sdkMutates(fn *types.Func, class string) bool {
 	if rs.Len() == 0 || !isError(rs.At(rs.Len()-1).Type()) {
 		return false
 	}
-	if readName(name) || name == "Dial" { // Dial opens a connection (gomail); DialAndSend sends
+	if readName(name) || name == "Dial" || sdkKeyed(name, class) { // Dial opens a connection (gomail); DialAndSend sends
 		return false
 	}
 	if strings.HasPrefix(name, "New") {

@@ -177,6 +177,29 @@ func register(r *message.Router, db *sql.DB) {
 	})
 }
 
+// registerHooks posts each message to a webhook (wave 29, web-of-hooks
+// H1): a handler that only logs the response acks a 5xx by returning nil.
+func registerHooks(r *message.Router, hc *http.Client) {
+	r.AddNoPublisherHandler("hook", "t", nil, func(msg *message.Message) error {
+		resp, err := hc.Post("http://hooks.local/", "application/json", nil)
+		if err != nil {
+			return err
+		}
+		log.Println(resp)
+		return nil // want `returns no error after hc.Post \(line \d+\) without reading its status, and the watermill handler acks the message on that nil`
+	})
+	r.AddNoPublisherHandler("hook2", "t", nil, func(msg *message.Message) error {
+		resp, err := hc.Post("http://hooks.local/", "application/json", nil)
+		if err != nil {
+			return err
+		}
+		if resp.StatusCode >= 300 {
+			return errors.New(resp.Status)
+		}
+		return nil // clean: the status is checked
+	})
+}
+
 // registerBooking publishes a failure event for one kind of failure only
 // (wave 24, go-event-driven H7): every other failure is acked unsent.
 func registerBooking(r *message.Router, db *sql.DB, pub message.Publisher) {
