@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+
+	"example.com/program/autoworker/metrics"
 )
 
 // Mailer sends e-mail through an API.
@@ -51,6 +53,9 @@ func work(ctx context.Context, m Mailer, ch <-chan *kafka.Message) {
 	for msg := range ch {
 		if err := m.Send(ctx, msg.Value); err != nil {
 			log.Printf("send: %v", err)
+		}
+		if err := metrics.Glob.Inc("sent"); err != nil {
+			log.Printf("metrics: %v", err) // a lost sample, not a lost message
 		}
 	}
 }
