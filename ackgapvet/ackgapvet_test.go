@@ -189,7 +189,7 @@ func TestSQSv1(t *testing.T) {
 // critical, email high), reads and constructors are not, and what the SDK
 // does inside is not followed.
 func TestKnownSDKs(t *testing.T) {
-	analysistest.Run(t, analysistest.TestData(), ackgapvet.EffectAnalyzer, "knownsdk")
+	analysistest.Run(t, analysistest.TestData(), ackgapvet.EffectAnalyzer, "knownsdk", "knownsdkname")
 	for prefix, class := range ackgapvet.KnownSDKs {
 		require.Contains(t, []string{ackgapvet.ClassPayment, ackgapvet.ClassEmail, ackgapvet.ClassSMS,
 			ackgapvet.ClassNotification, ackgapvet.ClassStorage, ackgapvet.ClassPublish, ackgapvet.ClassKubernetes, ackgapvet.ClassHTTP}, class, prefix)

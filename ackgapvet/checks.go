@@ -67,6 +67,9 @@ relay make the call with a stable idempotency key.`,
 			if !harmfulRepeat(pass, funcNodeName(s.Inner()), funcBody(s.Inner()), call, d) {
 				return
 			}
+			if strings.HasPrefix(d, classDesc[ClassKubernetes]) && createsByName(pass) {
+				return // a Create of a named object whose AlreadyExists is success: a repeat makes nothing
+			}
 			if strings.Contains(d, "publish") && slices.ContainsFunc(s.Path, deadLetterTopic.MatchString) {
 				return // reached through a dead-letter step: a second record of one failure
 			}

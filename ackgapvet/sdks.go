@@ -1,9 +1,12 @@
 package ackgapvet
 
 import (
+	"go/ast"
 	"go/types"
 	"slices"
 	"strings"
+
+	"golang.org/x/tools/go/analysis"
 )
 
 // Effect classes: what a repeated call touches, highest blast radius first.
@@ -307,4 +310,25 @@ func appKafkaMethod(fn *types.Func) bool {
 		}
 	}
 	return false
+}
+
+// createsByName reports whether the package treats a Kubernetes
+// AlreadyExists error as success somewhere (apimachinery's
+// errors.IsAlreadyExists, in the function that creates or in its caller):
+// its Creates name their objects, so a redelivery finds the object made and
+// makes nothing (field trial, wave 30: secureCodeBox's scans, created under
+// a name derived from the image, the error read one call up).
+func createsByName(pass *analysis.Pass) bool {
+	found := false
+	for _, f := range pass.Files {
+		ast.Inspect(f, func(n ast.Node) bool {
+			if c, ok := n.(*ast.CallExpr); ok {
+				if fn := callee(pass.TypesInfo, c); fn != nil && fn.Name() == "IsAlreadyExists" && strings.HasPrefix(funcPath(fn), "k8s.io/apimachinery/") {
+					found = true
+				}
+			}
+			return !found
+		})
+	}
+	return found
 }
