@@ -122,9 +122,11 @@ func ackOrLog(info *types.Info, call *ast.CallExpr) bool {
 }
 
 // logCall reports whether call writes a log line or formats text: the log,
-// log/slog and fmt packages, zerolog, logrus, zap, klog, glog, and a
-// method of another logger named like a level (Infof, Errorw, Warn, Msg).
-// Its text says what happened; it sends nothing anywhere.
+// log/slog and fmt packages, zerolog, logrus, zap, klog, glog, a method of
+// another logger named like a level (Infof, Errorw, Warn, Msg), and a
+// function of the code's own logging package named like one
+// (logger.Error("failed to publish to DLQ", ...): field trial, wave 30,
+// topos H1). Its text says what happened; it sends nothing anywhere.
 func logCall(info *types.Info, call *ast.CallExpr) bool {
 	fn := callee(info, call)
 	if fn == nil {
@@ -134,8 +136,14 @@ func logCall(info *types.Info, call *ast.CallExpr) bool {
 	if p == "log" || p == "log/slog" || p == "fmt" || strings.Contains(p, "zerolog") || strings.Contains(p, "logrus") || strings.Contains(p, "zap") || strings.Contains(p, "klog") || strings.Contains(p, "glog") {
 		return true
 	}
+	if recvName(fn) == "" && logPkgName.MatchString(fn.Pkg().Name()) {
+		return logLevelName.MatchString(fn.Name())
+	}
 	return recvName(fn) != "" && logLevelName.MatchString(fn.Name())
 }
+
+// logPkgName matches the names of an application's own logging packages.
+var logPkgName = regexp.MustCompile(`(?i)^(z|app|my)?log(s|ger|gers|ging|util|x)?$`)
 
 // logLevelName matches the methods of a logger of the application's own.
 var logLevelName = regexp.MustCompile(`^(Print|Info|Warn|Warning|Error|Debug|Trace|Log|Msg)(f|w|ln|Context|Ctx)?$`)

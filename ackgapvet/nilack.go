@@ -96,6 +96,12 @@ func (w *wholeProgram) nilAcks(rw *rootWalk) (out map[*ssa.Function]string, alwa
 			out[fn], always[fn] = acker, true
 		case gatesAck(info, stack, w.acks):
 			out[fn] = shortName(p)
+		case pAcked && p == rw.entry && isLambda(rw.root.Kind) && listsFailure(info, stack):
+			// A Lambda handler's loop over its records names a record as
+			// failed when fn fails and returns one response after the
+			// loop: fn's nil acks its record (field trial, wave 30:
+			// event-driven-ec-shop's HandleEvent).
+			out[fn] = acker
 		case discarded(stack) && w.acks(info, after(stack), 2):
 			out[fn], always[fn] = shortName(p), true
 		case autoAcker != "" && p == rw.entry && (discarded(stack) || onlyLogged(info, stack)):
@@ -412,6 +418,29 @@ func gatesAck(info *types.Info, stack []ast.Node, acks func(*types.Info, []ast.S
 		return acks(info, ifs.Body.List, 2)
 	}
 	return terminates(ifs.Body) && !acks(info, ifs.Body.List, 2) && acks(info, rest, 2)
+}
+
+// listsFailure reports whether the error check of the call at the end of
+// stack (see errCheck) names the record as failed: its `!= nil` branch
+// appends to a slice of a Lambda batch item failure type
+// (events.SQSBatchItemFailure, events.KinesisBatchItemFailure, ...).
+func listsFailure(info *types.Info, stack []ast.Node) bool {
+	ifs, neq, _ := errCheck(info, stack)
+	if ifs == nil || !neq {
+		return false
+	}
+	found := false
+	ast.Inspect(ifs.Body, func(n ast.Node) bool {
+		if c, ok := n.(*ast.CallExpr); ok && !found {
+			if id, ok := ast.Unparen(c.Fun).(*ast.Ident); ok && id.Name == "append" {
+				if sl, ok := types.Unalias(info.TypeOf(c)).Underlying().(*types.Slice); ok && strings.HasSuffix(typeName(sl.Elem()), "BatchItemFailure") {
+					found = true
+				}
+			}
+		}
+		return !found
+	})
+	return found
 }
 
 // acks reports whether any of stmts (outside function literals) acks: an

@@ -383,7 +383,7 @@ func TestConsumerMap(t *testing.T) {
 	for _, c := range rep.Consumers {
 		byName[c.Name] = c
 	}
-	require.Len(t, byName, 79, "%+v", rep.Consumers)
+	require.Len(t, byName, 80, "%+v", rep.Consumers)
 
 	// A receive loop that the call graph reaches from another consumer (a
 	// fallback source behind an interface) and whose acks are closures it
@@ -1148,4 +1148,14 @@ func TestAutoCommitWorker(t *testing.T) {
 	}
 	require.Equal(t, []int{39, 54}, related, "the metric's logged failure (line 57) loses a sample, not the message")
 	require.Contains(t, fs[0].Message, "a failure that is dropped or only logged is committed past all the same")
+}
+
+// TestLambdaRecordAck: in a Lambda stream handler whose loop names a
+// record as failed when the callee fails and returns one partial batch
+// response after the loop, the callee's nil acks its record: a write
+// failure it drops is checkpointed past (field trial, wave 30:
+// event-driven-ec-shop H1).
+func TestLambdaRecordAck(t *testing.T) {
+	rep := programReport(t, false)
+	require.Equal(t, []int{32}, findingLines(rep, "lambdarec/lambdarec.go", "errack"))
 }

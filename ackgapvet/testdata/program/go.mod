@@ -3,17 +3,18 @@ module example.com/program
 go 1.26
 
 require (
-	github.com/IBM/sarama v1.45.0
-	github.com/confluentinc/confluent-kafka-go/v2 v2.0.0
-	github.com/ThreeDotsLabs/watermill v1.5.2
-	github.com/aws/aws-sdk-go-v2 v1.0.0
-	github.com/segmentio/kafka-go v0.4.0
 	example.com/programshared v0.0.0
-	example.org/subs v0.0.0
 	example.org/retry v0.0.0
 	example.org/sqspoller v0.0.0
+	example.org/subs v0.0.0
+	github.com/IBM/sarama v1.45.0
+	github.com/ThreeDotsLabs/watermill v1.5.2
+	github.com/aws/aws-lambda-go v1.0.0
+	github.com/aws/aws-sdk-go-v2 v1.0.0
+	github.com/confluentinc/confluent-kafka-go/v2 v2.0.0
 	github.com/m-mizutani/golambda v1.0.2
 	github.com/redis/go-redis/v9 v9.0.0
+	github.com/segmentio/kafka-go v0.4.0
 	github.com/zeromicro/go-queue v1.0.0
 	go.opentelemetry.io/otel v1.0.0
 	golang.org/x/sync v0.0.0
@@ -46,3 +47,5 @@ replace example.org/retry => ../src/example.org/retry
 replace github.com/IBM/sarama => ../src/github.com/IBM/sarama
 
 replace example.org/sqspoller => ../src/example.org/sqspoller
+
+replace github.com/aws/aws-lambda-go => ../src/github.com/aws/aws-lambda-go

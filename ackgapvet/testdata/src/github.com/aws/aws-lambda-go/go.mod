@@ -1,0 +1,3 @@
+module github.com/aws/aws-lambda-go
+
+go 1.26
