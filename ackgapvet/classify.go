@@ -317,7 +317,13 @@ var overwriteVerbs = []string{"Upsert", "Put", "Set", "Replace", "Delete", "Remo
 // with an overwrite verb (see overwriteVerbs) followed by an upper-case
 // letter or nothing (SetPayload, Upsert; not Settle).
 func overwriteName(name string) bool {
-	for _, v := range overwriteVerbs {
+	return startsWithVerb(name, overwriteVerbs)
+}
+
+// startsWithVerb reports whether name is one of verbs, or one of them
+// followed by an upper-case letter (UpdateMessage, not Updater).
+func startsWithVerb(name string, verbs []string) bool {
+	for _, v := range verbs {
 		if rest, ok := strings.CutPrefix(name, v); ok && (rest == "" || rest[0] >= 'A' && rest[0] <= 'Z') {
 			return true
 		}

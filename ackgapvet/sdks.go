@@ -135,15 +135,7 @@ var sdkKeyedVerbs = append(slices.Clone(overwriteVerbs), "Update", "Patch", "App
 // sdkKeyed reports whether an SDK of class names its changes by key with
 // name (see sdkKeyedVerbs).
 func sdkKeyed(name, class string) bool {
-	if class == ClassPayment || class == ClassPublish {
-		return false
-	}
-	for _, v := range sdkKeyedVerbs {
-		if rest, ok := strings.CutPrefix(name, v); ok && (rest == "" || rest[0] >= 'A' && rest[0] <= 'Z') {
-			return true
-		}
-	}
-	return false
+	return class != ClassPayment && class != ClassPublish && startsWithVerb(name, sdkKeyedVerbs)
 }
 
 // sdkKeyedWrite reports whether fn is a keyed change through a known SDK
