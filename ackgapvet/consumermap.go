@@ -146,10 +146,11 @@ func (w *wholeProgram) consumerMap() []Consumer {
 	// receive loop calls. A receive loop is never pruned: it takes
 	// messages from the broker itself, and a call graph that reaches it
 	// from another consumer (through a closure both are wired with) does not
-	// make it part of that consumer.
+	// make it part of that consumer, nor is an entry point the user
+	// declared (-entry, "entries"): asked for, it is listed.
 	all := slices.Clone(out)
 	out = slices.DeleteFunc(out, func(c Consumer) bool {
-		if len(c.Acks) > 0 || len(c.spans) == 0 || c.loop {
+		if len(c.Acks) > 0 || len(c.spans) == 0 || c.loop || c.Kind == KindEntry {
 			return false
 		}
 		for i := range all {

@@ -71,6 +71,13 @@ func TestEntriesAndEffectConfig(t *testing.T) {
 		require.Contains(t, errOut, `entries: "worker": want pkgpath.Func or pkgpath.Type.Method`)
 	})
 
+	t.Run("declared entry reached by another", func(t *testing.T) {
+		out, errOut, code := entryCmd(t, bin, "map", "-entry", "example.com/entrymod/worker.Sweep", "-entry", "example.com/entrymod/worker.Flush", "./...")
+		require.Equal(t, exitClean, code, errOut)
+		require.Contains(t, out, "declared entry point Sweep")
+		require.Contains(t, out, "declared entry point Flush", "asked for, it is listed though Sweep reaches it")
+	})
+
 	t.Run("entry that names nothing", func(t *testing.T) {
 		// A typo in a well-formed name declares nothing: said, and the
 		// run fails, with the map of what it did find still written.

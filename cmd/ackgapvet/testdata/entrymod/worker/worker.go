@@ -38,9 +38,16 @@ func (w *Worker) Drain(ctx context.Context) error {
 
 // Sweep is declared with -entry.
 func Sweep(client *http.Client) error {
+	if err := Flush(); err != nil {
+		return err
+	}
 	_, err := client.Post("https://archive.example/sweep", "text/plain", nil)
 	return err
 }
+
+// Flush is declared with -entry in one test; Sweep reaches it, and it is
+// listed all the same.
+func Flush() error { return nil }
 
 // Idle is declared nowhere: clean.
 func Idle(client *http.Client) error {
