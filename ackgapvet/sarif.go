@@ -171,7 +171,7 @@ func WriteSARIF(w io.Writer, rep *Report) error {
 	}
 	notes := []notification{}
 	for _, sk := range rep.Skipped {
-		notes = append(notes, notification{"error", text{"skipped (does not type-check): " + sk}})
+		notes = append(notes, notification{"error", text{"skipped (does not load or type-check): " + sk}})
 	}
 	for _, e := range rep.UnknownEntries {
 		notes = append(notes, notification{"error", text{"declared entry point " + e + " names no function or method of the loaded packages: it declares nothing"}})

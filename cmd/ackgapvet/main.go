@@ -167,7 +167,7 @@ Flags:
 		return exitError
 	}
 	for _, s := range rep.Skipped {
-		fmt.Fprintln(stderr, "ackgapvet: skipped (does not type-check):", s)
+		fmt.Fprintln(stderr, "ackgapvet: skipped (does not load or type-check):", s)
 	}
 	for _, e := range rep.UnknownEntries {
 		fmt.Fprintf(stderr, "ackgapvet: declared entry point %s names no function or method of the loaded packages (want pkgpath.Func or pkgpath.Type.Method): it declares nothing\n", e)

@@ -198,7 +198,7 @@ func TestCommand(t *testing.T) {
 		require.Contains(t, errOut, "want <critical|high|medium|low>=<regexp>")
 		_, errOut, code = shopCmd(t, bin, "./nosuchpkg/...")
 		require.Equal(t, exitError, code, "a pattern that loads nothing is not a clean run")
-		require.Contains(t, errOut, "skipped (does not type-check): ./nosuchpkg/...")
+		require.Contains(t, errOut, "skipped (does not load or type-check): ./nosuchpkg/...")
 		_, errOut, code = shopCmd(t, bin, "./...", "./nosuchpkg/...")
 		require.Equal(t, exitFindings, code, "findings where packages were checked")
 		require.Contains(t, errOut, "1 package(s) not checked", "the skipped count is said with findings too")
