@@ -525,11 +525,33 @@ func sqlText(info *types.Info, call *ast.CallExpr) string {
 		if tv, ok := info.Types[a]; ok && tv.Value != nil && tv.Value.Kind() == constant.String {
 			return strings.ToUpper(stripSQLComments(constant.StringVal(tv.Value)))
 		}
+		if f := sprintfFormat(info, a); f != "" {
+			return strings.ToUpper(stripSQLComments(f))
+		}
 		if id, ok := ast.Unparen(a).(*ast.Ident); ok {
 			if v := localString(info, id, call.Pos()); v != "" {
 				return strings.ToUpper(stripSQLComments(v))
 			}
 		}
+	}
+	return ""
+}
+
+// sprintfFormat returns the constant format of e when e is a call of
+// fmt.Sprintf (`fmt.Sprintf("UPDATE %s SET state = $1 WHERE id = $2",
+// table)`: SQL whose table name is filled in), "" otherwise. Its verbs stay
+// in the text; the statement's kind and columns are what the checks read
+// (field trial, wave 31: OpenFoundry's state UPDATE was no write).
+func sprintfFormat(info *types.Info, e ast.Expr) string {
+	call, ok := ast.Unparen(e).(*ast.CallExpr)
+	if !ok || len(call.Args) == 0 {
+		return ""
+	}
+	if fn := callee(info, call); fn == nil || funcPath(fn) != "fmt" || fn.Name() != "Sprintf" {
+		return ""
+	}
+	if tv, ok := info.Types[call.Args[0]]; ok && tv.Value != nil && tv.Value.Kind() == constant.String {
+		return constant.StringVal(tv.Value)
 	}
 	return ""
 }
@@ -565,7 +587,7 @@ func indexLocalStrings(pass *analysis.Pass) {
 		if !ok || v.Parent() == nil || v.Parent() == pass.Pkg.Scope() || !types.Identical(v.Type().Underlying(), types.Typ[types.String]) {
 			return
 		}
-		val := ""
+		val := sprintfFormat(info, rhs)
 		if tv, ok := info.Types[rhs]; ok && tv.Value != nil && tv.Value.Kind() == constant.String {
 			val = constant.StringVal(tv.Value)
 		}

@@ -240,6 +240,13 @@ func failedWork(pass *analysis.Pass, c *Consumers, st, prev ast.Stmt) (*ast.IfSt
 		return nil, nil // a fetch through the code's own function (it may decode too): no message in hand
 	}
 	if cf := callee(pass.TypesInfo, call); cf != nil {
+		// db.QueryRow("UPDATE ... RETURNING v").Scan(&v): the write's
+		// failure surfaces at the Scan; the write is the work.
+		if sel, ok := ast.Unparen(call.Fun).(*ast.SelectorExpr); ok && cf.Name() == "Scan" {
+			if inner, ok := ast.Unparen(sel.X).(*ast.CallExpr); ok && dbWriteOf(pass.TypesInfo, inner) != "" {
+				return ifs, inner
+			}
+		}
 		if decodeCall.MatchString(cf.Name()) && !remoteWork(c, cf) || receives(cf) || c.receiveWrapper(cf) || cleanUp(cf) || metricCall(cf) {
 			return nil, nil
 		}

@@ -7,6 +7,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log"
 	"net/http"
 
@@ -174,6 +175,25 @@ func register(r *message.Router, db *sql.DB) {
 			return nil // clean: a classified, permanent error
 		}
 		return err
+	})
+}
+
+// registerState updates a table whose name is filled in with fmt.Sprintf
+// (wave 31, OpenFoundry H6): the UPDATE is a write all the same, and a
+// failure turned into a nil return is acked.
+func registerState(r *message.Router, db *sql.DB, table string) {
+	r.AddNoPublisherHandler("state", "t", nil, func(msg *message.Message) error {
+		q := fmt.Sprintf("UPDATE %s SET state = $1 WHERE id = 1", table)
+		if _, err := db.Exec(q, string(msg.Payload)); err != nil {
+			log.Println(err)
+			return nil // want `returns without an error when db.Exec fails \(line \d+\): the watermill handler acks the message`
+		}
+		var version int
+		if err := db.QueryRow(fmt.Sprintf("UPDATE %s SET version = version + 1 WHERE id = 1 RETURNING version", table)).Scan(&version); err != nil {
+			log.Println(err)
+			return nil // want `returns without an error when`
+		}
+		return nil
 	})
 }
 
