@@ -121,7 +121,7 @@ func longestPrefix(m map[string]string, path string) (prefix, class string) {
 }
 
 // readVerbs start the names of SDK calls that only read or tidy up.
-var readVerbs = []string{"Get", "List", "Retrieve", "Describe", "Find", "Search", "Iter", "Read", "Fetch", "Query", "Scan", "Head", "Lookup", "Parse", "Validate", "Close", "Wait", "Watch"}
+var readVerbs = []string{"Get", "List", "Retrieve", "Describe", "Find", "Search", "Iter", "Read", "Fetch", "Query", "Scan", "Head", "Lookup", "Parse", "Validate", "Close", "Wait", "Watch", "Unmarshal", "Marshal", "Decode", "Encode"}
 
 // sdkKeyedVerbs start the names of the calls of a notification, outside
 // service or Kubernetes SDK that set, change or remove what exists under
@@ -169,6 +169,9 @@ func sdkMutates(fn *types.Func, class string) bool {
 	}
 	if readName(name) || name == "Dial" || sdkKeyed(name, class) { // Dial opens a connection (gomail); DialAndSend sends
 		return false
+	}
+	if class == ClassKubernetes && recvName(fn) == "" {
+		return false // rest.InClusterConfig, kubernetes.NewForConfig, client.New: set-up, not a call to the cluster
 	}
 	if strings.HasPrefix(name, "New") {
 		for i := range sig.Params().Len() {

@@ -6,6 +6,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/slack-go/slack"
 	batchv1 "k8s.io/client-go/kubernetes/typed/batch/v1"
+	"k8s.io/client-go/rest"
 )
 
 // registerOps posts to Slack and starts a Kubernetes Job per message
@@ -16,6 +17,13 @@ func registerOps(r *message.Router, sc *slack.Client, jobs batchv1.JobInterface)
 	r.AddNoPublisherHandler("incident", "incidents", nil, func(msg *message.Message) error {
 		ctx := msg.Context()
 		if _, err := sc.GetUserInfoContext(ctx, "U1"); err != nil { // clean: a read
+			return err
+		}
+		var cb slack.InteractionCallback
+		if err := cb.UnmarshalJSON(msg.Payload); err != nil { // clean: a decode
+			return err
+		}
+		if _, err := rest.InClusterConfig(); err != nil { // clean: set-up, no call to the cluster
 			return err
 		}
 		_, ts, err := sc.PostMessageContext(ctx, "C1", slack.MsgOptionText(string(msg.Payload), false)) // want `high: a notification \(slack.Client.PostMessageContext\) on the consumer path`
