@@ -319,12 +319,8 @@ func (w *wholeProgram) walkBehind(rw *rootWalk, at func(*types.Info, ast.Node, t
 			return false
 		}
 		g := false
-		src := p
-		if o := p.Origin(); o != nil {
-			src = o
-		}
-		if node := src.Syntax(); node != nil && src.Pkg != nil && w.info[src.Pkg.Pkg] != nil {
-			g = at(w.info[src.Pkg.Pkg].TypesInfo, node, rw.via[fn])
+		if node, info := p.Syntax(), w.pkgInfo(p); node != nil && info != nil {
+			g = at(info.TypesInfo, node, rw.via[fn])
 		}
 		g = g || guarded(p, depth+1)
 		memo[fn] = g

@@ -63,15 +63,8 @@ func (w *wholeProgram) nilAcks(rw *rootWalk) (out map[*ssa.Function]string, alwa
 			out[fn], always[fn] = autoAcker, true
 			continue
 		}
-		src := p
-		if o := p.Origin(); o != nil {
-			src = o
-		}
-		if src.Pkg == nil {
-			continue
-		}
 		body := funcBody(p.Syntax())
-		pkg := w.info[src.Pkg.Pkg]
+		pkg := w.pkgInfo(p)
 		if body == nil || pkg == nil || pkg.TypesInfo == nil {
 			continue
 		}
