@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"go/ast"
+	"go/token"
 	"go/types"
 	"regexp"
 	"slices"
@@ -236,12 +237,22 @@ func markBeforeWork(pass *analysis.Pass, c *Consumers, r *reporter) {
 		var mark *ast.CallExpr
 		markDesc := ""
 		stop := false
+		errFrom := map[types.Object]*ast.CallExpr{} // the call that last set an error variable
 		ast.Inspect(body, func(m ast.Node) bool {
 			if _, ok := m.(*ast.FuncLit); ok || stop {
 				return false
 			}
 			switch m := m.(type) {
 			case *ast.AssignStmt:
+				if len(m.Rhs) == 1 {
+					if call, ok := ast.Unparen(m.Rhs[0]).(*ast.CallExpr); ok {
+						for _, l := range m.Lhs {
+							if id, ok := l.(*ast.Ident); ok && info.ObjectOf(id) != nil && isErrorType(info.ObjectOf(id).Type()) {
+								errFrom[info.ObjectOf(id)] = call
+							}
+						}
+					}
+				}
 				if skip == nil && len(m.Rhs) == 1 {
 					if call, ok := ast.Unparen(m.Rhs[0]).(*ast.CallExpr); ok && seenRead(info, call) {
 						for _, l := range m.Lhs {
@@ -256,6 +267,12 @@ func markBeforeWork(pass *analysis.Pass, c *Consumers, r *reporter) {
 				if skip == nil && skipsSeen(info, m, read) {
 					skip = m
 					return false // the skip branch itself
+				}
+				if skip == nil {
+					if w, d := c.duplicateSkip(m, errFrom); w != nil {
+						skip, mark, markDesc = m, w, d
+						return false
+					}
 				}
 			case *ast.CallExpr:
 				if isBeginTx(info, m) {
@@ -297,6 +314,9 @@ func markBeforeWork(pass *analysis.Pass, c *Consumers, r *reporter) {
 						}
 					}
 				}
+				if d == "" && c.program != nil && c.program.effectSites[m.Lparen] {
+					d = "the call of " + types.ExprString(m.Fun) + ", below which an external call is made"
+				}
 				if d == "" {
 					return true
 				}
@@ -309,6 +329,78 @@ func markBeforeWork(pass *analysis.Pass, c *Consumers, r *reporter) {
 			return true
 		})
 	}
+}
+
+// duplicateName matches the names of calls and errors that say a write
+// failed on a unique key: IsDuplicateErr, isUniqueViolation, ErrConflict,
+// ErrAlreadyExists.
+var duplicateName = regexp.MustCompile(`(?i)dup|unique|conflict|already`)
+
+// duplicateSkip matches a write whose unique-key failure is the dedupe
+// skip: `if err != nil { if isDuplicate(err) { return nil } ... }` after
+// (or in the init of) a database write, directly or through the code's
+// function. The write, committed on its own, is then the record a
+// redelivery is skipped on (field trial, wave 31: vulnerability-db's
+// ProcessSourceExecution before its SNS notifications). It returns the
+// write and its description, or nil.
+func (c *Consumers) duplicateSkip(ifs *ast.IfStmt, errFrom map[types.Object]*ast.CallExpr) (*ast.CallExpr, string) {
+	info := c.pass.TypesInfo
+	bin, ok := ast.Unparen(ifs.Cond).(*ast.BinaryExpr)
+	if !ok || bin.Op != token.NEQ {
+		return nil, ""
+	}
+	id, ok := ast.Unparen(bin.X).(*ast.Ident)
+	if !ok || info.ObjectOf(id) == nil {
+		return nil, ""
+	}
+	if n, ok := ast.Unparen(bin.Y).(*ast.Ident); !ok || n.Name != "nil" {
+		return nil, ""
+	}
+	write := errFrom[info.ObjectOf(id)]
+	if as, ok := ifs.Init.(*ast.AssignStmt); ok && len(as.Rhs) == 1 {
+		if call, ok := ast.Unparen(as.Rhs[0]).(*ast.CallExpr); ok {
+			write = call
+		}
+	}
+	if write == nil {
+		return nil, ""
+	}
+	desc := dbWriteOf(info, write)
+	if desc == "" {
+		if cf := callee(info, write); cf != nil {
+			if sum := c.Summary(cf); sum != nil && sum.Write != "" && sum.Effect == "" {
+				desc = viaDesc(cf, sum.Write)
+			}
+		}
+	}
+	if desc == "" && c.program != nil && c.program.workSites[write.Lparen] && !c.program.effectSites[write.Lparen] {
+		desc = "the call of " + types.ExprString(write.Fun) + ", below which a database write is made"
+	}
+	if desc == "" {
+		return nil, ""
+	}
+	for _, st := range ifs.Body.List {
+		inner, ok := st.(*ast.IfStmt)
+		if !ok || !leavesQuietly(info, inner.Body) {
+			continue
+		}
+		named := false
+		ast.Inspect(inner.Cond, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.CallExpr:
+				named = named || duplicateName.MatchString(calledName(n))
+			case *ast.Ident:
+				named = named || n != id && duplicateName.MatchString(n.Name)
+			case *ast.SelectorExpr:
+				named = named || duplicateName.MatchString(n.Sel.Name)
+			}
+			return !named
+		})
+		if named {
+			return write, desc
+		}
+	}
+	return nil, ""
 }
 
 // seenRead reports whether call reads what a skip could be decided on: a

@@ -1098,7 +1098,8 @@ A handler that returns an error while looping over event.Records makes
 Lambda fail every record of the batch, the ones already processed included:
 SQS delivers them all again. Fix: return events.SQSEventResponse with
 BatchItemFailures for the failed records (and enable
-ReportBatchItemFailures on the event source mapping). Returning those
+ReportBatchItemFailures on the event source mapping). So does an error
+returned after the records were worked in goroutines. Returning those
 failures together with a non-nil error fails the whole batch as well:
 Lambda ignores the response of an invocation that returned an error.
 
@@ -1121,6 +1122,7 @@ the record inside the handler.`,
 				failuresWithError(pass, r, root)
 				continue
 			}
+			fanOutReturns(pass, r, root, source)
 			ast.Inspect(funcBody(root.Node), func(m ast.Node) bool {
 				switch m := m.(type) {
 				case *ast.FuncLit:
@@ -1152,6 +1154,72 @@ the record inside the handler.`,
 			})
 		}
 	})
+
+// fanOutReturns reports, in a Lambda batch handler that works the
+// batch's records in goroutines (a go statement or an errgroup's Go in the
+// loop over the records), an error returned after that loop: the records
+// were worked whatever the error, and Lambda fails, and delivers again,
+// the whole batch (field trial, wave 31: strava-wx H3, the first error
+// read from the workers' channel after the WaitGroup's Wait).
+func fanOutReturns(pass *analysis.Pass, r *reporter, root *Root, source string) {
+	info := pass.TypesInfo
+	ast.Inspect(funcBody(root.Node), func(m ast.Node) bool {
+		if _, ok := m.(*ast.FuncLit); ok {
+			return false
+		}
+		block, ok := m.(*ast.BlockStmt)
+		if !ok {
+			return true
+		}
+		for i, st := range block.List {
+			loop, ok := st.(*ast.RangeStmt)
+			if !ok {
+				continue
+			}
+			if sel, ok := ast.Unparen(loop.X).(*ast.SelectorExpr); !ok || sel.Sel.Name != "Records" || batchRecords(info.TypeOf(loop.X)) != source || !startsGoroutine(info, loop.Body) {
+				continue
+			}
+			for _, later := range block.List[i+1:] {
+				ast.Inspect(later, func(k ast.Node) bool {
+					if _, ok := k.(*ast.FuncLit); ok {
+						return false
+					}
+					ret, ok := k.(*ast.ReturnStmt)
+					if !ok || len(ret.Results) == 0 {
+						return true
+					}
+					if id, ok := ast.Unparen(ret.Results[len(ret.Results)-1]).(*ast.Ident); ok && id.Name == "nil" {
+						return true
+					}
+					r.report(ret, SeverityOf(root.Name), "returns an error after the batch's records were worked in goroutines, which "+strings.TrimPrefix(wholeBatch(source), "returning an error for one record "))
+					return true
+				})
+			}
+		}
+		return true
+	})
+}
+
+// startsGoroutine reports whether body starts a goroutine: a go
+// statement, or a call of a method named Go that takes a function (an
+// errgroup.Group's, a conc pool's).
+func startsGoroutine(info *types.Info, body *ast.BlockStmt) bool {
+	found := false
+	ast.Inspect(body, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.GoStmt:
+			found = true
+		case *ast.CallExpr:
+			if fn := callee(info, n); fn != nil && fn.Name() == "Go" && recvName(fn) != "" && len(n.Args) == 1 {
+				if _, ok := info.TypeOf(n.Args[0]).Underlying().(*types.Signature); ok {
+					found = true
+				}
+			}
+		}
+		return !found
+	})
+	return found
+}
 
 // lambdaSource names the event source of a Lambda root kind ("SQS",
 // "Kinesis", "DynamoDB Streams", "Kafka"), "" for other kinds.
@@ -1372,7 +1440,8 @@ row when there is no unique key. A dedupe done in two steps around the work
 deliveries both pass, and a crash between the work and the mark does the
 work again. The other order loses work: a record that a redelivery is
 skipped on, written before the external call it guards, makes a crash or a
-failed call after the write skip the redelivery, so the call is never made.
+failed call after the write skip the redelivery, so the call is never made;
+so does an INSERT whose unique-key failure is taken for "seen".
 So does a claim taken in Redis before the work (SADD or SETNX, a skip when
 it was already there, then a database write or an external call) that is
 never given back: the work's failure leaves the claim, and the redelivery

@@ -55,6 +55,7 @@ permanent.`,
 				deferredCommitDropped(pass, c, r, root, node, body, acker)
 			}
 			partialBatch(pass, r, root, body)
+			kafkaBreaks(pass, c, r, root, body, true)
 			implicit := root.Node == node && returnAcks(root.Kind)
 			acker, always := c.ackerOf(node)
 			after := afterLoops(body)
@@ -71,7 +72,7 @@ permanent.`,
 					watermillSkips(pass, c, r, root, loop.Body)
 				case *ast.ForStmt:
 					kafkaSkips(pass, c, r, root, loop.Body, false)
-					kafkaBreaks(pass, c, r, root, loop.Body)
+					kafkaBreaks(pass, c, r, root, loop.Body, false)
 					watermillSkips(pass, c, r, root, loop.Body)
 				}
 				block, ok := stmtBlock(m)
@@ -528,7 +529,7 @@ func checkErrAck(pass *analysis.Pass, c *Consumers, r *reporter, root *Root, ifs
 	workName := types.ExprString(work.Fun)
 	line := pass.Fset.Position(work.Pos()).Line
 	names := []string{root.Name, workName}
-	if sendsElsewhere(pass, ifs.Body) {
+	if sendsElsewhere(pass.TypesInfo, ifs.Body) {
 		return
 	}
 	if ret := rollbackReturned(ifs.Body); ret != nil && (isWork(pass, c, work) || dynamicCall(info, work)) {
@@ -804,7 +805,7 @@ func (c *Consumers) helperSendsElsewhere(call *ast.CallExpr) bool {
 		return false
 	}
 	fd := c.decls[fn.Origin()]
-	return fd != nil && fd.Body != nil && sendsElsewhere(c.pass, fd.Body)
+	return fd != nil && fd.Body != nil && sendsElsewhere(c.pass.TypesInfo, fd.Body)
 }
 
 // inNode reports whether n is inside the syntax of fn.
@@ -994,7 +995,7 @@ var deadLetterName = regexp.MustCompile(`(?i)dlq|dead.?letter|retry|redrive|park
 // (a publish, an SQS send, a call or argument naming a dead-letter or retry
 // destination, or an append to a failures list) before it acks: that is a
 // dead-letter path, not a lost message.
-func sendsElsewhere(pass *analysis.Pass, body *ast.BlockStmt) bool {
+func sendsElsewhere(info *types.Info, body *ast.BlockStmt) bool {
 	found := false
 	var visit func(m ast.Node) bool
 	visit = func(m ast.Node) bool {
@@ -1022,16 +1023,16 @@ func sendsElsewhere(pass *analysis.Pass, body *ast.BlockStmt) bool {
 			found = true
 			return false
 		}
-		for _, s := range constStrings(pass.TypesInfo, call) {
-			if deadLetterName.MatchString(s) && !logCall(pass.TypesInfo, call) {
+		for _, s := range constStrings(info, call) {
+			if deadLetterName.MatchString(s) && !logCall(info, call) {
 				found = true // a topic or queue named for failures
 				return false
 			}
 		}
-		if d := effectOf(pass.TypesInfo, call); strings.Contains(d, "publish") {
+		if d := effectOf(info, call); strings.Contains(d, "publish") {
 			found = true
 		}
-		if cf := callee(pass.TypesInfo, call); cf != nil && (sqsOp(cf) == "SendMessage" || strings.HasPrefix(strings.ToLower(cf.Name()), "publish") || strings.HasPrefix(strings.ToLower(cf.Name()), "produce")) {
+		if cf := callee(info, call); cf != nil && (sqsOp(cf) == "SendMessage" || strings.HasPrefix(strings.ToLower(cf.Name()), "publish") || strings.HasPrefix(strings.ToLower(cf.Name()), "produce")) {
 			found = true
 		}
 		return !found
@@ -1256,7 +1257,7 @@ func kafkaSkips(pass *analysis.Pass, c *Consumers, r *reporter, root *Root, loop
 			return
 		}
 		ifs, work := failedWork(pass, c, st, prev)
-		if ifs == nil || leaves(ifs.Body) || c.kafkaAckBelow(ifs.Body) != "" || sendsElsewhere(pass, ifs.Body) {
+		if ifs == nil || leaves(ifs.Body) || c.kafkaAckBelow(ifs.Body) != "" || sendsElsewhere(pass.TypesInfo, ifs.Body) {
 			return
 		}
 		if !endsInContinue(ifs.Body) && c.kafkaAckBelow(&ast.BlockStmt{List: rest}) != "" {
@@ -1285,7 +1286,7 @@ func kafkaSkipsThenCommits(pass *analysis.Pass, c *Consumers, r *reporter, root 
 	}
 	loopStmts(loopBody, func(st, prev ast.Stmt, _ []ast.Stmt) {
 		ifs, work := failedWork(pass, c, st, prev)
-		if ifs == nil || !continues(ifs.Body) || sendsElsewhere(pass, ifs.Body) {
+		if ifs == nil || !continues(ifs.Body) || sendsElsewhere(pass.TypesInfo, ifs.Body) {
 			return
 		}
 		workName := types.ExprString(work.Fun)
@@ -1331,7 +1332,7 @@ func returnsBeforeOwnCommit(pass *analysis.Pass, c *Consumers, r *reporter, root
 			return
 		}
 		ifs, work := failedWork(pass, c, st, prev)
-		if ifs == nil || !endsInReturn(ifs.Body) || sendsElsewhere(pass, ifs.Body) || kafkaCommitIn(c, info, ifs.Body.List) != "" {
+		if ifs == nil || !endsInReturn(ifs.Body) || sendsElsewhere(pass.TypesInfo, ifs.Body) || kafkaCommitIn(c, info, ifs.Body.List) != "" {
 			return
 		}
 		ack := kafkaCommitAfter(c, info, body, ifs.End())
@@ -1568,10 +1569,16 @@ func markedOnSuccess(info *types.Info, st ast.Stmt) *ast.IfStmt {
 // one, so the next poll's commit passes over it and it is never delivered
 // again. A loop that seeks back (SetOffsets, Seek, ResetOffset) or returns
 // is not reported.
-func kafkaBreaks(pass *analysis.Pass, c *Consumers, r *reporter, root *Root, pollBody *ast.BlockStmt) {
+//
+// With inHand, pollBody is a function's body that receives nothing but
+// commits: a loop over franz-go records ([]*kgo.Record, a fetch's
+// partition in a closure given to EachPartition) is the batch, since the
+// client's fetch position is past every record a poll returned (field
+// trial, wave 31: notezy's consumeFetches).
+func kafkaBreaks(pass *analysis.Pass, c *Consumers, r *reporter, root *Root, pollBody *ast.BlockStmt, inHand bool) {
 	info := pass.TypesInfo
 	ack := kafkaAckIn(info, pollBody)
-	if ack == "" || kafkaReceiveIn(info, pollBody) == nil || seeksBack(info, pollBody) {
+	if ack == "" || (kafkaReceiveIn(info, pollBody) == nil) != inHand || seeksBack(info, pollBody) {
 		return
 	}
 	ast.Inspect(pollBody, func(m ast.Node) bool {
@@ -1580,16 +1587,20 @@ func kafkaBreaks(pass *analysis.Pass, c *Consumers, r *reporter, root *Root, pol
 		case *ast.FuncLit:
 			return false
 		case *ast.RangeStmt:
-			inner = l.Body
+			if !inHand || kgoRecords(info.TypeOf(l.X)) {
+				inner = l.Body
+			}
 		case *ast.ForStmt:
-			inner = l.Body
+			if !inHand {
+				inner = l.Body
+			}
 		}
 		if inner == nil {
 			return true
 		}
 		for i, st := range inner.List {
 			ifs, ok := st.(*ast.IfStmt)
-			if !ok || !endsInBreak(ifs.Body) || leaves(&ast.BlockStmt{List: ifs.Body.List[:len(ifs.Body.List)-1]}) || sendsElsewhere(pass, ifs.Body) {
+			if !ok || !endsInBreak(ifs.Body) || leaves(&ast.BlockStmt{List: ifs.Body.List[:len(ifs.Body.List)-1]}) || sendsElsewhere(pass.TypesInfo, ifs.Body) {
 				continue
 			}
 			var prev ast.Stmt
@@ -1597,6 +1608,9 @@ func kafkaBreaks(pass *analysis.Pass, c *Consumers, r *reporter, root *Root, pol
 				prev = inner.List[i-1]
 			}
 			work := failedCall(pass, c, ifs, prev)
+			if work == nil {
+				work = failedBool(pass, c, ifs)
+			}
 			if work == nil {
 				continue
 			}
@@ -1628,6 +1642,49 @@ func failedCall(pass *analysis.Pass, c *Consumers, ifs *ast.IfStmt, prev ast.Stm
 		return nil
 	}
 	if t := pass.TypesInfo.TypeOf(call); t == nil || !isError(t) {
+		return nil
+	}
+	return call
+}
+
+// kgoRecords reports whether t is a slice of franz-go records: a fetch's
+// records, already past the client's fetch position.
+func kgoRecords(t types.Type) bool {
+	if t == nil {
+		return false
+	}
+	s, ok := types.Unalias(t).Underlying().(*types.Slice)
+	if !ok {
+		return false
+	}
+	p, ok := types.Unalias(s.Elem()).(*types.Pointer)
+	return ok && isNamed(p.Elem(), pathKgo, "Record")
+}
+
+// notWork matches the names of predicates, whose false is an answer, not
+// a failure: isWanted, hasKey, shouldRetry, Contains.
+var notWork = regexp.MustCompile(`^(?i)(is|has|can|should|must|may|contains|exists|valid|match|equal|allow|enabled|want|need|accept|filter|skip|ok)`)
+
+// failedBool matches `!work(...)` as an if's condition, where work is a
+// function of the code (not a library's) that returns only a bool and
+// whose name is not a predicate's: a handler that answers "handled" with
+// true and a failure (its retries and its dead-letter step spent) with
+// false (field trial, wave 31: notezy's consumeRecord).
+func failedBool(pass *analysis.Pass, c *Consumers, ifs *ast.IfStmt) *ast.CallExpr {
+	u, ok := ast.Unparen(ifs.Cond).(*ast.UnaryExpr)
+	if !ok || u.Op != token.NOT {
+		return nil
+	}
+	call, ok := ast.Unparen(u.X).(*ast.CallExpr)
+	if !ok {
+		return nil
+	}
+	fn := callee(pass.TypesInfo, call)
+	if fn == nil || !c.Local(fn) && !c.works(fn) || notWork.MatchString(fn.Name()) || ackOf(pass.TypesInfo, call) != "" || receives(fn) {
+		return nil
+	}
+	sig := fn.Type().(*types.Signature)
+	if sig.Results().Len() != 1 || !types.Identical(sig.Results().At(0).Type(), types.Typ[types.Bool]) {
 		return nil
 	}
 	return call

@@ -410,7 +410,11 @@ func gatesAck(info *types.Info, stack []ast.Node, acks func(*types.Info, []ast.S
 	if !neq {
 		return acks(info, ifs.Body.List, 2)
 	}
-	return terminates(ifs.Body) && !acks(info, ifs.Body.List, 2) && acks(info, rest, 2)
+	// A failure branch that dead-letters the message and acks it gates
+	// the ack as well: fn's nil acks the message with no dead-letter
+	// record (field trial, wave 30: echoride's process, which commits
+	// after its DLQ step and after a nil alike).
+	return terminates(ifs.Body) && (!acks(info, ifs.Body.List, 2) || sendsElsewhere(info, ifs.Body)) && acks(info, rest, 2)
 }
 
 // listsFailure reports whether the error check of the call at the end of

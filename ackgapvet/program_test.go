@@ -1159,3 +1159,24 @@ func TestLambdaRecordAck(t *testing.T) {
 	rep := programReport(t, false)
 	require.Equal(t, []int{32}, findingLines(rep, "lambdarec/lambdarec.go", "errack"))
 }
+
+// TestDuplicateSkipBeforeEffect: a write whose unique-key failure is taken
+// for "seen" (return nil), committed before the notification it guards,
+// which is made through an interface (wave 31, vulnerability-db H1): a
+// failed notification's redelivery is skipped. The other order is clean.
+func TestDuplicateSkipBeforeEffect(t *testing.T) {
+	rep := programReport(t, false)
+	require.Equal(t, []int{55}, findingLines(rep, "seenfirst/seenfirst.go", "checkact"))
+	for _, f := range findingsIn(rep, "seenfirst/seenfirst.go", "checkact") {
+		require.Contains(t, f.Message, "writes the record that a redelivery is skipped on (line 56) before the call of p.Notifier.Push")
+	}
+}
+
+// TestDeadLetterBranchGatesAck: a caller that commits after its
+// dead-letter step and after a nil alike still acks on the handler's nil
+// without a dead-letter record, so a publish failure the handler drops is
+// committed as done (wave 30, echoride H8).
+func TestDeadLetterBranchGatesAck(t *testing.T) {
+	rep := programReport(t, false)
+	require.Equal(t, []int{22}, findingLines(rep, "dlqboth/dlqboth.go", "errack"))
+}

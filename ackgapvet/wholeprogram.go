@@ -79,6 +79,10 @@ type programReach struct {
 	// (see receives): the code's own fetch in another package
 	// (q.DequeueBookingJob around FetchMessage).
 	receiveSites map[token.Pos]bool
+	// effectSites lists the calls below which the walk reaches an
+	// external effect (see effectOf): an HTTP request, an SDK's call, a
+	// publish.
+	effectSites map[token.Pos]bool
 	// dedupe says, per entry point, whether a function on its walk makes
 	// a dedupe record (see recordsEvent).
 	dedupe map[*Root]bool
@@ -116,7 +120,7 @@ type programReach struct {
 }
 
 func newProgramReach() *programReach {
-	return &programReach{nodes: map[ast.Node]*reached{}, funcs: map[*types.Func]bool{}, works: map[*types.Func]bool{}, commitSites: map[token.Pos]bool{}, workSites: map[token.Pos]bool{}, kafkaAckSites: map[token.Pos]bool{}, ackSites: map[token.Pos]bool{}, receiveSites: map[token.Pos]bool{}, dedupe: map[*Root]bool{}, unacked: map[ast.Node]bool{}, uncommitted: map[ast.Node]bool{}, undeduped: map[*Root]map[ast.Node]bool{}, guarded: map[ast.Node]bool{}, unguarded: map[ast.Node]bool{}, absent: map[ast.Node]bool{}, present: map[ast.Node]bool{}}
+	return &programReach{nodes: map[ast.Node]*reached{}, funcs: map[*types.Func]bool{}, works: map[*types.Func]bool{}, commitSites: map[token.Pos]bool{}, workSites: map[token.Pos]bool{}, kafkaAckSites: map[token.Pos]bool{}, ackSites: map[token.Pos]bool{}, receiveSites: map[token.Pos]bool{}, effectSites: map[token.Pos]bool{}, dedupe: map[*Root]bool{}, unacked: map[ast.Node]bool{}, uncommitted: map[ast.Node]bool{}, undeduped: map[*Root]map[ast.Node]bool{}, guarded: map[ast.Node]bool{}, unguarded: map[ast.Node]bool{}, absent: map[ast.Node]bool{}, present: map[ast.Node]bool{}}
 }
 
 // programs holds the whole-program result of the run in progress, by
@@ -1435,6 +1439,7 @@ func (w *wholeProgram) publish() (done func()) {
 			fn := callee(info, c)
 			return fn != nil && receives(fn)
 		})
+		_, effectSites := w.below(rw, func(info *types.Info, c *ast.CallExpr) bool { return effectOf(info, c) != "" })
 		// A call below which a commit is reached: recorded in the package
 		// of the function that makes the call.
 		for _, sites := range []struct {
@@ -1446,6 +1451,7 @@ func (w *wholeProgram) publish() (done func()) {
 			{kafkaAckSites, func(pr *programReach) map[token.Pos]bool { return pr.kafkaAckSites }},
 			{ackSites, func(pr *programReach) map[token.Pos]bool { return pr.ackSites }},
 			{receiveSites, func(pr *programReach) map[token.Pos]bool { return pr.receiveSites }},
+			{effectSites, func(pr *programReach) map[token.Pos]bool { return pr.effectSites }},
 		} {
 			for pos, p := range sites.from {
 				if !w.inApp(p) {

@@ -20,6 +20,7 @@ import (
 	"example.com/program/deepworker"
 	"example.com/program/deletefirst"
 	"example.com/program/devices"
+	"example.com/program/dlqboth"
 	"example.com/program/dropped"
 	"example.com/program/earlydel"
 	"example.com/program/fanout"
@@ -41,6 +42,7 @@ import (
 	"example.com/program/orders"
 	"example.com/program/poller"
 	"example.com/program/recs"
+	"example.com/program/seenfirst"
 	"example.com/program/sources"
 	"example.com/program/spanbus"
 	"example.com/program/surface"
@@ -122,6 +124,8 @@ func main() {
 	go confmap.RunManual(nil)
 	go (&launcher.Scaler{Store: &launcher.Store{}}).Run(context.Background())
 	go (&latecheck.Writer{R: kafka.NewReader(kafka.ReaderConfig{})}).Run(context.Background())
+	go (&dlqboth.Consumer{R: kafka.NewReader(kafka.ReaderConfig{})}).Run(context.Background())
+	go seenfirst.Run(context.Background(), kafka.NewReader(kafka.ReaderConfig{}), &seenfirst.Processor{Notifier: seenfirst.HTTPNotifier{URL: "http://notify"}})
 	l := &autolog.Listener{R: kafka.NewReader(kafka.ReaderConfig{GroupID: "sources"})}
 	go l.Listen(context.Background())
 	go l.Strict(context.Background())

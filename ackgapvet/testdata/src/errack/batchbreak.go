@@ -37,3 +37,61 @@ func consumeAndStop(ctx context.Context, cl *kgo.Client, apply func(*kgo.Record)
 		}
 	}
 }
+
+// consumePartitions hands each fetch to a function that works each
+// partition in a closure given to EachPartition and breaks at a record
+// whose handling (its retries and its dead-letter step) failed, a bool
+// (field trial, wave 31: notezy's consumeFetches): the next poll's commit
+// passes over it.
+func consumePartitions(ctx context.Context, cl *kgo.Client, handle func(*kgo.Record) error) {
+	for {
+		fs := cl.PollFetches(ctx)
+		consumeFetches(ctx, cl, fs, handle)
+	}
+}
+
+func consumeFetches(ctx context.Context, cl *kgo.Client, fs kgo.Fetches, handle func(*kgo.Record) error) {
+	fs.EachPartition(func(p kgo.FetchTopicPartition) {
+		var ok []*kgo.Record
+		for _, r := range p.Records {
+			if !consumeRecord(r, handle) { // want `breaks out of the batch when consumeRecord fails, and the records before it are committed \(kgo.Client.CommitRecords\)`
+				break
+			}
+			ok = append(ok, r)
+		}
+		if len(ok) > 0 {
+			_ = cl.CommitRecords(ctx, ok[len(ok)-1])
+		}
+	})
+}
+
+// consumeRecord reports whether the record was handled or dead-lettered.
+func consumeRecord(r *kgo.Record, handle func(*kgo.Record) error) bool {
+	for range 3 {
+		if handle(r) == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// consumeSorted breaks at a record that is no longer wanted (a predicate,
+// not a failure) and commits what it read: clean.
+func consumeSorted(ctx context.Context, cl *kgo.Client, handle func(*kgo.Record) error) {
+	for {
+		fs := cl.PollFetches(ctx)
+		fs.EachPartition(func(p kgo.FetchTopicPartition) {
+			for _, r := range p.Records {
+				if !isWanted(r) {
+					break
+				}
+				if handle(r) != nil {
+					return
+				}
+			}
+			_ = cl.CommitRecords(ctx, p.Records...)
+		})
+	}
+}
+
+func isWanted(r *kgo.Record) bool { return len(r.Value) > 0 }

@@ -27,3 +27,19 @@ func AutoCommitGreedy() Opt                                               { retu
 
 func BlockRebalanceOnPoll() Opt   { return nil }
 func (c *Client) AllowRebalance() {}
+
+// FetchPartition is one partition's part of a fetch.
+type FetchPartition struct {
+	Partition int32
+	Err       error
+	Records   []*Record
+}
+
+// FetchTopicPartition is a FetchPartition with its topic.
+type FetchTopicPartition struct {
+	Topic string
+	FetchPartition
+}
+
+// EachPartition calls fn for each partition of the fetches.
+func (f Fetches) EachPartition(fn func(FetchTopicPartition)) {}
