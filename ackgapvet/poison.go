@@ -29,7 +29,8 @@ PoisonQueue added after Retry runs inside it, so the first failure goes to
 the poison topic and is acked, and Retry never retries. Reported at the
 NewRouter call (no poison queue among the middlewares added in the
 function that makes the router, or on its handlers) and at the AddMiddleware
-that adds PoisonQueue after Retry. Not reported when the router is handed
+that adds PoisonQueue after Retry. A router handed to Watermill's CQRS
+processors is checked (they add no middleware). Not reported when the router is handed
 to another function (which may add the middlewares), or stored in a struct
 when the package adds middlewares to a router elsewhere, or when a middleware
 named like a poison queue or dead-letter queue is added. A router made and
@@ -229,9 +230,17 @@ func routerUse(pass *analysis.Pass, c *Consumers, body *ast.BlockStmt, as *ast.A
 			case onRouter && registrars[sel.Sel.Name]:
 				u.handlers++
 			}
+			toCQRS := false
+			if fn := callee(info, m); fn != nil && funcPath(fn) == pathWatermill+"/components/cqrs" {
+				toCQRS = true
+			}
 			for _, a := range m.Args {
 				if identObj(info, a) == router {
-					u.escapes = true // another function may add middlewares
+					if toCQRS {
+						u.handlers++ // Watermill's CQRS processors register handlers and add no middleware
+					} else {
+						u.escapes = true // another function may add middlewares
+					}
 				}
 			}
 		case *ast.ReturnStmt:
@@ -245,13 +254,25 @@ func routerUse(pass *analysis.Pass, c *Consumers, body *ast.BlockStmt, as *ast.A
 				if kv, ok := e.(*ast.KeyValueExpr); ok {
 					e = kv.Value
 				}
-				if identObj(info, e) == router && addsMiddlewareElsewhere(pass, body) {
+				if identObj(info, e) != router {
+					continue
+				}
+				if t := info.TypeOf(m); t != nil && cqrsType(t) {
+					u.handlers++ // cqrs.FacadeConfig{Router: r}: the facade registers handlers, adds no middleware
+				} else if addsMiddlewareElsewhere(pass, body) {
 					u.escapes = true // kept in a struct whose methods add middlewares
 				}
 			}
 		}
 	})
 	return u, true
+}
+
+// cqrsType reports whether t is a named type of Watermill's CQRS
+// package (a processor's or the facade's config).
+func cqrsType(t types.Type) bool {
+	n, ok := types.Unalias(t).(*types.Named)
+	return ok && n.Obj().Pkg() != nil && n.Obj().Pkg().Path() == pathWatermill+"/components/cqrs"
 }
 
 // addsMiddlewareElsewhere reports whether the package adds a middleware to

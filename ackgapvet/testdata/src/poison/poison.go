@@ -2,6 +2,9 @@
 package poison
 
 import (
+	"context"
+
+	"github.com/ThreeDotsLabs/watermill/components/cqrs"
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/ThreeDotsLabs/watermill/message/router/middleware"
 )
@@ -73,3 +76,32 @@ func customDLQ(sub message.Subscriber) error {
 }
 
 func deadLetterMiddleware(h message.HandlerFunc) message.HandlerFunc { return h }
+
+// toCQRS gives the router to Watermill's CQRS processor, which registers
+// its handlers and adds no middleware (field trial, wave 30: ucmsv2 H1):
+// a permanent failure is nacked and delivered again without end.
+func toCQRS(sub message.Subscriber) error {
+	r, err := message.NewRouter(message.RouterConfig{}, nil) // want `medium: this Watermill router has no poison queue`
+	if err != nil {
+		return err
+	}
+	ep, err := cqrs.NewEventProcessorWithConfig(r, cqrs.EventProcessorConfig{})
+	if err != nil {
+		return err
+	}
+	_ = ep.AddHandlers(cqrs.NewEventHandler("mail", func(ctx context.Context, e *struct{}) error { return nil }))
+	return r.Run(context.Background())
+}
+
+// toFacade gives the router to the older CQRS facade in its config: the
+// same (wave 21, ges H1).
+func toFacade(sub message.Subscriber) error {
+	r, err := message.NewRouter(message.RouterConfig{}, nil) // want `medium: this Watermill router has no poison queue`
+	if err != nil {
+		return err
+	}
+	if _, err := cqrs.NewFacade(cqrs.FacadeConfig{Router: r}); err != nil {
+		return err
+	}
+	return r.Run(context.Background())
+}

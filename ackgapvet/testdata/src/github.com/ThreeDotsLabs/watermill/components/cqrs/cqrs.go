@@ -55,3 +55,20 @@ type EventBus struct{}
 func (b *EventBus) Publish(ctx context.Context, event any) error { return nil }
 
 func NewEventBus(pub message.Publisher) *EventBus { return &EventBus{} }
+
+// EventProcessorConfig configures an EventProcessor.
+type EventProcessorConfig struct{}
+
+// NewEventProcessorWithConfig adds its handlers to router.
+func NewEventProcessorWithConfig(router *message.Router, config EventProcessorConfig) (*EventProcessor, error) {
+	return &EventProcessor{}, nil
+}
+
+// FacadeConfig configures a Facade (the older CQRS API).
+type FacadeConfig struct{ Router *message.Router }
+
+// Facade is the older CQRS API.
+type Facade struct{}
+
+// NewFacade adds the facade's handlers to config.Router.
+func NewFacade(config FacadeConfig) (*Facade, error) { return &Facade{}, nil }
