@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"go/ast"
-	"go/token"
 	"go/types"
 	"regexp"
 	"slices"
@@ -226,109 +225,132 @@ func isBeginTx(info *types.Info, call *ast.CallExpr) bool {
 // wave 4: cloud-connector H1). A write inside a transaction begun in the
 // function is not reported.
 func markBeforeWork(pass *analysis.Pass, c *Consumers, r *reporter) {
-	info := pass.TypesInfo
 	for node, root := range c.reach {
-		body := funcBody(node)
-		if body == nil || root.Kind == KindAckgap || txParam(info, funcType(node)) != "" {
+		me := c.markThenEffect(node)
+		if me == nil {
 			continue
 		}
-		read := map[types.Object]bool{}
-		var skip *ast.IfStmt
-		var mark *ast.CallExpr
-		markDesc := ""
-		stop := false
-		errFrom := map[types.Object]*ast.CallExpr{} // the call that last set an error variable
-		ast.Inspect(body, func(m ast.Node) bool {
-			if _, ok := m.(*ast.FuncLit); ok || stop {
-				return false
+		r.report(me.mark, SeverityOf(root.Name, me.markDesc, me.effectDesc), fmt.Sprintf(
+			"writes the record that a redelivery is skipped on (line %d) before %s (line %d): a crash or a failed call after this write makes the redelivery find the record and skip the message, so the call is never made; write the record after the call, or record the call as an outbox row in the same transaction as the record",
+			pass.Fset.Position(me.skip.Pos()).Line, me.effectDesc, pass.Fset.Position(me.effect.Pos()).Line))
+	}
+}
+
+// markedEffect is a dedupe record written before the effect it guards
+// (see markBeforeWork): the skip, the write, and the first effect after.
+type markedEffect struct {
+	skip                 *ast.IfStmt
+	mark, effect         *ast.CallExpr
+	markDesc, effectDesc string
+}
+
+// markThenEffect finds, in node (a function on a consumer path), a
+// dedupe record written before an effect (see markBeforeWork); nil if
+// none. The effect check asks it too: a redelivery skips such an effect
+// rather than repeating it, so `effect` leaves it to `checkact`.
+func (c *Consumers) markThenEffect(node ast.Node) *markedEffect {
+	info := c.pass.TypesInfo
+	root := c.reach[node]
+	body := funcBody(node)
+	if root == nil || body == nil || root.Kind == KindAckgap || txParam(info, funcType(node)) != "" {
+		return nil
+	}
+	var found *markedEffect
+	read := map[types.Object]bool{}
+	var skip *ast.IfStmt
+	var mark *ast.CallExpr
+	markDesc := ""
+	stop := false
+	errFrom := map[types.Object]*ast.CallExpr{} // the call that last set an error variable
+	ast.Inspect(body, func(m ast.Node) bool {
+		if _, ok := m.(*ast.FuncLit); ok || stop {
+			return false
+		}
+		switch m := m.(type) {
+		case *ast.AssignStmt:
+			if len(m.Rhs) == 1 {
+				if call, ok := ast.Unparen(m.Rhs[0]).(*ast.CallExpr); ok {
+					for _, l := range m.Lhs {
+						if id, ok := l.(*ast.Ident); ok && info.ObjectOf(id) != nil && isErrorType(info.ObjectOf(id).Type()) {
+							errFrom[info.ObjectOf(id)] = call
+						}
+					}
+				}
 			}
-			switch m := m.(type) {
-			case *ast.AssignStmt:
-				if len(m.Rhs) == 1 {
-					if call, ok := ast.Unparen(m.Rhs[0]).(*ast.CallExpr); ok {
-						for _, l := range m.Lhs {
-							if id, ok := l.(*ast.Ident); ok && info.ObjectOf(id) != nil && isErrorType(info.ObjectOf(id).Type()) {
-								errFrom[info.ObjectOf(id)] = call
-							}
+			if skip == nil && len(m.Rhs) == 1 {
+				if call, ok := ast.Unparen(m.Rhs[0]).(*ast.CallExpr); ok && seenRead(info, call) {
+					for _, l := range m.Lhs {
+						// Not the error: a branch on it is error handling.
+						if id, ok := l.(*ast.Ident); ok && info.ObjectOf(id) != nil && !isErrorType(info.ObjectOf(id).Type()) {
+							read[info.ObjectOf(id)] = true
 						}
 					}
 				}
-				if skip == nil && len(m.Rhs) == 1 {
-					if call, ok := ast.Unparen(m.Rhs[0]).(*ast.CallExpr); ok && seenRead(info, call) {
-						for _, l := range m.Lhs {
-							// Not the error: a branch on it is error handling.
-							if id, ok := l.(*ast.Ident); ok && info.ObjectOf(id) != nil && !isErrorType(info.ObjectOf(id).Type()) {
-								read[info.ObjectOf(id)] = true
-							}
-						}
-					}
-				}
-			case *ast.IfStmt:
-				if skip == nil && skipsSeen(info, m, read) {
-					skip = m
-					return false // the skip branch itself
-				}
-				if skip == nil {
-					if w, d := c.duplicateSkip(m, errFrom); w != nil {
-						skip, mark, markDesc = m, w, d
-						return false
-					}
-				}
-			case *ast.CallExpr:
-				if isBeginTx(info, m) {
-					stop = true
+			}
+		case *ast.IfStmt:
+			if skip == nil {
+				if w, d := c.duplicateSkip(m, errFrom); w != nil {
+					skip, mark, markDesc = m, w, d
 					return false
 				}
-				if skip == nil {
-					if calledName(m) == "Scan" {
-						// QueryRow(...).Scan(&v): v holds what was read.
-						if sel, ok := m.Fun.(*ast.SelectorExpr); ok {
-							if inner, ok := ast.Unparen(sel.X).(*ast.CallExpr); ok && seenRead(info, inner) {
-								for _, a := range m.Args {
-									if u, ok := a.(*ast.UnaryExpr); ok {
-										if id, ok := u.X.(*ast.Ident); ok && info.ObjectOf(id) != nil {
-											read[info.ObjectOf(id)] = true
-										}
+			}
+			if skip == nil && skipsSeen(info, m, read) {
+				skip = m
+				return false // the skip branch itself
+			}
+		case *ast.CallExpr:
+			if isBeginTx(info, m) {
+				stop = true
+				return false
+			}
+			if skip == nil {
+				if calledName(m) == "Scan" {
+					// QueryRow(...).Scan(&v): v holds what was read.
+					if sel, ok := m.Fun.(*ast.SelectorExpr); ok {
+						if inner, ok := ast.Unparen(sel.X).(*ast.CallExpr); ok && seenRead(info, inner) {
+							for _, a := range m.Args {
+								if u, ok := a.(*ast.UnaryExpr); ok {
+									if id, ok := u.X.(*ast.Ident); ok && info.ObjectOf(id) != nil {
+										read[info.ObjectOf(id)] = true
 									}
 								}
 							}
 						}
 					}
-					return true
 				}
-				if mark == nil {
-					if d := dbWriteOf(info, m); d != "" {
-						mark, markDesc = m, d
-					} else if cf := callee(info, m); cf != nil {
-						if sum := c.Summary(cf); sum != nil && sum.Write != "" && sum.Effect == "" {
-							mark, markDesc = m, viaDesc(cf, sum.Write)
-						}
-					}
-					return mark == nil
-				}
-				d := effectOf(info, m)
-				if d == "" {
-					if cf := callee(info, m); cf != nil {
-						if sum := c.Summary(cf); sum != nil && sum.Effect != "" {
-							d = viaDesc(cf, sum.Effect)
-						}
-					}
-				}
-				if d == "" && c.program != nil && c.program.effectSites[m.Lparen] {
-					d = "the call of " + types.ExprString(m.Fun) + ", below which an external call is made"
-				}
-				if d == "" {
-					return true
-				}
-				r.report(mark, SeverityOf(root.Name, markDesc, d), fmt.Sprintf(
-					"writes the record that a redelivery is skipped on (line %d) before %s (line %d): a crash or a failed call after this write makes the redelivery find the record and skip the message, so the call is never made; write the record after the call, or record the call as an outbox row in the same transaction as the record",
-					pass.Fset.Position(skip.Pos()).Line, d, pass.Fset.Position(m.Pos()).Line))
-				stop = true
-				return false
+				return true
 			}
-			return true
-		})
-	}
+			if mark == nil {
+				if d := dbWriteOf(info, m); d != "" {
+					mark, markDesc = m, d
+				} else if cf := callee(info, m); cf != nil {
+					if sum := c.Summary(cf); sum != nil && sum.Write != "" && sum.Effect == "" {
+						mark, markDesc = m, viaDesc(cf, sum.Write)
+					}
+				}
+				return mark == nil
+			}
+			d := effectOf(info, m)
+			if d == "" {
+				if cf := callee(info, m); cf != nil {
+					if sum := c.Summary(cf); sum != nil && sum.Effect != "" {
+						d = viaDesc(cf, sum.Effect)
+					}
+				}
+			}
+			if d == "" && c.program != nil && c.program.effectSites[m.Lparen] {
+				d = "the call of " + types.ExprString(m.Fun) + ", below which an external call is made"
+			}
+			if d == "" {
+				return true
+			}
+			found = &markedEffect{skip: skip, mark: mark, effect: m, markDesc: markDesc, effectDesc: d}
+			stop = true
+			return false
+		}
+		return true
+	})
+	return found
 }
 
 // duplicateName matches the names of calls and errors that say a write
@@ -345,18 +367,23 @@ var duplicateName = regexp.MustCompile(`(?i)dup|unique|conflict|already`)
 // write and its description, or nil.
 func (c *Consumers) duplicateSkip(ifs *ast.IfStmt, errFrom map[types.Object]*ast.CallExpr) (*ast.CallExpr, string) {
 	info := c.pass.TypesInfo
-	bin, ok := ast.Unparen(ifs.Cond).(*ast.BinaryExpr)
-	if !ok || bin.Op != token.NEQ {
+	// The error the if tests: `err != nil` around the skip, or the skip's
+	// own `isDuplicate(err)`, `errors.Is(err, ErrAlreadyExists)`.
+	var errObj types.Object
+	ast.Inspect(ifs.Cond, func(n ast.Node) bool {
+		if id, ok := n.(*ast.Ident); ok && errObj == nil {
+			if o := info.ObjectOf(id); o != nil && isErrorType(o.Type()) {
+				if _, isVar := o.(*types.Var); isVar && o.Parent() != types.Universe {
+					errObj = o
+				}
+			}
+		}
+		return errObj == nil
+	})
+	if errObj == nil {
 		return nil, ""
 	}
-	id, ok := ast.Unparen(bin.X).(*ast.Ident)
-	if !ok || info.ObjectOf(id) == nil {
-		return nil, ""
-	}
-	if n, ok := ast.Unparen(bin.Y).(*ast.Ident); !ok || n.Name != "nil" {
-		return nil, ""
-	}
-	write := errFrom[info.ObjectOf(id)]
+	write := errFrom[errObj]
 	if as, ok := ifs.Init.(*ast.AssignStmt); ok && len(as.Rhs) == 1 {
 		if call, ok := ast.Unparen(as.Rhs[0]).(*ast.CallExpr); ok {
 			write = call
@@ -379,28 +406,40 @@ func (c *Consumers) duplicateSkip(ifs *ast.IfStmt, errFrom map[types.Object]*ast
 	if desc == "" {
 		return nil, ""
 	}
-	for _, st := range ifs.Body.List {
-		inner, ok := st.(*ast.IfStmt)
-		if !ok || !leavesQuietly(info, inner.Body) {
-			continue
-		}
-		named := false
-		ast.Inspect(inner.Cond, func(n ast.Node) bool {
-			switch n := n.(type) {
-			case *ast.CallExpr:
-				named = named || duplicateName.MatchString(calledName(n))
-			case *ast.Ident:
-				named = named || n != id && duplicateName.MatchString(n.Name)
-			case *ast.SelectorExpr:
-				named = named || duplicateName.MatchString(n.Sel.Name)
-			}
-			return !named
-		})
-		if named {
+	if namesDuplicate(info, ifs.Cond, errObj) && leavesQuietly(info, ifs.Body) {
+		return write, desc // if isDuplicate(err) { return nil }
+	}
+	if !errNotNil(info, ifs.Cond) {
+		return nil, ""
+	}
+	for _, st := range ifs.Body.List { // if err != nil { if isDuplicate(err) { return nil }; ... }
+		if inner, ok := st.(*ast.IfStmt); ok && namesDuplicate(info, inner.Cond, errObj) && leavesQuietly(info, inner.Body) {
 			return write, desc
 		}
 	}
 	return nil, ""
+}
+
+// namesDuplicate reports whether cond reads errObj and names a duplicate
+// (see duplicateName) in a call, an identifier or a selector.
+func namesDuplicate(info *types.Info, cond ast.Expr, errObj types.Object) bool {
+	reads, named := false, false
+	ast.Inspect(cond, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.CallExpr:
+			named = named || duplicateName.MatchString(calledName(n))
+		case *ast.Ident:
+			if info.ObjectOf(n) == errObj {
+				reads = true
+			} else {
+				named = named || duplicateName.MatchString(n.Name)
+			}
+		case *ast.SelectorExpr:
+			named = named || duplicateName.MatchString(n.Sel.Name)
+		}
+		return true
+	})
+	return reads && named
 }
 
 // seenRead reports whether call reads what a skip could be decided on: a

@@ -85,6 +85,9 @@ relay make the call with a stable idempotency key.`,
 			if behindGuard(pass, c, s, call) {
 				return // a redelivery finds the transition made and skips it
 			}
+			if me := c.markThenEffect(s.Inner()); me != nil && me.effect == call {
+				return // behind a dedupe record written first: lost, not repeated (checkact)
+			}
 			if loopSetup(pass, s, call) {
 				return // runs once per loop, not once per message
 			}

@@ -305,13 +305,16 @@ func (w *wholeProgram) describe(rw *rootWalk) Consumer {
 	// A step in the goroutine that also acks is not beside the ack: the
 	// ack waits for it there (a goroutine per message that deletes its
 	// own message after the work).
+	// Nor is one whose goroutine's starter waits for its goroutines (a
+	// WaitGroup's or an errgroup's Wait: a Lambda handler's fan-out over
+	// its records returns after them).
 	for i := range effects {
-		if effects[i].g != nil && ackGoroutines[effects[i].g] {
+		if g := effects[i].g; g != nil && (ackGoroutines[g] || w.waitsForGoroutines(rw.parent[g])) {
 			effects[i].step.Async = false
 		}
 	}
 	for i := range writes {
-		if writes[i].g != nil && ackGoroutines[writes[i].g] {
+		if g := writes[i].g; g != nil && (ackGoroutines[g] || w.waitsForGoroutines(rw.parent[g])) {
 			writes[i].step.Async = false
 		}
 	}
@@ -800,3 +803,30 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 
 // sqlLiteral matches a quoted string value in SQL text.
 var sqlLiteral = regexp.MustCompile(`'[^']*'`)
+
+// waitsForGoroutines reports whether fn's own body (not its function
+// literals) waits for the goroutines it starts: a call of
+// sync.WaitGroup's or errgroup.Group's Wait.
+func (w *wholeProgram) waitsForGoroutines(fn *ssa.Function) bool {
+	if fn == nil {
+		return false
+	}
+	if o := fn.Origin(); o != nil {
+		fn = o
+	}
+	p := w.pkgInfo(fn)
+	body := funcBody(fn.Syntax())
+	if p == nil || p.TypesInfo == nil || body == nil {
+		return false
+	}
+	found := false
+	inspectOwn(body, func(n ast.Node) {
+		if call, ok := n.(*ast.CallExpr); ok && !found {
+			if cf := callee(p.TypesInfo, call); cf != nil && cf.Name() == "Wait" {
+				path, recv := funcPath(cf), recvName(cf)
+				found = path == "sync" && recv == "WaitGroup" || path == "golang.org/x/sync/errgroup" && recv == "Group"
+			}
+		}
+	})
+	return found
+}

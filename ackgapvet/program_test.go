@@ -383,7 +383,7 @@ func TestConsumerMap(t *testing.T) {
 	for _, c := range rep.Consumers {
 		byName[c.Name] = c
 	}
-	require.Len(t, byName, 80, "%+v", rep.Consumers)
+	require.Len(t, byName, 84, "%+v", rep.Consumers)
 
 	// A receive loop that the call graph reaches from another consumer (a
 	// fallback source behind an interface) and whose acks are closures it
@@ -1179,4 +1179,49 @@ func TestDuplicateSkipBeforeEffect(t *testing.T) {
 func TestDeadLetterBranchGatesAck(t *testing.T) {
 	rep := programReport(t, false)
 	require.Equal(t, []int{22}, findingLines(rep, "dlqboth/dlqboth.go", "errack"))
+}
+
+// TestFanOutWaited: a Lambda handler that writes each record in a
+// goroutine and waits for them (WaitGroup.Wait) before it returns: the
+// map does not say the ack may not wait for the writes (a new user's
+// report); a worker beside a receive loop still is (TestConsumerMap).
+func TestFanOutWaited(t *testing.T) {
+	c := consumerIn(t, programReport(t, false), "lambdafan/lambdafan.go")
+	require.Len(t, c.Writes, 1)
+	require.False(t, c.Writes[0].Async, "%+v", c.Writes[0])
+}
+
+// TestChannelInTwoFields: a channel stored from one struct field into
+// another (Poller{events: d.events}), or passed to a constructor through
+// a getter, is one channel, and a worker pool's
+// `chan interface{}` field pairs its sends with its receives (wave 32,
+// reservation-worker and Ads-service): the workers' effects are on the
+// loops' paths. Two fields that hold two channels stay apart
+// (TestConsumerMap's twochans).
+func TestChannelInTwoFields(t *testing.T) {
+	rep := programReport(t, false)
+	var poller, ads, relay *Consumer
+	for i, c := range rep.Consumers {
+		switch c.Name {
+		case "Poller.Run":
+			poller = &rep.Consumers[i]
+		case "Ads.Run":
+			ads = &rep.Consumers[i]
+		case "Relay.Run":
+			relay = &rep.Consumers[i]
+		}
+	}
+	require.NotNil(t, poller, "%+v", rep.Consumers)
+	require.NotNil(t, ads)
+	require.NotNil(t, relay)
+	// A constructor's parameter stored in a field: the callers pass the
+	// sink's channel through its getter (wave 32, reservation-worker's
+	// NewSQSPoller(dispatcher.GetEventsChan())).
+	require.Len(t, relay.Effects, 1)
+	require.Equal(t, "fieldchan.Sink.drain", relay.Effects[0].Path[len(relay.Effects[0].Path)-1])
+	require.Len(t, poller.Effects, 1)
+	require.Equal(t, "fieldchan.Dispatcher.dispatch", poller.Effects[0].Path[len(poller.Effects[0].Path)-1])
+	require.True(t, poller.Effects[0].Async)
+	require.Len(t, ads.Writes, 1)
+	require.Equal(t, "fieldchan.Ads.record", ads.Writes[0].Path[len(ads.Writes[0].Path)-1])
 }

@@ -207,6 +207,32 @@ func (r *reporter) directive(dirs map[string]map[int][]string, pos token.Pos) bo
 	return false
 }
 
+// checkNames holds the name of every check, for directives that name
+// none (filled by init: Analyzers' checks report through this file).
+var checkNames = map[string]bool{}
+
+func init() {
+	for _, a := range Analyzers() {
+		checkNames[a.Name] = true
+	}
+}
+
+// unknownDirective returns the first check named by a directive on pos's
+// line or the line above that is no check (a typo: `efect`), or "".
+func (r *reporter) unknownDirective(pos token.Pos) string {
+	p := r.pass.Fset.Position(pos)
+	for _, dirs := range []map[string]map[int][]string{r.ignores, r.bare} {
+		for _, line := range []int{p.Line, p.Line - 1} {
+			for _, check := range dirs[p.Filename][line] {
+				if check != "all" && !checkNames[check] {
+					return check
+				}
+			}
+		}
+	}
+	return ""
+}
+
 // report emits a finding at n: "<severity>: <msg> [<check>]", with
 // optional fixes. The check's name ends the message because go vet
 // (unitchecker) prints only the position and the message, and the name is
@@ -218,6 +244,9 @@ func (r *reporter) report(n ast.Node, sev Severity, msg string, fixes ...analysi
 	}
 	if r.directive(r.bare, n.Pos()) {
 		msg += " (the " + IgnoreDirective + " above gives no reason, so it suppresses nothing: add one)"
+	}
+	if name := r.unknownDirective(n.Pos()); name != "" {
+		msg += fmt.Sprintf(" (the %s above names %q, which is no check, so it suppresses nothing: name %s or all)", IgnoreDirective, name, r.pass.Analyzer.Name)
 	}
 	r.pass.Report(analysis.Diagnostic{
 		Pos:            n.Pos(),

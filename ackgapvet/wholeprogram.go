@@ -136,6 +136,10 @@ type wholeProgram struct {
 	cg      *callgraph.Graph
 	syntax  map[ast.Node]*ssa.Function
 	recvers map[string][]chanRecv // channel element type -> receivers
+	// sameChan joins the struct fields that hold one channel: a field
+	// stored from another (Poller{events: d.events}) or from the same
+	// make(chan) (a union-find forest; see joinChanFields).
+	sameChan map[*types.Var]*types.Var
 	// genRecvers maps a generator (a function that makes a channel,
 	// sends on it from a goroutine and returns it: func Events() <-chan E)
 	// to the functions that receive from what it returns.
@@ -218,6 +222,7 @@ func buildProgram(pkgs []*packages.Package, roots []*Root, remotes []remote) *wh
 		app:         map[*types.Package]bool{},
 		syntax:      map[ast.Node]*ssa.Function{},
 		recvers:     map[string][]chanRecv{},
+		sameChan:    map[*types.Var]*types.Var{},
 		genRecvers:  map[*ssa.Function][]*ssa.Function{},
 		sinkRecvers: map[*ssa.Parameter][]*ssa.Function{},
 		paramGens:   map[*ssa.Parameter][]*ssa.Function{},
@@ -366,6 +371,7 @@ func buildProgram(pkgs []*packages.Package, roots []*Root, remotes []remote) *wh
 	debugf("VTA 2 done")
 	keepLostInvokes(cg, cha, w.app)
 	w.cg = cg
+	w.joinChanFields(all)
 	// A worker receives in its own body or in a function it calls (a
 	// Fetch method over the channel, called through an interface):
 	// through three calls of the module's code, by the call graph (a
@@ -870,7 +876,7 @@ func (w *wholeProgram) funcsOf(v ssa.Value, depth int) []*ssa.Function {
 func (w *wholeProgram) indexReceives(worker, g *ssa.Function) {
 	add := func(ch ssa.Value) {
 		r := chanRecv{worker, chanField(ch)}
-		if k := chanKey(ch.Type()); k != "" && !slices.Contains(w.recvers[k], r) {
+		if k := fieldChanKey(ch); k != "" && !slices.Contains(w.recvers[k], r) {
 			w.recvers[k] = append(w.recvers[k], r)
 		}
 	}
@@ -1084,10 +1090,151 @@ type chanRecv struct {
 }
 
 // pairs reports whether a send on a channel read from field sf reaches r:
-// two different struct fields are two channels; a channel held in a local
-// or a parameter may be any of its type.
-func (r chanRecv) pairs(sf *types.Var) bool {
-	return r.field == nil || sf == nil || r.field == sf
+// two struct fields are two channels unless they hold one (see
+// joinChanFields); a channel held in a local or a parameter may be any of
+// its type, except a channel of `any`, which pairs by its fields only.
+func (w *wholeProgram) pairs(r chanRecv, sf *types.Var, key string) bool {
+	if key == anyChanKey {
+		return r.field != nil && sf != nil && w.chanRoot(r.field) == w.chanRoot(sf)
+	}
+	return r.field == nil || sf == nil || w.chanRoot(r.field) == w.chanRoot(sf)
+}
+
+// anyChanKey keys a channel of an interface of at most one method (`any`)
+// held in a struct field: a worker pool's `tasks chan interface{}`. Such
+// channels pair by field only: by type, every `chan any` would meet every
+// other (field trial, wave 32: Ads-service's worker pool).
+const anyChanKey = "any (by field)"
+
+// fieldChanKey is chanKey of ch's type, or anyChanKey for a channel of
+// `any` (an interface of no method) read from a struct field.
+func fieldChanKey(ch ssa.Value) string {
+	if k := chanKey(ch.Type()); k != "" {
+		return k
+	}
+	if c, ok := ch.Type().Underlying().(*types.Chan); ok && chanField(ch) != nil {
+		if it, ok := c.Elem().Underlying().(*types.Interface); ok && it.NumMethods() == 0 {
+			return anyChanKey
+		}
+	}
+	return ""
+}
+
+// heldIn returns the struct field a channel value comes from: a load of
+// the field, or the result of a getter that returns one (d.Events()).
+func (w *wholeProgram) heldIn(v ssa.Value) *types.Var {
+	if f := chanField(v); f != nil {
+		return f
+	}
+	call, ok := v.(*ssa.Call)
+	if !ok {
+		return nil
+	}
+	g := call.Call.StaticCallee()
+	if g == nil || !w.inApp(g) {
+		return nil
+	}
+	for _, b := range g.Blocks {
+		for _, in := range b.Instrs {
+			if ret, ok := in.(*ssa.Return); ok && len(ret.Results) == 1 {
+				if f := chanField(ret.Results[0]); f != nil {
+					return f
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// passedFields returns the struct fields whose channels the static
+// callers of fn pass as its parameter prm.
+func (w *wholeProgram) passedFields(fn *ssa.Function, prm *ssa.Parameter) []*types.Var {
+	i := slices.Index(fn.Params, prm)
+	n := w.cg.Nodes[fn]
+	if i < 0 || n == nil {
+		return nil
+	}
+	var out []*types.Var
+	for _, e := range n.In {
+		c := e.Site.Common()
+		if c.IsInvoke() || i >= len(c.Args) {
+			continue
+		}
+		if f := w.heldIn(c.Args[i]); f != nil {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// chanRoot returns the representative of the fields that hold one channel
+// with f (see joinChanFields).
+func (w *wholeProgram) chanRoot(f *types.Var) *types.Var {
+	for {
+		p, ok := w.sameChan[f]
+		if !ok || p == f {
+			return f
+		}
+		f = p
+	}
+}
+
+// joinChanFields joins the struct fields that hold one channel: a field
+// stored from another field (`p := &Poller{events: d.events}`) or from a
+// make(chan) another field holds too. A send on one then reaches the
+// receivers of the other (field trial, wave 32: reservation-worker's
+// poller and dispatcher, nexrad-aws-notifier).
+func (w *wholeProgram) joinChanFields(all map[*ssa.Function]bool) {
+	byMake := map[*ssa.MakeChan]*types.Var{}
+	join := func(a, b *types.Var) {
+		ra, rb := w.chanRoot(a), w.chanRoot(b)
+		if ra != rb {
+			w.sameChan[rb] = ra
+		}
+	}
+	fns := make([]*ssa.Function, 0, len(all))
+	for fn := range all {
+		if w.inApp(fn) {
+			fns = append(fns, fn)
+		}
+	}
+	slices.SortFunc(fns, func(a, b *ssa.Function) int { return cmp.Compare(a.String(), b.String()) })
+	for _, fn := range fns {
+		for _, b := range fn.Blocks {
+			for _, in := range b.Instrs {
+				st, ok := in.(*ssa.Store)
+				if !ok {
+					continue
+				}
+				fa, ok := st.Addr.(*ssa.FieldAddr)
+				if !ok {
+					continue
+				}
+				if _, isChan := st.Val.Type().Underlying().(*types.Chan); !isChan {
+					continue
+				}
+				to := structField(fa.X, fa.Field)
+				if to == nil {
+					continue
+				}
+				if from := w.heldIn(st.Val); from != nil {
+					join(from, to)
+				} else if prm, ok := st.Val.(*ssa.Parameter); ok {
+					// A constructor's parameter (NewPoller(d.Events())):
+					// the fields its callers pass.
+					for _, from := range w.passedFields(fn, prm) {
+						join(from, to)
+					}
+				} else if mk := madeChan(st.Val); mk != nil {
+					if other, ok := byMake[mk]; ok {
+						join(other, to)
+					} else {
+						byMake[mk] = to
+					}
+				}
+			}
+		}
+	}
 }
 
 // chanField returns the struct field a channel value was loaded from
@@ -1107,6 +1254,11 @@ func chanField(v ssa.Value) *types.Var {
 	default:
 		return nil
 	}
+	return structField(x, i)
+}
+
+// structField returns field i of the struct x is or points to, or nil.
+func structField(x ssa.Value, i int) *types.Var {
 	t := x.Type()
 	if p, ok := t.Underlying().(*types.Pointer); ok {
 		t = p.Elem()
@@ -1348,8 +1500,9 @@ func sortedOut(n *callgraph.Node) []*callgraph.Edge {
 func (w *wholeProgram) sendTargets(ch ssa.Value) []*ssa.Function {
 	var out []*ssa.Function
 	sf := chanField(ch)
-	for _, r := range w.recvers[chanKey(ch.Type())] {
-		if r.pairs(sf) {
+	key := fieldChanKey(ch)
+	for _, r := range w.recvers[key] {
+		if w.pairs(r, sf, key) {
 			out = append(out, r.worker)
 		}
 	}

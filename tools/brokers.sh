@@ -3,6 +3,7 @@
 #
 #   tools/brokers.sh install   # npm ci tools/fauxqs, build .bin/kfake, apt-get install kcat if missing
 #   tools/brokers.sh start     # kfake on 127.0.0.1:9092, fauxqs on 127.0.0.1:4566; waits until ready
+#                              # (runs install first when kfake or fauxqs is not built yet: a first start installs)
 #   tools/brokers.sh stop [kfake|fauxqs]...   # stops both, or those named (by pid; idempotent)
 #   tools/brokers.sh env       # prints: export KAFKA_BROKERS=... SQS_ENDPOINT=... (the ports in use)
 #
