@@ -186,7 +186,8 @@ loses the message instead of redelivering it. Watermill's InstantAck middleware
 does the same for every message. So does an ack right after the message was
 handed to another goroutine (go h.apply(msg), jobs <- msg, or a value
 decoded from it, in the block or a branch of an if before the ack) when
-nothing waits for it, and work scheduled on a timer (time.AfterFunc) that fires
+nothing waits for it, an ack when the message is only appended to a buffer that
+another case of the select writes, and work scheduled on a timer (time.AfterFunc) that fires
 after the consumer has returned and acknowledged: a crash or restart in the
 window, or a shutdown that stops the timer, loses it. Fix: ack after the
 work has committed; for deferred work, write it down durably in the
@@ -235,6 +236,7 @@ handler's transaction (an outbox row) and let a relay do it.`,
 					"claims the message with %s before the work (%s at line %d), and a redelivery that finds the claim skips the message: a crash (or a failure that does not give the claim back) between them loses the work for good; make the claim in the same transaction as the work's record (an outbox row for the call), or mark the message done only after the work",
 					types.ExprString(claim.Fun), work, pass.Fset.Position(at.Pos()).Line))
 			}
+			selects := selectsOf(body)
 			ast.Inspect(body, func(m ast.Node) bool {
 				if _, ok := m.(*ast.FuncLit); ok {
 					return false // its own function on the path
@@ -255,6 +257,12 @@ handler's transaction (an outbox row) and let a relay do it.`,
 						var params map[types.Object]bool
 						if node != root.Node {
 							params = paramObjs(pass.TypesInfo, funcType(node))
+						}
+						if _, inSelect := m.(*ast.CommClause); inSelect {
+							// `case out <- &ev: return nil`: ev was decoded
+							// from the message before the select (field
+							// trial, wave 32: reservation-worker's process).
+							params = derivedFrom(pass.TypesInfo, body.List, params)
 						}
 						if how, at := handedOffWith(pass, before(m, block.List[:i]), params); how != "" {
 							line := pass.Fset.Position(at.Pos()).Line
@@ -299,12 +307,91 @@ handler's transaction (an outbox row) and let a relay do it.`,
 						r.report(call, SeverityOf(root.Name), fmt.Sprintf(
 							"acks with %s before the message is handed to another goroutine for its work (%s at line %d): a crash, a stop or an error there loses the message instead of redelivering it; ack from the worker after the work has committed",
 							ack, how, line))
+					} else if buf, work, at := bufferedAck(pass, c, selects[m], m, block.List[:i]); buf != nil {
+						r.report(call, SeverityOf(append(callNames(pass, at), root.Name, work)...), fmt.Sprintf(
+							"acks with %s when the message is only buffered (line %d), and the buffer is written in another case of the select (%s at line %d): a crash or a failed write before then loses every message acked into the buffer; ack the buffered messages after the write has committed",
+							ack, pass.Fset.Position(buf.Pos()).Line, work, pass.Fset.Position(at.Pos()).Line))
 					}
 				}
 				return true
 			})
 		}
 	})
+
+// selectsOf maps each select case in body (outside function literals) to
+// its select statement.
+func selectsOf(body *ast.BlockStmt) map[ast.Node]*ast.SelectStmt {
+	out := map[ast.Node]*ast.SelectStmt{}
+	ast.Inspect(body, func(n ast.Node) bool {
+		if _, ok := n.(*ast.FuncLit); ok {
+			return false
+		}
+		if sel, ok := n.(*ast.SelectStmt); ok {
+			for _, cl := range sel.Body.List {
+				out[cl] = sel
+			}
+		}
+		return true
+	})
+	return out
+}
+
+// bufferedAck matches an ack in a select case that receives a message and
+// appends it (or a value made from it) to a buffer, with no work before
+// the ack, while another case of the same select writes (a ticker's
+// flush): the message is acked when buffered, before its write (field
+// trial, wave 32: events-api's batch of Watermill messages, acked as
+// they were appended and inserted on the next tick). It returns the
+// append, and the other case's work and where it is; nil if none.
+func bufferedAck(pass *analysis.Pass, c *Consumers, sel *ast.SelectStmt, clause ast.Node, before []ast.Stmt) (ast.Node, string, ast.Node) {
+	cc, ok := clause.(*ast.CommClause)
+	if !ok || sel == nil || cc.Comm == nil {
+		return nil, "", nil
+	}
+	as, ok := cc.Comm.(*ast.AssignStmt)
+	if !ok || len(as.Rhs) != 1 {
+		return nil, "", nil
+	}
+	if u, ok := ast.Unparen(as.Rhs[0]).(*ast.UnaryExpr); !ok || u.Op != token.ARROW {
+		return nil, "", nil
+	}
+	if work, _ := firstWork(pass, c, before); work != "" {
+		return nil, "", nil
+	}
+	seed := map[types.Object]bool{}
+	if id, ok := as.Lhs[0].(*ast.Ident); ok && pass.TypesInfo.ObjectOf(id) != nil {
+		seed[pass.TypesInfo.ObjectOf(id)] = true
+	}
+	derived := derivedFrom(pass.TypesInfo, before, seed)
+	var buf ast.Node
+	for _, st := range before {
+		a, ok := st.(*ast.AssignStmt)
+		if !ok || len(a.Rhs) != 1 {
+			continue
+		}
+		if call, ok := ast.Unparen(a.Rhs[0]).(*ast.CallExpr); ok {
+			if id, ok := ast.Unparen(call.Fun).(*ast.Ident); ok && id.Name == "append" && len(call.Args) > 1 {
+				for _, arg := range call.Args[1:] {
+					if carriesMessage(pass.TypesInfo, arg) || mentions(pass.TypesInfo, arg, derived) {
+						buf = st
+					}
+				}
+			}
+		}
+	}
+	if buf == nil {
+		return nil, "", nil
+	}
+	for _, other := range sel.Body.List {
+		if other == clause {
+			continue
+		}
+		if work, at := firstWork(pass, c, other.(*ast.CommClause).Body); work != "" {
+			return buf, work, at
+		}
+	}
+	return nil, "", nil
+}
 
 // ackOnlyIf returns the ack of an if statement whose body is that ack alone
 // and that has no else (if c.autoCommit { sess.MarkMessage(msg, "") }):

@@ -136,3 +136,36 @@ func Decoded(ctx context.Context, r *kafka.Reader, s *Service) {
 		_ = r.CommitMessages(ctx, m)
 	}
 }
+
+// Queue hands decoded events to its workers.
+type Queue struct{ events chan *Event }
+
+// process decodes the message and hands the event over in a select case,
+// returning nil there: the loop commits while the workers have not begun
+// (field trial, wave 32: reservation-worker H1, whose loop deletes).
+func (q *Queue) process(ctx context.Context, m kafka.Message) error {
+	var ev Event
+	if err := json.Unmarshal(m.Value, &ev); err != nil {
+		return err
+	}
+	select {
+	case q.events <- &ev:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// RunQueue commits each message process accepted.
+func RunQueue(ctx context.Context, r *kafka.Reader, q *Queue) {
+	for {
+		m, err := r.FetchMessage(ctx)
+		if err != nil {
+			return
+		}
+		if err := q.process(ctx, m); err != nil {
+			continue
+		}
+		_ = r.CommitMessages(ctx, m)
+	}
+}
