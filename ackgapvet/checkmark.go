@@ -321,12 +321,8 @@ func (c *Consumers) markThenEffect(node ast.Node) *markedEffect {
 				return true
 			}
 			if mark == nil {
-				if d := dbWriteOf(info, m); d != "" {
+				if d := c.writeOnly(m); d != "" {
 					mark, markDesc = m, d
-				} else if cf := callee(info, m); cf != nil {
-					if sum := c.Summary(cf); sum != nil && sum.Write != "" && sum.Effect == "" {
-						mark, markDesc = m, viaDesc(cf, sum.Write)
-					}
 				}
 				return mark == nil
 			}
@@ -351,6 +347,21 @@ func (c *Consumers) markThenEffect(node ast.Node) *markedEffect {
 		return true
 	})
 	return found
+}
+
+// writeOnly describes call when it writes to a database and makes no
+// effect: a write itself, or a call of a function whose summary says so;
+// "" otherwise.
+func (c *Consumers) writeOnly(call *ast.CallExpr) string {
+	if d := dbWriteOf(c.pass.TypesInfo, call); d != "" {
+		return d
+	}
+	if cf := callee(c.pass.TypesInfo, call); cf != nil {
+		if sum := c.Summary(cf); sum != nil && sum.Write != "" && sum.Effect == "" {
+			return viaDesc(cf, sum.Write)
+		}
+	}
+	return ""
 }
 
 // duplicateName matches the names of calls and errors that say a write
@@ -392,14 +403,7 @@ func (c *Consumers) duplicateSkip(ifs *ast.IfStmt, errFrom map[types.Object]*ast
 	if write == nil {
 		return nil, ""
 	}
-	desc := dbWriteOf(info, write)
-	if desc == "" {
-		if cf := callee(info, write); cf != nil {
-			if sum := c.Summary(cf); sum != nil && sum.Write != "" && sum.Effect == "" {
-				desc = viaDesc(cf, sum.Write)
-			}
-		}
-	}
+	desc := c.writeOnly(write)
 	if desc == "" && c.program != nil && c.program.workSites[write.Lparen] && !c.program.effectSites[write.Lparen] {
 		desc = "the call of " + types.ExprString(write.Fun) + ", below which a database write is made"
 	}

@@ -230,10 +230,8 @@ func routerUse(pass *analysis.Pass, c *Consumers, body *ast.BlockStmt, as *ast.A
 			case onRouter && registrars[sel.Sel.Name]:
 				u.handlers++
 			}
-			toCQRS := false
-			if fn := callee(info, m); fn != nil && funcPath(fn) == pathWatermill+"/components/cqrs" {
-				toCQRS = true
-			}
+			fn := callee(info, m)
+			toCQRS := fn != nil && funcPath(fn) == pathWatermill+"/components/cqrs"
 			for _, a := range m.Args {
 				if identObj(info, a) == router {
 					if toCQRS {

@@ -1100,8 +1100,8 @@ func (w *wholeProgram) pairs(r chanRecv, sf *types.Var, key string) bool {
 	return r.field == nil || sf == nil || w.chanRoot(r.field) == w.chanRoot(sf)
 }
 
-// anyChanKey keys a channel of an interface of at most one method (`any`)
-// held in a struct field: a worker pool's `tasks chan interface{}`. Such
+// anyChanKey keys a channel of an interface with no method (`any`) held
+// in a struct field: a worker pool's `tasks chan interface{}`. Such
 // channels pair by field only: by type, every `chan any` would meet every
 // other (field trial, wave 32: Ads-service's worker pool).
 const anyChanKey = "any (by field)"
