@@ -383,7 +383,7 @@ func TestConsumerMap(t *testing.T) {
 	for _, c := range rep.Consumers {
 		byName[c.Name] = c
 	}
-	require.Len(t, byName, 85, "%+v", rep.Consumers)
+	require.Len(t, byName, 86, "%+v", rep.Consumers)
 
 	// A receive loop that the call graph reaches from another consumer (a
 	// fallback source behind an interface) and whose acks are closures it
@@ -1225,4 +1225,13 @@ func TestChannelInTwoFields(t *testing.T) {
 	require.True(t, poller.Effects[0].Async)
 	require.Len(t, ads.Writes, 1)
 	require.Equal(t, "fieldchan.Ads.record", ads.Writes[0].Path[len(ads.Writes[0].Path)-1])
+}
+
+// TestFatalSetupBeforeWrapperLoop: a log.Fatal on a set-up failure before
+// a loop that calls another package's receive wrapper is set-up, not a
+// message's failure (wave 33: video-api's main, a false poison finding).
+func TestFatalSetupBeforeWrapperLoop(t *testing.T) {
+	rep := programReport(t, false)
+	consumerIn(t, rep, "fatalsetup/fatalsetup.go")
+	require.Empty(t, findingsIn(rep, "fatalsetup/fatalsetup.go", "poison"))
 }
