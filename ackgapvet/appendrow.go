@@ -120,7 +120,8 @@ func entCreate(fn *types.Func) bool {
 }
 
 // deduped reports whether something on root's path records the event: an
-// insert … ON CONFLICT (INSERT IGNORE, ON DUPLICATE KEY) or a Redis SETNX
+// insert … ON CONFLICT (INSERT IGNORE, ON DUPLICATE KEY), an insert whose
+// duplicate-key failure is tested, or a Redis SETNX (see recordsEvent)
 // in a function it reaches (in the whole-program mode, anywhere on its
 // walk; otherwise in this package).
 func (c *Consumers) deduped(root *Root, at ast.Node) bool {
@@ -138,8 +139,11 @@ func (c *Consumers) deduped(root *Root, at ast.Node) bool {
 }
 
 // recordsEvent reports whether the function node n makes a dedupe record:
-// an insert with a conflict clause, a Redis SetNX, or a Redis SADD or
-// HSETNX whose reply the function reads (a skip on "already there").
+// an insert with a conflict clause, a plain insert (SQL text, or a GORM,
+// ent, bun or MongoDB create) in a function that tests an error for a
+// duplicate key (gorm.ErrDuplicatedKey, 23505, 1062: "seen"), a Redis
+// SetNX, or a Redis SADD or HSETNX whose reply the function reads (a skip
+// on "already there").
 func recordsEvent(info *types.Info, n ast.Node) bool {
 	found := false
 	dupChecked := -1 // readsDuplicate(n), asked once: -1 not yet, 0 no, 1 yes
@@ -152,20 +156,25 @@ func recordsEvent(info *types.Info, n ast.Node) bool {
 			found = true
 			return false
 		}
+		plain := false // an insert whose duplicate-key failure may be read as "seen"
 		if h, _ := dbCall(info, call); h != handleNone {
 			sql := sqlText(info, call)
 			if dedupeInsert(sql) || strings.Contains(sql, "INSERT IGNORE") {
 				found = true
 			}
-			if strings.HasPrefix(sql, "INSERT") {
-				if dupChecked < 0 {
-					dupChecked = 0
-					if readsDuplicate(n) {
-						dupChecked = 1
-					}
+			plain = strings.HasPrefix(sql, "INSERT")
+		}
+		if !plain && !found && appendOf(info, call) != "" {
+			plain = true // a GORM, ent, bun or MongoDB insert: no SQL text
+		}
+		if plain {
+			if dupChecked < 0 {
+				dupChecked = 0
+				if readsDuplicate(n) {
+					dupChecked = 1
 				}
-				found = found || dupChecked == 1
 			}
+			found = found || dupChecked == 1
 		}
 		return !found
 	})

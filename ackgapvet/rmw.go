@@ -13,7 +13,9 @@ import (
 // readModifyWrite reports, in a function on a consumer path, a value read
 // from the database, changed in Go by arithmetic (`bal := acct.Balance +
 // amount`, `acct.Balance += amount`, `n++`) and written back with no dedupe
-// record in the same function: each redelivery adds again, and two
+// record in the same function or elsewhere on the consumer's path (see
+// Consumers.deduped; wave 33's zfeed inserts it in a callee, in the same
+// transaction): each redelivery adds again, and two
 // concurrent deliveries lose one of the updates (the SQL counter form,
 // `SET n = n + 1`, is idemkey's other rule). A write whose WHERE clause
 // tests a column it sets (a version or state guard) is not reported; nor is
@@ -22,7 +24,7 @@ func readModifyWrite(pass *analysis.Pass, c *Consumers, r *reporter) {
 	info := pass.TypesInfo
 	for node, root := range c.reach {
 		body := funcBody(node)
-		if body == nil || root.Kind == KindAckgap || hasDedupeInsert(pass, body) {
+		if body == nil || root.Kind == KindAckgap || hasDedupeInsert(pass, body) || c.deduped(root, node) {
 			continue
 		}
 		read := map[types.Object]token.Pos{}    // variables holding what was read

@@ -4,6 +4,7 @@ package appendrow
 import (
 	"context"
 	"database/sql"
+	"errors"
 
 	"github.com/ThreeDotsLabs/watermill/message"
 	"gorm.io/gorm"
@@ -25,6 +26,24 @@ func (s *S) register(r *message.Router) {
 	r.AddNoPublisherHandler("dup", "dup", nil, s.onDupChecked)
 	r.AddNoPublisherHandler("outbox", "outbox", nil, s.onOutbox)
 	r.AddNoPublisherHandler("points", "points", nil, s.onPoints)
+	r.AddNoPublisherHandler("gormdup", "gormdup", nil, s.onGormDup)
+}
+
+// onGormDup records the event with a GORM Create whose duplicate-key error
+// means "seen", in a callee (wave 33, zfeed): the Create is the dedupe
+// record, not an append, and the consumer's other rows are covered.
+func (s *S) onGormDup(msg *message.Message) error {
+	return s.g.Transaction(func(tx *gorm.DB) error {
+		if seen(tx, msg.UUID) {
+			return nil
+		}
+		return tx.Create(&struct{ Body string }{string(msg.Payload)}).Error
+	})
+}
+
+func seen(tx *gorm.DB, id string) bool {
+	err := tx.Create(&struct{ ID string }{id}).Error
+	return errors.Is(err, gorm.ErrDuplicatedKey)
 }
 
 // onPoints holds its SQL in a local variable assigned twice (field trial

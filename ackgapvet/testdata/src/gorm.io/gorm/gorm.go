@@ -1,7 +1,10 @@
 // Package gorm is a stub of gorm.io/gorm.
 package gorm
 
-import "context"
+import (
+	"context"
+	"errors"
+)
 
 type DB struct{ Error error }
 
@@ -17,3 +20,7 @@ func (db *DB) Transaction(fc func(tx *DB) error) error          { return nil }
 func (db *DB) Begin() *DB                                       { return db }
 func (db *DB) Commit() *DB                                      { return db }
 func (db *DB) Rollback() *DB                                    { return db }
+
+// ErrDuplicatedKey is returned by Create on a unique-key violation when
+// the dialector translates errors.
+var ErrDuplicatedKey = errors.New("duplicated key not allowed")
