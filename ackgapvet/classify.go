@@ -456,14 +456,14 @@ func dbCall(info *types.Info, call *ast.CallExpr) (dbHandle, string) {
 	case path == "database/sql" && recv == "Tx", isPgx(path) && recv == "Tx", isPgxpool(path) && recv == "Tx":
 		return handleTx, name
 	}
-	if h := embeddedHandle(fn); h != handleNone {
+	if h := wrappedHandle(fn); h != handleNone {
 		return h, name
 	}
 	if sig, ok := fn.Type().(*types.Signature); ok && sig.Recv() != nil {
 		rs := sig.Results()
 		for i := range rs.Len() {
 			t := rs.At(i).Type()
-			sqlShape := isNamed(t, "database/sql", "Result") || isNamed(t, "database/sql", "Rows") || isNamed(t, "database/sql", "Row")
+			sqlShape := isSQLResult(t)
 			// An application's wrapper over pgx (sqlc's pgx DBTX, a
 			// transaction-from-context executor): pgx's result types.
 			pgxShape := isNamed(t, "github.com/jackc/pgx/v5/pgconn", "CommandTag") || isNamed(t, "github.com/jackc/pgx/v4/pgconn", "CommandTag") || isNamed(t, "github.com/jackc/pgconn", "CommandTag") ||
@@ -476,12 +476,21 @@ func dbCall(info *types.Info, call *ast.CallExpr) (dbHandle, string) {
 	return handleNone, ""
 }
 
-// embeddedHandle returns the kind of the database handle that fn's
-// receiver embeds, when fn is a method of an application's concrete
-// wrapper over one (type Tx struct{ *sql.Tx; log *Logger } with its own
-// ExecContext that logs and calls the embedded one): its SQL is the
-// caller's, since the wrapper passes it on as a parameter.
-func embeddedHandle(fn *types.Func) dbHandle {
+// isSQLResult reports whether t is database/sql's Result, *Rows or *Row.
+func isSQLResult(t types.Type) bool {
+	return isNamed(t, "database/sql", "Result") || isNamed(t, "database/sql", "Rows") || isNamed(t, "database/sql", "Row")
+}
+
+// wrappedHandle returns the kind of the database handle that fn's
+// receiver holds, when fn is a method of an application's concrete
+// wrapper over one: its SQL is the caller's, since the wrapper passes it on
+// as a parameter. The handle is embedded (type Tx struct{ *sql.Tx; log
+// *Logger } with its own ExecContext that logs and calls the embedded
+// one), or held in a named field by a method with database/sql's shape: a
+// string parameter and a Result, Rows or Row result (type Database
+// struct{ conn *sql.DB } with Exec(query string, args ...any)
+// (sql.Result, error); field trial wave 33, webhook-event-processor H2).
+func wrappedHandle(fn *types.Func) dbHandle {
 	sig, ok := fn.Type().(*types.Signature)
 	if !ok || sig.Recv() == nil {
 		return handleNone
@@ -494,9 +503,21 @@ func embeddedHandle(fn *types.Func) dbHandle {
 	if !ok {
 		return handleNone
 	}
+	sqlShape := false
+	for i := range sig.Results().Len() {
+		sqlShape = sqlShape || isSQLResult(sig.Results().At(i).Type())
+	}
+	if sqlShape {
+		sqlShape = false
+		for i := range sig.Params().Len() {
+			if b, ok := sig.Params().At(i).Type().Underlying().(*types.Basic); ok && b.Kind() == types.String {
+				sqlShape = true
+			}
+		}
+	}
 	for i := range st.NumFields() {
 		f := st.Field(i)
-		if !f.Embedded() {
+		if !f.Embedded() && !sqlShape {
 			continue
 		}
 		ft := f.Type()
