@@ -490,6 +490,38 @@ func (w *wholeProgram) doesWork(rw *rootWalk) (map[*ssa.Function]bool, map[token
 	})
 }
 
+// nilErrCalls returns the static calls (by position, with the calling
+// function) that the functions of rw make to the module's own functions
+// whose every return gives a nil error (see nilErrorOnly): JudgeLogic.Judge
+// turning each failure into a response code (field trial wave 33, YunOJ).
+func (w *wholeProgram) nilErrCalls(rw *rootWalk) map[token.Pos]*ssa.Function {
+	sites := map[token.Pos]*ssa.Function{}
+	for _, fn := range rw.order {
+		if !w.inApp(fn) || fn.Syntax() == nil {
+			continue
+		}
+		for _, b := range fn.Blocks {
+			for _, instr := range b.Instrs {
+				call, ok := instr.(ssa.CallInstruction)
+				if !ok {
+					continue
+				}
+				if _, isGo := call.(*ssa.Go); isGo {
+					continue
+				}
+				g := call.Common().StaticCallee()
+				if g == nil || !w.inApp(g) || g.Origin() != nil {
+					continue
+				}
+				if info := w.pkgInfo(g); info != nil && info.TypesInfo != nil && nilErrorOnly(info.TypesInfo, g.Syntax()) {
+					sites[call.Pos()] = fn
+				}
+			}
+		}
+	}
+	return sites
+}
+
 // commitsBelow returns the functions of rw that commit a database
 // transaction, in their own body or below a call that waits, and the calls
 // (by position) below which one is reached, with the function making them.

@@ -383,7 +383,7 @@ func TestConsumerMap(t *testing.T) {
 	for _, c := range rep.Consumers {
 		byName[c.Name] = c
 	}
-	require.Len(t, byName, 86, "%+v", rep.Consumers)
+	require.Len(t, byName, 87, "%+v", rep.Consumers)
 
 	// A receive loop that the call graph reaches from another consumer (a
 	// fallback source behind an interface) and whose acks are closures it
@@ -1234,4 +1234,15 @@ func TestFatalSetupBeforeWrapperLoop(t *testing.T) {
 	rep := programReport(t, false)
 	consumerIn(t, rep, "fatalsetup/fatalsetup.go")
 	require.Empty(t, findingsIn(rep, "fatalsetup/fatalsetup.go", "poison"))
+}
+
+// TestBranchThatNeverRuns: a kq Consume returning the error of another
+// package's function that returns a nil error on every path: the branch
+// never runs, so it is no finding (wave 33, YunOJ's problemsubmitconsumer
+// a false finding); the failure turned into nil inside that function is.
+func TestBranchThatNeverRuns(t *testing.T) {
+	rep := programReport(t, false)
+	consumerIn(t, rep, "judge/judge.go")
+	require.Empty(t, findingsIn(rep, "judge/judge.go", "errack"))
+	require.Equal(t, []int{23}, findingLines(rep, "judge/logic/logic.go", "errack"))
 }

@@ -83,6 +83,10 @@ type programReach struct {
 	// external effect (see effectOf): an HTTP request, an SDK's call, a
 	// publish.
 	effectSites map[token.Pos]bool
+	// nilErrSites lists the static calls of the module's own functions
+	// that return a nil error on every path (see nilErrorOnly): a
+	// failure branch on their error never runs.
+	nilErrSites map[token.Pos]bool
 	// dedupe says, per entry point, whether a function on its walk makes
 	// a dedupe record (see recordsEvent).
 	dedupe map[*Root]bool
@@ -120,7 +124,7 @@ type programReach struct {
 }
 
 func newProgramReach() *programReach {
-	return &programReach{nodes: map[ast.Node]*reached{}, funcs: map[*types.Func]bool{}, works: map[*types.Func]bool{}, commitSites: map[token.Pos]bool{}, workSites: map[token.Pos]bool{}, kafkaAckSites: map[token.Pos]bool{}, ackSites: map[token.Pos]bool{}, receiveSites: map[token.Pos]bool{}, effectSites: map[token.Pos]bool{}, dedupe: map[*Root]bool{}, unacked: map[ast.Node]bool{}, uncommitted: map[ast.Node]bool{}, undeduped: map[*Root]map[ast.Node]bool{}, guarded: map[ast.Node]bool{}, unguarded: map[ast.Node]bool{}, absent: map[ast.Node]bool{}, present: map[ast.Node]bool{}}
+	return &programReach{nodes: map[ast.Node]*reached{}, funcs: map[*types.Func]bool{}, works: map[*types.Func]bool{}, commitSites: map[token.Pos]bool{}, workSites: map[token.Pos]bool{}, kafkaAckSites: map[token.Pos]bool{}, ackSites: map[token.Pos]bool{}, receiveSites: map[token.Pos]bool{}, effectSites: map[token.Pos]bool{}, nilErrSites: map[token.Pos]bool{}, dedupe: map[*Root]bool{}, unacked: map[ast.Node]bool{}, uncommitted: map[ast.Node]bool{}, undeduped: map[*Root]map[ast.Node]bool{}, guarded: map[ast.Node]bool{}, unguarded: map[ast.Node]bool{}, absent: map[ast.Node]bool{}, present: map[ast.Node]bool{}}
 }
 
 // programs holds the whole-program result of the run in progress, by
@@ -1617,6 +1621,14 @@ func (w *wholeProgram) publish() (done func()) {
 				}
 				sites.to(pr)[pos] = true
 			}
+		}
+		for pos, p := range w.nilErrCalls(rw) {
+			pr := byPkg[srcPkg(p)]
+			if pr == nil {
+				pr = newProgramReach()
+				byPkg[srcPkg(p)] = pr
+			}
+			pr.nilErrSites[pos] = true
 		}
 		acks, always := w.nilAcks(rw)
 		behind := w.guardedWalk(rw)

@@ -4,6 +4,8 @@ package kqerr
 
 import (
 	"context"
+	"net/http"
+	"strings"
 
 	"github.com/zeromicro/go-queue/kq"
 )
@@ -34,7 +36,31 @@ func (m *RetryMq) Consume(ctx context.Context, key, value string) error {
 	}
 }
 
+// JudgeMq calls a function that turns every failure into a response code
+// and a nil error (wave 33, YunOJ's JudgeLogic.Judge): its own error branch
+// never runs, and the finding is where the failure is turned into nil.
+type JudgeMq struct{ svc OrderService }
+
+// Verdict is the judge's answer.
+type Verdict struct{ Code int }
+
+func (m *JudgeMq) Consume(ctx context.Context, key, value string) error {
+	if _, err := m.judge(ctx, value); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (m *JudgeMq) judge(ctx context.Context, sn string) (Verdict, error) {
+	resp, err := http.Post("https://judge.example/run", "text/plain", strings.NewReader(sn))
+	if err != nil {
+		return Verdict{Code: 500}, nil
+	}
+	return Verdict{Code: resp.StatusCode}, nil
+}
+
 func Start(c kq.KqConf) {
+	_ = kq.MustNewQueue(c, &JudgeMq{})
 	_ = kq.MustNewQueue(c, &OrderMq{})
 	_ = kq.MustNewQueue(c, &RetryMq{})
 }
