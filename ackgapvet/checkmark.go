@@ -492,14 +492,36 @@ var redisClaimCmd = map[string]bool{"SetNX": true, "HSetNX": true, "SAdd": true}
 var redisReleaseCmd = map[string]bool{"Del": true, "Unlink": true, "SRem": true, "HDel": true}
 
 // redisCmd returns the name of call when it is a Redis client's command
-// (a method of a package whose path holds "redis"), or "".
+// (a method of a package whose path holds "redis"), or "". Names are
+// go-redis's: go-zero's redis.Redis spells them in its own case with an
+// optional Ctx suffix (HincrbyCtx, Setnx, SetnxEx), which redisCanon maps
+// (field trial wave 33, zfeed H2).
 func redisCmd(info *types.Info, call *ast.CallExpr) string {
 	fn := callee(info, call)
 	if fn == nil || !strings.Contains(funcPath(fn), "redis") || recvName(fn) == "" {
 		return ""
 	}
+	if strings.Contains(funcPath(fn), "zeromicro/go-zero") {
+		name := strings.ToLower(strings.TrimSuffix(fn.Name(), "Ctx"))
+		if c, ok := redisCanon[name]; ok {
+			return c
+		}
+	}
 	return fn.Name()
 }
+
+// redisCanon maps go-zero's lower-cased command names to go-redis's, for
+// the commands the checks name (claims, releases, counters, state
+// writes, expiries).
+var redisCanon = func() map[string]string {
+	m := map[string]string{"setnxex": "SetNX", "expireat": "ExpireAt", "expire": "Expire"}
+	for _, set := range []map[string]bool{redisClaimCmd, redisReleaseCmd, redisIncrCmd, redisStateCmd} {
+		for name := range set {
+			m[strings.ToLower(name)] = name
+		}
+	}
+	return m
+}()
 
 // claimBeforeWork reports, in a function on a consumer path, a dedupe
 // claim taken in Redis before the work it guards, with a skip on it and no

@@ -1635,7 +1635,7 @@ the request), and record the event in an inbox row in the same transaction.`,
 				checkRequestKey(pass, c, r, call, fn, s)
 				return
 			}
-			if redisIncrCmd[redisCmd(pass.TypesInfo, call)] && s.Root.Kind != KindAckgap && !hasDedupeInsert(pass, funcBody(s.Inner())) && !redisGated(pass.TypesInfo, funcBody(s.Inner())) && !redisExpires(pass.TypesInfo, funcBody(s.Inner())) {
+			if redisIncrCmd[redisCmd(pass.TypesInfo, call)] && s.Root.Kind != KindAckgap && !hasDedupeInsert(pass, funcBody(s.Inner())) && !c.deduped(s.Root, s.Inner()) && !redisGated(pass.TypesInfo, funcBody(s.Inner())) && !redisExpires(pass.TypesInfo, funcBody(s.Inner())) {
 				r.report(call, SeverityOf(append(s.names(), constStrings(pass.TypesInfo, call)...)...), fmt.Sprintf(
 					"increments a Redis counter (%s) %s with no dedupe record: each redelivery counts again; claim the event id first (SETNX, or SADD read as a claim) or keep the count in the transaction that records the message",
 					qualName(fn), s.where()))
