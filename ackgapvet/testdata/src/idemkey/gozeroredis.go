@@ -4,8 +4,8 @@ import (
 	"context"
 	"database/sql"
 
-	"github.com/zeromicro/go-zero/core/stores/redis"
 	"github.com/zeromicro/go-queue/kq"
+	"github.com/zeromicro/go-zero/core/stores/redis"
 )
 
 // likeMq counts likes with go-zero's Redis client, whose commands are
