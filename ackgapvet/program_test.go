@@ -1246,3 +1246,20 @@ func TestBranchThatNeverRuns(t *testing.T) {
 	require.Empty(t, findingsIn(rep, "judge/judge.go", "errack"))
 	require.Equal(t, []int{23}, findingLines(rep, "judge/logic/logic.go", "errack"))
 }
+
+// TestReceiveWrapperBehindValueMethods: a one-shot SQS receive wrapper
+// with a value receiver, called through an interface that holds a
+// pointer, is reached through Go's synthetic pointer wrapper: the loop in
+// the other package is still the consumer, with its effect on the path
+// (wave 33, organic-cache C2).
+func TestReceiveWrapperBehindValueMethods(t *testing.T) {
+	var names []string
+	rep := programReport(t, false)
+	for _, c := range rep.Consumers {
+		if strings.Contains(c.File, "/sqsgate/") {
+			names = append(names, c.File[strings.LastIndex(c.File, "/")+1:]+" "+c.Name)
+		}
+	}
+	require.Equal(t, []string{"waiter.go waiter.Wait"}, names)
+	require.Len(t, findingsIn(rep, "sqsgate/waiter/waiter.go", "effect"), 1)
+}

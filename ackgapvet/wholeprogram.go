@@ -489,6 +489,17 @@ func (w *wholeProgram) loopCallers(fn *ssa.Function, depth int) []*ssa.Function 
 	var out []*ssa.Function
 	for _, e := range n.In {
 		c := e.Caller.Func
+		if c != fn && c.Synthetic != "" && c.Syntax() == nil && srcPkg(c) == nil {
+			// Go's pointer wrapper of a value method, called through an
+			// interface that holds a pointer (wave 33, organic-cache's
+			// SQSGateway): its callers are the method's.
+			for _, up := range w.loopCallers(c, depth) {
+				if !slices.Contains(out, up) {
+					out = append(out, up)
+				}
+			}
+			continue
+		}
 		if c == fn || !w.inApp(c) || c.Syntax() == nil || e.Site == nil || slices.Contains(out, c) {
 			continue
 		}

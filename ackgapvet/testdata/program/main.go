@@ -45,6 +45,8 @@ import (
 	"example.com/program/seenfirst"
 	"example.com/program/sources"
 	"example.com/program/spanbus"
+	"example.com/program/sqsgate"
+	"example.com/program/sqsgate/waiter"
 	"example.com/program/surface"
 	"example.com/program/swallow"
 	"example.com/program/synccb"
@@ -58,6 +60,7 @@ func main() {
 	c := &http.Client{Timeout: 5 * time.Second}
 	s := &handlers.Service{N: notify.New(), Hook: notify.NewHook(c), Jobs: make(chan handlers.Job), C: c}
 	go handlers.Worker(c, s.Jobs)
+	go waiter.Wait(context.Background(), sqsgate.New(&sqs.Client{}))
 	go (&gen.Scheduler{C: c}).Run(context.Background(), &gen.Store{})
 	pool := &gen.Pool{Jobs: make(chan gen.Job), C: c}
 	pool.Start(nil)
