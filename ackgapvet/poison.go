@@ -41,7 +41,8 @@ router.AddMiddleware(poisonQueue, middleware.Retry{MaxRetries: 3, ...}.Middlewar
 Outside the router, the same message stops a consumer for good in two more
 ways, both reported. The process ends on a message's failure: log.Fatal,
 os.Exit, panic or a logger's Fatal in the branch of a failed call on the
-consumer path (not the receive's or the commit's failure, not the loop's
+consumer path (not the receive's or the commit's failure, not a call given
+nothing from the message, not the loop's
 set-up; below the entry point, only a failed decode of what the function
 was given). The message is not acked, so it is the first one back after the
 restart (a Kafka partition resumes at its committed offset, an SQS message

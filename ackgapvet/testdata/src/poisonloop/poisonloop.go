@@ -269,3 +269,33 @@ func processOnce(ctx context.Context, c *sqs.Client, url *string) error {
 	}
 	return nil
 }
+
+// season is a consumer whose first step reads the active season from a
+// search index (field trial wave 34, Internship): no message makes that
+// lookup fail, so its Fatal is a dependency's outage, not a message that
+// always fails. The store's failure on the message's values is reported.
+type season struct {
+	index  *searchIndex
+	client *kafka.Reader
+}
+
+type searchIndex struct{}
+
+func (s *searchIndex) Active(ctx context.Context) (string, error) { return "s1", nil }
+
+func (c *season) run(ctx context.Context) {
+	for {
+		m, err := c.client.FetchMessage(ctx)
+		if err != nil {
+			continue
+		}
+		active, err := c.index.Active(ctx)
+		if err != nil {
+			log.Fatal(err)
+		}
+		if err := save(ctx, order{ID: active + string(m.Value)}); err != nil {
+			log.Fatal(err) // want `log.Fatal on a message's failure \(save, line \d+\)`
+		}
+		_ = c.client.CommitMessages(ctx, m)
+	}
+}
