@@ -248,6 +248,13 @@ func (c *Consumers) ackerOf(fn ast.Node) (acker string, always bool) {
 	return c.program.nodes[fn].acker, c.program.nodes[fn].ackAlways
 }
 
+// entryTail reports whether, in the whole-program mode, the entry point
+// returns fn's error as its own result with no branch of its own
+// (`return l.operate(ctx, v)`): fn's failure branches are the entry's.
+func (c *Consumers) entryTail(fn ast.Node) bool {
+	return c.program != nil && c.program.nodes[fn] != nil && c.program.nodes[fn].tail
+}
+
 // guarded reports whether, in the whole-program mode, every walk that
 // reaches fn (a FuncDecl or FuncLit of this package) reaches it only below
 // a won guarded transition (see guardedAt): a redelivery skips it.

@@ -56,7 +56,10 @@ permanent.`,
 			}
 			partialBatch(pass, r, root, body)
 			kafkaBreaks(pass, c, r, root, body, true)
-			implicit := root.Node == node && returnAcks(root.Kind)
+			// kq commits what Consume returns, so a function whose error
+			// Consume returns as its own (`return l.operate(ctx, v)`)
+			// acks by returning too (field trial wave 34, kk-forum H4).
+			implicit := root.Node == node && returnAcks(root.Kind) || root.Kind == KindKq && c.entryTail(node)
 			acker, always := c.ackerOf(node)
 			after := afterLoops(body)
 			cont := continuations(body)

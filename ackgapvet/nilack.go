@@ -33,9 +33,14 @@ import (
 // the call (`h.Handle(m)` then the delete), or returns their error to a
 // caller that does, or the function has no result at all and its caller
 // acks on its own nil (`u.saveOffline(ctx, m); return nil`).
-func (w *wholeProgram) nilAcks(rw *rootWalk) (out map[*ssa.Function]string, always map[*ssa.Function]bool) {
+//
+// tail lists those whose error the entry point returns as its own result
+// with no branch of its own (`return l.operate(ctx, v)`), so a failure
+// branch in them is the entry's (see errack's kq rule).
+func (w *wholeProgram) nilAcks(rw *rootWalk) (out map[*ssa.Function]string, always, tail map[*ssa.Function]bool) {
 	out = map[*ssa.Function]string{}
 	always = map[*ssa.Function]bool{}
+	tail = map[*ssa.Function]bool{}
 	if returnAcks(rw.root.Kind) {
 		out[rw.entry] = rw.root.Name
 	}
@@ -82,6 +87,9 @@ func (w *wholeProgram) nilAcks(rw *rootWalk) (out map[*ssa.Function]string, alwa
 			out[fn], always[fn] = acker, true
 		case pAcked && returnsCallError(info, stack):
 			out[fn] = acker
+			if ret, ok := stack[len(stack)-2].(*ast.ReturnStmt); ok && p == rw.entry && len(ret.Results) > 0 && ast.Unparen(ret.Results[len(ret.Results)-1]) == stack[len(stack)-1] {
+				tail[fn] = true
+			}
 		case pAcked && discarded(stack) && fn.Signature.Results().Len() == 0:
 			// A function with no result cannot stop the ack: a failure
 			// it only logs is acked with the rest of the message (field
@@ -101,7 +109,7 @@ func (w *wholeProgram) nilAcks(rw *rootWalk) (out map[*ssa.Function]string, alwa
 			out[fn], always[fn] = autoAcker, true
 		}
 	}
-	return out, always
+	return out, always, tail
 }
 
 // autoCommitPrefix starts the acker of a loop whose offsets are committed

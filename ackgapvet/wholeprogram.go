@@ -46,6 +46,9 @@ type reached struct {
 	// ackAlways: the acker acks after this function returns whatever it
 	// returns (its result is discarded).
 	ackAlways bool
+	// tail: the entry point returns this function's error as its own
+	// result, with no branch of its own (see nilAcks).
+	tail bool
 	// behindGuard: the walk that recorded this reaches the function only
 	// below a won guarded transition (see guardedAt).
 	behindGuard bool
@@ -1641,7 +1644,7 @@ func (w *wholeProgram) publish() (done func()) {
 			}
 			pr.nilErrSites[pos] = true
 		}
-		acks, always := w.nilAcks(rw)
+		acks, always, tail := w.nilAcks(rw)
 		behind := w.guardedWalk(rw)
 		absent := w.absentWalk(rw)
 		for _, fn := range rw.order {
@@ -1680,7 +1683,7 @@ func (w *wholeProgram) publish() (done func()) {
 			if prev := pr.nodes[node]; prev == nil || prev.behindGuard && !behind[fn] {
 				pr.nodes[node] = &reached{root: rw.root, path: rw.path(fn), behindGuard: behind[fn]}
 				if fn != rw.entry || strings.HasPrefix(acks[fn], autoCommitPrefix) {
-					pr.nodes[node].acker, pr.nodes[node].ackAlways = acks[fn], always[fn]
+					pr.nodes[node].acker, pr.nodes[node].ackAlways, pr.nodes[node].tail = acks[fn], always[fn], tail[fn]
 				}
 			}
 			if obj, ok := src.Object().(*types.Func); ok {
