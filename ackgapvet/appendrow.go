@@ -58,6 +58,12 @@ var keyedColumns = regexp.MustCompile(`IDEMPOTENCY|EVENT_?ID|MESSAGE_?ID|MSG_?ID
 // MySQL style: insert, and 1062 means "seen").
 var dupCheck = regexp.MustCompile(`(?i)dup|unique|conflict|alreadyexists|23505|1062`)
 
+// seenName matches identifiers that name a duplicate as "seen" (errSeen,
+// ErrAlreadySeen, isSeen, seen(err), alreadyProcessed): a sentinel renamed
+// from gorm.ErrDuplicatedKey, or the code's own helper that tests it (a new
+// user's report). Identifiers only: "last_seen" in SQL text is a column.
+var seenName = regexp.MustCompile(`(?i)^(err|is|was|has)?(already)?(seen|processed|consumed)(err|error)?$|already(seen|processed|consumed)`)
+
 // appendOf describes a call that inserts a row with no conflict clause, ""
 // for any other call: SQL whose text is an INSERT without ON CONFLICT, OR
 // IGNORE, INSERT IGNORE, ON DUPLICATE KEY or WHERE NOT EXISTS; a GORM
@@ -167,6 +173,9 @@ func recordsEvent(info *types.Info, n ast.Node) bool {
 		if !plain && !found && appendOf(info, call) != "" {
 			plain = true // a GORM, ent, bun or MongoDB insert: no SQL text
 		}
+		if gormDoNothing(info, call) {
+			found = true
+		}
 		if plain {
 			if dupChecked < 0 {
 				dupChecked = 0
@@ -175,6 +184,28 @@ func recordsEvent(info *types.Info, n ast.Node) bool {
 				}
 			}
 			found = found || dupChecked == 1
+		}
+		return !found
+	})
+	return found
+}
+
+// gormDoNothing reports whether call is a GORM Create chained after
+// Clauses(clause.OnConflict{DoNothing: true}): INSERT ... ON CONFLICT DO
+// NOTHING, GORM's form of an inbox row (a new user's report).
+func gormDoNothing(info *types.Info, call *ast.CallExpr) bool {
+	fn := callee(info, call)
+	if fn == nil || funcPath(fn) != "gorm.io/gorm" || recvName(fn) != "DB" || fn.Name() != "Create" {
+		return false
+	}
+	found := false
+	ast.Inspect(call.Fun, func(n ast.Node) bool {
+		if kv, ok := n.(*ast.KeyValueExpr); ok {
+			if k, ok := kv.Key.(*ast.Ident); ok && k.Name == "DoNothing" {
+				if v, ok := ast.Unparen(kv.Value).(*ast.Ident); ok && v.Name == "true" {
+					found = true
+				}
+			}
 		}
 		return !found
 	})
@@ -190,7 +221,7 @@ func readsDuplicate(n ast.Node) bool {
 	ast.Inspect(n, func(m ast.Node) bool {
 		switch m := m.(type) {
 		case *ast.Ident:
-			if dupCheck.MatchString(m.Name) {
+			if dupCheck.MatchString(m.Name) || seenName.MatchString(m.Name) {
 				found = true
 			}
 		case *ast.BasicLit:

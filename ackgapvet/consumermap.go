@@ -301,6 +301,12 @@ func (w *wholeProgram) describe(rw *rootWalk) Consumer {
 			}
 			return true
 		})
+		if c.Dedupe == "none found" && recordsEvent(p.TypesInfo, src.Syntax()) {
+			// What the checks take for a dedupe record (a create whose
+			// duplicate-key failure is read as "seen", a Redis claim):
+			// the map says the same (a new user's report).
+			c.Dedupe = "a dedupe record in " + shortName(src) + " at " + rel(s) + ":" + fmt.Sprint(s.Line)
+		}
 	}
 	// A step in the goroutine that also acks is not beside the ack: the
 	// ack waits for it there (a goroutine per message that deletes its

@@ -383,7 +383,7 @@ func TestConsumerMap(t *testing.T) {
 	for _, c := range rep.Consumers {
 		byName[c.Name] = c
 	}
-	require.Len(t, byName, 89, "%+v", rep.Consumers)
+	require.Len(t, byName, 90, "%+v", rep.Consumers)
 
 	// A receive loop that the call graph reaches from another consumer (a
 	// fallback source behind an interface) and whose acks are closures it
@@ -1274,4 +1274,14 @@ func TestReceiveWrapperBehindValueMethods(t *testing.T) {
 	}
 	require.Equal(t, []string{"waiter.go waiter.Wait"}, names)
 	require.Len(t, findingsIn(rep, "sqsgate/waiter/waiter.go", "effect"), 1)
+}
+
+// TestMapDedupeAgreesWithChecks: an insert whose unique-key failure is
+// read as "seen" is the consumer's dedupe record for the checks, and the
+// map says so instead of "none found" (a new user's report).
+func TestMapDedupeAgreesWithChecks(t *testing.T) {
+	rep := programReport(t, false)
+	c := consumerIn(t, rep, "dupseen/dupseen.go")
+	require.Equal(t, "a dedupe record in dupseen.first at testdata/program/dupseen/dupseen.go:29", c.Dedupe)
+	require.Empty(t, findingsIn(rep, "dupseen/dupseen.go", "append"))
 }

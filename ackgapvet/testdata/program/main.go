@@ -22,6 +22,7 @@ import (
 	"example.com/program/devices"
 	"example.com/program/dlqboth"
 	"example.com/program/dropped"
+	"example.com/program/dupseen"
 	"example.com/program/earlydel"
 	"example.com/program/fanout"
 	"example.com/program/gen"
@@ -61,6 +62,7 @@ func main() {
 	s := &handlers.Service{N: notify.New(), Hook: notify.NewHook(c), Jobs: make(chan handlers.Job), C: c}
 	go handlers.Worker(c, s.Jobs)
 	go waiter.Wait(context.Background(), sqsgate.New(&sqs.Client{}))
+	go dupseen.Orders(context.Background(), kafka.NewReader(kafka.ReaderConfig{GroupID: "orders"}), nil)
 	go (&gen.Scheduler{C: c}).Run(context.Background(), &gen.Store{})
 	pool := &gen.Pool{Jobs: make(chan gen.Job), C: c}
 	pool.Start(nil)

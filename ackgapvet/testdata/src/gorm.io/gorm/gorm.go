@@ -6,7 +6,10 @@ import (
 	"errors"
 )
 
-type DB struct{ Error error }
+type DB struct {
+	Error        error
+	RowsAffected int64
+}
 
 func (db *DB) WithContext(ctx context.Context) *DB              { return db }
 func (db *DB) Model(v interface{}) *DB                          { return db }
