@@ -1503,6 +1503,45 @@ func counts(op string) string {
 	return "increments"
 }
 
+// isDBCall reports whether call is a database call whose SQL is read (see
+// dbCall).
+func isDBCall(info *types.Info, call *ast.CallExpr) bool {
+	h, _ := dbCall(info, call)
+	return h != handleNone
+}
+
+// gormSQL returns, upper-cased, the SQL a GORM call runs when the checks
+// can read it: a DB's Exec text (`db.Exec("UPDATE ... SET n = n + 1")`),
+// or an Update or UpdateColumn of a column to a gorm.Expr on it
+// (`Update("n", gorm.Expr("n + ?", 1))`, rendered "UPDATE SET N = N + ?");
+// "" for other calls (a new user's report: GORM counters went unseen).
+func gormSQL(info *types.Info, call *ast.CallExpr) string {
+	fn := callee(info, call)
+	if fn == nil || funcPath(fn) != "gorm.io/gorm" && funcPath(fn) != "github.com/jinzhu/gorm" || recvName(fn) != "DB" {
+		return ""
+	}
+	switch fn.Name() {
+	case "Exec":
+		return sqlText(info, call)
+	case "Update", "UpdateColumn":
+		if len(call.Args) != 2 {
+			return ""
+		}
+		col, ok := info.Types[call.Args[0]]
+		expr, isCall := ast.Unparen(call.Args[1]).(*ast.CallExpr)
+		if !ok || col.Value == nil || col.Value.Kind() != constant.String || !isCall {
+			return ""
+		}
+		if e := callee(info, expr); e == nil || e.Name() != "Expr" || funcPath(e) != funcPath(fn) {
+			return ""
+		}
+		if text := sqlText(info, expr); text != "" {
+			return "UPDATE SET " + strings.ToUpper(constant.StringVal(col.Value)) + " = " + text
+		}
+	}
+	return ""
+}
+
 // dedupeInsert reports whether an INSERT records an event by itself: it
 // dedupes (see guardedInsert) and is not an upsert that counts (ON
 // CONFLICT DO UPDATE SET n = n + 1 applies a redelivery again).
@@ -1641,8 +1680,10 @@ the request), and record the event in an inbox row in the same transaction.`,
 					qualName(fn), s.where()))
 				return
 			}
-			if h, _ := dbCall(pass.TypesInfo, call); h != handleNone && s.Root.Kind != KindAckgap {
-				sql := sqlText(pass.TypesInfo, call)
+			if sql := gormSQL(pass.TypesInfo, call); (sql != "" || isDBCall(pass.TypesInfo, call)) && s.Root.Kind != KindAckgap {
+				if sql == "" {
+					sql = sqlText(pass.TypesInfo, call)
+				}
 				m := increment.FindStringSubmatch(sql)
 				// A Redis claim gate in the same function is checkact's
 				// (claimBeforeWork): the count itself is deduped.

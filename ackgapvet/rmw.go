@@ -5,6 +5,7 @@ import (
 	"go/ast"
 	"go/token"
 	"go/types"
+	"slices"
 	"strings"
 
 	"golang.org/x/tools/go/analysis"
@@ -96,16 +97,27 @@ func readModifyWrite(pass *analysis.Pass, c *Consumers, r *reporter) {
 						}
 					}
 				}
-				if len(changed) == 0 || dbWriteOf(info, m) == "" {
+				if len(changed) == 0 && !slices.ContainsFunc(m.Args, func(a ast.Expr) bool { return arithmeticOn(info, a, read) != nil }) || dbWriteOf(info, m) == "" {
 					return true
 				}
-				sql := sqlText(info, m)
+				// SQL text is read only where the call runs SQL: a GORM
+				// Update's first argument is a column name.
+				sql := ""
+				if isDBCall(info, m) || gormSQL(info, m) != "" || calledName(m) == "Exec" {
+					sql = sqlText(info, m)
+				}
 				if sql != "" && (guardedUpdate(sql) || !strings.HasPrefix(strings.TrimSpace(sql), "UPDATE")) {
 					return true
 				}
 				for _, a := range m.Args {
 					obj := baseObj(info, a)
 					at, ok := changed[obj]
+					if !ok {
+						// Changed inline in the write: Updates(map[string]any{"n": c.N + 1}).
+						if src := arithmeticOn(info, a, read); src != nil {
+							obj, at, ok = src, m.Pos(), true
+						}
+					}
 					if !ok {
 						continue
 					}

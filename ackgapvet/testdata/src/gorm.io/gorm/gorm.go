@@ -27,3 +27,18 @@ func (db *DB) Rollback() *DB                                    { return db }
 // ErrDuplicatedKey is returned by Create on a unique-key violation when
 // the dialector translates errors.
 var ErrDuplicatedKey = errors.New("duplicated key not allowed")
+
+// Updates updates several columns.
+func (db *DB) Updates(v interface{}) *DB { return db }
+
+// UpdateColumn updates a column without hooks.
+func (db *DB) UpdateColumn(col string, v interface{}) *DB { return db }
+
+// Exec runs SQL.
+func (db *DB) Exec(sql string, values ...interface{}) *DB { return db }
+
+// Expression is a SQL expression.
+type Expression struct{ SQL string }
+
+// Expr makes a SQL expression.
+func Expr(sql string, args ...interface{}) Expression { return Expression{SQL: sql} }
