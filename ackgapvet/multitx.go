@@ -34,7 +34,7 @@ transaction to the helpers), with the inbox row in it.`,
 			if body == nil {
 				continue
 			}
-			first, second := secondCommit(pass.TypesInfo, c, body)
+			first, second := secondCommit(pass.TypesInfo, c, body, gormTxParam(pass.TypesInfo, node))
 			if second == nil {
 				continue
 			}
@@ -82,7 +82,7 @@ func txCommitOf(info *types.Info, call *ast.CallExpr) string {
 // run whenever the statement list that holds them runs (neither is inside
 // a branch, a loop body, a deferred call, a goroutine or a function
 // literal of its own below that list). It returns nils when there is none.
-func secondCommit(info *types.Info, c *Consumers, body *ast.BlockStmt) (first, second *commitSite) {
+func secondCommit(info *types.Info, c *Consumers, body *ast.BlockStmt, tx types.Object) (first, second *commitSite) {
 	var sites []*commitSite
 	var stack []ast.Node
 	ast.Inspect(body, func(n ast.Node) bool {
@@ -100,7 +100,7 @@ func secondCommit(info *types.Info, c *Consumers, body *ast.BlockStmt) (first, s
 			// A call given a transaction runs inside it (a helper's body,
 			// fn(tx), before the helper's own Commit): what the call
 			// graph says it commits below is another caller's closure.
-			if desc == "" && !passesTx(info, call) {
+			if desc == "" && !passesTx(info, call, tx) {
 				if cf := callee(info, call); cf != nil && c.Commits(cf) || c.commitsBelow(call) {
 					desc = types.ExprString(call.Fun)
 				}
@@ -184,16 +184,50 @@ func unconditional(stack []ast.Node) bool {
 	return true
 }
 
+// gormTxParam returns the *gorm.DB parameter of node when node is a
+// function literal of the shape GORM's Transaction takes (func(tx
+// *gorm.DB) error): that handle is the transaction, and a helper given it
+// writes inside it (a new user's report: two helpers given tx were read
+// as two commits); nil otherwise.
+func gormTxParam(info *types.Info, node ast.Node) types.Object {
+	lit, ok := node.(*ast.FuncLit)
+	if !ok || lit.Type.Params == nil || len(lit.Type.Params.List) != 1 || len(lit.Type.Params.List[0].Names) != 1 {
+		return nil
+	}
+	if lit.Type.Results == nil || len(lit.Type.Results.List) != 1 || !isErrorType(info.TypeOf(lit.Type.Results.List[0].Type)) {
+		return nil
+	}
+	obj := info.Defs[lit.Type.Params.List[0].Names[0]]
+	if obj == nil {
+		return nil
+	}
+	t := obj.Type()
+	if p, ok := t.(*types.Pointer); ok {
+		t = p.Elem()
+	}
+	if !isNamed(t, "gorm.io/gorm", "DB") && !isNamed(t, "github.com/jinzhu/gorm", "DB") {
+		return nil
+	}
+	return obj
+}
+
 // passesTx reports whether one of call's arguments carries a transaction
-// (a database/sql, pgx or sqlx transaction, or a named type Tx): the value
+// (a database/sql, pgx or sqlx transaction, a named type Tx, or tx, a GORM
+// Transaction callback's handle: see gormTxParam): the value
 // itself, or an expression built from it (WithTx(ctx, tx), &Txn{Tx: tx});
 // not a function literal, whose transaction parameter is the callee's.
-func passesTx(info *types.Info, call *ast.CallExpr) bool {
+func passesTx(info *types.Info, call *ast.CallExpr, tx types.Object) bool {
 	found := false
+	if sel, ok := ast.Unparen(call.Fun).(*ast.SelectorExpr); ok && tx != nil && baseObj(info, sel.X) == tx {
+		return true // a method of the transaction's own handle: tx.Save(&c)
+	}
 	for _, a := range call.Args {
 		ast.Inspect(a, func(n ast.Node) bool {
 			if _, ok := n.(*ast.FuncLit); ok {
 				return false // a function given the call opens its own
+			}
+			if id, ok := n.(*ast.Ident); ok && tx != nil && info.Uses[id] == tx {
+				found = true
 			}
 			if e, ok := n.(ast.Expr); ok && !found {
 				if t := info.TypeOf(e); t != nil && (isTxType(t) || isNamedTx(t)) {

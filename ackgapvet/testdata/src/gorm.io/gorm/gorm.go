@@ -11,12 +11,15 @@ type DB struct {
 	RowsAffected int64
 }
 
-func (db *DB) WithContext(ctx context.Context) *DB              { return db }
-func (db *DB) Model(v interface{}) *DB                          { return db }
-func (db *DB) Where(q interface{}, args ...interface{}) *DB     { return db }
-func (db *DB) Create(v interface{}) *DB                         { return db }
-func (db *DB) Clauses(c ...interface{}) *DB                     { return db }
-func (db *DB) Save(v interface{}) *DB                           { return db }
+func (db *DB) WithContext(ctx context.Context) *DB          { return db }
+func (db *DB) Model(v interface{}) *DB                      { return db }
+func (db *DB) Where(q interface{}, args ...interface{}) *DB { return db }
+func (db *DB) Create(v interface{}) *DB                     { return db }
+func (db *DB) Clauses(c ...interface{}) *DB                 { return db }
+
+// Save upserts v; outside a transaction GORM wraps it in one of its own
+// (SkipDefaultTransaction off), so it commits.
+func (db *DB) Save(v interface{}) *DB                           { return db.Commit() }
 func (db *DB) Update(col string, v interface{}) *DB             { return db }
 func (db *DB) First(dest interface{}, conds ...interface{}) *DB { return db }
 func (db *DB) Transaction(fc func(tx *DB) error) error          { return nil }
