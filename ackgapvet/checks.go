@@ -1687,7 +1687,7 @@ the request), and record the event in an inbox row in the same transaction.`,
 				m := increment.FindStringSubmatch(sql)
 				// A Redis claim gate in the same function is checkact's
 				// (claimBeforeWork): the count itself is deduped.
-				if m == nil || m[1] != m[2] || guardedUpdate(sql) || hasDedupeInsert(pass, funcBody(s.Inner())) || redisGated(pass.TypesInfo, funcBody(s.Inner())) {
+				if m == nil || m[1] != m[2] || guardedUpdate(sql) || dedupedBefore(pass, funcBody(s.Inner()), call) || redisGated(pass.TypesInfo, funcBody(s.Inner())) {
 					return
 				}
 				r.report(call, SeverityOf(append(s.names(), sql)...), fmt.Sprintf(
@@ -1991,6 +1991,49 @@ func guardedUpdate(sql string) bool {
 }
 
 // hasDedupeInsert reports whether body inserts a row that dedupes by itself.
+// dedupedBefore reports whether body makes a dedupe insert (see
+// hasDedupeInsert) before at on every path to it: earlier, in a block that
+// also holds at (not in the other branch of an if: wave 35, TrackBox's
+// failure counter beside the ok branch's ON CONFLICT insert of a tracking
+// event).
+func dedupedBefore(pass *analysis.Pass, body *ast.BlockStmt, at ast.Node) bool {
+	if body == nil {
+		return false
+	}
+	found := false
+	var blocks []*ast.BlockStmt
+	ast.Inspect(body, func(n ast.Node) bool {
+		if found {
+			return false
+		}
+		if n == nil {
+			return true
+		}
+		if _, ok := n.(*ast.FuncLit); ok {
+			return false
+		}
+		if b, ok := n.(*ast.BlockStmt); ok {
+			blocks = append(blocks, b)
+		}
+		call, ok := n.(*ast.CallExpr)
+		if !ok || call.Pos() >= at.Pos() {
+			return true
+		}
+		if h, _ := dbCall(pass.TypesInfo, call); h == handleNone || !dedupeInsert(sqlText(pass.TypesInfo, call)) {
+			return true
+		}
+		// The innermost block around the insert must hold at too.
+		for i := len(blocks) - 1; i >= 0; i-- {
+			if b := blocks[i]; b.Pos() <= call.Pos() && call.End() <= b.End() {
+				found = b.Pos() <= at.Pos() && at.End() <= b.End()
+				break
+			}
+		}
+		return !found
+	})
+	return found
+}
+
 func hasDedupeInsert(pass *analysis.Pass, body *ast.BlockStmt) bool {
 	found := false
 	ast.Inspect(body, func(n ast.Node) bool {
