@@ -701,14 +701,17 @@ not reported.`,
 				}
 				for i, st := range block.List {
 					call := topCall(st)
-					fn := callee(pass.TypesInfo, call)
-					if call == nil || fn == nil || funcPath(fn) != pathKafkaGo || recvName(fn) != "Reader" || fn.Name() != "ReadMessage" {
+					if call == nil || !kafkaGoReadMessage(pass.TypesInfo, call) && (c.program == nil || !c.program.readMessageSites[call.Lparen]) {
 						continue
 					}
 					if work, at := workOrHandler(pass, c, block.List[i+1:]); work != "" {
+						what := "ReadMessage"
+						if !kafkaGoReadMessage(pass.TypesInfo, call) {
+							what = types.ExprString(call.Fun) + ", the code's wrapper of kafka-go's ReadMessage,"
+						}
 						r.report(call, SeverityOf(append(callNames(pass, at), root.Name, work)...), fmt.Sprintf(
-							"ReadMessage commits the offset as it returns (reader with a GroupID), before the work (%s at line %d): a crash in between loses the message; use FetchMessage and CommitMessages after the work",
-							work, pass.Fset.Position(at.Pos()).Line))
+							"%s commits the offset as it returns (reader with a GroupID), before the work (%s at line %d): a crash in between loses the message; use FetchMessage and CommitMessages after the work",
+							what, work, pass.Fset.Position(at.Pos()).Line))
 					}
 				}
 				return true
@@ -736,6 +739,13 @@ not reported.`,
 				why, franzWork))
 		}
 	})
+
+// kafkaGoReadMessage reports whether call is kafka-go's
+// Reader.ReadMessage.
+func kafkaGoReadMessage(info *types.Info, call *ast.CallExpr) bool {
+	fn := callee(info, call)
+	return fn != nil && funcPath(fn) == pathKafkaGo && recvName(fn) == "Reader" && fn.Name() == "ReadMessage"
+}
 
 // goOrSend returns the first go statement or channel send in body, or nil.
 func goOrSend(body *ast.BlockStmt) ast.Node {

@@ -383,7 +383,7 @@ func TestConsumerMap(t *testing.T) {
 	for _, c := range rep.Consumers {
 		byName[c.Name] = c
 	}
-	require.Len(t, byName, 90, "%+v", rep.Consumers)
+	require.Len(t, byName, 91, "%+v", rep.Consumers)
 
 	// A receive loop that the call graph reaches from another consumer (a
 	// fallback source behind an interface) and whose acks are closures it
@@ -1284,4 +1284,16 @@ func TestMapDedupeAgreesWithChecks(t *testing.T) {
 	c := consumerIn(t, rep, "dupseen/dupseen.go")
 	require.Equal(t, "a dedupe record in dupseen.first at testdata/program/dupseen/dupseen.go:29", c.Dedupe)
 	require.Empty(t, findingsIn(rep, "dupseen/dupseen.go", "append"))
+}
+
+// TestReadMessageThroughOwnInterface: kafka-go's ReadMessage (a reader
+// with a GroupID) called through the code's own interface in another
+// package commits as it returns, before the loop's work (wave 35,
+// payment-gateway H1): autocommit reports the wrapper's call.
+func TestReadMessageThroughOwnInterface(t *testing.T) {
+	rep := programReport(t, false)
+	require.Equal(t, []int{16}, findingLines(rep, "readwrap/readwrap.go", "autocommit"))
+	for _, f := range findingsIn(rep, "readwrap/readwrap.go", "autocommit") {
+		require.Contains(t, f.Message, "c.ReadMessage, the code's wrapper of kafka-go's ReadMessage, commits the offset")
+	}
 }

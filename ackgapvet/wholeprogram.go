@@ -86,6 +86,11 @@ type programReach struct {
 	// external effect (see effectOf): an HTTP request, an SDK's call, a
 	// publish.
 	effectSites map[token.Pos]bool
+	// readMessageSites lists the calls below which the walk reaches
+	// kafka-go's Reader.ReadMessage (the code's wrapper of it, called
+	// through its own interface: wave 35, payment-gateway): with a GroupID
+	// the offset is committed as that call returns.
+	readMessageSites map[token.Pos]bool
 	// nilErrSites lists the static calls of the module's own functions
 	// that return a nil error on every path (see nilErrorOnly): a
 	// failure branch on their error never runs.
@@ -127,7 +132,7 @@ type programReach struct {
 }
 
 func newProgramReach() *programReach {
-	return &programReach{nodes: map[ast.Node]*reached{}, funcs: map[*types.Func]bool{}, works: map[*types.Func]bool{}, commitSites: map[token.Pos]bool{}, workSites: map[token.Pos]bool{}, kafkaAckSites: map[token.Pos]bool{}, ackSites: map[token.Pos]bool{}, receiveSites: map[token.Pos]bool{}, effectSites: map[token.Pos]bool{}, nilErrSites: map[token.Pos]bool{}, dedupe: map[*Root]bool{}, unacked: map[ast.Node]bool{}, uncommitted: map[ast.Node]bool{}, undeduped: map[*Root]map[ast.Node]bool{}, guarded: map[ast.Node]bool{}, unguarded: map[ast.Node]bool{}, absent: map[ast.Node]bool{}, present: map[ast.Node]bool{}}
+	return &programReach{nodes: map[ast.Node]*reached{}, funcs: map[*types.Func]bool{}, works: map[*types.Func]bool{}, commitSites: map[token.Pos]bool{}, workSites: map[token.Pos]bool{}, kafkaAckSites: map[token.Pos]bool{}, ackSites: map[token.Pos]bool{}, receiveSites: map[token.Pos]bool{}, effectSites: map[token.Pos]bool{}, nilErrSites: map[token.Pos]bool{}, readMessageSites: map[token.Pos]bool{}, dedupe: map[*Root]bool{}, unacked: map[ast.Node]bool{}, uncommitted: map[ast.Node]bool{}, undeduped: map[*Root]map[ast.Node]bool{}, guarded: map[ast.Node]bool{}, unguarded: map[ast.Node]bool{}, absent: map[ast.Node]bool{}, present: map[ast.Node]bool{}}
 }
 
 // programs holds the whole-program result of the run in progress, by
@@ -1611,6 +1616,7 @@ func (w *wholeProgram) publish() (done func()) {
 			return fn != nil && receives(fn)
 		})
 		_, effectSites := w.below(rw, func(info *types.Info, c *ast.CallExpr) bool { return effectOf(info, c) != "" })
+		_, readMessageSites := w.below(rw, func(info *types.Info, c *ast.CallExpr) bool { return kafkaGoReadMessage(info, c) })
 		// A call below which a commit is reached: recorded in the package
 		// of the function that makes the call.
 		for _, sites := range []struct {
@@ -1623,6 +1629,7 @@ func (w *wholeProgram) publish() (done func()) {
 			{ackSites, func(pr *programReach) map[token.Pos]bool { return pr.ackSites }},
 			{receiveSites, func(pr *programReach) map[token.Pos]bool { return pr.receiveSites }},
 			{effectSites, func(pr *programReach) map[token.Pos]bool { return pr.effectSites }},
+			{readMessageSites, func(pr *programReach) map[token.Pos]bool { return pr.readMessageSites }},
 		} {
 			for pos, p := range sites.from {
 				if !w.inApp(p) {

@@ -42,6 +42,8 @@ import (
 	"example.com/program/notify"
 	"example.com/program/orders"
 	"example.com/program/poller"
+	"example.com/program/readwrap"
+	readkq "example.com/program/readwrap/kq"
 	"example.com/program/recs"
 	"example.com/program/seenfirst"
 	"example.com/program/sources"
@@ -62,6 +64,7 @@ func main() {
 	s := &handlers.Service{N: notify.New(), Hook: notify.NewHook(c), Jobs: make(chan handlers.Job), C: c}
 	go handlers.Worker(c, s.Jobs)
 	go waiter.Wait(context.Background(), sqsgate.New(&sqs.Client{}))
+	go readwrap.Settle(context.Background(), readkq.New())
 	go dupseen.Orders(context.Background(), kafka.NewReader(kafka.ReaderConfig{GroupID: "orders"}), nil)
 	go (&gen.Scheduler{C: c}).Run(context.Background(), &gen.Store{})
 	pool := &gen.Pool{Jobs: make(chan gen.Job), C: c}
