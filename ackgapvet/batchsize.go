@@ -1,0 +1,130 @@
+package ackgapvet
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// Lambda event source mappings in Terraform: a record handler whose
+// mappings all take one record per invocation fails no processed record
+// with the one that failed (field trial waves 34 and 35: boca-chica-bot's
+// and jobPing's `batch_size = 1`).
+var (
+	tfMapping   = regexp.MustCompile(`resource\s+"aws_lambda_event_source_mapping"\s+"[^"]*"\s*\{`)
+	tfBatchSize = regexp.MustCompile(`(?m)^\s*batch_size\s*=\s*(\d+)`)
+	tfRetries   = regexp.MustCompile(`(?m)^\s*maximum_retry_attempts\s*=\s*(\d+)`)
+)
+
+// mappingsBatchOfOne reports whether the Terraform files under root, or
+// under its parent when root has none (a module in a subfolder of its
+// repository), declare at least one aws_lambda_event_source_mapping and
+// every one of them sets batch_size = 1 (one), and whether every one also
+// bounds its retries with maximum_retry_attempts (bounded: a stream's
+// failed record then stops its shard for a few retries, not until it
+// expires). A mapping without batch_size takes AWS's default (10 records
+// for SQS, 100 for Kinesis and DynamoDB Streams: Lambda developer guide,
+// "Batching behavior"); one without maximum_retry_attempts retries a
+// stream's batch until its records expire.
+func mappingsBatchOfOne(root string) (one, bounded bool) {
+	if root == "" {
+		return false, false
+	}
+	for _, dir := range []string{root, filepath.Dir(root)} {
+		n, ones, bound := tfMappings(dir)
+		if n > 0 {
+			return n == ones, n == bound
+		}
+		if dir == filepath.Dir(dir) {
+			break
+		}
+	}
+	return false, false
+}
+
+// tfMappings counts the event source mappings in the .tf files under dir
+// (vendor, node_modules, .terraform and hidden folders skipped; at most
+// 20,000 entries walked), those of them with batch_size = 1, and those
+// with batch_size = 1 and maximum_retry_attempts set.
+func tfMappings(dir string) (n, ones, bounded int) {
+	walked := 0
+	_ = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if walked++; walked > 20000 {
+			return filepath.SkipAll
+		}
+		if d.IsDir() {
+			name := d.Name()
+			if path != dir && (strings.HasPrefix(name, ".") || name == "vendor" || name == "node_modules") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".tf") {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil
+		}
+		text := string(b)
+		for _, loc := range tfMapping.FindAllStringIndex(text, -1) {
+			n++
+			body := blockBody(text[loc[1]:])
+			if m := tfBatchSize.FindStringSubmatch(body); m != nil {
+				if v, _ := strconv.Atoi(m[1]); v == 1 {
+					ones++
+					if tfRetries.MatchString(body) {
+						bounded++
+					}
+				}
+			}
+		}
+		return nil
+	})
+	return n, ones, bounded
+}
+
+// blockBody returns text up to the brace that closes a block opened just
+// before it.
+func blockBody(text string) string {
+	depth := 1
+	for i, r := range text {
+		switch r {
+		case '{':
+			depth++
+		case '}':
+			if depth--; depth == 0 {
+				return text[:i]
+			}
+		}
+	}
+	return text
+}
+
+// dropWholeBatch drops lambdabatch's "fails the whole batch" findings when
+// every event source mapping of the repository takes one record at a
+// time: no processed record rides in the failed batch. For a stream
+// (Kinesis, DynamoDB Streams, Kafka), whose failed batch also stops its
+// shard or partition while Lambda retries it, only when every mapping
+// bounds its retries too.
+func dropWholeBatch(fs []Finding, root string) []Finding {
+	one, bounded := mappingsBatchOfOne(root)
+	if !one {
+		return fs
+	}
+	out := fs[:0]
+	for _, f := range fs {
+		if f.Check == "lambdabatch" && strings.HasPrefix(f.Message, "returning an error for one record fails the whole") &&
+			(bounded || strings.HasPrefix(f.Message, "returning an error for one record fails the whole SQS batch")) {
+			continue
+		}
+		out = append(out, f)
+	}
+	return out
+}
