@@ -192,7 +192,7 @@ func TestKnownSDKs(t *testing.T) {
 	analysistest.Run(t, analysistest.TestData(), ackgapvet.EffectAnalyzer, "knownsdk", "knownsdkname")
 	for prefix, class := range ackgapvet.KnownSDKs {
 		require.Contains(t, []string{ackgapvet.ClassPayment, ackgapvet.ClassEmail, ackgapvet.ClassSMS,
-			ackgapvet.ClassNotification, ackgapvet.ClassStorage, ackgapvet.ClassPublish, ackgapvet.ClassKubernetes, ackgapvet.ClassHTTP}, class, prefix)
+			ackgapvet.ClassNotification, ackgapvet.ClassStorage, ackgapvet.ClassPublish, ackgapvet.ClassKubernetes, ackgapvet.ClassHTTP, ackgapvet.ClassSearch}, class, prefix)
 		require.NoError(t, ackgapvet.SetConfig(&ackgapvet.Config{Effects: map[string]string{prefix: class}}), prefix)
 	}
 	require.NoError(t, ackgapvet.SetConfig(nil))

@@ -36,7 +36,7 @@ type Config struct {
 	Entries []string `json:"entries,omitempty"`
 	// Effects maps import path prefixes to an effect class (ClassPayment,
 	// ClassEmail, ClassSMS, ClassNotification, ClassStorage, ClassPublish,
-	// ClassKubernetes, ClassHTTP): a call into a package at or below a prefix that changes
+	// ClassKubernetes, ClassHTTP, ClassSearch): a call into a package at or below a prefix that changes
 	// something (see [KnownSDKs] for the rule) is an effect of that class.
 	// It overrides [KnownSDKs] for the same packages. Default: none.
 	Effects map[string]string `json:"effects,omitempty"`

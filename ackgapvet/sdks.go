@@ -23,6 +23,12 @@ const (
 	ClassPublish      = "publish"      // a message to another system: Pub/Sub, NATS, RabbitMQ
 	ClassKubernetes   = "kubernetes"   // an object made in a Kubernetes cluster: client-go, controller-runtime
 	ClassHTTP         = "http"         // any other outside call: issue trackers, code hosts, incident tools
+	// ClassSearch is a search index: Elasticsearch, OpenSearch,
+	// Meilisearch, Typesense, Algolia. Its writes name the document they
+	// set (an index by id, a bulk add, a delete), so a repeat leaves what
+	// the first left: they are work (a failure dropped, or an ack before
+	// them, loses the change), never repeated effects.
+	ClassSearch = "search"
 )
 
 // classDesc is how a finding names an effect of each class.
@@ -35,6 +41,7 @@ var classDesc = map[string]string{
 	ClassPublish:      "a publish",
 	ClassKubernetes:   "a Kubernetes API write",
 	ClassHTTP:         "an outside call",
+	ClassSearch:       "a search index write",
 }
 
 // KnownSDKs maps import path prefixes of SDKs whose calls are effects to
@@ -100,6 +107,11 @@ var KnownSDKs = map[string]string{
 	"github.com/xanzy/go-gitlab":                      ClassHTTP,
 	"gitlab.com/gitlab-org/api/client-go":             ClassHTTP,
 	"github.com/segmentio/analytics-go":               ClassHTTP,
+	"github.com/elastic/go-elasticsearch":             ClassSearch,
+	"github.com/opensearch-project/opensearch-go":     ClassSearch,
+	"github.com/meilisearch/meilisearch-go":           ClassSearch,
+	"github.com/typesense/typesense-go":               ClassSearch,
+	"github.com/algolia/algoliasearch-client-go":      ClassSearch,
 	"k8s.io/client-go":                                ClassKubernetes,
 	"sigs.k8s.io/controller-runtime":                  ClassKubernetes,
 	"sigs.k8s.io/cluster-api/util/patch":              ClassKubernetes,
@@ -138,6 +150,19 @@ func sdkKeyed(name, class string) bool {
 	return class != ClassPayment && class != ClassPublish && startsWithVerb(name, sdkKeyedVerbs)
 }
 
+// searchWrite reports whether fn, in a search SDK, changes the index: not
+// a read by its name, nor by its request type's (esapi's and
+// opensearchapi's SearchRequest.Do, GetRequest.Do, CountRequest.Do), nor
+// set-up (a constructor, a function of no receiver).
+func searchWrite(fn *types.Func) bool {
+	recv := strings.TrimSuffix(strings.TrimSuffix(recvName(fn), "Request"), "Service")
+	if readName(fn.Name()) || readName(recv) || recvName(fn) == "" || strings.HasPrefix(fn.Name(), "New") || strings.HasPrefix(fn.Name(), "With") {
+		return false
+	}
+	rs := fn.Type().(*types.Signature).Results()
+	return rs.Len() > 0 && isError(rs.At(rs.Len()-1).Type())
+}
+
 // sdkKeyedWrite reports whether fn is a keyed change through a known SDK
 // (see sdkKeyedVerbs) that returns an error: no effect, but its failure is
 // failed work.
@@ -147,6 +172,9 @@ func sdkKeyedWrite(fn *types.Func) bool {
 		return false
 	} else if _, cc := longestPrefix(c.effects, funcPath(fn)); cc != "" {
 		class = cc
+	}
+	if class == ClassSearch {
+		return searchWrite(fn)
 	}
 	if class == "" || !sdkKeyed(fn.Name(), class) {
 		return false
@@ -159,6 +187,9 @@ func sdkKeyedWrite(fn *types.Func) bool {
 // something (see [KnownSDKs]).
 func sdkMutates(fn *types.Func, class string) bool {
 	name := fn.Name()
+	if class == ClassSearch {
+		return false // keyed writes (sdkKeyedWrite), not effects
+	}
 	if class == ClassPublish {
 		return strings.HasPrefix(name, "Publish") || strings.HasPrefix(name, "Send") || name == "Produce"
 	}
