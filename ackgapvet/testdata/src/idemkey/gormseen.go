@@ -98,6 +98,9 @@ func (h *doNothingHandler) ConsumeClaim(s sarama.ConsumerGroupSession, cl sarama
 	return nil
 }
 
+// bumpRenamed and bumpOnce are bump again, one per consumer: a function
+// several consumers reach is checked once, under the first, so a shared
+// one would not test the other consumers' dedupe records.
 func bumpRenamed(tx *gorm.DB, id string) error {
 	var c Counter
 	if err := tx.First(&c, "id = ?", id).Error; err != nil {
