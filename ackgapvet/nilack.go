@@ -87,9 +87,7 @@ func (w *wholeProgram) nilAcks(rw *rootWalk) (out map[*ssa.Function]string, alwa
 			out[fn], always[fn] = acker, true
 		case pAcked && returnsCallError(info, stack):
 			out[fn] = acker
-			if ret, ok := stack[len(stack)-2].(*ast.ReturnStmt); ok && p == rw.entry && len(ret.Results) > 0 && ast.Unparen(ret.Results[len(ret.Results)-1]) == stack[len(stack)-1] {
-				tail[fn] = true
-			}
+			tail[fn] = p == rw.entry && returnedDirectly(stack)
 		case pAcked && discarded(stack) && fn.Signature.Results().Len() == 0:
 			// A function with no result cannot stop the ack: a failure
 			// it only logs is acked with the rest of the message (field
@@ -360,10 +358,8 @@ func after(stack []ast.Node) []ast.Stmt {
 // whose branch returns an error (the error itself or a wrapped one).
 func returnsCallError(info *types.Info, stack []ast.Node) bool {
 	call := stack[len(stack)-1]
-	if len(stack) >= 2 {
-		if ret, ok := stack[len(stack)-2].(*ast.ReturnStmt); ok && len(ret.Results) > 0 && ast.Unparen(ret.Results[len(ret.Results)-1]) == call {
-			return true
-		}
+	if returnedDirectly(stack) {
+		return true
 	}
 	ifs, neq, _ := errCheck(info, stack)
 	if ifs != nil && neq && returnsError(info, ifs.Body) {
@@ -376,6 +372,16 @@ func returnsCallError(info *types.Info, stack []ast.Node) bool {
 		}
 	}
 	return false
+}
+
+// returnedDirectly reports whether the call at the end of stack is the
+// last result of the return statement around it: `return call(...)`.
+func returnedDirectly(stack []ast.Node) bool {
+	if len(stack) < 2 {
+		return false
+	}
+	ret, ok := stack[len(stack)-2].(*ast.ReturnStmt)
+	return ok && len(ret.Results) > 0 && ast.Unparen(ret.Results[len(ret.Results)-1]) == stack[len(stack)-1]
 }
 
 // returnsVar reports whether a return statement in body (outside function
