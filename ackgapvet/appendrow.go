@@ -59,10 +59,13 @@ var keyedColumns = regexp.MustCompile(`IDEMPOTENCY|EVENT_?ID|MESSAGE_?ID|MSG_?ID
 var dupCheck = regexp.MustCompile(`(?i)dup|unique|conflict|alreadyexists|23505|1062`)
 
 // seenName matches identifiers that name a duplicate as "seen" (errSeen,
-// ErrAlreadySeen, isSeen, seen(err), alreadyProcessed): a sentinel renamed
-// from gorm.ErrDuplicatedKey, or the code's own helper that tests it (a new
-// user's report). Identifiers only: "last_seen" in SQL text is a column.
-var seenName = regexp.MustCompile(`(?i)^(err|is|was|has)?(already)?(seen|processed|consumed)(err|error)?$|already(seen|processed|consumed)`)
+// ErrAlreadySeen, isSeen, wasProcessed, alreadyConsumed, a helper seen(err)):
+// a sentinel renamed from gorm.ErrDuplicatedKey, or the code's own helper
+// that tests it (a new user's report). Identifiers only: "last_seen" in SQL
+// text is a column; and not a bare "processed" or "seen" (a counter, a map
+// of a batch's keys): a bare "seen" counts only called (see
+// readsDuplicate).
+var seenName = regexp.MustCompile(`(?i)^(err|is|was|has)(already)?(seen|processed|consumed)(err|error)?$|already(seen|processed|consumed)`)
 
 // appendOf describes a call that inserts a row with no conflict clause, ""
 // for any other call: SQL whose text is an INSERT without ON CONFLICT, OR
@@ -214,8 +217,9 @@ func gormDoNothing(info *types.Info, call *ast.CallExpr) bool {
 
 // readsDuplicate reports whether the function n tests an error for a
 // duplicate key: a call or an identifier named like one (isDupEntry,
-// IsUniqueViolation, ErrConflict), or the codes 23505 (PostgreSQL
-// unique_violation) and 1062 (MySQL ER_DUP_ENTRY).
+// IsUniqueViolation, ErrConflict, ErrAlreadySeen: see seenName; a call of
+// a function named seen), or the codes 23505 (PostgreSQL unique_violation)
+// and 1062 (MySQL ER_DUP_ENTRY).
 func readsDuplicate(n ast.Node) bool {
 	found := false
 	ast.Inspect(n, func(m ast.Node) bool {
@@ -223,6 +227,10 @@ func readsDuplicate(n ast.Node) bool {
 		case *ast.Ident:
 			if dupCheck.MatchString(m.Name) || seenName.MatchString(m.Name) {
 				found = true
+			}
+		case *ast.CallExpr:
+			if id, ok := ast.Unparen(m.Fun).(*ast.Ident); ok && strings.EqualFold(id.Name, "seen") && len(m.Args) > 0 {
+				found = true // if seen(err) { ... }
 			}
 		case *ast.BasicLit:
 			if dupCheck.MatchString(m.Value) {
