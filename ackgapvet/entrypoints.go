@@ -19,9 +19,10 @@ const (
 	// (*kafka.Consumer).Poll or ReadMessage in a loop.
 	KindConfluent = "confluent-kafka-go poll loop"
 	// KindKq is the Consume method of a go-queue kq.ConsumeHandler given
-	// to kq.MustNewQueue or NewQueue (go-zero's Kafka queue). kq commits
-	// each message after Consume returns, and by default (KqConf.ForceCommit,
-	// default true; older versions always) also when it returned an error.
+	// to kq.MustNewQueue or NewQueue (go-zero's Kafka queue), or a function
+	// given to kq.WithHandle. kq commits each message after Consume
+	// returns, and by default (KqConf.ForceCommit, default true; older
+	// versions always) also when it returned an error.
 	KindKq = "go-queue kq handler"
 	// KindSaramaPartition is a loop over a Sarama PartitionConsumer's
 	// Messages(): a partition consumer without a consumer group, whose
@@ -345,6 +346,11 @@ func (c *Consumers) moreRoots(n ast.Node, stack []ast.Node, addRoot func(kind, n
 					rootOfExpr(k, n.Args[0])
 				}
 			}
+		case (path == "github.com/zeromicro/go-queue/kq" || path == "github.com/tal-tech/go-queue/kq") && recv == "" && name == "WithHandle" && len(n.Args) == 1:
+			// kq.MustNewQueue(c, kq.WithHandle(func(ctx, k, v string) error {...})):
+			// the function is the queue's Consume (field trial wave 36,
+			// smart-reserve C1).
+			rootOfExpr(KindKq, n.Args[0])
 		case path == pathKinesisCon && recv == "Consumer" && (name == "Scan" || name == "ScanShard"):
 			for _, a := range n.Args {
 				if _, ok := types.Unalias(info.TypeOf(a)).Underlying().(*types.Signature); ok {

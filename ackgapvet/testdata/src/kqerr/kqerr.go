@@ -59,6 +59,18 @@ func (m *JudgeMq) judge(ctx context.Context, sn string) (Verdict, error) {
 	return Verdict{Code: resp.StatusCode}, nil
 }
 
+// startReserve registers a function with kq.WithHandle (wave 36,
+// smart-reserve): it is the queue's Consume, and its returned error is
+// committed all the same.
+func startReserve(c kq.KqConf, svc OrderService) {
+	kq.MustNewQueue(c, kq.WithHandle(func(ctx context.Context, key, value string) error {
+		if err := svc.MarkPaid(ctx, value); err != nil { // want `returns the error when svc.MarkPaid fails`
+			return err
+		}
+		return nil
+	})).Start()
+}
+
 func Start(c kq.KqConf) {
 	_ = kq.MustNewQueue(c, &JudgeMq{})
 	_ = kq.MustNewQueue(c, &OrderMq{})

@@ -18,3 +18,9 @@ type MessageQueue interface {
 }
 
 func MustNewQueue(c KqConf, handler ConsumeHandler) MessageQueue { return nil }
+
+// ConsumeHandle is a function that handles one message.
+type ConsumeHandle func(ctx context.Context, key, value string) error
+
+// WithHandle makes a ConsumeHandler of a function.
+func WithHandle(handle ConsumeHandle) ConsumeHandler { return nil }
