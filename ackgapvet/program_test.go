@@ -68,6 +68,16 @@ func findingsIn(rep *Report, file, check string) []Finding {
 	return out
 }
 
+// requireFindingsAt asserts that check reports exactly lines in file
+// (slash path relative to testdata/program), each message holding want.
+func requireFindingsAt(t *testing.T, rep *Report, file, check string, lines []int, want string) {
+	t.Helper()
+	require.Equal(t, lines, findingLines(rep, file, check))
+	for _, f := range findingsIn(rep, file, check) {
+		require.Contains(t, f.Message, want)
+	}
+}
+
 // TestWholeProgramPathKinds: each way a consumer reaches its effect in
 // testdata/program is followed by the whole-program mode and missed by the
 // per-package mode: a handler declared in another package than AddHandler,
@@ -1167,10 +1177,7 @@ func TestLambdaRecordAck(t *testing.T) {
 // failed notification's redelivery is skipped. The other order is clean.
 func TestDuplicateSkipBeforeEffect(t *testing.T) {
 	rep := programReport(t, false)
-	require.Equal(t, []int{55}, findingLines(rep, "seenfirst/seenfirst.go", "checkact"))
-	for _, f := range findingsIn(rep, "seenfirst/seenfirst.go", "checkact") {
-		require.Contains(t, f.Message, "writes the record that a redelivery is skipped on (line 56) before the call of p.Notifier.Push")
-	}
+	requireFindingsAt(t, rep, "seenfirst/seenfirst.go", "checkact", []int{55}, "writes the record that a redelivery is skipped on (line 56) before the call of p.Notifier.Push")
 }
 
 // TestDeadLetterBranchGatesAck: a caller that commits after its
@@ -1253,10 +1260,7 @@ func TestBranchThatNeverRuns(t *testing.T) {
 // kk-forum H4), reported there.
 func TestKqErrorReturnedBelowConsume(t *testing.T) {
 	rep := programReport(t, false)
-	require.Equal(t, []int{45}, findingLines(rep, "judge/judge.go", "errack"))
-	for _, f := range findingsIn(rep, "judge/judge.go", "errack") {
-		require.Contains(t, f.Message, "go-queue's kq commits the offset whatever Consume returns")
-	}
+	requireFindingsAt(t, rep, "judge/judge.go", "errack", []int{45}, "go-queue's kq commits the offset whatever Consume returns")
 }
 
 // TestReceiveWrapperBehindValueMethods: a one-shot SQS receive wrapper
@@ -1292,8 +1296,5 @@ func TestMapDedupeAgreesWithChecks(t *testing.T) {
 // payment-gateway H1): autocommit reports the wrapper's call.
 func TestReadMessageThroughOwnInterface(t *testing.T) {
 	rep := programReport(t, false)
-	require.Equal(t, []int{16}, findingLines(rep, "readwrap/readwrap.go", "autocommit"))
-	for _, f := range findingsIn(rep, "readwrap/readwrap.go", "autocommit") {
-		require.Contains(t, f.Message, "c.ReadMessage, the code's wrapper of kafka-go's ReadMessage, commits the offset")
-	}
+	requireFindingsAt(t, rep, "readwrap/readwrap.go", "autocommit", []int{16}, "c.ReadMessage, the code's wrapper of kafka-go's ReadMessage, commits the offset")
 }
