@@ -50,7 +50,7 @@ func TestKafkaClientBehindInterface(t *testing.T) {
 }
 
 func TestAutoCommit(t *testing.T) {
-	analysistest.Run(t, analysistest.TestData(), ackgapvet.AutoCommitAnalyzer, "autocommit", "autocommitok", "autocommitfranz", "autocommitgreedy", "autocommitassign", "autocommitnogroup", "autocommitownoffset")
+	analysistest.Run(t, analysistest.TestData(), ackgapvet.AutoCommitAnalyzer, "autocommit", "autocommitok", "autocommitfranz", "autocommitgreedy", "autocommitassign", "autocommitnogroup", "autocommitownoffset", "autocommitsaramapart", "autocommitsaramapartok")
 }
 
 func TestCheckAct(t *testing.T) {

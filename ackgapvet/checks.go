@@ -621,12 +621,15 @@ messages again) or, after SetOffset(kafka.LastOffset), SetOffsetAt or
 StartOffset: kafka.LastOffset, at the newest (what was published while it
 was down is never read), and it reads one partition only. A reader whose
 offset the application restores itself (SetOffset with a stored value) is
-not reported.`,
+not reported. So does a Sarama partition consumer (ConsumePartition with
+OffsetNewest or OffsetOldest) in a package with no offset manager: it
+commits nothing, and every start reads from that constant again.`,
 	func(pass *analysis.Pass, c *Consumers, r *reporter) {
 		confluentAutoCommit(pass, c, r)
 		saramaNeverCommits(pass, c, r)
 		watermillKafkaNoGroup(pass, r)
 		kafkaGoNoGroup(pass, c, r)
+		saramaPartitionNoOffset(pass, c, r)
 		// kafka-go: skip when no ReaderConfig of the package gets a GroupID
 		// (in its literal, or assigned to the config afterwards).
 		configs, grouped := 0, 0
@@ -2069,11 +2072,6 @@ func Analyzers() []*analysis.Analyzer {
 	}
 }
 
-// watermillKafkaNoGroup reports a watermill-kafka SubscriberConfig literal
-// without a ConsumerGroup (or with an empty one): the subscriber then
-// consumes each partition without a group (Subscriber.consumeWithoutConsumerGroups
-// in watermill-kafka), from Sarama's Consumer.Offsets.Initial
-// (OffsetNewest unless overwritten), and commits no offset.
 // kafkaGoNoGroup reports kafka-go ReaderConfig literals without a GroupID
 // in a package that has a kafka-go reader loop (see AutoCommitAnalyzer):
 // nothing is committed, so where the reader starts decides what a restart
@@ -2152,6 +2150,64 @@ func kafkaGoNoGroup(pass *analysis.Pass, c *Consumers, r *reporter) {
 	}
 }
 
+// saramaPartitionNoOffset reports, in a package with a loop over a Sarama
+// partition consumer's Messages(), a ConsumePartition call (IBM or Shopify
+// Sarama; not sarama-cluster) given a constant offset, OffsetNewest (-1) or
+// OffsetOldest (-2), when nothing in the package manages offsets (no
+// offset manager: NewOffsetManagerFromClient, ManagePartition, a
+// PartitionOffsetManager's MarkOffset). A partition consumer belongs to no
+// consumer group and commits nothing, so every start begins at that
+// constant: at OffsetNewest what arrived while the process was down is never
+// read, at OffsetOldest every retained message is handled again (field
+// trial, wave 36: WBTech_L0 H1). An offset the code computes (its own stored
+// position) is not reported.
+func saramaPartitionNoOffset(pass *analysis.Pass, c *Consumers, r *reporter) {
+	if !slices.ContainsFunc(c.Roots, func(rt *Root) bool { return rt.Kind == KindSaramaPartition }) {
+		return
+	}
+	var calls []*ast.CallExpr
+	managed := false
+	for _, f := range pass.Files {
+		ast.Inspect(f, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if !ok {
+				return true
+			}
+			fn := callee(pass.TypesInfo, call)
+			if fn == nil || !isSaramaPath(funcPath(fn)) || funcPath(fn) == pathSaramaCluster {
+				return true
+			}
+			switch {
+			case strings.HasPrefix(fn.Name(), "NewOffsetManager"), fn.Name() == "ManagePartition",
+				recvName(fn) == "PartitionOffsetManager":
+				managed = true
+			case fn.Name() == "ConsumePartition" && len(call.Args) == 3:
+				if tv, ok := pass.TypesInfo.Types[call.Args[2]]; ok && tv.Value != nil {
+					calls = append(calls, call)
+				}
+			}
+			return true
+		})
+	}
+	if managed {
+		return
+	}
+	for _, call := range calls {
+		where := "at the newest offset (OffsetNewest), so what was published while it was down is never read"
+		if tv := pass.TypesInfo.Types[call.Args[2]]; constant.Compare(tv.Value, token.EQL, constant.MakeInt64(-2)) {
+			where = "at the oldest retained offset (OffsetOldest), so every restart handles every retained message again"
+		} else if !constant.Compare(tv.Value, token.EQL, constant.MakeInt64(-1)) {
+			where = "at offset " + tv.Value.String() + " again"
+		}
+		r.report(call, SeverityOf("consumer group", "offset"), "Sarama ConsumePartition with a constant offset and no stored position: a partition consumer belongs to no consumer group and commits nothing, so every start reads "+where+"; join a consumer group (sarama.NewConsumerGroup, MarkMessage after the work) or store the offset after the work and pass it here")
+	}
+}
+
+// watermillKafkaNoGroup reports a watermill-kafka SubscriberConfig literal
+// without a ConsumerGroup (or with an empty one): the subscriber then
+// consumes each partition without a group (Subscriber.consumeWithoutConsumerGroups
+// in watermill-kafka), from Sarama's Consumer.Offsets.Initial
+// (OffsetNewest unless overwritten), and commits no offset.
 func watermillKafkaNoGroup(pass *analysis.Pass, r *reporter) {
 	for _, f := range pass.Files {
 		ast.Inspect(f, func(n ast.Node) bool {
