@@ -110,7 +110,7 @@ func TestKeyed(t *testing.T) {
 }
 
 func TestErrAck(t *testing.T) {
-	analysistest.Run(t, analysistest.TestData(), ackgapvet.ErrAckAnalyzer, "errack", "kgoappifaceskip", "errlog")
+	analysistest.Run(t, analysistest.TestData(), ackgapvet.ErrAckAnalyzer, "errack", "kgoappifaceskip", "errlog", "errackfranzpoll", "errackfranzpollcommit")
 }
 
 func TestSeverityPatterns(t *testing.T) {

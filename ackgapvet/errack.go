@@ -32,7 +32,10 @@ for success), or a branch on a failed status that returns no error where a
 nil return acks, and work whose error is dropped unread before an ack.
 Under an auto-commit (librdkafka's defaults with no
 commit on the walk; kafka-go's ReadMessage), a failure only logged is
-committed all the same. In the whole-program mode, a function below a receive loop
+committed all the same. So is a franz-go poll skipped whole on its
+errors (if fs.Err() != nil { continue }) when its offsets are committed
+(auto-commit, CommitUncommittedOffsets): one partition's error comes
+beside the other partitions' records. In the whole-program mode, a function below a receive loop
 that commits on its nil result acks on nil as well: a failed write turned
 into a nil return there, an error branch that falls through to a nil
 return, or an error overwritten before it is returned, is reported. Errors from decoding the
@@ -74,6 +77,7 @@ permanent.`,
 					kafkaSkipsThenCommits(pass, c, r, root, loop.Body, after[loop.Body])
 					watermillSkips(pass, c, r, root, loop.Body)
 				case *ast.ForStmt:
+					franzSkipsFetch(pass, r, root, loop.Body)
 					kafkaSkips(pass, c, r, root, loop.Body, false)
 					kafkaBreaks(pass, c, r, root, loop.Body, false)
 					watermillSkips(pass, c, r, root, loop.Body)
@@ -2339,4 +2343,85 @@ func assignsError(info *types.Info, body *ast.BlockStmt) bool {
 		return !found
 	})
 	return found
+}
+
+// franzSkipsFetch reports, in a franz-go poll loop, a branch on the poll's
+// errors (fs.Err(), fs.Errors(), fs.Err0()) that goes to the next poll
+// (continue) without handling the poll's records, when what was polled is
+// committed: by CommitUncommittedOffsets in the loop, or by the client's
+// auto-commit (a kgo.NewClient in the package with neither
+// DisableAutoCommit nor AutoCommitMarks). franz-go returns a partition's
+// fetch error beside the other partitions' records (PollFetches: "it is
+// important to check all partition errors"), and a poll moves the
+// uncommitted offsets to what it returned, so the skipped records are
+// committed unread (field trial, wave 36: wbTestCase H1). A branch that
+// reads the client's closing (IsClientClosed) is not reported: a closed
+// client returns no records.
+func franzSkipsFetch(pass *analysis.Pass, r *reporter, root *Root, loopBody *ast.BlockStmt) {
+	info := pass.TypesInfo
+	fetchesCall := func(n ast.Node, names ...string) bool {
+		found := false
+		ast.Inspect(n, func(m ast.Node) bool {
+			if call, ok := m.(*ast.CallExpr); ok && !found {
+				if fn := callee(info, call); fn != nil && funcPath(fn) == pathKgo && slices.Contains(names, fn.Name()) {
+					found = true
+				}
+			}
+			return !found
+		})
+		return found
+	}
+	if !fetchesCall(loopBody, "PollFetches", "PollRecords") {
+		return
+	}
+	commit := ""
+	if fetchesCall(loopBody, "CommitUncommittedOffsets") {
+		commit = "CommitUncommittedOffsets"
+	} else if kgoAutoCommits(pass) {
+		commit = "the client's auto-commit (franz-go's default, every 5 s)"
+	} else {
+		return
+	}
+	loopStmts(loopBody, func(st, _ ast.Stmt, _ []ast.Stmt) {
+		ifs, ok := st.(*ast.IfStmt)
+		if !ok || !continues(ifs.Body) {
+			return
+		}
+		cond := &ast.BlockStmt{List: []ast.Stmt{&ast.ExprStmt{X: ifs.Cond}}}
+		if ifs.Init != nil {
+			cond.List = append(cond.List, ifs.Init)
+		}
+		if !fetchesCall(cond, "Err", "Errors", "Err0") || fetchesCall(cond, "IsClientClosed") {
+			return
+		}
+		if fetchesCall(ifs.Body, "EachRecord", "Records", "EachPartition", "EachTopic", "RecordIter", "CommitRecords", "MarkCommitRecords") {
+			return // the branch handles (or commits exactly) the records
+		}
+		r.report(ifs, SeverityOf(root.Name), fmt.Sprintf(
+			"a poll whose fetches carry an error (if %s) is skipped whole (continue), and %s commits what the poll returned: franz-go returns one partition's error beside the other partitions' records, which are never handled; log the errors (EachError) and handle the records, or stop without committing",
+			types.ExprString(ifs.Cond), commit))
+	})
+}
+
+// kgoAutoCommits reports whether the package makes a franz-go client
+// (kgo.NewClient) and never turns its auto-commit off (DisableAutoCommit)
+// or down to marked records (AutoCommitMarks).
+func kgoAutoCommits(pass *analysis.Pass) bool {
+	made, off := false, false
+	for _, f := range pass.Files {
+		ast.Inspect(f, func(n ast.Node) bool {
+			if call, ok := n.(*ast.CallExpr); ok {
+				if fn := callee(pass.TypesInfo, call); fn != nil && funcPath(fn) == pathKgo && recvName(fn) == "" {
+					switch fn.Name() {
+					case "NewClient":
+						made = true
+					case "DisableAutoCommit", "AutoCommitMarks":
+						off = true
+					}
+				}
+			}
+			return true
+		})
+	}
+	return made && !off
 }

@@ -43,3 +43,28 @@ type FetchTopicPartition struct {
 
 // EachPartition calls fn for each partition of the fetches.
 func (f Fetches) EachPartition(fn func(FetchTopicPartition)) {}
+
+// FetchError is one partition's fetch error.
+type FetchError struct {
+	Topic     string
+	Partition int32
+	Err       error
+}
+
+// Err returns the first error of the fetches, or nil.
+func (f Fetches) Err() error { return nil }
+
+// Errors returns every partition's error of the fetches.
+func (f Fetches) Errors() []FetchError { return nil }
+
+// Err0 returns the error of a fetch with one partition.
+func (f Fetches) Err0() error { return nil }
+
+// IsClientClosed reports whether the fetches say the client is closed.
+func (f Fetches) IsClientClosed() bool { return false }
+
+// EachError calls fn for each partition's error.
+func (f Fetches) EachError(fn func(string, int32, error)) {}
+
+// CommitUncommittedOffsets commits what the polls returned.
+func (c *Client) CommitUncommittedOffsets(ctx context.Context) error { return nil }
