@@ -145,7 +145,7 @@ func TestCQRS(t *testing.T) {
 // TestLibraryCallbacks: go-queue kq handlers (a type given to
 // kq.MustNewQueue) and Sarama partition consumer loops are entry points.
 func TestLibraryCallbacks(t *testing.T) {
-	analysistest.Run(t, analysistest.TestData(), ackgapvet.EffectAnalyzer, "kqapp", "saramapart", "kinesispoll", "kafkagoiface")
+	analysistest.Run(t, analysistest.TestData(), ackgapvet.EffectAnalyzer, "kqapp", "saramapart", "kinesispoll", "kafkagoiface", "dynamostreams")
 }
 
 // TestSaramaCluster: a bsm/sarama-cluster Messages() loop is an entry

@@ -46,6 +46,13 @@ const (
 	// v1 or v2) in a loop: a shard reader of its own, which checkpoints
 	// (if at all) where the application stores its sequence numbers.
 	KindKinesisPoll = "Kinesis GetRecords loop"
+	// KindStreamsPoll is a function that calls DynamoDB Streams
+	// GetRecords (aws-sdk-go-v2's dynamodbstreams, or v1's) in a loop: a
+	// shard reader of its own, like KindKinesisPoll; nothing is
+	// checkpointed unless the application stores its sequence numbers, and
+	// a stream keeps records for 24 hours (field trial, wave 35:
+	// pismo-eval C2).
+	KindStreamsPoll = "DynamoDB Streams GetRecords loop"
 	// KindKCL is the ProcessRecords method of a vmware-go-kcl (v1 or v2)
 	// IRecordProcessor: the worker calls it with a batch of one shard's
 	// records and checkpoints only where the processor calls
@@ -88,6 +95,7 @@ const (
 	pathKinesisCon = "github.com/harlow/kinesis-consumer"
 	pathLambdaPkg  = "github.com/aws/aws-lambda-go/lambda"
 	pathKinesisV2  = "github.com/aws/aws-sdk-go-v2/service/kinesis"
+	pathStreamsV2  = "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	pathGoCDK      = "gocloud.dev/pubsub"
 	pathKCL        = "github.com/vmware/vmware-go-kcl/clientlibrary/interfaces"
 	pathKCL2       = "github.com/vmware/vmware-go-kcl-v2/clientlibrary/interfaces"
@@ -227,8 +235,12 @@ func sqsOp(fn *types.Func) string {
 
 // kinesisGetRecords reports whether fn is Kinesis GetRecords: a method of
 // aws-sdk-go-v2's *kinesis.Client, or of aws-sdk-go v1's *kinesis.Kinesis
-// or kinesisiface.KinesisAPI (WithContext and Request forms included).
+// or kinesisiface.KinesisAPI (WithContext and Request forms included); or
+// DynamoDB Streams GetRecords on either SDK (see streamsGetRecords).
 func kinesisGetRecords(fn *types.Func) bool {
+	if streamsGetRecords(fn) {
+		return true
+	}
 	if funcPath(fn) == pathKinesisV2 && recvName(fn) == "Client" {
 		return fn.Name() == "GetRecords"
 	}
@@ -248,6 +260,18 @@ func kinesisGetRecords(fn *types.Func) bool {
 		}
 	}
 	return false
+}
+
+// streamsGetRecords reports whether fn is DynamoDB Streams GetRecords: a
+// method of aws-sdk-go-v2's *dynamodbstreams.Client, or of aws-sdk-go v1's
+// *dynamodbstreams.DynamoDBStreams (WithContext and Request forms
+// included).
+func streamsGetRecords(fn *types.Func) bool {
+	if funcPath(fn) == pathStreamsV2 && recvName(fn) == "Client" {
+		return fn.Name() == "GetRecords"
+	}
+	svc, ok := isAWSv1Client(fn)
+	return ok && svc == "dynamodbstreams" && awsV1Op(fn.Name()) == "GetRecords"
 }
 
 // kafkaGoReaderMethod reports whether fn is ReadMessage or FetchMessage of
@@ -363,6 +387,8 @@ func (c *Consumers) moreRoots(n ast.Node, stack []ast.Node, addRoot func(kind, n
 			c.receiveRoot(KindSaramaPartition, stack, addRoot)
 		case path == pathSaramaCluster && (recv == "Consumer" || recv == "PartitionConsumer") && name == "Messages":
 			c.receiveRoot(KindSaramaCluster, stack, addRoot)
+		case streamsGetRecords(fn):
+			c.receiveRoot(KindStreamsPoll, stack, addRoot)
 		case kinesisGetRecords(fn):
 			c.receiveRoot(KindKinesisPoll, stack, addRoot)
 		case path == pathGoCDK && recv == "Subscription" && name == "Receive":

@@ -275,7 +275,7 @@ func loopStops(kind string) string {
 		return "the loop stops receiving at it: every later message waits, and after a restart the message comes back and stops the loop again, until the queue's redrive policy dead-letters it"
 	case KindKinesisScan:
 		return "Scan stops at it, and after a restart resumes from the last checkpoint, before it, and stops again: the shard makes no progress (a durable checkpoint store), or the records in between are skipped (the default in-memory store starts at LATEST)"
-	case KindFranz, KindKafkaGo, KindConfluent, KindSaramaPartition, KindSaramaCluster, KindKinesisPoll:
+	case KindFranz, KindKafkaGo, KindConfluent, KindSaramaPartition, KindSaramaCluster, KindKinesisPoll, KindStreamsPoll:
 		return "the loop stops consuming at it, and after a restart it is fetched first again " + offsetNotCommitted + " and stops the loop again: the partition makes no progress"
 	}
 	return ""
