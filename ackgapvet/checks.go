@@ -1162,30 +1162,37 @@ from the group, and goes on processing partitions another member owns.`,
 func kgoBlockedRebalance(pass *analysis.Pass, r *reporter) {
 	var blocks []*ast.CallExpr
 	allows := false
-	for _, f := range pass.Files {
-		ast.Inspect(f, func(n ast.Node) bool {
-			call, ok := n.(*ast.CallExpr)
-			if !ok {
-				return true
-			}
-			fn := callee(pass.TypesInfo, call)
-			if fn == nil || funcPath(fn) != pathKgo {
-				return true
-			}
-			switch {
-			case fn.Name() == "BlockRebalanceOnPoll" && recvName(fn) == "":
-				blocks = append(blocks, call)
-			case fn.Name() == "AllowRebalance":
-				allows = true
-			}
-			return true
-		})
-	}
+	packageCalls(pass, func(call *ast.CallExpr, fn *types.Func) {
+		if funcPath(fn) != pathKgo {
+			return
+		}
+		switch {
+		case fn.Name() == "BlockRebalanceOnPoll" && recvName(fn) == "":
+			blocks = append(blocks, call)
+		case fn.Name() == "AllowRebalance":
+			allows = true
+		}
+	})
 	if allows {
 		return
 	}
 	for _, b := range blocks {
 		r.report(b, SeverityOf("consumer group", "rebalance"), blockedRebalance+": after the first poll the client holds every rebalance off, so the group's rebalance times out, this member is removed from the group, and it goes on processing (and committing) partitions another member now owns: their records are handled twice; call cl.AllowRebalance() after each poll's records are done and committed")
+	}
+}
+
+// packageCalls calls visit for every call in the package's files whose
+// callee is known (a function or method, not a function value).
+func packageCalls(pass *analysis.Pass, visit func(call *ast.CallExpr, fn *types.Func)) {
+	for _, f := range pass.Files {
+		ast.Inspect(f, func(n ast.Node) bool {
+			if call, ok := n.(*ast.CallExpr); ok {
+				if fn := callee(pass.TypesInfo, call); fn != nil {
+					visit(call, fn)
+				}
+			}
+			return true
+		})
 	}
 }
 
@@ -2167,28 +2174,20 @@ func saramaPartitionNoOffset(pass *analysis.Pass, c *Consumers, r *reporter) {
 	}
 	var calls []*ast.CallExpr
 	managed := false
-	for _, f := range pass.Files {
-		ast.Inspect(f, func(n ast.Node) bool {
-			call, ok := n.(*ast.CallExpr)
-			if !ok {
-				return true
+	packageCalls(pass, func(call *ast.CallExpr, fn *types.Func) {
+		if !isSaramaPath(funcPath(fn)) || funcPath(fn) == pathSaramaCluster {
+			return
+		}
+		switch {
+		case strings.HasPrefix(fn.Name(), "NewOffsetManager"), fn.Name() == "ManagePartition",
+			recvName(fn) == "PartitionOffsetManager":
+			managed = true
+		case fn.Name() == "ConsumePartition" && len(call.Args) == 3:
+			if tv, ok := pass.TypesInfo.Types[call.Args[2]]; ok && tv.Value != nil {
+				calls = append(calls, call)
 			}
-			fn := callee(pass.TypesInfo, call)
-			if fn == nil || !isSaramaPath(funcPath(fn)) || funcPath(fn) == pathSaramaCluster {
-				return true
-			}
-			switch {
-			case strings.HasPrefix(fn.Name(), "NewOffsetManager"), fn.Name() == "ManagePartition",
-				recvName(fn) == "PartitionOffsetManager":
-				managed = true
-			case fn.Name() == "ConsumePartition" && len(call.Args) == 3:
-				if tv, ok := pass.TypesInfo.Types[call.Args[2]]; ok && tv.Value != nil {
-					calls = append(calls, call)
-				}
-			}
-			return true
-		})
-	}
+		}
+	})
 	if managed {
 		return
 	}

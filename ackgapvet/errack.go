@@ -2408,20 +2408,15 @@ func franzSkipsFetch(pass *analysis.Pass, r *reporter, root *Root, loopBody *ast
 // or down to marked records (AutoCommitMarks).
 func kgoAutoCommits(pass *analysis.Pass) bool {
 	made, off := false, false
-	for _, f := range pass.Files {
-		ast.Inspect(f, func(n ast.Node) bool {
-			if call, ok := n.(*ast.CallExpr); ok {
-				if fn := callee(pass.TypesInfo, call); fn != nil && funcPath(fn) == pathKgo && recvName(fn) == "" {
-					switch fn.Name() {
-					case "NewClient":
-						made = true
-					case "DisableAutoCommit", "AutoCommitMarks":
-						off = true
-					}
-				}
+	packageCalls(pass, func(_ *ast.CallExpr, fn *types.Func) {
+		if funcPath(fn) == pathKgo && recvName(fn) == "" {
+			switch fn.Name() {
+			case "NewClient":
+				made = true
+			case "DisableAutoCommit", "AutoCommitMarks":
+				off = true
 			}
-			return true
-		})
-	}
+		}
+	})
 	return made && !off
 }
