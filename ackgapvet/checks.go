@@ -1181,6 +1181,11 @@ func kgoBlockedRebalance(pass *analysis.Pass, r *reporter) {
 	}
 }
 
+// commitsNoOffset is said by the autocommit findings of consumers that
+// commit nothing at all (no consumer group): the consumer map's ack line
+// for them says so instead of an auto-commit on a timer.
+const commitsNoOffset = "commits no offset"
+
 // packageCalls calls visit for every call in the package's files whose
 // callee is known (a function or method, not a function value).
 func packageCalls(pass *analysis.Pass, visit func(call *ast.CallExpr, fn *types.Func)) {
@@ -2153,7 +2158,7 @@ func kafkaGoNoGroup(pass *analysis.Pass, c *Consumers, r *reporter) {
 		where = "at the newest offset (or a time) on every start, so what was published while it was down is never read"
 	}
 	for _, lit := range lits {
-		r.report(lit, SeverityOf("consumer group", "offset"), "kafka-go ReaderConfig without a GroupID, read in a loop: the reader commits no offset and starts "+where+", and it reads one partition only; set GroupID and commit after the work (FetchMessage, then CommitMessages)")
+		r.report(lit, SeverityOf("consumer group", "offset"), "kafka-go ReaderConfig without a GroupID, read in a loop: the reader "+commitsNoOffset+" and starts "+where+", and it reads one partition only; set GroupID and commit after the work (FetchMessage, then CommitMessages)")
 	}
 }
 
@@ -2192,13 +2197,13 @@ func saramaPartitionNoOffset(pass *analysis.Pass, c *Consumers, r *reporter) {
 		return
 	}
 	for _, call := range calls {
-		where := "at the newest offset (OffsetNewest), so what was published while it was down is never read"
+		where := "at the newest offset (OffsetNewest): what was published while it was down is never read"
 		if tv := pass.TypesInfo.Types[call.Args[2]]; constant.Compare(tv.Value, token.EQL, constant.MakeInt64(-2)) {
-			where = "at the oldest retained offset (OffsetOldest), so every restart handles every retained message again"
+			where = "at the oldest retained offset (OffsetOldest): every restart handles every retained message again"
 		} else if !constant.Compare(tv.Value, token.EQL, constant.MakeInt64(-1)) {
 			where = "at offset " + tv.Value.String() + " again"
 		}
-		r.report(call, SeverityOf("consumer group", "offset"), "Sarama ConsumePartition with a constant offset and no stored position: a partition consumer belongs to no consumer group and commits nothing, so every start reads "+where+"; join a consumer group (sarama.NewConsumerGroup, MarkMessage after the work) or store the offset after the work and pass it here")
+		r.report(call, SeverityOf("consumer group", "offset"), "Sarama ConsumePartition with a constant offset and no stored position: a partition consumer belongs to no consumer group and "+commitsNoOffset+", so every start reads "+where+"; join a consumer group (sarama.NewConsumerGroup, MarkMessage after the work) or store the offset after the work and pass it here")
 	}
 }
 
@@ -2229,7 +2234,7 @@ func watermillKafkaNoGroup(pass *analysis.Pass, r *reporter) {
 					}
 				}
 			}
-			r.report(lit, SeverityOf("consumer group", "offset"), "watermill-kafka SubscriberConfig without a ConsumerGroup: the subscriber reads every partition from Sarama's initial offset (OffsetNewest by default) and commits no offset, so messages published while it is down are never read and every replica handles every message; set ConsumerGroup")
+			r.report(lit, SeverityOf("consumer group", "offset"), "watermill-kafka SubscriberConfig without a ConsumerGroup: the subscriber reads every partition from Sarama's initial offset (OffsetNewest by default) and "+commitsNoOffset+", so messages published while it is down are never read and every replica handles every message; set ConsumerGroup")
 			return true
 		})
 	}

@@ -613,6 +613,8 @@ func autoCommitAcks(fs []Finding, consumers []Consumer) {
 			what := "the offsets are committed automatically, on a timer, whether the work is done or not"
 			if strings.HasPrefix(f.Message, neverCommitsPrefix) {
 				what = "nothing: the consumer group never commits an offset (see the autocommit finding)"
+			} else if strings.Contains(f.Message, commitsNoOffset) {
+				what = "nothing: no consumer group, no offset is committed (see the autocommit finding)"
 			} else if strings.HasPrefix(f.Message, readCommits) {
 				what = "kafka-go's ReadMessage commits the offset as it returns (a reader with a GroupID), before the work"
 			}

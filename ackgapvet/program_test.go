@@ -393,7 +393,7 @@ func TestConsumerMap(t *testing.T) {
 	for _, c := range rep.Consumers {
 		byName[c.Name] = c
 	}
-	require.Len(t, byName, 91, "%+v", rep.Consumers)
+	require.Len(t, byName, 92, "%+v", rep.Consumers)
 
 	// A receive loop that the call graph reaches from another consumer (a
 	// fallback source behind an interface) and whose acks are closures it
@@ -1053,6 +1053,24 @@ func TestSaramaNeverCommits(t *testing.T) {
 	require.Equal(t, 16, fs[0].Line)
 	require.Contains(t, fs[0].Message, "the consumer group never commits: Consumer.Offsets.AutoCommit.Enable = false")
 	require.Empty(t, findingsIn(programReport(t, false), "saramaok/saramaok.go", "autocommit"), "it commits itself")
+}
+
+// TestSaramaPartitionNoOffset: a Sarama partition consumer started at
+// OffsetNewest with no offset manager is an autocommit finding, and the
+// map's ack line says that nothing commits, not an auto-commit on a timer
+// (field trial, wave 36: WBTech_L0 H1; a new user's report).
+func TestSaramaPartitionNoOffset(t *testing.T) {
+	rep := programReport(t, false)
+	requireFindingsAt(t, rep, "saramapart/saramapart.go", "autocommit", []int{14}, "every start reads at the newest offset (OffsetNewest)")
+	var found bool
+	for _, c := range rep.Consumers {
+		if c.Kind == KindSaramaPartition && c.Name == "StoreOrders" {
+			found = true
+			require.Len(t, c.Acks, 1, "%+v", c)
+			require.Contains(t, c.Acks[0].What, "nothing: no consumer group, no offset is committed")
+		}
+	}
+	require.True(t, found, "%+v", rep.Consumers)
 }
 
 // TestSQSLibraryHandlers: a handler given to an SQS consumer library of

@@ -10,7 +10,7 @@ import (
 )
 
 func fromNewest(c sarama.Consumer, db *sql.DB) error {
-	pc, err := c.ConsumePartition("orders", 0, sarama.OffsetNewest) // want `Sarama ConsumePartition with a constant offset and no stored position: .* every start reads at the newest offset \(OffsetNewest\), so what was published while it was down is never read`
+	pc, err := c.ConsumePartition("orders", 0, sarama.OffsetNewest) // want `Sarama ConsumePartition with a constant offset and no stored position: .* every start reads at the newest offset \(OffsetNewest\): what was published while it was down is never read`
 	if err != nil {
 		return err
 	}
@@ -23,7 +23,7 @@ func fromNewest(c sarama.Consumer, db *sql.DB) error {
 }
 
 func fromOldest(c sarama.Consumer, db *sql.DB) error {
-	pc, err := c.ConsumePartition("payments", 0, sarama.OffsetOldest) // want `every start reads at the oldest retained offset \(OffsetOldest\), so every restart handles every retained message again`
+	pc, err := c.ConsumePartition("payments", 0, sarama.OffsetOldest) // want `every start reads at the oldest retained offset \(OffsetOldest\): every restart handles every retained message again`
 	if err != nil {
 		return err
 	}
