@@ -328,7 +328,9 @@ var queryEndpoint = regexp.MustCompile(`(?i)/(validate|validation|verify|predict
 // PredictFraud, GetQuote), or its URL holds a constant path naming one
 // (see queryEndpoint).
 func queryRequest(info *types.Info, fname string, body *ast.BlockStmt, call *ast.CallExpr) bool {
-	if queryVerb.MatchString(fname) {
+	// A receive loop's read verb names its receive (ReadShard, FetchLoop),
+	// not the request it makes per message.
+	if queryVerb.MatchString(fname) && !receivesIn(info, body) {
 		return true
 	}
 	fn := callee(info, call)

@@ -11,14 +11,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 )
 
-func readShard(ctx context.Context, c *dynamodbstreams.Client, it *string) error {
+func ReadShard(ctx context.Context, c *dynamodbstreams.Client, it *string) error {
 	for it != nil {
 		out, err := c.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: it})
 		if err != nil {
 			return err
 		}
 		for _, r := range out.Records {
-			_, _ = http.Post("https://hooks.example.com/"+r.EventName, "text/plain", strings.NewReader(*r.EventID)) // want `an HTTP request \(http.Post\) on the consumer path of DynamoDB Streams GetRecords loop readShard`
+			_, _ = http.Post("https://hooks.example.com/"+r.EventName, "text/plain", strings.NewReader(*r.EventID)) // want `an HTTP request \(http.Post\) on the consumer path of DynamoDB Streams GetRecords loop ReadShard`
 		}
 		it = out.NextShardIterator
 	}
