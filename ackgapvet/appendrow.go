@@ -17,7 +17,8 @@ var AppendAnalyzer = newAnalyzer("append",
 
 An INSERT without ON CONFLICT (or INSERT IGNORE, ON DUPLICATE KEY, WHERE NOT
 EXISTS), in SQL text or rendered by a query builder (squirrel's ToSql,
-goqu's ToSQL, bob's Build), a GORM Create, an ent Create().Save or a MongoDB InsertOne on a
+goqu's ToSQL, bob's Build), a GORM Create, an ent Create().Save or a MongoDB InsertOne (the driver's,
+qmgo's or go-zero's mon and monc) on a
 consumer path adds a row each time the message is delivered. When nothing on
 the consumer's path records the event (no insert … ON CONFLICT, INSERT
 IGNORE or ON DUPLICATE KEY, no Redis SETNX, not an ackgap handler) a
@@ -94,7 +95,8 @@ func appendOf(info *types.Info, call *ast.CallExpr) string {
 			return "" // ON CONFLICT ..., INSERT IGNORE
 		}
 		return "a bun insert (" + qualName(fn) + ")"
-	case (strings.HasPrefix(path, "go.mongodb.org/mongo-driver") || path == "github.com/qiniu/qmgo") && recv == "Collection" && (name == "InsertOne" || name == "InsertMany"):
+	case (strings.HasPrefix(path, "go.mongodb.org/mongo-driver") || path == "github.com/qiniu/qmgo") && recv == "Collection" && (name == "InsertOne" || name == "InsertMany"),
+		goZeroMongoWrite(fn) && strings.HasPrefix(name, "Insert"):
 		return "a MongoDB insert (" + qualName(fn) + ")"
 	}
 	if h, _ := dbCall(info, call); h == handleNone {

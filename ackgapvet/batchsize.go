@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -46,10 +47,30 @@ func mappingsBatchOfOne(root string) (one, bounded bool) {
 }
 
 // tfMappings counts the event source mappings in the .tf files under dir
-// (vendor, node_modules, .terraform and hidden folders skipped; at most
-// 20,000 entries walked), those of them with batch_size = 1, and those
-// with batch_size = 1 and maximum_retry_attempts set.
+// (see eachFile), those of them with batch_size = 1, and those with
+// batch_size = 1 and maximum_retry_attempts set.
 func tfMappings(dir string) (n, ones, bounded int) {
+	eachFile(dir, []string{".tf"}, func(text string) {
+		for _, loc := range tfMapping.FindAllStringIndex(text, -1) {
+			n++
+			body := blockBody(text[loc[1]:])
+			if m := tfBatchSize.FindStringSubmatch(body); m != nil {
+				if v, _ := strconv.Atoi(m[1]); v == 1 {
+					ones++
+					if tfRetries.MatchString(body) {
+						bounded++
+					}
+				}
+			}
+		}
+	})
+	return n, ones, bounded
+}
+
+// eachFile calls f with the text of every file under dir whose name ends
+// in one of exts (vendor, node_modules, .terraform and hidden folders
+// skipped; at most 20,000 entries walked; unreadable files skipped).
+func eachFile(dir string, exts []string, f func(text string)) {
 	walked := 0
 	_ = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -65,29 +86,14 @@ func tfMappings(dir string) (n, ones, bounded int) {
 			}
 			return nil
 		}
-		if !strings.HasSuffix(path, ".tf") {
+		if !slices.ContainsFunc(exts, func(e string) bool { return strings.HasSuffix(path, e) }) {
 			return nil
 		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return nil
-		}
-		text := string(b)
-		for _, loc := range tfMapping.FindAllStringIndex(text, -1) {
-			n++
-			body := blockBody(text[loc[1]:])
-			if m := tfBatchSize.FindStringSubmatch(body); m != nil {
-				if v, _ := strconv.Atoi(m[1]); v == 1 {
-					ones++
-					if tfRetries.MatchString(body) {
-						bounded++
-					}
-				}
-			}
+		if b, err := os.ReadFile(path); err == nil {
+			f(string(b))
 		}
 		return nil
 	})
-	return n, ones, bounded
 }
 
 // blockBody returns text up to the brace that closes a block opened just
@@ -127,4 +133,32 @@ func dropWholeBatch(fs []Finding, root string) []Finding {
 		out = append(out, f)
 	}
 	return out
+}
+
+// kqInOrderSetting matches a go-queue kq setting in a configuration file
+// (go-zero's YAML, or JSON or TOML) that keeps commits in partition order:
+// CommitInOrder true, or a single processor.
+var kqInOrderSetting = regexp.MustCompile(`(?i)\b(CommitInOrder"?\s*[:=]\s*true|Processors"?\s*[:=]\s*1)\b`)
+
+// dropKqInOrder drops commitorder's go-queue kq findings (see
+// kqProcessors) when a configuration file under root sets CommitInOrder
+// or a single processor: the queue's KqConf is most often loaded from one
+// (go-zero's conf.MustLoad), which the code does not show.
+func dropKqInOrder(fs []Finding, root string) []Finding {
+	if root == "" || !slices.ContainsFunc(fs, kqFinding) {
+		return fs
+	}
+	set := false
+	eachFile(root, []string{".yaml", ".yml", ".json", ".toml"}, func(text string) {
+		set = set || kqInOrderSetting.MatchString(text)
+	})
+	if !set {
+		return fs
+	}
+	return slices.DeleteFunc(fs, kqFinding)
+}
+
+// kqFinding reports whether f is commitorder's go-queue kq finding.
+func kqFinding(f Finding) bool {
+	return f.Check == "commitorder" && strings.HasPrefix(f.Message, "go-queue's kq consumes this queue")
 }

@@ -52,3 +52,34 @@ func TestDropWholeBatchOfOne(t *testing.T) {
 		})
 	}
 }
+
+// TestDropKqInOrder: commitorder's go-queue kq finding is dropped when a
+// configuration file of the module sets CommitInOrder or one processor
+// (go-zero loads KqConf from YAML), and kept otherwise.
+func TestDropKqInOrder(t *testing.T) {
+	kqMsg := Finding{Check: "commitorder", Message: "go-queue's kq consumes this queue with KqConf.Processors goroutines (8 by default), ..."}
+	other := Finding{Check: "commitorder", Message: "starts workers in a loop ..."}
+	for _, tc := range []struct {
+		name, file, text string
+		wantKept         int
+	}{
+		{"YAML CommitInOrder", "etc/chat.yaml", "Name: chat\nKqConf:\n  Topic: chat\n  CommitInOrder: true\n", 1},
+		{"YAML one processor", "etc/chat.yaml", "KqConf:\n  Processors: 1 # in order\n", 1},
+		{"JSON one processor", "conf.json", "{\"KqConf\": {\"Processors\": 1}}\n", 1},
+		{"ten processors", "etc/chat.yaml", "KqConf:\n  Processors: 10\n", 2},
+		{"YAML eight processors", "etc/chat.yaml", "KqConf:\n  Processors: 8\n  Topic: chat\n", 2},
+		{"CommitInOrder false", "etc/chat.yml", "KqConf:\n  CommitInOrder: false\n", 2},
+		{"no configuration", "", "", 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			if tc.file != "" {
+				require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(root, tc.file)), 0o755))
+				require.NoError(t, os.WriteFile(filepath.Join(root, tc.file), []byte(tc.text), 0o644))
+			}
+			got := dropKqInOrder([]Finding{kqMsg, other}, root)
+			require.Len(t, got, tc.wantKept)
+			require.Equal(t, other, got[len(got)-1])
+		})
+	}
+}

@@ -1511,10 +1511,55 @@ func batchRecords(t types.Type) string {
 				return source
 			}
 		}
+		return ownRecords(u.Elem())
 	case *types.Map:
 		if sl, ok := u.Elem().Underlying().(*types.Slice); ok && isNamed(sl.Elem(), pathLambdaEvt, "KafkaRecord") {
 			return "Kafka"
 		}
+	}
+	return ""
+}
+
+// ownRecords names the source of a Lambda batch's record type that the
+// code declares itself instead of importing aws-lambda-go's events (a
+// struct decoded from the same JSON): "SQS" for one with a ReceiptHandle
+// and a Body (the fields of the SQS event's records, AWS Lambda developer
+// guide, "Using Lambda with Amazon SQS"), "Kinesis" for one with a Kinesis
+// field holding Data, "DynamoDB Streams" for one with a Dynamodb field
+// holding NewImage; "" otherwise (field trial, wave 37: deplio's
+// q_receiver, whose SQSEvent and SQSMessage are its own).
+func ownRecords(t types.Type) string {
+	st, ok := types.Unalias(t).Underlying().(*types.Struct)
+	if !ok {
+		return ""
+	}
+	has := func(st *types.Struct, name string) *types.Var {
+		for i := range st.NumFields() {
+			if strings.EqualFold(st.Field(i).Name(), name) {
+				return st.Field(i)
+			}
+		}
+		return nil
+	}
+	holds := func(name, inner string) bool {
+		f := has(st, name)
+		if f == nil {
+			return false
+		}
+		t := f.Type()
+		if p, ok := t.Underlying().(*types.Pointer); ok {
+			t = p.Elem()
+		}
+		in, ok := t.Underlying().(*types.Struct)
+		return ok && has(in, inner) != nil
+	}
+	switch {
+	case has(st, "ReceiptHandle") != nil && has(st, "Body") != nil:
+		return "SQS"
+	case holds("Kinesis", "Data"):
+		return "Kinesis"
+	case holds("Dynamodb", "NewImage"):
+		return "DynamoDB Streams"
 	}
 	return ""
 }

@@ -23,6 +23,8 @@ const (
 	pathAckgap    = "github.com/ackgap/ackgap"
 	pathKgo       = "github.com/twmb/franz-go/pkg/kgo"
 	pathKafkaGo   = "github.com/segmentio/kafka-go"
+	pathGoZero    = "github.com/zeromicro/go-zero"
+	pathGoQueueKq = "github.com/zeromicro/go-queue/kq"
 	pathSQS       = "github.com/aws/aws-sdk-go-v2/service/sqs"
 	pathAWSSvc    = "github.com/aws/aws-sdk-go-v2/service/"
 	pathLambdaEvt = "github.com/aws/aws-lambda-go/events"
@@ -822,6 +824,20 @@ var mongoWrites = map[string]bool{
 	"FindOneAndUpdate": true, "FindOneAndReplace": true, "FindOneAndDelete": true,
 }
 
+// goZeroMongoWrite reports whether fn is a write of go-zero's MongoDB
+// clients: core/stores/mon's Model (whose methods are its Collection
+// interface's, the driver's with a circuit breaker) and the cached
+// core/stores/monc Model, whose writes also drop a cache key (field
+// trial, wave 37: easy-chat's chat log and conversation models).
+func goZeroMongoWrite(fn *types.Func) bool {
+	path := funcPath(fn)
+	if path != pathGoZero+"/core/stores/mon" && path != pathGoZero+"/core/stores/monc" {
+		return false
+	}
+	name := strings.TrimSuffix(fn.Name(), "NoCache")
+	return mongoWrites[name]
+}
+
 // gormWrites are the methods of gorm's *DB (gorm.io/gorm, and v1's
 // github.com/jinzhu/gorm) that write rows; the chain builders (Model,
 // Where, Table) and the reads (Find, First, Take, Count) are not.
@@ -837,6 +853,9 @@ func dbWriteOf(info *types.Info, call *ast.CallExpr) string {
 		return "a MongoDB write (" + qualName(fn) + ")"
 	}
 	if fn := callee(info, call); fn != nil && funcPath(fn) == "github.com/qiniu/qmgo" && recvName(fn) == "Collection" && (mongoWrites[fn.Name()] || fn.Name() == "Upsert" || fn.Name() == "UpsertId" || fn.Name() == "UpdateId" || fn.Name() == "UpdateAll" || fn.Name() == "Remove" || fn.Name() == "RemoveId" || fn.Name() == "RemoveAll") {
+		return "a MongoDB write (" + qualName(fn) + ")"
+	}
+	if fn := callee(info, call); fn != nil && goZeroMongoWrite(fn) {
 		return "a MongoDB write (" + qualName(fn) + ")"
 	}
 	if fn := callee(info, call); fn != nil && (funcPath(fn) == "gorm.io/gorm" || funcPath(fn) == "github.com/jinzhu/gorm") && recvName(fn) == "DB" && gormWrites[fn.Name()] {

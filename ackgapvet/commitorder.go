@@ -37,6 +37,10 @@ partition and hand work out by key, as ackgap's key-parallel consumer does.`,
 			}
 			g, ok := n.(*ast.GoStmt)
 			if !ok {
+				if msg := kqProcessors(pass.TypesInfo, n.(*ast.CallExpr)); msg != "" {
+					r.report(n, SeverityOf(enclosingName(stack)), msg)
+					return true
+				}
 				if g = poolSubmit(pass.TypesInfo, n.(*ast.CallExpr)); g == nil {
 					return true
 				}
@@ -92,18 +96,73 @@ partition and hand work out by key, as ackgap's key-parallel consumer does.`,
 		})
 	})
 
+// kqProcessors returns the finding for a go-queue kq queue made with
+// more than one processor and commits out of order, "" for any other
+// call. kq hands each fetched message to KqConf.Processors goroutines (8
+// by default: its json tag's default) that each commit the message they
+// finished; v1.2's KqConf.CommitInOrder commits in partition order
+// instead. A KqConf literal with Processors: 1 or CommitInOrder: true is
+// not reported; neither is one from a configuration file that sets either
+// (see dropKqInOrder). Field trials, waves 14 to 37: Go-zero-IM, kk-forum,
+// TikTok, easy-chat.
+func kqProcessors(info *types.Info, call *ast.CallExpr) string {
+	fn := callee(info, call)
+	if fn == nil || len(call.Args) < 2 || fn.Name() != "MustNewQueue" && fn.Name() != "NewQueue" {
+		return ""
+	}
+	if path := funcPath(fn); path != pathGoQueueKq && path != "github.com/tal-tech/go-queue/kq" {
+		return ""
+	}
+	conf := info.TypeOf(call.Args[0])
+	if conf == nil {
+		return ""
+	}
+	st, ok := conf.Underlying().(*types.Struct)
+	if !ok {
+		return ""
+	}
+	inOrder := false
+	for i := range st.NumFields() {
+		inOrder = inOrder || st.Field(i).Name() == "CommitInOrder"
+	}
+	if lit, ok := ast.Unparen(call.Args[0]).(*ast.CompositeLit); ok {
+		for _, e := range lit.Elts {
+			kv, ok := e.(*ast.KeyValueExpr)
+			if !ok {
+				continue
+			}
+			key, _ := kv.Key.(*ast.Ident)
+			tv := info.Types[kv.Value]
+			if key == nil || tv.Value == nil {
+				continue
+			}
+			if key.Name == "Processors" && tv.Value.String() == "1" || key.Name == "CommitInOrder" && tv.Value.String() == "true" {
+				return ""
+			}
+		}
+	}
+	fix := "set KqConf.CommitInOrder (go-queue v1.2 and later) so offsets are committed in partition order, or Processors: 1"
+	if !inOrder {
+		fix = "set KqConf.Processors to 1, or move to go-queue v1.2 and set CommitInOrder"
+	}
+	return fmt.Sprintf(
+		"go-queue's kq consumes this queue with KqConf.Processors goroutines (8 by default), each committing the message it finished: commits land in the order the work ends, so a later offset's commit passes over a message still in work, and a crash or rebalance loses it; %s",
+		fix)
+}
+
 // poolSubmitNames are the methods that run a function in a goroutine of
 // their own: a worker pool's Submit (alitto/pond, panjf2000/ants,
 // gammazero/workerpool), errgroup's and sourcegraph/conc's Go.
 var poolSubmitNames = map[string]bool{"Submit": true, "TrySubmit": true, "SubmitErr": true, "Go": true, "TryGo": true}
 
 // poolSubmit returns, for a call that hands a function literal to a
-// worker pool (see poolSubmitNames), a go statement that starts that
+// worker pool (see poolSubmitNames; go-zero's RoutineGroup.Run and
+// RunSafe too), a go statement that starts that
 // literal at the call, for the rules written for go statements; nil for
 // any other call.
 func poolSubmit(info *types.Info, call *ast.CallExpr) *ast.GoStmt {
 	fn := callee(info, call)
-	if fn == nil || !poolSubmitNames[fn.Name()] || recvName(fn) == "" || len(call.Args) != 1 {
+	if fn == nil || !poolSubmitNames[fn.Name()] && !(funcPath(fn) == pathGoZero+"/core/threading" && (fn.Name() == "Run" || fn.Name() == "RunSafe")) || recvName(fn) == "" || len(call.Args) != 1 {
 		return nil
 	}
 	lit, ok := ast.Unparen(call.Args[0]).(*ast.FuncLit)

@@ -613,6 +613,12 @@ func checkErrAck(pass *analysis.Pass, c *Consumers, r *reporter, root *Root, ifs
 	for _, st := range ifs.Body.List {
 		if call := topCall(st); call != nil {
 			ack, inner := ackOf(info, call), call
+			if a := c.chanAck(call); a != "" {
+				r.report(call, SeverityOf(names...), fmt.Sprintf(
+					"acks with %s when %s fails (line %d): a transient failure (a timeout, a busy database) loses the message instead of redelivering it; %s",
+					a, workName, line, keepChanOpen))
+				return
+			}
 			if ack == "" {
 				// The code's own wrapper of the ack (consumer.Commit()
 				// around the client's Commit), unless it dead-letters too.
@@ -705,6 +711,8 @@ func checkErrAck(pass *analysis.Pass, c *Consumers, r *reporter, root *Root, ifs
 // or through a helper of this package (see helperAck), or that is an if
 // whose only statement acks and whose condition is a flag (see flagCond): the ack's
 // name, the statement's call and the ack call itself; "" when none does.
+// A close of a hand-off's commit channel (see chanAck) acks with no ack
+// call of its own: inner is nil.
 func (c *Consumers) firstAck(stmts []ast.Stmt) (ack string, call, inner *ast.CallExpr) {
 	for _, st := range stmts {
 		call := topCall(st)
@@ -720,6 +728,9 @@ func (c *Consumers) firstAck(stmts []ast.Stmt) (ack string, call, inner *ast.Cal
 		}
 		if ack := ackOf(c.pass.TypesInfo, call); ack != "" {
 			return ack, call, call
+		}
+		if ack := c.chanAck(call); ack != "" {
+			return ack, call, nil
 		}
 		if ack, inner := c.helperAck(call); ack != "" {
 			return ack, call, inner
@@ -1855,6 +1866,9 @@ func kafkaAckIn(info *types.Info, n ast.Node) string {
 // again after the rebalance); elsewhere (an SQS delete, a Watermill Ack),
 // skipping the ack is enough.
 func leaveUnacked(ack *ast.CallExpr, info *types.Info) string {
+	if ack == nil { // a hand-off's commit channel closed (see chanAck)
+		return keepChanOpen
+	}
 	if fn := callee(info, ack); fn != nil {
 		if isKafkaClient(funcPath(fn)) || appKafkaMethod(fn) {
 			return "return the error instead (Kafka commits offsets: skipping this mark lets the next one commit past it), so the message is delivered again after the rebalance"
@@ -1865,6 +1879,10 @@ func leaveUnacked(ack *ast.CallExpr, info *types.Info) string {
 	}
 	return "leave it unacked (return, or continue without the ack) so it is redelivered"
 }
+
+// keepChanOpen is the fix for an ack by a hand-off's commit channel
+// closed on a failure (see chanAck).
+const keepChanOpen = "keep the channel open on a failure and retry the work until it succeeds (or stop the consumer, so the message is delivered again from the last commit); closing it on the error path commits past the failed message"
 
 // isKafkaClient matches the Kafka clients whose acks are offset commits:
 // Sarama, franz-go, kafka-go and confluent-kafka-go.

@@ -393,7 +393,7 @@ func TestConsumerMap(t *testing.T) {
 	for _, c := range rep.Consumers {
 		byName[c.Name] = c
 	}
-	require.Len(t, byName, 92, "%+v", rep.Consumers)
+	require.Len(t, byName, 96, "%+v", rep.Consumers)
 
 	// A receive loop that the call graph reaches from another consumer (a
 	// fallback source behind an interface) and whose acks are closures it
@@ -1315,4 +1315,72 @@ func TestMapDedupeAgreesWithChecks(t *testing.T) {
 func TestReadMessageThroughOwnInterface(t *testing.T) {
 	rep := programReport(t, false)
 	requireFindingsAt(t, rep, "readwrap/readwrap.go", "autocommit", []int{16}, "c.ReadMessage, the code's wrapper of kafka-go's ReadMessage, commits the offset")
+}
+
+// TestCommitChannel: a worker that closes a hand-off's commit channel (the
+// receive loop waits on msg.CommitCh, then commits) acks; closing it when
+// the work failed is an errack finding, through a pipeline's job.Done that
+// the dispatcher waits on before closing msg.CommitCh too. A worker that
+// closes it only after the work succeeded is not reported (field trial,
+// wave 37: kubev2v/migration-event-streamer H1, H2).
+func TestCommitChannel(t *testing.T) {
+	rep := programReport(t, false)
+	require.Equal(t, []int{70, 122}, findingLines(rep, "commitch/commitch.go", "errack"))
+	fs := findingsIn(rep, "commitch/commitch.go", "errack")
+	require.Contains(t, fs[0].Message, "acks with close(msg.CommitCh) (a hand-off's commit channel: the receive loop then acks with kafka.Reader.CommitMessages) when r.c.Post fails")
+	require.Contains(t, fs[1].Message, "acks with close(job.Done) (a hand-off's commit channel: the receive loop then acks with kafka.Reader.CommitMessages) even when p.store failed")
+	require.Contains(t, fs[1].Message, "keep the channel open on a failure")
+}
+
+// TestGoZeroRoutineGroup: a closure that go-zero's RoutineGroup.Run starts
+// is a goroutine, so a fetch loop's channel hand-off reaches it: its
+// commit after a failed handler and the handler's increment are found, and
+// eight of them started in a loop commit out of order (field trial, wave
+// 37: scooter-WSVA's copy of go-queue's kq).
+func TestGoZeroRoutineGroup(t *testing.T) {
+	rep := programReport(t, false)
+	requireFindingsAt(t, rep, "zerogroup/zerogroup.go", "errack", []int{49}, "acks with kafka.Reader.CommitMessages even when q.handler.Consume failed")
+	requireFindingsAt(t, rep, "zerogroup/zerogroup.go", "idemkey", []int{72}, "increments likes")
+	requireFindingsAt(t, rep, "zerogroup/zerogroup.go", "commitorder", []int{44}, "starts workers in a loop that all take messages from the channel q.channel")
+	var found bool
+	for _, c := range rep.Consumers {
+		if c.Name == "zerogroup.Queue.Start.func2" {
+			found = true
+			require.NotEmpty(t, c.Writes, "%+v", c)
+			require.Contains(t, strings.Join(c.Writes[0].Path, " → "), "zerogroup.Queue.Start.func1 → zerogroup.Likes.Consume")
+		}
+	}
+	require.True(t, found, "%+v", rep.Consumers)
+}
+
+// TestLambdaOwnRecords: a Lambda handler whose event is the code's own
+// struct with SQS records (ReceiptHandle, Body) is an SQS handler; one
+// whose records are not a queue's is not a consumer (field trial, wave 37:
+// deplio's q_receiver).
+func TestLambdaOwnRecords(t *testing.T) {
+	rep := programReport(t, false)
+	requireFindingsAt(t, rep, "ownrec/ownrec.go", "errack", []int{31}, "a record whose http.Post fails (line 30) is only logged")
+	requireFindingsAt(t, rep, "ownrec/ownrec.go", "effect", []int{30}, "Lambda SQS handler Deliver")
+	for _, c := range rep.Consumers {
+		require.NotEqual(t, "Summarize", c.Name, "a direct invocation's records are not a queue's")
+	}
+}
+
+// TestGoZeroMongo: go-zero's mon client's InsertOne is a MongoDB write and
+// an insert a redelivery repeats (field trial, wave 37: easy-chat H2); a
+// kq queue with its default processors commits out of order, one with a
+// single processor or CommitInOrder does not (easy-chat H4, TikTok H1).
+func TestGoZeroMongo(t *testing.T) {
+	rep := programReport(t, false)
+	requireFindingsAt(t, rep, "zeromon/zeromon.go", "commitorder", []int{35}, "go-queue's kq consumes this queue with KqConf.Processors goroutines (8 by default)")
+	requireFindingsAt(t, rep, "zeromon/zeromon.go", "append", []int{26}, "a MongoDB insert (mon.Collection.InsertOne)")
+	var found bool
+	for _, c := range rep.Consumers {
+		if c.Name == "Transfer.Consume" {
+			found = true
+			require.Len(t, c.Writes, 1, "%+v", c)
+			require.Contains(t, c.Writes[0].What, "a MongoDB write (mon.Collection.InsertOne)")
+		}
+	}
+	require.True(t, found, "%+v", rep.Consumers)
 }

@@ -116,6 +116,10 @@ type programReach struct {
 	// not a commit: with "enable.auto.commit" false only a Commit call
 	// sends stored offsets).
 	uncommitted map[ast.Node]bool
+	// ackChans maps the commit channels of a hand-off (a struct field of
+	// channel type: entity.Message.CommitCh) to the ack the receive loop
+	// makes once a worker closes it (see ackChanFields).
+	ackChans map[*types.Var]string
 	// saramaCommits says whether the package, or a package of the module
 	// it imports or that imports it, commits Sarama offsets (a session's
 	// or an offset manager's Commit); saramaLoops whether the module has a
@@ -164,8 +168,11 @@ type wholeProgram struct {
 	// channel, pass it there (go r.consume(ctx, out)) and return it: a
 	// send on the parameter goes to what receives from the generator.
 	paramGens map[*ssa.Parameter][]*ssa.Function
-	funcs     map[*ssa.Function]bool // the functions the call graph covers
-	walks     []*rootWalk
+	// ackChans are the hand-offs' commit channels (see ackChanFields): a
+	// loop that sends a value holding one waits for its worker.
+	ackChans map[*types.Var]string
+	funcs    map[*ssa.Function]bool // the functions the call graph covers
+	walks    []*rootWalk
 }
 
 // rootWalk is what one entry point reaches.
@@ -289,9 +296,10 @@ func buildProgram(pkgs []*packages.Package, roots []*Root, remotes []remote) *wh
 					}
 				}
 				// A goroutine started by a library: errgroup's
-				// (*Group).Go(f), a pool's Go or Submit.
+				// (*Group).Go(f), a pool's Go or Submit, go-zero's
+				// RoutineGroup.Run and GoSafe.
 				if c, ok := in.(*ssa.Call); ok {
-					if f := c.Call.StaticCallee(); f != nil && len(f.Blocks) == 0 && (f.Name() == "Go" || f.Name() == "Submit") {
+					if f := c.Call.StaticCallee(); f != nil && len(f.Blocks) == 0 && libraryGoroutine(f) {
 						for _, a := range c.Call.Args {
 							switch a := a.(type) {
 							case *ssa.Function:
@@ -384,6 +392,7 @@ func buildProgram(pkgs []*packages.Package, roots []*Root, remotes []remote) *wh
 	keepLostInvokes(cg, cha, w.app)
 	w.cg = cg
 	w.joinChanFields(all)
+	w.ackChans = w.ackChanFields()
 	// A worker receives in its own body or in a function it calls (a
 	// Fetch method over the channel, called through an interface):
 	// through three calls of the module's code, by the call graph (a
@@ -1050,6 +1059,22 @@ func generatorOf(ch ssa.Value) *ssa.Function {
 	return nil
 }
 
+// libraryGoroutine reports whether the library function f runs the
+// function value it is given in a goroutine of its own: any Go or Submit
+// (errgroup, conc, ants), and go-zero's core/threading RoutineGroup.Run
+// and RunSafe, GoSafe and GoSafeCtx, which go-queue's kq consumes with
+// (field trial, wave 37: scooter-WSVA's copy of kq). threading.RunSafe
+// runs it in the caller's goroutine.
+func libraryGoroutine(f *ssa.Function) bool {
+	switch f.Name() {
+	case "Go", "Submit":
+		return true
+	case "Run", "RunSafe", "GoSafe", "GoSafeCtx":
+		return f.Pkg != nil && f.Pkg.Pkg.Path() == pathGoZero+"/core/threading" && (f.Signature.Recv() != nil || f.Name() != "RunSafe")
+	}
+	return false
+}
+
 // madeChan follows a channel value back to the make(chan) it holds:
 // through conversions, loads of a variable stored once, and a closure's
 // free variables; nil when it comes from anywhere else.
@@ -1469,7 +1494,7 @@ func (w *wholeProgram) walk(root *Root, entry *ssa.Function) *rootWalk {
 					}
 				case *ssa.Send:
 					for _, r := range w.sendTargets(in.Chan) {
-						visit(it.fn, r, in.Pos(), 0, true)
+						visit(it.fn, r, in.Pos(), 0, !w.waitedOn(in.X.Type()))
 					}
 				case *ssa.Select: // a send written as a select case
 					for _, st := range in.States {
@@ -1477,7 +1502,7 @@ func (w *wholeProgram) walk(root *Root, entry *ssa.Function) *rootWalk {
 							continue
 						}
 						for _, r := range w.sendTargets(st.Chan) {
-							visit(it.fn, r, st.Pos, 0, true)
+							visit(it.fn, r, st.Pos, 0, !w.waitedOn(st.Send.Type()))
 						}
 					}
 				case ssa.CallInstruction:
@@ -1745,6 +1770,7 @@ func (w *wholeProgram) publish() (done func()) {
 	}
 	for pkg, pr := range byPkg {
 		pr.configMaps = configMaps
+		pr.ackChans = w.ackChans
 		pr.saramaCommits, pr.saramaLoops = saramaCommits[pkg], saramaLoops
 		programs.Store(pkg, pr)
 	}

@@ -16,6 +16,7 @@ require (
 	github.com/redis/go-redis/v9 v9.0.0
 	github.com/segmentio/kafka-go v0.4.0
 	github.com/zeromicro/go-queue v1.0.0
+	github.com/zeromicro/go-zero v1.0.0
 	go.opentelemetry.io/otel v1.0.0
 	golang.org/x/sync v0.0.0
 )
@@ -49,3 +50,5 @@ replace github.com/IBM/sarama => ../src/github.com/IBM/sarama
 replace example.org/sqspoller => ../src/example.org/sqspoller
 
 replace github.com/aws/aws-lambda-go => ../src/github.com/aws/aws-lambda-go
+
+replace github.com/zeromicro/go-zero => ../src/github.com/zeromicro/go-zero

@@ -4,8 +4,10 @@ package kq
 import "context"
 
 type KqConf struct {
-	Topic       string
-	ForceCommit bool
+	Topic         string
+	ForceCommit   bool
+	Processors    int
+	CommitInOrder bool
 }
 
 type ConsumeHandler interface {

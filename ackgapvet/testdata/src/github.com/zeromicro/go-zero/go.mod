@@ -1,0 +1,3 @@
+module github.com/zeromicro/go-zero
+
+go 1.26
