@@ -39,8 +39,9 @@ beside the other partitions' records. In the whole-program mode, a function belo
 that commits on its nil result acks on nil as well: a failed write turned
 into a nil return there, an error branch that falls through to a nil
 return, or an error overwritten before it is returned, is reported. Errors from decoding the
-message (Unmarshal, Decode, Parse, Validate) are not reported: a message
-that cannot be read will not read on the next delivery either. An error
+message (Unmarshal, Decode, Parse, Validate), or from encoding what the
+consumer made of it (Marshal), are not reported: a message that cannot be
+read (or encoded) will not be on the next delivery either. An error
 branch that first sends the message elsewhere (a dead-letter or retry
 topic or queue, any publish) is not reported either. Fix: leave the message
 unacked so it is redelivered (on Kafka, return the error: a continue without
@@ -228,10 +229,11 @@ func returnAcks(kind string) bool {
 }
 
 // decodeCall matches the names of calls that read the message rather than
-// act on it (their failure is permanent for this message), and of calls
+// act on it, or encode what the consumer made of it (Marshal: their failure
+// is permanent for this message), and of calls
 // that tidy up after the work (Close, Flush, Rollback, Release): their
 // failure is not the work's.
-var decodeCall = regexp.MustCompile(`(?i)unmarshal|decode|parse|valid|atoi|^Scan$|FromString|^(From|To)(JSON|Bytes|Proto|YAML|XML)$|^Read(All)?$|^Close|^Flush$|^Rollback$|^Release$`)
+var decodeCall = regexp.MustCompile(`(?i)marshal|decode|parse|valid|atoi|^Scan$|FromString|^(From|To)(JSON|Bytes|Proto|YAML|XML)$|^Read(All)?$|^Close|^Flush$|^Rollback$|^Release$`)
 
 // failedWork matches "the work failed" at st: `if err := work(); err !=
 // nil {...}`, or `err := work()` (prev) followed by `if err != nil {...}`
@@ -639,6 +641,20 @@ func checkErrAck(pass *analysis.Pass, c *Consumers, r *reporter, root *Root, ifs
 			r.report(ret, SeverityOf(names...), fmt.Sprintf(
 				"returns without an error when %s fails (line %d): the %s acks the message, so a transient failure (a timeout, a busy database) loses it; return the error so it is redelivered, and drop only errors known to be permanent",
 				workName, line, root.Kind))
+			return
+		}
+	}
+	// A failed lookup answered as if the row were absent: a timeout or a
+	// busy database acks the message (field trial, wave 37: cyphera H5).
+	if (implicit && root.Kind != KindKq || acker != "") && c.looksUp(work) && !isWork(pass, c, work) && !notFoundIn(ifs) {
+		if ret := returnsNoError(info, ifs.Body); ret != nil {
+			who := acker
+			if who == "" {
+				who = "the " + root.Kind
+			}
+			r.report(ret, SeverityOf(names...), fmt.Sprintf(
+				"returns without an error when the lookup %s fails (line %d), whatever the failure: a timeout or a busy database is answered like a missing row, and %s acks the message, so it is lost; return the error, and skip the message only when the lookup found no row (errors.Is(err, sql.ErrNoRows) or your store's not-found error)",
+				workName, line, who))
 			return
 		}
 	}
@@ -1878,6 +1894,34 @@ func leaveUnacked(ack *ast.CallExpr, info *types.Info) string {
 		}
 	}
 	return "leave it unacked (return, or continue without the ack) so it is redelivered"
+}
+
+// looksUp reports whether call reads rows (see dbLookup), itself or, in
+// the whole-program mode, through what it calls (sqlc's GetCustomer).
+func (c *Consumers) looksUp(call *ast.CallExpr) bool {
+	return dbLookup(c.pass.TypesInfo, call) || c.program != nil && c.program.lookupSites[call.Lparen]
+}
+
+// notFoundIn reports whether an error branch names a not-found outcome in
+// its condition or body (sql.ErrNoRows, gorm.ErrRecordNotFound, IsNotFound):
+// it tells a missing row from a failed read.
+func notFoundIn(ifs *ast.IfStmt) bool {
+	found := false
+	ast.Inspect(ifs, func(n ast.Node) bool {
+		if e, ok := n.(ast.Expr); ok && !found {
+			if id, ok := e.(*ast.Ident); ok && notFoundName.MatchString(id.Name) {
+				found = true
+			}
+			if sel, ok := e.(*ast.SelectorExpr); ok && notFoundName.MatchString(sel.Sel.Name) {
+				found = true
+			}
+			if lit, ok := e.(*ast.BasicLit); ok && lit.Kind == token.STRING && notFoundName.MatchString(lit.Value) {
+				found = true // err.Error() == "record not found"
+			}
+		}
+		return !found
+	})
+	return found
 }
 
 // keepChanOpen is the fix for an ack by a hand-off's commit channel

@@ -156,6 +156,24 @@ func isDBRead(info *types.Info, call *ast.CallExpr) bool {
 	return strings.HasPrefix(strings.TrimSpace(sql), "SELECT")
 }
 
+// dbLookup reports whether call reads rows: isDBRead, a query whose text
+// selects after a comment (sqlc's `-- name: GetCustomer :one` header), or a
+// MongoDB FindOne or Find.
+func dbLookup(info *types.Info, call *ast.CallExpr) bool {
+	if isDBRead(info, call) {
+		return true
+	}
+	fn := callee(info, call)
+	if fn == nil {
+		return false
+	}
+	if strings.HasPrefix(funcPath(fn), "go.mongodb.org/mongo-driver") && recvName(fn) == "Collection" && (fn.Name() == "FindOne" || fn.Name() == "Find") {
+		return true
+	}
+	h, _ := dbCall(info, call)
+	return h != handleNone && dbWriteOf(info, call) == "" && strings.Contains(strings.ToUpper(sqlText(info, call)), "SELECT")
+}
+
 // baseObj returns the variable at the root of e (v in v, v.f, v.f.g, &v,
 // *v), or nil.
 func baseObj(info *types.Info, e ast.Expr) types.Object {

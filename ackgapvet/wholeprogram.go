@@ -91,6 +91,9 @@ type programReach struct {
 	// through its own interface: wave 35, payment-gateway): with a GroupID
 	// the offset is committed as that call returns.
 	readMessageSites map[token.Pos]bool
+	// lookupSites lists the calls below which the walk reaches a database
+	// read (see dbLookup): the code's own GetCustomer around a SELECT.
+	lookupSites map[token.Pos]bool
 	// nilErrSites lists the static calls of the module's own functions
 	// that return a nil error on every path (see nilErrorOnly): a
 	// failure branch on their error never runs.
@@ -136,7 +139,7 @@ type programReach struct {
 }
 
 func newProgramReach() *programReach {
-	return &programReach{nodes: map[ast.Node]*reached{}, funcs: map[*types.Func]bool{}, works: map[*types.Func]bool{}, commitSites: map[token.Pos]bool{}, workSites: map[token.Pos]bool{}, kafkaAckSites: map[token.Pos]bool{}, ackSites: map[token.Pos]bool{}, receiveSites: map[token.Pos]bool{}, effectSites: map[token.Pos]bool{}, nilErrSites: map[token.Pos]bool{}, readMessageSites: map[token.Pos]bool{}, dedupe: map[*Root]bool{}, unacked: map[ast.Node]bool{}, uncommitted: map[ast.Node]bool{}, undeduped: map[*Root]map[ast.Node]bool{}, guarded: map[ast.Node]bool{}, unguarded: map[ast.Node]bool{}, absent: map[ast.Node]bool{}, present: map[ast.Node]bool{}}
+	return &programReach{nodes: map[ast.Node]*reached{}, funcs: map[*types.Func]bool{}, works: map[*types.Func]bool{}, commitSites: map[token.Pos]bool{}, workSites: map[token.Pos]bool{}, kafkaAckSites: map[token.Pos]bool{}, ackSites: map[token.Pos]bool{}, receiveSites: map[token.Pos]bool{}, effectSites: map[token.Pos]bool{}, nilErrSites: map[token.Pos]bool{}, readMessageSites: map[token.Pos]bool{}, lookupSites: map[token.Pos]bool{}, dedupe: map[*Root]bool{}, unacked: map[ast.Node]bool{}, uncommitted: map[ast.Node]bool{}, undeduped: map[*Root]map[ast.Node]bool{}, guarded: map[ast.Node]bool{}, unguarded: map[ast.Node]bool{}, absent: map[ast.Node]bool{}, present: map[ast.Node]bool{}}
 }
 
 // programs holds the whole-program result of the run in progress, by
@@ -490,7 +493,9 @@ func buildProgram(pkgs []*packages.Package, roots []*Root, remotes []remote) *wh
 		return cmp.Or(cmp.Compare(pa.Filename, pb.Filename), cmp.Compare(pa.Offset, pb.Offset), cmp.Compare(a.root.Name, b.root.Name))
 	})
 	for _, e := range entries {
-		w.walks = append(w.walks, w.walk(e.root, e.fn))
+		rw := w.walk(e.root, e.fn)
+		w.walks = append(w.walks, rw)
+		debugf("walk %s: %v", e.root.Name, rw.order)
 	}
 	return w
 }
@@ -1215,6 +1220,27 @@ func (w *wholeProgram) passedFields(fn *ssa.Function, prm *ssa.Parameter) []*typ
 	return out
 }
 
+// passedMakes returns the make(chan) calls whose channels the static
+// callers of fn pass as its parameter prm (see madeChan).
+func (w *wholeProgram) passedMakes(fn *ssa.Function, prm *ssa.Parameter) []*ssa.MakeChan {
+	i := slices.Index(fn.Params, prm)
+	n := w.cg.Nodes[fn]
+	if i < 0 || n == nil {
+		return nil
+	}
+	var out []*ssa.MakeChan
+	for _, e := range n.In {
+		c := e.Site.Common()
+		if c.IsInvoke() || i >= len(c.Args) {
+			continue
+		}
+		if mk := madeChan(c.Args[i]); mk != nil {
+			out = append(out, mk)
+		}
+	}
+	return out
+}
+
 // chanRoot returns the representative of the fields that hold one channel
 // with f (see joinChanFields).
 func (w *wholeProgram) chanRoot(f *types.Var) *types.Var {
@@ -1272,6 +1298,16 @@ func (w *wholeProgram) joinChanFields(all map[*ssa.Function]bool) {
 					// the fields its callers pass.
 					for _, from := range w.passedFields(fn, prm) {
 						join(from, to)
+					}
+					// Or the make(chan) they pass, which another
+					// constructor stores too (registerPipeline's
+					// input, given to NewPipeline and to Register).
+					for _, mk := range w.passedMakes(fn, prm) {
+						if other, ok := byMake[mk]; ok {
+							join(other, to)
+						} else {
+							byMake[mk] = to
+						}
 					}
 				} else if mk := madeChan(st.Val); mk != nil {
 					if other, ok := byMake[mk]; ok {
@@ -1642,6 +1678,7 @@ func (w *wholeProgram) publish() (done func()) {
 		})
 		_, effectSites := w.below(rw, func(info *types.Info, c *ast.CallExpr) bool { return effectOf(info, c) != "" })
 		_, readMessageSites := w.below(rw, func(info *types.Info, c *ast.CallExpr) bool { return kafkaGoReadMessage(info, c) })
+		_, lookupSites := w.below(rw, dbLookup)
 		// A call below which a commit is reached: recorded in the package
 		// of the function that makes the call.
 		for _, sites := range []struct {
@@ -1655,6 +1692,7 @@ func (w *wholeProgram) publish() (done func()) {
 			{receiveSites, func(pr *programReach) map[token.Pos]bool { return pr.receiveSites }},
 			{effectSites, func(pr *programReach) map[token.Pos]bool { return pr.effectSites }},
 			{readMessageSites, func(pr *programReach) map[token.Pos]bool { return pr.readMessageSites }},
+			{lookupSites, func(pr *programReach) map[token.Pos]bool { return pr.lookupSites }},
 		} {
 			for pos, p := range sites.from {
 				if !w.inApp(p) {

@@ -6,6 +6,7 @@ package commitch
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"log"
 	"net/http"
 
@@ -55,7 +56,8 @@ type Router struct {
 func NewRouter(input chan Message, c *http.Client) *Router { return &Router{input: input, c: c} }
 
 // Start routes until ctx ends; a failed post is logged and the message is
-// released for commit all the same.
+// released for commit all the same (a body that does not encode is
+// released on purpose).
 func (r *Router) Start(ctx context.Context) {
 	go func() {
 		for {
@@ -64,7 +66,12 @@ func (r *Router) Start(ctx context.Context) {
 				if !ok {
 					return
 				}
-				resp, err := r.c.Post("https://hooks.example/route", "application/json", bytes.NewReader(msg.Value))
+				body, err := json.Marshal(string(msg.Value))
+				if err != nil { // permanent: not a lost message
+					close(msg.CommitCh)
+					continue
+				}
+				resp, err := r.c.Post("https://hooks.example/route", "application/json", bytes.NewReader(body))
 				if err != nil {
 					log.Printf("route: %v", err)
 					close(msg.CommitCh)
@@ -93,6 +100,11 @@ type Dispatcher struct {
 	jobs  chan Job
 }
 
+// NewDispatcher returns a dispatcher from input to jobs.
+func NewDispatcher(input chan Message, jobs chan Job) *Dispatcher {
+	return &Dispatcher{input: input, jobs: jobs}
+}
+
 // Start dispatches until the input closes.
 func (d *Dispatcher) Start() {
 	go func() {
@@ -111,6 +123,10 @@ type Pipeline struct {
 	jobs chan Job
 	c    *http.Client
 }
+
+// NewPipeline returns a pipeline of jobs: its channel is the dispatcher's,
+// passed to both constructors.
+func NewPipeline(jobs chan Job, c *http.Client) *Pipeline { return &Pipeline{jobs: jobs, c: c} }
 
 // Start runs the pipeline until its jobs close.
 func (p *Pipeline) Start() {
@@ -176,7 +192,7 @@ func Run(ctx context.Context, src Source, c *http.Client) error {
 // RunPipeline wires a source to a dispatcher and its pipeline.
 func RunPipeline(ctx context.Context, src Source, c *http.Client) error {
 	ch, jobs := make(chan Message), make(chan Job)
-	d, p := &Dispatcher{input: ch, jobs: jobs}, &Pipeline{jobs: jobs, c: c}
+	d, p := NewDispatcher(ch, jobs), NewPipeline(jobs, c)
 	if err := src.Consume(ctx, ch); err != nil {
 		return err
 	}
