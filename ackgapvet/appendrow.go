@@ -71,7 +71,8 @@ var seenName = regexp.MustCompile(`(?i)^(err|is|was|has)(already)?(seen|processe
 // appendOf describes a call that inserts a row with no conflict clause, ""
 // for any other call: SQL whose text is an INSERT without ON CONFLICT, OR
 // IGNORE, INSERT IGNORE, ON DUPLICATE KEY or WHERE NOT EXISTS; a GORM
-// Create or CreateInBatches not chained after Clauses (an upsert); an ent
+// Create or CreateInBatches not chained after Clauses (an upsert), gorm.io/gen's
+// generated ones too; an ent
 // builder's Save/Exec on a XCreate or XCreateBulk (ent's upserts are
 // XUpsertOne); a bun NewInsert()...Exec without On("CONFLICT ...") or
 // Ignore(); a MongoDB InsertOne or InsertMany.
@@ -88,6 +89,14 @@ func appendOf(info *types.Info, call *ast.CallExpr) string {
 			return ""
 		}
 		return "a GORM insert (" + qualName(fn) + ")"
+	case genDAO(fn) && (name == "Create" || name == "CreateInBatches"):
+		if strings.Contains(chain, "Clauses(") || path == pathGormGen {
+			// An upsert (Clauses(clause.OnConflict{...})); or gen.DO's
+			// own Create inside the generated file, whose caller
+			// (reported at its call) shows the chain.
+			return ""
+		}
+		return "a gorm.io/gen insert (" + qualName(fn) + ")"
 	case entCreate(fn):
 		return "an ent insert (" + qualName(fn) + ")"
 	case path == pathBun && recv == "InsertQuery" && name == "Exec":

@@ -36,8 +36,11 @@ func mappingsBatchOfOne(root string) (one, bounded bool) {
 	}
 	for _, dir := range []string{root, filepath.Dir(root)} {
 		n, ones, bound := tfMappings(dir)
+		if n == 0 {
+			n, ones, bound = iacMappings(dir)
+		}
 		if n > 0 {
-			return n == ones, n == bound
+			return ones >= n, bound >= n
 		}
 		if dir == filepath.Dir(dir) {
 			break
@@ -63,6 +66,33 @@ func tfMappings(dir string) (n, ones, bounded int) {
 				}
 			}
 		}
+	})
+	return n, ones, bounded
+}
+
+// Event source mappings written with the AWS CDK or SST (TypeScript or
+// JavaScript: new SqsEventSource(...), SST's new Queue(...) with a
+// consumer), the Serverless Framework (`- sqs:` events) or SAM (`Type:
+// SQS` events, AWS::Lambda::EventSourceMapping), read when a repository
+// has no Terraform mapping (field trial, wave 38: pocok's SST stack).
+var (
+	iacMapping   = regexp.MustCompile(`new\s+(?:\w+\.)*(?:SqsEventSource|KinesisEventSource|DynamoEventSource|Queue)\s*\(|(?m)^\s*-\s*(?:sqs|stream)\s*:|(?m)^\s*Type\s*:\s*(?:SQS|Kinesis|DynamoDB)\s*$|AWS::Lambda::EventSourceMapping`)
+	iacBatchSize = regexp.MustCompile(`(?i)\bbatch_?size"?\s*[:=]\s*1\b`)
+	iacRetries   = regexp.MustCompile(`(?i)\b(?:retryAttempts|maxRetries|maximumRetryAttempts)"?\s*[:=]\s*\d`)
+)
+
+// iacMappings counts, like tfMappings, the event source mappings of the
+// CDK, SST, Serverless Framework and SAM files under dir (.ts, .js, .mjs,
+// .yml, .yaml), the batch sizes of one among
+// them, and the bounded retries. A construct is not matched with its own
+// batch size: every mapping counts one, and the batch is of one when at
+// least as many batch sizes of one are written (a queue with no consumer,
+// such as a dead-letter queue, counts as a mapping and keeps the finding).
+func iacMappings(dir string) (n, ones, bounded int) {
+	eachFile(dir, []string{".ts", ".js", ".mjs", ".yml", ".yaml"}, func(text string) {
+		n += len(iacMapping.FindAllStringIndex(text, -1))
+		ones += len(iacBatchSize.FindAllStringIndex(text, -1))
+		bounded += len(iacRetries.FindAllStringIndex(text, -1))
 	})
 	return n, ones, bounded
 }
@@ -140,25 +170,52 @@ func dropWholeBatch(fs []Finding, root string) []Finding {
 // CommitInOrder true, or a single processor.
 var kqInOrderSetting = regexp.MustCompile(`(?i)\b(CommitInOrder"?\s*[:=]\s*true|Processors"?\s*[:=]\s*1)\b`)
 
-// dropKqInOrder drops commitorder's go-queue kq findings (see
-// kqProcessors) when a configuration file under root sets CommitInOrder
-// or a single processor: the queue's KqConf is most often loaded from one
-// (go-zero's conf.MustLoad), which the code does not show.
+// dropKqInOrder drops commitorder's go-queue kq findings whose KqConf
+// comes from configuration (see kqProcessors) when a configuration file
+// near the call sets CommitInOrder or a single processor: go-zero's
+// conf.MustLoad reads the KqConf from the service's own file, which the
+// code does not show. Near is the first folder, from the call's up to
+// root, that holds configuration files (.yaml, .yml, .json, .toml) of its
+// own or in an etc, config, configs or conf folder: one service's file
+// does not decide for another's queue.
 func dropKqInOrder(fs []Finding, root string) []Finding {
-	if root == "" || !slices.ContainsFunc(fs, kqFinding) {
+	if root == "" {
 		return fs
 	}
-	set := false
-	eachFile(root, []string{".yaml", ".yml", ".json", ".toml"}, func(text string) {
-		set = set || kqInOrderSetting.MatchString(text)
+	return slices.DeleteFunc(fs, func(f Finding) bool {
+		return kqFinding(f) && kqInOrderNear(filepath.Dir(f.abs), root)
 	})
-	if !set {
-		return fs
-	}
-	return slices.DeleteFunc(fs, kqFinding)
 }
 
-// kqFinding reports whether f is commitorder's go-queue kq finding.
+// kqInOrderNear reports whether the configuration files near dir (see
+// dropKqInOrder) set CommitInOrder or a single processor.
+func kqInOrderNear(dir, root string) bool {
+	exts := []string{".yaml", ".yml", ".json", ".toml"}
+	for {
+		var texts []string
+		for _, d := range []string{dir, filepath.Join(dir, "etc"), filepath.Join(dir, "config"), filepath.Join(dir, "configs"), filepath.Join(dir, "conf")} {
+			entries, _ := os.ReadDir(d)
+			for _, e := range entries {
+				if !e.IsDir() && slices.ContainsFunc(exts, func(x string) bool { return strings.HasSuffix(e.Name(), x) }) {
+					if b, err := os.ReadFile(filepath.Join(d, e.Name())); err == nil {
+						texts = append(texts, string(b))
+					}
+				}
+			}
+		}
+		if len(texts) > 0 {
+			return slices.ContainsFunc(texts, kqInOrderSetting.MatchString)
+		}
+		up := filepath.Dir(dir)
+		if dir == root || up == dir || !strings.HasPrefix(up, root) {
+			return false
+		}
+		dir = up
+	}
+}
+
+// kqFinding reports whether f is commitorder's go-queue kq finding whose
+// KqConf comes from configuration.
 func kqFinding(f Finding) bool {
-	return f.Check == "commitorder" && strings.HasPrefix(f.Message, "go-queue's kq consumes this queue")
+	return f.Check == "commitorder" && strings.Contains(f.Message, kqFromConfig)
 }

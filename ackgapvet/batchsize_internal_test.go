@@ -1,8 +1,10 @@
 package ackgapvet
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -12,7 +14,9 @@ import (
 // when every event source mapping in the repository's Terraform takes one
 // record at a time (waves 34 and 35: boca-chica-bot, jobPing), found in
 // the module's folder or its parent; a stream's only when the retries are
-// bounded too; kept when any mapping takes the default batch.
+// bounded too; kept when any mapping takes the default batch. An SST or
+// Serverless Framework stack is read the same way when there is no
+// Terraform (wave 38: pocok).
 func TestDropWholeBatchOfOne(t *testing.T) {
 	sqsMsg := Finding{Check: "lambdabatch", Message: "returning an error for one record fails the whole SQS batch: ..."}
 	streamMsg := Finding{Check: "lambdabatch", Message: "returning an error for one record fails the whole Kinesis batch: ..."}
@@ -31,6 +35,9 @@ func TestDropWholeBatchOfOne(t *testing.T) {
 		{"default batch", mapping("  enabled = true"), false, []string{"lambdabatch", "lambdabatch", "errack"}},
 		{"one of two mappings batches", mapping("  batch_size = 1") + mapping("  batch_size = 10"), false, []string{"lambdabatch", "lambdabatch", "errack"}},
 		{"no Terraform", "", false, []string{"lambdabatch", "lambdabatch", "errack"}},
+		{"SST stack, batches of one", "ts:" + sstQueue("A", 1) + sstQueue("B", 1), false, []string{"lambdabatch", "errack"}},
+		{"SST stack, one default batch", "ts:" + sstQueue("A", 1) + "new Queue(this, \"B\", { consumer: \"src/b.handler\" });\n", false, []string{"lambdabatch", "lambdabatch", "errack"}},
+		{"Serverless Framework, batch of one", "yml:functions:\n  ship:\n    handler: bin/ship\n    events:\n      - sqs:\n          arn: arn:aws:sqs:eu-west-1:1:ship\n          batchSize: 1\n", false, []string{"lambdabatch", "errack"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			repo := t.TempDir()
@@ -42,7 +49,11 @@ func TestDropWholeBatchOfOne(t *testing.T) {
 				if tc.inParent {
 					dir = filepath.Join(repo, "infra")
 				}
-				require.NoError(t, os.WriteFile(filepath.Join(dir, "lambda.tf"), []byte(tc.tf), 0o644))
+				name, text := "lambda.tf", tc.tf
+				if ext, body, ok := strings.Cut(tc.tf, ":"); ok && (ext == "ts" || ext == "yml") {
+					name, text = "stack."+ext, body
+				}
+				require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644))
 			}
 			var got []string
 			for _, f := range dropWholeBatch([]Finding{sqsMsg, streamMsg, other}, root) {
@@ -53,23 +64,31 @@ func TestDropWholeBatchOfOne(t *testing.T) {
 	}
 }
 
-// TestDropKqInOrder: commitorder's go-queue kq finding is dropped when a
-// configuration file of the module sets CommitInOrder or one processor
-// (go-zero loads KqConf from YAML), and kept otherwise.
+// sstQueue is an SST Queue construct whose consumer takes batches of
+// size records.
+func sstQueue(name string, size int) string {
+	return fmt.Sprintf("new Queue(this, %q, {\n  consumer: {\n    function: { handler: \"src/%s/main.go\" },\n    consumerProps: { batchSize: %d },\n  },\n});\n", name, name, size)
+}
+
+// TestDropKqInOrder: commitorder's go-queue kq finding on a KqConf from
+// configuration is dropped when a configuration file near the call (its
+// service's etc folder, or a folder above it) sets CommitInOrder or one
+// processor, and kept otherwise: another service's file does not decide
+// (a new user's report), nor does a KqConf built in the code.
 func TestDropKqInOrder(t *testing.T) {
-	kqMsg := Finding{Check: "commitorder", Message: "go-queue's kq consumes this queue with KqConf.Processors goroutines (8 by default), ..."}
-	other := Finding{Check: "commitorder", Message: "starts workers in a loop ..."}
 	for _, tc := range []struct {
 		name, file, text string
-		wantKept         int
+		kept             bool
 	}{
-		{"YAML CommitInOrder", "etc/chat.yaml", "Name: chat\nKqConf:\n  Topic: chat\n  CommitInOrder: true\n", 1},
-		{"YAML one processor", "etc/chat.yaml", "KqConf:\n  Processors: 1 # in order\n", 1},
-		{"JSON one processor", "conf.json", "{\"KqConf\": {\"Processors\": 1}}\n", 1},
-		{"ten processors", "etc/chat.yaml", "KqConf:\n  Processors: 10\n", 2},
-		{"YAML eight processors", "etc/chat.yaml", "KqConf:\n  Processors: 8\n  Topic: chat\n", 2},
-		{"CommitInOrder false", "etc/chat.yml", "KqConf:\n  CommitInOrder: false\n", 2},
-		{"no configuration", "", "", 2},
+		{"YAML CommitInOrder", "svc/orders/etc/orders.yaml", "Name: orders\nKqConf:\n  Topic: orders\n  CommitInOrder: true\n", false},
+		{"YAML one processor", "svc/orders/etc/orders.yaml", "KqConf:\n  Processors: 1 # in order\n", false},
+		{"JSON one processor", "svc/orders/config.json", "{\"KqConf\": {\"Processors\": 1}}\n", false},
+		{"at the module root", "etc/all.yaml", "KqConf:\n  CommitInOrder: true\n", false},
+		{"YAML eight processors", "svc/orders/etc/orders.yaml", "KqConf:\n  Processors: 8\n  Topic: orders\n", true},
+		{"ten processors", "svc/orders/etc/orders.yaml", "KqConf:\n  Processors: 10\n", true},
+		{"CommitInOrder false", "svc/orders/etc/orders.yml", "KqConf:\n  CommitInOrder: false\n", true},
+		{"another service's file", "svc/payments/etc/payments.yaml", "KqConf:\n  CommitInOrder: true\n", true},
+		{"no configuration", "", "", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			root := t.TempDir()
@@ -77,9 +96,15 @@ func TestDropKqInOrder(t *testing.T) {
 				require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(root, tc.file)), 0o755))
 				require.NoError(t, os.WriteFile(filepath.Join(root, tc.file), []byte(tc.text), 0o644))
 			}
-			got := dropKqInOrder([]Finding{kqMsg, other}, root)
-			require.Len(t, got, tc.wantKept)
-			require.Equal(t, other, got[len(got)-1])
+			require.NoError(t, os.MkdirAll(filepath.Join(root, "svc/orders/internal/mq"), 0o755))
+			kqMsg := Finding{Check: "commitorder", Message: "go-queue's kq consumes this queue with KqConf.Processors goroutines (8 by default; " + kqFromConfig + "), ...", abs: filepath.Join(root, "svc/orders/internal/mq/mq.go")}
+			inCode := Finding{Check: "commitorder", Message: "go-queue's kq consumes this queue with KqConf.Processors goroutines (8 by default; this KqConf, built in the code, sets neither ...), ...", abs: kqMsg.abs}
+			got := dropKqInOrder([]Finding{kqMsg, inCode}, root)
+			want := []Finding{inCode}
+			if tc.kept {
+				want = []Finding{kqMsg, inCode}
+			}
+			require.Equal(t, want, got)
 		})
 	}
 }

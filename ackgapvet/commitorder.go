@@ -37,7 +37,7 @@ partition and hand work out by key, as ackgap's key-parallel consumer does.`,
 			}
 			g, ok := n.(*ast.GoStmt)
 			if !ok {
-				if msg := kqProcessors(pass.TypesInfo, n.(*ast.CallExpr)); msg != "" {
+				if msg := kqProcessors(pass.TypesInfo, n.(*ast.CallExpr), funcBody(starterOf(stack))); msg != "" {
 					r.report(n, SeverityOf(enclosingName(stack)), msg)
 					return true
 				}
@@ -101,11 +101,13 @@ partition and hand work out by key, as ackgap's key-parallel consumer does.`,
 // call. kq hands each fetched message to KqConf.Processors goroutines (8
 // by default: its json tag's default) that each commit the message they
 // finished; v1.2's KqConf.CommitInOrder commits in partition order
-// instead. A KqConf literal with Processors: 1 or CommitInOrder: true is
-// not reported; neither is one from a configuration file that sets either
-// (see dropKqInOrder). Field trials, waves 14 to 37: Go-zero-IM, kk-forum,
-// TikTok, easy-chat.
-func kqProcessors(info *types.Info, call *ast.CallExpr) string {
+// instead. A KqConf literal (in the call, or in a variable of body, the
+// function around it, with the fields body assigns after it) with
+// Processors: 1 or CommitInOrder: true is not reported; a KqConf from
+// anywhere else (go-zero's conf.MustLoad) is judged by the configuration
+// files near the call (see dropKqInOrder). Field trials, waves 14 to 37:
+// Go-zero-IM, kk-forum, TikTok, easy-chat.
+func kqProcessors(info *types.Info, call *ast.CallExpr, body *ast.BlockStmt) string {
 	fn := callee(info, call)
 	if fn == nil || len(call.Args) < 2 || fn.Name() != "MustNewQueue" && fn.Name() != "NewQueue" {
 		return ""
@@ -125,29 +127,87 @@ func kqProcessors(info *types.Info, call *ast.CallExpr) string {
 	for i := range st.NumFields() {
 		inOrder = inOrder || st.Field(i).Name() == "CommitInOrder"
 	}
-	if lit, ok := ast.Unparen(call.Args[0]).(*ast.CompositeLit); ok {
-		for _, e := range lit.Elts {
-			kv, ok := e.(*ast.KeyValueExpr)
-			if !ok {
-				continue
-			}
-			key, _ := kv.Key.(*ast.Ident)
-			tv := info.Types[kv.Value]
-			if key == nil || tv.Value == nil {
-				continue
-			}
-			if key.Name == "Processors" && tv.Value.String() == "1" || key.Name == "CommitInOrder" && tv.Value.String() == "true" {
-				return ""
-			}
-		}
-	}
 	fix := "set KqConf.CommitInOrder (go-queue v1.2 and later) so offsets are committed in partition order, or Processors: 1"
 	if !inOrder {
 		fix = "set KqConf.Processors to 1, or move to go-queue v1.2 and set CommitInOrder"
 	}
+	fields, literal := kqConfFields(info, call.Args[0], body)
+	if fields["Processors"] == "1" || fields["CommitInOrder"] == "true" {
+		return ""
+	}
+	how := kqFromConfig
+	if literal {
+		how = "this KqConf, built in the code, sets neither Processors: 1 nor CommitInOrder"
+	}
 	return fmt.Sprintf(
-		"go-queue's kq consumes this queue with KqConf.Processors goroutines (8 by default), each committing the message it finished: commits land in the order the work ends, so a later offset's commit passes over a message still in work, and a crash or rebalance loses it; %s",
-		fix)
+		"go-queue's kq consumes this queue with KqConf.Processors goroutines (8 by default; %s), each committing the message it finished: commits land in the order the work ends, so a later offset's commit passes over a message still in work, and a crash or rebalance loses it; %s",
+		how, fix)
+}
+
+// kqFromConfig marks the kq finding whose KqConf comes from configuration
+// (see dropKqInOrder).
+const kqFromConfig = "its KqConf comes from configuration, and no file near this call sets Processors: 1 or CommitInOrder"
+
+// kqConfFields returns the constant values of the KqConf fields conf sets
+// (Processors, CommitInOrder: "1", "true"), and whether conf is built in
+// the code: a composite literal, or a local variable of body declared from
+// one, with the field assignments body makes to it (c.Processors = 1).
+func kqConfFields(info *types.Info, conf ast.Expr, body *ast.BlockStmt) (map[string]string, bool) {
+	fields := map[string]string{}
+	set := func(key string, v ast.Expr) {
+		if tv := info.Types[v]; tv.Value != nil {
+			fields[key] = tv.Value.String()
+		} else {
+			fields[key] = "?"
+		}
+	}
+	read := func(lit *ast.CompositeLit) {
+		for _, e := range lit.Elts {
+			if kv, ok := e.(*ast.KeyValueExpr); ok {
+				if key, ok := kv.Key.(*ast.Ident); ok {
+					set(key.Name, kv.Value)
+				}
+			}
+		}
+	}
+	if lit, ok := ast.Unparen(conf).(*ast.CompositeLit); ok {
+		read(lit)
+		return fields, true
+	}
+	obj := identObj(info, conf)
+	if obj == nil || body == nil {
+		return fields, false
+	}
+	literal := false
+	ast.Inspect(body, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.AssignStmt:
+			for i, l := range n.Lhs {
+				if i >= len(n.Rhs) || len(n.Lhs) != len(n.Rhs) {
+					break
+				}
+				if identObj(info, l) == obj {
+					if lit, ok := ast.Unparen(n.Rhs[i]).(*ast.CompositeLit); ok {
+						read(lit)
+						literal = true
+					}
+				} else if sel, ok := l.(*ast.SelectorExpr); ok && identObj(info, sel.X) == obj {
+					set(sel.Sel.Name, n.Rhs[i])
+				}
+			}
+		case *ast.ValueSpec:
+			for i, name := range n.Names {
+				if info.Defs[name] == obj && i < len(n.Values) {
+					if lit, ok := ast.Unparen(n.Values[i]).(*ast.CompositeLit); ok {
+						read(lit)
+						literal = true
+					}
+				}
+			}
+		}
+		return true
+	})
+	return fields, literal
 }
 
 // poolSubmitNames are the methods that run a function in a goroutine of
@@ -162,7 +222,7 @@ var poolSubmitNames = map[string]bool{"Submit": true, "TrySubmit": true, "Submit
 // any other call.
 func poolSubmit(info *types.Info, call *ast.CallExpr) *ast.GoStmt {
 	fn := callee(info, call)
-	if fn == nil || !poolSubmitNames[fn.Name()] && !(funcPath(fn) == pathGoZero+"/core/threading" && (fn.Name() == "Run" || fn.Name() == "RunSafe")) || recvName(fn) == "" || len(call.Args) != 1 {
+	if fn == nil || !poolSubmitNames[fn.Name()] && !goZeroGoroutine(fn) || recvName(fn) == "" || len(call.Args) != 1 {
 		return nil
 	}
 	lit, ok := ast.Unparen(call.Args[0]).(*ast.FuncLit)

@@ -64,6 +64,13 @@ const (
 	// receiving once): one client over SQS, Kafka, Google Pub/Sub, Azure
 	// Service Bus, NATS and RabbitMQ, whose (*Message).Ack is the ack.
 	KindGoCDK = "Go CDK pubsub receive loop"
+	// KindPubSub is the function given to Google Cloud Pub/Sub's
+	// Receive (cloud.google.com/go/pubsub's (*Subscription).Receive, v2's
+	// (*Subscriber).Receive): the client calls it once per message, in
+	// several goroutines, and redelivers a message the callback does not
+	// Ack once its ack deadline passes (Nack redelivers at once). The
+	// message's Ack is the ack (field trial, wave 38: cdnjs/tools).
+	KindPubSub = "Google Pub/Sub Receive callback"
 	// KindMsgChan is a function that ranges over (or receives from) a
 	// receive-only channel a library returns whose messages ack themselves:
 	// the element type, declared outside the checked package, has an
@@ -97,6 +104,7 @@ const (
 	pathKinesisV2  = "github.com/aws/aws-sdk-go-v2/service/kinesis"
 	pathStreamsV2  = "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	pathGoCDK      = "gocloud.dev/pubsub"
+	pathPubSub     = "cloud.google.com/go/pubsub"
 	pathKCL        = "github.com/vmware/vmware-go-kcl/clientlibrary/interfaces"
 	pathKCL2       = "github.com/vmware/vmware-go-kcl-v2/clientlibrary/interfaces"
 )
@@ -391,6 +399,8 @@ func (c *Consumers) moreRoots(n ast.Node, stack []ast.Node, addRoot func(kind, n
 			c.receiveRoot(KindStreamsPoll, stack, addRoot)
 		case kinesisGetRecords(fn):
 			c.receiveRoot(KindKinesisPoll, stack, addRoot)
+		case isPubSub(path) && (recv == "Subscription" || recv == "Subscriber") && name == "Receive" && len(n.Args) == 2:
+			rootOfExpr(KindPubSub, n.Args[1])
 		case path == pathGoCDK && recv == "Subscription" && name == "Receive":
 			c.receiveRoot(KindGoCDK, stack, addRoot)
 		case path == pathGoLambda && recv == "" && name == "Start" && len(n.Args) == 1 && c.decapsSQS():
@@ -999,6 +1009,12 @@ func isWatermillMsgChan(t types.Type) bool {
 	}
 	p, ok := ch.Elem().(*types.Pointer)
 	return ok && isNamed(p.Elem(), pathWatermill+"/message", "Message")
+}
+
+// isPubSub matches Google Cloud Pub/Sub's client packages: v1, whose
+// Message is an alias of cloud.google.com/go/internal/pubsub's, and v2.
+func isPubSub(path string) bool {
+	return path == pathPubSub || path == pathPubSub+"/v2" || path == "cloud.google.com/go/internal/pubsub" || path == pathPubSub+"/v2/internal/pubsub"
 }
 
 // pathGoLambda is m-mizutani/golambda, a wrapper of aws-lambda-go whose

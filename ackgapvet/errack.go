@@ -254,9 +254,16 @@ func failedWork(pass *analysis.Pass, c *Consumers, st, prev ast.Stmt) (*ast.IfSt
 	}
 	if cf := callee(pass.TypesInfo, call); cf != nil {
 		// db.QueryRow("UPDATE ... RETURNING v").Scan(&v): the write's
-		// failure surfaces at the Scan; the write is the work.
+		// failure surfaces at the Scan; the write is the work. So is a
+		// lookup's (db.QueryRow("SELECT ...").Scan(&v), or row.Scan
+		// after `row := db.QueryRow(...)`): a failed read is checked by
+		// its own rule (see checkErrAck).
 		if sel, ok := ast.Unparen(call.Fun).(*ast.SelectorExpr); ok && cf.Name() == "Scan" {
-			if inner, ok := ast.Unparen(sel.X).(*ast.CallExpr); ok && dbWriteOf(pass.TypesInfo, inner) != "" {
+			inner, _ := ast.Unparen(sel.X).(*ast.CallExpr)
+			if inner == nil {
+				inner = definingCall(pass.TypesInfo, pass.Files, sel.X)
+			}
+			if inner != nil && (dbWriteOf(pass.TypesInfo, inner) != "" || dbLookup(pass.TypesInfo, inner)) {
 				return ifs, inner
 			}
 		}
@@ -272,6 +279,43 @@ func failedWork(pass *analysis.Pass, c *Consumers, st, prev ast.Stmt) (*ast.IfSt
 		return nil, nil
 	}
 	return ifs, call
+}
+
+// definingCall returns the call that declares the variable x names
+// (`row := db.QueryRowContext(...)`, `var row = ...`), found in files;
+// nil when x is not a variable declared from a call there.
+func definingCall(info *types.Info, files []*ast.File, x ast.Expr) *ast.CallExpr {
+	obj := identObj(info, x)
+	if obj == nil || !obj.Pos().IsValid() {
+		return nil
+	}
+	for _, f := range files {
+		if obj.Pos() < f.FileStart || obj.Pos() > f.FileEnd {
+			continue
+		}
+		path, _ := astutil.PathEnclosingInterval(f, obj.Pos(), obj.Pos())
+		for _, n := range path {
+			switch n := n.(type) {
+			case *ast.AssignStmt:
+				for i, l := range n.Lhs {
+					if id, ok := l.(*ast.Ident); ok && info.Defs[id] == obj && len(n.Lhs) == len(n.Rhs) {
+						c, _ := ast.Unparen(n.Rhs[i]).(*ast.CallExpr)
+						return c
+					}
+				}
+				return nil
+			case *ast.ValueSpec:
+				for i, id := range n.Names {
+					if info.Defs[id] == obj && i < len(n.Values) && len(n.Names) == len(n.Values) {
+						c, _ := ast.Unparen(n.Values[i]).(*ast.CallExpr)
+						return c
+					}
+				}
+				return nil
+			}
+		}
+	}
+	return nil
 }
 
 // neverFails reports whether call is a static call of the module's own
@@ -592,8 +636,8 @@ func checkErrAck(pass *analysis.Pass, c *Consumers, r *reporter, root *Root, ifs
 	workName := types.ExprString(work.Fun)
 	line := pass.Fset.Position(work.Pos()).Line
 	names := []string{root.Name, workName}
-	if sendsElsewhere(pass.TypesInfo, ifs.Body) {
-		return
+	if sendsElsewhere(pass.TypesInfo, ifs.Body) || c.looksUp(work) && notFoundIn(ifs) {
+		return // dead-lettered; or a lookup's branch that tells a missing row from a failed read
 	}
 	if ret := rollbackReturned(ifs.Body); ret != nil && (isWork(pass, c, work) || dynamicCall(info, work)) {
 		r.report(ret, SeverityOf(names...), fmt.Sprintf(
@@ -707,7 +751,7 @@ func checkErrAck(pass *analysis.Pass, c *Consumers, r *reporter, root *Root, ifs
 			workName, line))
 		return
 	}
-	if implicit && isLambda(root.Kind) && (isWork(pass, c, work) || dynamicCall(info, work)) && !returnsError(info, ifs.Body) {
+	if implicit && isLambda(root.Kind) && (isWork(pass, c, work) || dynamicCall(info, work) || c.looksUp(work)) && !returnsError(info, ifs.Body) {
 		r.report(ifs, SeverityOf(names...), fmt.Sprintf(
 			"a record whose %s fails (line %d) is only logged: the handler succeeds for it (it is not in BatchItemFailures), so Lambda deletes it and a transient failure loses it; add it to BatchItemFailures (or return the error) so it is redelivered",
 			workName, line))

@@ -249,7 +249,8 @@ func isMessageType(t types.Type) bool {
 		isNamed(t, pathConfluent, "Message") || isNamed(t, pathConfluent1, "Message") ||
 		isNamed(t, pathWatermill+"/message", "Message") ||
 		isNamed(t, pathSQS+"/types", "Message") || isNamed(t, pathSQSv1, "Message") ||
-		isNamed(t, pathLambdaEvt, "SQSMessage") || isNamed(t, pathGoCDK, "Message")
+		isNamed(t, pathLambdaEvt, "SQSMessage") || isNamed(t, pathGoCDK, "Message") ||
+		isNamed(t, "cloud.google.com/go/internal/pubsub", "Message") || isNamed(t, pathPubSub+"/v2", "Message")
 }
 
 // onlyLogs reports whether every call in body (outside function literals)

@@ -77,8 +77,8 @@ func (w *wholeProgram) nilAcks(rw *rootWalk) (out map[*ssa.Function]string, alwa
 		if len(stack) < 2 {
 			continue
 		}
-		if _, isGo := stack[len(stack)-2].(*ast.GoStmt); isGo {
-			continue // its result is nobody's
+		if _, isGo := stack[len(stack)-2].(*ast.GoStmt); isGo || w.libraryCallback(p, pos) {
+			continue // its result is nobody's (a go statement, errgroup's Go, go-zero's RoutineGroup.Run)
 		}
 		info := pkg.TypesInfo
 		acker, pAcked := out[p]
@@ -612,7 +612,7 @@ func (w *wholeProgram) below(rw *rootWalk, own func(*types.Info, *ast.CallExpr) 
 // library function (outside the checked module) that the walk entered
 // through a function value given to it and that runs it in another
 // goroutine or later (sync.WaitGroup.Go, errgroup's Go, a pool's Submit,
-// time.AfterFunc: see poolSubmitNames), so what it does is not below the
+// time.AfterFunc, go-zero's RoutineGroup.Run: see poolSubmitNames), so what it does is not below the
 // call. A library that calls it before returning (gorm's Transaction,
 // pgx.BeginFunc, a retry helper) keeps it below.
 func (w *wholeProgram) libraryCallback(p *ssa.Function, pos token.Pos) bool {
@@ -629,5 +629,5 @@ func (w *wholeProgram) libraryCallback(p *ssa.Function, pos token.Pos) bool {
 		return false
 	}
 	fn := callee(info.TypesInfo, stack[len(stack)-1].(*ast.CallExpr))
-	return fn != nil && fn.Pkg() != nil && !w.app[fn.Pkg()] && (poolSubmitNames[fn.Name()] || fn.Name() == "AfterFunc")
+	return fn != nil && fn.Pkg() != nil && !w.app[fn.Pkg()] && (poolSubmitNames[fn.Name()] || fn.Name() == "AfterFunc" || goZeroGoroutine(fn))
 }

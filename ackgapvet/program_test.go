@@ -393,7 +393,7 @@ func TestConsumerMap(t *testing.T) {
 	for _, c := range rep.Consumers {
 		byName[c.Name] = c
 	}
-	require.Len(t, byName, 99, "%+v", rep.Consumers)
+	require.Len(t, byName, 106, "%+v", rep.Consumers)
 
 	// A receive loop that the call graph reaches from another consumer (a
 	// fallback source behind an interface) and whose acks are closures it
@@ -1374,7 +1374,7 @@ func TestLambdaOwnRecords(t *testing.T) {
 // single processor or CommitInOrder does not (easy-chat H4, TikTok H1).
 func TestGoZeroMongo(t *testing.T) {
 	rep := programReport(t, false)
-	requireFindingsAt(t, rep, "zeromon/zeromon.go", "commitorder", []int{35}, "go-queue's kq consumes this queue with KqConf.Processors goroutines (8 by default)")
+	requireFindingsAt(t, rep, "zeromon/zeromon.go", "commitorder", []int{36}, "go-queue's kq consumes this queue with KqConf.Processors goroutines (8 by default; this KqConf, built in the code, sets neither Processors: 1 nor CommitInOrder)")
 	requireFindingsAt(t, rep, "zeromon/zeromon.go", "append", []int{26}, "a MongoDB insert (mon.Collection.InsertOne)")
 	var found bool
 	for _, c := range rep.Consumers {
@@ -1388,9 +1388,69 @@ func TestGoZeroMongo(t *testing.T) {
 }
 
 // TestLookupAcked: a handler that returns nil on any failed lookup (a
-// sqlc-style query method around a SELECT) acks a message whose read timed
-// out; one that returns nil only for sql.ErrNoRows is not reported (field
-// trial, wave 37: cyphera-monorepo H5).
+// sqlc-style query method around a SELECT, a QueryRow's Scan) acks a
+// message whose read timed out; one that returns nil only for
+// sql.ErrNoRows is not reported (field trial, wave 37: cyphera-monorepo
+// H5).
 func TestLookupAcked(t *testing.T) {
-	requireFindingsAt(t, programReport(t, false), "lookupack/lookupack.go", "errack", []int{40}, "returns without an error when the lookup h.Q.GetCustomer fails (line 37), whatever the failure")
+	rep := programReport(t, false)
+	require.Equal(t, []int{42, 80, 108}, findingLines(rep, "lookupack/lookupack.go", "errack"))
+	fs := findingsIn(rep, "lookupack/lookupack.go", "errack")
+	require.Contains(t, fs[0].Message, "returns without an error when the lookup h.Q.GetCustomer fails (line 39), whatever the failure")
+	// QueryRow(...).Scan and a row scanned after its QueryRow (a new user's
+	// report): the second is folded into the first of its function.
+	require.Contains(t, fs[1].Message, "returns without an error when the lookup h.DB.QueryRowContext fails (line 79)")
+	require.Contains(t, fs[1].Message, "(the same in H.CreditRow at line 85)")
+	// A Lambda record whose lookup fails is only logged: not in
+	// BatchItemFailures, so it is deleted.
+	require.Contains(t, fs[2].Message, "a record whose h.DB.QueryRowContext fails (line 108) is only logged")
+}
+
+// TestPubSubReceive: the callback given to Google Pub/Sub's Receive is an
+// entry point whose message's Ack is the ack: an Ack before the work is an
+// earlyack finding, an Ack after it is not (field trial, wave 38:
+// cdnjs/tools H1, H2).
+func TestPubSubReceive(t *testing.T) {
+	rep := programReport(t, false)
+	requireFindingsAt(t, rep, "pubsubcb/pubsubcb.go", "earlyack", []int{17}, "acks with pubsub.Message.Ack before the work")
+	require.Empty(t, findingsIn(rep, "pubsubcb/pubsubcb.go", "errack"))
+	n := 0
+	for _, c := range rep.Consumers {
+		if c.Kind == KindPubSub {
+			n++
+			require.NotEmpty(t, c.Acks, "%+v", c)
+			require.Contains(t, c.Acks[0].What, "pubsub.Message.Ack")
+		}
+	}
+	require.Equal(t, 2, n, "%+v", rep.Consumers)
+}
+
+// TestGeneratedLifted: a finding inside a generated file (sqlc's INSERT) is
+// reported at the call of the consumer's own code that reaches it, naming
+// the generated place (field trial, wave 38: go-shortener H1, goctl's
+// model); nothing is reported inside the generated file.
+func TestGeneratedLifted(t *testing.T) {
+	rep := programReport(t, false)
+	requireFindingsAt(t, rep, "gensql/gensql.go", "append", []int{14}, "gensql/queries.go:18, reached through this call)")
+	for _, f := range rep.Findings {
+		require.NotContains(t, f.File, "gensql/queries.go", "%+v", f)
+	}
+}
+
+// TestGormGen: gorm.io/gen's generated query types write rows: a Create
+// appends one per delivery (reported at the consumer's call, not in the
+// generated file); one chained after Clauses (an ON CONFLICT) does not
+// (field trial, wave 38: seckill-service H2, H4).
+func TestGormGen(t *testing.T) {
+	rep := programReport(t, false)
+	requireFindingsAt(t, rep, "gormgen/gormgen.go", "append", []int{20}, "a gorm.io/gen insert (query.IOrderDo.Create)")
+	var found bool
+	for _, c := range rep.Consumers {
+		if c.Name == "GenUpserts" {
+			found = true
+			require.Len(t, c.Writes, 1, "%+v", c)
+			require.Contains(t, c.Writes[0].What, "a database write (query.IOrderDo.Create)")
+		}
+	}
+	require.True(t, found, "%+v", rep.Consumers)
 }

@@ -180,8 +180,9 @@ func Run(cfg *RunConfig) (*Report, error) {
 	}
 	rep.UnknownEntries = unknownEntries(pkgs)
 	debugf("loaded %d packages", len(pkgs))
+	var w *wholeProgram
 	if !cfg.PerPackage {
-		w, err := programOf(pkgs)
+		w, err = programOf(pkgs)
 		if err != nil {
 			return nil, err
 		}
@@ -202,11 +203,23 @@ func Run(cfg *RunConfig) (*Report, error) {
 			return nil, fmt.Errorf("%s: %s: %w", act.Package.PkgPath, act.Analyzer.Name, act.Err)
 		}
 		for _, d := range act.Diagnostics {
-			if inGeneratedFile(act.Package.Syntax, d.Pos) {
-				continue // not the code's authors' to change: the path shows the call that reaches it
+			files := act.Package.Syntax
+			if inGeneratedFile(files, d.Pos) {
+				// Not the code's authors' to change: reported at the
+				// call of their own code that reaches it (sqlc's or
+				// goctl's INSERT under the consumer's CreateX call), or
+				// dropped when no walk reaches it.
+				site, siteFiles := w.handWrittenCaller(d.Pos)
+				if !site.IsValid() {
+					continue
+				}
+				at := act.Package.Fset.Position(d.Pos)
+				tag := checkTag(act.Analyzer.Name)
+				d.Message = fmt.Sprintf("%s (in generated code, %s:%d, reached through this call)%s", strings.TrimSuffix(d.Message, tag), relPath(at.Filename), at.Line, tag)
+				d.Pos, d.End, d.SuggestedFixes, files = site, token.NoPos, nil, siteFiles
 			}
 			f := toFinding(act.Package.Fset, act.Analyzer, d)
-			f.Function = enclosingFunc(act.Package.Syntax, d.Pos)
+			f.Function = enclosingFunc(files, d.Pos)
 			key := fmt.Sprintf("%s:%d:%d:%s:%s", f.File, f.Line, f.Column, f.Check, f.Message)
 			if !seen[key] {
 				seen[key] = true

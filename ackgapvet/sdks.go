@@ -289,7 +289,7 @@ func ackOfMore(fn *types.Func) string {
 	if op := sqsOp(fn); op == "DeleteMessage" || op == "DeleteMessageBatch" {
 		return qualName(fn)
 	}
-	if funcPath(fn) == pathGoCDK && recvName(fn) == "Message" && name == "Ack" {
+	if (funcPath(fn) == pathGoCDK || isPubSub(funcPath(fn))) && recvName(fn) == "Message" && name == "Ack" {
 		return qualName(fn)
 	}
 	if isKCL(funcPath(fn)) && name == "Checkpoint" {

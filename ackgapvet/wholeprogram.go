@@ -1066,16 +1066,29 @@ func generatorOf(ch ssa.Value) *ssa.Function {
 
 // libraryGoroutine reports whether the library function f runs the
 // function value it is given in a goroutine of its own: any Go or Submit
-// (errgroup, conc, ants), and go-zero's core/threading RoutineGroup.Run
-// and RunSafe, GoSafe and GoSafeCtx, which go-queue's kq consumes with
-// (field trial, wave 37: scooter-WSVA's copy of kq). threading.RunSafe
-// runs it in the caller's goroutine.
+// (errgroup, conc, ants), and go-zero's (see goZeroGoroutine).
 func libraryGoroutine(f *ssa.Function) bool {
-	switch f.Name() {
-	case "Go", "Submit":
+	if f.Name() == "Go" || f.Name() == "Submit" {
 		return true
-	case "Run", "RunSafe", "GoSafe", "GoSafeCtx":
-		return f.Pkg != nil && f.Pkg.Pkg.Path() == pathGoZero+"/core/threading" && (f.Signature.Recv() != nil || f.Name() != "RunSafe")
+	}
+	fn, ok := f.Object().(*types.Func)
+	return ok && goZeroGoroutine(fn)
+}
+
+// goZeroGoroutine reports whether fn is one of go-zero's core/threading
+// helpers that run a function in a new goroutine: RoutineGroup.Run and
+// RunSafe, GoSafe and GoSafeCtx, which go-queue's kq consumes with (field
+// trial, wave 37: scooter-WSVA's copy of kq). threading.RunSafe runs it in
+// the caller's goroutine.
+func goZeroGoroutine(fn *types.Func) bool {
+	if fn.Pkg() == nil || fn.Pkg().Path() != pathGoZero+"/core/threading" {
+		return false
+	}
+	switch fn.Name() {
+	case "Run", "RunSafe":
+		return recvName(fn) == "RoutineGroup"
+	case "GoSafe", "GoSafeCtx":
+		return true
 	}
 	return false
 }
@@ -1557,7 +1570,13 @@ func (w *wholeProgram) walk(root *Root, entry *ssa.Function) *rootWalk {
 					for _, a := range in.Common().Args {
 						for _, f := range valueFuncs(a) {
 							_, isGo := in.(*ssa.Go)
-							visit(it.fn, f, in.Pos(), 0, isGo)
+							// go-zero's RoutineGroup.Run runs it in a
+							// goroutine of its own, as a go statement.
+							var sf *types.Func
+							if callee := cc.StaticCallee(); callee != nil {
+								sf, _ = callee.Object().(*types.Func)
+							}
+							visit(it.fn, f, in.Pos(), 0, isGo || sf != nil && goZeroGoroutine(sf))
 						}
 					}
 				}
@@ -1661,6 +1680,60 @@ func (rw *rootWalk) path(fn *ssa.Function) []string {
 	}
 	slices.Reverse(out)
 	return out
+}
+
+// handWrittenCaller returns, for a position in a generated file that a
+// walk reaches, the call in the application's own code that leads into
+// the generated code (the consumer's q.CreateEvent(ctx, e) above sqlc's
+// INSERT), and the files of that call's package; NoPos when no walk
+// reaches the position (or w is nil: the per-package mode).
+func (w *wholeProgram) handWrittenCaller(pos token.Pos) (token.Pos, []*ast.File) {
+	if w == nil {
+		return token.NoPos, nil
+	}
+	generated := func(fn *ssa.Function) bool {
+		if o := fn.Origin(); o != nil {
+			fn = o
+		}
+		if fn.Syntax() == nil || fn.Pkg == nil || w.info[fn.Pkg.Pkg] == nil {
+			return false
+		}
+		return inGeneratedFile(w.info[fn.Pkg.Pkg].Syntax, fn.Syntax().Pos())
+	}
+	for _, rw := range w.walks {
+		// The innermost function of the walk whose syntax holds pos.
+		var in *ssa.Function
+		for _, fn := range rw.order {
+			n := fn.Syntax()
+			if n == nil || pos < n.Pos() || pos >= n.End() {
+				continue
+			}
+			if in == nil || n.End()-n.Pos() < in.Syntax().End()-in.Syntax().Pos() {
+				in = fn
+			}
+		}
+		if in == nil {
+			continue
+		}
+		// Up to the first caller that is the code's own (not generated,
+		// not a synthetic wrapper: a promoted method of goctl's custom
+		// model embedding its generated default one).
+		for f := in; f != nil && rw.parent[f] != nil; f = rw.parent[f] {
+			up := rw.parent[f]
+			if up.Syntax() == nil || generated(up) {
+				continue
+			}
+			src := up
+			if o := up.Origin(); o != nil {
+				src = o
+			}
+			if !rw.via[f].IsValid() || src.Pkg == nil || w.info[src.Pkg.Pkg] == nil {
+				break
+			}
+			return rw.via[f], w.info[src.Pkg.Pkg].Syntax
+		}
+	}
+	return token.NoPos, nil
 }
 
 // publish hands the walks' results to [ConsumersAnalyzer], by package; the

@@ -3,6 +3,8 @@ module example.com/program
 go 1.26
 
 require (
+	gorm.io/gen v1.0.0
+	cloud.google.com/go/pubsub v1.0.0
 	example.com/programshared v0.0.0
 	example.org/retry v0.0.0
 	example.org/sqspoller v0.0.0
@@ -52,3 +54,7 @@ replace example.org/sqspoller => ../src/example.org/sqspoller
 replace github.com/aws/aws-lambda-go => ../src/github.com/aws/aws-lambda-go
 
 replace github.com/zeromicro/go-zero => ../src/github.com/zeromicro/go-zero
+
+replace cloud.google.com/go/pubsub => ../src/cloud.google.com/go/pubsub
+
+replace gorm.io/gen => ../src/gorm.io/gen

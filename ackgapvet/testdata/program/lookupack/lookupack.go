@@ -11,6 +11,8 @@ import (
 	"log"
 
 	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambda"
 )
 
 // Queries is sqlc-style generated code.
@@ -70,9 +72,52 @@ func (h *H) CreditNested(msg *message.Message) error {
 	return err
 }
 
+// CreditRow reads the customer with QueryRow and Scan itself, and skips
+// the message on any failed read.
+func (h *H) CreditRow(msg *message.Message) error {
+	var id int64
+	if err := h.DB.QueryRowContext(msg.Context(), "SELECT id FROM customers WHERE external_id = $1", string(msg.Payload)).Scan(&id); err != nil {
+		return nil
+	}
+	row := h.DB.QueryRowContext(msg.Context(), "SELECT credited FROM customers WHERE id = $1", id)
+	var credited bool
+	if err := row.Scan(&credited); err != nil {
+		return nil
+	}
+	if credited {
+		return nil
+	}
+	_, err := h.DB.ExecContext(msg.Context(), "UPDATE customers SET credited = true WHERE id = $1", id)
+	return err
+}
+
 // Register adds the handlers.
 func Register(r *message.Router, sub message.Subscriber, h *H) {
 	r.AddNoPublisherHandler("credit", "credits", sub, h.Credit)
 	r.AddNoPublisherHandler("credit-known", "credits", sub, h.CreditKnown)
 	r.AddNoPublisherHandler("credit-nested", "credits", sub, h.CreditNested)
+	r.AddNoPublisherHandler("credit-row", "credits", sub, h.CreditRow)
 }
+
+// Ship marks each paid order shipped; a record whose lookup fails is only
+// logged, so Lambda deletes it with the batch (a new user's report).
+func (h *H) Ship(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	var resp events.SQSEventResponse
+	for _, rec := range ev.Records {
+		var status string
+		if err := h.DB.QueryRowContext(ctx, "SELECT status FROM orders WHERE id = $1", rec.Body).Scan(&status); err != nil {
+			log.Printf("lookup %s: %v", rec.Body, err)
+			continue
+		}
+		if status != "paid" {
+			continue
+		}
+		if _, err := h.DB.ExecContext(ctx, "UPDATE orders SET status = 'shipped' WHERE id = $1 AND status = 'paid'", rec.Body); err != nil {
+			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: rec.MessageId})
+		}
+	}
+	return resp, nil
+}
+
+// MainShip starts the shipping Lambda.
+func MainShip(h *H) { lambda.Start(h.Ship) }

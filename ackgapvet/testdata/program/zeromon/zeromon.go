@@ -28,11 +28,17 @@ func (t *Transfer) Consume(ctx context.Context, key, value string) error {
 }
 
 // Main starts the queues: chat with kq's default of 8 processors, each
-// committing its own message; receipts with one processor; reads with
-// commits in partition order.
+// committing its own message; receipts and mentions with one processor;
+// reads and audit with commits in partition order (the KqConf in a
+// variable too).
 func Main() {
 	logs := mon.MustNewModel("mongodb://localhost", "chat", "logs")
 	kq.MustNewQueue(kq.KqConf{Topic: "chat"}, &Transfer{logs: logs}).Start()
 	kq.MustNewQueue(kq.KqConf{Topic: "receipts", Processors: 1}, &Transfer{logs: logs}).Start()
 	kq.MustNewQueue(kq.KqConf{Topic: "reads", Processors: 8, CommitInOrder: true}, &Transfer{logs: logs}).Start()
+	audit := kq.KqConf{Topic: "audit", CommitInOrder: true}
+	kq.MustNewQueue(audit, &Transfer{logs: logs}).Start()
+	mentions := kq.KqConf{Topic: "mentions"}
+	mentions.Processors = 1
+	kq.MustNewQueue(mentions, &Transfer{logs: logs}).Start()
 }

@@ -1,0 +1,43 @@
+// Package pubsubcb has Google Pub/Sub Receive callbacks: one acks before
+// its work (field trial, wave 38: cdnjs/tools' r2-pump), one after it.
+package pubsubcb
+
+import (
+	"bytes"
+	"context"
+	"log"
+	"net/http"
+
+	"cloud.google.com/go/pubsub"
+)
+
+// Pump acks each message, then posts it: a failed post is lost.
+func Pump(ctx context.Context, sub *pubsub.Subscription, c *http.Client) error {
+	return sub.Receive(ctx, func(ctx context.Context, m *pubsub.Message) {
+		m.Ack()
+		resp, err := c.Post("https://pump.example/files", "application/json", bytes.NewReader(m.Data))
+		if err != nil {
+			log.Printf("pump: %v", err)
+			return
+		}
+		resp.Body.Close()
+	})
+}
+
+// PumpAfter posts each message and acks it only when the post succeeded.
+func PumpAfter(ctx context.Context, sub *pubsub.Subscription, c *http.Client) error {
+	return sub.Receive(ctx, func(ctx context.Context, m *pubsub.Message) {
+		resp, err := c.Post("https://pump.example/files", "application/json", bytes.NewReader(m.Data))
+		if err != nil {
+			m.Nack()
+			return
+		}
+		if resp.StatusCode >= 300 {
+			resp.Body.Close()
+			m.Nack()
+			return
+		}
+		resp.Body.Close()
+		m.Ack()
+	})
+}

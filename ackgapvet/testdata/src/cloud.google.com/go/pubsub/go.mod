@@ -1,0 +1,3 @@
+module cloud.google.com/go/pubsub
+
+go 1.26

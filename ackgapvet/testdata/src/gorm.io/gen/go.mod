@@ -1,0 +1,3 @@
+module gorm.io/gen
+
+go 1.26
