@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ackgap/ackgap"
 	"github.com/ackgap/ackgap/retention"
 	"github.com/ackgap/ackgap/stores"
 )
@@ -20,6 +21,7 @@ type pruner struct {
 
 	mu       sync.Mutex
 	n        int
+	busy     int
 	total    int64
 	firstErr error
 }
@@ -35,7 +37,13 @@ func startPruner(ctx context.Context, store stores.Operator) (*pruner, error) {
 			defer pr.mu.Unlock()
 			pr.n++
 			pr.total += deleted
-			if err != nil && pr.firstErr == nil {
+			switch {
+			case errors.Is(err, ackgap.ErrStoreUnavailable):
+				// A busy database (SQLite's SQLITE_BUSY while the
+				// routers and relays write): Run tries again next
+				// round, as in a service. Overload is no failure.
+				pr.busy++
+			case err != nil && pr.firstErr == nil:
 				pr.firstErr = err
 			}
 		},
@@ -56,13 +64,21 @@ func (pr *pruner) rounds() int {
 	return pr.n
 }
 
+// busyRounds is the number of rounds the store was too busy for.
+func (pr *pruner) busyRounds() int {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	return pr.busy
+}
+
 func (pr *pruner) deleted() int64 {
 	pr.mu.Lock()
 	defer pr.mu.Unlock()
 	return pr.total
 }
 
-// stop stops the pruner and returns the first error a round reported.
+// stop stops the pruner and returns the first error a round reported, other
+// than a busy store (see busyRounds).
 func (pr *pruner) stop() error {
 	pr.cancel()
 	err := <-pr.done

@@ -308,7 +308,7 @@ func run[TTx any](ctx context.Context, b *backend[TTx], o Options) (s *Summary, 
 		OutboxRows: outbox.rows, OutboxBadOrders: outbox.badOrders, OutboxStray: outbox.stray,
 		Elapsed: elapsed,
 
-		InboxRetention: pr.retention, InboxPruneRounds: pr.rounds(), InboxPruned: pr.deleted(),
+		InboxRetention: pr.retention, InboxPruneRounds: pr.rounds(), InboxPruneBusy: pr.busyRounds(), InboxPruned: pr.deleted(),
 		Relays: o.Relays, RelaysWoken: rl.woken, RelaysDuring: o.RelaysDuring,
 		OutboxDone: outbox.done, OutboxDead: outbox.dead, Drained: drained,
 		Republished: rl.tally.republished, DeadErrors: rl.tally.deadErrs,

@@ -97,11 +97,15 @@ type Summary struct {
 	Elapsed time.Duration
 
 	// InboxRetention is the inbox retention of the demo's pruner
-	// (retention.Config.Retention); InboxPruneRounds the rounds it ran and
+	// (retention.Config.Retention); InboxPruneRounds the rounds it ran,
+	// InboxPruneBusy those of them the store was too busy for (an error
+	// wrapping ackgap.ErrStoreUnavailable: SQLite's SQLITE_BUSY under the
+	// routers' and relays' writes; the pruner tries again next round) and
 	// InboxPruned the inbox rows they deleted (none in a fresh demo: no
 	// row is older than the retention).
 	InboxRetention   time.Duration
 	InboxPruneRounds int
+	InboxPruneBusy   int
 	InboxPruned      int64
 
 	// Relays is the number of outbox relays.
@@ -300,8 +304,12 @@ func (s *Summary) Print(w io.Writer) {
 	for _, r := range s.Timings.rows() {
 		row(r[0], "%s", r[1])
 	}
-	row("inbox retention", "retention.New(...).Run beside the relays: rows older than %g days pruned every %s; rounds %d, rows deleted %d",
-		s.InboxRetention.Hours()/24, retention.IntervalDefault, s.InboxPruneRounds, s.InboxPruned)
+	busy := ""
+	if s.InboxPruneBusy > 0 {
+		busy = fmt.Sprintf(" (%d met a busy store, tried again next round)", s.InboxPruneBusy)
+	}
+	row("inbox retention", "retention.New(...).Run beside the relays: rows older than %g days pruned every %s; rounds %d%s, rows deleted %d",
+		s.InboxRetention.Hours()/24, retention.IntervalDefault, s.InboxPruneRounds, busy, s.InboxPruned)
 	wake := fmt.Sprintf("polling every %s", RelayPollInterval)
 	if s.RelaysWoken {
 		wake = fmt.Sprintf("woken by LISTEN/NOTIFY, polling every %s as a fallback", RelayPollInterval)
