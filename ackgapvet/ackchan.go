@@ -4,6 +4,7 @@ import (
 	"go/ast"
 	"go/token"
 	"go/types"
+	"slices"
 )
 
 // ackChanFields finds the commit channels of the module's hand-offs: a
@@ -129,19 +130,27 @@ func sentObj(info *types.Info, e ast.Expr) types.Object {
 // hasChanField reports whether t is, or points to, a struct with a field
 // of channel type.
 func hasChanField(t types.Type) bool {
+	return slices.ContainsFunc(structFields(t), func(f *types.Var) bool {
+		_, ok := f.Type().Underlying().(*types.Chan)
+		return ok
+	})
+}
+
+// structFields returns the fields of the struct t is or points to (their
+// generic origins), nil for another type.
+func structFields(t types.Type) []*types.Var {
 	if p, ok := t.Underlying().(*types.Pointer); ok {
 		t = p.Elem()
 	}
 	st, ok := t.Underlying().(*types.Struct)
 	if !ok {
-		return false
+		return nil
 	}
-	for i := range st.NumFields() {
-		if _, ok := st.Field(i).Type().Underlying().(*types.Chan); ok {
-			return true
-		}
+	out := make([]*types.Var, st.NumFields())
+	for i := range out {
+		out[i] = st.Field(i).Origin()
 	}
-	return false
+	return out
 }
 
 // fieldVar returns the struct field of channel type sel selects, its
@@ -197,17 +206,5 @@ func (c *Consumers) chanAck(call *ast.CallExpr) string {
 // hand-off's commit channel (see ackChanFields): the loop that sends it
 // waits for the worker before it acks, so the worker's work is not async.
 func (w *wholeProgram) waitedOn(t types.Type) bool {
-	if p, ok := t.Underlying().(*types.Pointer); ok {
-		t = p.Elem()
-	}
-	st, ok := t.Underlying().(*types.Struct)
-	if !ok {
-		return false
-	}
-	for i := range st.NumFields() {
-		if w.ackChans[st.Field(i).Origin()] != "" {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(structFields(t), func(f *types.Var) bool { return w.ackChans[f] != "" })
 }

@@ -68,6 +68,19 @@ func findingsIn(rep *Report, file, check string) []Finding {
 	return out
 }
 
+// consumerNamed returns the consumer map's entry named name, failing the
+// test when there is none.
+func consumerNamed(t *testing.T, rep *Report, name string) Consumer {
+	t.Helper()
+	for _, c := range rep.Consumers {
+		if c.Name == name {
+			return c
+		}
+	}
+	require.Fail(t, "no consumer "+name, "%+v", rep.Consumers)
+	return Consumer{}
+}
+
 // requireFindingsAt asserts that check reports exactly lines in file
 // (slash path relative to testdata/program), each message holding want.
 func requireFindingsAt(t *testing.T, rep *Report, file, check string, lines []int, want string) {
@@ -1062,15 +1075,10 @@ func TestSaramaNeverCommits(t *testing.T) {
 func TestSaramaPartitionNoOffset(t *testing.T) {
 	rep := programReport(t, false)
 	requireFindingsAt(t, rep, "saramapart/saramapart.go", "autocommit", []int{14}, "every start reads at the newest offset (OffsetNewest)")
-	var found bool
-	for _, c := range rep.Consumers {
-		if c.Kind == KindSaramaPartition && c.Name == "StoreOrders" {
-			found = true
-			require.Len(t, c.Acks, 1, "%+v", c)
-			require.Contains(t, c.Acks[0].What, "nothing: no consumer group, no offset is committed")
-		}
-	}
-	require.True(t, found, "%+v", rep.Consumers)
+	c := consumerNamed(t, rep, "StoreOrders")
+	require.Equal(t, KindSaramaPartition, c.Kind)
+	require.Len(t, c.Acks, 1, "%+v", c)
+	require.Contains(t, c.Acks[0].What, "nothing: no consumer group, no offset is committed")
 }
 
 // TestSQSLibraryHandlers: a handler given to an SQS consumer library of
@@ -1344,15 +1352,9 @@ func TestGoZeroRoutineGroup(t *testing.T) {
 	requireFindingsAt(t, rep, "zerogroup/zerogroup.go", "errack", []int{49}, "acks with kafka.Reader.CommitMessages even when q.handler.Consume failed")
 	requireFindingsAt(t, rep, "zerogroup/zerogroup.go", "idemkey", []int{72}, "increments likes")
 	requireFindingsAt(t, rep, "zerogroup/zerogroup.go", "commitorder", []int{44}, "starts workers in a loop that all take messages from the channel q.channel")
-	var found bool
-	for _, c := range rep.Consumers {
-		if c.Name == "zerogroup.Queue.Start.func2" {
-			found = true
-			require.NotEmpty(t, c.Writes, "%+v", c)
-			require.Contains(t, strings.Join(c.Writes[0].Path, " → "), "zerogroup.Queue.Start.func1 → zerogroup.Likes.Consume")
-		}
-	}
-	require.True(t, found, "%+v", rep.Consumers)
+	c := consumerNamed(t, rep, "zerogroup.Queue.Start.func2")
+	require.NotEmpty(t, c.Writes, "%+v", c)
+	require.Contains(t, strings.Join(c.Writes[0].Path, " → "), "zerogroup.Queue.Start.func1 → zerogroup.Likes.Consume")
 }
 
 // TestLambdaOwnRecords: a Lambda handler whose event is the code's own
@@ -1376,15 +1378,9 @@ func TestGoZeroMongo(t *testing.T) {
 	rep := programReport(t, false)
 	requireFindingsAt(t, rep, "zeromon/zeromon.go", "commitorder", []int{36}, "go-queue's kq consumes this queue with KqConf.Processors goroutines (8 by default; this KqConf, built in the code, sets neither Processors: 1 nor CommitInOrder)")
 	requireFindingsAt(t, rep, "zeromon/zeromon.go", "append", []int{26}, "a MongoDB insert (mon.Collection.InsertOne)")
-	var found bool
-	for _, c := range rep.Consumers {
-		if c.Name == "Transfer.Consume" {
-			found = true
-			require.Len(t, c.Writes, 1, "%+v", c)
-			require.Contains(t, c.Writes[0].What, "a MongoDB write (mon.Collection.InsertOne)")
-		}
-	}
-	require.True(t, found, "%+v", rep.Consumers)
+	c := consumerNamed(t, rep, "Transfer.Consume")
+	require.Len(t, c.Writes, 1, "%+v", c)
+	require.Contains(t, c.Writes[0].What, "a MongoDB write (mon.Collection.InsertOne)")
 }
 
 // TestLookupAcked: a handler that returns nil on any failed lookup (a
@@ -1444,13 +1440,7 @@ func TestGeneratedLifted(t *testing.T) {
 func TestGormGen(t *testing.T) {
 	rep := programReport(t, false)
 	requireFindingsAt(t, rep, "gormgen/gormgen.go", "append", []int{20}, "a gorm.io/gen insert (query.IOrderDo.Create)")
-	var found bool
-	for _, c := range rep.Consumers {
-		if c.Name == "GenUpserts" {
-			found = true
-			require.Len(t, c.Writes, 1, "%+v", c)
-			require.Contains(t, c.Writes[0].What, "a database write (query.IOrderDo.Create)")
-		}
-	}
-	require.True(t, found, "%+v", rep.Consumers)
+	c := consumerNamed(t, rep, "GenUpserts")
+	require.Len(t, c.Writes, 1, "%+v", c)
+	require.Contains(t, c.Writes[0].What, "a database write (query.IOrderDo.Create)")
 }

@@ -1215,18 +1215,9 @@ func (w *wholeProgram) heldIn(v ssa.Value) *types.Var {
 // passedFields returns the struct fields whose channels the static
 // callers of fn pass as its parameter prm.
 func (w *wholeProgram) passedFields(fn *ssa.Function, prm *ssa.Parameter) []*types.Var {
-	i := slices.Index(fn.Params, prm)
-	n := w.cg.Nodes[fn]
-	if i < 0 || n == nil {
-		return nil
-	}
 	var out []*types.Var
-	for _, e := range n.In {
-		c := e.Site.Common()
-		if c.IsInvoke() || i >= len(c.Args) {
-			continue
-		}
-		if f := w.heldIn(c.Args[i]); f != nil {
+	for _, a := range w.passedArgs(fn, prm) {
+		if f := w.heldIn(a); f != nil {
 			out = append(out, f)
 		}
 	}
@@ -1236,19 +1227,28 @@ func (w *wholeProgram) passedFields(fn *ssa.Function, prm *ssa.Parameter) []*typ
 // passedMakes returns the make(chan) calls whose channels the static
 // callers of fn pass as its parameter prm (see madeChan).
 func (w *wholeProgram) passedMakes(fn *ssa.Function, prm *ssa.Parameter) []*ssa.MakeChan {
+	var out []*ssa.MakeChan
+	for _, a := range w.passedArgs(fn, prm) {
+		if mk := madeChan(a); mk != nil {
+			out = append(out, mk)
+		}
+	}
+	return out
+}
+
+// passedArgs returns the arguments the static callers of fn pass as its
+// parameter prm (calls through an interface are not static).
+func (w *wholeProgram) passedArgs(fn *ssa.Function, prm *ssa.Parameter) []ssa.Value {
 	i := slices.Index(fn.Params, prm)
 	n := w.cg.Nodes[fn]
 	if i < 0 || n == nil {
 		return nil
 	}
-	var out []*ssa.MakeChan
+	var out []ssa.Value
 	for _, e := range n.In {
 		c := e.Site.Common()
-		if c.IsInvoke() || i >= len(c.Args) {
-			continue
-		}
-		if mk := madeChan(c.Args[i]); mk != nil {
-			out = append(out, mk)
+		if !c.IsInvoke() && i < len(c.Args) {
+			out = append(out, c.Args[i])
 		}
 	}
 	return out
