@@ -74,9 +74,10 @@ const (
 	// KindMsgChan is a function that ranges over (or receives from) a
 	// receive-only channel a library returns whose messages ack themselves:
 	// the element type, declared outside the checked package, has an
-	// Ack() or Done() method (no parameters but variadic options) and
-	// carries the payload (a method or field giving []byte), as
-	// nytimes/gizmo's SubscriberMessage (Message, Done) does. The loop
+	// Ack() or Done() method (no parameters but variadic options; or
+	// RabbitMQ's Delivery.Ack(multiple bool)) and carries the payload (a
+	// method or field giving []byte), as nytimes/gizmo's SubscriberMessage
+	// (Message, Done) and amqp091-go's Delivery (Body, Ack) do. The loop
 	// acks each message with that method.
 	KindMsgChan = "message channel loop"
 	// KindSQSLib is a handler the code gives to an SQS consumer library
@@ -1086,11 +1087,21 @@ func selfAckMethod(t types.Type) *types.Func {
 			params--
 		}
 		res := sig.Results()
+		if params == 1 && name == "Ack" && isAMQP(funcPath(fn)) && types.Identical(sig.Params().At(0).Type(), types.Typ[types.Bool]) {
+			params = 0 // RabbitMQ's Delivery.Ack(multiple bool)
+		}
 		if params == 0 && (res.Len() == 0 || res.Len() == 1 && types.Identical(res.At(0).Type(), types.Universe.Lookup("error").Type())) {
 			return fn
 		}
 	}
 	return nil
+}
+
+// isAMQP matches the RabbitMQ clients whose Delivery acks itself with
+// Ack(multiple bool): rabbitmq/amqp091-go and its predecessor
+// streadway/amqp (field trial, wave 39: micro-todoList).
+func isAMQP(path string) bool {
+	return path == "github.com/rabbitmq/amqp091-go" || path == "github.com/streadway/amqp"
 }
 
 // carriesPayload reports whether a message type t (or *t) gives its body:

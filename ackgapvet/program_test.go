@@ -406,7 +406,7 @@ func TestConsumerMap(t *testing.T) {
 	for _, c := range rep.Consumers {
 		byName[c.Name] = c
 	}
-	require.Len(t, byName, 106, "%+v", rep.Consumers)
+	require.Len(t, byName, 108, "%+v", rep.Consumers)
 
 	// A receive loop that the call graph reaches from another consumer (a
 	// fallback source behind an interface) and whose acks are closures it
@@ -1443,4 +1443,19 @@ func TestGormGen(t *testing.T) {
 	c := consumerNamed(t, rep, "GenUpserts")
 	require.Len(t, c.Writes, 1, "%+v", c)
 	require.Contains(t, c.Writes[0].What, "a database write (query.IOrderDo.Create)")
+}
+
+// TestRabbitMQDeliveries: a loop over the deliveries RabbitMQ's Consume
+// returns is a consumer whose Delivery.Ack(multiple bool) is the ack: an
+// Ack after a failed write that is only logged is an errack finding, a Nack
+// on the failure is not (field trial, wave 39: micro-todoList).
+func TestRabbitMQDeliveries(t *testing.T) {
+	rep := programReport(t, false)
+	requireFindingsAt(t, rep, "rabbit/rabbit.go", "errack", []int{24}, "acks with amqp091.Delivery.Ack even when db.ExecContext failed (line 21)")
+	for _, name := range []string{"Tasks", "TasksNack"} {
+		c := consumerNamed(t, rep, name)
+		require.Equal(t, KindMsgChan, c.Kind)
+		require.Len(t, c.Acks, 1, "%+v", c)
+		require.Contains(t, c.Acks[0].What, "amqp091.Delivery.Ack")
+	}
 }

@@ -3,6 +3,7 @@ module example.com/program
 go 1.26
 
 require (
+	github.com/rabbitmq/amqp091-go v1.0.0
 	gorm.io/gen v1.0.0
 	cloud.google.com/go/pubsub v1.0.0
 	example.com/programshared v0.0.0
@@ -58,3 +59,5 @@ replace github.com/zeromicro/go-zero => ../src/github.com/zeromicro/go-zero
 replace cloud.google.com/go/pubsub => ../src/cloud.google.com/go/pubsub
 
 replace gorm.io/gen => ../src/gorm.io/gen
+
+replace github.com/rabbitmq/amqp091-go => ../src/github.com/rabbitmq/amqp091-go

@@ -1,0 +1,43 @@
+// Package rabbit ranges over RabbitMQ deliveries acked with Ack(false)
+// (field trial, wave 39: micro-todoList's task consumer): one acks a
+// delivery whose insert failed, the other nacks it for redelivery.
+package rabbit
+
+import (
+	"context"
+	"database/sql"
+	"log"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+)
+
+// Tasks stores each task and acks it even when the insert failed.
+func Tasks(ctx context.Context, ch *amqp.Channel, db *sql.DB) error {
+	msgs, err := ch.Consume("tasks", "", false, false, false, false, nil)
+	if err != nil {
+		return err
+	}
+	for d := range msgs {
+		if _, err := db.ExecContext(ctx, "UPDATE tasks SET done = true WHERE id = $1", string(d.Body)); err != nil {
+			log.Printf("task: %v", err)
+		}
+		_ = d.Ack(false)
+	}
+	return nil
+}
+
+// TasksNack nacks a delivery whose update failed.
+func TasksNack(ctx context.Context, ch *amqp.Channel, db *sql.DB) error {
+	msgs, err := ch.Consume("tasks", "", false, false, false, false, nil)
+	if err != nil {
+		return err
+	}
+	for d := range msgs {
+		if _, err := db.ExecContext(ctx, "UPDATE tasks SET done = true WHERE id = $1", string(d.Body)); err != nil {
+			_ = d.Nack(false, true)
+			continue
+		}
+		_ = d.Ack(false)
+	}
+	return nil
+}
