@@ -157,14 +157,20 @@ func newStopBatchConsumerWith(t *testing.T, b *seqBackend, h router.HandlerFunc[
 	return bc
 }
 
-// consumeAll runs a BatchConsumer of group until every event was applied,
-// then closes it (the broker answering).
+// consumeAll runs a BatchConsumer of group until it holds the topic's
+// partitions and every event was applied, then closes it (the broker
+// answering). Waiting for the partitions first makes the consumer replay
+// what the group did not commit before it is closed, even when every
+// event was applied before the pause (Close before Run has joined
+// makes Run return ErrSubscriberClosed, as documented: a clean-clone CI
+// run met that race).
 func consumeAll(t *testing.T, b *seqBackend, brokers []string, topic, group string) {
 	t.Helper()
 	bc := newStopBatchConsumer(t, b, brokers, topic, group, &jsonLog{})
 	done := make(chan error, 1)
 	go func() { done <- bc.Run(context.Background()) }()
 	t.Cleanup(func() { _ = bc.Close() })
+	eventually(t, 2*time.Minute, "the group's partitions held", func() bool { return len(bc.Stats()) > 0 })
 	eventually(t, 2*time.Minute, "every event applied", func() bool { return len(b.applied(t)) == stopEvents })
 	require.NoError(t, bc.Close())
 	require.NoError(t, <-done)
