@@ -1378,9 +1378,16 @@ func wholeBatch(source string) string {
 // ignores the response ("Reporting batch item failures", AWS Lambda
 // Developer Guide), so every record is delivered again, those that
 // succeeded included.
+//
+// A handler that reads only the batch's first record (Records[0], never a
+// loop over Records) has no other record whose work a retry repeats, so it
+// is left alone (field trial, wave 39: Zircon's three stream handlers).
 func failuresWithError(pass *analysis.Pass, r *reporter, root *Root) {
 	info := pass.TypesInfo
 	body := funcBody(root.Node)
+	if firstRecordOnly(info, body) {
+		return
+	}
 	filled := map[types.Object]bool{} // responses whose BatchItemFailures are assigned
 	ast.Inspect(body, func(n ast.Node) bool {
 		if as, ok := n.(*ast.AssignStmt); ok {
@@ -1426,6 +1433,39 @@ func failuresWithError(pass *analysis.Pass, r *reporter, root *Root) {
 		}
 		return true
 	})
+}
+
+// firstRecordOnly reports whether body reads its event's Records only as
+// Records[0] (and len(Records)): no range over them, no other index, no
+// slice of them, and no Records handed on whole.
+func firstRecordOnly(info *types.Info, body *ast.BlockStmt) bool {
+	first, other := false, false
+	var stack []ast.Node
+	ast.Inspect(body, func(n ast.Node) bool {
+		if n == nil {
+			stack = stack[:len(stack)-1]
+			return true
+		}
+		if sel, ok := n.(*ast.SelectorExpr); ok && sel.Sel.Name == "Records" && batchRecords(info.TypeOf(sel)) != "" {
+			switch up := stack[len(stack)-1].(type) {
+			case *ast.IndexExpr:
+				if tv, ok := info.Types[up.Index]; ok && up.X == sel && tv.Value != nil && tv.Value.String() == "0" {
+					first = true
+				} else {
+					other = true
+				}
+			case *ast.CallExpr:
+				if id, ok := ast.Unparen(up.Fun).(*ast.Ident); !ok || id.Name != "len" {
+					other = true
+				}
+			default:
+				other = true
+			}
+		}
+		stack = append(stack, n)
+		return true
+	})
+	return first && !other
 }
 
 // batchResponse reports whether a Lambda handler answers with a partial
