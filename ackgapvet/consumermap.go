@@ -195,6 +195,10 @@ func (w *wholeProgram) describe(rw *rootWalk) Consumer {
 		c.Acks = append(c.Acks, Step{What: "kinesis-consumer checkpoints the record when the callback returns nil"})
 	case KindSQSLib:
 		c.Acks = append(c.Acks, Step{What: "the library deletes the message when the handler returns nil (its receive loop is not in the checked code)"})
+	case KindRedisPubSub:
+		c.Acks = append(c.Acks, Step{What: "Redis Pub/Sub has no ack and keeps nothing: a message sent while the subscriber is down, or whose work fails, is never delivered again"})
+	case KindAsynq:
+		c.Acks = append(c.Acks, Step{What: "asynq marks the task done when the handler returns nil; an error retries it (MaxRetry 25 by default), and a task whose worker dies or that outruns its timeout (30 minutes by default) runs again"})
 	}
 	// acksIn holds, per function on the walk, the earliest position in its
 	// body that acks (the ack, or a call that leads to one), not on a
@@ -369,6 +373,9 @@ func (w *wholeProgram) describe(rw *rootWalk) Consumer {
 				}
 			}
 		}
+	}
+	if c.Kind == KindNATS && len(c.Acks) == 0 {
+		c.Acks = append(c.Acks, Step{What: "no msg.Ack(): core NATS has no ack (at most once: a message in flight when the process stops is lost), and a JetStream subscription without nats.ManualAck() acks after the callback returns, whatever it did"})
 	}
 	return c
 }

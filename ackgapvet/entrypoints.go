@@ -88,6 +88,42 @@ const (
 	// it and deletes the message when it returns nil: the loop is not in
 	// the checked code, the handler is (field trial, waves 26 and 27).
 	KindSQSLib = "SQS handler run by a library"
+	// KindAsynq is a hibiken/asynq task handler: the function given to
+	// (*asynq.ServeMux).HandleFunc or converted to asynq.HandlerFunc, or
+	// the ProcessTask method of a value given as an asynq.Handler
+	// (ServeMux.Handle, Server.Run or Start). asynq marks the task done
+	// when the handler returns nil; an error (or a recovered panic) retries
+	// it with backoff (MaxRetry 25 by default) and then archives it, and a
+	// task whose worker dies, or that outruns its timeout (30 minutes by
+	// default), runs again (field trial, wave 39: Zircon, go-zero-douyin).
+	KindAsynq = "asynq task handler"
+	// KindNATS is the callback given to a nats.go subscription: core
+	// NATS's Conn.Subscribe or QueueSubscribe (no ack: at most once, a
+	// message in flight when the process stops is lost), JetStream's
+	// JetStreamContext.Subscribe or QueueSubscribe (acked after the
+	// callback returns unless nats.ManualAck() is given; msg.Ack() then
+	// acks, and an unacked message comes back after AckWait, 30 seconds by
+	// default), or jetstream.Consumer's Consume (msg.Ack()).
+	KindNATS = "NATS subscription callback"
+	// KindNATSPull is a function that pulls JetStream messages in a loop:
+	// (*nats.Subscription).Fetch or NextMsg, jetstream.Consumer's Fetch,
+	// FetchNoWait or FetchBytes, or MessagesContext.Next; each message acks
+	// itself with msg.Ack() (field trial, wave 39: programme-lv/tester).
+	KindNATSPull = "NATS JetStream pull loop"
+	// KindRedisQueue is a function that takes messages from Redis in a
+	// loop with go-redis: a stream read by a consumer group (XREADGROUP,
+	// acked by XACK; an entry never acked stays pending for XCLAIM), or a
+	// list used as a reliable queue (BLMOVE or BRPOPLPUSH into a processing
+	// list, acked by LREM) or as a plain one (BLPOP, BRPOP: the pop itself
+	// removes the message, so a crash before the work loses it) (field
+	// trial, wave 39: heimdall's syncer).
+	KindRedisQueue = "Redis queue loop"
+	// KindRedisPubSub is a function that ranges over a go-redis PubSub's
+	// Channel() (or calls its ReceiveMessage in a loop). Redis Pub/Sub has
+	// no ack and keeps nothing: a message sent while the subscriber is
+	// down, or whose work fails, is gone (field trial, wave 39: heimdall's
+	// data plane).
+	KindRedisPubSub = "Redis Pub/Sub loop"
 	// KindEntry is a function declared an entry point by name (the
 	// -entry flag, [RunConfig].Entries or the entries of [ConfigFile]).
 	KindEntry = "declared entry point"
@@ -342,6 +378,8 @@ func (c *Consumers) moreRoots(n ast.Node, stack []ast.Node, addRoot func(kind, n
 		// for msg := range messages, messages from Subscribe.
 		if isWatermillMsgChan(info.TypeOf(n.X)) {
 			c.receiveRoot(KindWatermillSub, stack, addRoot)
+		} else if isRedisMsgChan(info.TypeOf(n.X)) {
+			c.receiveRoot(KindRedisPubSub, stack, addRoot)
 		} else if c.isAckableMsgChan(info.TypeOf(n.X)) {
 			c.receiveRoot(KindMsgChan, stack, addRoot)
 		}
@@ -349,16 +387,36 @@ func (c *Consumers) moreRoots(n ast.Node, stack []ast.Node, addRoot func(kind, n
 		// msg := <-messages (in a for or select loop).
 		if n.Op == token.ARROW && isWatermillMsgChan(info.TypeOf(n.X)) {
 			c.receiveRoot(KindWatermillSub, stack, addRoot)
+		} else if n.Op == token.ARROW && isRedisMsgChan(info.TypeOf(n.X)) {
+			c.receiveRoot(KindRedisPubSub, stack, addRoot)
 		} else if n.Op == token.ARROW && c.isAckableMsgChan(info.TypeOf(n.X)) {
 			c.receiveRoot(KindMsgChan, stack, addRoot)
 		}
 	case *ast.CallExpr:
+		if tv, ok := info.Types[n.Fun]; ok && tv.IsType() && isNamed(tv.Type, pathAsynq, "HandlerFunc") && len(n.Args) == 1 {
+			rootOfExpr(KindAsynq, n.Args[0]) // asynq.HandlerFunc(f)
+			return
+		}
 		fn := callee(info, n)
 		if fn == nil {
 			return
 		}
 		path, recv, name := funcPath(fn), recvName(fn), fn.Name()
 		switch {
+		case path == pathAsynq && recv == "ServeMux" && name == "HandleFunc" && len(n.Args) == 2:
+			rootOfExpr(KindAsynq, n.Args[1])
+		case isNATS(path) && (name == "Subscribe" || name == "QueueSubscribe" || name == "Consume"):
+			for _, a := range n.Args {
+				if isNATSHandler(info.TypeOf(a)) {
+					rootOfExpr(KindNATS, a)
+				}
+			}
+		case isNATS(path) && natsPull[recv+"."+name]:
+			c.receiveRoot(KindNATSPull, stack, addRoot)
+		case isGoRedis(path) && redisReceive[name]:
+			c.receiveRoot(KindRedisQueue, stack, addRoot)
+		case isGoRedis(path) && recv == "PubSub" && name == "ReceiveMessage":
+			c.receiveRoot(KindRedisPubSub, stack, addRoot)
 		case path == pathCQRS:
 			if strings.HasPrefix(name, "New") && strings.HasSuffix(name, "Handler") {
 				for _, a := range n.Args {
@@ -516,6 +574,7 @@ func sameRepo(a, b string) bool {
 var libraryCallbacks = []struct{ path, iface, method, kind string }{
 	{"github.com/zeromicro/go-queue/kq", "ConsumeHandler", "Consume", KindKq},
 	{"github.com/tal-tech/go-queue/kq", "ConsumeHandler", "Consume", KindKq},
+	{pathAsynq, "Handler", "ProcessTask", KindAsynq},
 }
 
 // callbackRoots makes entry points of the callback methods of values passed
@@ -547,8 +606,8 @@ func (c *Consumers) callbackRoots(fn *types.Func, call *ast.CallExpr, addRoot fu
 			for _, t := range c.concreteTypes(a) {
 				obj, _, _ := types.LookupFieldOrMethod(t, true, c.pass.Pkg, lc.method)
 				m, ok := obj.(*types.Func)
-				if !ok {
-					continue
+				if !ok || m.Pkg() != nil && m.Pkg().Path() == lc.path {
+					continue // the library's own (asynq's ServeMux, HandlerFunc)
 				}
 				if d := c.decls[m.Origin()]; d != nil {
 					addRoot(lc.kind, rootName(m), d)
@@ -1095,6 +1154,61 @@ func selfAckMethod(t types.Type) *types.Func {
 		}
 	}
 	return nil
+}
+
+// isNATS matches nats.go and its jetstream package.
+func isNATS(path string) bool {
+	return path == "github.com/nats-io/nats.go" || path == "github.com/nats-io/nats.go/jetstream"
+}
+
+// isNATSHandler reports whether t is a nats.go message callback:
+// nats.MsgHandler, jetstream.MessageHandler, or a function of one
+// *nats.Msg or jetstream.Msg.
+func isNATSHandler(t types.Type) bool {
+	if t == nil {
+		return false
+	}
+	sig, ok := t.Underlying().(*types.Signature)
+	if !ok || sig.Params().Len() != 1 {
+		return false
+	}
+	p := sig.Params().At(0).Type()
+	return isNamed(p, "github.com/nats-io/nats.go", "Msg") || isNamed(p, "github.com/nats-io/nats.go/jetstream", "Msg")
+}
+
+// natsPull names the receiver and method of the nats.go calls that pull
+// JetStream messages (see KindNATSPull).
+var natsPull = map[string]bool{
+	"Subscription.Fetch": true, "Subscription.FetchBatch": true, "Subscription.NextMsg": true, "Subscription.NextMsgWithContext": true,
+	"Consumer.Fetch": true, "Consumer.FetchNoWait": true, "Consumer.FetchBytes": true, "Consumer.Next": true, "MessagesContext.Next": true,
+}
+
+// isGoRedis matches go-redis (v9 at github.com/redis/go-redis, and the
+// earlier github.com/go-redis/redis versions).
+func isGoRedis(path string) bool {
+	return strings.HasPrefix(path, "github.com/redis/go-redis/") || strings.HasPrefix(path, "github.com/go-redis/redis")
+}
+
+// redisReceive names the go-redis commands that take a message off a
+// stream or a list (see KindRedisQueue).
+var redisReceive = map[string]bool{"XReadGroup": true, "BLMove": true, "BRPopLPush": true, "BLPop": true, "BRPop": true}
+
+// isRedisMsgChan reports whether t is a channel of go-redis Pub/Sub
+// messages (PubSub.Channel()).
+func isRedisMsgChan(t types.Type) bool {
+	if t == nil {
+		return false
+	}
+	ch, ok := t.Underlying().(*types.Chan)
+	if !ok {
+		return false
+	}
+	p, ok := ch.Elem().(*types.Pointer)
+	if !ok {
+		return false
+	}
+	n, ok := types.Unalias(p.Elem()).(*types.Named)
+	return ok && n.Obj().Name() == "Message" && n.Obj().Pkg() != nil && isGoRedis(n.Obj().Pkg().Path())
 }
 
 // isAMQP matches the RabbitMQ clients whose Delivery acks itself with

@@ -219,10 +219,11 @@ func afterLoops(body *ast.BlockStmt) map[*ast.BlockStmt][]ast.Stmt {
 
 // returnAcks reports whether a root of kind acks its message by returning
 // without an error: the router, ackgap, Lambda, go-queue's kq (which
-// commits after an error too), and an SQS consumer library's handler.
+// commits after an error too), an SQS consumer library's handler and an
+// asynq task handler.
 func returnAcks(kind string) bool {
 	switch kind {
-	case KindWatermill, KindAckgap, KindCQRS, KindLambda, KindLambdaKinesis, KindLambdaKafka, KindLambdaDynamoDB, KindKq, KindKinesisScan, KindSQSLib:
+	case KindWatermill, KindAckgap, KindCQRS, KindLambda, KindLambdaKinesis, KindLambdaKafka, KindLambdaDynamoDB, KindKq, KindKinesisScan, KindSQSLib, KindAsynq:
 		return true
 	}
 	return false

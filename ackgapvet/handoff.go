@@ -93,6 +93,14 @@ func handOffOf(info *types.Info, st ast.Stmt, derived map[types.Object]bool) str
 		if carriesMessage(info, st.Value) || mentions(info, st.Value, derived) {
 			return "a send on " + types.ExprString(st.Chan)
 		}
+	case *ast.ExprStmt, *ast.AssignStmt:
+		// pool.Submit(func() { ... msg ... }): a worker pool's goroutine
+		// (field trial, wave 39: software-engineering's payment worker).
+		if call := topCall(st); call != nil {
+			if g := poolSubmit(info, call); g != nil && (carriesMessage(info, g.Call) || mentions(info, g.Call, derived)) {
+				return types.ExprString(call.Fun)
+			}
+		}
 	}
 	return ""
 }

@@ -237,9 +237,10 @@ func exitCall(info *types.Info, call *ast.CallExpr) string {
 var fatalMethod = regexp.MustCompile(`^Fatal(f|ln|w)?$`)
 
 // handlerRecovers reports whether a root kind's caller recovers a panic in
-// it: Watermill's router with its Recoverer middleware, ackgap's router.
+// it: Watermill's router with its Recoverer middleware, ackgap's router,
+// asynq's processor (a panic is the task's error: it is retried).
 func handlerRecovers(kind string) bool {
-	return kind == KindWatermill || kind == KindCQRS || kind == KindAckgap
+	return kind == KindWatermill || kind == KindCQRS || kind == KindAckgap || kind == KindAsynq
 }
 
 // offsetNotCommitted is why a Kafka loop's message comes back after the
@@ -259,6 +260,8 @@ func afterExit(kind string) string {
 		return "fails the invocation each time: Lambda retries the whole batch in place, the processed records included, by default until the record expires, and its shard or partition makes no progress"
 	case KindKinesisScan:
 		return "is read again first after the restart (it was not checkpointed) and ends it again: the consumer crash-loops and its shard makes no progress"
+	case KindAsynq:
+		return "is run again once its lease expires and ends it again, each time, until its retries are spent and asynq archives it"
 	case KindWatermill, KindCQRS, KindAckgap, KindWatermillSub:
 		return "is delivered again after the restart and ends it again: every handler of the process stops with it, for good"
 	}

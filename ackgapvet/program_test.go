@@ -406,7 +406,7 @@ func TestConsumerMap(t *testing.T) {
 	for _, c := range rep.Consumers {
 		byName[c.Name] = c
 	}
-	require.Len(t, byName, 108, "%+v", rep.Consumers)
+	require.Len(t, byName, 120, "%+v", rep.Consumers)
 
 	// A receive loop that the call graph reaches from another consumer (a
 	// fallback source behind an interface) and whose acks are closures it
@@ -1458,4 +1458,79 @@ func TestRabbitMQDeliveries(t *testing.T) {
 		require.Len(t, c.Acks, 1, "%+v", c)
 		require.Contains(t, c.Acks[0].What, "amqp091.Delivery.Ack")
 	}
+}
+
+// TestAsynqHandlers: hibiken/asynq task handlers are consumers whether
+// given to ServeMux.HandleFunc, registered as an asynq.Handler or converted
+// to asynq.HandlerFunc (a factory's closure too); a nil return marks the
+// task done, so a failed write only logged is an errack finding, and the
+// handlers that return the error are quiet (field trial, wave 39: Zircon,
+// go-zero-douyin).
+func TestAsynqHandlers(t *testing.T) {
+	rep := programReport(t, false)
+	requireFindingsAt(t, rep, "asynqsrv/asynqsrv.go", "errack", []int{28}, "the asynq task handler acks the message")
+	for _, name := range []string{"Publisher.ProcessTask", "asynqsrv.Serve.func1", "func literal returned by archive"} {
+		c := consumerNamed(t, rep, name)
+		require.Equal(t, KindAsynq, c.Kind)
+		require.Contains(t, c.Acks[0].What, "asynq marks the task done when the handler returns nil")
+		require.Len(t, c.Writes, 1, "%+v", c)
+	}
+	for _, c := range rep.Consumers {
+		require.NotContains(t, c.Name, "ServeMux", "asynq's own ServeMux.ProcessTask is not the code's consumer")
+	}
+}
+
+// TestNATSConsumers: nats.go subscription callbacks (JetStream with
+// ManualAck, core NATS, jetstream.Consumer.Consume) and a JetStream pull
+// loop are consumers whose msg.Ack() is the ack: an Ack after a failed
+// update only logged is an errack finding, a Nak on the failure is not; a
+// callback with no Ack says what NATS does without one.
+func TestNATSConsumers(t *testing.T) {
+	rep := programReport(t, false)
+	requireFindingsAt(t, rep, "natsub/natsub.go", "errack", []int{21}, "acks with nats.Msg.Ack even when db.Exec failed (line 18)")
+	for name, kind := range map[string]string{"natsub.Orders.func1": KindNATS, "natsub.Consume.func1": KindNATS, "Pull": KindNATSPull} {
+		c := consumerNamed(t, rep, name)
+		require.Equal(t, kind, c.Kind)
+		require.Len(t, c.Acks, 1, "%+v", c)
+		require.Regexp(t, `^acks with (nats\.Msg|jetstream\.Msg)\.Ack$`, c.Acks[0].What)
+	}
+	c := consumerNamed(t, rep, "natsub.Results.func1")
+	require.Equal(t, KindNATS, c.Kind)
+	require.Contains(t, c.Acks[0].What, "core NATS has no ack")
+	require.Contains(t, c.Effects[0].What, "a publish (nats.Conn.Publish)")
+}
+
+// TestRedisQueues: go-redis loops are consumers: a reliable list (BLMOVE,
+// LREM its ack), a stream read by a group (XREADGROUP, XACK) and a Pub/Sub
+// channel (no ack). The list loop's LREM after a failed update only logged
+// is an errack finding; the stream loop that leaves a failed entry pending
+// is not (field trial, wave 39: heimdall).
+func TestRedisQueues(t *testing.T) {
+	rep := programReport(t, false)
+	requireFindingsAt(t, rep, "redislist/redislist.go", "errack", []int{27}, "acks with redis.Client.LRem even when db.ExecContext failed (line 24)")
+	for name, ack := range map[string]string{"Updates": "redis.Client.LRem", "Events": "redis.Client.XAck"} {
+		c := consumerNamed(t, rep, name)
+		require.Equal(t, KindRedisQueue, c.Kind)
+		require.Len(t, c.Acks, 1, "%+v", c)
+		require.Contains(t, c.Acks[0].What, ack)
+	}
+	c := consumerNamed(t, rep, "Watch")
+	require.Equal(t, KindRedisPubSub, c.Kind)
+	require.Contains(t, c.Acks[0].What, "Redis Pub/Sub has no ack")
+	require.Len(t, c.Writes, 1, "%+v", c)
+}
+
+// TestPondHandOff: a Watermill handler that hands its message's work to a
+// pond pool's Submit and returns nil acks before the work (earlyack), and
+// the map marks the work as in another goroutine; its twin that waits for
+// the task is quiet (field trial, wave 39: software-engineering H1).
+func TestPondHandOff(t *testing.T) {
+	rep := programReport(t, false)
+	requireFindingsAt(t, rep, "pondpay/pondpay.go", "earlyack", []int{28}, "while its work runs in another goroutine (s.Pool.Submit at line 25)")
+	pay := consumerNamed(t, rep, "S.Pay")
+	require.Len(t, pay.Effects, 1, "%+v", pay)
+	require.True(t, pay.Effects[0].Async, "%+v", pay)
+	wait := consumerNamed(t, rep, "S.PayWait")
+	require.Len(t, wait.Effects, 1, "%+v", wait)
+	require.False(t, wait.Effects[0].Async, "%+v", wait)
 }

@@ -275,9 +275,10 @@ func classifiedPackage(fn *types.Func) bool {
 
 // ackOfMore classifies the acks of confluent-kafka-go (CommitMessage,
 // CommitOffsets, Commit, StoreMessage, StoreOffsets: a stored offset is
-// committed by the background auto-commit) and SQS deletes (DeleteMessage,
-// DeleteMessageBatch) in every form [sqsOp] knows: aws-sdk-go v1 and v2
-// clients and an application's interface over either.
+// committed by the background auto-commit), SQS deletes (DeleteMessage,
+// DeleteMessageBatch) in every form [sqsOp] knows (aws-sdk-go v1 and v2
+// clients and an application's interface over either), JetStream's acks
+// and go-redis's XACK and LREM.
 func ackOfMore(fn *types.Func) string {
 	name := fn.Name()
 	if confluentConsumerMethod(fn) {
@@ -294,6 +295,12 @@ func ackOfMore(fn *types.Func) string {
 	}
 	if isKCL(funcPath(fn)) && name == "Checkpoint" {
 		return qualName(fn)
+	}
+	if isNATS(funcPath(fn)) && (name == "Ack" || name == "AckSync" || name == "DoubleAck" || name == "Term" || name == "TermWithReason") {
+		return qualName(fn) // JetStream; Term acks the message as failed for good
+	}
+	if isGoRedis(funcPath(fn)) && (name == "XAck" || name == "LRem") {
+		return qualName(fn) // a stream entry's ack; a reliable list's removal from its processing list
 	}
 	if sig, ok := fn.Type().(*types.Signature); ok && sig.Recv() != nil && (name == "Ack" || name == "Done") {
 		// A message that acks itself (see KindMsgChan).

@@ -1560,6 +1560,18 @@ func (w *wholeProgram) walk(root *Root, entry *ssa.Function) *rootWalk {
 					// declares: a tracer's WithSpan) is taken as called
 					// by it.
 					cc := in.Common()
+					if sf := poolCallee(cc); sf != nil && !w.app[sf.Pkg()] {
+						// A worker pool's Submit (alitto/pond's, ants'):
+						// the function runs in one of the pool's
+						// goroutines, whatever the library does inside
+						// (field trial, wave 39: software-engineering's
+						// payment worker).
+						for _, a := range cc.Args {
+							for _, f := range valueFuncs(a) {
+								visit(it.fn, f, in.Pos(), 0, true)
+							}
+						}
+					}
 					if cc.IsInvoke() {
 						if m := cc.Method; m.Pkg() == nil || w.app[m.Pkg()] {
 							continue
@@ -1584,6 +1596,22 @@ func (w *wholeProgram) walk(root *Root, entry *ssa.Function) *rootWalk {
 		}
 	}
 	return rw
+}
+
+// poolCallee returns the method a call calls when it is a worker pool's
+// Submit (see poolSubmitNames; a method, by interface or not), nil
+// otherwise.
+func poolCallee(cc *ssa.CallCommon) *types.Func {
+	var fn *types.Func
+	if cc.IsInvoke() {
+		fn = cc.Method
+	} else if callee := cc.StaticCallee(); callee != nil {
+		fn, _ = callee.Object().(*types.Func)
+	}
+	if fn == nil || fn.Pkg() == nil || !poolSubmitNames[fn.Name()] || recvName(fn) == "" {
+		return nil
+	}
+	return fn
 }
 
 // sortedOut returns n's out edges by call position, then callee: VTA

@@ -3,6 +3,9 @@ module example.com/program
 go 1.26
 
 require (
+	github.com/alitto/pond v1.0.0
+	github.com/nats-io/nats.go v1.0.0
+	github.com/hibiken/asynq v1.0.0
 	github.com/rabbitmq/amqp091-go v1.0.0
 	gorm.io/gen v1.0.0
 	cloud.google.com/go/pubsub v1.0.0
@@ -61,3 +64,9 @@ replace cloud.google.com/go/pubsub => ../src/cloud.google.com/go/pubsub
 replace gorm.io/gen => ../src/gorm.io/gen
 
 replace github.com/rabbitmq/amqp091-go => ../src/github.com/rabbitmq/amqp091-go
+
+replace github.com/hibiken/asynq => ../src/github.com/hibiken/asynq
+
+replace github.com/nats-io/nats.go => ../src/github.com/nats-io/nats.go
+
+replace github.com/alitto/pond => ../src/github.com/alitto/pond

@@ -35,3 +35,50 @@ func (c *Client) Enqueue(task *Task, opts ...Option) (*TaskInfo, error) { return
 func (c *Client) EnqueueContext(ctx context.Context, task *Task, opts ...Option) (*TaskInfo, error) {
 	return nil, nil
 }
+
+// Payload is the task's payload.
+func (t *Task) Payload() []byte { return nil }
+
+// Handler processes a task: nil marks it done, an error retries it.
+type Handler interface {
+	ProcessTask(context.Context, *Task) error
+}
+
+// HandlerFunc adapts a function to a Handler.
+type HandlerFunc func(context.Context, *Task) error
+
+// ProcessTask calls f.
+func (f HandlerFunc) ProcessTask(ctx context.Context, t *Task) error { return f(ctx, t) }
+
+// ServeMux routes tasks by type.
+type ServeMux struct{}
+
+// NewServeMux makes a ServeMux.
+func NewServeMux() *ServeMux { return &ServeMux{} }
+
+// Handle registers handler for pattern.
+func (mux *ServeMux) Handle(pattern string, handler Handler) {}
+
+// HandleFunc registers handler for pattern.
+func (mux *ServeMux) HandleFunc(pattern string, handler func(context.Context, *Task) error) {}
+
+// ProcessTask dispatches t.
+func (mux *ServeMux) ProcessTask(ctx context.Context, t *Task) error { return nil }
+
+// RedisClientOpt says where Redis is.
+type RedisClientOpt struct{ Addr string }
+
+// Config configures a Server.
+type Config struct{ Concurrency int }
+
+// Server runs handlers.
+type Server struct{}
+
+// NewServer makes a Server.
+func NewServer(r RedisClientOpt, cfg Config) *Server { return &Server{} }
+
+// Run runs handler until a signal.
+func (srv *Server) Run(handler Handler) error { return nil }
+
+// Start starts handler.
+func (srv *Server) Start(handler Handler) error { return nil }

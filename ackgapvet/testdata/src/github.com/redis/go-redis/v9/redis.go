@@ -77,3 +77,89 @@ func (c *Client) Expire(ctx context.Context, key string, ttl time.Duration) *Boo
 
 // Err returns the command's error.
 func (c *BoolCmd) Err() error { return nil }
+
+// StringCmd holds a string reply.
+type StringCmd struct{}
+
+// Result returns the reply.
+func (c *StringCmd) Result() (string, error) { return "", nil }
+
+// StringSliceCmd holds a list reply.
+type StringSliceCmd struct{}
+
+// Result returns the reply.
+func (c *StringSliceCmd) Result() ([]string, error) { return nil, nil }
+
+// BLMove moves an element from source to destination, blocking.
+func (c *Client) BLMove(ctx context.Context, source, destination, srcpos, destpos string, timeout time.Duration) *StringCmd {
+	return &StringCmd{}
+}
+
+// BRPopLPush pops from source and pushes to destination, blocking.
+func (c *Client) BRPopLPush(ctx context.Context, source, destination string, timeout time.Duration) *StringCmd {
+	return &StringCmd{}
+}
+
+// BLPop pops from the first non-empty list, blocking.
+func (c *Client) BLPop(ctx context.Context, timeout time.Duration, keys ...string) *StringSliceCmd {
+	return &StringSliceCmd{}
+}
+
+// LRem removes count occurrences of value from a list.
+func (c *Client) LRem(ctx context.Context, key string, count int64, value any) *IntCmd {
+	return &IntCmd{}
+}
+
+// XMessage is a stream entry.
+type XMessage struct {
+	ID     string
+	Values map[string]any
+}
+
+// XStream is a stream's entries.
+type XStream struct {
+	Stream   string
+	Messages []XMessage
+}
+
+// XStreamSliceCmd holds XREAD's reply.
+type XStreamSliceCmd struct{}
+
+// Result returns the reply.
+func (c *XStreamSliceCmd) Result() ([]XStream, error) { return nil, nil }
+
+// XReadGroupArgs are XREADGROUP's arguments.
+type XReadGroupArgs struct {
+	Group, Consumer string
+	Streams         []string
+	Count           int64
+	Block           time.Duration
+}
+
+// XReadGroup reads entries for a consumer group.
+func (c *Client) XReadGroup(ctx context.Context, a *XReadGroupArgs) *XStreamSliceCmd {
+	return &XStreamSliceCmd{}
+}
+
+// XAck acks entries of a consumer group.
+func (c *Client) XAck(ctx context.Context, stream, group string, ids ...string) *IntCmd {
+	return &IntCmd{}
+}
+
+// Message is a Pub/Sub message.
+type Message struct {
+	Channel string
+	Payload string
+}
+
+// PubSub is a subscription.
+type PubSub struct{}
+
+// Subscribe subscribes to channels.
+func (c *Client) Subscribe(ctx context.Context, channels ...string) *PubSub { return &PubSub{} }
+
+// Channel returns the subscription's messages.
+func (ps *PubSub) Channel() <-chan *Message { return nil }
+
+// ReceiveMessage waits for a message.
+func (ps *PubSub) ReceiveMessage(ctx context.Context) (*Message, error) { return nil, nil }

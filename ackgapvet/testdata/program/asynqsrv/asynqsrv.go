@@ -1,0 +1,47 @@
+// Package asynqsrv runs hibiken/asynq task handlers (field trial, wave 39:
+// Zircon's video worker and go-zero-douyin's deferred publish): a handler's
+// nil marks the task done, an error retries it.
+package asynqsrv
+
+import (
+	"context"
+	"database/sql"
+	"log"
+
+	"github.com/hibiken/asynq"
+)
+
+// Publisher inserts the video a deferred task names and returns a failure,
+// so asynq retries it.
+type Publisher struct{ DB *sql.DB }
+
+// ProcessTask inserts the video.
+func (p *Publisher) ProcessTask(ctx context.Context, t *asynq.Task) error {
+	_, err := p.DB.ExecContext(ctx, "UPDATE videos SET published = true WHERE id = $1", string(t.Payload()))
+	return err
+}
+
+// Serve registers a function and a Handler on a mux, and runs the mux.
+func Serve(db *sql.DB) error {
+	mux := asynq.NewServeMux()
+	mux.HandleFunc("video:done", func(ctx context.Context, t *asynq.Task) error {
+		if _, err := db.ExecContext(ctx, "UPDATE videos SET state = 'done' WHERE id = $1", string(t.Payload())); err != nil {
+			log.Printf("video: %v", err)
+		}
+		return nil
+	})
+	mux.Handle("video:publish", &Publisher{DB: db})
+	return asynq.NewServer(asynq.RedisClientOpt{Addr: "127.0.0.1:6379"}, asynq.Config{Concurrency: 4}).Run(mux)
+}
+
+// Archive runs one function as the server's only handler.
+func Archive(db *sql.DB) error {
+	return asynq.NewServer(asynq.RedisClientOpt{}, asynq.Config{}).Run(asynq.HandlerFunc(archive(db)))
+}
+
+func archive(db *sql.DB) func(context.Context, *asynq.Task) error {
+	return func(ctx context.Context, t *asynq.Task) error {
+		_, err := db.ExecContext(ctx, "UPDATE videos SET archived = true WHERE id = $1", string(t.Payload()))
+		return err
+	}
+}

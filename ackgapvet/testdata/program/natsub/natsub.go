@@ -1,0 +1,62 @@
+// Package natsub consumes NATS: JetStream subscriptions with manual acks,
+// a core NATS queue subscription, a JetStream pull loop and a Consume
+// callback (field trial, wave 39: programme-lv/tester's QueueSubscribe).
+package natsub
+
+import (
+	"context"
+	"database/sql"
+	"log"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Orders records each order and acks it even when the update failed.
+func Orders(js nats.JetStreamContext, db *sql.DB) error {
+	_, err := js.Subscribe("orders", func(m *nats.Msg) {
+		if _, err := db.Exec("UPDATE orders SET paid = true WHERE id = $1", string(m.Data)); err != nil {
+			log.Printf("order: %v", err)
+		}
+		_ = m.Ack()
+	}, nats.ManualAck())
+	return err
+}
+
+// Results publishes each result for whoever asked (core NATS).
+func Results(nc *nats.Conn) error {
+	_, err := nc.QueueSubscribe("results", "workers", func(m *nats.Msg) {
+		_ = nc.Publish("results.done", m.Data)
+	})
+	return err
+}
+
+// Pull fetches batches and acks each message after its update; a failed
+// update is left for redelivery.
+func Pull(ctx context.Context, sub *nats.Subscription, db *sql.DB) {
+	for ctx.Err() == nil {
+		msgs, err := sub.Fetch(10)
+		if err != nil {
+			continue
+		}
+		for _, m := range msgs {
+			if _, err := db.ExecContext(ctx, "UPDATE stock SET n = n - 1 WHERE id = $1", string(m.Data)); err != nil {
+				_ = m.Nak()
+				continue
+			}
+			_ = m.Ack()
+		}
+	}
+}
+
+// Consume acks each shipment after its update.
+func Consume(cons jetstream.Consumer, db *sql.DB) error {
+	_, err := cons.Consume(func(m jetstream.Msg) {
+		if _, err := db.Exec("UPDATE shipments SET sent = true WHERE id = $1", string(m.Data())); err != nil {
+			_ = m.Nak()
+			return
+		}
+		_ = m.Ack()
+	})
+	return err
+}

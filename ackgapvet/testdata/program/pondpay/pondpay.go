@@ -1,0 +1,49 @@
+// Package pondpay hands a Watermill message's payment to a pond worker
+// pool and returns nil: the router acks before the payment is made (field
+// trial, wave 39: software-engineering's payment subscriber). Its twin
+// waits for the task.
+package pondpay
+
+import (
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/alitto/pond"
+)
+
+// S pays through a gateway in a pool's workers.
+type S struct {
+	Pool    *pond.WorkerPool
+	Gateway string
+}
+
+// Pay submits the payment and returns at once.
+func (s *S) Pay(msg *message.Message) error {
+	body := string(msg.Payload)
+	s.Pool.Submit(func() {
+		_, _ = http.Post(s.Gateway, "application/json", strings.NewReader(body))
+	})
+	return nil
+}
+
+// PayWait submits the payment and waits for it.
+func (s *S) PayWait(msg *message.Message) error {
+	body := string(msg.Payload)
+	var wg sync.WaitGroup
+	var err error
+	wg.Add(1)
+	s.Pool.Submit(func() {
+		defer wg.Done()
+		_, err = http.Post(s.Gateway, "application/json", strings.NewReader(body))
+	})
+	wg.Wait()
+	return err
+}
+
+// Register adds the handlers.
+func Register(r *message.Router, sub message.Subscriber, s *S) {
+	r.AddNoPublisherHandler("pay", "payments", sub, s.Pay)
+	r.AddNoPublisherHandler("pay-wait", "payments-wait", sub, s.PayWait)
+}

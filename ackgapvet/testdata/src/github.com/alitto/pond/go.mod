@@ -1,0 +1,3 @@
+module github.com/alitto/pond
+
+go 1.22
