@@ -165,6 +165,50 @@ func dropWholeBatch(fs []Finding, root string) []Finding {
 	return out
 }
 
+// reportsFailures matches the setting that makes Lambda read a partial
+// batch response, in Terraform (function_response_types =
+// ["ReportBatchItemFailures"]), SAM and CloudFormation
+// (FunctionResponseTypes), the CDK (reportBatchItemFailures: true), the
+// Serverless Framework (functionResponseType) and SST alike.
+var reportsFailures = regexp.MustCompile(`(?i)ReportBatchItemFailures`)
+
+// dropFailuresHeard drops lambdabatch's failuresIgnored findings unless
+// the repository declares event source mappings (Terraform, or else the
+// CDK, SST, Serverless Framework or SAM; under root or its parent, as
+// mappingsBatchOfOne reads them) and none of its files enables
+// ReportBatchItemFailures: with no mapping in the repository (made by hand,
+// or in another repository) nothing says the response is ignored (field
+// trial, wave 39: Zircon's SAM template, H1).
+func dropFailuresHeard(fs []Finding, root string) []Finding {
+	if !slices.ContainsFunc(fs, func(f Finding) bool { return f.Check == "lambdabatch" && f.Message == failuresIgnored }) {
+		return fs
+	}
+	ignored := false
+	if root != "" {
+		for _, dir := range []string{root, filepath.Dir(root)} {
+			n, _, _ := tfMappings(dir)
+			if n == 0 {
+				n, _, _ = iacMappings(dir)
+			}
+			if n > 0 {
+				heard := false
+				eachFile(dir, []string{".tf", ".ts", ".js", ".mjs", ".yml", ".yaml", ".json"}, func(text string) {
+					heard = heard || reportsFailures.MatchString(text)
+				})
+				ignored = !heard
+				break
+			}
+			if dir == filepath.Dir(dir) {
+				break
+			}
+		}
+	}
+	if ignored {
+		return fs
+	}
+	return slices.DeleteFunc(fs, func(f Finding) bool { return f.Check == "lambdabatch" && f.Message == failuresIgnored })
+}
+
 // kqInOrderSetting matches a go-queue kq setting in a configuration file
 // (go-zero's YAML, or JSON or TOML) that keeps commits in partition order:
 // CommitInOrder true, or a single processor.

@@ -1234,7 +1234,7 @@ the record inside the handler.`,
 				continue
 			}
 			if batchResponse(pass.TypesInfo, funcType(root.Node)) || handBuiltResponse(pass.TypesInfo, funcBody(root.Node)) {
-				failuresWithError(pass, r, root)
+				failuresWithError(pass, c, r, root)
 				continue
 			}
 			fanOutReturns(pass, r, root, source)
@@ -1382,12 +1382,14 @@ func wholeBatch(source string) string {
 // A handler that reads only the batch's first record (Records[0], never a
 // loop over Records) has no other record whose work a retry repeats, so it
 // is left alone (field trial, wave 39: Zircon's three stream handlers).
-func failuresWithError(pass *analysis.Pass, r *reporter, root *Root) {
+//
+// In the whole-program mode it also reports the first return of a filled
+// response with a nil error, as failuresIgnored; the command keeps that
+// finding only when the repository's event source mappings never enable
+// ReportBatchItemFailures (see dropFailuresHeard).
+func failuresWithError(pass *analysis.Pass, c *Consumers, r *reporter, root *Root) {
 	info := pass.TypesInfo
 	body := funcBody(root.Node)
-	if firstRecordOnly(info, body) {
-		return
-	}
 	filled := map[types.Object]bool{} // responses whose BatchItemFailures are assigned
 	ast.Inspect(body, func(n ast.Node) bool {
 		if as, ok := n.(*ast.AssignStmt); ok {
@@ -1416,6 +1418,8 @@ func failuresWithError(pass *analysis.Pass, r *reporter, root *Root) {
 		}
 		return true
 	})
+	firstOnly := firstRecordOnly(info, body)
+	heard := false
 	ast.Inspect(body, func(n ast.Node) bool {
 		if _, ok := n.(*ast.FuncLit); ok {
 			return false
@@ -1424,16 +1428,30 @@ func failuresWithError(pass *analysis.Pass, r *reporter, root *Root) {
 		if !ok || len(ret.Results) != 2 {
 			return true
 		}
-		if id, ok := ast.Unparen(ret.Results[1]).(*ast.Ident); ok && id.Name == "nil" {
+		if obj := baseObj(info, ret.Results[0]); !(obj != nil && filled[obj] || failuresLiteral(info, ret.Results[0])) {
 			return true
 		}
-		if obj := baseObj(info, ret.Results[0]); obj != nil && filled[obj] || failuresLiteral(info, ret.Results[0]) {
+		if id, ok := ast.Unparen(ret.Results[1]).(*ast.Ident); ok && id.Name == "nil" {
+			if c.program != nil && !heard {
+				heard = true
+				r.report(ret, SeverityOf(root.Name), failuresIgnored)
+			}
+			return true
+		}
+		if !firstOnly {
 			r.report(ret, SeverityOf(root.Name),
 				"returns the batch item failures together with an error: Lambda takes the error as a failure of the whole batch and ignores the response, so every record is delivered again, those that succeeded included; return the response with a nil error")
 		}
 		return true
 	})
 }
+
+// failuresIgnored is lambdabatch's message for a partial batch response
+// returned with a nil error under event source mappings that do not
+// enable it (AWS Lambda Developer Guide, "Reporting batch item failures":
+// without ReportBatchItemFailures in FunctionResponseTypes the response is
+// ignored and a nil error is success).
+const failuresIgnored = "returns the failed records in BatchItemFailures with a nil error, but no event source mapping of the repository enables ReportBatchItemFailures (Terraform's function_response_types, SAM's FunctionResponseTypes, the CDK's reportBatchItemFailures): Lambda ignores the response and takes the nil as success, so the records named as failed are deleted from the queue, or passed over on a stream, and lost; enable ReportBatchItemFailures on the mapping"
 
 // firstRecordOnly reports whether body reads its event's Records only as
 // Records[0] (and len(Records)): no range over them, no other index, no

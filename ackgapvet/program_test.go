@@ -2,6 +2,7 @@ package ackgapvet
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -1533,4 +1534,71 @@ func TestPondHandOff(t *testing.T) {
 	wait := consumerNamed(t, rep, "S.PayWait")
 	require.Len(t, wait.Effects, 1, "%+v", wait)
 	require.False(t, wait.Effects[0].Async, "%+v", wait)
+}
+
+// TestFailuresNotHeard: a Lambda handler that names its failed record in
+// BatchItemFailures and returns a nil error loses that record when the
+// repository's event source mapping does not enable
+// ReportBatchItemFailures (Lambda ignores the response); with the setting,
+// or with no mapping in the repository, nothing is reported (field trial,
+// wave 39: Zircon H1, a SAM template with no FunctionResponseTypes).
+func TestFailuresNotHeard(t *testing.T) {
+	stubs, err := filepath.Abs(filepath.Join("testdata", "src"))
+	require.NoError(t, err)
+	const handler = `package main
+
+import (
+	"context"
+	"database/sql"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambda"
+)
+
+var db *sql.DB
+
+func handle(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+	var resp events.DynamoDBEventResponse
+	rec := ev.Records[0]
+	if _, err := db.ExecContext(ctx, "UPDATE videos SET queued = true WHERE id = $1", rec.EventID); err != nil {
+		resp.BatchItemFailures = []events.DynamoDBBatchItemFailure{{ItemIdentifier: rec.EventID}}
+		return resp, nil
+	}
+	return resp, nil
+}
+
+func main() { lambda.Start(handle) }
+`
+	const template = "Resources:\n  Queue:\n    Type: AWS::Serverless::Function\n    Properties:\n      Events:\n        Stream:\n          Type: DynamoDB\n          Properties:\n            BatchSize: 1\n%s"
+	for _, tc := range []struct {
+		name, template string
+		want           int
+	}{
+		{"mapping without ReportBatchItemFailures", fmt.Sprintf(template, ""), 1},
+		{"mapping with ReportBatchItemFailures", fmt.Sprintf(template, "            FunctionResponseTypes:\n              - ReportBatchItemFailures\n"), 0},
+		{"no mapping in the repository", "", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			mod := "module example.com/zircon\n\ngo 1.26\n\nrequire github.com/aws/aws-lambda-go v1.0.0\n\nreplace github.com/aws/aws-lambda-go => " + stubs + "/github.com/aws/aws-lambda-go\n"
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "go.mod"), []byte(mod), 0o644))
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "main.go"), []byte(handler), 0o644))
+			if tc.template != "" {
+				require.NoError(t, os.WriteFile(filepath.Join(dir, "template.yaml"), []byte(tc.template), 0o644))
+			}
+			rep, err := Run(&RunConfig{Dir: dir, Env: programEnv()})
+			require.NoError(t, err)
+			var got []Finding
+			for _, f := range rep.Findings {
+				if f.Check == "lambdabatch" {
+					got = append(got, f)
+				}
+			}
+			require.Len(t, got, tc.want, "%+v", rep.Findings)
+			for _, f := range got {
+				require.Equal(t, 18, f.Line)
+				require.Contains(t, f.Message, "no event source mapping of the repository enables ReportBatchItemFailures")
+			}
+		})
+	}
 }

@@ -234,6 +234,7 @@ func Run(cfg *RunConfig) (*Report, error) {
 	rep.Findings = dropAllowedRebalance(rep.Findings, pkgs)
 	rep.Findings = dropForwards(rep.Findings, rep.Consumers)
 	rep.Findings = dropWholeBatch(rep.Findings, rep.Root)
+	rep.Findings = dropFailuresHeard(rep.Findings, rep.Root)
 	rep.Findings = dropKqInOrder(rep.Findings, rep.Root)
 	rep.Findings = dropAfterAck(rep.Findings, rep.Consumers)
 	rep.Findings = httpClientAfterAck(rep.Findings, rep.Consumers)
