@@ -965,6 +965,15 @@ func ackOf(info *types.Info, call *ast.CallExpr) string {
 		return ""
 	}
 	path, recv, name := funcPath(fn), recvName(fn), fn.Name()
+	if isGoRedis(path) && strings.HasSuffix(recv, "Cmd") && (name == "Err" || name == "Result" || name == "Val") {
+		// rdb.XAck(ctx, ...).Err(): the command's reply read for its error.
+		if sel, ok := ast.Unparen(call.Fun).(*ast.SelectorExpr); ok {
+			if inner, ok := ast.Unparen(sel.X).(*ast.CallExpr); ok {
+				return ackOf(info, inner)
+			}
+		}
+		return ""
+	}
 	switch {
 	case isSaramaPath(path) && (name == "MarkMessage" || name == "MarkOffset" || name == "Commit"),
 		path == pathKgo && recv == "Client" && strings.HasPrefix(name, "Commit") || path == pathKgo && recv == "Client" && strings.HasPrefix(name, "MarkCommit"),

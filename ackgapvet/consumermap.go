@@ -221,6 +221,7 @@ func (w *wholeProgram) describe(rw *rootWalk) Consumer {
 		return g
 	}
 	ackGoroutines := map[*ssa.Function]bool{}
+	ackAt := map[token.Pos]bool{}
 	var effects, writes []found
 	for _, fn := range rw.order {
 		if !w.inApp(fn) || isWrapper(fn) {
@@ -253,7 +254,8 @@ func (w *wholeProgram) describe(rw *rootWalk) Consumer {
 			case *ast.CallExpr:
 				pos := fset.Position(n.Pos())
 				step := Step{File: rel(pos), Line: pos.Line, Path: path, Async: rw.async[fn]}
-				if a := ackOf(p.TypesInfo, n); a != "" {
+				if a := ackOf(p.TypesInfo, n); a != "" && !ackAt[n.Pos()] {
+					ackAt[n.Pos()] = true // rdb.XAck(...).Err(): one ack, read through its reply
 					step.What = "acks with " + a
 					step.Async = false
 					ackGoroutines[goroutine(fn)] = true
@@ -374,8 +376,11 @@ func (w *wholeProgram) describe(rw *rootWalk) Consumer {
 			}
 		}
 	}
-	if c.Kind == KindNATS && len(c.Acks) == 0 {
-		c.Acks = append(c.Acks, Step{What: "no msg.Ack(): core NATS has no ack (at most once: a message in flight when the process stops is lost), and a JetStream subscription without nats.ManualAck() acks after the callback returns, whatever it did"})
+	switch {
+	case c.Kind == KindNATSCore:
+		c.Acks = append(c.Acks, Step{What: "core NATS has no ack and no redelivery (at most once): a message in flight when the process stops, or whose work fails, is lost"})
+	case c.Kind == KindNATS && len(c.Acks) == 0:
+		c.Acks = append(c.Acks, Step{What: "no msg.Ack(): a JetStream subscription without nats.ManualAck() acks after the callback returns, whatever it did; a jetstream.Consumer's Consume acks nothing, so the message comes back after AckWait (30 s by default)"})
 	}
 	return c
 }

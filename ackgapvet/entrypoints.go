@@ -97,14 +97,17 @@ const (
 	// task whose worker dies, or that outruns its timeout (30 minutes by
 	// default), runs again (field trial, wave 39: Zircon, go-zero-douyin).
 	KindAsynq = "asynq task handler"
-	// KindNATS is the callback given to a nats.go subscription: core
-	// NATS's Conn.Subscribe or QueueSubscribe (no ack: at most once, a
-	// message in flight when the process stops is lost), JetStream's
+	// KindNATS is the callback given to a JetStream subscription:
 	// JetStreamContext.Subscribe or QueueSubscribe (acked after the
 	// callback returns unless nats.ManualAck() is given; msg.Ack() then
 	// acks, and an unacked message comes back after AckWait, 30 seconds by
 	// default), or jetstream.Consumer's Consume (msg.Ack()).
-	KindNATS = "NATS subscription callback"
+	KindNATS = "NATS JetStream callback"
+	// KindNATSCore is the callback given to core NATS's Conn.Subscribe or
+	// QueueSubscribe: no ack and no redelivery (at most once: a message in
+	// flight when the process stops, or whose work fails, is lost) (field
+	// trial, wave 39: programme-lv/tester).
+	KindNATSCore = "core NATS subscription callback"
 	// KindNATSPull is a function that pulls JetStream messages in a loop:
 	// (*nats.Subscription).Fetch or NextMsg, jetstream.Consumer's Fetch,
 	// FetchNoWait or FetchBytes, or MessagesContext.Next; each message acks
@@ -406,9 +409,13 @@ func (c *Consumers) moreRoots(n ast.Node, stack []ast.Node, addRoot func(kind, n
 		case path == pathAsynq && recv == "ServeMux" && name == "HandleFunc" && len(n.Args) == 2:
 			rootOfExpr(KindAsynq, n.Args[1])
 		case isNATS(path) && (name == "Subscribe" || name == "QueueSubscribe" || name == "Consume"):
+			kind := KindNATS
+			if recv == "Conn" {
+				kind = KindNATSCore
+			}
 			for _, a := range n.Args {
 				if isNATSHandler(info.TypeOf(a)) {
-					rootOfExpr(KindNATS, a)
+					rootOfExpr(kind, a)
 				}
 			}
 		case isNATS(path) && natsPull[recv+"."+name]:

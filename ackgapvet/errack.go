@@ -230,11 +230,12 @@ func returnAcks(kind string) bool {
 }
 
 // decodeCall matches the names of calls that read the message rather than
-// act on it, or encode what the consumer made of it (Marshal: their failure
-// is permanent for this message), and of calls
+// act on it (a JetStream message's Metadata parses its reply subject), or
+// encode what the consumer made of it (Marshal: their failure is permanent
+// for this message), and of calls
 // that tidy up after the work (Close, Flush, Rollback, Release): their
 // failure is not the work's.
-var decodeCall = regexp.MustCompile(`(?i)marshal|decode|parse|valid|atoi|^Scan$|FromString|^(From|To)(JSON|Bytes|Proto|YAML|XML)$|^Read(All)?$|^Close|^Flush$|^Rollback$|^Release$`)
+var decodeCall = regexp.MustCompile(`(?i)marshal|decode|parse|valid|atoi|^Scan$|FromString|^(From|To)(JSON|Bytes|Proto|YAML|XML)$|^Read(All)?$|^Metadata$|^Close|^Flush$|^Rollback$|^Release$`)
 
 // failedWork matches "the work failed" at st: `if err := work(); err !=
 // nil {...}`, or `err := work()` (prev) followed by `if err != nil {...}`

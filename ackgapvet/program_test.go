@@ -407,7 +407,7 @@ func TestConsumerMap(t *testing.T) {
 	for _, c := range rep.Consumers {
 		byName[c.Name] = c
 	}
-	require.Len(t, byName, 120, "%+v", rep.Consumers)
+	require.Len(t, byName, 122, "%+v", rep.Consumers)
 
 	// A receive loop that the call graph reaches from another consumer (a
 	// fallback source behind an interface) and whose acks are closures it
@@ -1485,19 +1485,21 @@ func TestAsynqHandlers(t *testing.T) {
 // ManualAck, core NATS, jetstream.Consumer.Consume) and a JetStream pull
 // loop are consumers whose msg.Ack() is the ack: an Ack after a failed
 // update only logged is an errack finding, a Nak on the failure is not; a
-// callback with no Ack says what NATS does without one.
+// callback with no Ack says what NATS does without one. A Term after a
+// failed Metadata (the reply subject does not parse) is no errack finding
+// (a new user's report).
 func TestNATSConsumers(t *testing.T) {
 	rep := programReport(t, false)
 	requireFindingsAt(t, rep, "natsub/natsub.go", "errack", []int{21}, "acks with nats.Msg.Ack even when db.Exec failed (line 18)")
 	for name, kind := range map[string]string{"natsub.Orders.func1": KindNATS, "natsub.Consume.func1": KindNATS, "Pull": KindNATSPull} {
 		c := consumerNamed(t, rep, name)
 		require.Equal(t, kind, c.Kind)
-		require.Len(t, c.Acks, 1, "%+v", c)
-		require.Regexp(t, `^acks with (nats\.Msg|jetstream\.Msg)\.Ack$`, c.Acks[0].What)
+		require.Regexp(t, `^acks with (nats\.Msg|jetstream\.Msg)\.Ack$`, c.Acks[len(c.Acks)-1].What, "%+v", c)
 	}
 	c := consumerNamed(t, rep, "natsub.Results.func1")
-	require.Equal(t, KindNATS, c.Kind)
-	require.Contains(t, c.Acks[0].What, "core NATS has no ack")
+	require.Equal(t, KindNATSCore, c.Kind)
+	require.Len(t, c.Acks, 1, "%+v", c)
+	require.Contains(t, c.Acks[0].What, "core NATS has no ack and no redelivery")
 	require.Contains(t, c.Effects[0].What, "a publish (nats.Conn.Publish)")
 }
 
@@ -1509,6 +1511,12 @@ func TestNATSConsumers(t *testing.T) {
 func TestRedisQueues(t *testing.T) {
 	rep := programReport(t, false)
 	requireFindingsAt(t, rep, "redislist/redislist.go", "errack", []int{27}, "acks with redis.Client.LRem even when db.ExecContext failed (line 24)")
+	// The ack read through its reply (`if err := rdb.LRem(...).Err(); ...`)
+	// is one ack, before the write (a new user's report).
+	requireFindingsAt(t, rep, "redislist/redislist.go", "earlyack", []int{58}, "acks with redis.Client.LRem before the work")
+	early := consumerNamed(t, rep, "UpdatesEarly")
+	require.Len(t, early.Acks, 1, "%+v", early)
+	require.True(t, early.Writes[0].AfterAck, "%+v", early)
 	for name, ack := range map[string]string{"Updates": "redis.Client.LRem", "Events": "redis.Client.XAck"} {
 		c := consumerNamed(t, rep, name)
 		require.Equal(t, KindRedisQueue, c.Kind)
@@ -1524,16 +1532,19 @@ func TestRedisQueues(t *testing.T) {
 // TestPondHandOff: a Watermill handler that hands its message's work to a
 // pond pool's Submit and returns nil acks before the work (earlyack), and
 // the map marks the work as in another goroutine; its twin that waits for
-// the task is quiet (field trial, wave 39: software-engineering H1).
+// the task (a WaitGroup, pond v2's Task.Wait) is quiet (field trial, wave
+// 39: software-engineering H1; a new user's report).
 func TestPondHandOff(t *testing.T) {
 	rep := programReport(t, false)
-	requireFindingsAt(t, rep, "pondpay/pondpay.go", "earlyack", []int{28}, "while its work runs in another goroutine (s.Pool.Submit at line 25)")
+	requireFindingsAt(t, rep, "pondpay/pondpay.go", "earlyack", []int{30}, "while its work runs in another goroutine (s.Pool.Submit at line 27)")
 	pay := consumerNamed(t, rep, "S.Pay")
 	require.Len(t, pay.Effects, 1, "%+v", pay)
 	require.True(t, pay.Effects[0].Async, "%+v", pay)
-	wait := consumerNamed(t, rep, "S.PayWait")
-	require.Len(t, wait.Effects, 1, "%+v", wait)
-	require.False(t, wait.Effects[0].Async, "%+v", wait)
+	for _, name := range []string{"S.PayWait", "S.PayTask"} {
+		wait := consumerNamed(t, rep, name)
+		require.Len(t, wait.Effects, 1, "%+v", wait)
+		require.False(t, wait.Effects[0].Async, "%+v", wait)
+	}
 }
 
 // TestFailuresNotHeard: a Lambda handler that names its failed record in

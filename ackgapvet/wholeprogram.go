@@ -1560,7 +1560,7 @@ func (w *wholeProgram) walk(root *Root, entry *ssa.Function) *rootWalk {
 					// declares: a tracer's WithSpan) is taken as called
 					// by it.
 					cc := in.Common()
-					if sf := poolCallee(cc); sf != nil && !w.app[sf.Pkg()] {
+					if sf := poolCallee(cc); sf != nil && !w.app[sf.Pkg()] && !waitedTask(in) {
 						// A worker pool's Submit (alitto/pond's, ants'):
 						// the function runs in one of the pool's
 						// goroutines, whatever the library does inside
@@ -1612,6 +1612,32 @@ func poolCallee(cc *ssa.CallCommon) *types.Func {
 		return nil
 	}
 	return fn
+}
+
+// waitedTask reports whether the result of a call (a worker pool's task,
+// pond v2's Submit result) is waited for: a Wait method is called on it
+// (`task := pool.Submit(f); return task.Wait()`).
+func waitedTask(in ssa.CallInstruction) bool {
+	v, ok := in.(*ssa.Call)
+	if !ok || v.Referrers() == nil {
+		return false
+	}
+	for _, ref := range *v.Referrers() {
+		c, ok := ref.(ssa.CallInstruction)
+		if !ok {
+			continue
+		}
+		cc := c.Common()
+		switch {
+		case cc.IsInvoke() && cc.Value == v && cc.Method.Name() == "Wait":
+			return true
+		case !cc.IsInvoke() && len(cc.Args) > 0 && cc.Args[0] == v:
+			if f := cc.StaticCallee(); f != nil && f.Name() == "Wait" && f.Signature.Recv() != nil {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // sortedOut returns n's out edges by call position, then callee: VTA

@@ -52,6 +52,10 @@ func Pull(ctx context.Context, sub *nats.Subscription, db *sql.DB) {
 // Consume acks each shipment after its update.
 func Consume(cons jetstream.Consumer, db *sql.DB) error {
 	_, err := cons.Consume(func(m jetstream.Msg) {
+		if _, err := m.Metadata(); err != nil {
+			_ = m.Term() // not a JetStream message: no redelivery helps
+			return
+		}
 		if _, err := db.Exec("UPDATE shipments SET sent = true WHERE id = $1", string(m.Data())); err != nil {
 			_ = m.Nak()
 			return

@@ -11,11 +11,13 @@ import (
 
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/alitto/pond"
+	pondv2 "github.com/alitto/pond/v2"
 )
 
 // S pays through a gateway in a pool's workers.
 type S struct {
 	Pool    *pond.WorkerPool
+	PoolV2  pondv2.Pool
 	Gateway string
 }
 
@@ -42,8 +44,21 @@ func (s *S) PayWait(msg *message.Message) error {
 	return err
 }
 
+// PayTask submits the payment to a pond v2 pool and waits for its task.
+func (s *S) PayTask(msg *message.Message) error {
+	body := string(msg.Payload)
+	var err error
+	if werr := s.PoolV2.Submit(func() {
+		_, err = http.Post(s.Gateway, "application/json", strings.NewReader(body))
+	}).Wait(); werr != nil {
+		return werr
+	}
+	return err
+}
+
 // Register adds the handlers.
 func Register(r *message.Router, sub message.Subscriber, s *S) {
 	r.AddNoPublisherHandler("pay", "payments", sub, s.Pay)
 	r.AddNoPublisherHandler("pay-wait", "payments-wait", sub, s.PayWait)
+	r.AddNoPublisherHandler("pay-task", "payments-task", sub, s.PayTask)
 }

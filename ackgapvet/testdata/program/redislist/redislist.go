@@ -47,6 +47,21 @@ func Events(ctx context.Context, rdb *redis.Client, db *sql.DB) {
 	}
 }
 
+// UpdatesEarly removes each update from the processing list, checking the
+// reply, before it applies it.
+func UpdatesEarly(ctx context.Context, rdb *redis.Client, db *sql.DB) {
+	for ctx.Err() == nil {
+		m, err := rdb.BLMove(ctx, "updates", "processing", "RIGHT", "LEFT", 5*time.Second).Result()
+		if err != nil {
+			continue
+		}
+		if err := rdb.LRem(ctx, "processing", 1, m).Err(); err != nil {
+			continue
+		}
+		_, _ = db.ExecContext(ctx, "UPDATE flags SET value = $1", m)
+	}
+}
+
 // Watch stores each flag change it hears.
 func Watch(ctx context.Context, rdb *redis.Client, db *sql.DB) {
 	for m := range rdb.Subscribe(ctx, "flags").Channel() {

@@ -10,7 +10,11 @@ type Msg interface {
 	DoubleAck(context.Context) error
 	Nak() error
 	Term() error
+	Metadata() (*MsgMetadata, error)
 }
+
+// MsgMetadata is what a message's reply subject says.
+type MsgMetadata struct{ NumDelivered uint64 }
 
 // MessageHandler is a Consume callback.
 type MessageHandler func(msg Msg)

@@ -1,0 +1,3 @@
+module github.com/alitto/pond/v2
+
+go 1.22
