@@ -378,7 +378,8 @@ func (w *wholeProgram) describe(rw *rootWalk) Consumer {
 	}
 	switch {
 	case c.Kind == KindNATSCore:
-		c.Acks = append(c.Acks, Step{What: "core NATS has no ack and no redelivery (at most once): a message in flight when the process stops, or whose work fails, is lost"})
+		// A core message's Ack or Nak answers nothing (nats.ErrMsgNoReply).
+		c.Acks = []Step{{What: "core NATS has no ack and no redelivery (at most once): a message in flight when the process stops, or whose work fails, is lost (msg.Ack and msg.Nak on it do nothing)"}}
 	case c.Kind == KindNATS && len(c.Acks) == 0:
 		c.Acks = append(c.Acks, Step{What: "no msg.Ack(): a JetStream subscription without nats.ManualAck() acks after the callback returns, whatever it did; a jetstream.Consumer's Consume acks nothing, so the message comes back after AckWait (30 s by default)"})
 	}

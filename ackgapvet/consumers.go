@@ -593,6 +593,13 @@ func (c *Consumers) follow() {
 func (c *Consumers) markHandlerTypes() bool {
 	changed := false
 	for n, r := range c.reach {
+		if r.Kind == KindNATS || r.Kind == KindNATSCore {
+			// A subscription callback calls the code's own handler type
+			// (broker.JsHandler) and acks after it: the handlers are
+			// that callback's, not entry points with no ack of their
+			// own (field trial, wave 40: MVP's RegisterJsHandler).
+			continue
+		}
 		ast.Inspect(n, func(m ast.Node) bool {
 			call, ok := m.(*ast.CallExpr)
 			if !ok {

@@ -419,7 +419,9 @@ func (c *Consumers) moreRoots(n ast.Node, stack []ast.Node, addRoot func(kind, n
 				}
 			}
 		case isNATS(path) && natsPull[recv+"."+name]:
-			c.receiveRoot(KindNATSPull, stack, addRoot)
+			if c.pullsInLoop(stack) {
+				c.receiveRoot(KindNATSPull, stack, addRoot)
+			}
 		case isGoRedis(path) && redisReceive[name]:
 			c.receiveRoot(KindRedisQueue, stack, addRoot)
 		case isGoRedis(path) && recv == "PubSub" && name == "ReceiveMessage":
@@ -1161,6 +1163,23 @@ func selfAckMethod(t types.Type) *types.Func {
 		}
 	}
 	return nil
+}
+
+// pullsInLoop reports whether the receive at the end of stack is in a
+// loop, or in a function whose callers (up to three levels) call it in
+// one: a single Next for a request's reply (a key lookup) is no consumer
+// (field trial, wave 40: MVP's VerifyToken).
+func (c *Consumers) pullsInLoop(stack []ast.Node) bool {
+	fnNode, looped := enclosingLoop(stack)
+	if looped {
+		return true
+	}
+	fd, ok := fnNode.(*ast.FuncDecl)
+	if !ok {
+		return false
+	}
+	fn, ok := c.pass.TypesInfo.Defs[fd.Name].(*types.Func)
+	return ok && len(c.loopCallers(fn, 3)) > 0
 }
 
 // isNATS matches nats.go and its jetstream package.

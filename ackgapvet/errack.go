@@ -55,6 +55,9 @@ permanent.`,
 				continue
 			}
 			deferredAck(pass, c, r, root, body)
+			if root.Kind == KindNATSCore {
+				coreNak(pass, r, root, body)
+			}
 			if acker, _ := c.ackerOf(node); root.Node == node && returnAcks(root.Kind) || acker != "" {
 				deferredCommitDropped(pass, c, r, root, node, body, acker)
 			}
@@ -215,6 +218,35 @@ func afterLoops(body *ast.BlockStmt) map[*ast.BlockStmt][]ast.Stmt {
 		}
 	})
 	return out
+}
+
+// coreNakMark begins errack's message for a Nak on a core NATS message.
+const coreNakMark = "asks for a redelivery with "
+
+// coreNak reports, in a function on a core NATS subscription's path, the
+// first call of a message's Nak or NakWithDelay: a core message has no
+// reply subject to answer, so the call returns nats.ErrMsgNoReply and
+// nothing delivers the message again (field trial, wave 40:
+// openuem-worker's certificate and mail handlers, written as if for
+// JetStream). Its failure is lost.
+func coreNak(pass *analysis.Pass, r *reporter, root *Root, body *ast.BlockStmt) {
+	done := false
+	ast.Inspect(body, func(n ast.Node) bool {
+		if _, ok := n.(*ast.FuncLit); ok || done {
+			return false
+		}
+		call, ok := n.(*ast.CallExpr)
+		if !ok {
+			return true
+		}
+		if fn := callee(pass.TypesInfo, call); fn != nil && isNATS(funcPath(fn)) && recvName(fn) == "Msg" && (fn.Name() == "Nak" || fn.Name() == "NakWithDelay") {
+			done = true
+			r.report(call, SeverityOf(root.Name), fmt.Sprintf(
+				"%s%s on a core NATS subscription (%s %s): a core message has no reply subject to answer, so the call returns nats.ErrMsgNoReply and nothing delivers the message again: the failure is lost; consume the subject from a JetStream stream (js.QueueSubscribe with nats.ManualAck(), or a jetstream.Consumer) to have a failed message redelivered",
+				coreNakMark, qualName(fn), root.Kind, root.Name))
+		}
+		return true
+	})
 }
 
 // returnAcks reports whether a root of kind acks its message by returning

@@ -260,6 +260,10 @@ func afterExit(kind string) string {
 		return "fails the invocation each time: Lambda retries the whole batch in place, the processed records included, by default until the record expires, and its shard or partition makes no progress"
 	case KindKinesisScan:
 		return "is read again first after the restart (it was not checkpointed) and ends it again: the consumer crash-loops and its shard makes no progress"
+	case KindNATSCore:
+		return "is not delivered again (core NATS has no redelivery), but every message of every subscription in flight in the process is lost with it, and each such message ends the process again"
+	case KindNATS, KindNATSPull:
+		return "is delivered again after AckWait once the process is back and ends it again, until the consumer's MaxDeliver is spent: the consumer crash-loops"
 	case KindAsynq:
 		return "is run again once its lease expires and ends it again, each time, until its retries are spent and asynq archives it"
 	case KindWatermill, KindCQRS, KindAckgap, KindWatermillSub:

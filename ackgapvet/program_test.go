@@ -407,7 +407,7 @@ func TestConsumerMap(t *testing.T) {
 	for _, c := range rep.Consumers {
 		byName[c.Name] = c
 	}
-	require.Len(t, byName, 122, "%+v", rep.Consumers)
+	require.Len(t, byName, 125, "%+v", rep.Consumers)
 
 	// A receive loop that the call graph reaches from another consumer (a
 	// fallback source behind an interface) and whose acks are closures it
@@ -1490,7 +1490,8 @@ func TestAsynqHandlers(t *testing.T) {
 // (a new user's report).
 func TestNATSConsumers(t *testing.T) {
 	rep := programReport(t, false)
-	requireFindingsAt(t, rep, "natsub/natsub.go", "errack", []int{21}, "acks with nats.Msg.Ack even when db.Exec failed (line 18)")
+	require.Equal(t, []int{22, 76}, findingLines(rep, "natsub/natsub.go", "errack"), "the Ack after a logged failure, and a core Nak (TestCoreNATSAtMostOnce)")
+	require.Contains(t, findingsIn(rep, "natsub/natsub.go", "errack")[0].Message, "acks with nats.Msg.Ack even when db.Exec failed (line 19)")
 	for name, kind := range map[string]string{"natsub.Orders.func1": KindNATS, "natsub.Consume.func1": KindNATS, "Pull": KindNATSPull} {
 		c := consumerNamed(t, rep, name)
 		require.Equal(t, kind, c.Kind)
@@ -1612,4 +1613,37 @@ func main() { lambda.Start(handle) }
 			}
 		})
 	}
+}
+
+// TestCoreNATSAtMostOnce: on a core NATS subscription nothing is delivered
+// again, so a Nak is reported as the loss it is, and no finding says an
+// effect or a row repeats on a redelivery (the INSERT here would be an
+// append on any redelivering consumer); the map lists no ack. A handler
+// type that a JetStream wrapper calls and acks after is that wrapper's
+// handler, not an entry point of its own, and a single Next for a lookup
+// is no pull loop (field trial, wave 40: openuem-worker, MVP).
+func TestCoreNATSAtMostOnce(t *testing.T) {
+	rep := programReport(t, false)
+	requireFindingsAt(t, rep, "natsub/natsub.go", "errack", []int{22, 76}, "")
+	f := findingsIn(rep, "natsub/natsub.go", "errack")[1]
+	require.Contains(t, f.Message, "asks for a redelivery with nats.Msg.NakWithDelay on a core NATS subscription")
+	require.Empty(t, findingsIn(rep, "natsub/natsub.go", "append"))
+	certs := consumerNamed(t, rep, "natsub.Certs.func1")
+	require.Equal(t, KindNATSCore, certs.Kind)
+	require.Len(t, certs.Acks, 1, "%+v", certs)
+	require.Contains(t, certs.Acks[0].What, "msg.Ack and msg.Nak on it do nothing")
+	reg := consumerNamed(t, rep, "natsub.Register.func1")
+	require.Len(t, reg.Writes, 1, "%+v", reg)
+	for _, c := range rep.Consumers {
+		require.NotEqual(t, "Stock", c.Name, "a wrapper's handler is not a consumer of its own")
+		require.NotEqual(t, "Key", c.Name, "one Next for a lookup is not a pull loop")
+	}
+}
+
+// TestGoMailSetters: go-mail's Msg setters (From, To) build the message;
+// only the client's DialAndSend mails it (field trial, wave 40:
+// openuem-worker's notifications).
+func TestGoMailSetters(t *testing.T) {
+	rep := programReport(t, false)
+	requireFindingsAt(t, rep, "gomailer/gomailer.go", "effect", []int{24}, "an email (mail.Client.DialAndSend)")
 }

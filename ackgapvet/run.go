@@ -233,6 +233,7 @@ func Run(cfg *RunConfig) (*Report, error) {
 	rep.Findings = mergeRepeats(rep.Findings)
 	rep.Findings = dropAllowedRebalance(rep.Findings, pkgs)
 	rep.Findings = dropForwards(rep.Findings, rep.Consumers)
+	rep.Findings = dropAtMostOnce(rep.Findings, rep.Consumers)
 	rep.Findings = dropWholeBatch(rep.Findings, rep.Root)
 	rep.Findings = dropFailuresHeard(rep.Findings, rep.Root)
 	rep.Findings = dropKqInOrder(rep.Findings, rep.Root)
@@ -427,6 +428,30 @@ func dropForwards(fs []Finding, consumers []Consumer) []Finding {
 	return slices.DeleteFunc(fs, func(f Finding) bool {
 		return f.Check == "effect" && strings.Contains(f.Message, "a publish (") &&
 			everyReaching(f, consumers, func(c *Consumer) bool { return len(c.Writes) == 0 })
+	})
+}
+
+// redeliveryChecks are the checks whose findings say what a second
+// delivery of the message does (repeats an effect, appends a row, counts
+// again), or that an ack lets go of a message a redelivery would have
+// brought back.
+var redeliveryChecks = map[string]bool{"effect": true, "append": true, "idemkey": true, "transition": true, "checkact": true, "earlyack": true, "errack": true}
+
+// dropAtMostOnce drops, in the whole-program mode, the findings of
+// [redeliveryChecks] that only at-most-once consumers reach (core NATS
+// subscriptions, Redis Pub/Sub loops): nothing delivers their messages
+// again, so no effect repeats, and no ack lets go of what a redelivery
+// would bring back (field trial, wave 40: openuem-worker's "repeats on
+// every redelivery" on core NATS request handlers). errack's report of a
+// Nak that cannot redeliver on a core subscription is kept: it is about
+// exactly that.
+func dropAtMostOnce(fs []Finding, consumers []Consumer) []Finding {
+	atMostOnce := func(c *Consumer) bool { return c.Kind == KindNATSCore || c.Kind == KindRedisPubSub }
+	if !slices.ContainsFunc(consumers, func(c Consumer) bool { return atMostOnce(&c) }) {
+		return fs
+	}
+	return slices.DeleteFunc(fs, func(f Finding) bool {
+		return redeliveryChecks[f.Check] && !strings.HasPrefix(f.Message, coreNakMark) && everyReaching(f, consumers, atMostOnce)
 	})
 }
 

@@ -193,6 +193,9 @@ func sdkMutates(fn *types.Func, class string) bool {
 	if class == ClassPublish {
 		return strings.HasPrefix(name, "Publish") || strings.HasPrefix(name, "Send") || name == "Produce"
 	}
+	if class == ClassEmail && (recvName(fn) == "Msg" || recvName(fn) == "Message") && !strings.Contains(name, "Send") {
+		return false // building the message (go-mail's From, To, AttachReader): the client's Send mails it
+	}
 	sig := fn.Type().(*types.Signature)
 	rs := sig.Results()
 	if rs.Len() == 0 || !isError(rs.At(rs.Len()-1).Type()) {

@@ -3,6 +3,7 @@ module example.com/program
 go 1.26
 
 require (
+	github.com/wneessen/go-mail v1.0.0
 	github.com/alitto/pond/v2 v2.0.0
 	github.com/alitto/pond v1.0.0
 	github.com/nats-io/nats.go v1.0.0
@@ -73,3 +74,5 @@ replace github.com/nats-io/nats.go => ../src/github.com/nats-io/nats.go
 replace github.com/alitto/pond => ../src/github.com/alitto/pond
 
 replace github.com/alitto/pond/v2 => ../src/github.com/alitto/pond/v2
+
+replace github.com/wneessen/go-mail => ../src/github.com/wneessen/go-mail

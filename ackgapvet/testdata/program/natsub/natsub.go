@@ -7,6 +7,7 @@ import (
 	"context"
 	"database/sql"
 	"log"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -63,4 +64,58 @@ func Consume(cons jetstream.Consumer, db *sql.DB) error {
 		_ = m.Ack()
 	})
 	return err
+}
+
+// Certs records a certificate per request on core NATS and naks a failed
+// one, as if JetStream would deliver it again (field trial, wave 40:
+// openuem-worker): the Nak does nothing and the request is lost. Nothing
+// redelivers a core message, so the INSERT repeats on no redelivery.
+func Certs(nc *nats.Conn, db *sql.DB) error {
+	_, err := nc.QueueSubscribe("certs", "workers", func(m *nats.Msg) {
+		if _, err := db.Exec("INSERT INTO certs (request) VALUES ($1)", string(m.Data)); err != nil {
+			_ = m.NakWithDelay(time.Minute)
+			return
+		}
+		_ = m.Ack()
+	})
+	return err
+}
+
+// DB is the stock handlers' database.
+var DB *sql.DB
+
+// Handler is the code's own handler type, acked by Register after it
+// returns nil.
+type Handler func(ctx context.Context, m jetstream.Msg) error
+
+// Register acks each message whose handler returned nil (field trial,
+// wave 40: MVP's RegisterJsHandler).
+func Register(ctx context.Context, cons jetstream.Consumer, h Handler) error {
+	_, err := cons.Consume(func(m jetstream.Msg) {
+		if h(ctx, m) == nil {
+			_ = m.Ack()
+		}
+	})
+	return err
+}
+
+// Stock is a handler Register runs.
+func Stock(ctx context.Context, m jetstream.Msg) error {
+	_, err := DB.ExecContext(ctx, "UPDATE stock SET reserved = true WHERE id = $1", string(m.Data()))
+	return err
+}
+
+// Wire registers Stock.
+func Wire(ctx context.Context, cons jetstream.Consumer) error {
+	return Register(ctx, cons, Stock)
+}
+
+// Key fetches one message for a lookup: no loop, no consumer (field trial,
+// wave 40: MVP's VerifyToken).
+func Key(cons jetstream.Consumer) ([]byte, error) {
+	m, err := cons.Next()
+	if err != nil {
+		return nil, err
+	}
+	return m.Data(), nil
 }

@@ -2,7 +2,10 @@
 // checker reads.
 package nats
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Conn is a connection.
 type Conn struct{}
@@ -24,6 +27,9 @@ func (m *Msg) AckSync(opts ...AckOpt) error { return nil }
 
 // Nak asks for a redelivery.
 func (m *Msg) Nak(opts ...AckOpt) error { return nil }
+
+// NakWithDelay asks for a redelivery after delay.
+func (m *Msg) NakWithDelay(delay time.Duration, opts ...AckOpt) error { return nil }
 
 // Term stops redelivery.
 func (m *Msg) Term(opts ...AckOpt) error { return nil }

@@ -45,4 +45,5 @@ type Consumer interface {
 	Consume(handler MessageHandler, opts ...PullConsumeOpt) (ConsumeContext, error)
 	Messages(opts ...PullConsumeOpt) (MessagesContext, error)
 	Fetch(batch int, opts ...FetchOpt) (MessageBatch, error)
+	Next(opts ...FetchOpt) (Msg, error)
 }

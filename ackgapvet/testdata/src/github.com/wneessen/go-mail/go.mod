@@ -1,0 +1,3 @@
+module github.com/wneessen/go-mail
+
+go 1.22
