@@ -442,16 +442,19 @@ var redeliveryChecks = map[string]bool{"effect": true, "append": true, "idemkey"
 // subscriptions, Redis Pub/Sub loops): nothing delivers their messages
 // again, so no effect repeats, and no ack lets go of what a redelivery
 // would bring back (field trial, wave 40: openuem-worker's "repeats on
-// every redelivery" on core NATS request handlers). errack's report of a
-// Nak that cannot redeliver on a core subscription is kept: it is about
-// exactly that.
+// every redelivery" on core NATS request handlers). Of errack's findings
+// only an ack after a failure is dropped (the advice to leave the message
+// unacked brings nothing back there); a failure turned into a success
+// (`return tx.Rollback()`) still answers the requester wrongly, and a Nak
+// that cannot redeliver is about exactly this.
 func dropAtMostOnce(fs []Finding, consumers []Consumer) []Finding {
 	atMostOnce := func(c *Consumer) bool { return c.Kind == KindNATSCore || c.Kind == KindRedisPubSub }
 	if !slices.ContainsFunc(consumers, func(c Consumer) bool { return atMostOnce(&c) }) {
 		return fs
 	}
 	return slices.DeleteFunc(fs, func(f Finding) bool {
-		return redeliveryChecks[f.Check] && !strings.HasPrefix(f.Message, coreNakMark) && everyReaching(f, consumers, atMostOnce)
+		speaks := redeliveryChecks[f.Check] && (f.Check != "errack" || strings.HasPrefix(f.Message, "acks with "))
+		return speaks && everyReaching(f, consumers, atMostOnce)
 	})
 }
 

@@ -81,6 +81,31 @@ func Certs(nc *nats.Conn, db *sql.DB) error {
 	return err
 }
 
+// Reports stores each agent's report and answers it (core NATS request
+// and reply): a failed insert is turned into a success by the rollback's
+// result, and the agent hears "ok".
+func Reports(nc *nats.Conn, db *sql.DB) error {
+	_, err := nc.QueueSubscribe("reports", "workers", func(m *nats.Msg) {
+		if err := saveReport(db, m.Data); err != nil {
+			_ = m.Respond([]byte(err.Error()))
+			return
+		}
+		_ = m.Respond([]byte("ok"))
+	})
+	return err
+}
+
+func saveReport(db *sql.DB, report []byte) error {
+	tx, err := db.Begin()
+	if err != nil {
+		return err
+	}
+	if _, err := tx.Exec("DELETE FROM apps WHERE agent = $1", string(report)); err != nil {
+		return tx.Rollback()
+	}
+	return tx.Commit()
+}
+
 // DB is the stock handlers' database.
 var DB *sql.DB
 

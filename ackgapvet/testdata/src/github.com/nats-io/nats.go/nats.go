@@ -31,6 +31,9 @@ func (m *Msg) Nak(opts ...AckOpt) error { return nil }
 // NakWithDelay asks for a redelivery after delay.
 func (m *Msg) NakWithDelay(delay time.Duration, opts ...AckOpt) error { return nil }
 
+// Respond answers a request.
+func (m *Msg) Respond(data []byte) error { return nil }
+
 // Term stops redelivery.
 func (m *Msg) Term(opts ...AckOpt) error { return nil }
 
