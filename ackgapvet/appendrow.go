@@ -36,6 +36,9 @@ the event id in an inbox row in the same transaction.`,
 				return
 			}
 			d := appendOf(pass.TypesInfo, call)
+			if d == "" {
+				d = freshPut(pass.TypesInfo, funcBody(s.Inner()), call)
+			}
 			if d == "" || c.deduped(s.Root, s.Inner()) || hasDedupeInsert(pass, funcBody(s.Inner())) {
 				return
 			}
@@ -48,6 +51,127 @@ the event id in an inbox row in the same transaction.`,
 				d, s.where()))
 		})
 	})
+
+// freshPut describes a DynamoDB PutItem (aws-sdk-go v2 or v1, or the
+// code's own interface over either) whose input is built from an id made
+// afresh in body (uuid, ulid, ksuid, xid, math/rand: see freshRandom; not
+// time.Now, which is as often a timestamp attribute as a key): PutItem
+// overwrites an item with the same key, but each delivery's key is new, so
+// a redelivery writes a second item (field trial, wave 40: eztoll's
+// `ksuid.NewRandom()` toll ids). "" for any other call.
+func freshPut(info *types.Info, body *ast.BlockStmt, call *ast.CallExpr) string {
+	fn := callee(info, call)
+	if fn == nil || body == nil {
+		return ""
+	}
+	op := ""
+	switch svc, ok := isAWSv1Client(fn); {
+	case funcPath(fn) == pathAWSSvc+"dynamodb" && recvName(fn) == "Client":
+		op = fn.Name()
+	case ok && svc == "dynamodb":
+		op = awsV1Op(fn.Name())
+	default:
+		if svc, o := appAWSOp(fn); svc == "dynamodb" {
+			op = o
+		}
+	}
+	if op != "PutItem" {
+		return ""
+	}
+	fresh := map[types.Object]string{} // variables holding a fresh id, by its generator
+	// genOf returns the generator of a fresh id e holds, "" if none: a
+	// generator's call or a fresh variable, not as the value of a
+	// literal's attribute whose name is not an id's or key's ("request":
+	// uuid.NewString() beside the item's own key).
+	genOf := func(e ast.Node) string {
+		gen := ""
+		var stack []ast.Node
+		ast.Inspect(e, func(n ast.Node) bool {
+			if n == nil {
+				stack = stack[:len(stack)-1]
+				return true
+			}
+			if gen != "" {
+				return false
+			}
+			g := ""
+			switch n := n.(type) {
+			case *ast.Ident:
+				g = fresh[info.Uses[n]]
+			case *ast.CallExpr:
+				if r := freshRandom(info, &ast.CallExpr{Fun: n.Fun}); r != "" && r != "time.Now" {
+					g = r
+				}
+			}
+			if g != "" && !otherAttribute(info, stack) {
+				gen = g
+			}
+			stack = append(stack, n)
+			return true
+		})
+		return gen
+	}
+	ast.Inspect(body, func(n ast.Node) bool {
+		as, ok := n.(*ast.AssignStmt)
+		if !ok || len(as.Rhs) != 1 {
+			return true
+		}
+		if g := genOf(as.Rhs[0]); g != "" {
+			for _, l := range as.Lhs {
+				if id, ok := l.(*ast.Ident); ok && info.ObjectOf(id) != nil && !isErrorType(info.ObjectOf(id).Type()) {
+					fresh[info.ObjectOf(id)] = g
+				}
+			}
+		}
+		return true
+	})
+	gen := genOf(call)
+	if gen == "" || messageKeyed(call) {
+		return ""
+	}
+	return fmt.Sprintf("a DynamoDB PutItem (%s) keyed by an id made afresh with %s", qualName(fn), gen)
+}
+
+// idAttribute matches the names of a DynamoDB item's key attributes: id,
+// pk, sk, key, and names ending in Id, ID, _id or _key.
+var idAttribute = regexp.MustCompile(`(?i)^(id|pk|sk|key|hash|range)$|(Id|ID|_id|_key|Key)$`)
+
+// otherAttribute reports whether the innermost composite literal element
+// on stack (past the input's own Item field) is an attribute whose name is
+// not an id's or key's (see idAttribute): a fresh value there is data, not
+// the item's key.
+func otherAttribute(info *types.Info, stack []ast.Node) bool {
+	for i := len(stack) - 1; i >= 0; i-- {
+		kv, ok := stack[i].(*ast.KeyValueExpr)
+		if !ok {
+			continue
+		}
+		name := stringValue(info, kv.Key)
+		if id, ok := kv.Key.(*ast.Ident); ok && name == "" {
+			name = id.Name
+		}
+		if name == "Item" {
+			continue // PutItemInput{Item: ...}: the item itself
+		}
+		return name != "" && !idAttribute.MatchString(name)
+	}
+	return false
+}
+
+// messageKeyed reports whether call's arguments read the message's own id
+// (a selector named as [messageIDName]: an SQS MessageId, Watermill's
+// UUID, an EventID): the item is keyed by it, and a fresh id beside it is
+// data.
+func messageKeyed(call *ast.CallExpr) bool {
+	found := false
+	ast.Inspect(call, func(n ast.Node) bool {
+		if sel, ok := n.(*ast.SelectorExpr); ok && messageIDName.MatchString(sel.Sel.Name) {
+			found = true
+		}
+		return !found
+	})
+	return found
+}
 
 // keyedColumns matches an INSERT that writes a column named for a dedupe
 // key (idempotency_key, event_id, message_id, dedup…): such a column is
