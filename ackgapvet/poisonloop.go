@@ -57,7 +57,7 @@ func poisonConsumers(pass *analysis.Pass, c *Consumers, r *reporter) {
 			exit, types.ExprString(failing.Fun), line, s.where(), afterExit(s.Root.Kind)))
 	})
 	for _, root := range c.Roots {
-		decodeReturns(pass, r, root)
+		decodeReturns(pass, c, r, root)
 	}
 }
 
@@ -142,7 +142,7 @@ func takesMessages(info *types.Info, body *ast.BlockStmt) bool {
 // decodeReturns reports, in a receive loop's own function (a poll or
 // receive loop, a Sarama ConsumeClaim), a return from the loop when a
 // message does not decode.
-func decodeReturns(pass *analysis.Pass, r *reporter, root *Root) {
+func decodeReturns(pass *analysis.Pass, c *Consumers, r *reporter, root *Root) {
 	stops := loopStops(root.Kind)
 	if stops == "" {
 		return
@@ -175,8 +175,21 @@ func decodeReturns(pass *analysis.Pass, r *reporter, root *Root) {
 					prev = blk.List[i-1]
 				}
 				ifs, failing := errBranch(info, st, prev)
-				if ifs == nil || !decodeName.MatchString(lastName(failing.Fun)) {
+				if ifs == nil {
 					continue
+				}
+				when := types.ExprString(failing.Fun) + " fails"
+				if !decodeName.MatchString(lastName(failing.Fun)) {
+					// A helper of this package that decodes what it is
+					// given and returns the decode's error (field trial,
+					// wave 40: go-taskflow's processMessage below
+					// ConsumeClaim).
+					d := c.returnsDecodeError(callee(info, failing))
+					if d == nil {
+						continue
+					}
+					when += " on " + types.ExprString(d.Fun)
+					failing = d
 				}
 				for _, b := range ifs.Body.List {
 					if ret, ok := b.(*ast.ReturnStmt); ok {
@@ -185,14 +198,52 @@ func decodeReturns(pass *analysis.Pass, r *reporter, root *Root) {
 							what, fix = "returns an error from the Scan callback", "log it and return nil (or send it to a dead-letter stream first)"
 						}
 						r.report(ret, SeverityOf(root.Name, types.ExprString(failing.Fun)), fmt.Sprintf(
-							"%s when %s fails (line %d): a message that does not decode never will, so %s; %s",
-							what, types.ExprString(failing.Fun), pass.Fset.Position(failing.Pos()).Line, stops, fix))
+							"%s when %s (line %d): a message that does not decode never will, so %s; %s",
+							what, when, pass.Fset.Position(failing.Pos()).Line, stops, fix))
 					}
 				}
 			}
 			return true
 		})
 	}
+}
+
+// returnsDecodeError returns, for a function declared in this package, the
+// decode call (see decodeName) whose failure it returns as its own error
+// (`if err := json.Unmarshal(msg.Value, &t); err != nil { return err }`,
+// or wrapped), reading a parameter; nil for any other function.
+func (c *Consumers) returnsDecodeError(fn *types.Func) *ast.CallExpr {
+	if fn == nil || c.decls[fn] == nil || c.decls[fn].Body == nil {
+		return nil
+	}
+	info := c.pass.TypesInfo
+	d := c.decls[fn]
+	var found *ast.CallExpr
+	ast.Inspect(d.Body, func(n ast.Node) bool {
+		if _, ok := n.(*ast.FuncLit); ok || found != nil {
+			return false
+		}
+		blk, ok := stmtBlock(n)
+		if !ok {
+			return true
+		}
+		for i, st := range blk.List {
+			var prev ast.Stmt
+			if i > 0 {
+				prev = blk.List[i-1]
+			}
+			ifs, failing := errBranch(info, st, prev)
+			if ifs == nil || !decodeName.MatchString(lastName(failing.Fun)) || !readsParam(info, failing, []ast.Node{d}) {
+				continue
+			}
+			if returnsErrorValue(ifs.Body) {
+				found = failing
+				return false
+			}
+		}
+		return true
+	})
+	return found
 }
 
 // decodeName matches a call that reads a message's payload: its failure is
