@@ -161,51 +161,60 @@ func decodeReturns(pass *analysis.Pass, c *Consumers, r *reporter, root *Root) {
 		bodies = append(bodies, funcBody(root.Node)) // the library's loop calls it per record
 	}
 	for _, body := range bodies {
-		ast.Inspect(body, func(n ast.Node) bool {
-			if _, ok := n.(*ast.FuncLit); ok {
-				return false
+		eachErrBranch(info, body, func(ifs *ast.IfStmt, failing *ast.CallExpr) bool {
+			when := types.ExprString(failing.Fun) + " fails"
+			if !decodeName.MatchString(lastName(failing.Fun)) {
+				// A helper of this package that decodes what it is
+				// given and returns the decode's error (field trial,
+				// wave 40: go-taskflow's processMessage below
+				// ConsumeClaim).
+				d := c.returnsDecodeError(callee(info, failing))
+				if d == nil {
+					return true
+				}
+				when += " on " + types.ExprString(d.Fun)
+				failing = d
 			}
-			blk, ok := stmtBlock(n)
-			if !ok {
-				return true
-			}
-			for i, st := range blk.List {
-				var prev ast.Stmt
-				if i > 0 {
-					prev = blk.List[i-1]
-				}
-				ifs, failing := errBranch(info, st, prev)
-				if ifs == nil {
-					continue
-				}
-				when := types.ExprString(failing.Fun) + " fails"
-				if !decodeName.MatchString(lastName(failing.Fun)) {
-					// A helper of this package that decodes what it is
-					// given and returns the decode's error (field trial,
-					// wave 40: go-taskflow's processMessage below
-					// ConsumeClaim).
-					d := c.returnsDecodeError(callee(info, failing))
-					if d == nil {
-						continue
+			for _, b := range ifs.Body.List {
+				if ret, ok := b.(*ast.ReturnStmt); ok {
+					what, fix := "returns from the receive loop", "log it and ack it (or send it to a dead-letter topic or queue), then go on with the next message"
+					if root.Kind == KindKinesisScan {
+						what, fix = "returns an error from the Scan callback", "log it and return nil (or send it to a dead-letter stream first)"
 					}
-					when += " on " + types.ExprString(d.Fun)
-					failing = d
-				}
-				for _, b := range ifs.Body.List {
-					if ret, ok := b.(*ast.ReturnStmt); ok {
-						what, fix := "returns from the receive loop", "log it and ack it (or send it to a dead-letter topic or queue), then go on with the next message"
-						if root.Kind == KindKinesisScan {
-							what, fix = "returns an error from the Scan callback", "log it and return nil (or send it to a dead-letter stream first)"
-						}
-						r.report(ret, SeverityOf(root.Name, types.ExprString(failing.Fun)), fmt.Sprintf(
-							"%s when %s (line %d): a message that does not decode never will, so %s; %s",
-							what, when, pass.Fset.Position(failing.Pos()).Line, stops, fix))
-					}
+					r.report(ret, SeverityOf(root.Name, types.ExprString(failing.Fun)), fmt.Sprintf(
+						"%s when %s (line %d): a message that does not decode never will, so %s; %s",
+						what, when, pass.Fset.Position(failing.Pos()).Line, stops, fix))
 				}
 			}
 			return true
 		})
 	}
+}
+
+// eachErrBranch calls f for each error branch in body's blocks (see
+// errBranch: `if err := work(); err != nil {...}`, or the assignment then
+// the if), function literals left out, until f returns false.
+func eachErrBranch(info *types.Info, body *ast.BlockStmt, f func(ifs *ast.IfStmt, failing *ast.CallExpr) bool) {
+	more := true
+	ast.Inspect(body, func(n ast.Node) bool {
+		if _, ok := n.(*ast.FuncLit); ok || !more {
+			return false
+		}
+		blk, ok := stmtBlock(n)
+		if !ok {
+			return true
+		}
+		for i, st := range blk.List {
+			var prev ast.Stmt
+			if i > 0 {
+				prev = blk.List[i-1]
+			}
+			if ifs, failing := errBranch(info, st, prev); ifs != nil && more {
+				more = f(ifs, failing)
+			}
+		}
+		return more
+	})
 }
 
 // returnsDecodeError returns, for a function declared in this package, the
@@ -219,29 +228,11 @@ func (c *Consumers) returnsDecodeError(fn *types.Func) *ast.CallExpr {
 	info := c.pass.TypesInfo
 	d := c.decls[fn]
 	var found *ast.CallExpr
-	ast.Inspect(d.Body, func(n ast.Node) bool {
-		if _, ok := n.(*ast.FuncLit); ok || found != nil {
-			return false
+	eachErrBranch(info, d.Body, func(ifs *ast.IfStmt, failing *ast.CallExpr) bool {
+		if decodeName.MatchString(lastName(failing.Fun)) && readsParam(info, failing, []ast.Node{d}) && returnsErrorValue(ifs.Body) {
+			found = failing
 		}
-		blk, ok := stmtBlock(n)
-		if !ok {
-			return true
-		}
-		for i, st := range blk.List {
-			var prev ast.Stmt
-			if i > 0 {
-				prev = blk.List[i-1]
-			}
-			ifs, failing := errBranch(info, st, prev)
-			if ifs == nil || !decodeName.MatchString(lastName(failing.Fun)) || !readsParam(info, failing, []ast.Node{d}) {
-				continue
-			}
-			if returnsErrorValue(ifs.Body) {
-				found = failing
-				return false
-			}
-		}
-		return true
+		return found == nil
 	})
 	return found
 }
