@@ -25,7 +25,7 @@ func handedOff(pass *analysis.Pass, before []ast.Stmt) (string, ast.Node) {
 func handedOffWith(pass *analysis.Pass, before []ast.Stmt, seed map[types.Object]bool) (string, ast.Node) {
 	derived := derivedFrom(pass.TypesInfo, before, seed)
 	for i := len(before) - 1; i >= 0; i-- {
-		if how := handOffIn(pass.TypesInfo, before[i], derived); how != "" {
+		if how := handOffIn(pass, before[i], derived); how != "" {
 			return how, before[i]
 		}
 		if waits(before[i]) {
@@ -37,7 +37,7 @@ func handedOffWith(pass *analysis.Pass, before []ast.Stmt, seed map[types.Object
 
 // handOffIn is handOff, also looking into the branches of an if statement
 // (`if err := decode(m); err != nil { ... } else { out <- ev }`).
-func handOffIn(info *types.Info, st ast.Stmt, derived map[types.Object]bool) string {
+func handOffIn(pass *analysis.Pass, st ast.Stmt, derived map[types.Object]bool) string {
 	var loop *ast.BlockStmt
 	switch l := st.(type) {
 	case *ast.RangeStmt:
@@ -50,7 +50,7 @@ func handOffIn(info *types.Info, st ast.Stmt, derived map[types.Object]bool) str
 		// go s.send(r) }`): the loop's variables are the message's when
 		// what it ranges over is (see derivedFrom).
 		for _, in := range loop.List {
-			if how := handOffIn(info, in, derived); how != "" {
+			if how := handOffIn(pass, in, derived); how != "" {
 				return how
 			}
 		}
@@ -58,18 +58,18 @@ func handOffIn(info *types.Info, st ast.Stmt, derived map[types.Object]bool) str
 	}
 	ifs, ok := st.(*ast.IfStmt)
 	if !ok {
-		return handOffOf(info, st, derived)
+		return handOffOf(pass, st, derived)
 	}
 	for _, b := range []ast.Stmt{ifs.Body, ifs.Else} {
 		switch b := b.(type) {
 		case *ast.BlockStmt:
 			for _, in := range b.List {
-				if how := handOffIn(info, in, derived); how != "" {
+				if how := handOffIn(pass, in, derived); how != "" {
 					return how
 				}
 			}
 		case *ast.IfStmt:
-			if how := handOffIn(info, b, derived); how != "" {
+			if how := handOffIn(pass, b, derived); how != "" {
 				return how
 			}
 		}
@@ -79,11 +79,12 @@ func handOffIn(info *types.Info, st ast.Stmt, derived map[types.Object]bool) str
 
 // handOff describes st when it hands a message to another goroutine: a go
 // statement or a channel send with a message among its values; "" if not.
-func handOff(info *types.Info, st ast.Stmt) string { return handOffOf(info, st, nil) }
+func handOff(pass *analysis.Pass, st ast.Stmt) string { return handOffOf(pass, st, nil) }
 
 // handOffOf is handOff, counting the variables of derived (values made
 // from the message) as the message.
-func handOffOf(info *types.Info, st ast.Stmt, derived map[types.Object]bool) string {
+func handOffOf(pass *analysis.Pass, st ast.Stmt, derived map[types.Object]bool) string {
+	info := pass.TypesInfo
 	switch st := st.(type) {
 	case *ast.GoStmt:
 		if carriesMessage(info, st.Call) || mentions(info, st.Call, derived) {
@@ -100,9 +101,50 @@ func handOffOf(info *types.Info, st ast.Stmt, derived map[types.Object]bool) str
 			if g := poolSubmit(info, call); g != nil && (carriesMessage(info, g.Call) || mentions(info, g.Call, derived)) {
 				return types.ExprString(call.Fun)
 			}
+			// d.DispatchJSON(body), a function of this package that
+			// starts a goroutine on what it is given and returns (field
+			// trial, wave 41: posta's webhook dispatcher below an asynq
+			// handler).
+			if (carriesMessage(info, call) || mentions(info, call, derived)) && startsOnParams(pass, callee(info, call)) {
+				return types.ExprString(call.Fun) + ", which starts a goroutine"
+			}
 		}
 	}
 	return ""
+}
+
+// startsOnParams reports whether fn, declared in pass's package, starts a
+// goroutine (a go statement) that reads one of its parameters, and waits
+// for nothing after it (no Wait call, no channel receive).
+func startsOnParams(pass *analysis.Pass, fn *types.Func) bool {
+	if fn == nil || fn.Pkg() != pass.Pkg {
+		return false
+	}
+	var decl *ast.FuncDecl
+	for _, f := range pass.Files {
+		for _, d := range f.Decls {
+			if fd, ok := d.(*ast.FuncDecl); ok && pass.TypesInfo.Defs[fd.Name] == fn {
+				decl = fd
+			}
+		}
+	}
+	if decl == nil || decl.Body == nil {
+		return false
+	}
+	params := paramObjs(pass.TypesInfo, decl.Type)
+	for i, st := range decl.Body.List {
+		g, ok := st.(*ast.GoStmt)
+		if !ok || !mentions(pass.TypesInfo, g.Call, params) {
+			continue
+		}
+		for _, later := range decl.Body.List[i+1:] {
+			if waits(later) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }
 
 // derivedFrom returns the variables that stmts fill from a message: the
@@ -195,7 +237,7 @@ func before(m ast.Node, stmts []ast.Stmt) []ast.Stmt {
 // comes before the work, which the other goroutine does.
 func handOffNext(pass *analysis.Pass, after []ast.Stmt) (string, ast.Node) {
 	for _, st := range after {
-		if how := handOff(pass.TypesInfo, st); how != "" {
+		if how := handOff(pass, st); how != "" {
 			return how, st
 		}
 		switch st := st.(type) {
@@ -258,7 +300,9 @@ func isMessageType(t types.Type) bool {
 		isNamed(t, pathWatermill+"/message", "Message") ||
 		isNamed(t, pathSQS+"/types", "Message") || isNamed(t, pathSQSv1, "Message") ||
 		isNamed(t, pathLambdaEvt, "SQSMessage") || isNamed(t, pathGoCDK, "Message") ||
-		isNamed(t, "cloud.google.com/go/internal/pubsub", "Message") || isNamed(t, pathPubSub+"/v2", "Message")
+		isNamed(t, "cloud.google.com/go/internal/pubsub", "Message") || isNamed(t, pathPubSub+"/v2", "Message") ||
+		isNamed(t, pathAsynq, "Task") || isNamed(t, "github.com/nats-io/nats.go", "Msg") || isNamed(t, "github.com/nats-io/nats.go/jetstream", "Msg") ||
+		isNamed(t, "github.com/rabbitmq/amqp091-go", "Delivery") || isNamed(t, "github.com/streadway/amqp", "Delivery")
 }
 
 // onlyLogs reports whether every call in body (outside function literals)

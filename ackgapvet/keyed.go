@@ -20,7 +20,11 @@ import (
 // one failure is noise, not harm). The effect check and the functions'
 // summaries (facts) both ask it, so the two modes agree.
 func harmfulRepeat(pass *analysis.Pass, fname string, body *ast.BlockStmt, call *ast.CallExpr, d string) bool {
-	if strings.Contains(d, "publish") && (deadLetterPublish(pass.TypesInfo, fname, call) || deadLetterTopic.MatchString(pass.Pkg.Name())) {
+	sends := strings.Contains(d, "publish")
+	if cf := callee(pass.TypesInfo, call); cf != nil && (sqsOp(cf) == "SendMessage" || sqsOp(cf) == "SendMessageBatch") {
+		sends = true // an SQS send is a publish too
+	}
+	if sends && (deadLetterPublish(pass.TypesInfo, fname, call) || deadLetterTopic.MatchString(pass.Pkg.Name())) {
 		return false // in a package of its own for dead letters, too
 	}
 	if cf := callee(pass.TypesInfo, call); cf != nil && funcPath(cf) == "net/http" && cf.Name() == "Do" {
@@ -50,11 +54,28 @@ func harmfulRepeat(pass *analysis.Pass, fname string, body *ast.BlockStmt, call 
 // and of the functions and publishers that write to them.
 var deadLetterTopic = regexp.MustCompile(`(?i)dlq|dead.?letter|retry|redrive|parking|quarantine|poison|error.?(topic|queue|message)`)
 
+// deadLetterDest matches the name of a variable or field holding a
+// dead-letter, error or retry destination: a queue, topic, URL, subject or
+// stream named for one.
+var deadLetterDest = regexp.MustCompile(`(?i)(dlq|dead.?letter|error|retry|parking|poison).*(queue|topic|url|subject|stream)`)
+
 // deadLetterPublish reports whether a publish goes to a dead-letter or error
-// topic: the function making it, the publisher it is called on, or a string
-// constant among its arguments is named like one.
+// topic: the function making it, the publisher it is called on, a string
+// constant among its arguments, or an argument's variable or field (see
+// deadLetterDest) is named like one.
 func deadLetterPublish(info *types.Info, fname string, call *ast.CallExpr) bool {
 	names := append([]string{fname, types.ExprString(call.Fun)}, constStrings(info, call)...)
+	for _, a := range call.Args {
+		// A destination read from configuration: cfg.AwsErrorQueueUrl,
+		// &sqs.SendMessageInput{QueueUrl: conf.DLQURL} (field trial, wave
+		// 41: wecredit's error queue).
+		ast.Inspect(a, func(n ast.Node) bool {
+			if e, ok := n.(ast.Expr); ok && deadLetterDest.MatchString(lastName(e)) {
+				names = append(names, lastName(e))
+			}
+			return true
+		})
+	}
 	for _, n := range names {
 		if deadLetterTopic.MatchString(n) {
 			return true

@@ -407,7 +407,7 @@ func TestConsumerMap(t *testing.T) {
 	for _, c := range rep.Consumers {
 		byName[c.Name] = c
 	}
-	require.Len(t, byName, 129, "%+v", rep.Consumers)
+	require.Len(t, byName, 131, "%+v", rep.Consumers)
 
 	// A receive loop that the call graph reaches from another consumer (a
 	// fallback source behind an interface) and whose acks are closures it
@@ -1469,7 +1469,11 @@ func TestRabbitMQDeliveries(t *testing.T) {
 // go-zero-douyin).
 func TestAsynqHandlers(t *testing.T) {
 	rep := programReport(t, false)
-	requireFindingsAt(t, rep, "asynqsrv/asynqsrv.go", "errack", []int{28}, "the asynq task handler acks the message")
+	requireFindingsAt(t, rep, "asynqsrv/asynqsrv.go", "errack", []int{30}, "the asynq task handler acks the message")
+	// A call of the package's own function that starts a goroutine on the
+	// payload and returns is a hand-off: asynq marks the task done first
+	// (field trial, wave 41: posta's webhook dispatcher).
+	requireFindingsAt(t, rep, "asynqsrv/asynqsrv.go", "earlyack", []int{68}, "while its work runs in another goroutine (d.Dispatch, which starts a goroutine at line 67)")
 	for _, name := range []string{"Publisher.ProcessTask", "asynqsrv.Serve.func1", "func literal returned by archive"} {
 		c := consumerNamed(t, rep, name)
 		require.Equal(t, KindAsynq, c.Kind)
@@ -1668,4 +1672,13 @@ func TestFreshPutItem(t *testing.T) {
 func TestDecodeInHelper(t *testing.T) {
 	rep := programReport(t, false)
 	requireFindingsAt(t, rep, "decodehelper/decodehelper.go", "poison", []int{31}, "returns from the receive loop when h.process fails on json.Unmarshal (line 40)")
+}
+
+// TestErrorQueueDestination: an SQS send to an error queue named in the
+// configuration (cfg.ErrorQueueURL) is a dead letter, not an effect a
+// redelivery repeats; the forward to the next queue is one (field trial,
+// wave 41: wecredit's AwsErrorQueueUrl).
+func TestErrorQueueDestination(t *testing.T) {
+	rep := programReport(t, false)
+	requireFindingsAt(t, rep, "errqueue/errqueue.go", "effect", []int{36}, "an AWS call (sqs.Client.SendMessage)")
 }

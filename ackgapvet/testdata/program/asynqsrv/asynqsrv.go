@@ -4,9 +4,11 @@
 package asynqsrv
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"log"
+	"net/http"
 
 	"github.com/hibiken/asynq"
 )
@@ -44,4 +46,26 @@ func archive(db *sql.DB) func(context.Context, *asynq.Task) error {
 		_, err := db.ExecContext(ctx, "UPDATE videos SET archived = true WHERE id = $1", string(t.Payload()))
 		return err
 	}
+}
+
+// Dispatcher posts webhooks in goroutines of its own (field trial, wave
+// 41: posta's webhook dispatcher).
+type Dispatcher struct{ URL string }
+
+// Dispatch posts body in a goroutine and returns at once.
+func (d *Dispatcher) Dispatch(body []byte) {
+	go func() {
+		_, _ = http.Post(d.URL, "application/json", bytes.NewReader(body))
+	}()
+}
+
+// Hooks hands each task's webhook to the dispatcher and returns nil: asynq
+// marks the task done before the webhook is posted.
+func Hooks(d *Dispatcher) *asynq.ServeMux {
+	mux := asynq.NewServeMux()
+	mux.HandleFunc("webhook", func(ctx context.Context, t *asynq.Task) error {
+		d.Dispatch(t.Payload())
+		return nil
+	})
+	return mux
 }
