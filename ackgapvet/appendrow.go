@@ -17,8 +17,8 @@ var AppendAnalyzer = newAnalyzer("append",
 
 An INSERT without ON CONFLICT (or INSERT IGNORE, ON DUPLICATE KEY, WHERE NOT
 EXISTS), in SQL text or rendered by a query builder (squirrel's ToSql,
-goqu's ToSQL, bob's Build), a GORM Create, an ent Create().Save or a MongoDB InsertOne (the driver's,
-qmgo's or go-zero's mon and monc) on a
+goqu's ToSQL, bob's Build), a GORM Create, an ent Create().Save, a MongoDB InsertOne (the driver's,
+qmgo's or go-zero's mon and monc) or a bulk load (COPY ... FROM, pgx's CopyFrom) on a
 consumer path adds a row each time the message is delivered. When nothing on
 the consumer's path records the event (no insert … ON CONFLICT, INSERT
 IGNORE or ON DUPLICATE KEY, no Redis SETNX, not an ackgap handler) a
@@ -231,11 +231,19 @@ func appendOf(info *types.Info, call *ast.CallExpr) string {
 	case (strings.HasPrefix(path, "go.mongodb.org/mongo-driver") || path == "github.com/qiniu/qmgo") && recv == "Collection" && (name == "InsertOne" || name == "InsertMany"),
 		goZeroMongoWrite(fn) && strings.HasPrefix(name, "Insert"):
 		return "a MongoDB insert (" + qualName(fn) + ")"
+	case strings.HasPrefix(path, "github.com/jackc/pgx") && name == "CopyFrom" && recv != "":
+		// A bulk load: the COPY protocol has no conflict clause (field
+		// trial, wave 41: tipoca-stream's loads, committed before the
+		// offset).
+		return "a bulk COPY (" + qualName(fn) + ")"
 	}
 	if h, _ := dbCall(info, call); h == handleNone {
 		return ""
 	}
 	sql := sqlText(info, call)
+	if strings.HasPrefix(sql, "COPY ") && strings.Contains(sql, " FROM ") {
+		return "a bulk COPY ... FROM (" + qualName(fn) + ")" // Postgres, Redshift: no conflict clause
+	}
 	if !strings.HasPrefix(sql, "INSERT") || guardedInsert(sql) || strings.Contains(sql, "INSERT IGNORE") || strings.Contains(sql, "NOT EXISTS") || keyedColumns.MatchString(sql) {
 		return ""
 	}

@@ -58,6 +58,91 @@ func poisonConsumers(pass *analysis.Pass, c *Consumers, r *reporter) {
 	})
 	for _, root := range c.Roots {
 		decodeReturns(pass, c, r, root)
+		if root.Kind == KindWatermillSub {
+			nackForever(pass, r, root)
+		}
+	}
+}
+
+// attemptName matches the names (and metadata keys) that count a
+// message's attempts or deliveries (retries, attempt, redelivered,
+// NumDelivered, maxRetries).
+var attemptName = regexp.MustCompile(`(?i)retr|attempt|deliver|count`)
+
+// nackForever reports, in a Watermill subscription loop without a router
+// (KindWatermillSub), a failure branch that nacks the message with no
+// count of its attempts and no send elsewhere: the subscriber delivers it
+// again at once, and a message that can never succeed comes back without
+// end (Kafka holds its partition behind it; AMQP requeues it at the head)
+// (field trial, wave 41: go42's Kafka, NATS and AMQP loops). A router's
+// handlers are judged by its PoisonQueue middleware instead.
+func nackForever(pass *analysis.Pass, r *reporter, root *Root) {
+	info := pass.TypesInfo
+	var bodies []*ast.BlockStmt // the loops over the subscription's channel
+	ast.Inspect(funcBody(root.Node), func(n ast.Node) bool {
+		switch l := n.(type) {
+		case *ast.FuncLit:
+			return false
+		case *ast.RangeStmt:
+			if isWatermillMsgChan(info.TypeOf(l.X)) {
+				bodies = append(bodies, l.Body)
+				return false
+			}
+		case *ast.ForStmt:
+			receives := false
+			ast.Inspect(l.Body, func(m ast.Node) bool {
+				if u, ok := m.(*ast.UnaryExpr); ok && u.Op == token.ARROW && isWatermillMsgChan(info.TypeOf(u.X)) {
+					receives = true
+				}
+				return !receives
+			})
+			if receives {
+				bodies = append(bodies, l.Body)
+				return false
+			}
+		}
+		return true
+	})
+	for _, body := range bodies {
+		counts := false
+		ast.Inspect(body, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.Ident:
+				counts = attemptName.MatchString(n.Name)
+			case *ast.BasicLit: // m.Metadata["attempts"]
+				counts = n.Kind == token.STRING && attemptName.MatchString(n.Value)
+			}
+			return !counts
+		})
+		if counts {
+			continue
+		}
+		eachErrBranch(info, body, func(ifs *ast.IfStmt, failing *ast.CallExpr) bool {
+			var nack *ast.CallExpr
+			sends := false
+			ast.Inspect(ifs.Body, func(n ast.Node) bool {
+				call, ok := n.(*ast.CallExpr)
+				if !ok {
+					return true
+				}
+				fn := callee(info, call)
+				switch {
+				case fn == nil:
+				case strings.HasPrefix(funcPath(fn), pathWatermill) && recvName(fn) == "Message" && fn.Name() == "Nack":
+					nack = call
+				case strings.HasPrefix(fn.Name(), "Publish") || strings.HasPrefix(fn.Name(), "Send"):
+					sends = true
+				}
+				return true
+			})
+			if nack == nil || sends || decodeName.MatchString(lastName(failing.Fun)) {
+				return true
+			}
+			r.report(nack, SeverityOf(root.Name), fmt.Sprintf(
+				"nacks the message when %s fails (line %d), with no count of its attempts and no dead-letter: the subscriber delivers it again at once, so a message that can never succeed comes back without end and the messages behind it wait (Kafka holds its partition; AMQP requeues it at the head); count the attempts (a header, or the subscriber's redelivery count) and dead-letter the message after a few, or use a Router with middleware.Retry and middleware.PoisonQueue",
+				types.ExprString(failing.Fun), pass.Fset.Position(failing.Pos()).Line))
+			return true
+		})
 	}
 }
 

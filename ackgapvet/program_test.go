@@ -407,7 +407,7 @@ func TestConsumerMap(t *testing.T) {
 	for _, c := range rep.Consumers {
 		byName[c.Name] = c
 	}
-	require.Len(t, byName, 131, "%+v", rep.Consumers)
+	require.Len(t, byName, 133, "%+v", rep.Consumers)
 
 	// A receive loop that the call graph reaches from another consumer (a
 	// fallback source behind an interface) and whose acks are closures it
@@ -1681,4 +1681,14 @@ func TestDecodeInHelper(t *testing.T) {
 func TestErrorQueueDestination(t *testing.T) {
 	rep := programReport(t, false)
 	requireFindingsAt(t, rep, "errqueue/errqueue.go", "effect", []int{36}, "an AWS call (sqs.Client.SendMessage)")
+}
+
+// TestWatermillLoopNackForever: a Watermill subscription loop without a
+// router that nacks every failure, with no count of attempts, redelivers a
+// message that can never succeed without end (poison); its twin that reads
+// an attempts header and gives up is not reported there (field trial, wave
+// 41: go42 H2).
+func TestWatermillLoopNackForever(t *testing.T) {
+	rep := programReport(t, false)
+	requireFindingsAt(t, rep, "wmloop/wmloop.go", "poison", []int{27}, "nacks the message when db.ExecContext fails (line 26), with no count of its attempts and no dead-letter")
 }
