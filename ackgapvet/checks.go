@@ -146,7 +146,9 @@ var PoolTxAnalyzer = newAnalyzer("pooltx",
 A handler given a transaction that writes through the pool instead commits
 that write even when the handler fails and rolls back, so a redelivery applies
 it twice; on SQLite the pool write waits for the lock the transaction holds
-and times out. Fix: write through the transaction (suggested fix).`,
+and times out. A write in the branch taken when the transaction is nil (the
+else of if tx != nil) is not reported. Fix: write through the transaction
+(suggested fix).`,
 	func(pass *analysis.Pass, c *Consumers, r *reporter) {
 		walk(pass, c, callNode, func(n ast.Node, s *site) {
 			call := n.(*ast.CallExpr)
@@ -161,6 +163,9 @@ and times out. Fix: write through the transaction (suggested fix).`,
 			if !ok {
 				return
 			}
+			if s.Tx != "" && nilTxBranch(funcBody(s.Inner()), s.Tx, call) {
+				return // if tx != nil { tx.Exec(...) } else { db.Exec(...) }: no transaction there
+			}
 			recv := types.ExprString(sel.X)
 			names := append(s.names(), constStrings(pass.TypesInfo, call)...)
 			if s.Tx == "" {
@@ -174,6 +179,39 @@ and times out. Fix: write through the transaction (suggested fix).`,
 				replaceFix("use the transaction "+s.Tx, sel.X, s.Tx))
 		})
 	})
+
+// nilTxBranch reports whether call lies in body's branch taken when the
+// transaction parameter tx is nil (the else of `if tx != nil`, the body of
+// `if tx == nil`): a repository method that writes through the pool when
+// it is given no transaction (field trial, wave 42: rider-service's
+// repositories, thirteen false findings).
+func nilTxBranch(body *ast.BlockStmt, tx string, call *ast.CallExpr) bool {
+	in := func(n ast.Node) bool { return n != nil && n.Pos() <= call.Pos() && call.End() <= n.End() }
+	found := false
+	ast.Inspect(body, func(n ast.Node) bool {
+		ifs, ok := n.(*ast.IfStmt)
+		if !ok || found {
+			return !found
+		}
+		bin, ok := ast.Unparen(ifs.Cond).(*ast.BinaryExpr)
+		if !ok {
+			return true
+		}
+		x, okx := ast.Unparen(bin.X).(*ast.Ident)
+		y, oky := ast.Unparen(bin.Y).(*ast.Ident)
+		if !okx || !oky || x.Name != tx || y.Name != "nil" {
+			return true
+		}
+		switch {
+		case bin.Op == token.NEQ && ifs.Else != nil && in(ifs.Else):
+			found = true
+		case bin.Op == token.EQL && in(ifs.Body):
+			found = true
+		}
+		return !found
+	})
+	return found
+}
 
 // EarlyAckAnalyzer reports acks before the work and Watermill's InstantAck.
 var EarlyAckAnalyzer = newAnalyzer("earlyack",

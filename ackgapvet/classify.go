@@ -130,6 +130,14 @@ func effectOf(info *types.Info, call *ast.CallExpr) string {
 	if fn == nil {
 		return ""
 	}
+	if funcPath(fn) == pathGRPC && fn.Name() == "Invoke" && len(call.Args) > 1 {
+		// A generated client's cc.Invoke(ctx, "/pkg.Service/ListFollowing",
+		// ...): the method's name says whether it reads (field trial, wave
+		// 42: fansX's relation reads below its consumers).
+		if m := stringValue(info, call.Args[1]); m != "" && readName(m[strings.LastIndex(m, "/")+1:]) {
+			return ""
+		}
+	}
 	if d, known := knownEffect(fn); known {
 		return d
 	}

@@ -36,3 +36,18 @@ func noTx(ctx context.Context, pool *pgxpool.Pool) error {
 	_, err := pool.Exec(ctx, "INSERT INTO payments VALUES (1)") // clean: no transaction here
 	return err
 }
+
+// saveStatus writes through the transaction it is given, or through the
+// pool when it is given none (field trial, wave 42: rider-service): clean.
+func saveStatus(ctx context.Context, tx *sql.Tx, db *sql.DB, id string) error {
+	var err error
+	if tx != nil {
+		_, err = tx.ExecContext(ctx, "UPDATE deliveries SET status = 'sent' WHERE id = $1", id)
+	} else {
+		_, err = db.ExecContext(ctx, "UPDATE deliveries SET status = 'sent' WHERE id = $1", id) // clean: no transaction in this branch
+	}
+	if tx == nil {
+		_, err = db.ExecContext(ctx, "UPDATE deliveries SET seen = true WHERE id = $1", id) // clean: no transaction in this branch
+	}
+	return err
+}
