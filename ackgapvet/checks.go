@@ -181,32 +181,47 @@ else of if tx != nil) is not reported. Fix: write through the transaction
 	})
 
 // nilTxBranch reports whether call lies in body's branch taken when the
-// transaction parameter tx is nil (the else of `if tx != nil`, the body of
-// `if tx == nil`): a repository method that writes through the pool when
+// transaction parameter tx is nil (the else of `if tx != nil`, what follows
+// an `if tx != nil { ...; return }`, the body of `if tx == nil`): a
+// repository method that writes through the pool when
 // it is given no transaction (field trial, wave 42: rider-service's
 // repositories, thirteen false findings).
 func nilTxBranch(body *ast.BlockStmt, tx string, call *ast.CallExpr) bool {
 	in := func(n ast.Node) bool { return n != nil && n.Pos() <= call.Pos() && call.End() <= n.End() }
-	found := false
-	ast.Inspect(body, func(n ast.Node) bool {
-		ifs, ok := n.(*ast.IfStmt)
-		if !ok || found {
-			return !found
+	txTest := func(st ast.Stmt) (*ast.IfStmt, token.Token) {
+		ifs, ok := st.(*ast.IfStmt)
+		if !ok {
+			return nil, token.ILLEGAL
 		}
 		bin, ok := ast.Unparen(ifs.Cond).(*ast.BinaryExpr)
 		if !ok {
-			return true
+			return nil, token.ILLEGAL
 		}
 		x, okx := ast.Unparen(bin.X).(*ast.Ident)
 		y, oky := ast.Unparen(bin.Y).(*ast.Ident)
 		if !okx || !oky || x.Name != tx || y.Name != "nil" {
-			return true
+			return nil, token.ILLEGAL
 		}
-		switch {
-		case bin.Op == token.NEQ && ifs.Else != nil && in(ifs.Else):
-			found = true
-		case bin.Op == token.EQL && in(ifs.Body):
-			found = true
+		return ifs, bin.Op
+	}
+	found := false
+	ast.Inspect(body, func(n ast.Node) bool {
+		blk, ok := stmtBlock(n)
+		if !ok || found {
+			return !found
+		}
+		for i, st := range blk.List {
+			ifs, op := txTest(st)
+			switch {
+			case ifs == nil:
+			case op == token.NEQ && ifs.Else != nil && in(ifs.Else), op == token.EQL && in(ifs.Body):
+				found = true
+			case op == token.NEQ && ifs.Else == nil && terminates(ifs.Body):
+				// if tx != nil { ...; return }: what follows runs without one.
+				for _, later := range blk.List[i+1:] {
+					found = found || in(later)
+				}
+			}
 		}
 		return !found
 	})

@@ -134,8 +134,11 @@ func effectOf(info *types.Info, call *ast.CallExpr) string {
 		// A generated client's cc.Invoke(ctx, "/pkg.Service/ListFollowing",
 		// ...): the method's name says whether it reads (field trial, wave
 		// 42: fansX's relation reads below its consumers).
-		if m := stringValue(info, call.Args[1]); m != "" && readName(m[strings.LastIndex(m, "/")+1:]) {
-			return ""
+		// The proto's method name may start lower-case (listFollowing).
+		if m := stringValue(info, call.Args[1]); m != "" {
+			if name := m[strings.LastIndex(m, "/")+1:]; name != "" && readName(strings.ToUpper(name[:1])+name[1:]) {
+				return ""
+			}
 		}
 	}
 	if d, known := knownEffect(fn); known {

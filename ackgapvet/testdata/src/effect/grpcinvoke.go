@@ -14,7 +14,7 @@ type relationClient struct{ cc grpc.ClientConnInterface }
 
 func (c *relationClient) listFollowing(ctx context.Context, in *postID) (*post, error) {
 	out := new(post)
-	err := c.cc.Invoke(ctx, "/relation.RelationService/ListFollowing", in, out) // clean: a read
+	err := c.cc.Invoke(ctx, "/relation.RelationService/listFollowing", in, out) // clean: a read (the proto names it lower-case)
 	return out, err
 }
 

@@ -51,3 +51,14 @@ func saveStatus(ctx context.Context, tx *sql.Tx, db *sql.DB, id string) error {
 	}
 	return err
 }
+
+// markSent returns from the transaction's branch and writes through the
+// pool after it (field trial, wave 42: rider-service): clean.
+func markSent(ctx context.Context, tx *sql.Tx, db *sql.DB, id string) error {
+	if tx != nil {
+		_, err := tx.ExecContext(ctx, "UPDATE deliveries SET status = 'sent' WHERE id = $1", id)
+		return err
+	}
+	_, err := db.ExecContext(ctx, "UPDATE deliveries SET status = 'sent' WHERE id = $1", id) // clean: no transaction here
+	return err
+}
