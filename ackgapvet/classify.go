@@ -346,9 +346,11 @@ func startsWithVerb(name string, verbs []string) bool {
 
 // redisStateCmd names the Redis commands that store state under a key
 // (a sorted-set or hash member, a list or stream entry, several keys at
-// once). SETNX, HSETNX and SADD are claims (redisClaimCmd), INCR and its
+// once), and the Lua scripts that do it (EVAL, EVALSHA; EVAL_RO reads:
+// field trial, wave 42: fansX's counters and inboxes written only by
+// scripts). SETNX, HSETNX and SADD are claims (redisClaimCmd), INCR and its
 // kin counters, DEL and EXPIRE housekeeping: none is counted here.
-var redisStateCmd = map[string]bool{"ZAdd": true, "ZAddArgs": true, "ZAddNX": true, "ZAddXX": true, "HSet": true, "HMSet": true, "LPush": true, "RPush": true, "XAdd": true, "MSet": true, "Set": true}
+var redisStateCmd = map[string]bool{"ZAdd": true, "ZAddArgs": true, "ZAddNX": true, "ZAddXX": true, "HSet": true, "HMSet": true, "LPush": true, "RPush": true, "XAdd": true, "MSet": true, "Set": true, "Eval": true, "EvalSha": true}
 
 // redisStateWrite reports whether call is a go-redis command that stores
 // state (see redisStateCmd): a SET only with a constant zero expiration

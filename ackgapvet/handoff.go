@@ -114,8 +114,9 @@ func handOffOf(pass *analysis.Pass, st ast.Stmt, derived map[types.Object]bool) 
 }
 
 // startsOnParams reports whether fn, declared in pass's package, starts a
-// goroutine (a go statement) that reads one of its parameters, and waits
-// for nothing after it (no Wait call, no channel receive).
+// goroutine (a go statement, or a worker pool's Submit: see poolSubmit)
+// that reads one of its parameters, and waits for nothing after it (no
+// Wait call, no channel receive).
 func startsOnParams(pass *analysis.Pass, fn *types.Func) bool {
 	if fn == nil || fn.Pkg() != pass.Pkg {
 		return false
@@ -134,7 +135,10 @@ func startsOnParams(pass *analysis.Pass, fn *types.Func) bool {
 	params := paramObjs(pass.TypesInfo, decl.Type)
 	for i, st := range decl.Body.List {
 		g, ok := st.(*ast.GoStmt)
-		if !ok || !mentions(pass.TypesInfo, g.Call, params) {
+		if call := topCall(st); !ok && call != nil {
+			g = poolSubmit(pass.TypesInfo, call) // a.pool.Submit(func() { a.process(ctx, m) })
+		}
+		if g == nil || !mentions(pass.TypesInfo, g.Call, params) {
 			continue
 		}
 		for _, later := range decl.Body.List[i+1:] {

@@ -58,10 +58,25 @@ func poisonConsumers(pass *analysis.Pass, c *Consumers, r *reporter) {
 	})
 	for _, root := range c.Roots {
 		decodeReturns(pass, c, r, root)
-		if root.Kind == KindWatermillSub {
-			nackForever(pass, r, root)
+		if root.Kind == KindWatermillSub || root.Kind == KindMsgChan {
+			nackForever(pass, c, r, root)
 		}
 	}
+}
+
+// requeues reports whether call (of fn) puts a RabbitMQ delivery back at
+// the head of its queue: Delivery.Nack(multiple, true) or Reject(true),
+// the requeue flag a constant true (field trial, wave 42: zjMall's cart
+// sync, Qos(1)).
+func requeues(info *types.Info, fn *types.Func, call *ast.CallExpr) bool {
+	if !isAMQP(funcPath(fn)) || recvName(fn) != "Delivery" || len(call.Args) == 0 {
+		return false
+	}
+	if fn.Name() != "Nack" && fn.Name() != "Reject" {
+		return false
+	}
+	tv, ok := info.Types[call.Args[len(call.Args)-1]]
+	return ok && tv.Value != nil && tv.Value.String() == "true"
 }
 
 // attemptName matches the names (and metadata keys) that count a
@@ -70,13 +85,15 @@ func poisonConsumers(pass *analysis.Pass, c *Consumers, r *reporter) {
 var attemptName = regexp.MustCompile(`(?i)retr|attempt|deliver|count`)
 
 // nackForever reports, in a Watermill subscription loop without a router
-// (KindWatermillSub), a failure branch that nacks the message with no
-// count of its attempts and no send elsewhere: the subscriber delivers it
-// again at once, and a message that can never succeed comes back without
-// end (Kafka holds its partition behind it; AMQP requeues it at the head)
-// (field trial, wave 41: go42's Kafka, NATS and AMQP loops). A router's
-// handlers are judged by its PoisonQueue middleware instead.
-func nackForever(pass *analysis.Pass, r *reporter, root *Root) {
+// (KindWatermillSub) or a loop over RabbitMQ deliveries (KindMsgChan), a
+// failure branch that nacks the message (a Watermill Nack; a RabbitMQ
+// Nack or Reject that requeues) with no count of its attempts and no send
+// elsewhere: it is delivered again at once, and a message that can never
+// succeed comes back without end (Kafka holds its partition behind it;
+// RabbitMQ requeues it at the head) (field trial, wave 41: go42's Kafka,
+// NATS and AMQP loops; wave 42: zjMall). A router's handlers are judged
+// by its PoisonQueue middleware instead.
+func nackForever(pass *analysis.Pass, c *Consumers, r *reporter, root *Root) {
 	info := pass.TypesInfo
 	var bodies []*ast.BlockStmt // the loops over the subscription's channel
 	ast.Inspect(funcBody(root.Node), func(n ast.Node) bool {
@@ -84,14 +101,14 @@ func nackForever(pass *analysis.Pass, r *reporter, root *Root) {
 		case *ast.FuncLit:
 			return false
 		case *ast.RangeStmt:
-			if isWatermillMsgChan(info.TypeOf(l.X)) {
+			if isWatermillMsgChan(info.TypeOf(l.X)) || c.isAckableMsgChan(info.TypeOf(l.X)) {
 				bodies = append(bodies, l.Body)
 				return false
 			}
 		case *ast.ForStmt:
 			receives := false
 			ast.Inspect(l.Body, func(m ast.Node) bool {
-				if u, ok := m.(*ast.UnaryExpr); ok && u.Op == token.ARROW && isWatermillMsgChan(info.TypeOf(u.X)) {
+				if u, ok := m.(*ast.UnaryExpr); ok && u.Op == token.ARROW && (isWatermillMsgChan(info.TypeOf(u.X)) || c.isAckableMsgChan(info.TypeOf(u.X))) {
 					receives = true
 				}
 				return !receives
@@ -128,7 +145,8 @@ func nackForever(pass *analysis.Pass, r *reporter, root *Root) {
 				fn := callee(info, call)
 				switch {
 				case fn == nil:
-				case strings.HasPrefix(funcPath(fn), pathWatermill) && recvName(fn) == "Message" && fn.Name() == "Nack":
+				case strings.HasPrefix(funcPath(fn), pathWatermill) && recvName(fn) == "Message" && fn.Name() == "Nack",
+					requeues(info, fn, call):
 					nack = call
 				case strings.HasPrefix(fn.Name(), "Publish") || strings.HasPrefix(fn.Name(), "Send"):
 					sends = true
@@ -139,7 +157,7 @@ func nackForever(pass *analysis.Pass, r *reporter, root *Root) {
 				return true
 			}
 			r.report(nack, SeverityOf(root.Name), fmt.Sprintf(
-				"nacks the message when %s fails (line %d), with no count of its attempts and no dead-letter: the subscriber delivers it again at once, so a message that can never succeed comes back without end and the messages behind it wait (Kafka holds its partition; AMQP requeues it at the head); count the attempts (a header, or the subscriber's redelivery count) and dead-letter the message after a few, or use a Router with middleware.Retry and middleware.PoisonQueue",
+				"nacks the message when %s fails (line %d), with no count of its attempts and no dead-letter: it is delivered again at once, so a message that can never succeed comes back without end and the messages behind it wait (Kafka holds its partition; RabbitMQ requeues it at the head of the queue); count the attempts (a header, or the broker's redelivery count) and dead-letter the message after a few (a Watermill Router with middleware.Retry and middleware.PoisonQueue; a RabbitMQ dead-letter exchange with Nack(false, false))",
 				types.ExprString(failing.Fun), pass.Fset.Position(failing.Pos()).Line))
 			return true
 		})

@@ -61,4 +61,25 @@ func Register(r *message.Router, sub message.Subscriber, s *S) {
 	r.AddNoPublisherHandler("pay", "payments", sub, s.Pay)
 	r.AddNoPublisherHandler("pay-wait", "payments-wait", sub, s.PayWait)
 	r.AddNoPublisherHandler("pay-task", "payments-task", sub, s.PayTask)
+	r.AddNoPublisherHandler("pay-via", "payments-via", sub, func(msg *message.Message) error { return s.PayVia(&Payer{Pool: s.Pool, Gateway: s.Gateway}, msg) })
+}
+
+// Payer submits a payment to its pool and returns: a call of it hands the
+// work off (field trial, wave 42: grogu's Handle).
+type Payer struct {
+	Pool    *pond.WorkerPool
+	Gateway string
+}
+
+// Submit hands body to the pool.
+func (p *Payer) Submit(body string) {
+	p.Pool.Submit(func() {
+		_, _ = http.Post(p.Gateway, "application/json", strings.NewReader(body))
+	})
+}
+
+// PayVia hands the payment to the Payer and returns nil.
+func (s *S) PayVia(p *Payer, msg *message.Message) error {
+	p.Submit(string(msg.Payload))
+	return nil
 }

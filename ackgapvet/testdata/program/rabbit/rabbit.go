@@ -41,3 +41,20 @@ func TasksNack(ctx context.Context, ch *amqp.Channel, db *sql.DB) error {
 	}
 	return nil
 }
+
+// TasksOnce requeues a failed delivery once, then rejects it to the
+// queue's dead-letter exchange.
+func TasksOnce(ctx context.Context, ch *amqp.Channel, db *sql.DB) error {
+	msgs, err := ch.Consume("tasks", "", false, false, false, false, nil)
+	if err != nil {
+		return err
+	}
+	for d := range msgs {
+		if _, err := db.ExecContext(ctx, "UPDATE tasks SET done = true WHERE id = $1", string(d.Body)); err != nil {
+			_ = d.Nack(false, !d.Redelivered)
+			continue
+		}
+		_ = d.Ack(false)
+	}
+	return nil
+}

@@ -5,6 +5,7 @@ package redisq
 
 import (
 	"context"
+	"log"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -37,6 +38,22 @@ func Run(ctx context.Context, r *kafka.Reader, s *Store) {
 		}
 		_ = s.Remember(ctx, m.Value)
 		s.SaveTask(ctx, string(m.Value), m.Value)
+		_ = r.CommitMessages(ctx, m)
+	}
+}
+
+// Count adds to a follower count with a Lua script, logs a failure and
+// commits (field trial, wave 42: fansX's counters, written only by
+// scripts).
+func Count(ctx context.Context, r *kafka.Reader, rdb *redis.Client, sha string) {
+	for {
+		m, err := r.FetchMessage(ctx)
+		if err != nil {
+			return
+		}
+		if err := rdb.EvalSha(ctx, sha, []string{"followers:" + string(m.Value)}, 1).Err(); err != nil {
+			log.Printf("count: %v", err)
+		}
 		_ = r.CommitMessages(ctx, m)
 	}
 }

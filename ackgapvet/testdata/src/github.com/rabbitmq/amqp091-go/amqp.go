@@ -4,6 +4,7 @@ package amqp091
 // Delivery is a received message.
 type Delivery struct {
 	DeliveryTag uint64
+	Redelivered bool
 	Body        []byte
 }
 

@@ -163,3 +163,14 @@ func (ps *PubSub) Channel() <-chan *Message { return nil }
 
 // ReceiveMessage waits for a message.
 func (ps *PubSub) ReceiveMessage(ctx context.Context) (*Message, error) { return nil, nil }
+
+// Cmd holds a generic reply.
+type Cmd struct{}
+
+// Err returns the command's error.
+func (c *Cmd) Err() error { return nil }
+
+// EvalSha runs a loaded Lua script.
+func (c *Client) EvalSha(ctx context.Context, sha1 string, keys []string, args ...any) *Cmd {
+	return &Cmd{}
+}
