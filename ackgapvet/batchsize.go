@@ -74,9 +74,11 @@ func tfMappings(dir string) (n, ones, bounded int) {
 // JavaScript: new SqsEventSource(...), SST's new Queue(...) with a
 // consumer), the Serverless Framework (`- sqs:` events) or SAM (`Type:
 // SQS` events, AWS::Lambda::EventSourceMapping), read when a repository
-// has no Terraform mapping (field trial, wave 38: pocok's SST stack).
+// has no Terraform mapping (field trial, wave 38: pocok's SST stack). An
+// IAM action in the same file (`- sqs:SendMessage`) is no Serverless
+// event (field trial, wave 43: PR-Pilot's SAM template).
 var (
-	iacMapping   = regexp.MustCompile(`new\s+(?:\w+\.)*(?:SqsEventSource|KinesisEventSource|DynamoEventSource|Queue)\s*\(|(?m)^\s*-\s*(?:sqs|stream)\s*:|(?m)^\s*Type\s*:\s*(?:SQS|Kinesis|DynamoDB)\s*$|AWS::Lambda::EventSourceMapping`)
+	iacMapping   = regexp.MustCompile(`new\s+(?:\w+\.)*(?:SqsEventSource|KinesisEventSource|DynamoEventSource|Queue)\s*\(|(?m)^\s*-\s*(?:sqs|stream)\s*:(?:\s|$)|(?m)^\s*Type\s*:\s*(?:SQS|Kinesis|DynamoDB)\s*$|AWS::Lambda::EventSourceMapping`)
 	iacBatchSize = regexp.MustCompile(`(?i)\bbatch_?size"?\s*[:=]\s*1\b`)
 	iacRetries   = regexp.MustCompile(`(?i)\b(?:retryAttempts|maxRetries|maximumRetryAttempts)"?\s*[:=]\s*\d`)
 )

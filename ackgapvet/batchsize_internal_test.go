@@ -38,6 +38,7 @@ func TestDropWholeBatchOfOne(t *testing.T) {
 		{"SST stack, batches of one", "ts:" + sstQueue("A", 1) + sstQueue("B", 1), false, []string{"lambdabatch", "errack"}},
 		{"SST stack, one default batch", "ts:" + sstQueue("A", 1) + "new Queue(this, \"B\", { consumer: \"src/b.handler\" });\n", false, []string{"lambdabatch", "lambdabatch", "errack"}},
 		{"Serverless Framework, batch of one", "yml:functions:\n  ship:\n    handler: bin/ship\n    events:\n      - sqs:\n          arn: arn:aws:sqs:eu-west-1:1:ship\n          batchSize: 1\n", false, []string{"lambdabatch", "errack"}},
+		{"SAM, batch of one, IAM actions beside it", "yml:Resources:\n  Fn:\n    Properties:\n      Policies:\n        - Statement:\n            Action:\n              - sqs:ReceiveMessage\n              - sqs:DeleteMessage\n      Events:\n        Q:\n          Type: SQS\n          Properties:\n            BatchSize: 1\n", false, []string{"lambdabatch", "errack"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			repo := t.TempDir()
