@@ -1182,9 +1182,19 @@ func (c *Consumers) pullsInLoop(stack []ast.Node) bool {
 	return ok && len(c.loopCallers(fn, 3)) > 0
 }
 
+// Import paths of nats.go and its jetstream package.
+const (
+	pathNATS      = "github.com/nats-io/nats.go"
+	pathJetStream = pathNATS + "/jetstream"
+)
+
 // isNATS matches nats.go and its jetstream package.
-func isNATS(path string) bool {
-	return path == "github.com/nats-io/nats.go" || path == "github.com/nats-io/nats.go/jetstream"
+func isNATS(path string) bool { return path == pathNATS || path == pathJetStream }
+
+// isNATSMsg reports whether t is a NATS message: *nats.Msg or
+// jetstream.Msg.
+func isNATSMsg(t types.Type) bool {
+	return isNamed(t, pathNATS, "Msg") || isNamed(t, pathJetStream, "Msg")
 }
 
 // isNATSHandler reports whether t is a nats.go message callback:
@@ -1198,8 +1208,7 @@ func isNATSHandler(t types.Type) bool {
 	if !ok || sig.Params().Len() != 1 {
 		return false
 	}
-	p := sig.Params().At(0).Type()
-	return isNamed(p, "github.com/nats-io/nats.go", "Msg") || isNamed(p, "github.com/nats-io/nats.go/jetstream", "Msg")
+	return isNATSMsg(sig.Params().At(0).Type())
 }
 
 // natsPull names the receiver and method of the nats.go calls that pull
@@ -1242,6 +1251,15 @@ func isRedisMsgChan(t types.Type) bool {
 // streadway/amqp (field trial, wave 39: micro-todoList).
 func isAMQP(path string) bool {
 	return path == "github.com/rabbitmq/amqp091-go" || path == "github.com/streadway/amqp"
+}
+
+// isAMQPDelivery reports whether t is a RabbitMQ Delivery (see isAMQP).
+func isAMQPDelivery(t types.Type) bool {
+	if p, ok := t.(*types.Pointer); ok {
+		t = p.Elem()
+	}
+	n, ok := types.Unalias(t).(*types.Named)
+	return ok && n.Obj().Name() == "Delivery" && n.Obj().Pkg() != nil && isAMQP(pkgPath(n.Obj().Pkg()))
 }
 
 // carriesPayload reports whether a message type t (or *t) gives its body:

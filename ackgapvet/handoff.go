@@ -305,8 +305,7 @@ func isMessageType(t types.Type) bool {
 		isNamed(t, pathSQS+"/types", "Message") || isNamed(t, pathSQSv1, "Message") ||
 		isNamed(t, pathLambdaEvt, "SQSMessage") || isNamed(t, pathGoCDK, "Message") ||
 		isNamed(t, "cloud.google.com/go/internal/pubsub", "Message") || isNamed(t, pathPubSub+"/v2", "Message") ||
-		isNamed(t, pathAsynq, "Task") || isNamed(t, "github.com/nats-io/nats.go", "Msg") || isNamed(t, "github.com/nats-io/nats.go/jetstream", "Msg") ||
-		isNamed(t, "github.com/rabbitmq/amqp091-go", "Delivery") || isNamed(t, "github.com/streadway/amqp", "Delivery")
+		isNamed(t, pathAsynq, "Task") || isNATSMsg(t) || isAMQPDelivery(t)
 }
 
 // onlyLogs reports whether every call in body (outside function literals)

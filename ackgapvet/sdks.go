@@ -87,7 +87,7 @@ var KnownSDKs = map[string]string{
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob":         ClassStorage,
 	"github.com/minio/minio-go":                                    ClassStorage,
 	"cloud.google.com/go/pubsub":                                   ClassPublish,
-	"github.com/nats-io/nats.go":                                   ClassPublish,
+	pathNATS:                                                       ClassPublish,
 	"github.com/rabbitmq/amqp091-go":                               ClassPublish,
 	"github.com/streadway/amqp":                                    ClassPublish,
 	"github.com/Azure/azure-sdk-for-go/sdk/messaging/azservicebus": ClassPublish,
