@@ -81,11 +81,18 @@ var (
 	iacMapping   = regexp.MustCompile(`new\s+(?:\w+\.)*(?:SqsEventSource|KinesisEventSource|DynamoEventSource|Queue)\s*\(|(?m)^\s*-\s*(?:sqs|stream)\s*:(?:\s|$)|(?m)^\s*Type\s*:\s*(?:SQS|Kinesis|DynamoDB)\s*$|AWS::Lambda::EventSourceMapping`)
 	iacBatchSize = regexp.MustCompile(`(?i)\bbatch_?size"?\s*[:=]\s*1\b`)
 	iacRetries   = regexp.MustCompile(`(?i)\b(?:retryAttempts|maxRetries|maximumRetryAttempts)"?\s*[:=]\s*\d`)
+	// The CDK in Go (aws-cdk-go): awslambdaeventsources.NewSqsEventSource(q,
+	// &awslambdaeventsources.SqsEventSourceProps{BatchSize: jsii.Number(1)})
+	// or awslambda.NewEventSourceMapping (field trial, wave 43: lady-glass's
+	// infra/cdk/stack.go).
+	goCDKMapping   = regexp.MustCompile(`awslambdaeventsources\.New(?:Sqs|Kinesis|Dynamo)EventSource\s*\(|awslambda\.NewEventSourceMapping\s*\(`)
+	goCDKBatchSize = regexp.MustCompile(`\bBatchSize\s*:\s*jsii\.Number\(\s*1\s*\)`)
+	goCDKRetries   = regexp.MustCompile(`\b(?:RetryAttempts|MaxRetries)\s*:\s*jsii\.Number\(`)
 )
 
 // iacMappings counts, like tfMappings, the event source mappings of the
 // CDK, SST, Serverless Framework and SAM files under dir (.ts, .js, .mjs,
-// .yml, .yaml), the batch sizes of one among
+// .yml, .yaml, and .go files that import aws-cdk-go), the batch sizes of one among
 // them, and the bounded retries. A construct is not matched with its own
 // batch size: every mapping counts one, and the batch is of one when at
 // least as many batch sizes of one are written (a queue with no consumer,
@@ -95,6 +102,14 @@ func iacMappings(dir string) (n, ones, bounded int) {
 		n += len(iacMapping.FindAllStringIndex(text, -1))
 		ones += len(iacBatchSize.FindAllStringIndex(text, -1))
 		bounded += len(iacRetries.FindAllStringIndex(text, -1))
+	})
+	eachFile(dir, []string{".go"}, func(text string) {
+		if !strings.Contains(text, "aws-cdk-go/") {
+			return
+		}
+		n += len(goCDKMapping.FindAllStringIndex(text, -1))
+		ones += len(goCDKBatchSize.FindAllStringIndex(text, -1))
+		bounded += len(goCDKRetries.FindAllStringIndex(text, -1))
 	})
 	return n, ones, bounded
 }

@@ -39,6 +39,8 @@ func TestDropWholeBatchOfOne(t *testing.T) {
 		{"SST stack, one default batch", "ts:" + sstQueue("A", 1) + "new Queue(this, \"B\", { consumer: \"src/b.handler\" });\n", false, []string{"lambdabatch", "lambdabatch", "errack"}},
 		{"Serverless Framework, batch of one", "yml:functions:\n  ship:\n    handler: bin/ship\n    events:\n      - sqs:\n          arn: arn:aws:sqs:eu-west-1:1:ship\n          batchSize: 1\n", false, []string{"lambdabatch", "errack"}},
 		{"SAM, batch of one, IAM actions beside it", "yml:Resources:\n  Fn:\n    Properties:\n      Policies:\n        - Statement:\n            Action:\n              - sqs:ReceiveMessage\n              - sqs:DeleteMessage\n      Events:\n        Q:\n          Type: SQS\n          Properties:\n            BatchSize: 1\n", false, []string{"lambdabatch", "errack"}},
+		{"Go CDK, three stages of one", "go:" + goCDKStack(1, 1, 1), false, []string{"lambdabatch", "errack"}},
+		{"Go CDK, one stage of ten", "go:" + goCDKStack(1, 10, 1), false, []string{"lambdabatch", "lambdabatch", "errack"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			repo := t.TempDir()
@@ -51,7 +53,7 @@ func TestDropWholeBatchOfOne(t *testing.T) {
 					dir = filepath.Join(repo, "infra")
 				}
 				name, text := "lambda.tf", tc.tf
-				if ext, body, ok := strings.Cut(tc.tf, ":"); ok && (ext == "ts" || ext == "yml") {
+				if ext, body, ok := strings.Cut(tc.tf, ":"); ok && (ext == "ts" || ext == "yml" || ext == "go") {
 					name, text = "stack."+ext, body
 				}
 				require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644))
@@ -63,6 +65,18 @@ func TestDropWholeBatchOfOne(t *testing.T) {
 			require.Equal(t, tc.wantChecks, got)
 		})
 	}
+}
+
+// goCDKStack is a CDK stack written in Go whose stages' SQS event sources
+// take batches of the sizes given (field trial, wave 43: lady-glass).
+func goCDKStack(sizes ...int) string {
+	var b strings.Builder
+	b.WriteString("package main\n\nimport (\n\t\"github.com/aws/aws-cdk-go/awscdk/v2/awslambdaeventsources\"\n\t\"github.com/aws/jsii-runtime-go\"\n)\n\nfunc stages() {\n")
+	for _, n := range sizes {
+		fmt.Fprintf(&b, "\tfn.AddEventSource(awslambdaeventsources.NewSqsEventSource(q, &awslambdaeventsources.SqsEventSourceProps{\n\t\tBatchSize: jsii.Number(%d),\n\t}))\n", n)
+	}
+	b.WriteString("}\n")
+	return b.String()
 }
 
 // sstQueue is an SST Queue construct whose consumer takes batches of

@@ -228,6 +228,10 @@ func nilTxBranch(body *ast.BlockStmt, tx string, call *ast.CallExpr) bool {
 	return found
 }
 
+// takeMessage opens earlyack's finding on a Redis take that removes the
+// message (see destructiveTake); dropAtMostOnce keeps it.
+const takeMessage = "takes the message with Redis"
+
 // EarlyAckAnalyzer reports acks before the work and Watermill's InstantAck.
 var EarlyAckAnalyzer = newAnalyzer("earlyack",
 	`report a consumer that acknowledges a message before doing its work
@@ -267,6 +271,21 @@ handler's transaction (an outbox row) and let a relay do it.`,
 					"middleware.InstantAck acks every message before its handler runs: a handler error or crash loses the message instead of redelivering it; remove it and let the router ack after the handler returned nil")
 			}
 		})
+		if c.program != nil {
+			for _, f := range pass.Files {
+				ast.Inspect(f, func(n ast.Node) bool {
+					call, ok := n.(*ast.CallExpr)
+					if !ok || c.program.listTakes[call.Lparen] == "" {
+						return true
+					}
+					cmd := destructiveTake(pass.TypesInfo, call)
+					r.report(call, SeverityOf(c.program.listTakes[call.Lparen], cmd), fmt.Sprintf(
+						takeMessage+" %s, which removes it as it returns it, before the work of Redis queue loop %s: the take is the ack, so a crash, a failed write or a shutdown in between loses the message (a list or sorted set keeps no unacked copy); move it into a processing list with BLMove and remove it with LRem after the work (Redis docs, LMOVE: \"Pattern: Reliable queue\"), or use a stream read by a consumer group (XReadGroup, XAck)",
+						strings.ToUpper(cmd), c.program.listTakes[call.Lparen]))
+					return true
+				})
+			}
+		}
 		ranges := txRanges(pass)
 		for node, root := range c.reach {
 			body := funcBody(node)

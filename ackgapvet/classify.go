@@ -163,6 +163,8 @@ func effectOf(info *types.Info, call *ast.CallExpr) string {
 		return "" // the consumer's own receive/ack mechanics and queue administration
 	case keyedOverwrite(path, name):
 		return "" // idempotent when the key comes from the message
+	case awsTelemetry(path, name):
+		return "" // a metric, log or trace point: counted again on a redelivery, nobody is served twice
 	case strings.HasPrefix(path, pathAWSSvc) && recv == "Client" && awsMutates(name):
 		return "an AWS call (" + qualName(fn) + ")"
 	case path == "github.com/hashicorp/go-retryablehttp" && recv == "Client" && (name == "Do" || name == "Post" || name == "PostForm"):
@@ -270,6 +272,24 @@ func awsMutates(op string) bool {
 		if strings.HasPrefix(op, verb) {
 			return true
 		}
+	}
+	return false
+}
+
+// awsTelemetry reports whether an AWS operation records telemetry of the
+// service itself: CloudWatch PutMetricData, CloudWatch Logs PutLogEvents,
+// X-Ray PutTraceSegments and PutTelemetryRecords (field trial, wave 43:
+// Messanger's metrics flushed from its receive loop's ticker). A repeat
+// adds a data point; it serves nobody twice and changes no state that a
+// redelivery could corrupt.
+func awsTelemetry(path, op string) bool {
+	switch path {
+	case pathAWSSvc + "cloudwatch":
+		return op == "PutMetricData"
+	case pathAWSSvc + "cloudwatchlogs":
+		return op == "PutLogEvents"
+	case pathAWSSvc + "xray":
+		return op == "PutTraceSegments" || op == "PutTelemetryRecords"
 	}
 	return false
 }

@@ -61,6 +61,10 @@ type Consumer struct {
 	// handlerSpans are the functions below each of Handlers (a function
 	// two handlers reach counts under the first the walk met it through).
 	handlerSpans []handlerSpan
+	// takes is set on a Redis queue loop that takes its messages by
+	// removing them (BRPOP, LPOP, ZPOPMIN): it is at most once, like core
+	// NATS (see dropAtMostOnce).
+	takes bool
 	// loop is set on a receive loop that calls the broker's receive
 	// itself (see receiveLoop).
 	loop bool
@@ -96,7 +100,7 @@ type Step struct {
 // receive, poll or fetch (see receives), as opposed to a handler value that
 // a loop calls.
 func receiveLoop(rw *rootWalk) bool {
-	if rw.root.Kind == KindSarama || rw.root.Kind == KindSaramaPartition || rw.root.Kind == KindSaramaCluster {
+	if rw.root.lifted || rw.root.Kind == KindSarama || rw.root.Kind == KindSaramaPartition || rw.root.Kind == KindSaramaCluster {
 		return true
 	}
 	if rw.entry == nil {
@@ -254,6 +258,14 @@ func (w *wholeProgram) describe(rw *rootWalk) Consumer {
 			case *ast.CallExpr:
 				pos := fset.Position(n.Pos())
 				step := Step{File: rel(pos), Line: pos.Line, Path: path, Async: rw.async[fn]}
+				if cmd := destructiveTake(p.TypesInfo, n); cmd != "" && rw.root.Kind == KindRedisQueue {
+					// The take is the ack: nothing is left to redeliver.
+					c.takes = true
+					step.What = "takes and removes the message with Redis " + strings.ToUpper(cmd) + " (the take is the ack: at most once)"
+					step.Async = false
+					c.Acks = append(c.Acks, step)
+					return true
+				}
 				if a := ackOf(p.TypesInfo, n); a != "" && !ackAt[n.Pos()] {
 					ackAt[n.Pos()] = true // rdb.XAck(...).Err(): one ack, read through its reply
 					step.What = "acks with " + a

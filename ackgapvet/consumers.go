@@ -51,6 +51,10 @@ type Root struct {
 	// whole-program mode looks for the loops that call it in other
 	// packages (see buildProgram).
 	wrapper bool
+	// lifted marks the loop that calls such a wrapper: it takes messages
+	// from the broker through the wrapper, so it is a receive loop of its
+	// own even when another consumer's walk reaches it (see consumerMap).
+	lifted bool
 }
 
 // Summary is what a function does that matters under redelivery, directly or

@@ -1228,6 +1228,23 @@ func isGoRedis(path string) bool {
 // stream or a list (see KindRedisQueue).
 var redisReceive = map[string]bool{"XReadGroup": true, "BLMove": true, "BRPopLPush": true, "BLPop": true, "BRPop": true}
 
+// redisTakes are the go-redis commands that remove what they return: a
+// list or sorted set used as a queue this way has no ack (Redis docs,
+// LMOVE: "Pattern: Reliable queue").
+var redisTakes = map[string]bool{"BLPop": true, "BRPop": true, "LPop": true, "RPop": true, "LPopCount": true, "RPopCount": true, "BLMPop": true, "LMPop": true,
+	"ZPopMin": true, "ZPopMax": true, "BZPopMin": true, "BZPopMax": true, "BZMPop": true, "ZMPop": true}
+
+// destructiveTake returns the go-redis command call makes when it takes
+// a message off a list or sorted set by removing it (see redisTakes),
+// "" otherwise.
+func destructiveTake(info *types.Info, call *ast.CallExpr) string {
+	fn := callee(info, call)
+	if fn == nil || !isGoRedis(funcPath(fn)) || !redisTakes[fn.Name()] {
+		return ""
+	}
+	return fn.Name()
+}
+
 // isRedisMsgChan reports whether t is a channel of go-redis Pub/Sub
 // messages (PubSub.Channel()).
 func isRedisMsgChan(t types.Type) bool {

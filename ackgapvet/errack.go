@@ -80,11 +80,13 @@ permanent.`,
 					kafkaSkips(pass, c, r, root, loop.Body, overChan)
 					kafkaSkipsThenCommits(pass, c, r, root, loop.Body, after[loop.Body])
 					watermillSkips(pass, c, r, root, loop.Body)
+					amqpSkips(pass, c, r, root, loop.Body)
 				case *ast.ForStmt:
 					franzSkipsFetch(pass, r, root, loop.Body)
 					kafkaSkips(pass, c, r, root, loop.Body, false)
 					kafkaBreaks(pass, c, r, root, loop.Body, false)
 					watermillSkips(pass, c, r, root, loop.Body)
+					amqpSkips(pass, c, r, root, loop.Body)
 				}
 				block, ok := stmtBlock(m)
 				if !ok {
@@ -842,8 +844,32 @@ func (c *Consumers) firstAck(stmts []ast.Stmt) (ack string, call, inner *ast.Cal
 		if ack, inner := c.helperAck(call); ack != "" {
 			return ack, call, inner
 		}
+		if ack := c.wrappedAck(call); ack != "" {
+			return ack, call, call
+		}
 	}
 	return "", nil, nil
+}
+
+// ackName matches the names the code gives its own wrapper of an ack:
+// DeleteMessage, Ack, Commit, MarkDone, Finish, Complete.
+var ackName = regexp.MustCompile(`^(Delete|Remove|Ack|Commit|Mark|Done|Finish|Complete|Settle)`)
+
+// wrappedAck names, in the whole-program mode, the ack that a call of the
+// code's own function in another package or through an interface makes
+// below it (`w.queue.DeleteMessage(ctx, handle)` around SQS's
+// DeleteMessage): the call graph reaches an ack below it and its name says
+// it acks. "" otherwise. Field trial, wave 43: Messanger's processJob,
+// whose failures are only logged before the queue package's delete.
+func (c *Consumers) wrappedAck(call *ast.CallExpr) string {
+	if c.program == nil || !c.program.ackSites[call.Lparen] {
+		return ""
+	}
+	sel, ok := ast.Unparen(call.Fun).(*ast.SelectorExpr)
+	if !ok || !ackName.MatchString(sel.Sel.Name) {
+		return ""
+	}
+	return types.ExprString(call.Fun) + " (which acks the message)"
 }
 
 // voidFunc reports whether the function declaration or literal around n
@@ -1689,6 +1715,64 @@ func watermillSkips(pass *analysis.Pass, c *Consumers, r *reporter, root *Root, 
 			"a message whose %s fails is neither acked nor nacked, and the loop goes on: Watermill's subscriber waits for each message's Ack or Nack before it delivers the next one of its partition (watermill-kafka) or subscription (GoChannel), so this consumer stalls for good; Nack it (it is delivered again) or record the failure and Ack it",
 			workName))
 	})
+}
+
+// amqpSkips reports, in the body of a loop over RabbitMQ deliveries that
+// acks them (d.Ack(false)), a failed delivery the loop goes past with
+// neither Ack, Nack nor Reject: the error branch continues. The delivery
+// stays unacked on the channel: RabbitMQ delivers it again only when the
+// channel or its connection closes, and until then it holds one of the
+// channel's prefetch slots (Channel.Qos), so enough such failures stop the
+// consumer (RabbitMQ docs, "Consumer Acknowledgements and Publisher
+// Confirms": delivery tags are channel-scoped; unacknowledged deliveries
+// are requeued when the channel closes). Field trial, wave 43: m-banking's
+// transfer loop.
+func amqpSkips(pass *analysis.Pass, c *Consumers, r *reporter, root *Root, loopBody *ast.BlockStmt) {
+	info := pass.TypesInfo
+	if amqpSettleIn(info, loopBody, "Ack") == nil {
+		return
+	}
+	loopStmts(loopBody, func(st, prev ast.Stmt, _ []ast.Stmt) {
+		ifs, work := failedWork(pass, c, st, prev)
+		if ifs == nil || !endsInContinue(ifs.Body) || amqpSettleIn(info, ifs.Body, "Ack", "Nack", "Reject") != nil || c.helperAckIn(ifs.Body) {
+			return
+		}
+		workName := types.ExprString(work.Fun)
+		r.report(ifs, SeverityOf(root.Name, workName), fmt.Sprintf(
+			"a delivery whose %s fails is neither acked, nacked nor rejected, and the loop goes on: it stays unacked on the channel, RabbitMQ delivers it again only when the channel closes, and until then it holds a prefetch slot (Channel.Qos), so enough failures stop this consumer; Nack it with requeue (bounded by a count of attempts) or Reject it to a dead-letter exchange",
+			workName))
+	})
+}
+
+// amqpSettleIn finds a call of a RabbitMQ delivery's method named one of
+// names (Ack, Nack, Reject) in n, outside function literals.
+func amqpSettleIn(info *types.Info, n ast.Node, names ...string) *ast.CallExpr {
+	var found *ast.CallExpr
+	ast.Inspect(n, func(m ast.Node) bool {
+		if _, ok := m.(*ast.FuncLit); ok || found != nil {
+			return false
+		}
+		if call, ok := m.(*ast.CallExpr); ok {
+			if fn := callee(info, call); fn != nil && slices.Contains(names, fn.Name()) && recvName(fn) == "Delivery" && isAMQP(funcPath(fn)) {
+				found = call
+			}
+		}
+		return found == nil
+	})
+	return found
+}
+
+// helperAckIn reports whether a statement of body calls a function of
+// this package that settles the message (see helperAck).
+func (c *Consumers) helperAckIn(body *ast.BlockStmt) bool {
+	for _, st := range body.List {
+		if call := topCall(st); call != nil {
+			if a, _ := c.helperAck(call); a != "" {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // watermillSettleIn finds a call of a Watermill message's Ack or Nack

@@ -407,7 +407,7 @@ func TestConsumerMap(t *testing.T) {
 	for _, c := range rep.Consumers {
 		byName[c.Name] = c
 	}
-	require.Len(t, byName, 136, "%+v", rep.Consumers)
+	require.Len(t, byName, 141, "%+v", rep.Consumers)
 
 	// A receive loop that the call graph reaches from another consumer (a
 	// fallback source behind an interface) and whose acks are closures it
@@ -1452,12 +1452,16 @@ func TestGormGen(t *testing.T) {
 // on the failure is not (field trial, wave 39: micro-todoList).
 func TestRabbitMQDeliveries(t *testing.T) {
 	rep := programReport(t, false)
-	requireFindingsAt(t, rep, "rabbit/rabbit.go", "errack", []int{24}, "acks with amqp091.Delivery.Ack even when db.ExecContext failed (line 21)")
+	requireFindingsAt(t, rep, "rabbit/rabbit.go", "errack", []int{24, 71}, "db.ExecContext")
+	require.Contains(t, findingsIn(rep, "rabbit/rabbit.go", "errack")[0].Message, "acks with amqp091.Delivery.Ack even when db.ExecContext failed (line 21)")
+	// A failure skipped with neither Ack nor Nack stays unacked on the
+	// channel (field trial, wave 43: m-banking H1).
+	require.Contains(t, findingsIn(rep, "rabbit/rabbit.go", "errack")[1].Message, "is neither acked, nacked nor rejected, and the loop goes on")
 	// A failure requeued at once with no count comes back without end;
 	// one requeued only when not yet redelivered does not (field trial,
 	// wave 42: zjMall H2).
 	requireFindingsAt(t, rep, "rabbit/rabbit.go", "poison", []int{37}, "RabbitMQ requeues it at the head of the queue")
-	for _, name := range []string{"Tasks", "TasksNack", "TasksOnce"} {
+	for _, name := range []string{"Tasks", "TasksNack", "TasksOnce", "TasksSkip"} {
 		c := consumerNamed(t, rep, name)
 		require.Equal(t, KindMsgChan, c.Kind)
 		require.Len(t, c.Acks, 1, "%+v", c)
@@ -1700,4 +1704,48 @@ func TestErrorQueueDestination(t *testing.T) {
 func TestWatermillLoopNackForever(t *testing.T) {
 	rep := programReport(t, false)
 	requireFindingsAt(t, rep, "wmloop/wmloop.go", "poison", []int{27}, "nacks the message when db.ExecContext fails (line 26), with no count of its attempts and no dead-letter")
+}
+
+// TestReceiveHelperInBreakerCallback: a one-shot SQS receive helper in
+// another package, called from a function literal handed to a circuit
+// breaker, stands for the ticker loop of the function around the literal:
+// that loop is the consumer, the delete through the queue package's
+// wrapper is its ack, and a failed HTTP call only logged before it is
+// errack's; CloudWatch metrics flushed from the loop are no effect (field
+// trial, wave 43: Messanger).
+func TestReceiveHelperInBreakerCallback(t *testing.T) {
+	rep := programReport(t, false)
+	var names []string
+	for _, c := range rep.Consumers {
+		if strings.Contains(c.File, "/breakerpoll/") {
+			names = append(names, c.File[strings.LastIndex(c.File, "/")+1:]+" "+c.Name)
+		}
+	}
+	require.Equal(t, []string{"breakerpoll.go breakerpoll.Worker.Run"}, names)
+	requireFindingsAt(t, rep, "breakerpoll/breakerpoll.go", "errack", []int{80}, "acks with w.Q.Delete (which acks the message) even when http.Post failed (line 77)")
+	requireFindingsAt(t, rep, "breakerpoll/breakerpoll.go", "effect", []int{77}, "an HTTP request (http.Post)")
+}
+
+// TestRedisTakeThroughOwnQueue: a loop that pops through the code's own
+// queue interface, whose Redis implementation takes with BRPOP, is a Redis
+// queue consumer even though another consumer's walk reaches it through
+// the channel implementation; the BRPOP is reported as the ack before the
+// work, and the loop is at most once. Its twin's BLMOVE into a processing
+// list, removed after the write, is not (field trial, wave 43: go-store's
+// image worker).
+func TestRedisTakeThroughOwnQueue(t *testing.T) {
+	rep := programReport(t, false)
+	var loops []string
+	for _, c := range rep.Consumers {
+		if strings.Contains(c.File, "/redispop/") && c.Kind == KindRedisQueue {
+			loops = append(loops, c.Name)
+			if c.Name == "redispop.Worker.Loop" {
+				require.Len(t, c.Acks, 1)
+				require.Contains(t, c.Acks[0].What, "takes and removes the message with Redis BRPOP")
+			}
+		}
+	}
+	require.Equal(t, []string{"redispop.Worker.Loop", "redispop.ReliableWorker.Loop"}, loops)
+	requireFindingsAt(t, rep, "redispop/queue/queue.go", "earlyack", []int{27, 43}, "")
+	require.Contains(t, findingsIn(rep, "redispop/queue/queue.go", "earlyack")[0].Message, "takes the message with Redis BRPOP, which removes it as it returns it, before the work of Redis queue loop redispop.Worker.Loop")
 }

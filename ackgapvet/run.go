@@ -439,7 +439,8 @@ var redeliveryChecks = map[string]bool{"effect": true, "append": true, "idemkey"
 
 // dropAtMostOnce drops, in the whole-program mode, the findings of
 // [redeliveryChecks] that only at-most-once consumers reach (core NATS
-// subscriptions, Redis Pub/Sub loops): nothing delivers their messages
+// subscriptions, Redis Pub/Sub loops, Redis queue loops that take by
+// removing, whose take earlyack reports itself): nothing delivers their messages
 // again, so no effect repeats, and no ack lets go of what a redelivery
 // would bring back (field trial, wave 40: openuem-worker's "repeats on
 // every redelivery" on core NATS request handlers). Of errack's findings
@@ -448,12 +449,12 @@ var redeliveryChecks = map[string]bool{"effect": true, "append": true, "idemkey"
 // (`return tx.Rollback()`) still answers the requester wrongly, and a Nak
 // that cannot redeliver is about exactly this.
 func dropAtMostOnce(fs []Finding, consumers []Consumer) []Finding {
-	atMostOnce := func(c *Consumer) bool { return c.Kind == KindNATSCore || c.Kind == KindRedisPubSub }
+	atMostOnce := func(c *Consumer) bool { return c.Kind == KindNATSCore || c.Kind == KindRedisPubSub || c.takes }
 	if !slices.ContainsFunc(consumers, func(c Consumer) bool { return atMostOnce(&c) }) {
 		return fs
 	}
 	return slices.DeleteFunc(fs, func(f Finding) bool {
-		speaks := redeliveryChecks[f.Check] && (f.Check != "errack" || strings.HasPrefix(f.Message, "acks with "))
+		speaks := redeliveryChecks[f.Check] && (f.Check != "errack" || strings.HasPrefix(f.Message, "acks with ")) && !strings.HasPrefix(f.Message, takeMessage)
 		return speaks && everyReaching(f, consumers, atMostOnce)
 	})
 }

@@ -74,6 +74,11 @@ type programReach struct {
 	// client's offset mark or commit (a wrapper in another package:
 	// kafka.CommitPlayerPayload(msg) around Reader.CommitMessages).
 	kafkaAckSites map[token.Pos]bool
+	// listTakes lists the go-redis calls that take a message off a list or
+	// sorted set by removing it (BLPop, BRPop, LPop, RPop, ZPopMin, ...) in
+	// a Redis queue loop's walk that does work, with the loop's name (see
+	// destructiveTake).
+	listTakes map[token.Pos]string
 	// ackSites lists the calls below which the walk reaches any ack (an
 	// SQS delete, a Kafka mark or commit, a Watermill Ack): the code's own
 	// `h.deleteMessage(m)` around a client's DeleteMessage, calls down.
@@ -139,7 +144,7 @@ type programReach struct {
 }
 
 func newProgramReach() *programReach {
-	return &programReach{nodes: map[ast.Node]*reached{}, funcs: map[*types.Func]bool{}, works: map[*types.Func]bool{}, commitSites: map[token.Pos]bool{}, workSites: map[token.Pos]bool{}, kafkaAckSites: map[token.Pos]bool{}, ackSites: map[token.Pos]bool{}, receiveSites: map[token.Pos]bool{}, effectSites: map[token.Pos]bool{}, nilErrSites: map[token.Pos]bool{}, readMessageSites: map[token.Pos]bool{}, lookupSites: map[token.Pos]bool{}, dedupe: map[*Root]bool{}, unacked: map[ast.Node]bool{}, uncommitted: map[ast.Node]bool{}, undeduped: map[*Root]map[ast.Node]bool{}, guarded: map[ast.Node]bool{}, unguarded: map[ast.Node]bool{}, absent: map[ast.Node]bool{}, present: map[ast.Node]bool{}}
+	return &programReach{nodes: map[ast.Node]*reached{}, funcs: map[*types.Func]bool{}, works: map[*types.Func]bool{}, commitSites: map[token.Pos]bool{}, workSites: map[token.Pos]bool{}, kafkaAckSites: map[token.Pos]bool{}, ackSites: map[token.Pos]bool{}, listTakes: map[token.Pos]string{}, receiveSites: map[token.Pos]bool{}, effectSites: map[token.Pos]bool{}, nilErrSites: map[token.Pos]bool{}, readMessageSites: map[token.Pos]bool{}, lookupSites: map[token.Pos]bool{}, dedupe: map[*Root]bool{}, unacked: map[ast.Node]bool{}, uncommitted: map[ast.Node]bool{}, undeduped: map[*Root]map[ast.Node]bool{}, guarded: map[ast.Node]bool{}, unguarded: map[ast.Node]bool{}, absent: map[ast.Node]bool{}, present: map[ast.Node]bool{}}
 }
 
 // programs holds the whole-program result of the run in progress, by
@@ -480,7 +485,7 @@ func buildProgram(pkgs []*packages.Package, roots []*Root, remotes []remote) *wh
 				continue
 			}
 			seenEntry[c] = true
-			expanded = append(expanded, entry{&Root{Kind: e.root.Kind, Name: shortName(c), Node: c.Syntax()}, c})
+			expanded = append(expanded, entry{&Root{Kind: e.root.Kind, Name: shortName(c), Node: c.Syntax(), lifted: true}, c})
 		}
 	}
 	entries = expanded
@@ -527,6 +532,28 @@ func (w *wholeProgram) loopCallers(fn *ssa.Function, depth int) []*ssa.Function 
 		}
 		if inLoop(c.Syntax(), e.Site.Pos()) {
 			out = append(out, c)
+			continue
+		}
+		if p := c.Parent(); p != nil {
+			// A function literal that does not loop is its enclosing
+			// function's code, wherever it is called from: a callback
+			// handed to a retry or a circuit breaker (`breaker.Execute(ctx,
+			// func(ctx) error { jobs, err = q.Receive(ctx) })`), whose
+			// results the enclosing function hands to the work (field
+			// trial, wave 43: Messanger's pollAndProcess under a ticker
+			// loop).
+			at := c.Syntax().Pos()
+			for p.Parent() != nil {
+				at, p = p.Syntax().Pos(), p.Parent()
+			}
+			if p == fn || !w.inApp(p) || p.Syntax() == nil || slices.Contains(out, p) {
+				continue
+			}
+			if inLoop(p.Syntax(), at) {
+				out = append(out, p)
+				continue
+			}
+			out = append(out, w.loopCallers(p, depth-1)...)
 			continue
 		}
 		out = append(out, w.loopCallers(c, depth-1)...)
@@ -1790,6 +1817,33 @@ func (w *wholeProgram) handWrittenCaller(pos token.Pos) (token.Pos, []*ast.File)
 	return token.NoPos, nil
 }
 
+// indexTakes records in listTakes, in the package of the function that
+// makes it, each destructive take (see destructiveTake) in the functions
+// of rw, a Redis queue loop's walk: in the loop itself or in the code's
+// own Pop behind an interface (field trial, wave 43: go-store's image
+// worker).
+func (w *wholeProgram) indexTakes(rw *rootWalk, reach func(*types.Package) *programReach) {
+	for _, fn := range rw.order {
+		if !w.inApp(fn) {
+			continue
+		}
+		p := w.pkgInfo(fn)
+		body := funcBody(fn.Syntax())
+		if p == nil || p.TypesInfo == nil || body == nil || srcPkg(fn) == nil {
+			continue
+		}
+		ast.Inspect(body, func(n ast.Node) bool {
+			if _, ok := n.(*ast.FuncLit); ok {
+				return false // its own function on the walk
+			}
+			if c, ok := n.(*ast.CallExpr); ok && destructiveTake(p.TypesInfo, c) != "" {
+				reach(srcPkg(fn)).listTakes[c.Lparen] = rw.root.Name
+			}
+			return true
+		})
+	}
+}
+
 // publish hands the walks' results to [ConsumersAnalyzer], by package; the
 // returned function takes them back.
 func (w *wholeProgram) publish() (done func()) {
@@ -1840,6 +1894,14 @@ func (w *wholeProgram) publish() (done func()) {
 				byPkg[srcPkg(p)] = pr
 			}
 			pr.nilErrSites[pos] = true
+		}
+		if rw.root.Kind == KindRedisQueue && len(works) > 0 {
+			w.indexTakes(rw, func(p *types.Package) *programReach {
+				if byPkg[p] == nil {
+					byPkg[p] = newProgramReach()
+				}
+				return byPkg[p]
+			})
 		}
 		acks, always, tail := w.nilAcks(rw)
 		behind := w.guardedWalk(rw)

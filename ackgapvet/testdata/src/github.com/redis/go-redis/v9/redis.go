@@ -174,3 +174,14 @@ func (c *Cmd) Err() error { return nil }
 func (c *Client) EvalSha(ctx context.Context, sha1 string, keys []string, args ...any) *Cmd {
 	return &Cmd{}
 }
+
+// LPush pushes values onto the head of a list.
+func (c *Client) LPush(ctx context.Context, key string, values ...any) *IntCmd { return &IntCmd{} }
+
+// BRPop pops from the tail of the first non-empty list, blocking.
+func (c *Client) BRPop(ctx context.Context, timeout time.Duration, keys ...string) *StringSliceCmd {
+	return &StringSliceCmd{}
+}
+
+// Err returns the command's error.
+func (c *StringCmd) Err() error { return nil }

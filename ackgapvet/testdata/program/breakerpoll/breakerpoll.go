@@ -1,0 +1,83 @@
+// Package breakerpoll polls the job queue from a ticker loop through a
+// circuit breaker's callback: the loop is the consumer, and the work below
+// it (an HTTP call whose failure is only logged before the delete) is on
+// its path (field trial, wave 43: Messanger's pollAndProcess).
+package breakerpoll
+
+import (
+	"context"
+	"errors"
+	"log"
+	"net/http"
+	"time"
+
+	"example.com/program/breakerpoll/jobq"
+	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
+)
+
+var errOpen = errors.New("circuit open")
+
+// Breaker stops calling after three failures in a row.
+type Breaker struct{ failures int }
+
+// Execute calls fn unless the breaker is open.
+func (b *Breaker) Execute(ctx context.Context, fn func(context.Context) error) error {
+	if b.failures > 3 {
+		return errOpen
+	}
+	if err := fn(ctx); err != nil {
+		b.failures++
+		return err
+	}
+	b.failures = 0
+	return nil
+}
+
+// Worker polls and reports.
+type Worker struct {
+	Q       *jobq.Queue
+	B       *Breaker
+	Metrics *cloudwatch.Client
+}
+
+// Run polls every second and flushes metrics every minute.
+func (w *Worker) Run(ctx context.Context) {
+	poll, flush := time.NewTicker(time.Second), time.NewTicker(time.Minute)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-poll.C:
+			w.poll(ctx)
+		case <-flush.C:
+			if _, err := w.Metrics.PutMetricData(ctx, &cloudwatch.PutMetricDataInput{}); err != nil {
+				log.Print(err)
+			}
+		}
+	}
+}
+
+func (w *Worker) poll(ctx context.Context) {
+	var jobs []jobq.Job
+	var handles []string
+	err := w.B.Execute(ctx, func(ctx context.Context) error {
+		var err error
+		jobs, handles, err = w.Q.Receive(ctx)
+		return err
+	})
+	if err != nil {
+		return
+	}
+	for i, j := range jobs {
+		w.process(ctx, j, handles[i])
+	}
+}
+
+func (w *Worker) process(ctx context.Context, j jobq.Job, handle string) {
+	if _, err := http.Post(j.URL, "application/json", nil); err != nil {
+		log.Print(err)
+	}
+	if err := w.Q.Delete(ctx, handle); err != nil {
+		log.Print(err)
+	}
+}
