@@ -1896,7 +1896,11 @@ the request), and record the event in an inbox row in the same transaction.`,
 			}
 			if k := constStrings(pass.TypesInfo, call); fn.Name() == "Set" || fn.Name() == "Add" {
 				if recvName(fn) == "Header" && len(k) > 0 && idemKeyName.MatchString(k[0]) && len(call.Args) == 2 {
-					if g := freshRandom(pass.TypesInfo, call.Args[1]); g != "" {
+					g := freshRandom(pass.TypesInfo, call.Args[1])
+					if g == "" {
+						g = freshFromCallers(pass, funcBody(s.Inner()), call.Args[1], 2, func(n ast.Node) bool { return c.reach[n] != nil })
+					}
+					if g != "" {
 						reportFreshKey(r, call, s, k[0], g)
 					}
 				}

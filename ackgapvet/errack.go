@@ -269,7 +269,7 @@ func returnAcks(kind string) bool {
 // for this message), and of calls
 // that tidy up after the work (Close, Flush, Rollback, Release): their
 // failure is not the work's.
-var decodeCall = regexp.MustCompile(`(?i)marshal|decode|parse|valid|atoi|^Scan$|FromString|^(From|To)(JSON|Bytes|Proto|YAML|XML)$|^Read(All)?$|^Metadata$|^Close|^Flush$|^Rollback$|^Release$`)
+var decodeCall = regexp.MustCompile(`(?i)marshal|decode|deserial|^NativeFrom|parse|valid|atoi|^Scan$|FromString|^(From|To)(JSON|Bytes|Proto|YAML|XML)$|^Read(All)?$|^Metadata$|^Close|^Flush$|^Rollback$|^Release$`)
 
 // failedWork matches "the work failed" at st: `if err := work(); err !=
 // nil {...}`, or `err := work()` (prev) followed by `if err != nil {...}`
@@ -433,6 +433,9 @@ func receives(fn *types.Func) bool {
 	name := fn.Name()
 	if funcPath(fn) == pathKgo && (recvName(fn) == "Fetches" || recvName(fn) == "FetchPartition" || recvName(fn) == "FetchTopic") {
 		return true // a fetch's errors (fetches.Err())
+	}
+	if isNATS(funcPath(fn)) && (name == "NextMsg" || name == "NextMsgWithContext" || name == "Next") {
+		return true // a NATS subscription's or JetStream consumer's next message (field trial, wave 44: nats-service)
 	}
 	return strings.HasPrefix(name, "Poll") || strings.HasPrefix(name, "Fetch") || name == "ReadMessage" || name == "Receive"
 }

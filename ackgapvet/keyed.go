@@ -41,6 +41,9 @@ func harmfulRepeat(pass *analysis.Pass, fname string, body *ast.BlockStmt, call 
 	if keyedCall(pass, body, call) {
 		return false
 	}
+	if cf := callee(pass.TypesInfo, call); cf != nil && funcPath(cf) == "net/http" && cf.Name() == "Do" && len(call.Args) == 1 && keyedByCallers(pass, body, call.Args[0], 2) {
+		return false // the request is keyed, or made with a safe method, by every caller
+	}
 	if conditionalWrite(pass, body, call) {
 		return false // a DynamoDB write under a condition: a guarded transition
 	}
@@ -524,4 +527,131 @@ func packageNames(pass *analysis.Pass, s string) bool {
 		}
 	}
 	return false
+}
+
+// keyedByCallers reports whether req, the request an HTTP Do in body
+// sends, is a parameter of the function whose body that is (directly, or
+// through req.WithContext(ctx) or req.Clone(ctx)), and every call of that
+// function in the package passes a request that carries an idempotency
+// key (see keyedCall) or is made with an idempotent method (see
+// safeRequest), in the caller or, up to depth functions up, in its own
+// callers: a client whose post sets the Idempotency-Key header and hands
+// the request to a traced helper that calls do (field trial, wave 44:
+// payment-orchestration's simclient). False when the function has no
+// caller in the package.
+func keyedByCallers(pass *analysis.Pass, body *ast.BlockStmt, req ast.Expr, depth int) bool {
+	calls := paramCallers(pass, body, req)
+	if depth == 0 || len(calls) == 0 {
+		return false
+	}
+	for _, pc := range calls {
+		do := &ast.CallExpr{Fun: pc.call.Fun, Args: []ast.Expr{pc.arg}}
+		if !keyedCall(pass, pc.body, do) && !safeRequest(pass.TypesInfo, pc.body, do) && !keyedByCallers(pass, pc.body, pc.arg, depth-1) {
+			return false
+		}
+	}
+	return true
+}
+
+// paramCall is a call of a function with the argument it passes for one
+// of its parameters, and the body of the function making the call.
+type paramCall struct {
+	call   *ast.CallExpr
+	arg    ast.Expr
+	body   *ast.BlockStmt
+	caller string // the calling function's name
+	decl   *ast.FuncDecl
+}
+
+// paramCallers returns, when e (through method calls on it such as
+// req.WithContext(ctx)) is a parameter of the function declared with body
+// in the pass's files, every call of that function in those files with
+// the argument it passes for the parameter; nil otherwise, or when a
+// call passes it spread (f(args...)).
+func paramCallers(pass *analysis.Pass, body *ast.BlockStmt, e ast.Expr) []paramCall {
+	info := pass.TypesInfo
+	for {
+		c, ok := ast.Unparen(e).(*ast.CallExpr)
+		if !ok {
+			break
+		}
+		sel, ok := ast.Unparen(c.Fun).(*ast.SelectorExpr)
+		if !ok || (sel.Sel.Name != "WithContext" && sel.Sel.Name != "Clone") {
+			return nil
+		}
+		e = sel.X
+	}
+	id, ok := ast.Unparen(e).(*ast.Ident)
+	if !ok {
+		return nil
+	}
+	v, ok := info.Uses[id].(*types.Var)
+	if !ok {
+		return nil
+	}
+	var fn *types.Func
+	index := -1
+	for _, f := range pass.Files {
+		for _, d := range f.Decls {
+			fd, ok := d.(*ast.FuncDecl)
+			if !ok || fd.Body != body {
+				continue
+			}
+			fn, _ = info.Defs[fd.Name].(*types.Func)
+		}
+	}
+	if fn == nil {
+		return nil
+	}
+	sig := fn.Type().(*types.Signature)
+	for i := range sig.Params().Len() {
+		if sig.Params().At(i) == v {
+			index = i
+		}
+	}
+	if index < 0 {
+		return nil
+	}
+	var out []paramCall
+	for _, f := range pass.Files {
+		var decl *ast.FuncDecl
+		ast.Inspect(f, func(n ast.Node) bool {
+			if n == nil {
+				return false
+			}
+			switch n := n.(type) {
+			case *ast.FuncDecl:
+				decl = n
+			case *ast.CallExpr:
+				if cf := callee(info, n); cf != nil && cf.Origin() == fn && index < len(n.Args) && !n.Ellipsis.IsValid() && decl != nil && decl.Body != nil {
+					out = append(out, paramCall{call: n, arg: n.Args[index], body: decl.Body, caller: decl.Name.Name, decl: decl})
+				}
+			}
+			return true
+		})
+	}
+	return out
+}
+
+// freshFromCallers describes the fresh random value (see freshRandom)
+// that a caller in the package on a consumer's path (onPath) passes for
+// the parameter e names, up to depth functions up: `c.charge(ctx, ch,
+// uuid.NewString())` into a charge that sets the Idempotency-Key header
+// from its parameter (a new user's report). "" when no such caller does.
+func freshFromCallers(pass *analysis.Pass, body *ast.BlockStmt, e ast.Expr, depth int, onPath func(ast.Node) bool) string {
+	if depth == 0 || body == nil {
+		return ""
+	}
+	for _, pc := range paramCallers(pass, body, e) {
+		if !onPath(pc.decl) {
+			continue
+		}
+		if g := freshRandom(pass.TypesInfo, pc.arg); g != "" {
+			return g + ", passed by " + pc.caller
+		}
+		if g := freshFromCallers(pass, pc.body, pc.arg, depth-1, onPath); g != "" {
+			return g
+		}
+	}
+	return ""
 }

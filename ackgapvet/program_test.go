@@ -407,7 +407,7 @@ func TestConsumerMap(t *testing.T) {
 	for _, c := range rep.Consumers {
 		byName[c.Name] = c
 	}
-	require.Len(t, byName, 141, "%+v", rep.Consumers)
+	require.Len(t, byName, 142, "%+v", rep.Consumers)
 
 	// A receive loop that the call graph reaches from another consumer (a
 	// fallback source behind an interface) and whose acks are closures it
@@ -1502,7 +1502,7 @@ func TestAsynqHandlers(t *testing.T) {
 // (a new user's report).
 func TestNATSConsumers(t *testing.T) {
 	rep := programReport(t, false)
-	require.Equal(t, []int{22, 76, 104}, findingLines(rep, "natsub/natsub.go", "errack"), "the Ack after a logged failure; a core Nak and a rollback's nil (TestCoreNATSAtMostOnce)")
+	require.Equal(t, []int{22, 76, 104}, findingLines(rep, "natsub/natsub.go", "errack"), "the Ack after a logged failure; a core Nak and a rollback's nil (TestCoreNATSAtMostOnce); not Next's failed NextMsgWithContext, a receive with no message in hand (wave 44)")
 	require.Contains(t, findingsIn(rep, "natsub/natsub.go", "errack")[0].Message, "acks with nats.Msg.Ack even when db.Exec failed (line 19)")
 	for name, kind := range map[string]string{"natsub.Orders.func1": KindNATS, "natsub.Consume.func1": KindNATS, "Pull": KindNATSPull} {
 		c := consumerNamed(t, rep, name)

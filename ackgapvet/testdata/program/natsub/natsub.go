@@ -144,3 +144,23 @@ func Key(cons jetstream.Consumer) ([]byte, error) {
 	}
 	return m.Data(), nil
 }
+
+// Next takes one message at a time from a JetStream pull subscription; a
+// failed receive is logged and the loop goes on with no message in hand
+// (field trial, wave 44: nats-service's SubscribeSync loop).
+func Next(ctx context.Context, sub *nats.Subscription, db *sql.DB) {
+	for ctx.Err() == nil {
+		msg, err := sub.NextMsgWithContext(ctx)
+		if err != nil {
+			log.Printf("next: %v", err)
+		}
+		if msg == nil {
+			continue
+		}
+		if _, err := db.ExecContext(ctx, "UPDATE stock SET n = n - 1 WHERE id = $1", string(msg.Data)); err != nil {
+			_ = msg.Nak()
+			continue
+		}
+		_ = msg.Ack()
+	}
+}

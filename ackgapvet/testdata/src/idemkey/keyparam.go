@@ -1,0 +1,46 @@
+package idemkey
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/google/uuid"
+)
+
+// payer sets the Idempotency-Key header from its parameter; what its
+// callers pass decides (a new user's report: a fresh key made one call up).
+type payer struct{ client *http.Client }
+
+func (p *payer) charge(ctx context.Context, key string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "https://pay.example/charges", nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Idempotency-Key", key) // want `critical: Idempotency-Key is made with uuid.NewString, passed by chargeRandom on the consumer path`
+	_, err = p.client.Do(req)
+	return err
+}
+
+func (p *payer) refund(ctx context.Context, key string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "https://pay.example/refunds", nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Idempotency-Key", key) // clean: its only caller passes the message's id
+	_, err = p.client.Do(req)
+	return err
+}
+
+func (p *payer) chargeRandom(msg *message.Message) error {
+	return p.charge(msg.Context(), uuid.NewString())
+}
+
+func (p *payer) refundKeyed(msg *message.Message) error {
+	return p.refund(msg.Context(), "refund-"+msg.UUID)
+}
+
+func registerPayer(r *message.Router, p *payer) {
+	r.AddNoPublisherHandler("charge", "orders", nil, p.chargeRandom)
+	r.AddNoPublisherHandler("refund", "returns", nil, p.refundKeyed)
+}
