@@ -1704,20 +1704,11 @@ func loopStmts(loopBody *ast.BlockStmt, visit func(st, prev ast.Stmt, rest []ast
 // subscription (GoChannel, watermill-sql), so the consumer stalls on it
 // for good.
 func watermillSkips(pass *analysis.Pass, c *Consumers, r *reporter, root *Root, loopBody *ast.BlockStmt) {
-	info := pass.TypesInfo
-	if watermillSettleIn(info, loopBody, "Ack") == nil {
-		return
+	settles := func(fn *types.Func, names ...string) bool {
+		return slices.Contains(names, fn.Name()) && recvName(fn) == "Message" && funcPath(fn) == pathWatermill+"/message"
 	}
-	loopStmts(loopBody, func(st, prev ast.Stmt, _ []ast.Stmt) {
-		ifs, work := failedWork(pass, c, st, prev)
-		if ifs == nil || !endsInContinue(ifs.Body) || watermillSettleIn(info, ifs.Body, "Ack") != nil || watermillSettleIn(info, ifs.Body, "Nack") != nil {
-			return
-		}
-		workName := types.ExprString(work.Fun)
-		r.report(ifs, SeverityOf(root.Name, workName), fmt.Sprintf(
-			"a message whose %s fails is neither acked nor nacked, and the loop goes on: Watermill's subscriber waits for each message's Ack or Nack before it delivers the next one of its partition (watermill-kafka) or subscription (GoChannel), so this consumer stalls for good; Nack it (it is delivered again) or record the failure and Ack it",
-			workName))
-	})
+	skipsUnsettled(pass, c, r, root, loopBody, settles, []string{"Ack", "Nack"},
+		"a message whose %s fails is neither acked nor nacked, and the loop goes on: Watermill's subscriber waits for each message's Ack or Nack before it delivers the next one of its partition (watermill-kafka) or subscription (GoChannel), so this consumer stalls for good; Nack it (it is delivered again) or record the failure and Ack it")
 }
 
 // amqpSkips reports, in the body of a loop over RabbitMQ deliveries that
@@ -1731,32 +1722,41 @@ func watermillSkips(pass *analysis.Pass, c *Consumers, r *reporter, root *Root, 
 // are requeued when the channel closes). Field trial, wave 43: m-banking's
 // transfer loop.
 func amqpSkips(pass *analysis.Pass, c *Consumers, r *reporter, root *Root, loopBody *ast.BlockStmt) {
+	settles := func(fn *types.Func, names ...string) bool {
+		return slices.Contains(names, fn.Name()) && recvName(fn) == "Delivery" && isAMQP(funcPath(fn))
+	}
+	skipsUnsettled(pass, c, r, root, loopBody, settles, []string{"Ack", "Nack", "Reject"},
+		"a delivery whose %s fails is neither acked, nacked nor rejected, and the loop goes on: it stays unacked on the channel, RabbitMQ delivers it again only when the channel closes, and until then it holds a prefetch slot (Channel.Qos), so enough failures stop this consumer; Nack it with requeue (bounded by a count of attempts) or Reject it to a dead-letter exchange")
+}
+
+// skipsUnsettled reports, in a loop body that acks its messages (a call
+// settles accepts with "Ack"), each failed work whose error branch
+// continues with none of the settling calls named (nor a call of the
+// package's own function that acks): message, with the work's name.
+func skipsUnsettled(pass *analysis.Pass, c *Consumers, r *reporter, root *Root, loopBody *ast.BlockStmt, settles func(fn *types.Func, names ...string) bool, names []string, message string) {
 	info := pass.TypesInfo
-	if amqpSettleIn(info, loopBody, "Ack") == nil {
+	if settleIn(info, loopBody, settles, "Ack") == nil {
 		return
 	}
 	loopStmts(loopBody, func(st, prev ast.Stmt, _ []ast.Stmt) {
 		ifs, work := failedWork(pass, c, st, prev)
-		if ifs == nil || !endsInContinue(ifs.Body) || amqpSettleIn(info, ifs.Body, "Ack", "Nack", "Reject") != nil || c.helperAckIn(ifs.Body) {
+		if ifs == nil || !endsInContinue(ifs.Body) || settleIn(info, ifs.Body, settles, names...) != nil || c.helperAckIn(ifs.Body) {
 			return
 		}
-		workName := types.ExprString(work.Fun)
-		r.report(ifs, SeverityOf(root.Name, workName), fmt.Sprintf(
-			"a delivery whose %s fails is neither acked, nacked nor rejected, and the loop goes on: it stays unacked on the channel, RabbitMQ delivers it again only when the channel closes, and until then it holds a prefetch slot (Channel.Qos), so enough failures stop this consumer; Nack it with requeue (bounded by a count of attempts) or Reject it to a dead-letter exchange",
-			workName))
+		r.report(ifs, SeverityOf(root.Name, types.ExprString(work.Fun)), fmt.Sprintf(message, types.ExprString(work.Fun)))
 	})
 }
 
-// amqpSettleIn finds a call of a RabbitMQ delivery's method named one of
-// names (Ack, Nack, Reject) in n, outside function literals.
-func amqpSettleIn(info *types.Info, n ast.Node, names ...string) *ast.CallExpr {
+// settleIn finds a call in n, outside function literals, whose callee
+// settles accepts with one of names.
+func settleIn(info *types.Info, n ast.Node, settles func(fn *types.Func, names ...string) bool, names ...string) *ast.CallExpr {
 	var found *ast.CallExpr
 	ast.Inspect(n, func(m ast.Node) bool {
 		if _, ok := m.(*ast.FuncLit); ok || found != nil {
 			return false
 		}
 		if call, ok := m.(*ast.CallExpr); ok {
-			if fn := callee(info, call); fn != nil && slices.Contains(names, fn.Name()) && recvName(fn) == "Delivery" && isAMQP(funcPath(fn)) {
+			if fn := callee(info, call); fn != nil && settles(fn, names...) {
 				found = call
 			}
 		}
@@ -1776,24 +1776,6 @@ func (c *Consumers) helperAckIn(body *ast.BlockStmt) bool {
 		}
 	}
 	return false
-}
-
-// watermillSettleIn finds a call of a Watermill message's Ack or Nack
-// (name) in n, outside function literals.
-func watermillSettleIn(info *types.Info, n ast.Node, name string) *ast.CallExpr {
-	var found *ast.CallExpr
-	ast.Inspect(n, func(m ast.Node) bool {
-		if _, ok := m.(*ast.FuncLit); ok || found != nil {
-			return false
-		}
-		if call, ok := m.(*ast.CallExpr); ok {
-			if fn := callee(info, call); fn != nil && fn.Name() == name && recvName(fn) == "Message" && funcPath(fn) == pathWatermill+"/message" {
-				found = call
-			}
-		}
-		return found == nil
-	})
-	return found
 }
 
 // markedOnSuccess returns st when it is `if err == nil { ... }` (err an

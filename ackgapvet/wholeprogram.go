@@ -1848,6 +1848,13 @@ func (w *wholeProgram) indexTakes(rw *rootWalk, reach func(*types.Package) *prog
 // returned function takes them back.
 func (w *wholeProgram) publish() (done func()) {
 	byPkg := map[*types.Package]*programReach{}
+	// reachOf is the result for package p, made on first use.
+	reachOf := func(p *types.Package) *programReach {
+		if byPkg[p] == nil {
+			byPkg[p] = newProgramReach()
+		}
+		return byPkg[p]
+	}
 	for _, rw := range w.walks {
 		_, commitSites := w.commitsBelow(rw)
 		works, workSites := w.doesWork(rw)
@@ -1879,29 +1886,14 @@ func (w *wholeProgram) publish() (done func()) {
 				if !w.inApp(p) {
 					continue
 				}
-				pr := byPkg[srcPkg(p)]
-				if pr == nil {
-					pr = newProgramReach()
-					byPkg[srcPkg(p)] = pr
-				}
-				sites.to(pr)[pos] = true
+				sites.to(reachOf(srcPkg(p)))[pos] = true
 			}
 		}
 		for pos, p := range w.nilErrCalls(rw) {
-			pr := byPkg[srcPkg(p)]
-			if pr == nil {
-				pr = newProgramReach()
-				byPkg[srcPkg(p)] = pr
-			}
-			pr.nilErrSites[pos] = true
+			reachOf(srcPkg(p)).nilErrSites[pos] = true
 		}
 		if rw.root.Kind == KindRedisQueue && len(works) > 0 {
-			w.indexTakes(rw, func(p *types.Package) *programReach {
-				if byPkg[p] == nil {
-					byPkg[p] = newProgramReach()
-				}
-				return byPkg[p]
-			})
+			w.indexTakes(rw, reachOf)
 		}
 		acks, always, tail := w.nilAcks(rw)
 		behind := w.guardedWalk(rw)
@@ -1921,11 +1913,7 @@ func (w *wholeProgram) publish() (done func()) {
 			if _, ok := node.(*ast.RangeStmt); ok {
 				continue
 			}
-			pr := byPkg[src.Pkg.Pkg]
-			if pr == nil {
-				pr = newProgramReach()
-				byPkg[src.Pkg.Pkg] = pr
-			}
+			pr := reachOf(src.Pkg.Pkg)
 			if behind[fn] {
 				pr.guarded[node] = true
 			} else {
