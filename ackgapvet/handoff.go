@@ -87,7 +87,7 @@ func handOffOf(pass *analysis.Pass, st ast.Stmt, derived map[types.Object]bool) 
 	info := pass.TypesInfo
 	switch st := st.(type) {
 	case *ast.GoStmt:
-		if carriesMessage(info, st.Call) || mentions(info, st.Call, derived) {
+		if (carriesMessage(info, st.Call) || mentions(info, st.Call, derived)) && !metricsOnly(info, st.Call) {
 			return "go " + types.ExprString(st.Call.Fun)
 		}
 	case *ast.SendStmt:
@@ -111,6 +111,38 @@ func handOffOf(pass *analysis.Pass, st ast.Stmt, derived map[types.Object]bool) 
 		}
 	}
 	return ""
+}
+
+// metricsOnly reports whether a goroutine's call records metrics and does
+// nothing else: a call of a metrics package or collector (see metricCall),
+// or a function literal whose every call is one (`go func() {
+// c.metrics.RecordEvent(m.Topic, d, true) }()`; field trial, wave 45:
+// delivery_service). A lost sample is not the message's work.
+func metricsOnly(info *types.Info, call *ast.CallExpr) bool {
+	if fn := callee(info, call); fn != nil {
+		return metricCall(fn)
+	}
+	lit, ok := ast.Unparen(call.Fun).(*ast.FuncLit)
+	if !ok {
+		return false
+	}
+	calls, metrics := 0, 0
+	ast.Inspect(lit.Body, func(n ast.Node) bool {
+		c, ok := n.(*ast.CallExpr)
+		if !ok {
+			return true
+		}
+		if tv, ok := info.Types[c.Fun]; ok && (tv.IsType() || tv.IsBuiltin()) {
+			return true // a conversion or a builtin
+		}
+		calls++
+		if fn := callee(info, c); fn != nil && metricCall(fn) {
+			metrics++
+			return false // its arguments are the sample's
+		}
+		return true
+	})
+	return calls > 0 && calls == metrics
 }
 
 // startsOnParams reports whether fn, declared in pass's package, starts a
