@@ -407,7 +407,7 @@ func TestConsumerMap(t *testing.T) {
 	for _, c := range rep.Consumers {
 		byName[c.Name] = c
 	}
-	require.Len(t, byName, 142, "%+v", rep.Consumers)
+	require.Len(t, byName, 143, "%+v", rep.Consumers)
 
 	// A receive loop that the call graph reaches from another consumer (a
 	// fallback source behind an interface) and whose acks are closures it
@@ -1721,9 +1721,12 @@ func TestReceiveHelperInBreakerCallback(t *testing.T) {
 			names = append(names, c.File[strings.LastIndex(c.File, "/")+1:]+" "+c.Name)
 		}
 	}
-	require.Equal(t, []string{"breakerpoll.go breakerpoll.Worker.Run"}, names)
+	require.Equal(t, []string{"breakerpoll.go breakerpoll.Worker.Run", "breakerpoll.go breakerpoll.Worker.RunEarly"}, names)
 	requireFindingsAt(t, rep, "breakerpoll/breakerpoll.go", "errack", []int{80}, "acks with w.Q.Delete (which acks the message) even when http.Post failed (line 77)")
 	requireFindingsAt(t, rep, "breakerpoll/breakerpoll.go", "effect", []int{77}, "an HTTP request (http.Post)")
+	// The wrapper's delete before the post is an early ack (field trial,
+	// wave 46: video-transcoder).
+	requireFindingsAt(t, rep, "breakerpoll/breakerpoll.go", "earlyack", []int{95}, "acks with w.Q.Delete (which acks the message) before the work (an HTTP request (http.Post) at line 98)")
 }
 
 // TestRedisTakeThroughOwnQueue: a loop that pops through the code's own

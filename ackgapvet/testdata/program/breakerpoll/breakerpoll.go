@@ -81,3 +81,23 @@ func (w *Worker) process(ctx context.Context, j jobq.Job, handle string) {
 		log.Print(err)
 	}
 }
+
+// RunEarly deletes each job through the queue package's wrapper before it
+// posts it: the delete is the ack, before the work (field trial, wave 46:
+// video-transcoder's DeleteMessage before RunTask).
+func (w *Worker) RunEarly(ctx context.Context) {
+	for ctx.Err() == nil {
+		jobs, handles, err := w.Q.Receive(ctx)
+		if err != nil {
+			continue
+		}
+		for i, j := range jobs {
+			if err := w.Q.Delete(ctx, handles[i]); err != nil {
+				continue
+			}
+			if _, err := http.Post(j.URL, "application/json", nil); err != nil {
+				log.Print(err)
+			}
+		}
+	}
+}
