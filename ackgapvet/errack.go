@@ -2295,13 +2295,20 @@ func (c *Consumers) deferredHelperAck(d *ast.DeferStmt) string {
 	if ack, _ := c.helperAck(call); ack != "" {
 		return ack
 	}
+	if lit, ok := ast.Unparen(call.Fun).(*ast.FuncLit); ok {
+		// Only an unconditional ack of the literal's own statements: one
+		// inside `if r := recover(); r != nil { ... }` acks on a panic,
+		// not on every return (field trial, wave 47: fyredocs' workers).
+		for _, st := range lit.Body.List {
+			if in := topCall(st); in != nil && c.program != nil && c.program.ackSites[in.Lparen] {
+				return "a function literal (which acks the message)"
+			}
+		}
+		return ""
+	}
 	// The call graph places a deferred call at its defer keyword.
 	if c.program != nil && (c.program.ackSites[call.Lparen] || c.program.ackSites[d.Defer]) {
-		name := types.ExprString(call.Fun)
-		if _, lit := ast.Unparen(call.Fun).(*ast.FuncLit); lit {
-			name = "a function literal"
-		}
-		return name + " (which acks the message)"
+		return types.ExprString(call.Fun) + " (which acks the message)"
 	}
 	return ""
 }

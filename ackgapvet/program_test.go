@@ -407,7 +407,7 @@ func TestConsumerMap(t *testing.T) {
 	for _, c := range rep.Consumers {
 		byName[c.Name] = c
 	}
-	require.Len(t, byName, 143, "%+v", rep.Consumers)
+	require.Len(t, byName, 144, "%+v", rep.Consumers)
 
 	// A receive loop that the call graph reaches from another consumer (a
 	// fallback source behind an interface) and whose acks are closures it
@@ -1721,9 +1721,15 @@ func TestReceiveHelperInBreakerCallback(t *testing.T) {
 			names = append(names, c.File[strings.LastIndex(c.File, "/")+1:]+" "+c.Name)
 		}
 	}
-	require.Equal(t, []string{"breakerpoll.go breakerpoll.Worker.Run", "breakerpoll.go breakerpoll.Worker.RunEarly"}, names)
-	requireFindingsAt(t, rep, "breakerpoll/breakerpoll.go", "errack", []int{80}, "acks with w.Q.Delete (which acks the message) even when http.Post failed (line 77)")
-	requireFindingsAt(t, rep, "breakerpoll/breakerpoll.go", "effect", []int{77}, "an HTTP request (http.Post)")
+	require.Equal(t, []string{"breakerpoll.go breakerpoll.Worker.Run", "breakerpoll.go breakerpoll.Worker.RunEarly", "breakerpoll.go breakerpoll.Worker.RunDeferred"}, names)
+	// The deferred literal that deletes on every return acks a failed
+	// post; the one that deletes only on a recovered panic does not
+	// (field trial, wave 47: fyredocs).
+	require.Equal(t, []int{80, 125}, findingLines(rep, "breakerpoll/breakerpoll.go", "errack"))
+	errs := findingsIn(rep, "breakerpoll/breakerpoll.go", "errack")
+	require.Contains(t, errs[0].Message, "acks with w.Q.Delete (which acks the message) even when http.Post failed (line 77)")
+	require.Contains(t, errs[1].Message, "defers a function literal (which acks the message), so the message is acked on every return")
+	requireFindingsAt(t, rep, "breakerpoll/breakerpoll.go", "effect", []int{77, 128, 140}, "an HTTP request (http.Post)")
 	// The wrapper's delete before the post is an early ack (field trial,
 	// wave 46: video-transcoder).
 	requireFindingsAt(t, rep, "breakerpoll/breakerpoll.go", "earlyack", []int{95}, "acks with w.Q.Delete (which acks the message) before the work (an HTTP request (http.Post) at line 98)")

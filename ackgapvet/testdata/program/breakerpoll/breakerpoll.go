@@ -101,3 +101,45 @@ func (w *Worker) RunEarly(ctx context.Context) {
 		}
 	}
 }
+
+// RunDeferred hands each job to a function that deletes it in a deferred
+// call: on every return in handleDeferred, only on a recovered panic in
+// handleGuarded (field trial, wave 47: fyredocs' recover-only defers).
+func (w *Worker) RunDeferred(ctx context.Context) {
+	for ctx.Err() == nil {
+		jobs, handles, err := w.Q.Receive(ctx)
+		if err != nil {
+			continue
+		}
+		for i, j := range jobs {
+			if i%2 == 0 {
+				w.handleDeferred(ctx, j, handles[i])
+			} else {
+				w.handleGuarded(ctx, j, handles[i])
+			}
+		}
+	}
+}
+
+func (w *Worker) handleDeferred(ctx context.Context, j jobq.Job, handle string) {
+	defer func() {
+		_ = w.Q.Delete(ctx, handle)
+	}()
+	if _, err := http.Post(j.URL, "application/json", nil); err != nil {
+		log.Print(err)
+	}
+}
+
+func (w *Worker) handleGuarded(ctx context.Context, j jobq.Job, handle string) {
+	defer func() {
+		if r := recover(); r != nil {
+			log.Print(r)
+			_ = w.Q.Delete(ctx, handle)
+		}
+	}()
+	if _, err := http.Post(j.URL, "application/json", nil); err != nil {
+		log.Print(err)
+		return
+	}
+	_ = w.Q.Delete(ctx, handle)
+}
