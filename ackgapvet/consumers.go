@@ -128,6 +128,16 @@ type remote struct {
 	// (kq.ConsumeHandler) and the entry is this method of the concrete
 	// types its return statements hold.
 	method string
+	// iface says fn is an interface's method (a method value of an
+	// interface was given as the handler): the entries are the module's
+	// methods that implement it.
+	iface bool
+}
+
+// abstractMethod reports whether fn is a method of an interface.
+func abstractMethod(fn *types.Func) bool {
+	sig, ok := fn.Type().(*types.Signature)
+	return ok && sig.Recv() != nil && types.IsInterface(sig.Recv().Type())
 }
 
 // HandlerTypeFact marks a named function type whose values a consumer calls
@@ -404,7 +414,13 @@ func runConsumers(pass *analysis.Pass) (any, error) {
 		}
 		if fn := usedFunc(pass, e); fn != nil && c.decls[fn] != nil {
 			addRoot(kind, fn.Name(), c.decls[fn])
-		} else if fn := referencedFunc(pass.TypesInfo, e); fn != nil && fn.Pkg() != pass.Pkg {
+		} else if fn := referencedFunc(pass.TypesInfo, e); fn != nil && abstractMethod(fn) {
+			// opsBookings.OnBookingMade, a method value of an interface:
+			// the whole-program mode makes entries of the module's
+			// methods that implement it (field trial, wave 47: tickets'
+			// CQRS read models).
+			c.remotes = append(c.remotes, remote{kind: kind, fn: fn, iface: true})
+		} else if fn != nil && fn.Pkg() != pass.Pkg {
 			c.remotes = append(c.remotes, remote{kind: kind, fn: fn})
 		} else if call, ok := ast.Unparen(e).(*ast.CallExpr); ok {
 			if f := callee(pass.TypesInfo, call); f != nil {

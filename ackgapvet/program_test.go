@@ -407,7 +407,7 @@ func TestConsumerMap(t *testing.T) {
 	for _, c := range rep.Consumers {
 		byName[c.Name] = c
 	}
-	require.Len(t, byName, 144, "%+v", rep.Consumers)
+	require.Len(t, byName, 145, "%+v", rep.Consumers)
 
 	// A receive loop that the call graph reaches from another consumer (a
 	// fallback source behind an interface) and whose acks are closures it
@@ -1757,4 +1757,16 @@ func TestRedisTakeThroughOwnQueue(t *testing.T) {
 	require.Equal(t, []string{"redispop.Worker.Loop", "redispop.ReliableWorker.Loop"}, loops)
 	requireFindingsAt(t, rep, "redispop/queue/queue.go", "earlyack", []int{27, 43}, "")
 	require.Contains(t, findingsIn(rep, "redispop/queue/queue.go", "earlyack")[0].Message, "takes the message with Redis BRPOP, which removes it as it returns it, before the work of Redis queue loop redispop.Worker.Loop")
+}
+
+// TestCQRSHandlerAsInterfaceMethod: a CQRS handler given as a method
+// value of an interface (`cqrs.NewEventHandler(name, ob.OnBookingMade)`)
+// makes the module's methods that implement it consumers, with their
+// findings (field trial, wave 47: tickets' read models).
+func TestCQRSHandlerAsInterfaceMethod(t *testing.T) {
+	rep := programReport(t, false)
+	c := consumerIn(t, rep, "cqrsiface/readmodel/readmodel.go")
+	require.Equal(t, KindCQRS, c.Kind)
+	require.Equal(t, "Bookings.OnBookingMade", c.Name)
+	requireFindingsAt(t, rep, "cqrsiface/readmodel/readmodel.go", "append", []int{18}, "an INSERT without ON CONFLICT (sql.DB.ExecContext) on the consumer path of Watermill CQRS handler OnBookingMade")
 }

@@ -355,8 +355,13 @@ func buildProgram(pkgs []*packages.Package, roots []*Root, remotes []remote) *wh
 		entries = append(entries, entry{r, fn})
 	}
 	for _, r := range remotes {
-		fns := []*ssa.Function{prog.FuncValue(r.fn)}
+		var fns []*ssa.Function
+		if !r.iface {
+			fns = []*ssa.Function{prog.FuncValue(r.fn)}
+		}
 		switch {
+		case r.iface:
+			fns = implementations(all, r.fn)
 		case r.factory:
 			fns = w.madeBy(fns[0], 0)
 		case r.method != "":
@@ -581,6 +586,32 @@ func inLoop(fnNode ast.Node, pos token.Pos) bool {
 		return true
 	})
 	return looped
+}
+
+// implementations returns the methods among fns, in a fixed order, that
+// implement m, an interface's method: same name, and a receiver type
+// (or its pointer) that implements the interface.
+func implementations(fns map[*ssa.Function]bool, m *types.Func) []*ssa.Function {
+	iface, ok := m.Type().(*types.Signature).Recv().Type().Underlying().(*types.Interface)
+	if !ok {
+		return nil
+	}
+	var out []*ssa.Function
+	for fn := range fns {
+		recv := fn.Signature.Recv()
+		if recv == nil || fn.Name() != m.Name() || fn.Synthetic != "" || types.IsInterface(recv.Type()) {
+			continue
+		}
+		t := recv.Type()
+		if p, ok := t.(*types.Pointer); ok {
+			t = p.Elem()
+		}
+		if types.Implements(t, iface) || types.Implements(types.NewPointer(t), iface) {
+			out = append(out, fn)
+		}
+	}
+	slices.SortFunc(out, func(a, b *ssa.Function) int { return cmp.Compare(a.String(), b.String()) })
+	return out
 }
 
 // appFunctions lists the checked packages' functions: package-level
