@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"go/ast"
+	"go/token"
 	"go/types"
 	"regexp"
 	"slices"
@@ -304,6 +305,16 @@ func (c *Consumers) markThenEffect(node ast.Node) *markedEffect {
 				return false
 			}
 			if skip == nil {
+				if isDBRead(info, m) && dbWriteOf(info, m) == "" {
+					// GORM's First(&job, id): job holds what was read.
+					for _, a := range m.Args {
+						if u, ok := ast.Unparen(a).(*ast.UnaryExpr); ok && u.Op == token.AND {
+							if o := baseObj(info, u.X); o != nil {
+								read[o] = true
+							}
+						}
+					}
+				}
 				if calledName(m) == "Scan" {
 					// QueryRow(...).Scan(&v): v holds what was read.
 					if sel, ok := m.Fun.(*ast.SelectorExpr); ok {
@@ -612,7 +623,9 @@ func claimBeforeWork(pass *analysis.Pass, c *Consumers, r *reporter) {
 }
 
 // leavesQuietly reports whether a branch of at most three statements ends
-// by returning without an error or with continue.
+// by returning without an error or with continue, or acks the message
+// itself and then returns (`_ = m.Ack(); return` in a callback with no
+// result: field trial, wave 47, fyredocs' status guard).
 func leavesQuietly(info *types.Info, body *ast.BlockStmt) bool {
 	if len(body.List) == 0 || len(body.List) > 3 {
 		return false
@@ -620,6 +633,29 @@ func leavesQuietly(info *types.Info, body *ast.BlockStmt) bool {
 	if returnsNoError(info, body) != nil {
 		return true
 	}
+	if ret, ok := body.List[len(body.List)-1].(*ast.ReturnStmt); ok && len(ret.Results) == 0 && acksIn(info, body.List[:len(body.List)-1]) {
+		return true
+	}
 	br, ok := body.List[len(body.List)-1].(*ast.BranchStmt)
 	return ok && br.Tok.String() == "continue"
+}
+
+// acksIn reports whether one of stmts acks the message with a broker
+// client's call (ackOf), its result dropped or assigned.
+func acksIn(info *types.Info, stmts []ast.Stmt) bool {
+	for _, st := range stmts {
+		var call *ast.CallExpr
+		switch st := st.(type) {
+		case *ast.ExprStmt:
+			call, _ = ast.Unparen(st.X).(*ast.CallExpr)
+		case *ast.AssignStmt:
+			if len(st.Rhs) == 1 {
+				call, _ = ast.Unparen(st.Rhs[0]).(*ast.CallExpr)
+			}
+		}
+		if call != nil && ackOf(info, call) != "" {
+			return true
+		}
+	}
+	return false
 }

@@ -288,6 +288,9 @@ func failedWork(pass *analysis.Pass, c *Consumers, st, prev ast.Stmt) (*ast.IfSt
 	if c != nil && c.neverFails(call) {
 		return nil, nil // the branch never runs: the work's failures are not errors (its own finding says so)
 	}
+	if c != nil && c.bookkeepingAfterWork(call) {
+		return nil, nil // a record about work that already succeeded: a redelivery would redo the work
+	}
 	if cf := callee(pass.TypesInfo, call); cf != nil {
 		// db.QueryRow("UPDATE ... RETURNING v").Scan(&v): the write's
 		// failure surfaces at the Scan; the write is the work. So is a
@@ -373,8 +376,12 @@ func (c *Consumers) neverFails(call *ast.CallExpr) bool {
 // its last result and every return statement of its own (not of a
 // function literal inside it) gives the literal nil there: a caller's
 // failure branch on that error never runs (wave 28's reading: a branch
-// that never runs is no finding; wave 33, YunOJ). A bare return of named
-// results is not read as nil.
+// that never runs is no finding; wave 33, YunOJ). A named error result
+// that nothing in the function assigns or takes the address of (a
+// deferred literal included) is nil as well, returned bare or by name
+// (`func pay(...) (err error) { go s.work(p); return err }`: field trial,
+// wave 47, distr-transactions); any other bare return of named results is
+// not read as nil.
 func nilErrorOnly(info *types.Info, n ast.Node) bool {
 	d, ok := n.(*ast.FuncDecl)
 	if !ok || d.Body == nil || d.Type.Results == nil || len(d.Type.Results.List) == 0 {
@@ -384,6 +391,13 @@ func nilErrorOnly(info *types.Info, n ast.Node) bool {
 	if !isErrorType(info.TypeOf(last.Type)) {
 		return false
 	}
+	var named types.Object // the error result, when named and never set
+	if len(last.Names) > 0 {
+		named = info.Defs[last.Names[len(last.Names)-1]]
+		if named != nil && setsVar(info, d.Body, named) {
+			named = nil
+		}
+	}
 	returns, nilOnly := 0, true
 	ast.Inspect(d.Body, func(m ast.Node) bool {
 		switch m := m.(type) {
@@ -392,17 +406,39 @@ func nilErrorOnly(info *types.Info, n ast.Node) bool {
 		case *ast.ReturnStmt:
 			returns++
 			if len(m.Results) == 0 {
-				nilOnly = false
+				nilOnly = named != nil
 				return false
 			}
 			id, ok := ast.Unparen(m.Results[len(m.Results)-1]).(*ast.Ident)
-			if !ok || info.Uses[id] != types.Universe.Lookup("nil") {
+			if !ok || info.Uses[id] != types.Universe.Lookup("nil") && (named == nil || info.Uses[id] != named) {
 				nilOnly = false
 			}
 		}
 		return nilOnly
 	})
 	return nilOnly && returns > 0
+}
+
+// setsVar reports whether body (function literals included) assigns obj
+// or takes its address.
+func setsVar(info *types.Info, body ast.Node, obj types.Object) bool {
+	set := false
+	ast.Inspect(body, func(m ast.Node) bool {
+		switch m := m.(type) {
+		case *ast.AssignStmt:
+			for _, l := range m.Lhs {
+				if id, ok := ast.Unparen(l).(*ast.Ident); ok && info.ObjectOf(id) == obj {
+					set = true
+				}
+			}
+		case *ast.UnaryExpr:
+			if id, ok := ast.Unparen(m.X).(*ast.Ident); ok && m.Op == token.AND && info.ObjectOf(id) == obj {
+				set = true
+			}
+		}
+		return !set
+	})
+	return set
 }
 
 // metricPkg matches the import paths of metrics libraries and of the code's
@@ -754,6 +790,9 @@ func checkErrAck(pass *analysis.Pass, c *Consumers, r *reporter, root *Root, ifs
 			return
 		}
 	}
+	if !terminates(ifs.Body) && naksAfter(info, rest) {
+		return // the failure falls through to a Nak: the message comes back
+	}
 	// Below the entry point the whole-program walk knows what a call
 	// reaches: a call through an interface is work only if a write or an
 	// effect is below it (a failed lookup is not a lost message).
@@ -784,6 +823,9 @@ func checkErrAck(pass *analysis.Pass, c *Consumers, r *reporter, root *Root, ifs
 			who = "the " + root.Kind
 		}
 		errObj := info.Uses[ast.Unparen(ifs.Cond.(*ast.BinaryExpr).X).(*ast.Ident)]
+		if fallsBack(info, ifs.Body, errObj) && readsObj(info, errObj, stmtNodes(rest)...) {
+			return // err = fallback(): the later check of err handles both (field trial, wave 47: fyredocs' LibreOffice fallback)
+		}
 		if at := overwritten(info, errObj, rest); at != nil {
 			r.report(ifs, SeverityOf(names...), fmt.Sprintf(
 				"the error of %s (line %d) is only logged, then overwritten at line %d before the function returns it: %s acks the message on the later result, so this failure is lost; return it (or join the errors) so the message is redelivered",
@@ -935,7 +977,7 @@ func droppedError(pass *analysis.Pass, c *Consumers, r *reporter, root *Root, st
 		return
 	}
 	sig, ok := types.Unalias(info.TypeOf(call.Fun)).(*types.Signature)
-	if !ok || sig.Results().Len() == 0 || !isError(sig.Results().At(sig.Results().Len()-1).Type()) || !isWork(pass, c, call) {
+	if !ok || sig.Results().Len() == 0 || !isError(sig.Results().At(sig.Results().Len()-1).Type()) || !isWork(pass, c, call) || c.bookkeepingAfterWork(call) {
 		return
 	}
 	workName := types.ExprString(call.Fun)
@@ -1001,7 +1043,29 @@ func (c *Consumers) helperAck(call *ast.CallExpr) (string, *ast.CallExpr) {
 		}
 		return ack == ""
 	})
+	if ack != "" && redeliversIn(c.pass.TypesInfo, fd.Body) {
+		// A failure handler that asks for a redelivery on one path (a
+		// retryable failure's Nak) and acks on another decides by its
+		// arguments (field trial, wave 47: fyredocs' handleFailure).
+		return "", nil
+	}
 	return ack, inner
+}
+
+// redeliversIn reports whether body, outside function literals, asks for
+// a redelivery (see redelivers).
+func redeliversIn(info *types.Info, body *ast.BlockStmt) bool {
+	found := false
+	ast.Inspect(body, func(n ast.Node) bool {
+		if _, ok := n.(*ast.FuncLit); ok || found {
+			return false
+		}
+		if call, ok := n.(*ast.CallExpr); ok && redelivers(info, call) {
+			found = true
+		}
+		return !found
+	})
+	return found
 }
 
 // helperSendsElsewhere reports whether the body of the function of this
@@ -2648,4 +2712,88 @@ func kgoAutoCommits(pass *analysis.Pass) bool {
 		}
 	})
 	return made && !off
+}
+
+// naksAfter reports whether stmts, read in order up to the first return,
+// branch or nested block, ask the broker for a redelivery of the message:
+// a NATS Nak or NakWithDelay, a Watermill Nack, or an AMQP Nack or Reject
+// that requeues, as a statement or in an if's init. A failure logged
+// before it is not acked (field trial, wave 47: fyredocs' retry branch,
+// whose failed status update falls through to `msg.NakWithDelay`).
+func naksAfter(info *types.Info, stmts []ast.Stmt) bool {
+	for _, st := range stmts {
+		var call *ast.CallExpr
+		switch s := st.(type) {
+		case *ast.ExprStmt:
+			call, _ = ast.Unparen(s.X).(*ast.CallExpr)
+		case *ast.AssignStmt:
+			if len(s.Rhs) == 1 {
+				call, _ = ast.Unparen(s.Rhs[0]).(*ast.CallExpr)
+			}
+		case *ast.IfStmt:
+			if as, ok := s.Init.(*ast.AssignStmt); ok && len(as.Rhs) == 1 {
+				call, _ = ast.Unparen(as.Rhs[0]).(*ast.CallExpr)
+			}
+			if call == nil || !redelivers(info, call) {
+				return false
+			}
+		case *ast.ReturnStmt, *ast.BranchStmt, *ast.BlockStmt, *ast.ForStmt, *ast.RangeStmt, *ast.SwitchStmt, *ast.TypeSwitchStmt, *ast.SelectStmt:
+			return false
+		}
+		if call != nil && redelivers(info, call) {
+			return true
+		}
+	}
+	return false
+}
+
+// redelivers reports whether call asks the broker to deliver its message
+// again: NATS Msg.Nak or NakWithDelay (core or JetStream), Watermill's
+// Message.Nack, amqp091's Delivery.Nack or Reject with requeue true.
+func redelivers(info *types.Info, call *ast.CallExpr) bool {
+	fn := callee(info, call)
+	if fn == nil {
+		return false
+	}
+	path, recv, name := funcPath(fn), recvName(fn), fn.Name()
+	switch {
+	case isNATS(path) && recv == "Msg" && (name == "Nak" || name == "NakWithDelay"):
+		return true
+	case strings.HasPrefix(path, pathWatermill) && recv == "Message" && name == "Nack":
+		return true
+	case isAMQP(path) && recv == "Delivery" && (name == "Nack" || name == "Reject") && len(call.Args) > 0:
+		b, ok := info.Types[call.Args[len(call.Args)-1]]
+		return ok && b.Value != nil && b.Value.Kind() == constant.Bool && constant.BoolVal(b.Value)
+	}
+	return false
+}
+
+// fallsBack reports whether body, a failure branch, assigns errObj anew
+// from a call at its top level (`if err != nil { err = fallback(ctx) }`):
+// a second attempt whose error the code goes on with.
+func fallsBack(info *types.Info, body *ast.BlockStmt, errObj types.Object) bool {
+	for _, st := range body.List {
+		as, ok := st.(*ast.AssignStmt)
+		if !ok || as.Tok != token.ASSIGN || len(as.Rhs) != 1 {
+			continue
+		}
+		if _, isCall := ast.Unparen(as.Rhs[0]).(*ast.CallExpr); !isCall {
+			continue
+		}
+		for _, l := range as.Lhs {
+			if id, ok := ast.Unparen(l).(*ast.Ident); ok && info.ObjectOf(id) == errObj {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// stmtNodes returns stmts as nodes.
+func stmtNodes(stmts []ast.Stmt) []ast.Node {
+	out := make([]ast.Node, len(stmts))
+	for i, st := range stmts {
+		out[i] = st
+	}
+	return out
 }

@@ -4,6 +4,7 @@ import (
 	"go/ast"
 	"go/token"
 	"go/types"
+	"slices"
 
 	"golang.org/x/tools/go/analysis"
 )
@@ -28,11 +29,49 @@ func handedOffWith(pass *analysis.Pass, before []ast.Stmt, seed map[types.Object
 		if how := handOffIn(pass, before[i], derived); how != "" {
 			return how, before[i]
 		}
-		if waits(before[i]) {
+		if waitsVia(pass, before[i]) {
 			return "", nil
 		}
 	}
 	return "", nil
+}
+
+// pkgDecl returns the declaration of fn when this package declares it.
+func pkgDecl(pass *analysis.Pass, fn *types.Func) *ast.FuncDecl {
+	if fn == nil || fn.Pkg() != pass.Pkg {
+		return nil
+	}
+	for _, f := range pass.Files {
+		for _, d := range f.Decls {
+			if fd, ok := d.(*ast.FuncDecl); ok && pass.TypesInfo.Defs[fd.Name] == fn.Origin() {
+				return fd
+			}
+		}
+	}
+	return nil
+}
+
+// waitsVia is waits, also through a function of this package called in
+// st whose own statements wait (`r.stop()`, which cancels the reporter
+// goroutine and receives from its done channel: field trial, wave 47,
+// fyredocs' progress reporter).
+func waitsVia(pass *analysis.Pass, st ast.Stmt) bool {
+	if waits(st) {
+		return true
+	}
+	found := false
+	ast.Inspect(st, func(n ast.Node) bool {
+		if _, ok := n.(*ast.FuncLit); ok || found {
+			return false
+		}
+		if call, ok := n.(*ast.CallExpr); ok {
+			if d := pkgDecl(pass, callee(pass.TypesInfo, call)); d != nil && d.Body != nil && slices.ContainsFunc(d.Body.List, waits) {
+				found = true
+			}
+		}
+		return !found
+	})
+	return found
 }
 
 // handOffIn is handOff, also looking into the branches of an if statement
@@ -150,17 +189,7 @@ func metricsOnly(info *types.Info, call *ast.CallExpr) bool {
 // that reads one of its parameters, and waits for nothing after it (no
 // Wait call, no channel receive).
 func startsOnParams(pass *analysis.Pass, fn *types.Func) bool {
-	if fn == nil || fn.Pkg() != pass.Pkg {
-		return false
-	}
-	var decl *ast.FuncDecl
-	for _, f := range pass.Files {
-		for _, d := range f.Decls {
-			if fd, ok := d.(*ast.FuncDecl); ok && pass.TypesInfo.Defs[fd.Name] == fn {
-				decl = fd
-			}
-		}
-	}
+	decl := pkgDecl(pass, fn)
 	if decl == nil || decl.Body == nil {
 		return false
 	}

@@ -110,6 +110,12 @@ func keyedCall(pass *analysis.Pass, body *ast.BlockStmt, call *ast.CallExpr) boo
 				if k, ok := n.Key.(*ast.Ident); ok && idemKeyName.MatchString(k.Name) && freshRandom(info, n.Value) == "" {
 					keyed = true
 				}
+				if _, copied := ast.Unparen(n.Value).(*ast.SelectorExpr); copied && carriesKeyField(info.TypeOf(n.Value)) {
+					// Header: cmd.Header, a header copied from another
+					// message with its idempotency key (field trial, wave
+					// 47: tickets' TicketRefunded_v1{Header: cmd.Header}).
+					keyed = true
+				}
 			case *ast.CallExpr:
 				name := ""
 				if cf := callee(info, n); cf != nil {
@@ -150,6 +156,28 @@ func keyedCall(pass *analysis.Pass, body *ast.BlockStmt, call *ast.CallExpr) boo
 		visit(a, 2)
 	}
 	return keyed
+}
+
+// carriesKeyField reports whether t is a struct, or a pointer to one,
+// with a field named like an idempotency or deduplication key (see
+// idemKeyName).
+func carriesKeyField(t types.Type) bool {
+	if t == nil {
+		return false
+	}
+	if p, ok := types.Unalias(t).Underlying().(*types.Pointer); ok {
+		t = p.Elem()
+	}
+	st, ok := types.Unalias(t).Underlying().(*types.Struct)
+	if !ok {
+		return false
+	}
+	for f := range st.Fields() {
+		if idemKeyName.MatchString(f.Name()) {
+			return true
+		}
+	}
+	return false
 }
 
 // assignedValues returns the expressions assigned to v in body (v := e,

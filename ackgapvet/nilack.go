@@ -325,7 +325,11 @@ func following(stack []ast.Node, st ast.Stmt) []ast.Stmt {
 // after returns the statements that run after the call statement at the
 // end of stack: those after it in its block or case, then those after each
 // enclosing statement in its own block or case, up to the function body
-// (`switch kind { case "a": h.A(m) }` then the delete).
+// (`switch kind { case "a": h.A(m) }` then the delete). It stops at a
+// block whose rest leaves it (a return, break, continue or goto): what
+// follows the enclosing statement does not run after the call
+// (`if err != nil { h.fail(m); return }` then the ack: field trial, wave
+// 47, fyredocs' handleFailure).
 func after(stack []ast.Node) []ast.Stmt {
 	var out []ast.Stmt
 	for i := len(stack) - 2; i >= 1; i-- {
@@ -347,6 +351,15 @@ func after(stack []ast.Node) []ast.Stmt {
 		for j, s := range list {
 			if s == st {
 				out = append(out, list[j+1:]...)
+				if slices.ContainsFunc(list[j+1:], func(s ast.Stmt) bool {
+					switch s.(type) {
+					case *ast.ReturnStmt, *ast.BranchStmt:
+						return true
+					}
+					return false
+				}) {
+					return out
+				}
 			}
 		}
 	}

@@ -1207,6 +1207,92 @@ func TestDuplicateSkipBeforeEffect(t *testing.T) {
 	requireFindingsAt(t, rep, "seenfirst/seenfirst.go", "checkact", []int{55}, "writes the record that a redelivery is skipped on (line 56) before the call of p.Notifier.Push")
 }
 
+// TestStatusGuardAckedBeforeMark: a JetStream callback that acks and
+// returns on a job status it read with GORM, marks the status itself and
+// then publishes (wave 47, fyredocs H1) loses the job on a crash after the
+// mark; the twin that marks after its publish is clean.
+func TestStatusGuardAckedBeforeMark(t *testing.T) {
+	rep := programReport(t, false)
+	requireFindingsAt(t, rep, "jobstatus/jobstatus.go", "checkact", []int{55}, "writes the record that a redelivery is skipped on (line 51) before the call of w.Pub.Publish")
+}
+
+// TestFailureHandlerThatNaks: a failure handler that asks for a
+// redelivery on its retry path and acks on its last (wave 47, fyredocs'
+// handleFailure) is no ack of the caller's failure branch, and a failed
+// status update that falls through to its Nak is not acked; the failed
+// update before its final Ack is. Nothing after the caller's `return` is
+// taken for an ack after the handler.
+func TestFailureHandlerThatNaks(t *testing.T) {
+	rep := programReport(t, false)
+	require.Equal(t, []int{107, 136}, findingLines(rep, "jobstatus/jobstatus.go", "errack"))
+	require.Contains(t, findingsIn(rep, "jobstatus/jobstatus.go", "errack")[0].Message, "acks with jetstream.Msg.Ack even when w.DB.Model(&Job{}).Where(\"id = ?\", id).Update failed (line 104)")
+}
+
+// TestBookkeepingAfterWork: a status write whose failure is only logged,
+// in a helper named for it and called after a publish whose failure Naks
+// (wave 47, fyredocs' updateJobStatus("completed")), is no errack finding:
+// redelivering would publish again to mend a record about it. The same
+// write as the message's only work is (line 136).
+func TestBookkeepingAfterWork(t *testing.T) {
+	rep := programReport(t, false)
+	lines := findingLines(rep, "jobstatus/jobstatus.go", "errack")
+	require.NotContains(t, lines, 125, "the status after the publish")
+	require.Contains(t, lines, 136, "the status that is the message's work")
+}
+
+// TestCopiedHeaderKeysPublish: a CQRS command handler that publishes its
+// event with the command's header, which carries an idempotency key
+// (wave 47, tickets' RefundTicket), publishes a repeat the receivers
+// dedupe; the twin with a new header each delivery is reported.
+func TestCopiedHeaderKeysPublish(t *testing.T) {
+	rep := programReport(t, false)
+	requireFindingsAt(t, rep, "cqrsheader/cqrsheader.go", "effect", []int{55}, "a publish (cqrs.EventBus.Publish) on the consumer path of Watermill CQRS handler Reprint")
+}
+
+// TestFallbackKeepsError: a failure branch that tries a fallback into the
+// same error variable, checked and returned after (wave 47, fyredocs'
+// LibreOffice fallback), drops nothing; the twin that logs and returns
+// nil is reported.
+func TestFallbackKeepsError(t *testing.T) {
+	rep := programReport(t, false)
+	requireFindingsAt(t, rep, "fallback/fallback.go", "errack", []int{48}, "when h.post fails (line 47) the error is only recorded")
+}
+
+// TestWaitedProgressGoroutine: a goroutine that writes a job's progress,
+// started by a function of the package and stopped by a method that waits
+// for it before the ack (wave 47, fyredocs' progress reporter), is no
+// hand-off; a goroutine the ack does not wait for is.
+func TestWaitedProgressGoroutine(t *testing.T) {
+	rep := programReport(t, false)
+	requireFindingsAt(t, rep, "reporter/reporter.go", "earlyack", []int{71}, "while the message's work runs in another goroutine (send, which starts a goroutine at line 70)")
+}
+
+// TestMiddlewareIsNoConsumer: a router middleware (given the next handler,
+// returning one that wraps it) is no consumer of its own (wave 47, tickets'
+// middlewares); the handler beside it is.
+func TestMiddlewareIsNoConsumer(t *testing.T) {
+	rep := programReport(t, false)
+	var names []string
+	for _, c := range rep.Consumers {
+		if strings.HasPrefix(c.File, "wmmiddle/") {
+			names = append(names, c.Name)
+		}
+	}
+	require.Equal(t, []string{"wmmiddle.Wire.func1"}, names)
+}
+
+// TestNamedErrorNeverSet: a call whose named error result nothing sets
+// (wave 47, distr-transactions) never fails, so its logged failure branch
+// before the mark is no finding; the twin whose named error is the
+// write's is.
+func TestNamedErrorNeverSet(t *testing.T) {
+	rep := programReport(t, false)
+	requireFindingsAt(t, rep, "namederr/namederr.go", "errack", []int{50}, "even when h.refund failed (line 47)")
+	for _, f := range findingsIn(rep, "namederr/namederr.go", "errack") {
+		require.NotContains(t, f.Message, "h.pay")
+	}
+}
+
 // TestDeadLetterBranchGatesAck: a caller that commits after its
 // dead-letter step and after a nil alike still acks on the handler's nil
 // without a dead-letter record, so a publish failure the handler drops is

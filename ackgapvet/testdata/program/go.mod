@@ -11,6 +11,7 @@ require (
 	github.com/hibiken/asynq v1.0.0
 	github.com/rabbitmq/amqp091-go v1.0.0
 	gorm.io/gen v1.0.0
+	gorm.io/gorm v1.0.0
 	cloud.google.com/go/pubsub v1.0.0
 	example.com/programshared v0.0.0
 	example.org/retry v0.0.0
@@ -65,6 +66,8 @@ replace github.com/zeromicro/go-zero => ../src/github.com/zeromicro/go-zero
 replace cloud.google.com/go/pubsub => ../src/cloud.google.com/go/pubsub
 
 replace gorm.io/gen => ../src/gorm.io/gen
+
+replace gorm.io/gorm => ../src/gorm.io/gorm
 
 replace github.com/rabbitmq/amqp091-go => ../src/github.com/rabbitmq/amqp091-go
 

@@ -1,7 +1,10 @@
 // Package jetstream is a stub of nats.go's jetstream package.
 package jetstream
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Msg is a JetStream message.
 type Msg interface {
@@ -9,6 +12,7 @@ type Msg interface {
 	Ack() error
 	DoubleAck(context.Context) error
 	Nak() error
+	NakWithDelay(delay time.Duration) error
 	Term() error
 	Metadata() (*MsgMetadata, error)
 }
