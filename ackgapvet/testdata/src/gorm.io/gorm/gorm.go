@@ -45,3 +45,6 @@ type Expression struct{ SQL string }
 
 // Expr makes a SQL expression.
 func Expr(sql string, args ...interface{}) Expression { return Expression{SQL: sql} }
+
+// Count counts the rows the query matches into n.
+func (db *DB) Count(n *int64) *DB { return db }
