@@ -754,19 +754,18 @@ func (c *Consumers) storedHandlers(ft *ast.FuncType, body *ast.BlockStmt, rootOf
 		return
 	}
 	info := c.pass.TypesInfo
-	middleware := false
-	if ft.Params != nil {
-		for _, f := range ft.Params.List {
-			if c.storedKind(info.TypeOf(f.Type)) != "" {
-				middleware = true
-			}
-		}
-	}
 	var results []types.Type
-	if ft.Results != nil && !middleware {
+	if ft.Results != nil {
 		for _, f := range ft.Results.List {
 			for range max(1, len(f.Names)) {
 				results = append(results, info.TypeOf(f.Type))
+			}
+		}
+	}
+	if ft.Params != nil {
+		for _, f := range ft.Params.List {
+			if k := c.storedKind(info.TypeOf(f.Type)); k != "" && slices.ContainsFunc(results, func(t types.Type) bool { return c.storedKind(t) == k }) {
+				results = nil // a middleware: given a handler, returns one of the same kind
 			}
 		}
 	}
