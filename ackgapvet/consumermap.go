@@ -245,7 +245,11 @@ func (w *wholeProgram) describe(rw *rootWalk) Consumer {
 		c.spans = append(c.spans, span{s.Filename, s.Line, e.Line})
 		path := rw.path(fn)
 		key := idemKeyIn(p.TypesInfo, body)
+		dead := deadSpans(body)
 		ast.Inspect(body, func(n ast.Node) bool {
+			if n != nil && inSpans(dead, n.Pos()) {
+				return false // after a return: never runs
+			}
 			switch n := n.(type) {
 			case *ast.FuncLit:
 				return false // its own function, walked if reached

@@ -793,6 +793,14 @@ func checkErrAck(pass *analysis.Pass, c *Consumers, r *reporter, root *Root, ifs
 	if !terminates(ifs.Body) && naksAfter(info, rest) {
 		return // the failure falls through to a Nak: the message comes back
 	}
+	if settlesIn(info, ifs.Body) {
+		// The failure branch settles the message itself (a Nack that
+		// requeues or dead-letters, a Reject, a NATS Term): nothing acks
+		// it after this function returns (field trial, wave 48: go-sac's
+		// priority scheduler, `if isBP(err) { m.Nack(false, true) } else {
+		// m.Nack(false, false) }; return`).
+		return
+	}
 	// Below the entry point the whole-program walk knows what a call
 	// reaches: a call through an interface is work only if a write or an
 	// effect is below it (a failed lookup is not a lost message).
@@ -2796,4 +2804,29 @@ func stmtNodes(stmts []ast.Stmt) []ast.Node {
 		out[i] = st
 	}
 	return out
+}
+
+// settlesIn reports whether body, outside function literals, settles the
+// message other than with an ack: a redelivery request (see redelivers),
+// an AMQP Nack or Reject whatever its requeue flag (a dead-letter exchange
+// takes the message when it does not requeue), or a NATS Term.
+func settlesIn(info *types.Info, body *ast.BlockStmt) bool {
+	found := false
+	ast.Inspect(body, func(n ast.Node) bool {
+		if _, ok := n.(*ast.FuncLit); ok || found {
+			return false
+		}
+		call, ok := n.(*ast.CallExpr)
+		if !ok {
+			return true
+		}
+		if redelivers(info, call) {
+			found = true
+		} else if fn := callee(info, call); fn != nil {
+			path, recv, name := funcPath(fn), recvName(fn), fn.Name()
+			found = isAMQP(path) && recv == "Delivery" && (name == "Nack" || name == "Reject") || isNATS(path) && recv == "Msg" && name == "Term"
+		}
+		return !found
+	})
+	return found
 }

@@ -407,7 +407,7 @@ func TestConsumerMap(t *testing.T) {
 	for _, c := range rep.Consumers {
 		byName[c.Name] = c
 	}
-	require.Len(t, byName, 157, "%+v", rep.Consumers)
+	require.Len(t, byName, 160, "%+v", rep.Consumers)
 
 	// A receive loop that the call graph reaches from another consumer (a
 	// fallback source behind an interface) and whose acks are closures it
@@ -1269,7 +1269,7 @@ func TestWaitedProgressGoroutine(t *testing.T) {
 
 // TestMiddlewareIsNoConsumer: a router middleware (given the next handler,
 // returning one that wraps it) is no consumer of its own (wave 47, tickets'
-// middlewares); the handler beside it is.
+// middlewares); the handlers beside it are.
 func TestMiddlewareIsNoConsumer(t *testing.T) {
 	rep := programReport(t, false)
 	var names []string
@@ -1278,7 +1278,7 @@ func TestMiddlewareIsNoConsumer(t *testing.T) {
 			names = append(names, c.Name)
 		}
 	}
-	require.Equal(t, []string{"wmmiddle.Wire.func1"}, names)
+	require.Equal(t, []string{"wmmiddle.Wire.func1", "wmmiddle.Wire.func2"}, names)
 }
 
 // TestCountThenInsert: an insert after a count of the event's rows that
@@ -1288,6 +1288,24 @@ func TestMiddlewareIsNoConsumer(t *testing.T) {
 func TestCountThenInsert(t *testing.T) {
 	rep := programReport(t, false)
 	requireFindingsAt(t, rep, "notice/notice.go", "append", []int{45}, "a GORM insert (gorm.DB.Create)")
+}
+
+// TestFailureBranchSettles: a function with no result whose failure
+// branch nacks the message itself and returns (wave 48, go-sac's priority
+// scheduler) is not acked by its caller's nil: no errack finding.
+func TestFailureBranchSettles(t *testing.T) {
+	rep := programReport(t, false)
+	require.Empty(t, findingsIn(rep, "wmmiddle/wmmiddle.go", "errack"))
+	consumerNamed(t, rep, "wmmiddle.Wire.func2")
+}
+
+// TestUnreachableEffect: an email below a return that stubs a sender out
+// (wave 48, galaxy_service's GmailSender) never goes out: no effect
+// finding and no effect in the map; the twin sender's is both.
+func TestUnreachableEffect(t *testing.T) {
+	rep := programReport(t, false)
+	requireFindingsAt(t, rep, "stubsend/stubsend.go", "effect", []int{31}, "an email (mail.Client.DialAndSend)")
+	require.Empty(t, consumerNamed(t, rep, "stubsend.Register.func1").Effects)
 }
 
 // TestNamedErrorNeverSet: a call whose named error result nothing sets
