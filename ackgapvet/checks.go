@@ -1503,7 +1503,20 @@ func failuresWithError(pass *analysis.Pass, c *Consumers, r *reporter, root *Roo
 			return false
 		}
 		ret, ok := n.(*ast.ReturnStmt)
-		if !ok || len(ret.Results) != 2 {
+		if !ok {
+			return true
+		}
+		if len(ret.Results) == 1 && !firstOnly {
+			// return middleware.GetBatchResult(in): a helper (of any
+			// package) that fills the response and joins the errors.
+			if call, ok := ast.Unparen(ret.Results[0]).(*ast.CallExpr); ok && c.failsBatch(callee(info, call)) {
+				r.report(ret, SeverityOf(root.Name), fmt.Sprintf(
+					"returns what %s returns: the batch item failures together with an error, so Lambda takes the error as a failure of the whole batch and ignores the response, and every record is delivered again, those that succeeded included; return the response with a nil error",
+					types.ExprString(call.Fun)))
+			}
+			return true
+		}
+		if len(ret.Results) != 2 {
 			return true
 		}
 		if obj := baseObj(info, ret.Results[0]); !(obj != nil && filled[obj] || failuresLiteral(info, ret.Results[0])) {
@@ -1577,6 +1590,27 @@ func batchResponse(info *types.Info, ft *ast.FuncType) bool {
 			if t != nil && isNamed(t, pathLambdaEvt, name) {
 				return true
 			}
+		}
+		if t != nil && hasField(t, "BatchItemFailures") {
+			return true // a response type of the code's own (models.BatchResult)
+		}
+	}
+	return false
+}
+
+// hasField reports whether t is a struct, or a pointer to one, with a
+// field of that name.
+func hasField(t types.Type, name string) bool {
+	if p, ok := types.Unalias(t).Underlying().(*types.Pointer); ok {
+		t = p.Elem()
+	}
+	st, ok := types.Unalias(t).Underlying().(*types.Struct)
+	if !ok {
+		return false
+	}
+	for f := range st.Fields() {
+		if f.Name() == name {
+			return true
 		}
 	}
 	return false

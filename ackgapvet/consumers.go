@@ -76,6 +76,12 @@ type Summary struct {
 	// POST): its failure is a transient failure of the work, not a
 	// malformed message.
 	Remote bool
+	// FailsBatch says the function returns a Lambda partial batch
+	// response with its BatchItemFailures filled together with an error
+	// that is not the literal nil (see failuresWithError): a handler
+	// that returns its result (`return middleware.GetBatchResult(in)`)
+	// has the whole batch retried (field trial, wave 48: GreenFlag).
+	FailsBatch bool
 }
 
 // AFact marks Summary as an analysis fact.
@@ -83,7 +89,7 @@ func (*Summary) AFact() {}
 
 // String renders the summary for fact logs and test output.
 func (s *Summary) String() string {
-	return fmt.Sprintf("effect=%q write=%q commits=%t remote=%t", s.Effect, s.Write, s.Commits, s.Remote)
+	return fmt.Sprintf("effect=%q write=%q commits=%t remote=%t failsbatch=%t", s.Effect, s.Write, s.Commits, s.Remote, s.FailsBatch)
 }
 
 // Consumers is the result of [ConsumersAnalyzer]: the entry points of a
@@ -482,7 +488,7 @@ func runConsumers(pass *analysis.Pass) (any, error) {
 		return c, nil // used here, not exported
 	}
 	for fn, s := range c.summaries {
-		if s.Effect != "" || s.Write != "" || s.Commits || s.Remote {
+		if s.Effect != "" || s.Write != "" || s.Commits || s.Remote || s.FailsBatch {
 			pass.ExportObjectFact(fn, s)
 		}
 	}
@@ -647,7 +653,7 @@ func (c *Consumers) summarize(fn *types.Func, visiting map[*types.Func]bool) *Su
 		return &Summary{}
 	}
 	visiting[fn] = true
-	s := &Summary{}
+	s := &Summary{FailsBatch: returnsFailuresWithError(c.pass.TypesInfo, c.decls[fn])}
 	body := c.decls[fn].Body
 	ast.Inspect(body, func(n ast.Node) bool {
 		call, ok := n.(*ast.CallExpr)
@@ -693,6 +699,47 @@ func (c *Consumers) summarize(fn *types.Func, visiting map[*types.Func]bool) *Su
 	})
 	c.summaries[fn] = s
 	return s
+}
+
+// failsBatch reports whether fn, of this package or another, returns a
+// filled partial batch response together with an error (see
+// [Summary.FailsBatch]).
+func (c *Consumers) failsBatch(fn *types.Func) bool {
+	if fn == nil {
+		return false
+	}
+	fn = fn.Origin()
+	if fn.Pkg() == c.pass.Pkg {
+		s := c.summaries[fn]
+		return s != nil && s.FailsBatch
+	}
+	var s Summary
+	return c.pass.ImportObjectFact(fn, &s) && s.FailsBatch
+}
+
+// returnsFailuresWithError reports whether the declaration d returns, in a
+// return statement of its own, a response literal with BatchItemFailures
+// (`&BatchResult{BatchItemFailures: f}`) together with a last result that
+// is not the literal nil.
+func returnsFailuresWithError(info *types.Info, d *ast.FuncDecl) bool {
+	if d == nil || d.Body == nil {
+		return false
+	}
+	found := false
+	ast.Inspect(d.Body, func(n ast.Node) bool {
+		if _, ok := n.(*ast.FuncLit); ok || found {
+			return false
+		}
+		ret, ok := n.(*ast.ReturnStmt)
+		if !ok || len(ret.Results) != 2 || !failuresLiteral(info, ret.Results[0]) {
+			return true
+		}
+		if id, ok := ast.Unparen(ret.Results[1]).(*ast.Ident); !ok || id.Name != "nil" {
+			found = true
+		}
+		return !found
+	})
+	return found
 }
 
 // viaDesc says that a call to fn leads to desc.

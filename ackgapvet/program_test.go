@@ -407,7 +407,7 @@ func TestConsumerMap(t *testing.T) {
 	for _, c := range rep.Consumers {
 		byName[c.Name] = c
 	}
-	require.Len(t, byName, 160, "%+v", rep.Consumers)
+	require.Len(t, byName, 162, "%+v", rep.Consumers)
 
 	// A receive loop that the call graph reaches from another consumer (a
 	// fallback source behind an interface) and whose acks are closures it
@@ -1306,6 +1306,15 @@ func TestUnreachableEffect(t *testing.T) {
 	rep := programReport(t, false)
 	requireFindingsAt(t, rep, "stubsend/stubsend.go", "effect", []int{31}, "an email (mail.Client.DialAndSend)")
 	require.Empty(t, consumerNamed(t, rep, "stubsend.Register.func1").Effects)
+}
+
+// TestBatchResponseFromHelper: a Lambda SQS handler that returns what a
+// helper of another package returns, the failures with the records'
+// joined errors (wave 48, GreenFlag's middleware.GetBatchResult), has its
+// whole batch retried; the twin helper's nil error is clean.
+func TestBatchResponseFromHelper(t *testing.T) {
+	rep := programReport(t, false)
+	requireFindingsAt(t, rep, "batchres/batchres.go", "lambdabatch", []int{35}, "returns what result.Joined returns: the batch item failures together with an error")
 }
 
 // TestNamedErrorNeverSet: a call whose named error result nothing sets
