@@ -74,7 +74,10 @@ func (c *Consumers) enclosingDecl(pos token.Pos) *ast.FuncDecl {
 // failure leaves the function or the loop: `if err := send(m); err != nil
 // { return err }`, `out, err := upload(f)` then `if err != nil { fail(m);
 // return }`. The work is a write or an external call (or a call through a
-// function value), not itself bookkeeping.
+// function value), not itself bookkeeping, and carries no idempotency key:
+// a keyed call's repeat is deduped by its receiver, so a redelivery would
+// mend the record at no cost (a new user's report: a carrier POST with a
+// stable key, then the failed "shipped" write).
 func (c *Consumers) afterDoneWork(pos token.Pos) bool {
 	info := c.pass.TypesInfo
 	var file *ast.File
@@ -87,6 +90,12 @@ func (c *Consumers) afterDoneWork(pos token.Pos) bool {
 		return false
 	}
 	path, _ := astutil.PathEnclosingInterval(file, pos, pos)
+	var fnBody *ast.BlockStmt
+	for _, n := range path {
+		if fnBody = funcBody(n); fnBody != nil {
+			break
+		}
+	}
 	for i := 1; i < len(path); i++ {
 		var list []ast.Stmt
 		switch n := path[i].(type) {
@@ -107,7 +116,7 @@ func (c *Consumers) afterDoneWork(pos token.Pos) bool {
 				break
 			}
 			if ifs, w := errBranch(info, st, prev); ifs != nil && terminates(ifs.Body) && !bookkeepingName.MatchString(types.ExprString(w)) &&
-				(isWork(c.pass, c, w) || dynamicCall(info, w)) {
+				(isWork(c.pass, c, w) || dynamicCall(info, w)) && !keyedCall(c.pass, fnBody, w) {
 				return true
 			}
 			prev = st

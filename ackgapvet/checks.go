@@ -1936,12 +1936,20 @@ the request), and record the event in an inbox row in the same transaction.`,
 			}
 			if k := constStrings(pass.TypesInfo, call); fn.Name() == "Set" || fn.Name() == "Add" {
 				if recvName(fn) == "Header" && len(k) > 0 && idemKeyName.MatchString(k[0]) && len(call.Args) == 2 {
+					at, where := ast.Node(call), s
 					g := freshRandom(pass.TypesInfo, call.Args[1])
 					if g == "" {
-						g = freshFromCallers(pass, funcBody(s.Inner()), call.Args[1], 2, func(n ast.Node) bool { return c.reach[n] != nil })
+						// Made by a caller: reported where it is made, on
+						// that caller's consumer path only (a new user's
+						// report: a helper shared with a keyed caller).
+						var pc *paramCall
+						g, pc = freshFromCallers(pass, funcBody(s.Inner()), call.Args[1], 2, func(n ast.Node) bool { return c.reach[n] != nil })
+						if pc != nil {
+							at, where = pc.arg, &site{Funcs: []ast.Node{pc.decl}, Root: c.RootOf(pc.decl), Path: c.PathOf(pc.decl)}
+						}
 					}
 					if g != "" {
-						reportFreshKey(r, call, s, k[0], g)
+						reportFreshKey(r, at, where, k[0], g)
 					}
 				}
 			}

@@ -573,8 +573,12 @@ func (c *Consumers) findRoots(ins *inspector.Inspector, nodeTypes []ast.Node, ad
 					}
 				}
 			case (name == "PollFetches" || name == "PollRecords") && (path == pathKgo && recv == "Client" || kgoInterfaceMethod(fn)):
-				fnNode, fname := enclosing(stack)
-				addRoot(KindFranz, fname, fnNode)
+				// As for the other clients: a function that polls once
+				// and returns the records (a Source's Poll behind an
+				// interface) is a receive wrapper, and the loops that
+				// call it are the consumers (field trial, wave 49:
+				// graphrag's ingestion worker).
+				c.receiveRoot(KindFranz, stack, addRoot)
 			case kafkaGoReaderMethod(fn):
 				c.receiveRoot(KindKafkaGo, stack, addRoot)
 			}

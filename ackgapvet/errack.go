@@ -309,6 +309,9 @@ func failedWork(pass *analysis.Pass, c *Consumers, st, prev ast.Stmt) (*ast.IfSt
 		if decodeCall.MatchString(cf.Name()) && !remoteWork(c, cf) || receives(cf) || c.receiveWrapper(cf) || cleanUp(cf) || metricCall(cf) || dropStatement(pass.TypesInfo, call) {
 			return nil, nil
 		}
+		if funcPath(cf) == "net/http" && strings.HasPrefix(cf.Name(), "NewRequest") {
+			return nil, nil // builds a request (a malformed URL fails every time): no I/O, nothing transient
+		}
 	}
 	if lit, ok := ast.Unparen(call.Fun).(*ast.FuncLit); ok && receivesIn(pass.TypesInfo, lit.Body) {
 		return nil, nil // a receive in a literal called in place (a timeout's scope)

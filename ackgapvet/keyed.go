@@ -666,20 +666,20 @@ func paramCallers(pass *analysis.Pass, body *ast.BlockStmt, e ast.Expr) []paramC
 // the parameter e names, up to depth functions up: `c.charge(ctx, ch,
 // uuid.NewString())` into a charge that sets the Idempotency-Key header
 // from its parameter (a new user's report). "" when no such caller does.
-func freshFromCallers(pass *analysis.Pass, body *ast.BlockStmt, e ast.Expr, depth int, onPath func(ast.Node) bool) string {
+func freshFromCallers(pass *analysis.Pass, body *ast.BlockStmt, e ast.Expr, depth int, onPath func(ast.Node) bool) (string, *paramCall) {
 	if depth == 0 || body == nil {
-		return ""
+		return "", nil
 	}
 	for _, pc := range paramCallers(pass, body, e) {
 		if !onPath(pc.decl) {
 			continue
 		}
 		if g := freshRandom(pass.TypesInfo, pc.arg); g != "" {
-			return g + ", passed by " + pc.caller
+			return g + ", passed by " + pc.caller, &pc
 		}
-		if g := freshFromCallers(pass, pc.body, pc.arg, depth-1, onPath); g != "" {
-			return g
+		if g, at := freshFromCallers(pass, pc.body, pc.arg, depth-1, onPath); g != "" {
+			return g, at
 		}
 	}
-	return ""
+	return "", nil
 }

@@ -407,7 +407,7 @@ func TestConsumerMap(t *testing.T) {
 	for _, c := range rep.Consumers {
 		byName[c.Name] = c
 	}
-	require.Len(t, byName, 162, "%+v", rep.Consumers)
+	require.Len(t, byName, 165, "%+v", rep.Consumers)
 
 	// A receive loop that the call graph reaches from another consumer (a
 	// fallback source behind an interface) and whose acks are closures it
@@ -1213,7 +1213,7 @@ func TestDuplicateSkipBeforeEffect(t *testing.T) {
 // mark; the twin that marks after its publish is clean.
 func TestStatusGuardAckedBeforeMark(t *testing.T) {
 	rep := programReport(t, false)
-	requireFindingsAt(t, rep, "jobstatus/jobstatus.go", "checkact", []int{55}, "writes the record that a redelivery is skipped on (line 51) before the call of w.Pub.Publish")
+	requireFindingsAt(t, rep, "jobstatus/jobstatus.go", "checkact", []int{57}, "writes the record that a redelivery is skipped on (line 53) before the call of w.Pub.Publish")
 }
 
 // TestFailureHandlerThatNaks: a failure handler that asks for a
@@ -1224,20 +1224,23 @@ func TestStatusGuardAckedBeforeMark(t *testing.T) {
 // taken for an ack after the handler.
 func TestFailureHandlerThatNaks(t *testing.T) {
 	rep := programReport(t, false)
-	require.Equal(t, []int{107, 136}, findingLines(rep, "jobstatus/jobstatus.go", "errack"))
-	require.Contains(t, findingsIn(rep, "jobstatus/jobstatus.go", "errack")[0].Message, "acks with jetstream.Msg.Ack even when w.DB.Model(&Job{}).Where(\"id = ?\", id).Update failed (line 104)")
+	require.Equal(t, []int{109, 138, 166}, findingLines(rep, "jobstatus/jobstatus.go", "errack"))
+	require.Contains(t, findingsIn(rep, "jobstatus/jobstatus.go", "errack")[0].Message, "acks with jetstream.Msg.Ack even when w.DB.Model(&Job{}).Where(\"id = ?\", id).Update failed (line 106)")
 }
 
 // TestBookkeepingAfterWork: a status write whose failure is only logged,
 // in a helper named for it and called after a publish whose failure Naks
 // (wave 47, fyredocs' updateJobStatus("completed")), is no errack finding:
 // redelivering would publish again to mend a record about it. The same
-// write as the message's only work is (line 136).
+// write as the message's only work is (line 138), and so is one after a
+// POST that carries an idempotency key, whose repeat the receiver dedupes
+// (line 166, a new user's report).
 func TestBookkeepingAfterWork(t *testing.T) {
 	rep := programReport(t, false)
 	lines := findingLines(rep, "jobstatus/jobstatus.go", "errack")
-	require.NotContains(t, lines, 125, "the status after the publish")
-	require.Contains(t, lines, 136, "the status that is the message's work")
+	require.NotContains(t, lines, 127, "the status after the publish")
+	require.Contains(t, lines, 138, "the status that is the message's work")
+	require.Contains(t, lines, 166, "the status after a keyed POST")
 }
 
 // TestCopiedHeaderKeysPublish: a CQRS command handler that publishes its
@@ -1315,6 +1318,30 @@ func TestUnreachableEffect(t *testing.T) {
 func TestBatchResponseFromHelper(t *testing.T) {
 	rep := programReport(t, false)
 	requireFindingsAt(t, rep, "batchres/batchres.go", "lambdabatch", []int{35}, "returns what result.Joined returns: the batch item failures together with an error")
+}
+
+// TestLambdaSetupFatal: a Lambda handler that ends the process when its
+// database does not open, given nothing of the event (wave 49,
+// abi-sql-view-generator), is no poison; ending it on a record that does
+// not decode is.
+func TestLambdaSetupFatal(t *testing.T) {
+	rep := programReport(t, false)
+	requireFindingsAt(t, rep, "lambdasetup/lambdasetup.go", "poison", []int{31}, "log.Fatal on a message's failure (json.Unmarshal, line 30)")
+}
+
+// TestFranzReceiveWrapper: a franz-go source whose Poll fetches once and
+// returns the records, behind an interface whose loop is in another
+// package (wave 49, graphrag's KafkaJobSource), is a receive wrapper: the
+// loop is the consumer, and its logged failure before the commit is
+// errack's.
+func TestFranzReceiveWrapper(t *testing.T) {
+	rep := programReport(t, false)
+	c := consumerNamed(t, rep, "consumer.Consumer.Run")
+	require.Equal(t, KindFranz, c.Kind)
+	requireFindingsAt(t, rep, "kgosource/consumer/consumer.go", "errack", []int{36}, "even when c.DB.ExecContext failed (line 32)")
+	for _, c := range rep.Consumers {
+		require.NotEqual(t, "Kafka.Poll", c.Name, "the wrapper is no consumer")
+	}
 }
 
 // TestNamedErrorNeverSet: a call whose named error result nothing sets

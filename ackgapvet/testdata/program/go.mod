@@ -25,6 +25,7 @@ require (
 	github.com/m-mizutani/golambda v1.0.2
 	github.com/redis/go-redis/v9 v9.0.0
 	github.com/segmentio/kafka-go v0.4.0
+	github.com/twmb/franz-go v1.0.0
 	github.com/zeromicro/go-queue v1.0.0
 	github.com/zeromicro/go-zero v1.0.0
 	go.opentelemetry.io/otel v1.0.0
@@ -38,6 +39,8 @@ replace github.com/aws/aws-sdk-go-v2 => ../src/github.com/aws/aws-sdk-go-v2
 replace github.com/zeromicro/go-queue => ../src/github.com/zeromicro/go-queue
 
 replace github.com/segmentio/kafka-go => ../src/github.com/segmentio/kafka-go
+
+replace github.com/twmb/franz-go => ../src/github.com/twmb/franz-go
 
 replace golang.org/x/sync => ../src/golang.org/x/sync
 

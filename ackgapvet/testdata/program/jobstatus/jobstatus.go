@@ -8,6 +8,8 @@ package jobstatus
 import (
 	"context"
 	"log"
+	"net/http"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -136,6 +138,34 @@ func (w *Worker) Retire(ctx context.Context, m jetstream.Msg) {
 	_ = m.Ack()
 }
 
+// Ship posts the shipment with the job's id as its idempotency key, then
+// records it shipped: a redelivery's repeat of the post is deduped by the
+// carrier, so the failed status write is acked for nothing (a new user's
+// report).
+func (w *Worker) Ship(ctx context.Context, m jetstream.Msg) {
+	id := string(m.Data())
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "https://carrier.example/ship", strings.NewReader(id))
+	if err != nil {
+		_ = m.Term()
+		return
+	}
+	req.Header.Set("Idempotency-Key", "ship-"+id)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		_ = m.Nak()
+		return
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode >= 300 {
+		_ = m.Nak()
+		return
+	}
+	if err := w.DB.Model(&Job{}).Where("id = ?", id).Update("status", "shipped").Error; err != nil {
+		log.Printf("shipped: %v", err)
+	}
+	_ = m.Ack()
+}
+
 // Run consumes jobs.
 func Run(ctx context.Context, cons jetstream.Consumer, w *Worker) error {
 	_, err := cons.Consume(func(m jetstream.Msg) { w.Handle(ctx, m) })
@@ -155,5 +185,9 @@ func Run(ctx context.Context, cons jetstream.Consumer, w *Worker) error {
 		return err
 	}
 	_, err = cons.Consume(func(m jetstream.Msg) { w.Retire(ctx, m) })
+	if err != nil {
+		return err
+	}
+	_, err = cons.Consume(func(m jetstream.Msg) { w.Ship(ctx, m) })
 	return err
 }

@@ -9,7 +9,10 @@ import (
 )
 
 // payer sets the Idempotency-Key header from its parameter; what its
-// callers pass decides (a new user's report: a fresh key made one call up).
+// callers pass decides (a new user's report: a fresh key made one call up),
+// and the finding is where the fresh key is made, on that caller's
+// consumer path only (a second new user's report: a helper shared with a
+// caller that passes the message's id).
 type payer struct{ client *http.Client }
 
 func (p *payer) charge(ctx context.Context, key string) error {
@@ -17,7 +20,7 @@ func (p *payer) charge(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Idempotency-Key", key) // want `critical: Idempotency-Key is made with uuid.NewString, passed by chargeRandom on the consumer path`
+	req.Header.Set("Idempotency-Key", key)
 	_, err = p.client.Do(req)
 	return err
 }
@@ -33,7 +36,11 @@ func (p *payer) refund(ctx context.Context, key string) error {
 }
 
 func (p *payer) chargeRandom(msg *message.Message) error {
-	return p.charge(msg.Context(), uuid.NewString())
+	return p.charge(msg.Context(), uuid.NewString()) // want `critical: Idempotency-Key is made with uuid.NewString, passed by chargeRandom on the consumer path of watermill handler chargeRandom`
+}
+
+func (p *payer) chargeKeyed(msg *message.Message) error {
+	return p.charge(msg.Context(), "charge-"+msg.UUID) // clean: the message's id
 }
 
 func (p *payer) refundKeyed(msg *message.Message) error {
@@ -43,4 +50,5 @@ func (p *payer) refundKeyed(msg *message.Message) error {
 func registerPayer(r *message.Router, p *payer) {
 	r.AddNoPublisherHandler("charge", "orders", nil, p.chargeRandom)
 	r.AddNoPublisherHandler("refund", "returns", nil, p.refundKeyed)
+	r.AddNoPublisherHandler("charge-keyed", "orders", nil, p.chargeKeyed)
 }
