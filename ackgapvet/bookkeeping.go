@@ -97,21 +97,16 @@ func (c *Consumers) afterDoneWork(pos token.Pos) bool {
 		}
 	}
 	for i := 1; i < len(path); i++ {
-		var list []ast.Stmt
-		switch n := path[i].(type) {
+		switch path[i].(type) {
 		case *ast.FuncDecl, *ast.FuncLit:
 			return false
-		case *ast.BlockStmt:
-			list = n.List
-		case *ast.CaseClause:
-			list = n.Body
-		case *ast.CommClause:
-			list = n.Body
-		default:
+		}
+		block, ok := stmtBlock(path[i])
+		if !ok {
 			continue
 		}
 		var prev ast.Stmt
-		for _, st := range list {
+		for _, st := range block.List {
 			if st == path[i-1] {
 				break
 			}

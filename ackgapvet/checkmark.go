@@ -644,16 +644,10 @@ func leavesQuietly(info *types.Info, body *ast.BlockStmt) bool {
 // client's call (ackOf), its result dropped or assigned.
 func acksIn(info *types.Info, stmts []ast.Stmt) bool {
 	for _, st := range stmts {
-		var call *ast.CallExpr
-		switch st := st.(type) {
-		case *ast.ExprStmt:
-			call, _ = ast.Unparen(st.X).(*ast.CallExpr)
-		case *ast.AssignStmt:
-			if len(st.Rhs) == 1 {
-				call, _ = ast.Unparen(st.Rhs[0]).(*ast.CallExpr)
-			}
+		if _, isIf := st.(*ast.IfStmt); isIf {
+			continue
 		}
-		if call != nil && ackOf(info, call) != "" {
+		if call := topCall(st); call != nil && ackOf(info, call) != "" {
 			return true
 		}
 	}

@@ -701,8 +701,15 @@ was down is never read), and it reads one partition only. A reader whose
 offset the application restores itself (SetOffset with a stored value) is
 not reported. So does a Sarama partition consumer (ConsumePartition with
 OffsetNewest or OffsetOldest) in a package with no offset manager: it
-commits nothing, and every start reads from that constant again.`,
+commits nothing, and every start reads from that constant again. RabbitMQ
+has the same fault: a Consume with autoAck true (amqp091-go, streadway/amqp)
+whose deliveries a consumer loop takes: the broker counts each delivery as
+acknowledged when it sends it, so a crash, a restart or a failed step after
+that loses the message, and nothing is ever redelivered. Fix: consume with
+autoAck false and Ack after the work (Nack or Reject to retry or
+dead-letter).`,
 	func(pass *analysis.Pass, c *Consumers, r *reporter) {
+		amqpAutoAck(pass, c, r)
 		confluentAutoCommit(pass, c, r)
 		saramaNeverCommits(pass, c, r)
 		watermillKafkaNoGroup(pass, r)
@@ -1601,6 +1608,15 @@ func batchResponse(info *types.Info, ft *ast.FuncType) bool {
 // hasField reports whether t is a struct, or a pointer to one, with a
 // field of that name.
 func hasField(t types.Type, name string) bool {
+	return fieldNamed(t, func(n string) bool { return n == name })
+}
+
+// fieldNamed reports whether t is a struct, or a pointer to one, with a
+// field whose name match accepts.
+func fieldNamed(t types.Type, match func(string) bool) bool {
+	if t == nil {
+		return false
+	}
 	if p, ok := types.Unalias(t).Underlying().(*types.Pointer); ok {
 		t = p.Elem()
 	}
@@ -1609,7 +1625,7 @@ func hasField(t types.Type, name string) bool {
 		return false
 	}
 	for f := range st.Fields() {
-		if f.Name() == name {
+		if match(f.Name()) {
 			return true
 		}
 	}
@@ -2465,4 +2481,42 @@ func watermillKafkaNoGroup(pass *analysis.Pass, r *reporter) {
 			return true
 		})
 	}
+}
+
+// amqpAutoAckArg returns, for a call of a RabbitMQ channel's Consume or
+// ConsumeWithContext (amqp091-go, streadway/amqp), whether its autoAck
+// argument is the constant true.
+func amqpAutoAckArg(info *types.Info, call *ast.CallExpr) bool {
+	fn := callee(info, call)
+	if fn == nil || !isAMQP(funcPath(fn)) || recvName(fn) != "Channel" || (fn.Name() != "Consume" && fn.Name() != "ConsumeWithContext") {
+		return false
+	}
+	sig, ok := fn.Type().(*types.Signature)
+	if !ok {
+		return false
+	}
+	for i := range sig.Params().Len() {
+		if sig.Params().At(i).Name() == "autoAck" && i < len(call.Args) {
+			tv, ok := info.Types[call.Args[i]]
+			return ok && tv.Value != nil && tv.Value.Kind() == constant.Bool && constant.BoolVal(tv.Value)
+		}
+	}
+	return false
+}
+
+// amqpAutoAck reports a RabbitMQ Consume with autoAck true in a function on
+// a consumer path (a loop over its deliveries, or the set-up that hands
+// them to one): each delivery is acknowledged as it is sent, so the work
+// after it is at most once (field trial, wave 50: apphook's webhook
+// requests, `ch.Consume(q, "", true, ...)` then `go work(d.Body)`).
+func amqpAutoAck(pass *analysis.Pass, c *Consumers, r *reporter) {
+	walk(pass, c, callNode, func(n ast.Node, s *site) {
+		call := n.(*ast.CallExpr)
+		if s.Root == nil || !amqpAutoAckArg(pass.TypesInfo, call) {
+			return
+		}
+		r.report(call, SeverityOf(s.names()...), fmt.Sprintf(
+			"consumes with autoAck true %s: RabbitMQ counts each delivery as acknowledged when it sends it, so a crash, a restart or a failed step after that loses the message, and nothing is redelivered; consume with autoAck false and Ack after the work (Nack or Reject to retry or dead-letter)",
+			s.where()))
+	})
 }

@@ -62,8 +62,9 @@ type Consumer struct {
 	// two handlers reach counts under the first the walk met it through).
 	handlerSpans []handlerSpan
 	// takes is set on a Redis queue loop that takes its messages by
-	// removing them (BRPOP, LPOP, ZPOPMIN): it is at most once, like core
-	// NATS (see dropAtMostOnce).
+	// removing them (BRPOP, LPOP, ZPOPMIN), and on a RabbitMQ loop whose
+	// Consume has autoAck true: it is at most once, like core NATS (see
+	// dropAtMostOnce).
 	takes bool
 	// loop is set on a receive loop that calls the broker's receive
 	// itself (see receiveLoop).
@@ -262,6 +263,14 @@ func (w *wholeProgram) describe(rw *rootWalk) Consumer {
 			case *ast.CallExpr:
 				pos := fset.Position(n.Pos())
 				step := Step{File: rel(pos), Line: pos.Line, Path: path, Async: rw.async[fn]}
+				if amqpAutoAckArg(p.TypesInfo, n) {
+					// The broker acks each delivery as it sends it.
+					c.takes = true
+					step.What = "RabbitMQ acks each delivery as it sends it (Consume with autoAck true: at most once)"
+					step.Async = false
+					c.Acks = append(c.Acks, step)
+					return true
+				}
 				if cmd := destructiveTake(p.TypesInfo, n); cmd != "" && rw.root.Kind == KindRedisQueue {
 					// The take is the ack: nothing is left to redeliver.
 					c.takes = true

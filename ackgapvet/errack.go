@@ -2733,18 +2733,9 @@ func kgoAutoCommits(pass *analysis.Pass) bool {
 // whose failed status update falls through to `msg.NakWithDelay`).
 func naksAfter(info *types.Info, stmts []ast.Stmt) bool {
 	for _, st := range stmts {
-		var call *ast.CallExpr
-		switch s := st.(type) {
-		case *ast.ExprStmt:
-			call, _ = ast.Unparen(s.X).(*ast.CallExpr)
-		case *ast.AssignStmt:
-			if len(s.Rhs) == 1 {
-				call, _ = ast.Unparen(s.Rhs[0]).(*ast.CallExpr)
-			}
+		call := topCall(st)
+		switch st.(type) {
 		case *ast.IfStmt:
-			if as, ok := s.Init.(*ast.AssignStmt); ok && len(as.Rhs) == 1 {
-				call, _ = ast.Unparen(as.Rhs[0]).(*ast.CallExpr)
-			}
 			if call == nil || !redelivers(info, call) {
 				return false
 			}

@@ -161,24 +161,7 @@ func keyedCall(pass *analysis.Pass, body *ast.BlockStmt, call *ast.CallExpr) boo
 // carriesKeyField reports whether t is a struct, or a pointer to one,
 // with a field named like an idempotency or deduplication key (see
 // idemKeyName).
-func carriesKeyField(t types.Type) bool {
-	if t == nil {
-		return false
-	}
-	if p, ok := types.Unalias(t).Underlying().(*types.Pointer); ok {
-		t = p.Elem()
-	}
-	st, ok := types.Unalias(t).Underlying().(*types.Struct)
-	if !ok {
-		return false
-	}
-	for f := range st.Fields() {
-		if idemKeyName.MatchString(f.Name()) {
-			return true
-		}
-	}
-	return false
-}
+func carriesKeyField(t types.Type) bool { return fieldNamed(t, idemKeyName.MatchString) }
 
 // assignedValues returns the expressions assigned to v in body (v := e,
 // v = e, var v = e; for v, err := f() the call).

@@ -407,7 +407,7 @@ func TestConsumerMap(t *testing.T) {
 	for _, c := range rep.Consumers {
 		byName[c.Name] = c
 	}
-	require.Len(t, byName, 165, "%+v", rep.Consumers)
+	require.Len(t, byName, 166, "%+v", rep.Consumers)
 
 	// A receive loop that the call graph reaches from another consumer (a
 	// fallback source behind an interface) and whose acks are closures it
@@ -1342,6 +1342,17 @@ func TestFranzReceiveWrapper(t *testing.T) {
 	for _, c := range rep.Consumers {
 		require.NotEqual(t, "Kafka.Poll", c.Name, "the wrapper is no consumer")
 	}
+}
+
+// TestRabbitAutoAck: a RabbitMQ loop whose Consume has autoAck true (wave
+// 50, apphook) loses what fails or crashes after each delivery
+// (autocommit), and nothing is redelivered, so its post is no repeated
+// effect; the map names the broker's ack.
+func TestRabbitAutoAck(t *testing.T) {
+	rep := programReport(t, false)
+	requireFindingsAt(t, rep, "rabbit/rabbit.go", "autocommit", []int{86}, "consumes with autoAck true on the consumer path of message channel loop Hooks")
+	require.Empty(t, findingsIn(rep, "rabbit/rabbit.go", "effect"))
+	require.Contains(t, consumerNamed(t, rep, "Hooks").Acks[0].What, "autoAck true: at most once")
 }
 
 // TestNamedErrorNeverSet: a call whose named error result nothing sets

@@ -4,9 +4,11 @@
 package rabbit
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"log"
+	"net/http"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 )
@@ -73,6 +75,25 @@ func TasksSkip(ctx context.Context, ch *amqp.Channel, db *sql.DB) error {
 			continue
 		}
 		_ = d.Ack(false)
+	}
+	return nil
+}
+
+// Hooks posts each webhook from a queue consumed with autoAck true (field
+// trial, wave 50: apphook): RabbitMQ acks each delivery as it sends it, so
+// a crash or a failed post loses it, and no redelivery repeats the post.
+func Hooks(ch *amqp.Channel, url string) error {
+	msgs, err := ch.Consume("hooks", "", true, false, false, false, nil)
+	if err != nil {
+		return err
+	}
+	for d := range msgs {
+		resp, err := http.Post(url, "application/json", bytes.NewReader(d.Body))
+		if err != nil {
+			log.Printf("hook: %v", err)
+			continue
+		}
+		_ = resp.Body.Close()
 	}
 	return nil
 }
