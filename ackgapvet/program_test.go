@@ -1612,15 +1612,15 @@ func TestGormGen(t *testing.T) {
 // on the failure is not (field trial, wave 39: micro-todoList).
 func TestRabbitMQDeliveries(t *testing.T) {
 	rep := programReport(t, false)
-	requireFindingsAt(t, rep, "rabbit/rabbit.go", "errack", []int{24, 71}, "db.ExecContext")
-	require.Contains(t, findingsIn(rep, "rabbit/rabbit.go", "errack")[0].Message, "acks with amqp091.Delivery.Ack even when db.ExecContext failed (line 21)")
+	requireFindingsAt(t, rep, "rabbit/rabbit.go", "errack", []int{26, 73}, "db.ExecContext")
+	require.Contains(t, findingsIn(rep, "rabbit/rabbit.go", "errack")[0].Message, "acks with amqp091.Delivery.Ack even when db.ExecContext failed (line 23)")
 	// A failure skipped with neither Ack nor Nack stays unacked on the
 	// channel (field trial, wave 43: m-banking H1).
 	require.Contains(t, findingsIn(rep, "rabbit/rabbit.go", "errack")[1].Message, "is neither acked, nacked nor rejected, and the loop goes on")
 	// A failure requeued at once with no count comes back without end;
 	// one requeued only when not yet redelivered does not (field trial,
 	// wave 42: zjMall H2).
-	requireFindingsAt(t, rep, "rabbit/rabbit.go", "poison", []int{37}, "RabbitMQ requeues it at the head of the queue")
+	requireFindingsAt(t, rep, "rabbit/rabbit.go", "poison", []int{39}, "RabbitMQ requeues it at the head of the queue")
 	for _, name := range []string{"Tasks", "TasksNack", "TasksOnce", "TasksSkip"} {
 		c := consumerNamed(t, rep, name)
 		require.Equal(t, KindMsgChan, c.Kind)
