@@ -397,7 +397,7 @@ func nilErrorOnly(info *types.Info, n ast.Node) bool {
 	var named types.Object // the error result, when named and never set
 	if len(last.Names) > 0 {
 		named = info.Defs[last.Names[len(last.Names)-1]]
-		if named != nil && setsVar(info, d.Body, named) {
+		if named != nil && writes(info, d.Body, named) {
 			named = nil
 		}
 	}
@@ -420,28 +420,6 @@ func nilErrorOnly(info *types.Info, n ast.Node) bool {
 		return nilOnly
 	})
 	return nilOnly && returns > 0
-}
-
-// setsVar reports whether body (function literals included) assigns obj
-// or takes its address.
-func setsVar(info *types.Info, body ast.Node, obj types.Object) bool {
-	set := false
-	ast.Inspect(body, func(m ast.Node) bool {
-		switch m := m.(type) {
-		case *ast.AssignStmt:
-			for _, l := range m.Lhs {
-				if id, ok := ast.Unparen(l).(*ast.Ident); ok && info.ObjectOf(id) == obj {
-					set = true
-				}
-			}
-		case *ast.UnaryExpr:
-			if id, ok := ast.Unparen(m.X).(*ast.Ident); ok && m.Op == token.AND && info.ObjectOf(id) == obj {
-				set = true
-			}
-		}
-		return !set
-	})
-	return set
 }
 
 // metricPkg matches the import paths of metrics libraries and of the code's
