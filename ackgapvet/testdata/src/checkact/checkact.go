@@ -43,6 +43,25 @@ func registerLake(wr *message.Router, db *sql.DB) {
 		_, err := db.ExecContext(msg.Context(), "INSERT INTO events (event_id, payload) VALUES ($1, $2) ON CONFLICT DO NOTHING", msg.UUID, msg.Payload) // clean
 		return err
 	})
+	wr.AddNoPublisherHandler("lake3", "events", nil, func(msg *message.Message) error {
+		tx, err := db.BeginTx(msg.Context(), nil)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = tx.Rollback() }()
+		res, err := tx.ExecContext(msg.Context(), "INSERT INTO processed (event_id) VALUES ($1) ON CONFLICT DO NOTHING", msg.UUID)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return nil
+		}
+		// clean: the inbox above, in the same transaction, let only a new event through (field trial, wave 51: omniflow)
+		if _, err := tx.ExecContext(msg.Context(), "INSERT INTO movements (event_id, payload) VALUES ($1, $2)", msg.UUID, msg.Payload); err != nil {
+			return err
+		}
+		return tx.Commit()
+	})
 }
 
 // DBTX is sqlc's interface over a pool or a transaction.
