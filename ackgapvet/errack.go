@@ -1044,12 +1044,18 @@ func (c *Consumers) helperAck(call *ast.CallExpr) (string, *ast.CallExpr) {
 // redeliversIn reports whether body, outside function literals, asks for
 // a redelivery (see redelivers).
 func redeliversIn(info *types.Info, body *ast.BlockStmt) bool {
+	return callIn(body, func(call *ast.CallExpr) bool { return redelivers(info, call) })
+}
+
+// callIn reports whether n, outside function literals, makes a call that
+// accepts takes.
+func callIn(n ast.Node, accepts func(*ast.CallExpr) bool) bool {
 	found := false
-	ast.Inspect(body, func(n ast.Node) bool {
-		if _, ok := n.(*ast.FuncLit); ok || found {
+	ast.Inspect(n, func(m ast.Node) bool {
+		if _, ok := m.(*ast.FuncLit); ok || found {
 			return false
 		}
-		if call, ok := n.(*ast.CallExpr); ok && redelivers(info, call) {
+		if call, ok := m.(*ast.CallExpr); ok && accepts(call) {
 			found = true
 		}
 		return !found
@@ -2783,22 +2789,15 @@ func stmtNodes(stmts []ast.Stmt) []ast.Node {
 // an AMQP Nack or Reject whatever its requeue flag (a dead-letter exchange
 // takes the message when it does not requeue), or a NATS Term.
 func settlesIn(info *types.Info, body *ast.BlockStmt) bool {
-	found := false
-	ast.Inspect(body, func(n ast.Node) bool {
-		if _, ok := n.(*ast.FuncLit); ok || found {
-			return false
-		}
-		call, ok := n.(*ast.CallExpr)
-		if !ok {
+	return callIn(body, func(call *ast.CallExpr) bool {
+		if redelivers(info, call) {
 			return true
 		}
-		if redelivers(info, call) {
-			found = true
-		} else if fn := callee(info, call); fn != nil {
-			path, recv, name := funcPath(fn), recvName(fn), fn.Name()
-			found = isAMQP(path) && recv == "Delivery" && (name == "Nack" || name == "Reject") || isNATS(path) && recv == "Msg" && name == "Term"
+		fn := callee(info, call)
+		if fn == nil {
+			return false
 		}
-		return !found
+		path, recv, name := funcPath(fn), recvName(fn), fn.Name()
+		return isAMQP(path) && recv == "Delivery" && (name == "Nack" || name == "Reject") || isNATS(path) && recv == "Msg" && name == "Term"
 	})
-	return found
 }

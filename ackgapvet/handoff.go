@@ -56,22 +56,10 @@ func pkgDecl(pass *analysis.Pass, fn *types.Func) *ast.FuncDecl {
 // goroutine and receives from its done channel: field trial, wave 47,
 // fyredocs' progress reporter).
 func waitsVia(pass *analysis.Pass, st ast.Stmt) bool {
-	if waits(st) {
-		return true
-	}
-	found := false
-	ast.Inspect(st, func(n ast.Node) bool {
-		if _, ok := n.(*ast.FuncLit); ok || found {
-			return false
-		}
-		if call, ok := n.(*ast.CallExpr); ok {
-			if d := pkgDecl(pass, callee(pass.TypesInfo, call)); d != nil && d.Body != nil && slices.ContainsFunc(d.Body.List, waits) {
-				found = true
-			}
-		}
-		return !found
+	return waits(st) || callIn(st, func(call *ast.CallExpr) bool {
+		d := pkgDecl(pass, callee(pass.TypesInfo, call))
+		return d != nil && d.Body != nil && slices.ContainsFunc(d.Body.List, waits)
 	})
-	return found
 }
 
 // handOffIn is handOff, also looking into the branches of an if statement
