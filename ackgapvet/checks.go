@@ -2506,20 +2506,38 @@ func watermillKafkaNoGroup(pass *analysis.Pass, r *reporter) {
 
 // amqpAutoAckArg returns, for a call of a RabbitMQ channel's Consume or
 // ConsumeWithContext (amqp091-go, streadway/amqp), whether its autoAck
-// argument is the constant true.
+// argument is the constant true. A wrapper of the application's that
+// returns the deliveries' channel and takes its own autoAck parameter
+// counts as Consume (field trial, wave 51: order-processing-demo's
+// RabbitMQ.Consume passes it straight through).
 func amqpAutoAckArg(info *types.Info, call *ast.CallExpr) bool {
 	fn := callee(info, call)
-	if fn == nil || !isAMQP(funcPath(fn)) || recvName(fn) != "Channel" || (fn.Name() != "Consume" && fn.Name() != "ConsumeWithContext") {
+	if fn == nil {
 		return false
 	}
 	sig, ok := fn.Type().(*types.Signature)
 	if !ok {
 		return false
 	}
+	channel := isAMQP(funcPath(fn)) && recvName(fn) == "Channel" && (fn.Name() == "Consume" || fn.Name() == "ConsumeWithContext")
+	if !channel && !returnsDeliveries(sig) {
+		return false
+	}
 	for i := range sig.Params().Len() {
-		if sig.Params().At(i).Name() == "autoAck" && i < len(call.Args) {
+		if strings.EqualFold(sig.Params().At(i).Name(), "autoAck") && i < len(call.Args) {
 			tv, ok := info.Types[call.Args[i]]
 			return ok && tv.Value != nil && tv.Value.Kind() == constant.Bool && constant.BoolVal(tv.Value)
+		}
+	}
+	return false
+}
+
+// returnsDeliveries reports whether sig returns a channel of RabbitMQ
+// deliveries (see isAMQPDelivery).
+func returnsDeliveries(sig *types.Signature) bool {
+	for i := range sig.Results().Len() {
+		if ch, ok := sig.Results().At(i).Type().Underlying().(*types.Chan); ok && isAMQPDelivery(ch.Elem()) {
+			return true
 		}
 	}
 	return false

@@ -399,7 +399,9 @@ func runConsumers(pass *analysis.Pass) (any, error) {
 			}
 		}
 	}
-	rootOfExpr := func(kind string, e ast.Expr) {
+	held, resolving := localFuncValues(pass), map[*types.Var]bool{}
+	var rootOfExpr func(kind string, e ast.Expr)
+	rootOfExpr = func(kind string, e ast.Expr) {
 		if id, ok := ast.Unparen(e).(*ast.Ident); ok {
 			if v, ok := pass.TypesInfo.Uses[id].(*types.Var); ok {
 				if p, ok := params[v]; ok {
@@ -410,6 +412,18 @@ func runConsumers(pass *analysis.Pass) (any, error) {
 						c.handlerParams[p.fn][p.idx] = kind
 						c.paramsChanged = true
 					}
+					return
+				}
+				// h := func(ctx, m) {...}; sub.Receive(ctx, h): the
+				// function a local variable holds (field trial, wave
+				// 51: go-gcp-doc-ai's Pub/Sub callback); h = h
+				// cycles end at a variable already being resolved.
+				if vals, ok := held[v]; ok && !resolving[v] {
+					resolving[v] = true
+					for _, val := range vals {
+						rootOfExpr(kind, val)
+					}
+					delete(resolving, v)
 					return
 				}
 			}
@@ -1034,4 +1048,46 @@ func kgoInterfaceMethod(fn *types.Func) bool {
 		}
 	}
 	return false
+}
+
+// localFuncValues maps each local variable of a function type in pass's
+// files to the values assigned to it (h := func(...) {...}, var h = f, h =
+// s.handle): a handler held in a variable before it is registered.
+func localFuncValues(pass *analysis.Pass) map[*types.Var][]ast.Expr {
+	held := map[*types.Var][]ast.Expr{}
+	add := func(id *ast.Ident, val ast.Expr) {
+		obj := pass.TypesInfo.Defs[id]
+		if obj == nil {
+			obj = pass.TypesInfo.Uses[id]
+		}
+		v, ok := obj.(*types.Var)
+		if !ok || v.IsField() || v.Parent() == nil || v.Parent() == pass.Pkg.Scope() || !isSignature(v.Type()) {
+			return
+		}
+		held[v] = append(held[v], val)
+	}
+	for _, f := range pass.Files {
+		ast.Inspect(f, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.AssignStmt:
+				if len(n.Lhs) != len(n.Rhs) {
+					return true
+				}
+				for i, l := range n.Lhs {
+					if id, ok := l.(*ast.Ident); ok {
+						add(id, n.Rhs[i])
+					}
+				}
+			case *ast.ValueSpec:
+				if len(n.Names) != len(n.Values) {
+					return true
+				}
+				for i, id := range n.Names {
+					add(id, n.Values[i])
+				}
+			}
+			return true
+		})
+	}
+	return held
 }

@@ -966,7 +966,7 @@ func droppedError(pass *analysis.Pass, c *Consumers, r *reporter, root *Root, st
 		return
 	}
 	sig, ok := types.Unalias(info.TypeOf(call.Fun)).(*types.Signature)
-	if !ok || sig.Results().Len() == 0 || !isError(sig.Results().At(sig.Results().Len()-1).Type()) || !isWork(pass, c, call) || c.bookkeepingAfterWork(call) {
+	if !ok || sig.Results().Len() == 0 || !isError(sig.Results().At(sig.Results().Len()-1).Type()) && !gormWriteCall(info, call) || !isWork(pass, c, call) || c.bookkeepingAfterWork(call) {
 		return
 	}
 	workName := types.ExprString(call.Fun)
@@ -1005,6 +1005,15 @@ func droppedError(pass *analysis.Pass, c *Consumers, r *reporter, root *Root, st
 			"the error of %s is dropped unread, and %s acks the message after this function returns, whatever it returns: a failure (a timeout, a busy database) is acked as done and the message lost; check the error and let it reach the ack (return it, and skip the ack on it)",
 			workName, acker))
 	}
+}
+
+// gormWriteCall reports whether call is a GORM write (`db.Save(&job)`,
+// Create, Update, Delete, ...), whose error is its result's Error field: a
+// statement of it drops the error as `db.Exec(q)` does (field trial, wave
+// 50: video_transcoding H6, a status Save before d.Ack(false)).
+func gormWriteCall(info *types.Info, call *ast.CallExpr) bool {
+	fn := callee(info, call)
+	return fn != nil && isGORM(fn) && gormWrites[fn.Name()]
 }
 
 // helperAck names the ack a call of a function of this package makes in

@@ -407,7 +407,7 @@ func TestConsumerMap(t *testing.T) {
 	for _, c := range rep.Consumers {
 		byName[c.Name] = c
 	}
-	require.Len(t, byName, 166, "%+v", rep.Consumers)
+	require.Len(t, byName, 170, "%+v", rep.Consumers)
 
 	// A receive loop that the call graph reaches from another consumer (a
 	// fallback source behind an interface) and whose acks are closures it
@@ -1221,11 +1221,15 @@ func TestStatusGuardAckedBeforeMark(t *testing.T) {
 // handleFailure) is no ack of the caller's failure branch, and a failed
 // status update that falls through to its Nak is not acked; the failed
 // update before its final Ack is. Nothing after the caller's `return` is
-// taken for an ack after the handler.
+// taken for an ack after the handler. The GORM updates whose errors are
+// dropped before an Ack (lines 57 and 82, wave 50) are errack's too; the
+// one at 82 follows a publish keyed by the job's id, so it is no
+// bookkeeping after work.
 func TestFailureHandlerThatNaks(t *testing.T) {
 	rep := programReport(t, false)
-	require.Equal(t, []int{109, 138, 166}, findingLines(rep, "jobstatus/jobstatus.go", "errack"))
-	require.Contains(t, findingsIn(rep, "jobstatus/jobstatus.go", "errack")[0].Message, "acks with jetstream.Msg.Ack even when w.DB.Model(&Job{}).Where(\"id = ?\", id).Update failed (line 106)")
+	require.Equal(t, []int{57, 82, 109, 138, 166}, findingLines(rep, "jobstatus/jobstatus.go", "errack"))
+	require.Contains(t, findingsIn(rep, "jobstatus/jobstatus.go", "errack")[0].Message, "the error of w.DB.Model(&Job{}).Where(\"id = ?\", id).Update is dropped unread, and jetstream.Msg.Ack acks the message (line 62)")
+	require.Contains(t, findingsIn(rep, "jobstatus/jobstatus.go", "errack")[2].Message, "acks with jetstream.Msg.Ack even when w.DB.Model(&Job{}).Where(\"id = ?\", id).Update failed (line 106)")
 }
 
 // TestBookkeepingAfterWork: a status write whose failure is only logged,
@@ -1347,12 +1351,18 @@ func TestFranzReceiveWrapper(t *testing.T) {
 // TestRabbitAutoAck: a RabbitMQ loop whose Consume has autoAck true (wave
 // 50, apphook) loses what fails or crashes after each delivery
 // (autocommit), and nothing is redelivered, so its post is no repeated
-// effect; the map names the broker's ack.
+// effect; the map names the broker's ack. The application's wrapper of
+// Consume with its own autoAck parameter is Consume (wave 51,
+// order-processing-demo); its twin with autoAck false is quiet.
 func TestRabbitAutoAck(t *testing.T) {
 	rep := programReport(t, false)
-	requireFindingsAt(t, rep, "rabbit/rabbit.go", "autocommit", []int{86}, "consumes with autoAck true on the consumer path of message channel loop Hooks")
+	requireFindingsAt(t, rep, "rabbit/rabbit.go", "autocommit", []int{86, 113}, "consumes with autoAck true on the consumer path of message channel loop ")
 	require.Empty(t, findingsIn(rep, "rabbit/rabbit.go", "effect"))
 	require.Contains(t, consumerNamed(t, rep, "Hooks").Acks[0].What, "autoAck true: at most once")
+	require.Contains(t, consumerNamed(t, rep, "Payments").Acks[0].What, "autoAck true: at most once")
+	for _, a := range consumerNamed(t, rep, "Orders").Acks {
+		require.NotContains(t, a.What, "autoAck true", "%+v", a)
+	}
 }
 
 // TestNamedErrorNeverSet: a call whose named error result nothing sets
@@ -1566,10 +1576,11 @@ func TestLookupAcked(t *testing.T) {
 // TestPubSubReceive: the callback given to Google Pub/Sub's Receive is an
 // entry point whose message's Ack is the ack: an Ack before the work is an
 // earlyack finding, an Ack after it is not (field trial, wave 38:
-// cdnjs/tools H1, H2).
+// cdnjs/tools H1, H2). A callback held in a local variable first is an
+// entry point too (wave 51: go-gcp-doc-ai).
 func TestPubSubReceive(t *testing.T) {
 	rep := programReport(t, false)
-	requireFindingsAt(t, rep, "pubsubcb/pubsubcb.go", "earlyack", []int{17}, "acks with pubsub.Message.Ack before the work")
+	requireFindingsAt(t, rep, "pubsubcb/pubsubcb.go", "earlyack", []int{17, 50}, "acks with pubsub.Message.Ack before the work")
 	require.Empty(t, findingsIn(rep, "pubsubcb/pubsubcb.go", "errack"))
 	n := 0
 	for _, c := range rep.Consumers {
@@ -1579,7 +1590,7 @@ func TestPubSubReceive(t *testing.T) {
 			require.Contains(t, c.Acks[0].What, "pubsub.Message.Ack")
 		}
 	}
-	require.Equal(t, 2, n, "%+v", rep.Consumers)
+	require.Equal(t, 3, n, "%+v", rep.Consumers)
 }
 
 // TestGeneratedLifted: a finding inside a generated file (sqlc's INSERT) is
@@ -1929,4 +1940,15 @@ func TestCQRSHandlerAsInterfaceMethod(t *testing.T) {
 	require.Equal(t, KindCQRS, c.Kind)
 	require.Equal(t, "Bookings.OnBookingMade", c.Name)
 	requireFindingsAt(t, rep, "cqrsiface/readmodel/readmodel.go", "append", []int{18}, "an INSERT without ON CONFLICT (sql.DB.ExecContext) on the consumer path of Watermill CQRS handler OnBookingMade")
+}
+
+// TestStatusGuardBareReturn: checkact's other order with a status test
+// that leaves by a bare return (an SQS message left undeleted), a GORM
+// Save and a publish behind an interface (wave 50, video_transcoding H1);
+// its twin that publishes before the Save is quiet. A GORM Save as a
+// statement drops its error before the ack (H6).
+func TestStatusGuardBareReturn(t *testing.T) {
+	rep := programReport(t, false)
+	requireFindingsAt(t, rep, "transcode/transcode.go", "checkact", []int{70}, "writes the record that a redelivery is skipped on (line 66) before the call of u.Queue.PublishJob")
+	requireFindingsAt(t, rep, "transcode/transcode.go", "errack", []int{134}, "the error of w.DB.Save is dropped unread, and amqp091.Delivery.Ack acks the message (line 135)")
 }
