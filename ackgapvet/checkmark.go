@@ -642,4 +642,3 @@ func leavesQuietly(info *types.Info, body *ast.BlockStmt) bool {
 	br, ok := body.List[len(body.List)-1].(*ast.BranchStmt)
 	return ok && br.Tok.String() == "continue"
 }
-
