@@ -91,7 +91,7 @@ func TestSleep(t *testing.T) {
 }
 
 func TestVisibility(t *testing.T) {
-	analysistest.Run(t, analysistest.TestData(), ackgapvet.VisibilityAnalyzer, "visibility", "kgorebalance", "kgorebalanceok")
+	analysistest.Run(t, analysistest.TestData(), ackgapvet.VisibilityAnalyzer, "visibility", "kgorebalance", "kgorebalanceok", "visibilitywait", "visibilitywaitok")
 }
 
 func TestCommitOrder(t *testing.T) {

@@ -1179,19 +1179,23 @@ middleware back off, or nack with a delay.`,
 // VisibilityAnalyzer reports SQS visibility timeouts too short for the
 // handler timeout.
 var VisibilityAnalyzer = newAnalyzer("visibility",
-	`report an SQS visibility timeout under six times the handler timeout
+	`report an SQS visibility timeout under six times the handler timeout, or a step that can outlast it with nothing extending it
 
 AWS recommends a visibility timeout of at least six times the function's
 timeout; a shorter one lets the message become visible again while a slow
 (or retried) handler still runs, and a second consumer processes it too. The
 check compares a literal ReceiveMessageInput.VisibilityTimeout with the
 longest literal context.WithTimeout on a consumer path of the package. Fix:
-raise the visibility timeout, or shorten the handler timeout. Kafka's lease
-is group membership: a franz-go client with kgo.BlockRebalanceOnPoll in a
+raise the visibility timeout, or shorten the handler timeout. An SQS
+receive loop in a package that never calls ChangeMessageVisibility is
+reported where its path can wait without bound (an os/exec command with no
+deadline, an HTTP client with no timeout, smtp.SendMail): another receive
+starts the message again while it runs. Kafka's lease is group membership: a franz-go client with kgo.BlockRebalanceOnPoll in a
 package that never calls AllowRebalance holds rebalances off, is removed
 from the group, and goes on processing partitions another member owns.`,
 	func(pass *analysis.Pass, c *Consumers, r *reporter) {
 		kgoBlockedRebalance(pass, r)
+		unboundedUnderVisibility(pass, c, r)
 		var handler time.Duration
 		var lits []*ast.KeyValueExpr
 		var vis []int64
@@ -1236,6 +1240,67 @@ from the group, and goes on processing partitions another member owns.`,
 			}
 		}
 	})
+
+// unboundedUnderVisibility reports, on the consumer path of an SQS
+// receive loop in a package that never extends a message's visibility
+// (no ChangeMessageVisibility call), a step that can wait without bound:
+// an external command (os/exec) with no deadline, an HTTP request through
+// http.DefaultClient or an http.Client without Timeout, an SMTP send. A
+// slow step keeps the message past its visibility timeout (30 s by
+// default, SQS's queue attribute otherwise), and another receive starts it
+// again while the first still runs (field trial: wave 51, hls-pipeline's
+// ffmpeg under a fixed 900 s visibility; wave 50, cm_enrich's
+// `(&http.Client{}).Post`; wave 48, form3tech's gateway client). Not
+// reported in a function on the path that makes a context with a deadline
+// (context.WithTimeout), nor in a Lambda handler, whose own timeout ends
+// the wait.
+func unboundedUnderVisibility(pass *analysis.Pass, c *Consumers, r *reporter) {
+	extends := false
+	for _, f := range pass.Files {
+		ast.Inspect(f, func(n ast.Node) bool {
+			if call, ok := n.(*ast.CallExpr); ok && strings.HasPrefix(sqsOp(callee(pass.TypesInfo, call)), "ChangeMessageVisibility") {
+				extends = true
+			}
+			return !extends
+		})
+	}
+	if extends {
+		return
+	}
+	const risk = "%s %s, and nothing in the package extends the message's visibility timeout: a slow step keeps the message past it (30 s by default, or the queue's setting) and another receive starts the same message again while this one still runs; give the step a deadline under the visibility timeout (context.WithTimeout, http.Client.Timeout), or extend the visibility with ChangeMessageVisibility while it runs"
+	walk(pass, c, []ast.Node{(*ast.CallExpr)(nil), (*ast.CompositeLit)(nil)}, func(n ast.Node, s *site) {
+		if s.Root == nil || s.Root.Kind != KindSQS || slices.ContainsFunc(s.Funcs, func(f ast.Node) bool { return setsDeadline(pass.TypesInfo, funcBody(f)) }) {
+			return
+		}
+		what := ""
+		switch n := n.(type) {
+		case *ast.CallExpr:
+			fn := callee(pass.TypesInfo, n)
+			if fn == nil || recvName(fn) != "" {
+				return
+			}
+			switch {
+			case funcPath(fn) == "os/exec" && (fn.Name() == "Command" || fn.Name() == "CommandContext"):
+				what = "exec." + fn.Name() + " runs an external command with no deadline"
+			case funcPath(fn) == "net/http" && (fn.Name() == "Get" || fn.Name() == "Post" || fn.Name() == "PostForm" || fn.Name() == "Head"):
+				what = "http." + fn.Name() + " uses http.DefaultClient, which has no timeout,"
+			case funcPath(fn) == "net/smtp" && fn.Name() == "SendMail":
+				what = "smtp.SendMail has no timeout"
+			}
+		case *ast.CompositeLit:
+			if t := pass.TypesInfo.TypeOf(n); t == nil || !isNamed(t, "net/http", "Client") || slices.ContainsFunc(n.Elts, func(e ast.Expr) bool {
+				kv, ok := e.(*ast.KeyValueExpr)
+				return ok && types.ExprString(kv.Key) == "Timeout"
+			}) {
+				return
+			}
+			what = "an http.Client without Timeout waits for a slow server without bound"
+		}
+		if what != "" {
+			r.report(n, SeverityMedium, fmt.Sprintf(risk, what, s.where()))
+		}
+	})
+}
 
 // kgoBlockedRebalance reports a franz-go client made with
 // kgo.BlockRebalanceOnPoll in a package that never calls

@@ -43,3 +43,13 @@ type SendMessageBatchOutput struct{ Failed []BatchResultErrorEntry }
 func (c *Client) SendMessageBatch(ctx context.Context, in *SendMessageBatchInput, opts ...func(*Options)) (*SendMessageBatchOutput, error) {
 	return &SendMessageBatchOutput{}, nil
 }
+
+type ChangeMessageVisibilityInput struct {
+	QueueUrl, ReceiptHandle *string
+	VisibilityTimeout       int32
+}
+type ChangeMessageVisibilityOutput struct{}
+
+func (c *Client) ChangeMessageVisibility(ctx context.Context, in *ChangeMessageVisibilityInput, opts ...func(*Options)) (*ChangeMessageVisibilityOutput, error) {
+	return nil, nil
+}
