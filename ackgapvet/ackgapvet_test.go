@@ -77,9 +77,10 @@ func TestFranzThroughInterface(t *testing.T) {
 }
 
 // TestWatermillKafkaNoGroup: a watermill-kafka subscriber without a
-// consumer group commits nothing.
+// consumer group commits nothing; a watermill-redisstream one reads in
+// fan-out mode and acks nothing (wave 49, event-driven-go).
 func TestWatermillKafkaNoGroup(t *testing.T) {
-	analysistest.Run(t, analysistest.TestData(), ackgapvet.AutoCommitAnalyzer, "wmkafka")
+	analysistest.Run(t, analysistest.TestData(), ackgapvet.AutoCommitAnalyzer, "wmkafka", "wmredis")
 }
 
 func TestBgContext(t *testing.T) {

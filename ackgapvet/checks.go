@@ -2540,7 +2540,9 @@ func saramaPartitionNoOffset(pass *analysis.Pass, c *Consumers, r *reporter) {
 // without a ConsumerGroup (or with an empty one): the subscriber then
 // consumes each partition without a group (Subscriber.consumeWithoutConsumerGroups
 // in watermill-kafka), from Sarama's Consumer.Offsets.Initial
-// (OffsetNewest unless overwritten), and commits no offset.
+// (OffsetNewest unless overwritten), and commits no offset. A
+// watermill-redisstream SubscriberConfig without one reads in fan-out
+// mode: XREAD from FanOutOldestId ("$" unless set), no XACK.
 func watermillKafkaNoGroup(pass *analysis.Pass, r *reporter) {
 	for _, f := range pass.Files {
 		ast.Inspect(f, func(n ast.Node) bool {
@@ -2549,21 +2551,48 @@ func watermillKafkaNoGroup(pass *analysis.Pass, r *reporter) {
 				return true
 			}
 			named, ok := types.Unalias(pass.TypesInfo.TypeOf(lit)).(*types.Named)
-			if !ok || named.Obj().Pkg() == nil || named.Obj().Name() != "SubscriberConfig" || !strings.HasPrefix(pkgPath(named.Obj().Pkg()), pathWatermill+"-kafka") {
+			if !ok || named.Obj().Pkg() == nil || named.Obj().Name() != "SubscriberConfig" {
 				return true
 			}
+			kafka, redis := strings.HasPrefix(pkgPath(named.Obj().Pkg()), pathWatermill+"-kafka"), strings.HasPrefix(pkgPath(named.Obj().Pkg()), pathWatermill+"-redisstream")
+			if !kafka && !redis {
+				return true
+			}
+			fromFirst := false // redisstream's FanOutOldestId "0"
 			for _, e := range lit.Elts {
 				kv, ok := e.(*ast.KeyValueExpr)
 				if !ok {
 					return true // positional: every field is set
 				}
-				if k, ok := kv.Key.(*ast.Ident); ok && k.Name == "ConsumerGroup" {
-					if tv, ok := pass.TypesInfo.Types[kv.Value]; !ok || tv.Value == nil || constant.StringVal(tv.Value) != "" {
+				k, ok := kv.Key.(*ast.Ident)
+				if !ok {
+					continue
+				}
+				tv, known := pass.TypesInfo.Types[kv.Value]
+				switch k.Name {
+				case "ConsumerGroup":
+					if !known || tv.Value == nil || constant.StringVal(tv.Value) != "" {
 						return true
 					}
+				case "FanOutOldestId":
+					if !known || tv.Value == nil {
+						return true // the application's stored position
+					}
+					fromFirst = constant.StringVal(tv.Value) == "0"
 				}
 			}
-			r.report(lit, SeverityOf("consumer group", "offset"), "watermill-kafka SubscriberConfig without a ConsumerGroup: the subscriber reads every partition from Sarama's initial offset (OffsetNewest by default) and "+commitsNoOffset+", so messages published while it is down are never read and every replica handles every message; set ConsumerGroup")
+			msg := "watermill-kafka SubscriberConfig without a ConsumerGroup: the subscriber reads every partition from Sarama's initial offset (OffsetNewest by default) and " + commitsNoOffset + ", so messages published while it is down are never read and every replica handles every message; set ConsumerGroup"
+			if redis {
+				// Fan-out mode (watermill-redisstream's SubscriberConfig:
+				// "When empty, fan-out mode will be used"): XREAD from
+				// FanOutOldestId, "$" by default, and no XACK (field
+				// trial, wave 49: event-driven-go's splitter).
+				msg = "watermill-redisstream SubscriberConfig without a ConsumerGroup: the subscriber reads in fan-out mode (XREAD, no consumer group, no XACK) from the stream's newest entry (FanOutOldestId \"$\" by default), so messages added while it is down are never read, a failed handler's message is not read again after a restart, and every replica handles every message; set ConsumerGroup"
+				if fromFirst {
+					msg = "watermill-redisstream SubscriberConfig without a ConsumerGroup and FanOutOldestId \"0\": the subscriber reads in fan-out mode (XREAD, no consumer group, no XACK) from the stream's first entry on every start, so every restart handles the stream's retained messages again, and every replica handles every message; set ConsumerGroup"
+				}
+			}
+			r.report(lit, SeverityOf("consumer group", "offset"), msg)
 			return true
 		})
 	}

@@ -68,6 +68,9 @@ func poisonConsumers(pass *analysis.Pass, c *Consumers, r *reporter) {
 		if root.Kind == KindWatermillSub || root.Kind == KindMsgChan {
 			nackForever(pass, c, r, root)
 		}
+		if root.Kind == KindMsgChan {
+			deliveryLoopReturns(pass, r, root)
+		}
 	}
 }
 
@@ -299,6 +302,45 @@ func decodeReturns(pass *analysis.Pass, c *Consumers, r *reporter, root *Root) {
 			return true
 		})
 	}
+}
+
+// deliveryLoopReturns reports, in a loop over RabbitMQ deliveries (a
+// range over Consume's channel in the entry point's own function), a
+// failure branch of the message's work that returns from the function:
+// the loop stops consuming for good while the process lives on, and the
+// unacked delivery stays on the channel until it closes (field trial,
+// wave 50: video_transcoding's workers, five goroutines that each exit
+// on their first failed job). The failure of an ack, a receive or a
+// tidy-up is the channel's, not the message's: not reported.
+func deliveryLoopReturns(pass *analysis.Pass, r *reporter, root *Root) {
+	info := pass.TypesInfo
+	ast.Inspect(funcBody(root.Node), func(n ast.Node) bool {
+		if _, ok := n.(*ast.FuncLit); ok {
+			return false
+		}
+		loop, ok := n.(*ast.RangeStmt)
+		if !ok {
+			return true
+		}
+		ch, ok := types.Unalias(info.TypeOf(loop.X)).Underlying().(*types.Chan)
+		if !ok || !isAMQPDelivery(ch.Elem()) {
+			return true
+		}
+		eachErrBranch(info, loop.Body, func(ifs *ast.IfStmt, failing *ast.CallExpr) bool {
+			if fn := callee(info, failing); tidyCall.MatchString(lastName(failing.Fun)) || ackOf(info, failing) != "" || fn != nil && receives(fn) {
+				return true
+			}
+			for _, b := range ifs.Body.List {
+				if ret, ok := b.(*ast.ReturnStmt); ok {
+					r.report(ret, SeverityOf(root.Name, types.ExprString(failing.Fun)), fmt.Sprintf(
+						"returns from the loop over RabbitMQ deliveries when %s fails (line %d): the loop stops consuming for good while the process lives on, and the unacked delivery stays on the channel until it closes, so every later message waits for a restart; Nack the delivery (to a dead-letter exchange, or requeued for a transient failure) and go on with the next one",
+						types.ExprString(failing.Fun), pass.Fset.Position(failing.Pos()).Line))
+				}
+			}
+			return true
+		})
+		return false
+	})
 }
 
 // eachErrBranch calls f for each error branch in body's blocks (see
