@@ -141,6 +141,9 @@ func effectOf(info *types.Info, call *ast.CallExpr) string {
 			}
 		}
 	}
+	if dynamoSetsOnly(info, fn, call) {
+		return "" // a write by key: a repeat leaves the same item
+	}
 	if d, known := knownEffect(fn); known {
 		return d
 	}
@@ -330,14 +333,64 @@ func keyedWriteOf(info *types.Info, call *ast.CallExpr) bool {
 	}
 	path, recv := funcPath(fn), recvName(fn)
 	if strings.HasPrefix(path, pathAWSSvc) && recv == "Client" {
-		return keyedOverwrite(path, fn.Name())
+		return keyedOverwrite(path, fn.Name()) || dynamoSetsOnly(info, fn, call)
 	}
 	if svc, ok := isAWSv1Client(fn); ok {
-		return keyedOverwrite(pathAWSSvc+svc, awsV1Op(fn.Name()))
+		return keyedOverwrite(pathAWSSvc+svc, awsV1Op(fn.Name())) || dynamoSetsOnly(info, fn, call)
 	}
 	svc, op := appAWSOp(fn)
 	return svc != "" && keyedOverwrite(pathAWSSvc+svc, op) || redisStateWrite(info, call) || sdkKeyedWrite(fn) ||
 		(isGRPCClientMethod(fn) || isOpenAPIClientMethod(fn)) && overwriteName(fn.Name())
+}
+
+// notAbsolute matches the parts of a DynamoDB update expression whose
+// repeat changes the item again: ADD, a list_append, arithmetic (SET n =
+// n + :one).
+var notAbsolute = regexp.MustCompile(`(?i)\bADD\b|list_append|[+-]`)
+
+// dynamoSetsOnly reports whether call (of fn) is a DynamoDB UpdateItem
+// of the SDK's client (v1 or v2) that only sets or removes attributes
+// (see setsOnly).
+func dynamoSetsOnly(info *types.Info, fn *types.Func, call *ast.CallExpr) bool {
+	v1, _ := isAWSv1Client(fn)
+	return (funcPath(fn) == pathAWSSvc+"dynamodb" || v1 == "dynamodb") && awsV1Op(fn.Name()) == "UpdateItem" && setsOnly(info, call)
+}
+
+// setsOnly reports whether call, a DynamoDB UpdateItem, is given an
+// input literal whose UpdateExpression is a constant (a string constant,
+// or aws.String of one) that only sets attributes to values or removes
+// them (`SET #s = :s, updated_at = :t`, `REMOVE lease`): a repeat leaves
+// the same item, as a PutItem does (field trial, waves 48 and 51: a
+// status SET by key read as a repeated effect). An expression built at
+// run time is not known to be one.
+func setsOnly(info *types.Info, call *ast.CallExpr) bool {
+	for _, a := range call.Args {
+		if u, ok := ast.Unparen(a).(*ast.UnaryExpr); ok && u.Op == token.AND {
+			a = u.X
+		}
+		lit, ok := ast.Unparen(a).(*ast.CompositeLit)
+		if !ok {
+			continue
+		}
+		for _, e := range lit.Elts {
+			kv, ok := e.(*ast.KeyValueExpr)
+			if !ok || types.ExprString(kv.Key) != "UpdateExpression" {
+				continue
+			}
+			v := kv.Value
+			if c, ok := ast.Unparen(v).(*ast.CallExpr); ok && len(c.Args) == 1 {
+				v = c.Args[0] // aws.String("SET ...")
+			}
+			tv, ok := info.Types[v]
+			if !ok || tv.Value == nil || tv.Value.Kind() != constant.String {
+				return false
+			}
+			expr := strings.TrimSpace(constant.StringVal(tv.Value))
+			up := strings.ToUpper(expr)
+			return (strings.HasPrefix(up, "SET ") || strings.HasPrefix(up, "REMOVE ")) && !notAbsolute.MatchString(expr)
+		}
+	}
+	return false
 }
 
 // overwriteVerbs start the names of generated client methods (gRPC stubs,

@@ -49,7 +49,24 @@ func (p *posts) work(msg *message.Message) error {
 	return nil
 }
 
+func str(s string) *string { return &s }
+
+// setStatus sets absolute values by key (waves 48 and 51): a repeat leaves
+// the same item, as a PutItem does.
+func (p *posts) setStatus(msg *message.Message) error {
+	_, err := p.db.UpdateItem(msg.Context(), &dynamodb.UpdateItemInput{UpdateExpression: str("SET #s = :done, updated_at = :t")})
+	return err
+}
+
+// countView adds to a counter: a repeat counts twice.
+func (p *posts) countView(msg *message.Message) error {
+	_, err := p.db.UpdateItem(msg.Context(), &dynamodb.UpdateItemInput{UpdateExpression: str("SET views = views + :one")}) // want `an AWS call \(dynamodb.Client.UpdateItem\)`
+	return err
+}
+
 func registerPosts(r *message.Router, p *posts) {
+	r.AddNoPublisherHandler("status", "t", nil, p.setStatus)
+	r.AddNoPublisherHandler("views", "t", nil, p.countView)
 	r.AddNoPublisherHandler("work", "t", nil, p.work)
 	r.AddNoPublisherHandler("posted", "t", nil, p.markPosted)
 	r.AddNoPublisherHandler("bump", "t", nil, p.bump)
