@@ -1863,6 +1863,72 @@ func gormSQL(info *types.Info, call *ast.CallExpr) string {
 	return ""
 }
 
+// insertTable returns the table an INSERT statement writes, with its
+// schema and quotes ("" when sql is none): `INSERT INTO
+// public."outbox_events" (...)` gives public."outbox_events".
+func insertTable(sql string) string {
+	m := insertInto.FindStringSubmatch(strings.ToUpper(sql))
+	if m == nil {
+		return ""
+	}
+	return m[1]
+}
+
+// outboxTable matches an outbox's table: the event id an insert into it
+// carries is the outgoing event's own, made afresh, not the consumed
+// message's (field trial, wave 51: e-commerce-platform's outbox rows,
+// `EventID: uuid.NewString()` two calls up).
+var outboxTable = regexp.MustCompile(`(?i)outbox`)
+
+// recognisesDuplicate reports whether body tests an error for a
+// unique-key violation itself (PostgreSQL's 23505, MySQL's 1062, SQLite's
+// "UNIQUE constraint failed", or a call or name that says duplicate,
+// unique or conflict): an insert there is a dedupe record whose failure
+// on a redelivery the code expects and reports as such (field trial, wave
+// 51: e-commerce-platform's consumer idempotency marker, mapped to
+// ErrConsumerIdempotencyDuplicate and read as a replay by its caller).
+func recognisesDuplicate(info *types.Info, body *ast.BlockStmt) bool {
+	if body == nil {
+		return false
+	}
+	found := false
+	ast.Inspect(body, func(n ast.Node) bool {
+		ifs, ok := n.(*ast.IfStmt)
+		if !ok || found {
+			return !found
+		}
+		ast.Inspect(ifs.Cond, func(m ast.Node) bool {
+			switch m := m.(type) {
+			case *ast.BasicLit:
+				found = found || m.Kind == token.STRING && uniqueViolation.MatchString(m.Value) || m.Kind == token.INT && (m.Value == "1062")
+			case *ast.Ident:
+				found = found || duplicateName.MatchString(m.Name) && isErrorTest(info, ifs.Cond)
+			}
+			return !found
+		})
+		return !found
+	})
+	return found
+}
+
+// uniqueViolation matches the text of a unique-key violation: its
+// SQLSTATE (23505), MySQL's error number (1062) or SQLite's message.
+var uniqueViolation = regexp.MustCompile(`23505|1062|(?i)unique constraint|duplicate key`)
+
+// isErrorTest reports whether cond reads an error value.
+func isErrorTest(info *types.Info, cond ast.Expr) bool {
+	found := false
+	ast.Inspect(cond, func(n ast.Node) bool {
+		if e, ok := n.(ast.Expr); ok && !found {
+			if t := info.TypeOf(e); t != nil && isError(t) {
+				found = true
+			}
+		}
+		return !found
+	})
+	return found
+}
+
 // dedupeInsert reports whether an INSERT records an event by itself: it
 // dedupes (see guardedInsert) and is not an upsert that counts (ON
 // CONFLICT DO UPDATE SET n = n + 1 applies a redelivery again).
@@ -1922,7 +1988,8 @@ constraint, in the handler's transaction), as ackgap's inbox does.`,
 				}
 				h, name := dbCall(pass.TypesInfo, n)
 				if h != handleNone && s.Root.Kind != KindAckgap && !usesInbox {
-					if sql := sqlText(pass.TypesInfo, n); strings.HasPrefix(strings.TrimSpace(sql), "INSERT") && !guardedInsert(sql) && !(s.InTx && dedupeInsertBefore(pass, funcBody(s.Inner()), n.Pos())) {
+					if sql := sqlText(pass.TypesInfo, n); strings.HasPrefix(strings.TrimSpace(sql), "INSERT") && !guardedInsert(sql) && !(s.InTx && dedupeInsertBefore(pass, funcBody(s.Inner()), n.Pos())) &&
+						!outboxTable.MatchString(insertTable(sql)) && !recognisesDuplicate(pass.TypesInfo, funcBody(s.Inner())) {
 						if id := messageIDArg(pass.TypesInfo, n); id != "" {
 							r.report(n, SeverityOf(s.names()...), fmt.Sprintf(
 								"inserts the message's id (%s) %s without ON CONFLICT: a redelivery either fails on the unique key (and is retried until it is dead-lettered or blocks its partition) or, with no unique key, inserts a second row; use INSERT ... ON CONFLICT DO NOTHING (INSERT IGNORE on MySQL) and treat no row inserted as a duplicate",

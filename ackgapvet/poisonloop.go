@@ -71,6 +71,9 @@ func poisonConsumers(pass *analysis.Pass, c *Consumers, r *reporter) {
 		if root.Kind == KindMsgChan {
 			deliveryLoopReturns(pass, r, root)
 		}
+		if root.Kind == KindNATS || root.Kind == KindNATSPull {
+			nakUnlimited(pass, r, root)
+		}
 	}
 }
 
@@ -302,6 +305,80 @@ func decodeReturns(pass *analysis.Pass, c *Consumers, r *reporter, root *Root) {
 			return true
 		})
 	}
+}
+
+// nakUnlimited reports, in a JetStream callback or pull loop, a failure
+// branch that Naks the message at once (Nak, not NakWithDelay) with no
+// count of its attempts, when the consumer configs in the root's function
+// (or, if it has none, in the package) set no MaxDeliver: the server's
+// default is unlimited (-1), so a message that can never succeed is
+// delivered again at once without end (field trial, wave 50:
+// cic-custodial's dispatch worker). Not reported when no config is in the
+// code (the consumer may be made elsewhere, with a limit).
+func nakUnlimited(pass *analysis.Pass, r *reporter, root *Root) {
+	info := pass.TypesInfo
+	configs := func(n ast.Node) (found, limited bool) {
+		ast.Inspect(n, func(m ast.Node) bool {
+			lit, ok := m.(*ast.CompositeLit)
+			if !ok {
+				return true
+			}
+			named, ok := types.Unalias(info.TypeOf(lit)).(*types.Named)
+			if !ok || named.Obj().Name() != "ConsumerConfig" || named.Obj().Pkg() == nil || !isNATS(pkgPath(named.Obj().Pkg())) {
+				return true
+			}
+			found = true
+			for _, e := range lit.Elts {
+				if kv, ok := e.(*ast.KeyValueExpr); ok && types.ExprString(kv.Key) == "MaxDeliver" {
+					limited = true
+				}
+			}
+			return true
+		})
+		return found, limited
+	}
+	body := funcBody(root.Node)
+	found, limited := configs(body)
+	if !found {
+		for _, f := range pass.Files {
+			fnd, lim := configs(f)
+			found, limited = found || fnd, limited || lim
+		}
+	}
+	if !found || limited {
+		return
+	}
+	counts := false
+	ast.Inspect(body, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.Ident:
+			counts = counts || attemptName.MatchString(n.Name)
+		case *ast.SelectorExpr:
+			counts = counts || attemptName.MatchString(n.Sel.Name) // md.NumDelivered
+		}
+		return !counts
+	})
+	if counts {
+		return
+	}
+	eachErrBranch(info, body, func(ifs *ast.IfStmt, failing *ast.CallExpr) bool {
+		if ackOf(info, failing) != "" {
+			return true
+		}
+		ast.Inspect(ifs.Body, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if !ok {
+				return true
+			}
+			if fn := callee(info, call); fn != nil && isNATS(funcPath(fn)) && fn.Name() == "Nak" {
+				r.report(call, SeverityOf(root.Name), fmt.Sprintf(
+					"naks the message when %s fails (line %d), with no count of its attempts, and this package's JetStream consumer config sets no MaxDeliver (unlimited by default): a message that can never succeed is delivered again at once, without end; set MaxDeliver (with a BackOff, or NakWithDelay), and dead-letter or record the message on its last delivery (Metadata().NumDelivered)",
+					types.ExprString(failing.Fun), pass.Fset.Position(failing.Pos()).Line))
+			}
+			return true
+		})
+		return true
+	})
 }
 
 // deliveryLoopReturns reports, in a loop over RabbitMQ deliveries (a

@@ -65,7 +65,20 @@ type JetStreamContext interface {
 	Subscribe(subj string, cb MsgHandler, opts ...SubOpt) (*Subscription, error)
 	QueueSubscribe(subj, queue string, cb MsgHandler, opts ...SubOpt) (*Subscription, error)
 	PullSubscribe(subj, durable string, opts ...SubOpt) (*Subscription, error)
+	AddConsumer(stream string, cfg *ConsumerConfig, opts ...interface{}) (*ConsumerInfo, error)
 }
+
+// ConsumerConfig configures a JetStream consumer; MaxDeliver 0 is
+// unlimited (-1 on the server).
+type ConsumerConfig struct {
+	Durable       string
+	FilterSubject string
+	MaxDeliver    int
+	BackOff       []time.Duration
+}
+
+// ConsumerInfo describes a consumer.
+type ConsumerInfo struct{}
 
 // JetStream returns the connection's JetStream context.
 func (nc *Conn) JetStream() (JetStreamContext, error) { return nil, nil }

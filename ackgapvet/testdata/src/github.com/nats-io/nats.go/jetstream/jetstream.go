@@ -17,6 +17,13 @@ type Msg interface {
 	Metadata() (*MsgMetadata, error)
 }
 
+// ConsumerConfig configures a consumer; MaxDeliver 0 is unlimited.
+type ConsumerConfig struct {
+	Durable    string
+	MaxDeliver int
+	BackOff    []time.Duration
+}
+
 // MsgMetadata is what a message's reply subject says.
 type MsgMetadata struct{ NumDelivered uint64 }
 
