@@ -155,6 +155,14 @@ func TestSaramaCluster(t *testing.T) {
 	analysistest.Run(t, analysistest.TestData(), ackgapvet.EarlyAckAnalyzer, "saramacluster")
 }
 
+// TestNSQHandlers: a go-nsq handler (a function converted to
+// nsq.HandlerFunc, a type's HandleMessage given to AddConcurrentHandlers)
+// is an entry point whose nil return finishes the message (wave 53, goim).
+func TestNSQHandlers(t *testing.T) {
+	analysistest.Run(t, analysistest.TestData(), ackgapvet.ErrAckAnalyzer, "nsqapp")
+	analysistest.Run(t, analysistest.TestData(), ackgapvet.EffectAnalyzer, "nsqpush")
+}
+
 // TestKqCommitsOnError: a kq Consume that returns a failed update's error
 // loses the message (kq commits it anyway).
 func TestKqCommitsOnError(t *testing.T) {

@@ -1388,14 +1388,16 @@ the record inside the handler.`,
 				continue
 			}
 			fanOutReturns(pass, r, root, source)
+			derived := recordsDerived(pass.TypesInfo, funcBody(root.Node), source)
 			ast.Inspect(funcBody(root.Node), func(m ast.Node) bool {
 				switch m := m.(type) {
 				case *ast.FuncLit:
 					return false
 				case *ast.RangeStmt:
 					// The batch's records ([]events.SQSMessage...), not the
-					// records of an S3 or SNS event inside one message.
-					if sel, ok := ast.Unparen(m.X).(*ast.SelectorExpr); !ok || sel.Sel.Name != "Records" || batchRecords(pass.TypesInfo.TypeOf(m.X)) != source {
+					// records of an S3 or SNS event inside one message; or
+					// a slice the handler built from them.
+					if !recordsRange(pass.TypesInfo, m.X, source) && !derived[identObj(pass.TypesInfo, m.X)] {
 						return true
 					}
 					ast.Inspect(m.Body, func(k ast.Node) bool {
@@ -1419,6 +1421,47 @@ the record inside the handler.`,
 			})
 		}
 	})
+
+// recordsRange reports whether x, a range expression, is the batch's
+// records of a Lambda event from source (ev.Records).
+func recordsRange(info *types.Info, x ast.Expr, source string) bool {
+	sel, ok := ast.Unparen(x).(*ast.SelectorExpr)
+	return ok && sel.Sel.Name == "Records" && batchRecords(info.TypeOf(x)) == source
+}
+
+// recordsDerived returns the local slices body builds from the batch's
+// records: `reqs = append(reqs, r)` inside a loop over ev.Records. A later
+// loop over such a slice works the batch's records one by one, and an
+// error returned from it fails the whole batch (field trial, wave 52:
+// squeak's requests decoded first, then generated one by one).
+func recordsDerived(info *types.Info, body *ast.BlockStmt, source string) map[types.Object]bool {
+	out := map[types.Object]bool{}
+	ast.Inspect(body, func(n ast.Node) bool {
+		if _, ok := n.(*ast.FuncLit); ok {
+			return false
+		}
+		loop, ok := n.(*ast.RangeStmt)
+		if !ok || !recordsRange(info, loop.X, source) {
+			return true
+		}
+		ast.Inspect(loop.Body, func(k ast.Node) bool {
+			as, ok := k.(*ast.AssignStmt)
+			if !ok || len(as.Lhs) != 1 || len(as.Rhs) != 1 {
+				return true
+			}
+			if call, ok := ast.Unparen(as.Rhs[0]).(*ast.CallExpr); ok {
+				if id, ok := ast.Unparen(call.Fun).(*ast.Ident); ok && id.Name == "append" && info.Uses[id] == types.Universe.Lookup("append") {
+					if o := identObj(info, as.Lhs[0]); o != nil {
+						out[o] = true
+					}
+				}
+			}
+			return true
+		})
+		return true
+	})
+	return out
+}
 
 // fanOutReturns reports, in a Lambda batch handler that works the
 // batch's records in goroutines (a go statement or an errgroup's Go in the

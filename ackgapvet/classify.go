@@ -543,6 +543,10 @@ func dbCall(info *types.Info, call *ast.CallExpr) (dbHandle, string) {
 		return handlePool, name
 	case path == "database/sql" && recv == "Tx", isPgx(path) && recv == "Tx", isPgxpool(path) && recv == "Tx":
 		return handleTx, name
+	case path == "database/sql" && recv == "Stmt", path == pathSqlx && (recv == "Stmt" || recv == "NamedStmt"):
+		// A prepared statement: of a pool or of a transaction (tx.Stmt,
+		// tx.Prepare), which one is not known at the call.
+		return handleIface, name
 	}
 	if h := wrappedHandle(fn); h != handleNone {
 		return h, name
@@ -630,6 +634,16 @@ func wrappedHandle(fn *types.Func) dbHandle {
 // sqlText returns the SQL of a database call: its first string constant
 // argument, upper-cased, or "".
 func sqlText(info *types.Info, call *ast.CallExpr) string {
+	if sel, ok := ast.Unparen(call.Fun).(*ast.SelectorExpr); ok && strings.HasPrefix(sel.Sel.Name, "Exec") {
+		// stmt.Exec(args...) on a statement prepared in this function:
+		// its SQL is the Prepare's (field trial, wave 52: score's user
+		// INSERT).
+		if id, ok := ast.Unparen(sel.X).(*ast.Ident); ok {
+			if v := localString(info, id, call.Pos()); v != "" {
+				return strings.ToUpper(stripSQLComments(v))
+			}
+		}
+	}
 	for _, a := range call.Args {
 		if tv, ok := info.Types[a]; ok && tv.Value != nil && tv.Value.Kind() == constant.String {
 			return strings.ToUpper(stripSQLComments(constant.StringVal(tv.Value)))
@@ -735,6 +749,8 @@ func indexLocalStrings(pass *analysis.Pass) {
 						if v, ok := info.ObjectOf(id).(*types.Var); ok && v.Parent() != nil && v.Parent() != pass.Pkg.Scope() {
 							if sql := builderSQL(info, n.Rhs[0], chains); sql != "" {
 								m[v] = append(m[v], strAssign{id.Pos(), sql})
+							} else if sql := preparedSQL(info, n.Rhs[0]); sql != "" {
+								m[v] = append(m[v], strAssign{id.Pos(), sql})
 							}
 						}
 					}
@@ -752,6 +768,27 @@ func indexLocalStrings(pass *analysis.Pass) {
 	key := weak.Make(info)
 	localStrings.Store(key, m)
 	runtime.AddCleanup(info, func(k weak.Pointer[types.Info]) { localStrings.Delete(k) }, key)
+}
+
+// preparedSQL returns the SQL text of e when e is a call that prepares a
+// statement (database/sql's Prepare and PrepareContext, sqlx's Preparex
+// and PrepareNamed), "" otherwise: `stmt, err := db.Prepare("INSERT
+// ...")` gives the text a later stmt.Exec runs.
+func preparedSQL(info *types.Info, e ast.Expr) string {
+	call, ok := ast.Unparen(e).(*ast.CallExpr)
+	if !ok {
+		return ""
+	}
+	fn := callee(info, call)
+	if fn == nil || !strings.HasPrefix(fn.Name(), "Prepare") || recvName(fn) == "" {
+		return ""
+	}
+	for _, a := range call.Args {
+		if tv, ok := info.Types[a]; ok && tv.Value != nil && tv.Value.Kind() == constant.String {
+			return constant.StringVal(tv.Value)
+		}
+	}
+	return ""
 }
 
 // builderVerbs maps the calls that start a query builder's statement

@@ -204,6 +204,8 @@ func (w *wholeProgram) describe(rw *rootWalk) Consumer {
 		c.Acks = append(c.Acks, Step{What: "Redis Pub/Sub has no ack and keeps nothing: a message sent while the subscriber is down, or whose work fails, is never delivered again"})
 	case KindAsynq:
 		c.Acks = append(c.Acks, Step{What: "asynq marks the task done when the handler returns nil; an error retries it (MaxRetry 25 by default), and a task whose worker dies or that outruns its timeout (30 minutes by default) runs again"})
+	case KindNSQ:
+		c.Acks = append(c.Acks, Step{What: "go-nsq finishes the message when the handler returns nil; an error requeues it with a backoff, and past MaxAttempts (5 by default) go-nsq gives it up: finished, only logged"})
 	}
 	// acksIn holds, per function on the walk, the earliest position in its
 	// body that acks (the ack, or a call that leads to one), not on a

@@ -97,6 +97,15 @@ const (
 	// task whose worker dies, or that outruns its timeout (30 minutes by
 	// default), runs again (field trial, wave 39: Zircon, go-zero-douyin).
 	KindAsynq = "asynq task handler"
+	// KindNSQ is a go-nsq message handler: the function converted to
+	// nsq.HandlerFunc, or the HandleMessage method of a value given as an
+	// nsq.Handler (Consumer.AddHandler, AddConcurrentHandlers). go-nsq
+	// finishes the message when the handler returns nil; an error requeues
+	// it with a backoff, and past MaxAttempts (5 by default) go-nsq gives
+	// it up: the message is finished and only logged (go-nsq consumer.go,
+	// handlerLoop; field trial, wave 53: goim's transfer and persist
+	// consumers).
+	KindNSQ = "go-nsq handler"
 	// KindNATS is the callback given to a JetStream subscription:
 	// JetStreamContext.Subscribe or QueueSubscribe (acked after the
 	// callback returns unless nats.ManualAck() is given; msg.Ack() then
@@ -400,6 +409,10 @@ func (c *Consumers) moreRoots(n ast.Node, stack []ast.Node, addRoot func(kind, n
 			rootOfExpr(KindAsynq, n.Args[0]) // asynq.HandlerFunc(f)
 			return
 		}
+		if tv, ok := info.Types[n.Fun]; ok && tv.IsType() && isNamed(tv.Type, pathNSQ, "HandlerFunc") && len(n.Args) == 1 {
+			rootOfExpr(KindNSQ, n.Args[0]) // nsq.HandlerFunc(f)
+			return
+		}
 		fn := callee(info, n)
 		if fn == nil {
 			return
@@ -584,7 +597,11 @@ var libraryCallbacks = []struct{ path, iface, method, kind string }{
 	{"github.com/zeromicro/go-queue/kq", "ConsumeHandler", "Consume", KindKq},
 	{"github.com/tal-tech/go-queue/kq", "ConsumeHandler", "Consume", KindKq},
 	{pathAsynq, "Handler", "ProcessTask", KindAsynq},
+	{pathNSQ, "Handler", "HandleMessage", KindNSQ},
 }
+
+// pathNSQ is go-nsq, NSQ's client.
+const pathNSQ = "github.com/nsqio/go-nsq"
 
 // callbackRoots makes entry points of the callback methods of values passed
 // to call (a call of fn) as one of [libraryCallbacks]: the method of this

@@ -68,6 +68,9 @@ permanent.`,
 			// acks by returning too (field trial wave 34, kk-forum H4).
 			implicit := root.Node == node && returnAcks(root.Kind) || root.Kind == KindKq && c.entryTail(node)
 			acker, always := c.ackerOf(node)
+			if implicit || acker != "" {
+				successOnlyOverwrite(pass, c, r, root, body, implicit, acker)
+			}
 			after := afterLoops(body)
 			cont := continuations(body)
 			ast.Inspect(body, func(m ast.Node) bool {
@@ -253,11 +256,11 @@ func coreNak(pass *analysis.Pass, r *reporter, root *Root, body *ast.BlockStmt) 
 
 // returnAcks reports whether a root of kind acks its message by returning
 // without an error: the router, ackgap, Lambda, go-queue's kq (which
-// commits after an error too), an SQS consumer library's handler and an
-// asynq task handler.
+// commits after an error too), an SQS consumer library's handler, an
+// asynq task handler and a go-nsq handler.
 func returnAcks(kind string) bool {
 	switch kind {
-	case KindWatermill, KindAckgap, KindCQRS, KindLambda, KindLambdaKinesis, KindLambdaKafka, KindLambdaDynamoDB, KindKq, KindKinesisScan, KindSQSLib, KindAsynq:
+	case KindWatermill, KindAckgap, KindCQRS, KindLambda, KindLambdaKinesis, KindLambdaKafka, KindLambdaDynamoDB, KindKq, KindKinesisScan, KindSQSLib, KindAsynq, KindNSQ:
 		return true
 	}
 	return false
@@ -2160,6 +2163,137 @@ const keepChanOpen = "keep the channel open on a failure and retry the work unti
 // Sarama, franz-go, kafka-go and confluent-kafka-go.
 func isKafkaClient(path string) bool {
 	return isSaramaPath(path) || path == pathKgo || path == pathKafkaGo || isConfluent(path)
+}
+
+// successOnlyOverwrite reports, in body (a function whose result acks the
+// message), a work's error stored in a variable (`err = insert(...)`) that
+// nothing reads before the next work's result overwrites it, but for a
+// test for success (`if err == nil { log("ok") }`): the function returns
+// the later result, so this failure is acked with it (field trial, wave
+// 53: trueblocks-key's appearances insert, overwritten by the chunks
+// insert's nil before the Lambda handler returned its named error).
+func successOnlyOverwrite(pass *analysis.Pass, c *Consumers, r *reporter, root *Root, body *ast.BlockStmt, implicit bool, acker string) {
+	info := pass.TypesInfo
+	type use struct {
+		id     *ast.Ident
+		store  *ast.AssignStmt // err = call(): a store of a call's result that does not read err
+		okTest bool            // err == nil
+	}
+	uses := map[types.Object][]use{}
+	stores := map[*ast.Ident]*ast.AssignStmt{}
+	tests := map[*ast.Ident]bool{}
+	success := map[types.Object][]*ast.BlockStmt{} // if err == nil { ... }: runs only when it went well
+	ast.Inspect(body, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.FuncLit:
+			return false
+		case *ast.IfStmt:
+			if b, ok := ast.Unparen(n.Cond).(*ast.BinaryExpr); ok && b.Op == token.EQL && isNilIdent(b.Y) {
+				if o := identObj(info, b.X); o != nil {
+					success[o] = append(success[o], n.Body)
+				}
+			}
+		case *ast.AssignStmt:
+			if n.Tok == token.ASSIGN && len(n.Rhs) == 1 {
+				if _, ok := ast.Unparen(n.Rhs[0]).(*ast.CallExpr); ok {
+					for _, l := range n.Lhs {
+						if id, ok := ast.Unparen(l).(*ast.Ident); ok && isErrorType(info.TypeOf(id)) && !readsObj(info, info.ObjectOf(id), n.Rhs[0]) {
+							stores[id] = n
+						}
+					}
+				}
+			}
+		case *ast.BinaryExpr:
+			if n.Op == token.EQL {
+				for _, pair := range [][2]ast.Expr{{n.X, n.Y}, {n.Y, n.X}} {
+					if id, ok := ast.Unparen(pair[0]).(*ast.Ident); ok && isNilIdent(pair[1]) {
+						tests[id] = true
+					}
+				}
+			}
+		case *ast.Ident:
+			if v, ok := info.ObjectOf(n).(*types.Var); ok && isErrorType(v.Type()) && v.Parent() != types.Universe {
+				uses[v] = append(uses[v], use{id: n, store: stores[n], okTest: tests[n]})
+			}
+		}
+		return true
+	})
+	who := acker
+	if implicit {
+		who = "the " + root.Kind
+	}
+	for _, us := range uses {
+		for i, u := range us {
+			if u.store == nil {
+				continue
+			}
+			call := ast.Unparen(u.store.Rhs[0]).(*ast.CallExpr)
+			if !isWork(pass, c, call) {
+				continue
+			}
+			for _, next := range us[i+1:] {
+				if next.okTest {
+					continue // read only to say it went well
+				}
+				inSuccess := slices.ContainsFunc(success[info.ObjectOf(u.id)], func(b *ast.BlockStmt) bool { return b.Pos() <= next.id.Pos() && next.id.Pos() < b.End() })
+				if next.store != nil && next.store != u.store && !inSuccess && !exclusive(body, u.store.Pos(), next.store.Pos()) {
+					r.report(call, SeverityOf(root.Name, types.ExprString(call.Fun)), fmt.Sprintf(
+						"the error of %s is read only to test for success, then overwritten by %s (line %d): the function returns the later result, and %s acks the message on it, so this failure is lost; return it when it fails (or join the errors)",
+						types.ExprString(call.Fun), types.ExprString(ast.Unparen(next.store.Rhs[0]).(*ast.CallExpr).Fun), pass.Fset.Position(next.store.Pos()).Line, who))
+				}
+				break
+			}
+		}
+	}
+}
+
+// exclusive reports whether positions a and b of body lie in branches of
+// which at most one runs: the body and the else of one if, or two clauses
+// of one switch or select.
+func exclusive(body *ast.BlockStmt, a, b token.Pos) bool {
+	in := func(n ast.Node, p token.Pos) bool { return n != nil && n.Pos() <= p && p < n.End() }
+	found := false
+	ast.Inspect(body, func(n ast.Node) bool {
+		if found || n == nil {
+			return false
+		}
+		switch n := n.(type) {
+		case *ast.IfStmt:
+			if n.Else != nil && (in(n.Body, a) && in(n.Else, b) || in(n.Body, b) && in(n.Else, a)) {
+				found = true
+			}
+		case *ast.CaseClause, *ast.CommClause:
+			return true
+		case *ast.BlockStmt:
+			var clauses []ast.Stmt
+			for _, st := range n.List {
+				switch st.(type) {
+				case *ast.CaseClause, *ast.CommClause:
+					clauses = append(clauses, st)
+				}
+			}
+			ia, ib := -1, -1
+			for i, cl := range clauses {
+				if in(cl, a) {
+					ia = i
+				}
+				if in(cl, b) {
+					ib = i
+				}
+			}
+			if ia >= 0 && ib >= 0 && ia != ib {
+				found = true
+			}
+		}
+		return !found
+	})
+	return found
+}
+
+// isNilIdent reports whether e is the identifier nil.
+func isNilIdent(e ast.Expr) bool {
+	id, ok := ast.Unparen(e).(*ast.Ident)
+	return ok && id.Name == "nil"
 }
 
 // overwritten returns the first statement of rest that assigns errObj

@@ -537,6 +537,8 @@ func afterExit(kind string) string {
 		return "is delivered again after AckWait once the process is back and ends it again, until the consumer's MaxDeliver is spent: the consumer crash-loops"
 	case KindAsynq:
 		return "is run again once its lease expires and ends it again, each time, until its retries are spent and asynq archives it"
+	case KindNSQ:
+		return "is delivered again by nsqd once its message timeout (60 s by default) passes and ends it again, each time, until go-nsq gives it up past MaxAttempts"
 	case KindWatermill, KindCQRS, KindAckgap, KindWatermillSub:
 		return "is delivered again after the restart and ends it again: every handler of the process stops with it, for good"
 	}
