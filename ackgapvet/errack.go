@@ -70,6 +70,7 @@ permanent.`,
 			acker, always := c.ackerOf(node)
 			if implicit || acker != "" {
 				successOnlyOverwrite(pass, c, r, root, body, implicit, acker)
+				lockHeldAck(pass, r, root, body, implicit, acker)
 			}
 			after := afterLoops(body)
 			cont := continuations(body)
@@ -2288,6 +2289,84 @@ func exclusive(body *ast.BlockStmt, a, b token.Pos) bool {
 		return !found
 	})
 	return found
+}
+
+// lockVerb matches the calls that take a lock: Acquire, Lock, TryLock,
+// Obtain.
+var lockVerb = regexp.MustCompile(`(?i)^(try)?(acquire|lock|obtain)`)
+
+// lockHeld matches the errors a lock answers with when another holder has
+// it: ErrLockAlreadyHeld, ErrNotObtained, ErrLocked, ErrBusy.
+var lockHeld = regexp.MustCompile(`(?i)held|locked|not.?obtained|busy|taken|already`)
+
+// lockHeldAck reports, in body (a function whose result acks the message),
+// a lock taken around the work (released in a defer: a mutex, not a
+// dedupe marker) whose "already held" answer returns without an error:
+// `if err := lock.Acquire(ctx, "deploy:"+p.SiteID, ttl); err != nil { if
+// errors.Is(err, ErrLockAlreadyHeld) { return nil } ... }`. The message is
+// acked with its work undone: a different message for the same entity
+// that arrives while another runs, or any message while a crashed worker's
+// lock waits out its TTL, is lost (field trial, wave 53: ventopanel's
+// deploy, provision and certificate tasks). A lock keyed by the message's
+// own id is a dedupe of its redelivery, and is not reported.
+func lockHeldAck(pass *analysis.Pass, r *reporter, root *Root, body *ast.BlockStmt, implicit bool, acker string) {
+	info := pass.TypesInfo
+	released := false
+	ast.Inspect(body, func(n ast.Node) bool {
+		if d, ok := n.(*ast.DeferStmt); ok {
+			ast.Inspect(d.Call, func(m ast.Node) bool {
+				if call, ok := m.(*ast.CallExpr); ok && releaseName.MatchString(lastName(call.Fun)) {
+					released = true
+				}
+				return !released
+			})
+		}
+		return !released
+	})
+	if !released {
+		return
+	}
+	who := acker
+	if implicit {
+		who = "the " + root.Kind
+	}
+	ast.Inspect(body, func(n ast.Node) bool {
+		if _, ok := n.(*ast.FuncLit); ok {
+			return false
+		}
+		outer, ok := n.(*ast.IfStmt)
+		if !ok {
+			return true
+		}
+		as, ok := outer.Init.(*ast.AssignStmt)
+		if !ok || len(as.Rhs) != 1 {
+			return true
+		}
+		lock, ok := ast.Unparen(as.Rhs[0]).(*ast.CallExpr)
+		if !ok || !lockVerb.MatchString(lastName(lock.Fun)) || messageKeyed(lock) {
+			return true
+		}
+		for _, st := range outer.Body.List {
+			inner, ok := st.(*ast.IfStmt)
+			if !ok {
+				continue
+			}
+			call, ok := ast.Unparen(inner.Cond).(*ast.CallExpr)
+			if !ok {
+				continue
+			}
+			fn := callee(info, call)
+			if fn == nil || funcPath(fn) != "errors" || fn.Name() != "Is" || len(call.Args) != 2 || !lockHeld.MatchString(lastName(call.Args[1])) {
+				continue
+			}
+			if ret := returnsNoError(info, inner.Body); ret != nil {
+				r.report(ret, SeverityOf(root.Name, types.ExprString(lock.Fun)), fmt.Sprintf(
+					"returns without an error when the lock %s takes is already held (line %d): %s acks the message with its work undone, so a message for the same key that arrives while another holds the lock, or any while a crashed worker's lock waits out its expiry, is lost; return an error so it is retried once the lock is free (a lock keyed by the message's own id would dedupe its redelivery instead)",
+					types.ExprString(lock.Fun), pass.Fset.Position(lock.Pos()).Line, who))
+			}
+		}
+		return true
+	})
 }
 
 // isNilIdent reports whether e is the identifier nil.

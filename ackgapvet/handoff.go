@@ -63,7 +63,8 @@ func waitsVia(pass *analysis.Pass, st ast.Stmt) bool {
 }
 
 // handOffIn is handOff, also looking into the branches of an if statement
-// (`if err := decode(m); err != nil { ... } else { out <- ev }`).
+// (`if err := decode(m); err != nil { ... } else { out <- ev }`) that do
+// not leave.
 func handOffIn(pass *analysis.Pass, st ast.Stmt, derived map[types.Object]bool) string {
 	var loop *ast.BlockStmt
 	switch l := st.(type) {
@@ -90,6 +91,13 @@ func handOffIn(pass *analysis.Pass, st ast.Stmt, derived map[types.Object]bool) 
 	for _, b := range []ast.Stmt{ifs.Body, ifs.Else} {
 		switch b := b.(type) {
 		case *ast.BlockStmt:
+			if terminates(b) {
+				// A branch that leaves (`errs <- err; return`) runs only
+				// when what follows the if does not: no hand-off before
+				// it (field trial, wave 52: score's failure sent on its
+				// error channel, the delete after the work).
+				continue
+			}
 			for _, in := range b.List {
 				if how := handOffIn(pass, in, derived); how != "" {
 					return how

@@ -576,6 +576,13 @@ func messageLoops(pass *analysis.Pass, root *Root) []ast.Node {
 		case *ast.FuncLit:
 			return false
 		case *ast.ForStmt, *ast.RangeStmt:
+			if r, ok := n.(*ast.RangeStmt); ok && deliveryChan(pass.TypesInfo.TypeOf(r.X)) {
+				// for d := range msgs: RabbitMQ deliveries, a Watermill
+				// subscription's or a Redis Pub/Sub channel's messages
+				// (field trial, wave 52: bakery-go's Consume before it).
+				loops = append(loops, n)
+				return false
+			}
 			found := false
 			ast.Inspect(n, func(m ast.Node) bool {
 				if c, ok := m.(*ast.CallExpr); ok {
@@ -593,6 +600,17 @@ func messageLoops(pass *analysis.Pass, root *Root) []ast.Node {
 		return true
 	})
 	return loops
+}
+
+// deliveryChan reports whether t is a channel of a broker's messages: a
+// RabbitMQ Delivery's, a Watermill subscription's or a Redis Pub/Sub
+// subscription's.
+func deliveryChan(t types.Type) bool {
+	if t == nil {
+		return false
+	}
+	ch, ok := t.Underlying().(*types.Chan)
+	return ok && isAMQPDelivery(ch.Elem()) || isWatermillMsgChan(t) || isRedisMsgChan(t)
 }
 
 // receiveSite reports whether, in the whole-program mode, the walk
