@@ -304,9 +304,13 @@ handler's transaction (an outbox row) and let a relay do it.`,
 				return false
 			}
 			if claim, work, at := claimFirst(pass, c, body, inTx); claim != nil {
+				what := types.ExprString(claim.Fun)
+				if lastName(claim.Fun) == "RowsAffected" {
+					what += " (a guarded UPDATE)"
+				}
 				r.report(claim, SeverityOf(append(callNames(pass, at), root.Name, work)...), fmt.Sprintf(
 					"claims the message with %s before the work (%s at line %d), and a redelivery that finds the claim skips the message: a crash (or a failure that does not give the claim back) between them loses the work for good; make the claim in the same transaction as the work's record (an outbox row for the call), or mark the message done only after the work",
-					types.ExprString(claim.Fun), work, pass.Fset.Position(at.Pos()).Line))
+					what, work, pass.Fset.Position(at.Pos()).Line))
 			}
 			selects := selectsOf(body)
 			ast.Inspect(body, func(m ast.Node) bool {
@@ -2298,6 +2302,9 @@ var dynamoAdd = regexp.MustCompile(`(?i)(?:^|\s)ADD\s+([A-Za-z_#][\w.]*)\s+:`)
 // time.Now): a key made afresh on each delivery, so a redelivery carries a
 // new key and the receiver cannot recognise it. "" when there is none.
 func freshRandom(info *types.Info, e ast.Expr) string {
+	if id, ok := ast.Unparen(e).(*ast.Ident); ok {
+		return localFresh(info, id, id.Pos())
+	}
 	found := ""
 	ast.Inspect(e, func(n ast.Node) bool {
 		call, ok := n.(*ast.CallExpr)

@@ -682,8 +682,9 @@ func sprintfFormat(info *types.Info, e ast.Expr) string {
 // strAssign is one assignment to a local string variable: where, and the
 // constant it assigns ("" for anything else).
 type strAssign struct {
-	pos token.Pos
-	val string
+	pos   token.Pos
+	val   string
+	fresh string // the random generator the value is made with (see freshRandom), any type
 }
 
 // localStrings holds, per type-checked package (by a weak pointer to its
@@ -707,14 +708,23 @@ func indexLocalStrings(pass *analysis.Pass) {
 		}
 		obj := info.ObjectOf(id)
 		v, ok := obj.(*types.Var)
-		if !ok || v.Parent() == nil || v.Parent() == pass.Pkg.Scope() || !types.Identical(v.Type().Underlying(), types.Typ[types.String]) {
+		if !ok || v.Parent() == nil || v.Parent() == pass.Pkg.Scope() {
+			return
+		}
+		if g := freshRandom(info, rhs); g != "" {
+			// key := uuid.NewString(), then the key passed on (a new
+			// user's report: a payout's idempotency key).
+			m[obj] = append(m[obj], strAssign{pos: id.Pos(), fresh: g})
+			return
+		}
+		if !types.Identical(v.Type().Underlying(), types.Typ[types.String]) {
 			return
 		}
 		val := sprintfFormat(info, rhs)
 		if tv, ok := info.Types[rhs]; ok && tv.Value != nil && tv.Value.Kind() == constant.String {
 			val = constant.StringVal(tv.Value)
 		}
-		m[obj] = append(m[obj], strAssign{id.Pos(), val})
+		m[obj] = append(m[obj], strAssign{pos: id.Pos(), val: val})
 	}
 	// A query builder's variable (q := sq.Insert("t"); q = q.Values(...))
 	// and the chains assigned to it, for the SQL its ToSql/Build makes.
@@ -748,9 +758,9 @@ func indexLocalStrings(pass *analysis.Pass) {
 					if id, ok := n.Lhs[0].(*ast.Ident); ok {
 						if v, ok := info.ObjectOf(id).(*types.Var); ok && v.Parent() != nil && v.Parent() != pass.Pkg.Scope() {
 							if sql := builderSQL(info, n.Rhs[0], chains); sql != "" {
-								m[v] = append(m[v], strAssign{id.Pos(), sql})
+								m[v] = append(m[v], strAssign{pos: id.Pos(), val: sql})
 							} else if sql := preparedSQL(info, n.Rhs[0]); sql != "" {
-								m[v] = append(m[v], strAssign{id.Pos(), sql})
+								m[v] = append(m[v], strAssign{pos: id.Pos(), val: sql})
 							}
 						}
 					}
@@ -888,20 +898,33 @@ func builderSQL(info *types.Info, e ast.Expr, chains map[types.Object][]ast.Expr
 // localString returns the string constant last assigned to the local
 // variable id before at (in source order), "" if it is not one.
 func localString(info *types.Info, id *ast.Ident, at token.Pos) string {
+	return lastLocal(info, id, at).val
+}
+
+// localFresh returns the random generator the value of the local variable
+// id holds at position at was made with (`key := uuid.NewString()`), ""
+// when its last assignment before at made no fresh value.
+func localFresh(info *types.Info, id *ast.Ident, at token.Pos) string {
+	return lastLocal(info, id, at).fresh
+}
+
+// lastLocal returns the last recorded assignment to the local variable id
+// before at (see indexLocalStrings).
+func lastLocal(info *types.Info, id *ast.Ident, at token.Pos) strAssign {
+	var last strAssign
 	if info == nil {
-		return ""
+		return last
 	}
 	mv, ok := localStrings.Load(weak.Make(info))
 	if !ok {
-		return ""
+		return last
 	}
-	val := ""
 	for _, a := range mv.(map[types.Object][]strAssign)[info.Uses[id]] {
 		if a.pos < at {
-			val = a.val
+			last = a
 		}
 	}
-	return val
+	return last
 }
 
 // stripSQLComments drops the leading comment lines of a statement (sqlc

@@ -577,7 +577,7 @@ func narrowedFailure(pass *analysis.Pass, c *Consumers, r *reporter, root *Root,
 			_, call := n.(*ast.CallExpr)
 			return !reads && !call // a call may classify the error: not read as a flag
 		})
-		if _, call := ast.Unparen(op).(*ast.CallExpr); reads || call {
+		if _, call := ast.Unparen(op).(*ast.CallExpr); reads || call || excludesDuplicate(info, op, errObj) {
 			return
 		}
 	}
@@ -2367,6 +2367,24 @@ func lockHeldAck(pass *analysis.Pass, r *reporter, root *Root, body *ast.BlockSt
 		}
 		return true
 	})
+}
+
+// excludesDuplicate reports whether op is `!errors.Is(err, X)` for the
+// error err and an X named for a duplicate (ErrDuplicate, ErrAlreadyProcessed,
+// ErrConflict): the failure branch takes every error but the code's own
+// "seen already", which falls through to the ack on purpose (a new user's
+// report: a JetStream consumer whose inbox insert answers errDuplicate).
+func excludesDuplicate(info *types.Info, op ast.Expr, errObj types.Object) bool {
+	u, ok := ast.Unparen(op).(*ast.UnaryExpr)
+	if !ok || u.Op != token.NOT {
+		return false
+	}
+	call, ok := ast.Unparen(u.X).(*ast.CallExpr)
+	if !ok || len(call.Args) != 2 || identObj(info, call.Args[0]) != errObj {
+		return false
+	}
+	fn := callee(info, call)
+	return fn != nil && funcPath(fn) == "errors" && fn.Name() == "Is" && (duplicateName.MatchString(lastName(call.Args[1])) || lostClaim.MatchString(lastName(call.Args[1])))
 }
 
 // isNilIdent reports whether e is the identifier nil.

@@ -344,11 +344,14 @@ var releaseName = regexp.MustCompile(`(?i)^(release|unlock|del|delete|remove|fre
 // by a redelivery: `ok := store.AcquireLock(k); if !ok { return nil }`,
 // then the effect. The claim commits on its own, so a crash (or a failure
 // that does not give the claim back) between it and the effect loses the
-// effect: the redelivery finds the claim and skips the message. It
-// returns the claim, the effect's description and call, or nils. Not
-// reported: a claim inside an open transaction (it rolls back with the
-// work), a claim by affected rows (a guarded UPDATE of the state is the
-// work itself), a losing branch that returns an error (the message is
+// effect: the redelivery finds the claim and skips the message. A
+// guarded UPDATE read by its affected rows (`UPDATE ... SET status =
+// 'sent' WHERE status = 'pending'`, then `if n == 0 { return nil }`) is
+// such a claim when an external effect follows it (a new user's report:
+// an invoice marked sent before its email). It returns the claim, the
+// effect's description and call, or nils. Not reported: a claim inside an
+// open transaction (it rolls back with the work), a losing branch that
+// returns an error (the message is
 // redelivered, not skipped), and a claim given back by a deferred
 // release (a mutex held for the work, not a marker).
 func claimFirst(pass *analysis.Pass, c *Consumers, body *ast.BlockStmt, inTx func(token.Pos) bool) (claim *ast.CallExpr, work string, at ast.Node) {
@@ -375,7 +378,7 @@ func claimFirst(pass *analysis.Pass, c *Consumers, body *ast.BlockStmt, inTx fun
 		}
 		for i, st := range block.List {
 			call := guardCall(pass.TypesInfo, st, block.List[:i])
-			if call == nil || lastName(call.Fun) == "RowsAffected" || inTx(call.Pos()) || !skipsMessage(pass.TypesInfo, st.(*ast.IfStmt).Body) {
+			if call == nil || inTx(call.Pos()) || !skipsMessage(pass.TypesInfo, st.(*ast.IfStmt).Body) {
 				continue
 			}
 			if w, a := firstEffect(pass, c, block.List[i+1:]); w != "" {

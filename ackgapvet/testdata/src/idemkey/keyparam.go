@@ -52,3 +52,27 @@ func registerPayer(r *message.Router, p *payer) {
 	r.AddNoPublisherHandler("refund", "returns", nil, p.refundKeyed)
 	r.AddNoPublisherHandler("charge-keyed", "orders", nil, p.chargeKeyed)
 }
+
+// payouts sends a payout with the key its caller passes.
+type payouts struct{ client *http.Client }
+
+func (p *payouts) send(ctx context.Context, key string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "https://pay.example/payouts", nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Idempotency-Key", key)
+	_, err = p.client.Do(req)
+	return err
+}
+
+// payHeld keeps the fresh key in a local variable first (a new user's
+// report: a payout's key): reported where the key is passed.
+func (p *payouts) payHeld(msg *message.Message) error {
+	key := uuid.NewString()
+	return p.send(msg.Context(), key) // want `Idempotency-Key is made with uuid.NewString, passed by payHeld on the consumer path of watermill handler payHeld`
+}
+
+func registerPayouts(r *message.Router, p *payouts) {
+	r.AddNoPublisherHandler("payout", "payouts", nil, p.payHeld)
+}
