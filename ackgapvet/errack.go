@@ -2330,21 +2330,18 @@ func lockHeldAck(pass *analysis.Pass, r *reporter, root *Root, body *ast.BlockSt
 	if implicit {
 		who = "the " + root.Kind
 	}
-	ast.Inspect(body, func(n ast.Node) bool {
-		if _, ok := n.(*ast.FuncLit); ok {
-			return false
-		}
+	inspectOwn(body, func(n ast.Node) {
 		outer, ok := n.(*ast.IfStmt)
 		if !ok {
-			return true
+			return
 		}
 		as, ok := outer.Init.(*ast.AssignStmt)
 		if !ok || len(as.Rhs) != 1 {
-			return true
+			return
 		}
 		lock, ok := ast.Unparen(as.Rhs[0]).(*ast.CallExpr)
 		if !ok || !lockVerb.MatchString(lastName(lock.Fun)) || messageKeyed(lock) {
-			return true
+			return
 		}
 		for _, st := range outer.Body.List {
 			inner, ok := st.(*ast.IfStmt)
@@ -2365,7 +2362,6 @@ func lockHeldAck(pass *analysis.Pass, r *reporter, root *Root, body *ast.BlockSt
 					types.ExprString(lock.Fun), pass.Fset.Position(lock.Pos()).Line, who))
 			}
 		}
-		return true
 	})
 }
 

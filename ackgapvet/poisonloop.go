@@ -391,17 +391,14 @@ func nakUnlimited(pass *analysis.Pass, r *reporter, root *Root) {
 // tidy-up is the channel's, not the message's: not reported.
 func deliveryLoopReturns(pass *analysis.Pass, r *reporter, root *Root) {
 	info := pass.TypesInfo
-	ast.Inspect(funcBody(root.Node), func(n ast.Node) bool {
-		if _, ok := n.(*ast.FuncLit); ok {
-			return false
-		}
+	inspectOwn(funcBody(root.Node), func(n ast.Node) {
 		loop, ok := n.(*ast.RangeStmt)
 		if !ok {
-			return true
+			return
 		}
 		ch, ok := types.Unalias(info.TypeOf(loop.X)).Underlying().(*types.Chan)
 		if !ok || !isAMQPDelivery(ch.Elem()) {
-			return true
+			return
 		}
 		eachErrBranch(info, loop.Body, func(ifs *ast.IfStmt, failing *ast.CallExpr) bool {
 			if fn := callee(info, failing); tidyCall.MatchString(lastName(failing.Fun)) || ackOf(info, failing) != "" || fn != nil && receives(fn) {
@@ -416,7 +413,6 @@ func deliveryLoopReturns(pass *analysis.Pass, r *reporter, root *Root) {
 			}
 			return true
 		})
-		return false
 	})
 }
 
