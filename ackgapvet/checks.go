@@ -1343,10 +1343,16 @@ const commitsNoOffset = "commits no offset"
 // packageCalls calls visit for every call in the package's files whose
 // callee is known (a function or method, not a function value).
 func packageCalls(pass *analysis.Pass, visit func(call *ast.CallExpr, fn *types.Func)) {
-	for _, f := range pass.Files {
+	filesCalls(pass.TypesInfo, pass.Files, visit)
+}
+
+// filesCalls is packageCalls over a package's files and types (the
+// whole-program mode's packages).
+func filesCalls(info *types.Info, files []*ast.File, visit func(call *ast.CallExpr, fn *types.Func)) {
+	for _, f := range files {
 		ast.Inspect(f, func(n ast.Node) bool {
 			if call, ok := n.(*ast.CallExpr); ok {
-				if fn := callee(pass.TypesInfo, call); fn != nil {
+				if fn := callee(info, call); fn != nil {
 					visit(call, fn)
 				}
 			}

@@ -206,6 +206,10 @@ func (w *wholeProgram) describe(rw *rootWalk) Consumer {
 		c.Acks = append(c.Acks, Step{What: "asynq marks the task done when the handler returns nil; an error retries it (MaxRetry 25 by default), and a task whose worker dies or that outruns its timeout (30 minutes by default) runs again"})
 	case KindNSQ:
 		c.Acks = append(c.Acks, Step{What: "go-nsq finishes the message when the handler returns nil; an error requeues it with a backoff, and past MaxAttempts (5 by default) go-nsq gives it up: finished, only logged"})
+	case KindFranz:
+		if e := rw.entry; e.Pkg != nil && w.info[e.Pkg.Pkg] != nil && kgoAutoCommitsIn(w.info[e.Pkg.Pkg].TypesInfo, w.info[e.Pkg.Pkg].Syntax) {
+			c.Acks = append(c.Acks, Step{What: "franz-go's auto-commit (on by default) commits every 5 s what the polls returned, whatever the work did"})
+		}
 	}
 	// acksIn holds, per function on the walk, the earliest position in its
 	// body that acks (the ack, or a call that leads to one), not on a

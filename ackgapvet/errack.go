@@ -2931,8 +2931,13 @@ func franzSkipsFetch(pass *analysis.Pass, r *reporter, root *Root, loopBody *ast
 // (kgo.NewClient) and never turns its auto-commit off (DisableAutoCommit)
 // or down to marked records (AutoCommitMarks).
 func kgoAutoCommits(pass *analysis.Pass) bool {
+	return kgoAutoCommitsIn(pass.TypesInfo, pass.Files)
+}
+
+// kgoAutoCommitsIn is kgoAutoCommits over a package's files and types.
+func kgoAutoCommitsIn(info *types.Info, files []*ast.File) bool {
 	made, off := false, false
-	packageCalls(pass, func(_ *ast.CallExpr, fn *types.Func) {
+	filesCalls(info, files, func(_ *ast.CallExpr, fn *types.Func) {
 		if funcPath(fn) == pathKgo && recvName(fn) == "" {
 			switch fn.Name() {
 			case "NewClient":

@@ -135,6 +135,15 @@ func (w *wholeProgram) autoCommitAcker(rw *rootWalk) string {
 		what = autoCommitPrefix + " of librdkafka (enable.auto.commit, on by default, commits every offset Poll returned)"
 	case KindKafkaGo:
 		what = autoCommitPrefix + " of kafka-go's ReadMessage (with a GroupID it commits the offset as it returns)"
+	case KindFranz:
+		// A client made with neither DisableAutoCommit nor
+		// AutoCommitMarks, in the loop's package, commits every 5 s what
+		// the polls returned (field trial, wave 54: JL's rules
+		// evaluator, whose failed evaluation was only logged).
+		if e := rw.entry; e.Pkg == nil || w.info[e.Pkg.Pkg] == nil || !kgoAutoCommitsIn(w.info[e.Pkg.Pkg].TypesInfo, w.info[e.Pkg.Pkg].Syntax) {
+			return ""
+		}
+		what = autoCommitPrefix + " of franz-go (on by default, it commits every 5 s what the polls returned)"
 	default:
 		return ""
 	}

@@ -407,7 +407,7 @@ func TestConsumerMap(t *testing.T) {
 	for _, c := range rep.Consumers {
 		byName[c.Name] = c
 	}
-	require.Len(t, byName, 170, "%+v", rep.Consumers)
+	require.Len(t, byName, 171, "%+v", rep.Consumers)
 
 	// A receive loop that the call graph reaches from another consumer (a
 	// fallback source behind an interface) and whose acks are closures it
@@ -1951,4 +1951,15 @@ func TestStatusGuardBareReturn(t *testing.T) {
 	rep := programReport(t, false)
 	requireFindingsAt(t, rep, "transcode/transcode.go", "checkact", []int{70}, "writes the record that a redelivery is skipped on (line 66) before the call of u.Queue.PublishJob")
 	requireFindingsAt(t, rep, "transcode/transcode.go", "errack", []int{134}, "the error of w.DB.Save is dropped unread, and amqp091.Delivery.Ack acks the message (line 135)")
+}
+
+// TestFranzAutoCommit: a franz-go poll loop whose client keeps the default
+// auto-commit commits past a failure it only logs (wave 54, JL's rules
+// evaluator), and the map names that auto-commit as the loop's ack.
+func TestFranzAutoCommit(t *testing.T) {
+	rep := programReport(t, false)
+	requireFindingsAt(t, rep, "kgoauto/kgoauto.go", "errack", []int{32}, "the auto-commit of franz-go (on by default, it commits every 5 s what the polls returned) commits its offset all the same")
+	c := consumerNamed(t, rep, "Evaluator.Run")
+	require.NotEmpty(t, c.Acks, "%+v", c)
+	require.Contains(t, c.Acks[0].What, "franz-go's auto-commit")
 }
