@@ -825,7 +825,7 @@ func checkErrAck(pass *analysis.Pass, c *Consumers, r *reporter, root *Root, ifs
 				workName, line, pass.Fset.Position(at.Pos()).Line, who))
 			return
 		}
-		if ret := nextReturn(rest); ret != nil && returnsNoError(info, &ast.BlockStmt{List: []ast.Stmt{ret}}) != nil {
+		if ret := nextReturn(rest); ret != nil && returnsNoError(info, &ast.BlockStmt{List: []ast.Stmt{ret}}) != nil && !returnedLater(info, errObj, rest, ret) {
 			r.report(ifs, SeverityOf(names...), fmt.Sprintf(
 				"when %s fails (line %d) the error is only recorded and the function goes on to return no error (line %d): %s acks the message, so a transient failure (a timeout, a busy database) or a redelivery's duplicate key is answered as done or as a business failure; return the error so it is redelivered",
 				workName, line, pass.Fset.Position(ret.Pos()).Line, who))
@@ -2449,6 +2449,23 @@ func readsObj(info *types.Info, obj types.Object, nodes ...ast.Node) bool {
 		})
 	}
 	return found
+}
+
+// returnedLater reports whether a statement of rest before ret is an if
+// on errObj (`if notifyErr != nil`) that returns an error: the failure
+// recorded first (a status, an audit action) is returned there, before the
+// nil (field trial, wave 54: EchoBilling's renewal webhook, whose error
+// names the audit row and is then returned).
+func returnedLater(info *types.Info, errObj types.Object, rest []ast.Stmt, ret *ast.ReturnStmt) bool {
+	for _, st := range rest {
+		if st.Pos() >= ret.Pos() {
+			return false
+		}
+		if ifs, ok := st.(*ast.IfStmt); ok && readsObj(info, errObj, ifs.Cond) && returnsErrorValue(ifs.Body) {
+			return true
+		}
+	}
+	return false
 }
 
 // nextReturn returns the first return statement among rest's top-level
