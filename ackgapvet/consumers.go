@@ -402,6 +402,23 @@ func runConsumers(pass *analysis.Pass) (any, error) {
 	held, resolving := localFuncValues(pass), map[*types.Var]bool{}
 	var rootOfExpr func(kind string, e ast.Expr)
 	rootOfExpr = func(kind string, e ast.Expr) {
+		// for _, h := range handlers { sub.Receive(ctx, h.Handler) }: the
+		// functions the package stores in that field are the entry points
+		// (field trial, wave 58: gqueue's Pub/Sub and asynq handler lists).
+		if sel, ok := ast.Unparen(e).(*ast.SelectorExpr); ok {
+			if s := pass.TypesInfo.Selections[sel]; s != nil && s.Kind() == types.FieldVal {
+				if v, ok := s.Obj().(*types.Var); ok {
+					if vals, ok := held[v]; ok && !resolving[v] {
+						resolving[v] = true
+						for _, val := range vals {
+							rootOfExpr(kind, val)
+						}
+						delete(resolving, v)
+						return
+					}
+				}
+			}
+		}
 		if id, ok := ast.Unparen(e).(*ast.Ident); ok {
 			if v, ok := pass.TypesInfo.Uses[id].(*types.Var); ok {
 				if p, ok := params[v]; ok {
@@ -1050,21 +1067,33 @@ func kgoInterfaceMethod(fn *types.Func) bool {
 	return false
 }
 
-// localFuncValues maps each local variable of a function type in pass's
-// files to the values assigned to it (h := func(...) {...}, var h = f, h =
-// s.handle): a handler held in a variable before it is registered.
+// localFuncValues maps each local variable and each struct field of a
+// function type in pass's files to the values assigned to it (h :=
+// func(...) {...}, var h = f, h = s.handle, r.Handler = f, route{Handler:
+// f}): a handler held in a variable or a field before it is registered.
+// Package-level variables are left out: any function may change them.
 func localFuncValues(pass *analysis.Pass) map[*types.Var][]ast.Expr {
 	held := map[*types.Var][]ast.Expr{}
-	add := func(id *ast.Ident, val ast.Expr) {
-		obj := pass.TypesInfo.Defs[id]
-		if obj == nil {
-			obj = pass.TypesInfo.Uses[id]
-		}
+	add := func(obj types.Object, val ast.Expr) {
 		v, ok := obj.(*types.Var)
-		if !ok || v.IsField() || v.Parent() == nil || v.Parent() == pass.Pkg.Scope() || !isSignature(v.Type()) {
+		if !ok || !isSignature(v.Type()) || !v.IsField() && (v.Parent() == nil || v.Parent() == pass.Pkg.Scope()) {
 			return
 		}
 		held[v] = append(held[v], val)
+	}
+	target := func(l ast.Expr) types.Object {
+		switch l := l.(type) {
+		case *ast.Ident:
+			if obj := pass.TypesInfo.Defs[l]; obj != nil {
+				return obj
+			}
+			return pass.TypesInfo.Uses[l]
+		case *ast.SelectorExpr:
+			if s := pass.TypesInfo.Selections[l]; s != nil && s.Kind() == types.FieldVal {
+				return s.Obj()
+			}
+		}
+		return nil
 	}
 	for _, f := range pass.Files {
 		ast.Inspect(f, func(n ast.Node) bool {
@@ -1074,16 +1103,29 @@ func localFuncValues(pass *analysis.Pass) map[*types.Var][]ast.Expr {
 					return true
 				}
 				for i, l := range n.Lhs {
-					if id, ok := l.(*ast.Ident); ok {
-						add(id, n.Rhs[i])
-					}
+					add(target(l), n.Rhs[i])
 				}
 			case *ast.ValueSpec:
 				if len(n.Names) != len(n.Values) {
 					return true
 				}
 				for i, id := range n.Names {
-					add(id, n.Values[i])
+					add(pass.TypesInfo.Defs[id], n.Values[i])
+				}
+			case *ast.CompositeLit:
+				t := pass.TypesInfo.TypeOf(n)
+				if t == nil {
+					return true
+				}
+				if _, ok := t.Underlying().(*types.Struct); !ok {
+					return true
+				}
+				for _, el := range n.Elts {
+					if kv, ok := el.(*ast.KeyValueExpr); ok {
+						if id, ok := kv.Key.(*ast.Ident); ok {
+							add(pass.TypesInfo.Uses[id], kv.Value)
+						}
+					}
 				}
 			}
 			return true

@@ -62,3 +62,35 @@ func PumpHeld(ctx context.Context, sub *pubsub.Subscription, c *http.Client) err
 		}
 	}
 }
+
+// route pairs a subscription with its callback, as an application's handler
+// list does.
+type route struct {
+	Name    string
+	Sub     *pubsub.Subscription
+	Handler func(context.Context, *pubsub.Message)
+}
+
+// PumpRoutes passes each route's Handler field to Receive (field trial,
+// wave 58: gqueue's handler list): the functions stored in that field are
+// the entry points, and the one that acks before its post is reported.
+func PumpRoutes(ctx context.Context, sub *pubsub.Subscription, c *http.Client) {
+	routes := []route{
+		{Name: "pump-routed", Sub: sub, Handler: func(ctx context.Context, m *pubsub.Message) {
+			m.Ack()
+			resp, err := c.Post("https://pump.example/routed", "application/json", bytes.NewReader(m.Data))
+			if err != nil {
+				log.Printf("pump routed: %v", err)
+				return
+			}
+			resp.Body.Close()
+		}},
+	}
+	for _, r := range routes {
+		go func() {
+			if err := r.Sub.Receive(ctx, r.Handler); err != nil {
+				log.Printf("receive %s: %v", r.Name, err)
+			}
+		}()
+	}
+}
