@@ -17,7 +17,7 @@ func TestEffect(t *testing.T) {
 // ent) are reported; conflict clauses, upserts and a dedupe record on the
 // consumer's path are not.
 func TestAppend(t *testing.T) {
-	analysistest.Run(t, analysistest.TestData(), ackgapvet.AppendAnalyzer, "appendrow")
+	analysistest.Run(t, analysistest.TestData(), ackgapvet.AppendAnalyzer, "appendrow", "appendlist", "appendlistq")
 }
 
 // TestPoison: a Watermill router with no poison queue, and one whose poison

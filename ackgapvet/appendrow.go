@@ -20,7 +20,9 @@ An INSERT without ON CONFLICT (or INSERT IGNORE, ON DUPLICATE KEY, WHERE NOT
 EXISTS), in SQL text or rendered by a query builder (squirrel's ToSql,
 goqu's ToSQL, bob's Build), a GORM Create, an ent Create().Save, a MongoDB InsertOne (the driver's,
 qmgo's or go-zero's mon and monc) or a bulk load (COPY ... FROM, pgx's CopyFrom) on a
-consumer path adds a row each time the message is delivered. When nothing on
+consumer path adds a row each time the message is delivered; a Redis list
+push (LPUSH, RPUSH) adds an entry, unless the package also pops lists (a
+queue with a consumer of its own). When nothing on
 the consumer's path records the event (no insert … ON CONFLICT, INSERT
 IGNORE or ON DUPLICATE KEY, no Redis SETNX, not an ackgap handler) a
 redelivery appends a second comment, order line, audit entry or outbox row
@@ -33,6 +35,7 @@ redelivery finds the row. Fix: key the row by the event id
 under a unique constraint and insert with ON CONFLICT DO NOTHING, or record
 the event id in an inbox row in the same transaction.`,
 	func(pass *analysis.Pass, c *Consumers, r *reporter) {
+		queues := popsLists(pass)
 		walk(pass, c, callNode, func(n ast.Node, s *site) {
 			call := n.(*ast.CallExpr)
 			if s.Root == nil || s.Root.Kind == KindAckgap {
@@ -42,6 +45,9 @@ the event id in an inbox row in the same transaction.`,
 			if d == "" {
 				d = freshPut(pass.TypesInfo, funcBody(s.Inner()), call)
 			}
+			if d == "" && !queues {
+				d = listPush(pass.TypesInfo, call)
+			}
 			if d == "" || c.deduped(s.Root, s.Inner()) || hasDedupeInsert(pass, funcBody(s.Inner())) {
 				return
 			}
@@ -49,9 +55,11 @@ the event id in an inbox row in the same transaction.`,
 				return // created only when a lookup found none: a redelivery finds it
 			}
 			names := append(s.names(), constStrings(pass.TypesInfo, call)...)
-			r.report(call, SeverityOf(names...), fmt.Sprintf(
-				"%s %s appends a row on every delivery, and nothing on the consumer's path records the event: a redelivery adds a second row; key the row by the event id under a unique constraint (ON CONFLICT DO NOTHING) or record the event in an inbox row in the same transaction",
-				d, s.where()))
+			msg := "%s %s appends a row on every delivery, and nothing on the consumer's path records the event: a redelivery adds a second row; key the row by the event id under a unique constraint (ON CONFLICT DO NOTHING) or record the event in an inbox row in the same transaction"
+			if strings.HasPrefix(d, "a Redis list push") {
+				msg = "%s %s appends an entry on every delivery, and nothing on the consumer's path records the event: a redelivery pushes it a second time; claim the event id first (SET NX keyed by the event id) and push only when the claim is new, or keep the entries in a hash or sorted set keyed by the event id"
+			}
+			r.report(call, SeverityOf(names...), fmt.Sprintf(msg, d, s.where()))
 		})
 	})
 
@@ -251,6 +259,42 @@ func appendOf(info *types.Info, call *ast.CallExpr) string {
 		return ""
 	}
 	return "an INSERT without ON CONFLICT (" + qualName(fn) + ")"
+}
+
+// redisListPush names the go-redis commands that append to a list: unlike a
+// SET or HSET, a repeat adds a second entry.
+var redisListPush = map[string]bool{"LPush": true, "RPush": true, "LPushX": true, "RPushX": true}
+
+// listPush describes call when it is a Redis list push (see
+// redisListPush), "" otherwise: a redelivery pushes the same entry again
+// (field trial, wave 58: crypto-trade's moving-average windows, where a
+// candle pushed twice is counted twice).
+func listPush(info *types.Info, call *ast.CallExpr) string {
+	if !redisListPush[redisCmd(info, call)] {
+		return ""
+	}
+	return "a Redis list push (" + qualName(callee(info, call)) + ")"
+}
+
+// popsLists reports whether pass's package takes entries off a Redis list
+// (BRPOP, LPOP, BLMOVE and their kin: see redisReceive and redisTakes): its
+// pushes then feed a queue whose consumer is an entry point of its own,
+// and append does not report them.
+func popsLists(pass *analysis.Pass) bool {
+	for _, f := range pass.Files {
+		found := false
+		ast.Inspect(f, func(n ast.Node) bool {
+			if call, ok := n.(*ast.CallExpr); ok && !found {
+				cmd := redisCmd(pass.TypesInfo, call)
+				found = redisReceive[cmd] || redisTakes[cmd] || cmd == "LMove" || cmd == "RPopLPush"
+			}
+			return !found
+		})
+		if found {
+			return true
+		}
+	}
+	return false
 }
 
 // entCreate reports whether fn is the Save, SaveX, Exec or ExecX method of

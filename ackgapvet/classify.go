@@ -488,8 +488,12 @@ func isOpenAPIClientMethod(fn *types.Func) bool {
 }
 
 // readName reports whether a method name starts with a read verb (see
-// readVerbs): Get, List, Find, ...
+// readVerbs): Get, List, Find, ...; or is Check or Ping, the probes of a
+// health service (grpc_health_v1's Health.Check).
 func readName(name string) bool {
+	if name == "Check" || name == "Ping" {
+		return true
+	}
 	for _, v := range readVerbs {
 		if strings.HasPrefix(name, v) {
 			return true

@@ -354,6 +354,30 @@ func kafkaGoReaderMethod(fn *types.Func) bool {
 	return false
 }
 
+// goCDKReceive reports whether fn is Go CDK's (*pubsub.Subscription).Receive
+// or a Receive method of an application's interface that returns its
+// *pubsub.Message (`type Subscriber interface { Receive(ctx)
+// (*pubsub.Message, error) }`, so a loop written against the interface is
+// read as the client's: field trial, wave 54, qid).
+func goCDKReceive(fn *types.Func) bool {
+	if fn.Name() != "Receive" {
+		return false
+	}
+	if funcPath(fn) == pathGoCDK {
+		return recvName(fn) == "Subscription"
+	}
+	sig, ok := fn.Type().(*types.Signature)
+	if !ok || sig.Recv() == nil || !types.IsInterface(sig.Recv().Type()) {
+		return false
+	}
+	for v := range sig.Results().Variables() {
+		if p, ok := v.Type().(*types.Pointer); ok && isNamed(p.Elem(), pathGoCDK, "Message") {
+			return true
+		}
+	}
+	return false
+}
+
 // awsV1Op strips the v1 SDK's WithContext and Request suffixes from an
 // operation name: PublishWithContext and PublishRequest are Publish.
 func awsV1Op(name string) string {
@@ -482,7 +506,7 @@ func (c *Consumers) moreRoots(n ast.Node, stack []ast.Node, addRoot func(kind, n
 			c.receiveRoot(KindKinesisPoll, stack, addRoot)
 		case isPubSub(path) && (recv == "Subscription" || recv == "Subscriber") && name == "Receive" && len(n.Args) == 2:
 			rootOfExpr(KindPubSub, n.Args[1])
-		case path == pathGoCDK && recv == "Subscription" && name == "Receive":
+		case goCDKReceive(fn):
 			c.receiveRoot(KindGoCDK, stack, addRoot)
 		case path == pathGoLambda && recv == "" && name == "Start" && len(n.Args) == 1 && c.decapsSQS():
 			// m-mizutani/golambda: Start(callback) runs lambda.Start; the

@@ -945,8 +945,9 @@ func flagCond(info *types.Info, cond ast.Expr) bool {
 	return ok && b.Kind() == types.Bool
 }
 
-// droppedError reports work whose error is dropped unread (`db.Exec(q)`
-// as a statement, or `_, _ = db.Exec(q)`) when an ack follows in the same
+// droppedError reports work whose error is dropped unread (`db.Exec(q)`, a
+// GORM write or a go-redis state write as a statement, or `_, _ =
+// db.Exec(q)`) when an ack follows in the same
 // block: a failed write or call is acked as done. In a function whose nil
 // result acks (implicit: the entry point of a framework that acks on a
 // nil return; acker: a function below a loop that does), the ack is the
@@ -970,7 +971,7 @@ func droppedError(pass *analysis.Pass, c *Consumers, r *reporter, root *Root, st
 		return
 	}
 	sig, ok := types.Unalias(info.TypeOf(call.Fun)).(*types.Signature)
-	if !ok || sig.Results().Len() == 0 || !isError(sig.Results().At(sig.Results().Len()-1).Type()) && !gormWriteCall(info, call) || !isWork(pass, c, call) || c.bookkeepingAfterWork(call) {
+	if !ok || sig.Results().Len() == 0 || !isError(sig.Results().At(sig.Results().Len()-1).Type()) && !gormWriteCall(info, call) && !redisStateWrite(info, call) || !isWork(pass, c, call) || c.bookkeepingAfterWork(call) {
 		return
 	}
 	workName := types.ExprString(call.Fun)

@@ -407,7 +407,7 @@ func TestConsumerMap(t *testing.T) {
 	for _, c := range rep.Consumers {
 		byName[c.Name] = c
 	}
-	require.Len(t, byName, 172, "%+v", rep.Consumers)
+	require.Len(t, byName, 174, "%+v", rep.Consumers)
 
 	// A receive loop that the call graph reaches from another consumer (a
 	// fallback source behind an interface) and whose acks are closures it
@@ -1963,4 +1963,23 @@ func TestFranzAutoCommit(t *testing.T) {
 	c := consumerNamed(t, rep, "Evaluator.Run")
 	require.NotEmpty(t, c.Acks, "%+v", c)
 	require.Contains(t, c.Acks[0].What, "franz-go's auto-commit")
+}
+
+// TestGoCDKInterface: a loop that receives through the application's own
+// interface over Go CDK's subscription (a Receive returning
+// *pubsub.Message) is a Go CDK consumer, and its acks are read as the
+// client's (field trial, wave 54: qid's trigger loop, acked before its
+// work).
+func TestGoCDKInterface(t *testing.T) {
+	rep := programReport(t, false)
+	requireFindingsAt(t, rep, "cdkiface/cdkiface.go", "earlyack", []int{27}, "acks with pubsub.Message.Ack before the work")
+	requireFindingsAt(t, rep, "cdkiface/cdkiface.go", "errack", []int{44}, "acks with pubsub.Message.Ack even when db.ExecContext failed")
+	var names []string
+	for _, c := range rep.Consumers {
+		if strings.Contains(c.File, "/cdkiface/") {
+			require.Equal(t, KindGoCDK, c.Kind, "%+v", c)
+			names = append(names, c.Name)
+		}
+	}
+	require.ElementsMatch(t, []string{"Triggers", "Records"}, names)
 }

@@ -3,6 +3,7 @@ module example.com/program
 go 1.26
 
 require (
+	gocloud.dev v0.1.0
 	github.com/google/uuid v1.0.0
 	github.com/wneessen/go-mail v1.0.0
 	github.com/alitto/pond/v2 v2.0.0
@@ -85,3 +86,5 @@ replace github.com/alitto/pond/v2 => ../src/github.com/alitto/pond/v2
 replace github.com/wneessen/go-mail => ../src/github.com/wneessen/go-mail
 
 replace github.com/google/uuid => ../src/github.com/google/uuid
+
+replace gocloud.dev => ../src/gocloud.dev

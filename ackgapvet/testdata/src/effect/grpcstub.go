@@ -16,12 +16,20 @@ type postsClient interface {
 	UpsertTally(ctx context.Context, in *postID, opts ...grpc.CallOption) (*post, error)
 }
 
+// healthClient is grpc_health_v1's client: Check reads a status.
+type healthClient interface {
+	Check(ctx context.Context, in *postID, opts ...grpc.CallOption) (*post, error)
+}
+
 type postID struct{ ID string }
 
 type post struct{ Author string }
 
-func registerVotes(r *message.Router, c postsClient) {
+func registerVotes(r *message.Router, c postsClient, h healthClient) {
 	r.AddNoPublisherHandler("votes", "votes", nil, func(msg *message.Message) error {
+		if _, err := h.Check(msg.Context(), &postID{}); err != nil { // clean: a health check reads
+			return err
+		}
 		p, err := c.GetPost(msg.Context(), &postID{ID: string(msg.Payload)})
 		if err != nil {
 			return err

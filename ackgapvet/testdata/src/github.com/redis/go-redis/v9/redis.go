@@ -178,6 +178,9 @@ func (c *Client) EvalSha(ctx context.Context, sha1 string, keys []string, args .
 // LPush pushes values onto the head of a list.
 func (c *Client) LPush(ctx context.Context, key string, values ...any) *IntCmd { return &IntCmd{} }
 
+// RPush pushes values onto the tail of a list.
+func (c *Client) RPush(ctx context.Context, key string, values ...any) *IntCmd { return &IntCmd{} }
+
 // BRPop pops from the tail of the first non-empty list, blocking.
 func (c *Client) BRPop(ctx context.Context, timeout time.Duration, keys ...string) *StringSliceCmd {
 	return &StringSliceCmd{}

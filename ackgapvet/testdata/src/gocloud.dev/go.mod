@@ -1,0 +1,3 @@
+module gocloud.dev
+
+go 1.22
