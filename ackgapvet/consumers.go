@@ -138,6 +138,10 @@ type remote struct {
 	// interface was given as the handler): the entries are the module's
 	// methods that implement it.
 	iface bool
+	// field, when set (fn is nil), says a struct field's value was given
+	// as the handler and no function of this package stores one in it:
+	// the entries are the functions the module stores in that field.
+	field *types.Var
 }
 
 // abstractMethod reports whether fn is a method of an interface.
@@ -414,6 +418,13 @@ func runConsumers(pass *analysis.Pass) (any, error) {
 							rootOfExpr(kind, val)
 						}
 						delete(resolving, v)
+						return
+					}
+					if isSignature(v.Type()) {
+						// Set in another package (a literal an adapter's
+						// method returns): the whole-program mode finds
+						// the functions stored in the field.
+						c.remotes = append(c.remotes, remote{kind: kind, field: v.Origin()})
 						return
 					}
 				}

@@ -378,6 +378,29 @@ func goCDKReceive(fn *types.Func) bool {
 	return false
 }
 
+// asynqMiddleware reports whether e is a function literal that passes the
+// task on to an asynq.Handler's ProcessTask: a middleware's wrapper
+// (`mux.Use(func(h asynq.Handler) asynq.Handler { return
+// asynq.HandlerFunc(func(ctx, t) error { ...; return h.ProcessTask(ctx, t)
+// }) })`), no consumer of its own (field trial, wave 58: gqueue's
+// AsynqLogger listed beside the task handlers).
+func asynqMiddleware(info *types.Info, e ast.Expr) bool {
+	lit, ok := ast.Unparen(e).(*ast.FuncLit)
+	if !ok {
+		return false
+	}
+	found := false
+	ast.Inspect(lit.Body, func(n ast.Node) bool {
+		if call, ok := n.(*ast.CallExpr); ok {
+			if sel, ok := ast.Unparen(call.Fun).(*ast.SelectorExpr); ok && sel.Sel.Name == "ProcessTask" && isNamed(info.TypeOf(sel.X), pathAsynq, "Handler") {
+				found = true
+			}
+		}
+		return !found
+	})
+	return found
+}
+
 // awsV1Op strips the v1 SDK's WithContext and Request suffixes from an
 // operation name: PublishWithContext and PublishRequest are Publish.
 func awsV1Op(name string) string {
@@ -430,7 +453,9 @@ func (c *Consumers) moreRoots(n ast.Node, stack []ast.Node, addRoot func(kind, n
 		}
 	case *ast.CallExpr:
 		if tv, ok := info.Types[n.Fun]; ok && tv.IsType() && isNamed(tv.Type, pathAsynq, "HandlerFunc") && len(n.Args) == 1 {
-			rootOfExpr(KindAsynq, n.Args[0]) // asynq.HandlerFunc(f)
+			if !asynqMiddleware(info, n.Args[0]) {
+				rootOfExpr(KindAsynq, n.Args[0]) // asynq.HandlerFunc(f)
+			}
 			return
 		}
 		if tv, ok := info.Types[n.Fun]; ok && tv.IsType() && isNamed(tv.Type, pathNSQ, "HandlerFunc") && len(n.Args) == 1 {

@@ -356,10 +356,12 @@ func buildProgram(pkgs []*packages.Package, roots []*Root, remotes []remote) *wh
 	}
 	for _, r := range remotes {
 		var fns []*ssa.Function
-		if !r.iface {
+		if !r.iface && r.field == nil {
 			fns = []*ssa.Function{prog.FuncValue(r.fn)}
 		}
 		switch {
+		case r.field != nil:
+			fns = w.storedIn(all, r.field)
 		case r.iface:
 			fns = implementations(all, r.fn)
 		case r.factory:
@@ -901,6 +903,40 @@ func (w *wholeProgram) madeBy(fn *ssa.Function, depth int) []*ssa.Function {
 			}
 		}
 	}
+	return out
+}
+
+// storedIn returns the module's functions stored in field (a composite
+// literal's `Handler: func(...) {...}`, an assignment `h.Handler = f`; a
+// method value stands for its method), in a fixed order.
+func (w *wholeProgram) storedIn(all map[*ssa.Function]bool, field *types.Var) []*ssa.Function {
+	var out []*ssa.Function
+	for fn := range all {
+		if !w.inApp(fn) {
+			continue
+		}
+		for _, b := range fn.Blocks {
+			for _, in := range b.Instrs {
+				st, ok := in.(*ssa.Store)
+				if !ok {
+					continue
+				}
+				fa, ok := st.Addr.(*ssa.FieldAddr)
+				if !ok || structField(fa.X, fa.Field) != field {
+					continue
+				}
+				for _, f := range w.funcsOf(st.Val, 0) {
+					if m, ok := f.Object().(*types.Func); ok && f.Synthetic != "" {
+						f = w.prog.FuncValue(m) // a bound method's wrapper
+					}
+					if f != nil && !slices.Contains(out, f) {
+						out = append(out, f)
+					}
+				}
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b *ssa.Function) int { return cmp.Compare(a.String(), b.String()) })
 	return out
 }
 

@@ -9,6 +9,8 @@ import (
 	"net/http"
 
 	"cloud.google.com/go/pubsub"
+
+	"example.com/program/pubsubcb/adapter"
 )
 
 // Pump acks each message, then posts it: a failed post is lost.
@@ -92,5 +94,16 @@ func PumpRoutes(ctx context.Context, sub *pubsub.Subscription, c *http.Client) {
 				log.Printf("receive %s: %v", r.Name, err)
 			}
 		}()
+	}
+}
+
+// PumpAdapted passes the Handler field of handles another package built
+// (adapter.Webhook.ToHandle's literal): the whole-program mode finds the
+// functions stored in that field there.
+func PumpAdapted(ctx context.Context, sub *pubsub.Subscription, w adapter.Webhook) {
+	for _, h := range []adapter.Handle{w.ToHandle()} {
+		if err := sub.Receive(ctx, h.Handler); err != nil {
+			log.Printf("receive %s: %v", h.Name, err)
+		}
 	}
 }

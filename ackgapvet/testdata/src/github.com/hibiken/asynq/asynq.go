@@ -65,6 +65,12 @@ func (mux *ServeMux) HandleFunc(pattern string, handler func(context.Context, *T
 // ProcessTask dispatches t.
 func (mux *ServeMux) ProcessTask(ctx context.Context, t *Task) error { return nil }
 
+// MiddlewareFunc wraps a Handler.
+type MiddlewareFunc func(Handler) Handler
+
+// Use appends middlewares to the mux's chain.
+func (mux *ServeMux) Use(mws ...MiddlewareFunc) {}
+
 // RedisClientOpt says where Redis is.
 type RedisClientOpt struct{ Addr string }
 
