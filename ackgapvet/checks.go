@@ -1196,10 +1196,15 @@ reported where its path can wait without bound (an os/exec command with no
 deadline, an HTTP client with no timeout, smtp.SendMail): another receive
 starts the message again while it runs. Kafka's lease is group membership: a franz-go client with kgo.BlockRebalanceOnPoll in a
 package that never calls AllowRebalance holds rebalances off, is removed
-from the group, and goes on processing partitions another member owns.`,
+from the group, and goes on processing partitions another member owns.
+A Redis stream's pending entries are its leases without a timeout: a
+consumer loop that reads its group only with ">" in a package that never
+reads pending entries (XREADGROUP with "0", XPENDING, XCLAIM, XAUTOCLAIM)
+leaves an entry it did not ack (a crash before XACK) pending for good.`,
 	func(pass *analysis.Pass, c *Consumers, r *reporter) {
 		kgoBlockedRebalance(pass, r)
 		unboundedUnderVisibility(pass, c, r)
+		redisPendingNeverRead(pass, c, r)
 		var handler time.Duration
 		var lits []*ast.KeyValueExpr
 		var vis []int64

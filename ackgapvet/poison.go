@@ -51,13 +51,17 @@ the process again. And a receive loop (a poll or receive loop, a Sarama
 ConsumeClaim) returns when a message does not decode: the loop stops at it,
 and a Sarama session ends and starts again at it. Fix: retry what is
 transient without ending the process, and dead-letter (or log and ack)
-what can never succeed.`,
+what can never succeed. A third way: the work retried in place without a
+bound (a for loop with no condition that sleeps between attempts and leaves
+only on success), by the consumer or by a retry helper of the package it
+calls; reported at the loop or at the consumer's call of the helper.`,
 	func(pass *analysis.Pass, c *Consumers, r *reporter) {
 		if strings.HasPrefix(pass.Pkg.Path(), pathAckgap) {
 			return // ackgap's router dead-letters by itself
 		}
 		exportRouterMakers(pass, c)
 		poisonConsumers(pass, c, r)
+		retriesForever(pass, c, r)
 		for _, f := range pass.Files {
 			ast.Inspect(f, func(n ast.Node) bool {
 				var body *ast.BlockStmt

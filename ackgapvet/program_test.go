@@ -407,7 +407,7 @@ func TestConsumerMap(t *testing.T) {
 	for _, c := range rep.Consumers {
 		byName[c.Name] = c
 	}
-	require.Len(t, byName, 175, "%+v", rep.Consumers)
+	require.Len(t, byName, 179, "%+v", rep.Consumers)
 
 	// A receive loop that the call graph reaches from another consumer (a
 	// fallback source behind an interface) and whose acks are closures it
@@ -1703,6 +1703,13 @@ func TestRedisQueues(t *testing.T) {
 	// The ack read through its reply (`if err := rdb.LRem(...).Err(); ...`)
 	// is one ack, before the write (a new user's report).
 	requireFindingsAt(t, rep, "redislist/redislist.go", "earlyack", []int{58}, "acks with redis.Client.LRem before the work")
+	// The stream loop reads only new entries (">") and nothing in its
+	// package reads pending ones: what it leaves unacked is never
+	// delivered again (field trial, wave 59: devpool); a package that
+	// reclaims them (XAUTOCLAIM) is quiet.
+	requireFindingsAt(t, rep, "redislist/redislist.go", "visibility", []int{35}, "XREADGROUP reads only new entries (\">\") on the consumer path of Redis queue loop Events, and nothing in the package reads the group's pending entries")
+	require.Empty(t, findingsIn(rep, "redisclaim/redisclaim.go", "visibility"))
+	require.Equal(t, KindRedisQueue, consumerNamed(t, rep, "Entries").Kind)
 	early := consumerNamed(t, rep, "UpdatesEarly")
 	require.Len(t, early.Acks, 1, "%+v", early)
 	require.True(t, early.Writes[0].AfterAck, "%+v", early)
@@ -1986,4 +1993,18 @@ func TestGoCDKInterface(t *testing.T) {
 		}
 	}
 	require.ElementsMatch(t, []string{"Triggers", "Records"}, names)
+}
+
+// TestRetryForever: a message's work retried in place until it succeeds,
+// by a helper of the package (reported at the consumer's call) or by a
+// loop of the consumer's own (reported at the loop), stops the consumer on
+// a message that can never succeed; a counted retry, one that returns the
+// error after some attempts, and a wait for the database before the
+// receive loop are quiet (field trial, wave 59: devpool's withRetry).
+func TestRetryForever(t *testing.T) {
+	rep := programReport(t, false)
+	requireFindingsAt(t, rep, "retryloop/retryloop.go", "poison", []int{72, 86}, "without a bound on the consumer path of kafka-go reader loop")
+	fs := findingsIn(rep, "retryloop/retryloop.go", "poison")
+	require.Contains(t, fs[0].Message, "withRetry retries the work it is given")
+	require.Contains(t, fs[1].Message, "retries c.post without a bound")
 }

@@ -141,6 +141,23 @@ func (c *Client) XReadGroup(ctx context.Context, a *XReadGroupArgs) *XStreamSlic
 	return &XStreamSliceCmd{}
 }
 
+// XAutoClaimArgs are XAUTOCLAIM's arguments.
+type XAutoClaimArgs struct {
+	Stream, Group, Consumer, Start string
+	MinIdle                        time.Duration
+}
+
+// XAutoClaimCmd holds XAUTOCLAIM's reply.
+type XAutoClaimCmd struct{}
+
+// Result returns the claimed entries and the next start.
+func (c *XAutoClaimCmd) Result() ([]XMessage, string, error) { return nil, "", nil }
+
+// XAutoClaim takes over a group's entries pending longer than MinIdle.
+func (c *Client) XAutoClaim(ctx context.Context, a *XAutoClaimArgs) *XAutoClaimCmd {
+	return &XAutoClaimCmd{}
+}
+
 // XAck acks entries of a consumer group.
 func (c *Client) XAck(ctx context.Context, stream, group string, ids ...string) *IntCmd {
 	return &IntCmd{}
