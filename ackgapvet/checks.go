@@ -147,8 +147,9 @@ A handler given a transaction that writes through the pool instead commits
 that write even when the handler fails and rolls back, so a redelivery applies
 it twice; on SQLite the pool write waits for the lock the transaction holds
 and times out. A write in the branch taken when the transaction is nil (the
-else of if tx != nil) is not reported. Fix: write through the transaction
-(suggested fix).`,
+else of if tx != nil) is not reported, nor one in a function whose
+transaction is used only for its Commit and Rollback. Fix: write through
+the transaction (suggested fix).`,
 	func(pass *analysis.Pass, c *Consumers, r *reporter) {
 		walk(pass, c, callNode, func(n ast.Node, s *site) {
 			call := n.(*ast.CallExpr)
@@ -166,6 +167,9 @@ else of if tx != nil) is not reported. Fix: write through the transaction
 			if s.Tx != "" && nilTxBranch(funcBody(s.Inner()), s.Tx, call) {
 				return // if tx != nil { tx.Exec(...) } else { db.Exec(...) }: no transaction there
 			}
+			if s.Tx == "" && unusedTx(pass.TypesInfo, funcBody(s.Inner())) {
+				return // the transaction carries no statement: nothing rolls back with it
+			}
 			recv := types.ExprString(sel.X)
 			names := append(s.names(), constStrings(pass.TypesInfo, call)...)
 			if s.Tx == "" {
@@ -179,6 +183,63 @@ else of if tx != nil) is not reported. Fix: write through the transaction
 				replaceFix("use the transaction "+s.Tx, sel.X, s.Tx))
 		})
 	})
+
+// unusedTx reports whether every transaction body begins (a database/sql
+// or pgx Begin or BeginTx whose result it keeps in a variable) is used for
+// nothing but its Commit and Rollback: `tx, _ := pool.Begin(ctx); defer
+// tx.Rollback(ctx); pool.QueryRow(...).Scan(...); tx.Commit(ctx)` writes
+// through the pool alone, and there is nothing the transaction could roll
+// back with it (field trial, wave 59: notifi's repositories, four false
+// pooltx findings).
+func unusedTx(info *types.Info, body *ast.BlockStmt) bool {
+	if body == nil {
+		return false
+	}
+	txs := map[types.Object]bool{}
+	ast.Inspect(body, func(n ast.Node) bool {
+		as, ok := n.(*ast.AssignStmt)
+		if !ok || len(as.Rhs) != 1 || len(as.Lhs) == 0 {
+			return true
+		}
+		call, ok := ast.Unparen(as.Rhs[0]).(*ast.CallExpr)
+		fn := callee(info, call)
+		if !ok || fn == nil || fn.Name() != "Begin" && fn.Name() != "BeginTx" || recvName(fn) == "" {
+			return true
+		}
+		if path := funcPath(fn); path != "database/sql" && !isPgx(path) && !isPgxpool(path) {
+			return true
+		}
+		if id, ok := as.Lhs[0].(*ast.Ident); ok {
+			if obj := identObj(info, id); obj != nil {
+				txs[obj] = true
+			}
+		}
+		return true
+	})
+	if len(txs) == 0 {
+		return false
+	}
+	used := false
+	var parents []ast.Node
+	ast.Inspect(body, func(n ast.Node) bool {
+		if n == nil {
+			parents = parents[:len(parents)-1]
+			return false
+		}
+		if used {
+			return false
+		}
+		if id, ok := n.(*ast.Ident); ok && txs[info.Uses[id]] && len(parents) > 0 {
+			sel, ok := parents[len(parents)-1].(*ast.SelectorExpr)
+			if !ok || sel.X != id || sel.Sel.Name != "Commit" && sel.Sel.Name != "Rollback" {
+				used = true
+			}
+		}
+		parents = append(parents, n)
+		return true
+	})
+	return !used
+}
 
 // nilTxBranch reports whether call lies in body's branch taken when the
 // transaction parameter tx is nil (the else of `if tx != nil`, what follows

@@ -62,3 +62,35 @@ func markSent(ctx context.Context, tx *sql.Tx, db *sql.DB, id string) error {
 	_, err := db.ExecContext(ctx, "UPDATE deliveries SET status = 'sent' WHERE id = $1", id) // clean: no transaction here
 	return err
 }
+
+// openHere begins a transaction and writes through it and through the
+// pool: the pool's write does not roll back with the transaction.
+func openHere(ctx context.Context, pool *pgxpool.Pool) error {
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, "INSERT INTO ledger VALUES (2)"); err != nil {
+		return err
+	}
+	if _, err := pool.Exec(ctx, "INSERT INTO payments VALUES (2)"); err != nil { // want `writes through pool while a database transaction is open in this function`
+		return err
+	}
+	return tx.Commit(ctx)
+}
+
+// unusedTx begins a transaction that carries no statement (field trial,
+// wave 59: notifi's repositories): the pool's write is the only one, and
+// nothing could roll back with it.
+func unusedTx(ctx context.Context, pool *pgxpool.Pool) error {
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(ctx)
+	if _, err := pool.Exec(ctx, "UPDATE users SET name = $1", "x"); err != nil { // clean: an unused transaction
+		return err
+	}
+	return tx.Commit(ctx)
+}
