@@ -24,7 +24,7 @@ func TestAppend(t *testing.T) {
 // queue runs inside Retry; the right order, a router handed to another
 // function and a dead-letter middleware of the app's own are clean.
 func TestPoison(t *testing.T) {
-	analysistest.Run(t, analysistest.TestData(), ackgapvet.PoisonAnalyzer, "poison", "poisonapp", "poisonstore", "poisonloop")
+	analysistest.Run(t, analysistest.TestData(), ackgapvet.PoisonAnalyzer, "poison", "poisonapp", "poisonstore", "poisonloop", "poisonnak")
 }
 
 // TestLambdaWrappedEvent: a Lambda handler whose event type wraps

@@ -3,6 +3,7 @@ package ackgapvet
 import (
 	"fmt"
 	"go/ast"
+	"go/constant"
 	"go/token"
 	"go/types"
 	"regexp"
@@ -72,7 +73,7 @@ func poisonConsumers(pass *analysis.Pass, c *Consumers, r *reporter) {
 			deliveryLoopReturns(pass, r, root)
 		}
 		if root.Kind == KindNATS || root.Kind == KindNATSPull {
-			nakUnlimited(pass, r, root)
+			nakUnlimited(pass, c, r, root)
 		}
 	}
 }
@@ -315,9 +316,13 @@ func decodeReturns(pass *analysis.Pass, c *Consumers, r *reporter, root *Root) {
 // delivered again at once without end (field trial, wave 50:
 // cic-custodial's dispatch worker). Not reported when no config is in the
 // code (the consumer may be made elsewhere, with a limit).
-func nakUnlimited(pass *analysis.Pass, r *reporter, root *Root) {
+func nakUnlimited(pass *analysis.Pass, c *Consumers, r *reporter, root *Root) {
 	info := pass.TypesInfo
-	configs := func(n ast.Node) (found, limited bool) {
+	type config struct {
+		found, limited, backoff bool
+		max                     int64 // MaxDeliver when a constant, else 0
+	}
+	configs := func(n ast.Node) (c config) {
 		ast.Inspect(n, func(m ast.Node) bool {
 			lit, ok := m.(*ast.CompositeLit)
 			if !ok {
@@ -327,30 +332,78 @@ func nakUnlimited(pass *analysis.Pass, r *reporter, root *Root) {
 			if !ok || named.Obj().Name() != "ConsumerConfig" || named.Obj().Pkg() == nil || !isNATS(pkgPath(named.Obj().Pkg())) {
 				return true
 			}
-			found = true
+			c.found = true
 			for _, e := range lit.Elts {
-				if kv, ok := e.(*ast.KeyValueExpr); ok && types.ExprString(kv.Key) == "MaxDeliver" {
-					limited = true
+				kv, ok := e.(*ast.KeyValueExpr)
+				if !ok {
+					continue
+				}
+				switch types.ExprString(kv.Key) {
+				case "MaxDeliver":
+					c.limited = true
+					if tv := info.Types[kv.Value]; tv.Value != nil {
+						c.max, _ = constant.Int64Val(tv.Value)
+					}
+				case "BackOff":
+					c.backoff = true
 				}
 			}
 			return true
 		})
-		return found, limited
+		return c
 	}
 	body := funcBody(root.Node)
-	found, limited := configs(body)
-	if !found {
+	cfg := configs(body)
+	if !cfg.found {
 		for _, f := range pass.Files {
-			fnd, lim := configs(f)
-			found, limited = found || fnd, limited || lim
+			fc := configs(f)
+			cfg.found, cfg.limited, cfg.backoff = cfg.found || fc.found, cfg.limited || fc.limited, cfg.backoff || fc.backoff
+			if fc.max > cfg.max {
+				cfg.max = fc.max
+			}
 		}
 	}
-	if !found || limited {
+	// A MaxDeliver with no BackOff, spent by Naks with no delay: a
+	// transient failure (a database restart) uses every delivery within
+	// milliseconds, and the server then drops the message (field trial,
+	// wave 59: Project-BYTZ's MaxDeliver 3).
+	burnt := cfg.limited && !cfg.backoff && cfg.max > 0
+	if !cfg.found || cfg.limited && !burnt {
+		return
+	}
+	// The callback's own body, and the package's functions it hands the
+	// message to (`func(msg jetstream.Msg) { c.handleMessage(ctx, msg) }`).
+	bodies := []*ast.BlockStmt{body}
+	ast.Inspect(body, func(n ast.Node) bool {
+		call, ok := n.(*ast.CallExpr)
+		if !ok {
+			return true
+		}
+		if fn := callee(info, call); fn != nil && c.decls[fn.Origin()] != nil && slices.ContainsFunc(call.Args, func(a ast.Expr) bool { return isNATSMsg(info.TypeOf(a)) }) {
+			bodies = append(bodies, c.decls[fn.Origin()].Body)
+		}
+		return true
+	})
+	for _, body := range bodies {
+		nakAtOnce(pass, r, root, body, cfg.max, burnt)
+	}
+}
+
+// nakAtOnce reports, in body, a Nak with no delay in a failure branch
+// when nothing in body counts the message's attempts: with burnt, against
+// a MaxDeliver of max with no BackOff; otherwise against no MaxDeliver.
+func nakAtOnce(pass *analysis.Pass, r *reporter, root *Root, body *ast.BlockStmt, max int64, burnt bool) {
+	info := pass.TypesInfo
+	if body == nil {
 		return
 	}
 	counts := false
 	ast.Inspect(body, func(n ast.Node) bool {
 		switch n := n.(type) {
+		case *ast.CompositeLit:
+			if named, ok := types.Unalias(info.TypeOf(n)).(*types.Named); ok && named.Obj().Name() == "ConsumerConfig" {
+				return false // its MaxDeliver field counts nothing
+			}
 		case *ast.Ident:
 			counts = counts || attemptName.MatchString(n.Name)
 		case *ast.SelectorExpr:
@@ -370,11 +423,20 @@ func nakUnlimited(pass *analysis.Pass, r *reporter, root *Root) {
 			if !ok {
 				return true
 			}
-			if fn := callee(info, call); fn != nil && isNATS(funcPath(fn)) && fn.Name() == "Nak" {
-				r.report(call, SeverityOf(root.Name), fmt.Sprintf(
-					"naks the message when %s fails (line %d), with no count of its attempts, and this package's JetStream consumer config sets no MaxDeliver (unlimited by default): a message that can never succeed is delivered again at once, without end; set MaxDeliver (with a BackOff, or NakWithDelay), and dead-letter or record the message on its last delivery (Metadata().NumDelivered)",
-					types.ExprString(failing.Fun), pass.Fset.Position(failing.Pos()).Line))
+			fn := callee(info, call)
+			if fn == nil || !isNATS(funcPath(fn)) || fn.Name() != "Nak" {
+				return true
 			}
+			line := pass.Fset.Position(failing.Pos()).Line
+			if burnt {
+				r.report(call, SeverityOf(root.Name), fmt.Sprintf(
+					"naks the message at once when %s fails (line %d), with no count of its attempts, and this package's JetStream consumer config sets MaxDeliver %d with no BackOff: a transient failure (a restart of the database, a timeout) spends every delivery within milliseconds, and the server then stops delivering the message (no dead-letter: JetStream only publishes an advisory), so it is lost; Nak with a delay (NakWithDelay, or a BackOff in the config), and dead-letter or record the message on its last delivery (Metadata().NumDelivered)",
+					types.ExprString(failing.Fun), line, max))
+				return true
+			}
+			r.report(call, SeverityOf(root.Name), fmt.Sprintf(
+				"naks the message when %s fails (line %d), with no count of its attempts, and this package's JetStream consumer config sets no MaxDeliver (unlimited by default): a message that can never succeed is delivered again at once, without end; set MaxDeliver (with a BackOff, or NakWithDelay), and dead-letter or record the message on its last delivery (Metadata().NumDelivered)",
+				types.ExprString(failing.Fun), line))
 			return true
 		})
 		return true
