@@ -86,7 +86,7 @@ permanent.`,
 					watermillSkips(pass, c, r, root, loop.Body)
 					amqpSkips(pass, c, r, root, loop.Body)
 				case *ast.ForStmt:
-					franzSkipsFetch(pass, r, root, loop.Body)
+					franzSkipsFetch(pass, c, r, root, loop.Body)
 					kafkaSkips(pass, c, r, root, loop.Body, false)
 					kafkaBreaks(pass, c, r, root, loop.Body, false)
 					watermillSkips(pass, c, r, root, loop.Body)
@@ -2899,13 +2899,15 @@ func assignsError(info *types.Info, body *ast.BlockStmt) bool {
 // committed unread (field trial, wave 36: wbTestCase H1). A branch that
 // reads the client's closing (IsClientClosed) is not reported: a closed
 // client returns no records.
-func franzSkipsFetch(pass *analysis.Pass, r *reporter, root *Root, loopBody *ast.BlockStmt) {
+func franzSkipsFetch(pass *analysis.Pass, c *Consumers, r *reporter, root *Root, loopBody *ast.BlockStmt) {
 	info := pass.TypesInfo
 	fetchesCall := func(n ast.Node, names ...string) bool {
 		found := false
 		ast.Inspect(n, func(m ast.Node) bool {
 			if call, ok := m.(*ast.CallExpr); ok && !found {
-				if fn := callee(info, call); fn != nil && funcPath(fn) == pathKgo && slices.Contains(names, fn.Name()) {
+				// The client's method, or the same method of the code's own
+				// interface over it (rtsa_webgpu's KafkaClient, wave 59).
+				if fn := callee(info, call); fn != nil && (funcPath(fn) == pathKgo || abstractMethod(fn)) && slices.Contains(names, fn.Name()) {
 					found = true
 				}
 			}
@@ -2919,7 +2921,7 @@ func franzSkipsFetch(pass *analysis.Pass, r *reporter, root *Root, loopBody *ast
 	commit := ""
 	if fetchesCall(loopBody, "CommitUncommittedOffsets") {
 		commit = "CommitUncommittedOffsets"
-	} else if kgoAutoCommits(pass) {
+	} else if kgoAutoCommits(pass) || c.program != nil && c.program.kgoAutoCommit {
 		commit = "the client's auto-commit (franz-go's default, every 5 s)"
 	} else {
 		return
@@ -2954,7 +2956,14 @@ func kgoAutoCommits(pass *analysis.Pass) bool {
 
 // kgoAutoCommitsIn is kgoAutoCommits over a package's files and types.
 func kgoAutoCommitsIn(info *types.Info, files []*ast.File) bool {
-	made, off := false, false
+	made, off := kgoClientOptions(info, files)
+	return made && !off
+}
+
+// kgoClientOptions reports whether files make a franz-go client
+// (kgo.NewClient), and whether they turn its auto-commit off
+// (DisableAutoCommit) or down to marked records (AutoCommitMarks).
+func kgoClientOptions(info *types.Info, files []*ast.File) (made, off bool) {
 	filesCalls(info, files, func(_ *ast.CallExpr, fn *types.Func) {
 		if funcPath(fn) == pathKgo && recvName(fn) == "" {
 			switch fn.Name() {
@@ -2965,7 +2974,7 @@ func kgoAutoCommitsIn(info *types.Info, files []*ast.File) bool {
 			}
 		}
 	})
-	return made && !off
+	return made, off
 }
 
 // naksAfter reports whether stmts, read in order up to the first return,

@@ -407,7 +407,7 @@ func TestConsumerMap(t *testing.T) {
 	for _, c := range rep.Consumers {
 		byName[c.Name] = c
 	}
-	require.Len(t, byName, 179, "%+v", rep.Consumers)
+	require.Len(t, byName, 180, "%+v", rep.Consumers)
 
 	// A receive loop that the call graph reaches from another consumer (a
 	// fallback source behind an interface) and whose acks are closures it
@@ -2007,4 +2007,19 @@ func TestRetryForever(t *testing.T) {
 	fs := findingsIn(rep, "retryloop/retryloop.go", "poison")
 	require.Contains(t, fs[0].Message, "withRetry retries the work it is given")
 	require.Contains(t, fs[1].Message, "retries c.post without a bound")
+}
+
+// TestKgoHandedClient: a franz-go loop whose client is made in another
+// package of the module (one that imports the loop's package) on the
+// default auto-commit, and polled through the loop's own interface, runs
+// on that auto-commit: a poll skipped on a fetch error and a failed write
+// only logged are errack findings, and the map names the auto-commit as
+// the ack (field trial, wave 59: rtsa_webgpu's training consumer).
+func TestKgoHandedClient(t *testing.T) {
+	rep := programReport(t, false)
+	requireFindingsAt(t, rep, "kgohanded/consumer/consumer.go", "errack", []int{33, 38}, "auto-commit")
+	c := consumerNamed(t, rep, "Trainer.Run")
+	require.Equal(t, KindFranz, c.Kind)
+	require.NotEmpty(t, c.Acks, "%+v", c)
+	require.Contains(t, c.Acks[0].What, "franz-go's auto-commit")
 }

@@ -133,6 +133,9 @@ type programReach struct {
 	// or an offset manager's Commit); saramaLoops whether the module has a
 	// Sarama ConsumeClaim entry point (see saramaNeverCommits).
 	saramaCommits, saramaLoops bool
+	// kgoAutoCommit says the package's franz-go poll loops run on the
+	// client's auto-commit (see wholeProgram.kgoAutoCommitFor).
+	kgoAutoCommit bool
 	// configMaps names the functions of the checked module that build and
 	// return a confluent-kafka-go ConfigMap: true when their package never
 	// turns the background commit off (see configMapBuilders).
@@ -160,6 +163,10 @@ type wholeProgram struct {
 	cg      *callgraph.Graph
 	syntax  map[ast.Node]*ssa.Function
 	recvers map[string][]chanRecv // channel element type -> receivers
+	// kgoHanded caches, per package that makes no franz-go client,
+	// whether the clients its importers make run on their auto-commit
+	// (see kgoAutoCommitFor).
+	kgoHanded map[*types.Package]bool
 	// sameChan joins the struct fields that hold one channel: a field
 	// stored from another (Poller{events: d.events}) or from the same
 	// make(chan) (a union-find forest; see joinChanFields).
@@ -253,6 +260,7 @@ func buildProgram(pkgs []*packages.Package, roots []*Root, remotes []remote) *wh
 		genRecvers:  map[*ssa.Function][]*ssa.Function{},
 		sinkRecvers: map[*ssa.Parameter][]*ssa.Function{},
 		paramGens:   map[*ssa.Parameter][]*ssa.Function{},
+		kgoHanded:   map[*types.Package]bool{},
 	}
 	packages.Visit(pkgs, nil, func(p *packages.Package) {
 		if p.Types == nil {
@@ -1428,6 +1436,37 @@ func (w *wholeProgram) joinChanFields(all map[*ssa.Function]bool) {
 	}
 }
 
+// kgoAutoCommitFor reports whether pkg's franz-go loops run on the
+// client's auto-commit: pkg makes a client (kgo.NewClient) and never turns
+// the auto-commit off (DisableAutoCommit) or down to marks
+// (AutoCommitMarks); or pkg makes no client, and the packages of the
+// module that import it and make one never turn it off either: the client
+// made in main and handed to the loop's constructor (field trial, wave 59:
+// rtsa_webgpu's training and audit consumers).
+func (w *wholeProgram) kgoAutoCommitFor(pkg *types.Package) bool {
+	p := w.info[pkg]
+	if p == nil {
+		return false
+	}
+	if made, _ := kgoClientOptions(p.TypesInfo, p.Syntax); made {
+		return kgoAutoCommitsIn(p.TypesInfo, p.Syntax)
+	}
+	if auto, ok := w.kgoHanded[pkg]; ok {
+		return auto
+	}
+	made, off := false, false
+	for q := range w.app {
+		qp := w.info[q]
+		if qp == nil || !slices.Contains(q.Imports(), pkg) {
+			continue
+		}
+		m, o := kgoClientOptions(qp.TypesInfo, qp.Syntax)
+		made, off = made || m, off || o
+	}
+	w.kgoHanded[pkg] = made && !off
+	return made && !off
+}
+
 // chanField returns the struct field a channel value was loaded from
 // (s.jobs, (*s).jobs), or nil.
 func chanField(v ssa.Value) *types.Var {
@@ -2054,6 +2093,7 @@ func (w *wholeProgram) publish() (done func()) {
 		pr.configMaps = configMaps
 		pr.ackChans = w.ackChans
 		pr.saramaCommits, pr.saramaLoops = saramaCommits[pkg], saramaLoops
+		pr.kgoAutoCommit = w.kgoAutoCommitFor(pkg)
 		programs.Store(pkg, pr)
 	}
 	return func() {
