@@ -580,7 +580,7 @@ func (c *Consumers) findRoots(ins *inspector.Inspector, nodeTypes []ast.Node, ad
 		case *ast.CallExpr:
 			// An argument passed as a handler type, or a conversion to one.
 			if tv, ok := pass.TypesInfo.Types[n.Fun]; ok && tv.IsType() && len(n.Args) == 1 {
-				if kind := c.handlerKind(tv.Type); kind != "" {
+				if kind := c.handlerKind(tv.Type); kind != "" && !(kind == KindAsynq && asynqMiddleware(pass.TypesInfo, n.Args[0])) {
 					rootOfExpr(kind, n.Args[0])
 				}
 			} else if sig, ok := pass.TypesInfo.TypeOf(n.Fun).(*types.Signature); ok {
@@ -839,6 +839,12 @@ func (c *Consumers) handlerKind(t types.Type) string {
 		return KindAckgap
 	case strings.HasPrefix(path, pathWatermill):
 		return KindWatermill
+	case path == pathAsynq:
+		// A factory returning asynq.HandlerFunc, given to mux.Handle
+		// (field trial, wave 60: xu-shop's seven task handlers).
+		return KindAsynq
+	case path == pathNSQ:
+		return KindNSQ
 	}
 	return ""
 }

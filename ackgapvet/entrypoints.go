@@ -271,6 +271,9 @@ func sqsOp(fn *types.Func) string {
 			return op
 		}
 	}
+	if op := sqsWrapperOp(fn, sig); op != "" {
+		return op
+	}
 	// The application's own delete given the SDK's message (a provider
 	// type's DeleteMessage(msg *sqs.Message)): the ack.
 	if name := fn.Name(); strings.HasPrefix(name, "DeleteMessage") {
@@ -288,6 +291,58 @@ func sqsOp(fn *types.Func) string {
 		}
 	}
 	return ""
+}
+
+// sqsWrapperOp names the SQS operation a method of an SQS client wrapper
+// stands for: a method of a type declared in a package outside the AWS
+// SDK that imports the SDK's SQS client directly (GeoNet/kit's aws/sqs,
+// field trial wave 60: `Delete(url, receiptHandle)`): Delete or
+// DeleteMessage given the queue URL and a receipt handle as strings is
+// DeleteMessage. "" otherwise. (A wrapper's receive is an entry point only
+// in another repository's package: see wrapperReceive.)
+func sqsWrapperOp(fn *types.Func, sig *types.Signature) string {
+	if !sqsWrapperMethod(fn, sig) || fn.Name() != "Delete" && fn.Name() != "DeleteMessage" {
+		return ""
+	}
+	strs := 0
+	for v := range sig.Params().Variables() {
+		if b, ok := v.Type().Underlying().(*types.Basic); ok && b.Kind() == types.String {
+			strs++
+		}
+	}
+	if strs >= 2 {
+		return "DeleteMessage"
+	}
+	return ""
+}
+
+// sqsWrapperMethod reports whether fn is a method of a concrete type
+// declared in a package outside the AWS SDK that imports the SDK's SQS
+// client (v1 or v2) directly.
+func sqsWrapperMethod(fn *types.Func, sig *types.Signature) bool {
+	if sig.Recv() == nil || fn.Pkg() == nil || strings.HasPrefix(fn.Pkg().Path(), "github.com/aws/") || types.IsInterface(sig.Recv().Type()) {
+		return false
+	}
+	for _, imp := range fn.Pkg().Imports() {
+		if imp.Path() == pathSQS || imp.Path() == pathSQSv1 {
+			return true
+		}
+	}
+	return false
+}
+
+// wrapperReceive reports whether fn is the receive of an SQS client
+// wrapper library of another repository than the checked package's (see
+// sqsWrapperMethod): a method named Receive... that returns a value
+// besides its error (GeoNet/kit's `ReceiveWithContext(ctx, url, vis)
+// (Raw, error)`, field trial wave 60). A loop calling it is an SQS
+// receive loop. The code's own wrappers are followed into instead.
+func (c *Consumers) wrapperReceive(fn *types.Func) bool {
+	sig, ok := fn.Type().(*types.Signature)
+	if !ok || !strings.HasPrefix(fn.Name(), "Receive") || !sqsWrapperMethod(fn, sig) || sameRepo(fn.Pkg().Path(), c.pass.Pkg.Path()) {
+		return false
+	}
+	return sig.Results().Len() >= 2 && isError(sig.Results().At(sig.Results().Len()-1).Type())
 }
 
 // kinesisGetRecords reports whether fn is Kinesis GetRecords: a method of
@@ -470,9 +525,13 @@ func (c *Consumers) moreRoots(n ast.Node, stack []ast.Node, addRoot func(kind, n
 		switch {
 		case path == pathAsynq && recv == "ServeMux" && name == "HandleFunc" && len(n.Args) == 2:
 			rootOfExpr(KindAsynq, n.Args[1])
-		case isNATS(path) && (name == "Subscribe" || name == "QueueSubscribe" || name == "Consume"):
+		case (isNATS(path) || abstractMethod(fn)) && (name == "Subscribe" || name == "QueueSubscribe" || name == "Consume"):
+			// The client's method, or the same method of the code's own
+			// interface over it (field trial, wave 60: auraedu's
+			// eventbus.JetStreamContext); only an argument of a NATS
+			// handler's type makes a root.
 			kind := KindNATS
-			if recv == "Conn" {
+			if recv == "Conn" || !isNATS(path) && !natsSubOpts(fn) {
 				kind = KindNATSCore
 			}
 			for _, a := range n.Args {
@@ -538,7 +597,7 @@ func (c *Consumers) moreRoots(n ast.Node, stack []ast.Node, addRoot func(kind, n
 			// callback reads SQS records with Event.DecapSQSBody.
 			rootOfExpr(KindLambda, n.Args[0])
 		default:
-			if sqsOp(fn) == "ReceiveMessage" {
+			if sqsOp(fn) == "ReceiveMessage" || c.wrapperReceive(fn) {
 				c.receiveRoot(KindSQS, stack, addRoot)
 			}
 		}
@@ -1267,6 +1326,18 @@ const (
 
 // isNATS matches nats.go and its jetstream package.
 func isNATS(path string) bool { return path == pathNATS || path == pathJetStream }
+
+// natsSubOpts reports whether fn's last parameter is JetStream's
+// subscription options (...nats.SubOpt): an interface's Subscribe over a
+// JetStreamContext rather than a core connection.
+func natsSubOpts(fn *types.Func) bool {
+	sig, ok := fn.Type().(*types.Signature)
+	if !ok || !sig.Variadic() {
+		return false
+	}
+	last, ok := sig.Params().At(sig.Params().Len() - 1).Type().(*types.Slice)
+	return ok && isNamed(last.Elem(), pathNATS, "SubOpt")
+}
 
 // isNATSMsg reports whether t is a NATS message: *nats.Msg or
 // jetstream.Msg.

@@ -407,7 +407,7 @@ func TestConsumerMap(t *testing.T) {
 	for _, c := range rep.Consumers {
 		byName[c.Name] = c
 	}
-	require.Len(t, byName, 180, "%+v", rep.Consumers)
+	require.Len(t, byName, 183, "%+v", rep.Consumers)
 
 	// A receive loop that the call graph reaches from another consumer (a
 	// fallback source behind an interface) and whose acks are closures it
@@ -1648,15 +1648,17 @@ func TestRabbitMQDeliveries(t *testing.T) {
 // to asynq.HandlerFunc (a factory's closure too); a nil return marks the
 // task done, so a failed write only logged is an errack finding, and the
 // handlers that return the error are quiet (field trial, wave 39: Zircon,
-// go-zero-douyin). A middleware's wrapper is no handler.
+// go-zero-douyin). A middleware's wrapper is no handler; a factory that
+// returns an asynq.HandlerFunc given to mux.Handle makes one (wave 60:
+// xu-shop).
 func TestAsynqHandlers(t *testing.T) {
 	rep := programReport(t, false)
 	requireFindingsAt(t, rep, "asynqsrv/asynqsrv.go", "errack", []int{30}, "the asynq task handler acks the message")
 	// A call of the package's own function that starts a goroutine on the
 	// payload and returns is a hand-off: asynq marks the task done first
 	// (field trial, wave 41: posta's webhook dispatcher).
-	requireFindingsAt(t, rep, "asynqsrv/asynqsrv.go", "earlyack", []int{79}, "while its work runs in another goroutine (d.Dispatch, which starts a goroutine at line 78)")
-	for _, name := range []string{"Publisher.ProcessTask", "asynqsrv.Serve.func1", "func literal returned by archive"} {
+	requireFindingsAt(t, rep, "asynqsrv/asynqsrv.go", "earlyack", []int{90}, "while its work runs in another goroutine (d.Dispatch, which starts a goroutine at line 89)")
+	for _, name := range []string{"Publisher.ProcessTask", "asynqsrv.Serve.func1", "func literal returned by archive", "asynqsrv.newMailer.func1"} {
 		c := consumerNamed(t, rep, name)
 		require.Equal(t, KindAsynq, c.Kind)
 		require.Contains(t, c.Acks[0].What, "asynq marks the task done when the handler returns nil")
@@ -2022,4 +2024,19 @@ func TestKgoHandedClient(t *testing.T) {
 	require.Equal(t, KindFranz, c.Kind)
 	require.NotEmpty(t, c.Acks, "%+v", c)
 	require.Contains(t, c.Acks[0].What, "franz-go's auto-commit")
+}
+
+// TestWrappedClients: entry points reached through the code's own
+// interface over a NATS JetStreamContext (wave 60: auraedu's eventbus) and
+// through an SQS wrapper library's one-message Receive and its Delete
+// (wave 60: GeoNet/fdsn over GeoNet/kit) are consumers of those brokers,
+// and their acks after a failure only logged are errack's.
+func TestWrappedClients(t *testing.T) {
+	rep := programReport(t, false)
+	requireFindingsAt(t, rep, "natsiface/natsiface.go", "errack", []int{25}, "acks with nats.Msg.Ack even when db.Exec failed (line 22)")
+	require.Equal(t, KindNATS, consumerNamed(t, rep, "natsiface.Invoices.func1").Kind)
+	requireFindingsAt(t, rep, "kitloop/kitloop.go", "errack", []int{25}, "acks with sqswrap.SQS.Delete even when db.ExecContext failed (line 22)")
+	c := consumerNamed(t, rep, "Holdings")
+	require.Equal(t, KindSQS, c.Kind)
+	require.Contains(t, c.Acks[0].What, "sqswrap.SQS.Delete")
 }

@@ -17,6 +17,7 @@ require (
 	example.com/programshared v0.0.0
 	example.org/retry v0.0.0
 	example.org/sqspoller v0.0.0
+	example.org/sqswrap v0.0.0
 	example.org/subs v0.0.0
 	github.com/IBM/sarama v1.45.0
 	github.com/ThreeDotsLabs/watermill v1.5.2
@@ -88,3 +89,5 @@ replace github.com/wneessen/go-mail => ../src/github.com/wneessen/go-mail
 replace github.com/google/uuid => ../src/github.com/google/uuid
 
 replace gocloud.dev => ../src/gocloud.dev
+
+replace example.org/sqswrap => ../src/example.org/sqswrap
