@@ -405,6 +405,21 @@ func runConsumers(pass *analysis.Pass) (any, error) {
 	}
 	held, resolving := localFuncValues(pass), map[*types.Var]bool{}
 	var rootOfExpr func(kind string, e ast.Expr)
+	// fromHeld makes roots of the values a local variable or a field
+	// holds (see localFuncValues); h = h cycles end at a variable already
+	// being resolved. It reports whether v holds any.
+	fromHeld := func(kind string, v *types.Var) bool {
+		vals, ok := held[v]
+		if !ok || resolving[v] {
+			return false
+		}
+		resolving[v] = true
+		for _, val := range vals {
+			rootOfExpr(kind, val)
+		}
+		delete(resolving, v)
+		return true
+	}
 	rootOfExpr = func(kind string, e ast.Expr) {
 		// for _, h := range handlers { sub.Receive(ctx, h.Handler) }: the
 		// functions the package stores in that field are the entry points
@@ -412,12 +427,7 @@ func runConsumers(pass *analysis.Pass) (any, error) {
 		if sel, ok := ast.Unparen(e).(*ast.SelectorExpr); ok {
 			if s := pass.TypesInfo.Selections[sel]; s != nil && s.Kind() == types.FieldVal {
 				if v, ok := s.Obj().(*types.Var); ok {
-					if vals, ok := held[v]; ok && !resolving[v] {
-						resolving[v] = true
-						for _, val := range vals {
-							rootOfExpr(kind, val)
-						}
-						delete(resolving, v)
+					if fromHeld(kind, v) {
 						return
 					}
 					if isSignature(v.Type()) {
@@ -444,14 +454,8 @@ func runConsumers(pass *analysis.Pass) (any, error) {
 				}
 				// h := func(ctx, m) {...}; sub.Receive(ctx, h): the
 				// function a local variable holds (field trial, wave
-				// 51: go-gcp-doc-ai's Pub/Sub callback); h = h
-				// cycles end at a variable already being resolved.
-				if vals, ok := held[v]; ok && !resolving[v] {
-					resolving[v] = true
-					for _, val := range vals {
-						rootOfExpr(kind, val)
-					}
-					delete(resolving, v)
+				// 51: go-gcp-doc-ai's Pub/Sub callback).
+				if fromHeld(kind, v) {
 					return
 				}
 			}
