@@ -158,8 +158,8 @@ func unboundedRetry(info *types.Info, loop *ast.ForStmt) *ast.CallExpr {
 					if doneCase(info, cc) {
 						continue // shutdown
 					}
-					if cc.Comm != nil && afterCase(info, cc.Comm) {
-						sleeps = true
+					if cc.Comm != nil {
+						visit(cc.Comm, success, true) // <-time.After(d): a wait
 					}
 					for _, st := range cc.Body {
 						visit(st, success, true)
@@ -243,19 +243,4 @@ func doneCase(info *types.Info, cc *ast.CommClause) bool {
 	}
 	fn := callee(info, call)
 	return fn != nil && fn.Name() == "Done" && funcPath(fn) == "context"
-}
-
-// afterCase reports whether a select case's communication waits on
-// time.After.
-func afterCase(info *types.Info, comm ast.Stmt) bool {
-	found := false
-	ast.Inspect(comm, func(n ast.Node) bool {
-		if call, ok := n.(*ast.CallExpr); ok {
-			if fn := callee(info, call); fn != nil && funcPath(fn) == "time" && fn.Name() == "After" {
-				found = true
-			}
-		}
-		return !found
-	})
-	return found
 }
