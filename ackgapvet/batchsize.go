@@ -34,7 +34,7 @@ func mappingsBatchOfOne(root string) (one, bounded bool) {
 	if root == "" {
 		return false, false
 	}
-	for _, dir := range []string{root, filepath.Dir(root)} {
+	for _, dir := range iacDirs(root) {
 		n, ones, bound := tfMappings(dir)
 		if n == 0 {
 			n, ones, bound = iacMappings(dir)
@@ -42,11 +42,27 @@ func mappingsBatchOfOne(root string) (one, bounded bool) {
 		if n > 0 {
 			return ones >= n, bound >= n
 		}
-		if dir == filepath.Dir(dir) {
-			break
-		}
 	}
 	return false, false
+}
+
+// iacDirs returns the folders whose infrastructure files speak for the
+// module at root: root, then its parent when root may be a subfolder of
+// its repository. Not the parent of a repository's root (root holds
+// .git), nor a parent that is the file system's root, the temporary
+// folder or the home folder: a module made there is no part of what sits
+// beside it (a new user's /tmp/app picked up another folder's Terraform).
+func iacDirs(root string) []string {
+	dirs := []string{root}
+	if _, err := os.Stat(filepath.Join(root, ".git")); err == nil {
+		return dirs
+	}
+	up := filepath.Dir(root)
+	home, _ := os.UserHomeDir()
+	if up == root || up == filepath.Dir(up) || up == filepath.Clean(os.TempDir()) || home != "" && up == filepath.Clean(home) {
+		return dirs
+	}
+	return append(dirs, up)
 }
 
 // tfMappings counts the event source mappings in the .tf files under dir
@@ -202,7 +218,7 @@ func dropFailuresHeard(fs []Finding, root string) []Finding {
 	}
 	ignored := false
 	if root != "" {
-		for _, dir := range []string{root, filepath.Dir(root)} {
+		for _, dir := range iacDirs(root) {
 			n, _, _ := tfMappings(dir)
 			if n == 0 {
 				n, _, _ = iacMappings(dir)
@@ -213,9 +229,6 @@ func dropFailuresHeard(fs []Finding, root string) []Finding {
 					heard = heard || reportsFailures.MatchString(text)
 				})
 				ignored = !heard
-				break
-			}
-			if dir == filepath.Dir(dir) {
 				break
 			}
 		}
