@@ -207,7 +207,7 @@ func (w *wholeProgram) describe(rw *rootWalk) Consumer {
 	case KindNSQ:
 		c.Acks = append(c.Acks, Step{What: "go-nsq finishes the message when the handler returns nil; an error requeues it with a backoff, and past MaxAttempts (5 by default) go-nsq gives it up: finished, only logged"})
 	case KindFranz:
-		if e := rw.entry; e.Pkg != nil && w.kgoAutoCommitFor(e.Pkg.Pkg) {
+		if w.kgoAutoCommitAt(rw.entry) {
 			c.Acks = append(c.Acks, Step{What: "franz-go's auto-commit (on by default) commits every 5 s what the polls returned, whatever the work did"})
 		}
 	}

@@ -2921,7 +2921,7 @@ func franzSkipsFetch(pass *analysis.Pass, c *Consumers, r *reporter, root *Root,
 	commit := ""
 	if fetchesCall(loopBody, "CommitUncommittedOffsets") {
 		commit = "CommitUncommittedOffsets"
-	} else if kgoAutoCommits(pass) || c.program != nil && c.program.kgoAutoCommit {
+	} else if made, auto := kgoClientIn(info, funcBody(root.Node)); made && auto || !made && (kgoAutoCommits(pass) || c.program != nil && c.program.kgoAutoCommit) {
 		commit = "the client's auto-commit (franz-go's default, every 5 s)"
 	} else {
 		return
@@ -2958,6 +2958,33 @@ func kgoAutoCommits(pass *analysis.Pass) bool {
 func kgoAutoCommitsIn(info *types.Info, files []*ast.File) bool {
 	made, off := kgoClientOptions(info, files)
 	return made && !off
+}
+
+// kgoClientIn reports whether body makes a franz-go client itself
+// (kgo.NewClient in the loop's own function), and if so whether that
+// client runs on its auto-commit (body turns it off nowhere: no
+// DisableAutoCommit or AutoCommitMarks). A client made beside the loop
+// speaks for it, whatever other clients of the package do (a new user's
+// report: a safe twin's DisableAutoCommit hid an unsafe loop).
+func kgoClientIn(info *types.Info, body *ast.BlockStmt) (made, auto bool) {
+	if body == nil {
+		return false, false
+	}
+	off := false
+	ast.Inspect(body, func(n ast.Node) bool {
+		if call, ok := n.(*ast.CallExpr); ok {
+			if fn := callee(info, call); fn != nil && funcPath(fn) == pathKgo && recvName(fn) == "" {
+				switch fn.Name() {
+				case "NewClient":
+					made = true
+				case "DisableAutoCommit", "AutoCommitMarks":
+					off = true
+				}
+			}
+		}
+		return true
+	})
+	return made, made && !off
 }
 
 // kgoClientOptions reports whether files make a franz-go client

@@ -140,7 +140,7 @@ func (w *wholeProgram) autoCommitAcker(rw *rootWalk) string {
 		// AutoCommitMarks, in the loop's package, commits every 5 s what
 		// the polls returned (field trial, wave 54: JL's rules
 		// evaluator, whose failed evaluation was only logged).
-		if e := rw.entry; e.Pkg == nil || !w.kgoAutoCommitFor(e.Pkg.Pkg) {
+		if !w.kgoAutoCommitAt(rw.entry) {
 			return ""
 		}
 		what = autoCommitPrefix + " of franz-go (on by default, it commits every 5 s what the polls returned)"

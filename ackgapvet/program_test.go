@@ -407,7 +407,7 @@ func TestConsumerMap(t *testing.T) {
 	for _, c := range rep.Consumers {
 		byName[c.Name] = c
 	}
-	require.Len(t, byName, 183, "%+v", rep.Consumers)
+	require.Len(t, byName, 184, "%+v", rep.Consumers)
 
 	// A receive loop that the call graph reaches from another consumer (a
 	// fallback source behind an interface) and whose acks are closures it
@@ -1969,13 +1969,18 @@ func TestStatusGuardBareReturn(t *testing.T) {
 
 // TestFranzAutoCommit: a franz-go poll loop whose client keeps the default
 // auto-commit commits past a failure it only logs (wave 54, JL's rules
-// evaluator), and the map names that auto-commit as the loop's ack.
+// evaluator), and the map names that auto-commit as the loop's ack. A safe
+// twin in the same package whose own client turns the auto-commit off is
+// judged by that client, and hides nothing (a new user's report).
 func TestFranzAutoCommit(t *testing.T) {
 	rep := programReport(t, false)
 	requireFindingsAt(t, rep, "kgoauto/kgoauto.go", "errack", []int{32}, "the auto-commit of franz-go (on by default, it commits every 5 s what the polls returned) commits its offset all the same")
 	c := consumerNamed(t, rep, "Evaluator.Run")
 	require.NotEmpty(t, c.Acks, "%+v", c)
 	require.Contains(t, c.Acks[0].What, "franz-go's auto-commit")
+	safe := consumerNamed(t, rep, "Evaluator.RunSafe")
+	require.NotEmpty(t, safe.Acks, "%+v", safe)
+	require.Contains(t, safe.Acks[0].What, "kgo.Client.CommitRecords")
 }
 
 // TestGoCDKInterface: a loop that receives through the application's own

@@ -1436,6 +1436,29 @@ func (w *wholeProgram) joinChanFields(all map[*ssa.Function]bool) {
 	}
 }
 
+// kgoAutoCommitAt reports whether the franz-go loop entry runs on its
+// client's auto-commit: judged by the client entry makes in its own body
+// when it makes one (see kgoClientIn), else by its package (see
+// kgoAutoCommitFor).
+func (w *wholeProgram) kgoAutoCommitAt(entry *ssa.Function) bool {
+	if entry.Pkg == nil {
+		return false
+	}
+	if p := w.info[entry.Pkg.Pkg]; p != nil {
+		var body *ast.BlockStmt
+		switch n := entry.Syntax().(type) {
+		case *ast.FuncDecl:
+			body = n.Body
+		case *ast.FuncLit:
+			body = n.Body
+		}
+		if made, auto := kgoClientIn(p.TypesInfo, body); made {
+			return auto
+		}
+	}
+	return w.kgoAutoCommitFor(entry.Pkg.Pkg)
+}
+
 // kgoAutoCommitFor reports whether pkg's franz-go loops run on the
 // client's auto-commit: pkg makes a client (kgo.NewClient) and never turns
 // the auto-commit off (DisableAutoCommit) or down to marks

@@ -35,3 +35,24 @@ func (e *Evaluator) Run(ctx context.Context) error {
 		})
 	}
 }
+
+// RunSafe's own client turns the auto-commit off and commits after the
+// work: quiet, and it does not hide Run's auto-commit (a new user's
+// report: a safe twin's DisableAutoCommit in the same package hid it).
+func (e *Evaluator) RunSafe(ctx context.Context) error {
+	cl, err := kgo.NewClient(kgo.ConsumerGroup("rules-safe"), kgo.ConsumeTopics("metrics"), kgo.DisableAutoCommit())
+	if err != nil {
+		return err
+	}
+	for {
+		fs := cl.PollFetches(ctx)
+		for _, r := range fs.Records() {
+			if err := e.evaluate(ctx, r.Value); err != nil {
+				return err
+			}
+			if err := cl.CommitRecords(ctx, r); err != nil {
+				return err
+			}
+		}
+	}
+}
